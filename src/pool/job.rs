@@ -1,0 +1,186 @@
+//! A job: one call on its way through the pool, and what happens to its outcome.
+//!
+//! States of a job's [`Control`] (one `AtomicU8`):
+//! ```text
+//!   WAITING ──admit──► QUEUED ──worker pops──► RUNNING ──► DONE
+//!      │                  │
+//!      └──── cancel ──────┴──────────────────────────────► DONE
+//! ```
+//! Every transition out of WAITING or QUEUED is a compare-exchange, so exactly one thread (the
+//! admitting thread, the worker, or a canceller) owns each step; the one that moves a job to DONE
+//! (or to RUNNING, which later ends in DONE) is the one that settles it. That is why every
+//! accepted call settles exactly once. A cancel that finds the job RUNNING only sets the cancel
+//! reason; the command sees it through `Context::check` and the worker settles.
+
+use super::origin::Origin;
+use crate::rpc::{envelope, json, CancelReason, Command, Outcome, Value};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const WAITING: u8 = 0;
+pub const QUEUED: u8 = 1;
+pub const RUNNING: u8 = 2;
+pub const DONE: u8 = 3;
+
+/// The shared, cancellable part of a job.
+pub struct Control {
+    pub(crate) state: AtomicU8,
+    pub(crate) cancel: AtomicU8,
+    /// The worker whose queue holds the job; written before the job becomes QUEUED.
+    pub(crate) worker: AtomicUsize,
+}
+
+impl Control {
+    pub(crate) fn new(state: u8) -> Arc<Control> {
+        Arc::new(Control {
+            state: AtomicU8::new(state),
+            cancel: AtomicU8::new(0),
+            worker: AtomicUsize::new(usize::MAX),
+        })
+    }
+
+    /// Records why the job must stop; the first reason wins.
+    pub(crate) fn set_reason(&self, reason: CancelReason) {
+        let _ = self
+            .cancel
+            .compare_exchange(0, reason as u8, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Moves the job from `from` to `to`; true if this thread made the move.
+    pub(crate) fn transition(&self, from: u8, to: u8) -> bool {
+        self.state
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
+
+pub struct Job {
+    pub(crate) command: Arc<dyn Command>,
+    pub(crate) params: Vec<Value>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) control: Arc<Control>,
+    pub(crate) origin: Arc<Origin>,
+    pub(crate) reply: Reply,
+    pub(crate) submitted: Instant,
+    /// Set for broadcast jobs: they must run on this worker.
+    pub(crate) pinned: Option<usize>,
+}
+
+impl Job {
+    /// Settles the job with `outcome` (the caller owns the job's final transition).
+    pub(crate) fn settle(self, outcome: Outcome) {
+        self.reply.finish(outcome, &self.origin);
+    }
+}
+
+/// What to do with a job's outcome.
+pub enum Reply {
+    /// `exec`/`call`: the outcome as is.
+    Call(u64),
+    /// One JSON-RPC request (`request`/`handle`): a response object, or nothing for a
+    /// notification (`id: None`); `text` turns it into JSON text.
+    Response {
+        call: u64,
+        id: Option<Value>,
+        text: bool,
+    },
+    /// One part of a batch or a broadcast.
+    Part(Arc<Collector>, usize),
+}
+
+impl Reply {
+    pub(crate) fn finish(self, outcome: Outcome, origin: &Origin) {
+        match self {
+            Reply::Call(call) => origin.deliver(call, outcome),
+            Reply::Response { call, id, text } => {
+                let response = id.map(|id| envelope::response(id, outcome));
+                origin.deliver(call, Ok(finish_text(response, text)));
+            }
+            Reply::Part(collector, slot) => collector.fill(slot, outcome, origin),
+        }
+    }
+}
+
+/// A JSON-RPC answer as a value, or as text for `handle()`; "nothing" is `null` or `""`.
+pub(crate) fn finish_text(response: Option<Value>, text: bool) -> Value {
+    match (response, text) {
+        (Some(v), true) => Value::String(json::to_string(&v)),
+        (Some(v), false) => v,
+        (None, true) => Value::String(String::new()),
+        (None, false) => Value::Null,
+    }
+}
+
+pub enum CollectKind {
+    /// A JSON-RPC batch: `ids[i]` is entry i's request id (`None`: notification);
+    /// `answers[i]` is the response already known for an invalid entry (its slot is prefilled).
+    Batch {
+        text: bool,
+        ids: Vec<Option<Value>>,
+        answers: Vec<Option<Value>>,
+    },
+    /// A broadcast: results in worker order, or the first error.
+    Broadcast,
+}
+
+/// Gathers the outcomes of several jobs and settles one call when the last arrives.
+pub struct Collector {
+    call: u64,
+    kind: CollectKind,
+    slots: Mutex<Vec<Option<Outcome>>>,
+    remaining: AtomicUsize,
+}
+
+impl Collector {
+    /// `prefilled` holds outcomes known before any job runs (invalid batch entries).
+    pub(crate) fn new(call: u64, kind: CollectKind, slots: Vec<Option<Outcome>>) -> Arc<Collector> {
+        let remaining = slots.iter().filter(|s| s.is_none()).count();
+        Arc::new(Collector {
+            call,
+            kind,
+            slots: Mutex::new(slots),
+            remaining: AtomicUsize::new(remaining),
+        })
+    }
+
+    /// True when nothing remains to be run (every entry was prefilled).
+    pub(crate) fn is_complete(&self) -> bool {
+        self.remaining.load(Ordering::Acquire) == 0
+    }
+
+    pub(crate) fn fill(&self, slot: usize, outcome: Outcome, origin: &Origin) {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots[slot] = Some(outcome);
+        drop(slots);
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.finish(origin);
+        }
+    }
+
+    /// Settles the collected call; called once, by whoever filled the last slot.
+    pub(crate) fn finish(&self, origin: &Origin) {
+        let slots = std::mem::take(&mut *self.slots.lock().unwrap_or_else(|e| e.into_inner()));
+        let outcome = match &self.kind {
+            CollectKind::Batch { text, ids, answers } => {
+                let responses: Vec<Value> = slots
+                    .into_iter()
+                    .zip(ids.iter().zip(answers))
+                    .filter_map(|(outcome, (id, answer))| match (answer, id, outcome) {
+                        (Some(answer), _, _) => Some(answer.clone()),
+                        (None, Some(id), Some(o)) => Some(envelope::response(id.clone(), o)),
+                        _ => None,
+                    })
+                    .collect();
+                let batch = (!responses.is_empty()).then_some(Value::Array(responses));
+                Ok(finish_text(batch, *text))
+            }
+            CollectKind::Broadcast => slots
+                .into_iter()
+                .map(|s| s.unwrap_or(Ok(Value::Null)))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array),
+        };
+        origin.deliver(self.call, outcome);
+    }
+}

@@ -1,0 +1,514 @@
+//! The scheduler: a fixed set of worker threads, one queue each, and the strategy that picks
+//! a queue for every call at submit time.
+//!
+//! State and invariants:
+//! - `queued` counts jobs sitting in worker queues in state QUEUED; each worker's own `queued`
+//!   counts its share. Both are incremented before a job becomes QUEUED and decremented by the
+//!   thread that moves it out of QUEUED (the worker that starts it, or a canceller), so they
+//!   never underflow and are exact when the pool is quiet.
+//! - `maxQueue` bounds `queued`. Over the bound, `onFull: 'reject'` settles the call with
+//!   QueueFull; `onFull: 'wait'` parks the job in the FIFO `waiting` list (state WAITING), and
+//!   every time a job leaves a queue one waiting job is admitted. A new call never overtakes a
+//!   waiting one.
+//! - A closed pool accepts no new call; a destroyed pool also settles every queued and waiting
+//!   job with PoolClosed and asks running ones to stop (they see it in `Context::check`).
+//! - Cancelled jobs stay in their queue as tombstones (state DONE) and are skipped when popped.
+//!
+//! Job states and who settles are described in `job.rs`; the environment handshake that makes
+//! views into SharedArrayBuffers safe is in `origin.rs`; the worker loop is in `worker.rs`.
+
+pub mod job;
+pub mod origin;
+pub mod stats;
+pub mod strategy;
+mod worker;
+
+pub use job::Control;
+pub use origin::{Deliver, Origin};
+pub use stats::Percentiles;
+pub use strategy::Strategy;
+
+use crate::rpc::{envelope, json, ErrorCode, Outcome, Registry, RpcError, Value};
+use job::{CollectKind, Collector, Job, Reply, DONE, QUEUED, WAITING};
+use stats::Histogram;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use worker::Worker;
+
+/// What `onFull` says to do when `maxQueue` is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnFull {
+    Reject,
+    Wait,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub threads: usize,
+    pub strategy: Strategy,
+    /// Most jobs waiting in queues (not running); `usize::MAX` for no bound.
+    pub max_queue: usize,
+    pub on_full: OnFull,
+    /// Default limit on a call's running time.
+    pub timeout: Option<Duration>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: num_cpus::get().max(1),
+            strategy: Strategy::LeastBusy,
+            max_queue: usize::MAX,
+            on_full: OnFull::Reject,
+            timeout: None,
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    workers: Box<[Worker]>,
+    registry: Registry,
+    options: Options,
+    next: AtomicUsize,
+    queued: AtomicUsize,
+    waiting: Mutex<VecDeque<Job>>,
+    waiting_len: AtomicUsize,
+    closed: AtomicBool,
+    destroyed: AtomicBool,
+    shutdown: AtomicBool,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    run_time: Histogram,
+    wait_time: Histogram,
+}
+
+/// A pool of native worker threads.
+pub struct Pool {
+    shared: Arc<Shared>,
+}
+
+/// One worker's counters, for `stats()`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerStats {
+    pub id: usize,
+    pub queued: usize,
+    pub running: usize,
+    pub completed: u64,
+    pub busy_ms: f64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Stats {
+    pub threads: usize,
+    pub strategy: Strategy,
+    pub queued: usize,
+    pub waiting: usize,
+    pub running: usize,
+    pub completed: u64,
+    pub failed: u64,
+    pub workers: Vec<WorkerStats>,
+    pub run_time: Percentiles,
+    pub wait_time: Percentiles,
+}
+
+impl Pool {
+    /// Starts `options.threads` workers (at least one) running the commands in `registry`.
+    pub fn new(options: Options, registry: Registry) -> std::io::Result<Pool> {
+        let n = options.threads.max(1);
+        let shared = Arc::new(Shared {
+            workers: (0..n).map(|_| Worker::default()).collect(),
+            registry,
+            options: Options {
+                threads: n,
+                ..options
+            },
+            next: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+            waiting: Mutex::new(VecDeque::new()),
+            waiting_len: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            destroyed: AtomicBool::new(false),
+            shutdown: AtomicBool::new(false),
+            completed: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            run_time: Histogram::default(),
+            wait_time: Histogram::default(),
+        });
+        for index in 0..n {
+            if let Err(e) = worker::spawn(shared.clone(), index) {
+                shared.stop_threads();
+                return Err(e);
+            }
+        }
+        Ok(Pool { shared })
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.shared.options
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.shared.registry
+    }
+
+    /// Runs `method` with `params`; the outcome goes to `origin` as call `call`.
+    /// Returns the job's control (for `cancel`) when it was accepted.
+    pub fn call(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        method: &str,
+        params: Vec<Value>,
+        timeout: Option<Duration>,
+    ) -> Option<Arc<Control>> {
+        self.submit(origin, method, params, timeout, Reply::Call(call), None)
+    }
+
+    /// Answers one JSON-RPC request object or batch (`text`: answer as JSON text).
+    pub fn request(&self, origin: &Arc<Origin>, call: u64, request: Value, text: bool) {
+        match request {
+            Value::Array(entries) if entries.is_empty() => {
+                let e = RpcError::new(ErrorCode::InvalidRequest, "Invalid Request: empty batch");
+                let answer = envelope::error_response(Value::Null, e);
+                origin.deliver(call, Ok(job::finish_text(Some(answer), text)));
+            }
+            Value::Array(entries) => self.batch(origin, call, entries, text),
+            single => match envelope::parse_request(single) {
+                Ok(req) => {
+                    let reply = Reply::Response {
+                        call,
+                        id: req.id,
+                        text,
+                    };
+                    self.submit(origin, &req.method, req.params, None, reply, None);
+                }
+                Err(answer) => origin.deliver(call, Ok(job::finish_text(Some(answer), text))),
+            },
+        }
+    }
+
+    /// Answers JSON-RPC text with JSON text; text that is not JSON gets a -32700 answer.
+    pub fn handle(&self, origin: &Arc<Origin>, call: u64, text: &str) {
+        match json::parse(text) {
+            Ok(value) => self.request(origin, call, value, true),
+            Err(why) => {
+                let e = RpcError::new(ErrorCode::ParseError, format!("Parse error: {why}"));
+                let answer = envelope::error_response(Value::Null, e);
+                origin.deliver(call, Ok(job::finish_text(Some(answer), true)));
+            }
+        }
+    }
+
+    fn batch(&self, origin: &Arc<Origin>, call: u64, entries: Vec<Value>, text: bool) {
+        let mut ids = Vec::with_capacity(entries.len());
+        let mut answers = Vec::with_capacity(entries.len());
+        let mut slots = Vec::with_capacity(entries.len());
+        let mut requests = Vec::with_capacity(entries.len());
+        for entry in entries {
+            match envelope::parse_request(entry) {
+                Ok(req) => {
+                    ids.push(req.id.clone());
+                    answers.push(None);
+                    slots.push(None);
+                    requests.push(Some(req));
+                }
+                Err(answer) => {
+                    ids.push(None);
+                    answers.push(Some(answer));
+                    slots.push(Some(Ok(Value::Null)));
+                    requests.push(None);
+                }
+            }
+        }
+        let collector = Collector::new(call, CollectKind::Batch { text, ids, answers }, slots);
+        if collector.is_complete() {
+            collector.finish(origin);
+            return;
+        }
+        for (slot, req) in requests.into_iter().enumerate() {
+            if let Some(req) = req {
+                let reply = Reply::Part(collector.clone(), slot);
+                self.submit(origin, &req.method, req.params, None, reply, None);
+            }
+        }
+    }
+
+    /// Runs `method` once on every worker; the call settles with the results in worker order,
+    /// or with the first error. Not bounded by `maxQueue` (it is one call, not n).
+    pub fn broadcast(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        method: &str,
+        params: Vec<Value>,
+        timeout: Option<Duration>,
+    ) {
+        let n = self.shared.workers.len();
+        let collector = Collector::new(call, CollectKind::Broadcast, vec![None; n]);
+        for w in 0..n {
+            let reply = Reply::Part(collector.clone(), w);
+            self.submit(origin, method, params.clone(), timeout, reply, Some(w));
+        }
+    }
+
+    fn submit(
+        &self,
+        origin: &Arc<Origin>,
+        method: &str,
+        params: Vec<Value>,
+        timeout: Option<Duration>,
+        reply: Reply,
+        pinned: Option<usize>,
+    ) -> Option<Arc<Control>> {
+        let s = &self.shared;
+        if s.closed.load(Ordering::Acquire) {
+            let e = RpcError::new(ErrorCode::PoolClosed, "The pool is closed");
+            reply.finish(Err(e), origin);
+            return None;
+        }
+        let Some(command) = s.registry.get(method) else {
+            reply.finish(Err(RpcError::method_not_found(method)), origin);
+            return None;
+        };
+        let job = Job {
+            command: command.clone(),
+            params,
+            timeout: timeout.or(s.options.timeout),
+            control: Control::new(QUEUED),
+            origin: origin.clone(),
+            reply,
+            submitted: Instant::now(),
+            pinned,
+        };
+        let control = job.control.clone();
+        if pinned.is_some() {
+            s.reserve_slot_unbounded();
+            s.place(job);
+            return Some(control);
+        }
+        let wait = s.options.on_full == OnFull::Wait;
+        if wait && s.waiting_len.load(Ordering::Acquire) > 0 {
+            // Others are already waiting for room: queue up behind them.
+            s.park_waiting(job);
+            s.admit_waiting();
+            return Some(control);
+        }
+        if !s.reserve_slot() {
+            if wait {
+                s.park_waiting(job);
+                s.admit_waiting();
+                return Some(control);
+            }
+            let max = s.options.max_queue;
+            let e = RpcError::new(
+                ErrorCode::QueueFull,
+                format!("The queue is full (maxQueue = {max})"),
+            );
+            job.settle(Err(e));
+            return None;
+        }
+        s.place(job);
+        Some(control)
+    }
+
+    /// Asks a call to stop. A queued or waiting call is removed at once and this returns
+    /// `true`: the caller must then settle it (the job will never run). A running call is
+    /// asked to stop cooperatively and settles through its worker; this returns `false`.
+    pub fn cancel(&self, control: &Control, reason: crate::rpc::CancelReason) -> bool {
+        control.set_reason(reason);
+        self.shared.withdraw(control)
+    }
+
+    /// Stops accepting calls; everything accepted still runs.
+    pub fn close(&self) {
+        self.shared.closed.store(true, Ordering::Release);
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+
+    /// Closes the pool, settles every queued and waiting call with PoolClosed, asks running
+    /// calls to stop, and lets the threads exit.
+    pub fn destroy(&self) {
+        let s = &self.shared;
+        s.closed.store(true, Ordering::Release);
+        s.destroyed.store(true, Ordering::Release);
+        let closed = || {
+            RpcError::new(
+                ErrorCode::PoolClosed,
+                "The pool was destroyed before the call ran",
+            )
+        };
+        let waiting: Vec<Job> = s
+            .waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        for job in waiting {
+            if job.control.transition(WAITING, DONE) {
+                s.waiting_len.fetch_sub(1, Ordering::AcqRel);
+                job.settle(Err(closed()));
+            }
+        }
+        for (w, worker) in s.workers.iter().enumerate() {
+            while let Some(job) = worker.queue.pop() {
+                if job.control.transition(QUEUED, DONE) {
+                    s.unqueue(w);
+                    job.settle(Err(closed()));
+                }
+            }
+        }
+        s.stop_threads();
+    }
+
+    /// Lets the threads exit once their queues are empty (after `close()` and a drain).
+    pub fn shutdown(&self) {
+        self.close();
+        self.shared.stop_threads();
+    }
+
+    pub fn stats(&self) -> Stats {
+        let s = &self.shared;
+        let workers: Vec<WorkerStats> = s
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(id, w)| WorkerStats {
+                id,
+                queued: w.queued.load(Ordering::Relaxed),
+                running: w.running.load(Ordering::Relaxed),
+                completed: w.completed.load(Ordering::Relaxed),
+                busy_ms: w.busy_ns.load(Ordering::Relaxed) as f64 / 1e6,
+            })
+            .collect();
+        Stats {
+            threads: workers.len(),
+            strategy: s.options.strategy,
+            queued: s.queued.load(Ordering::Relaxed),
+            waiting: s.waiting_len.load(Ordering::Relaxed),
+            running: workers.iter().map(|w| w.running).sum(),
+            completed: s.completed.load(Ordering::Relaxed),
+            failed: s.failed.load(Ordering::Relaxed),
+            workers,
+            run_time: s.run_time.percentiles(),
+            wait_time: s.wait_time.percentiles(),
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Shared {
+    /// Takes a queue slot if `maxQueue` allows.
+    fn reserve_slot(&self) -> bool {
+        let max = self.options.max_queue;
+        if self.queued.fetch_add(1, Ordering::AcqRel) >= max {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    fn reserve_slot_unbounded(&self) {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Picks the job's worker by strategy (or its pin) and counts the job in that worker's
+    /// load. The index is written before the job can be seen as QUEUED by a canceller.
+    fn assign(&self, job: &Job) -> usize {
+        let n = self.workers.len();
+        let w = job.pinned.unwrap_or_else(|| {
+            self.options
+                .strategy
+                .pick(n, &self.next, |i| self.workers[i].load())
+        });
+        self.workers[w].queued.fetch_add(1, Ordering::AcqRel);
+        job.control.worker.store(w, Ordering::Release);
+        w
+    }
+
+    /// Puts a new job (with a reserved slot) on its worker's queue and wakes that worker.
+    fn place(&self, job: Job) {
+        let w = self.assign(&job);
+        self.workers[w].push(job);
+    }
+
+    /// Undoes the queue counters of a job that left worker `w`'s queue.
+    fn unqueue(&self, w: usize) {
+        self.workers[w].queued.fetch_sub(1, Ordering::AcqRel);
+        self.queued.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn park_waiting(&self, job: Job) {
+        job.control.state.store(WAITING, Ordering::Release);
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.push_back(job);
+        self.waiting_len.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Moves waiting jobs into queues while there is room, oldest first.
+    fn admit_waiting(&self) {
+        while self.waiting_len.load(Ordering::Acquire) > 0 {
+            if !self.reserve_slot() {
+                return;
+            }
+            let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(job) = waiting.pop_front() else {
+                drop(waiting);
+                self.queued.fetch_sub(1, Ordering::AcqRel);
+                return;
+            };
+            let w = self.assign(&job);
+            // A job cancelled while waiting was already counted out of waiting_len.
+            if !job.control.transition(WAITING, QUEUED) {
+                drop(waiting);
+                self.unqueue(w);
+                continue;
+            }
+            self.waiting_len.fetch_sub(1, Ordering::AcqRel);
+            drop(waiting);
+            self.workers[w].push(job);
+        }
+    }
+
+    /// Takes a cancelled job out of WAITING or QUEUED; true if this thread did (and so must
+    /// settle it).
+    fn withdraw(&self, control: &Control) -> bool {
+        if control.transition(WAITING, DONE) {
+            self.waiting_len.fetch_sub(1, Ordering::AcqRel);
+            return true;
+        }
+        if control.transition(QUEUED, DONE) {
+            // `assign` wrote the index before the job could become QUEUED.
+            self.unqueue(control.worker.load(Ordering::Acquire));
+            self.admit_waiting();
+            return true;
+        }
+        false
+    }
+
+    fn stop_threads(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        for w in self.workers.iter() {
+            w.wake();
+        }
+    }
+
+    fn record(&self, outcome: &Outcome) {
+        match outcome {
+            Ok(_) => self.completed.fetch_add(1, Ordering::Relaxed),
+            Err(_) => self.failed.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests;

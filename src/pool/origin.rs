@@ -1,0 +1,131 @@
+//! Where calls come from and where their outcomes go: one `Origin` per JavaScript environment
+//! (the main thread or a worker_thread), shared by every job submitted from it.
+//!
+//! Protocol (a Dekker-style handshake, all on SeqCst atomics):
+//! - a thread that is about to use the origin's memory (run a job that may hold views into its
+//!   SharedArrayBuffers) or deliver to it calls [`Origin::enter`]: it increments `active`, then
+//!   reads `gone`; if `gone` is set it backs out;
+//! - when the environment is torn down, [`Origin::retire`] sets `gone`, then waits until
+//!   `active` is zero.
+//!
+//! Because both sides write their flag before reading the other's, either the worker sees
+//! `gone` (and never touches the memory), or `retire` sees the worker active and waits for it.
+//! After `retire` returns, no job from this origin runs or delivers again, so the environment's
+//! buffers and its completion channel can be freed.
+
+use crate::rpc::Outcome;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Receives outcomes for one origin. Called from any thread, inside an `enter`/`leave` window.
+pub trait Deliver: Send + Sync {
+    fn deliver(&self, call: u64, outcome: Outcome);
+}
+
+pub struct Origin {
+    gone: AtomicBool,
+    active: AtomicUsize,
+    sink: Box<dyn Deliver>,
+}
+
+impl Origin {
+    pub fn new(sink: impl Deliver + 'static) -> Origin {
+        Origin {
+            gone: AtomicBool::new(false),
+            active: AtomicUsize::new(0),
+            sink: Box::new(sink),
+        }
+    }
+
+    /// Begins a window in which the origin's memory may be used. `false`: it is gone.
+    pub fn enter(&self) -> bool {
+        self.active.fetch_add(1, Ordering::SeqCst);
+        if self.gone.load(Ordering::SeqCst) {
+            self.active.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// Ends a window opened by a successful [`Origin::enter`].
+    pub fn leave(&self) {
+        self.active.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Delivers an outcome unless the origin is gone (then nobody is listening).
+    pub fn deliver(&self, call: u64, outcome: Outcome) {
+        if self.enter() {
+            self.sink.deliver(call, outcome);
+            self.leave();
+        }
+    }
+
+    /// The flag running commands poll to stop when their caller's environment is gone.
+    pub fn gone_flag(&self) -> &AtomicBool {
+        &self.gone
+    }
+
+    pub fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::SeqCst)
+    }
+
+    /// Marks the origin gone and waits until no thread is inside it. Running commands see the
+    /// flag through `Context::check` and stop, so the wait is as short as their check interval.
+    pub fn retire(&self) {
+        self.gone.store(true, Ordering::SeqCst);
+        let mut spins = 0u32;
+        while self.active.load(Ordering::SeqCst) > 0 {
+            spins += 1;
+            if spins < 100 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    struct Collect(Mutex<Vec<u64>>);
+    impl Deliver for Arc<Collect> {
+        fn deliver(&self, call: u64, _: Outcome) {
+            self.0.lock().unwrap().push(call);
+        }
+    }
+
+    #[test]
+    fn nothing_is_delivered_after_retire() {
+        let c = Arc::new(Collect(Mutex::new(vec![])));
+        let o = Origin::new(c.clone());
+        o.deliver(1, Ok(crate::rpc::Value::Null));
+        o.retire();
+        o.deliver(2, Ok(crate::rpc::Value::Null));
+        assert!(!o.enter());
+        assert_eq!(*c.0.lock().unwrap(), vec![1]);
+    }
+
+    #[test]
+    fn retire_waits_for_a_thread_inside() {
+        let c = Arc::new(Collect(Mutex::new(vec![])));
+        let o = Arc::new(Origin::new(c));
+        assert!(o.enter());
+        let o2 = o.clone();
+        let inside = Arc::new(AtomicBool::new(true));
+        let inside2 = inside.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            inside2.store(false, Ordering::SeqCst);
+            o2.leave();
+        });
+        o.retire();
+        assert!(
+            !inside.load(Ordering::SeqCst),
+            "retire returned while a thread was inside"
+        );
+        t.join().unwrap();
+    }
+}

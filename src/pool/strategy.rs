@@ -1,0 +1,144 @@
+//! How a call picks its worker, at submit time (the book's `getWorker()`).
+//!
+//! - `RoundRobin` cycles 0, 1, …, n−1 from one shared counter.
+//! - `Random` picks uniformly.
+//! - `LeastBusy` picks a worker with the fewest queued + running calls, breaking ties uniformly
+//!   at random (the book's version always favours worker 0 on ties). Loads are read with
+//!   relaxed atomics: with concurrent submitters the choice is made on a snapshot, which is the
+//!   best any scheduler without a global lock can do.
+
+use std::cell::Cell;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    RoundRobin,
+    Random,
+    LeastBusy,
+}
+
+impl Strategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::RoundRobin => "roundrobin",
+            Strategy::Random => "random",
+            Strategy::LeastBusy => "leastbusy",
+        }
+    }
+
+    /// Picks a worker among `n` (n ≥ 1); `load(i)` is worker i's queued + running count.
+    pub fn pick(self, n: usize, next: &AtomicUsize, load: impl Fn(usize) -> usize) -> usize {
+        match self {
+            Strategy::RoundRobin => next.fetch_add(1, Ordering::Relaxed) % n,
+            Strategy::Random => random_below(n),
+            Strategy::LeastBusy => {
+                let mut best = usize::MAX;
+                let mut pick = 0;
+                let mut ties = 0;
+                for i in 0..n {
+                    let l = load(i);
+                    if l < best {
+                        best = l;
+                        pick = i;
+                        ties = 1;
+                    } else if l == best {
+                        // Reservoir sampling: each of the k tied workers ends up chosen with 1/k.
+                        ties += 1;
+                        if random_below(ties) == 0 {
+                            pick = i;
+                        }
+                    }
+                }
+                pick
+            }
+        }
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "roundrobin" => Ok(Strategy::RoundRobin),
+            "random" => Ok(Strategy::Random),
+            "leastbusy" => Ok(Strategy::LeastBusy),
+            other => Err(format!(
+                "unknown strategy {other:?}: expected 'roundrobin', 'random' or 'leastbusy'"
+            )),
+        }
+    }
+}
+
+/// A uniform integer in 0..n from a per-thread xorshift generator.
+pub fn random_below(n: usize) -> usize {
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u8(1);
+            h.finish() | 1
+        });
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        // Lemire's multiply-shift: unbiased enough for scheduling (bias < n / 2^64).
+        ((u128::from(x) * n as u128) >> 64) as usize
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundrobin_cycles() {
+        let next = AtomicUsize::new(0);
+        let picks: Vec<_> = (0..7)
+            .map(|_| Strategy::RoundRobin.pick(3, &next, |_| 0))
+            .collect();
+        assert_eq!(picks, [0, 1, 2, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn leastbusy_picks_a_minimum_and_breaks_ties_at_random() {
+        let next = AtomicUsize::new(0);
+        let loads = [3, 1, 4, 1, 5, 1];
+        let mut seen = [0usize; 6];
+        for _ in 0..6000 {
+            let w = Strategy::LeastBusy.pick(6, &next, |i| loads[i]);
+            assert_eq!(loads[w], 1, "picked a worker with more load than another");
+            seen[w] += 1;
+        }
+        for i in [1, 3, 5] {
+            assert!(
+                seen[i] > 1500,
+                "tie member {i} picked {} of 6000 times",
+                seen[i]
+            );
+        }
+    }
+
+    #[test]
+    fn random_reaches_every_worker() {
+        let next = AtomicUsize::new(0);
+        let mut seen = [0usize; 4];
+        for _ in 0..4000 {
+            seen[Strategy::Random.pick(4, &next, |_| 0)] += 1;
+        }
+        assert!(seen.iter().all(|&c| c > 800), "{seen:?}");
+    }
+
+    #[test]
+    fn parses_names_and_rejects_others() {
+        assert_eq!(
+            "leastbusy".parse::<Strategy>().unwrap(),
+            Strategy::LeastBusy
+        );
+        assert!("LeastBusy".parse::<Strategy>().is_err());
+    }
+}

@@ -1,0 +1,436 @@
+use super::*;
+use crate::commands;
+use crate::rpc::{CancelReason, Map};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Mutex as StdMutex;
+
+struct ToChannel(StdMutex<Sender<(u64, Outcome)>>);
+
+impl Deliver for ToChannel {
+    fn deliver(&self, call: u64, outcome: Outcome) {
+        let _ = self.0.lock().unwrap().send((call, outcome));
+    }
+}
+
+fn origin() -> (Arc<Origin>, Receiver<(u64, Outcome)>) {
+    let (tx, rx) = channel();
+    (Arc::new(Origin::new(ToChannel(StdMutex::new(tx)))), rx)
+}
+
+fn pool(threads: usize, strategy: Strategy) -> Pool {
+    let options = Options {
+        threads,
+        strategy,
+        ..Options::default()
+    };
+    Pool::new(options, commands::registry()).unwrap()
+}
+
+fn recv(rx: &Receiver<(u64, Outcome)>) -> (u64, Outcome) {
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("a call did not settle within 20 s")
+}
+
+fn sleep_params(ms: f64) -> Vec<Value> {
+    vec![Value::Number(ms)]
+}
+
+#[test]
+fn every_call_settles_exactly_once_with_its_own_result() {
+    let p = pool(4, Strategy::Random);
+    let (o, rx) = origin();
+    let n = 20_000u64;
+    for i in 0..n {
+        p.call(&o, i, "echo", vec![Value::Number(i as f64)], None);
+    }
+    let mut seen = vec![false; n as usize];
+    for _ in 0..n {
+        let (id, outcome) = recv(&rx);
+        assert_eq!(outcome.unwrap(), Value::Number(id as f64));
+        assert!(!seen[id as usize], "call {id} settled twice");
+        seen[id as usize] = true;
+    }
+    assert!(
+        rx.recv_timeout(Duration::from_millis(50)).is_err(),
+        "an extra settlement arrived"
+    );
+    let st = p.stats();
+    assert_eq!(st.completed, n);
+    assert_eq!(st.queued, 0);
+    assert_eq!(st.workers.iter().map(|w| w.completed).sum::<u64>(), n);
+}
+
+#[test]
+fn roundrobin_serves_workers_in_turn() {
+    let p = pool(3, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    for i in 0..9 {
+        p.call(&o, i, "sleep", sleep_params(1.0), None);
+    }
+    for _ in 0..9 {
+        recv(&rx).1.unwrap();
+    }
+    let per: Vec<u64> = p.stats().workers.iter().map(|w| w.completed).collect();
+    assert_eq!(per, [3, 3, 3]);
+}
+
+#[test]
+fn leastbusy_avoids_a_busy_worker() {
+    let p = pool(2, Strategy::LeastBusy);
+    let (o, rx) = origin();
+    p.call(&o, 0, "sleep", sleep_params(300.0), None);
+    std::thread::sleep(Duration::from_millis(30));
+    let busy = p
+        .stats()
+        .workers
+        .iter()
+        .position(|w| w.running == 1)
+        .unwrap();
+    for i in 1..=5 {
+        p.call(&o, i, "sleep", sleep_params(1.0), None);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut done = vec![];
+    for _ in 0..5 {
+        done.push(recv(&rx).0);
+    }
+    assert!(
+        !done.contains(&0),
+        "the long call finished before the short ones"
+    );
+    assert_eq!(
+        p.stats().workers[busy].completed,
+        0,
+        "a short call went to the busy worker"
+    );
+    recv(&rx).1.unwrap();
+}
+
+#[test]
+fn unknown_method_and_own_names_only() {
+    let p = pool(1, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    for (i, m) in ["nope", "__proto__", "toString", "constructor", ""]
+        .iter()
+        .enumerate()
+    {
+        assert!(p.call(&o, i as u64, m, vec![], None).is_none());
+        let e = recv(&rx).1.unwrap_err();
+        assert_eq!(e.code, ErrorCode::MethodNotFound, "{m}");
+    }
+}
+
+#[test]
+fn a_panicking_command_is_an_internal_error_and_the_pool_keeps_serving() {
+    let p = pool(1, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    p.call(&o, 1, "panic", vec!["boom".into()], None);
+    let e = recv(&rx).1.unwrap_err();
+    std::panic::set_hook(prev);
+    assert_eq!(e.code, ErrorCode::InternalError);
+    assert!(e.message.contains("boom"), "{}", e.message);
+    p.call(&o, 2, "echo", vec![Value::Number(2.0)], None);
+    assert_eq!(recv(&rx).1.unwrap(), Value::Number(2.0));
+}
+
+#[test]
+fn timeout_counts_from_start_and_stops_the_command() {
+    let p = pool(1, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    // The second call waits ~100 ms in the queue; its 60 ms timeout starts only when it runs.
+    p.call(&o, 1, "sleep", sleep_params(100.0), None);
+    p.call(
+        &o,
+        2,
+        "sleep",
+        sleep_params(20.0),
+        Some(Duration::from_millis(60)),
+    );
+    p.call(
+        &o,
+        3,
+        "sleep",
+        sleep_params(5000.0),
+        Some(Duration::from_millis(50)),
+    );
+    let started = Instant::now();
+    let mut got = std::collections::HashMap::new();
+    for _ in 0..3 {
+        let (id, out) = recv(&rx);
+        got.insert(id, out);
+    }
+    assert!(got[&1].is_ok());
+    assert_eq!(got[&2].as_ref().unwrap(), &Value::Number(20.0));
+    assert_eq!(got[&3].as_ref().unwrap_err().code, ErrorCode::Timeout);
+    assert!(
+        started.elapsed() < Duration::from_millis(2000),
+        "timeout did not stop the sleep"
+    );
+}
+
+#[test]
+fn cancel_removes_a_queued_call_and_stops_a_running_one() {
+    let p = pool(1, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    let running = p
+        .call(&o, 1, "sleep", sleep_params(10_000.0), None)
+        .unwrap();
+    let queued = p.call(&o, 2, "echo", vec![Value::Null], None).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(
+        p.cancel(&queued, CancelReason::Aborted),
+        "a queued call is withdrawn at once"
+    );
+    assert_eq!(p.stats().queued, 0);
+    assert!(
+        !p.cancel(&running, CancelReason::Aborted),
+        "a running call settles via its worker"
+    );
+    let (id, out) = recv(&rx);
+    assert_eq!(id, 1);
+    assert_eq!(out.unwrap_err().code, ErrorCode::Aborted);
+    // The withdrawn call never runs and never settles through the pool.
+    p.call(&o, 3, "echo", vec![Value::Null], None);
+    assert_eq!(recv(&rx).0, 3);
+}
+
+#[test]
+fn max_queue_reject_and_wait() {
+    let options = Options {
+        threads: 1,
+        max_queue: 2,
+        ..Options::default()
+    };
+    let p = Pool::new(options, commands::registry()).unwrap();
+    let (o, rx) = origin();
+    p.call(&o, 0, "sleep", sleep_params(50.0), None);
+    std::thread::sleep(Duration::from_millis(10)); // the first one is running, not queued
+    p.call(&o, 1, "echo", vec![Value::Null], None);
+    p.call(&o, 2, "echo", vec![Value::Null], None);
+    assert!(p.call(&o, 3, "echo", vec![Value::Null], None).is_none());
+    let (id, out) = recv(&rx);
+    assert_eq!((id, out.unwrap_err().code), (3, ErrorCode::QueueFull));
+    for _ in 0..3 {
+        recv(&rx).1.unwrap();
+    }
+
+    let options = Options {
+        threads: 1,
+        max_queue: 1,
+        on_full: OnFull::Wait,
+        ..Options::default()
+    };
+    let p = Pool::new(options, commands::registry()).unwrap();
+    for i in 0..50 {
+        p.call(&o, 100 + i, "sleep", sleep_params(0.5), None);
+        assert!(p.stats().queued <= 1);
+    }
+    let mut order = vec![];
+    for _ in 0..50 {
+        let (id, out) = recv(&rx);
+        out.unwrap();
+        order.push(id);
+    }
+    assert_eq!(
+        order,
+        (100..150).collect::<Vec<_>>(),
+        "waiting calls keep their order"
+    );
+}
+
+#[test]
+fn closed_pool_rejects_and_destroy_settles_everything() {
+    let p = pool(1, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    p.call(&o, 1, "sleep", sleep_params(10_000.0), None);
+    for i in 2..12 {
+        p.call(&o, i, "echo", vec![Value::Null], None);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    p.destroy();
+    let mut codes = vec![];
+    for _ in 0..11 {
+        codes.push(recv(&rx).1.unwrap_err().code);
+    }
+    assert!(
+        codes.iter().all(|c| *c == ErrorCode::PoolClosed),
+        "{codes:?}"
+    );
+    assert!(p.call(&o, 99, "echo", vec![Value::Null], None).is_none());
+    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::PoolClosed);
+}
+
+#[test]
+fn retired_origin_jobs_never_run_and_running_ones_stop() {
+    let p = pool(2, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    for i in 0..2 {
+        p.call(&o, i, "sleep", sleep_params(10_000.0), None);
+    }
+    for i in 2..100 {
+        p.call(&o, i, "echo", vec![Value::Null], None);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let t = Instant::now();
+    o.retire();
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "retire waited for the sleeps to finish"
+    );
+    assert!(
+        rx.recv_timeout(Duration::from_millis(100)).is_err(),
+        "a retired origin got an outcome"
+    );
+    let (o2, rx2) = origin();
+    p.call(&o2, 7, "echo", vec![Value::Number(7.0)], None);
+    assert_eq!(recv(&rx2).1.unwrap(), Value::Number(7.0));
+}
+
+#[test]
+fn json_rpc_requests_batches_and_text() {
+    let p = pool(2, Strategy::LeastBusy);
+    let (o, rx) = origin();
+    let text = |t: &str| {
+        p.handle(&o, 0, t);
+        match recv(&rx).1.unwrap() {
+            Value::String(s) => s,
+            other => panic!("handle answered {other:?}"),
+        }
+    };
+    assert_eq!(
+        text(r#"{"jsonrpc":"2.0","method":"fibonacci","params":[90],"id":7}"#),
+        r#"{"jsonrpc":"2.0","result":"2880067194370816120","id":7}"#
+    );
+    assert!(text("{oops").starts_with(r#"{"jsonrpc":"2.0","error":{"code":-32700"#));
+    assert!(text("[]").contains(r#""code":-32600"#));
+    assert_eq!(
+        text(r#"{"jsonrpc":"2.0","method":"echo","params":[1]}"#),
+        ""
+    );
+    assert_eq!(
+        text(
+            r#"[{"jsonrpc":"2.0","method":"echo","params":[1],"id":1},
+                {"jsonrpc":"2.0","method":"echo","params":[2]},
+                {"jsonrpc":"2.0","method":"nope","id":"x"},
+                1,
+                {"jsonrpc":"2.0","method":"echo","params":[3],"id":3}]"#
+        ),
+        concat!(
+            r#"[{"jsonrpc":"2.0","result":1,"id":1},"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: \"nope\""},"id":"x"},"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request: expected an object, got number"},"id":null},"#,
+            r#"{"jsonrpc":"2.0","result":3,"id":3}]"#
+        )
+    );
+    assert_eq!(
+        text(r#"[{"jsonrpc":"2.0","method":"echo","params":[2]}]"#),
+        ""
+    );
+}
+
+#[test]
+fn broadcast_runs_once_on_every_worker() {
+    let p = pool(3, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    p.broadcast(&o, 1, "sleep", sleep_params(20.0), None);
+    let out = recv(&rx).1.unwrap();
+    assert_eq!(out.as_array().unwrap().len(), 3);
+    let per: Vec<u64> = p.stats().workers.iter().map(|w| w.completed).collect();
+    assert_eq!(per, [1, 1, 1]);
+}
+
+#[test]
+fn happycoin_with_a_seed_is_deterministic_and_every_coin_is_valid() {
+    let p = pool(2, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    let mut opts = Map::new();
+    opts.insert("attempts", Value::Number(2_000_000.0));
+    opts.insert("seed", Value::Number(42.0));
+    p.call(&o, 1, "happycoin", vec![Value::Object(opts.clone())], None);
+    p.call(&o, 2, "happycoin", vec![Value::Object(opts)], None);
+    let a = recv(&rx).1.unwrap();
+    let b = recv(&rx).1.unwrap();
+    assert_eq!(a, b);
+    let coins = a
+        .as_object()
+        .unwrap()
+        .get("coins")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .to_vec();
+    assert!(!coins.is_empty());
+    for c in coins {
+        let n: u64 = c.as_str().unwrap().parse().unwrap();
+        assert!(
+            commands::is_happy(n) && n.is_multiple_of(10_000),
+            "{n} is not a Happycoin"
+        );
+    }
+    for bad in [f64::NAN, f64::INFINITY, -1.0, 2f64.powi(60), 1.5] {
+        let mut opts = Map::new();
+        opts.insert("attempts", Value::Number(bad));
+        p.call(&o, 3, "happycoin", vec![Value::Object(opts)], None);
+        assert_eq!(
+            recv(&rx).1.unwrap_err().code,
+            ErrorCode::InvalidParams,
+            "attempts {bad}"
+        );
+    }
+}
+
+#[test]
+fn stress_many_submitters_with_cancels_settle_each_call_once_with_its_value() {
+    let p = Arc::new(pool(4, Strategy::LeastBusy));
+    let mut joins = vec![];
+    for t in 0..4u64 {
+        let p = p.clone();
+        joins.push(std::thread::spawn(move || {
+            let (o, rx) = origin();
+            let n = 5_000u64;
+            let mut controls = vec![];
+            for i in 0..n {
+                let c = p
+                    .call(&o, i, "echo", vec![Value::Number((t * n + i) as f64)], None)
+                    .unwrap();
+                if i % 7 == 0 {
+                    controls.push((i, c));
+                }
+            }
+            let mut withdrawn = std::collections::HashSet::new();
+            for (i, c) in controls {
+                if p.cancel(&c, CancelReason::Aborted) {
+                    withdrawn.insert(i);
+                }
+            }
+            let mut settled = vec![false; n as usize];
+            for _ in 0..(n as usize - withdrawn.len()) {
+                let (id, out) = recv(&rx);
+                assert!(
+                    !withdrawn.contains(&id),
+                    "withdrawn call {id} settled anyway"
+                );
+                assert!(!settled[id as usize], "call {id} settled twice");
+                settled[id as usize] = true;
+                match out {
+                    Ok(v) => assert_eq!(
+                        v.as_f64().unwrap() as u64,
+                        t * n + id,
+                        "call {id} got another's value"
+                    ),
+                    Err(e) => assert_eq!(e.code, ErrorCode::Aborted),
+                }
+            }
+            assert!(
+                rx.recv_timeout(Duration::from_millis(50)).is_err(),
+                "an extra settlement arrived"
+            );
+        }));
+    }
+    for j in joins {
+        j.join().unwrap();
+    }
+    assert_eq!(p.stats().queued, 0);
+}
