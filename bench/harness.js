@@ -1,0 +1,146 @@
+'use strict';
+// The shared benchmark harness: warm-up, repeated runs, median and min–max, progress lines,
+// machine info, and JSON results in bench/results/<name>.json.
+//
+//   const { Suite } = require('./harness');
+//   const suite = new Suite('dispatch', { runs: 5 });          // --quick → fewer runs
+//   const r = await suite.measure('corepool', 'ops/s', async () => opsPerSecond());
+//   suite.ratio('corepool vs piscina', 'corepool', 'piscina');  // median a / median b
+//   suite.save();
+//
+// `measure` calls fn `warmup` times (discarded), then `runs` times, and keeps fn's returned
+// figure. Higher-is-better or lower-is-better is given by the unit (`/s` → higher).
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { execSync } = require('node:child_process');
+
+const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
+const started = Date.now();
+
+function sh(cmd) {
+  try {
+    return execSync(cmd, { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  } catch {
+    return null;
+  }
+}
+
+function machine() {
+  const cpus = os.cpus();
+  return {
+    cpu: cpus[0]?.model?.trim() ?? 'unknown',
+    cores: os.availableParallelism(),
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    rustc: sh('rustc --version'),
+    commit: sh('git rev-parse --short HEAD'),
+    date: new Date().toISOString(),
+  };
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+function elapsed() {
+  return `${((Date.now() - started) / 1000).toFixed(1)}s`;
+}
+
+function fmt(x) {
+  if (!Number.isFinite(x)) return String(x);
+  const a = Math.abs(x);
+  if (a >= 1e6) return `${(x / 1e6).toFixed(2)}M`;
+  if (a >= 1e4) return `${(x / 1e3).toFixed(1)}k`;
+  if (a >= 100) return x.toFixed(0);
+  if (a >= 1) return x.toFixed(2);
+  return x.toPrecision(3);
+}
+
+class Suite {
+  constructor(name, { runs = 5, warmup = 1, quickRuns = 2 } = {}) {
+    this.name = name;
+    this.runs = quick ? quickRuns : runs;
+    this.warmup = quick ? Math.min(warmup, 1) : warmup;
+    this.quick = quick;
+    this.results = {};
+    this.ratios = [];
+    this.notes = [];
+    this.tables = {};
+  }
+
+  log(msg) {
+    console.log(`[${this.name}] ${msg} (${elapsed()})`);
+  }
+
+  /** Runs fn warm-up + runs times; fn returns the figure (in `unit`) for one run. */
+  async measure(label, unit, fn, { runs = this.runs, warmup = this.warmup } = {}) {
+    for (let i = 0; i < warmup; i++) {
+      this.log(`${label}: warm-up ${i + 1}/${warmup}`);
+      await fn();
+    }
+    const values = [];
+    for (let i = 0; i < runs; i++) {
+      const v = await fn();
+      values.push(v);
+      this.log(`${label}: run ${i + 1}/${runs} → ${fmt(v)} ${unit}`);
+    }
+    const r = { unit, median: median(values), min: Math.min(...values), max: Math.max(...values), runs: values };
+    this.results[label] = r;
+    return r;
+  }
+
+  /** Records a figure measured elsewhere (e.g. a single-shot reading). */
+  record(label, unit, values) {
+    values = [].concat(values);
+    const r = { unit, median: median(values), min: Math.min(...values), max: Math.max(...values), runs: values };
+    this.results[label] = r;
+    return r;
+  }
+
+  /** ratio = median(a) / median(b) for higher-is-better units, median(b) / median(a) otherwise,
+   *  so a ratio above 1 always means `a` is better. `goal` is the ratio the benchmark aims for. */
+  ratio(name, a, b, goal) {
+    const ra = this.results[a];
+    const rb = this.results[b];
+    if (!ra || !rb) return null;
+    const higher = /\/s$|per s|ops|req/.test(ra.unit);
+    const value = higher ? ra.median / rb.median : rb.median / ra.median;
+    const entry = { name, a, b, value, goal: goal ?? null, met: goal == null ? null : value >= goal };
+    this.ratios.push(entry);
+    this.log(`${name}: ${value.toFixed(2)}×${goal != null ? ` (goal ≥ ${goal}×: ${entry.met ? 'met' : 'NOT met'})` : ''}`);
+    return entry;
+  }
+
+  note(text) {
+    this.notes.push(text);
+    this.log(`note: ${text}`);
+  }
+
+  table(name, rows) {
+    this.tables[name] = rows;
+  }
+
+  save() {
+    const dir = path.join(__dirname, 'results');
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, `${this.name}${quick ? '.quick' : ''}.json`);
+    const out = {
+      benchmark: this.name,
+      quick,
+      machine: machine(),
+      results: this.results,
+      ratios: this.ratios,
+      tables: this.tables,
+      notes: this.notes,
+    };
+    fs.writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
+    this.log(`wrote ${path.relative(process.cwd(), file)}`);
+    return out;
+  }
+}
+
+module.exports = { Suite, machine, median, quick, fmt };

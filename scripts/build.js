@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// Builds the release addon with cargo and puts it where index.js looks for it:
+// ./corepool.<platform-triple>.node (the napi-rs naming, e.g. corepool.linux-x64-gnu.node).
+'use strict';
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { platformTriple } = require('./platform.js');
+
+const root = path.join(__dirname, '..');
+const profile = process.argv.includes('--debug') ? 'debug' : 'release';
+const args = ['build', '--lib'];
+if (profile === 'release') args.push('--release');
+const r = spawnSync('cargo', args, { cwd: root, stdio: 'inherit' });
+if (r.error) {
+  console.error(`corepool: could not run cargo (${r.error.message}). Install Rust from https://rustup.rs and try again.`);
+  process.exit(1);
+}
+if (r.status !== 0) process.exit(r.status ?? 1);
+
+const targetDir = process.env.CARGO_TARGET_DIR || path.join(root, 'target');
+const lib = { linux: 'libcorepool.so', darwin: 'libcorepool.dylib', win32: 'corepool.dll' }[process.platform] || 'libcorepool.so';
+const from = path.join(targetDir, profile, lib);
+const to = path.join(root, `corepool.${platformTriple()}.node`);
+// Copy to a temporary name and rename: a running process that has the old file mapped keeps it.
+fs.copyFileSync(from, `${to}.tmp`);
+fs.renameSync(`${to}.tmp`, to);
+console.log(`corepool: built ${path.basename(to)} (${profile})`);
