@@ -5,6 +5,7 @@
 
 use super::channel::Channel;
 use super::convert::{self, FromJs};
+use super::serve::{self, NativeServer};
 use crate::commands;
 use crate::pool::{OnFull, Options, Pool, Stats, Strategy};
 use crate::rpc::{envelope, json, CancelReason, ErrorCode, RpcError, Value};
@@ -94,6 +95,21 @@ pub struct WorkerInfo {
     pub busy_ms: f64,
 }
 
+/// A JavaScript thread serving methods, in `stats().servers`.
+#[napi(object)]
+pub struct ServerInfo {
+    pub id: f64,
+    /// The serving thread's `threadId` (0: the main thread).
+    pub thread: f64,
+    pub methods: Vec<String>,
+    /// False once `close()`d: it finishes what it has but gets no new calls.
+    pub open: bool,
+    pub queued: u32,
+    pub running: u32,
+    pub completed: f64,
+    pub busy_ms: f64,
+}
+
 #[napi(object)]
 pub struct LatencyInfo {
     pub p50: f64,
@@ -111,6 +127,7 @@ pub struct StatsInfo {
     pub completed: f64,
     pub failed: f64,
     pub workers: Vec<WorkerInfo>,
+    pub servers: Vec<ServerInfo>,
     pub run_time: LatencyInfo,
     pub wait_time: LatencyInfo,
 }
@@ -146,6 +163,20 @@ impl From<Stats> for StatsInfo {
                     running: w.running as u32,
                     completed: w.completed as f64,
                     busy_ms: w.busy_ms,
+                })
+                .collect(),
+            servers: s
+                .servers
+                .into_iter()
+                .map(|sv| ServerInfo {
+                    id: sv.id as f64,
+                    thread: sv.thread as f64,
+                    methods: sv.methods,
+                    open: sv.open,
+                    queued: sv.queued as u32,
+                    running: sv.running as u32,
+                    completed: sv.completed as f64,
+                    busy_ms: sv.busy_ms,
                 })
                 .collect(),
             run_time: lat(s.run_time),
@@ -245,17 +276,24 @@ impl NativePool {
         let ch = self.channel.channel();
         ch.track();
         let id = id as u64;
-        let (method, params) = match read_call(env.raw(), method, params) {
+        let mut from = FromJs::new(env.raw());
+        let (method, params) = match read_call(&mut from, method, params) {
             Ok(x) => x,
             Err(e) => return ch.fail(id, e),
         };
-        let control = self.pool.call(
-            &self.channel.origin,
-            id,
-            &method,
-            params,
-            timeout(timeout_ms),
-        );
+        let origin = &self.channel.origin;
+        let timeout = timeout(timeout_ms);
+        let control = if from.views.is_empty() {
+            self.pool.call(origin, id, &method, params, timeout)
+        } else {
+            // A JS-served method gets the views from this thread's JavaScript (pool::server).
+            let views = std::mem::take(&mut from.views);
+            let raw = env.raw();
+            // SAFETY: on this env's JS thread; the views are values of this env.
+            let mut announce = |to, token| unsafe { serve::publish(raw, to, token, &views) };
+            self.pool
+                .call_announced(origin, id, &method, params, timeout, &mut announce)
+        };
         if let (Some(control), true) = (control, cancellable) {
             self.channel
                 .inbox
@@ -340,7 +378,7 @@ impl NativePool {
         let ch = self.channel.channel();
         ch.track();
         let id = id as u64;
-        match read_call(env.raw(), method, params) {
+        match read_call(&mut FromJs::new(env.raw()), method, params) {
             Ok((method, params)) => self.pool.broadcast(
                 &self.channel.origin,
                 id,
@@ -350,6 +388,19 @@ impl NativePool {
             ),
             Err(e) => ch.fail(id, e),
         }
+    }
+
+    /// Makes this environment a server of `methods`; `on_jobs(jobs, stops, forgotten)` gets
+    /// each batch (see `serve.rs`). Throws a TypeError for a native command's name.
+    #[napi(catch_unwind)]
+    pub fn serve(
+        &self,
+        env: Env,
+        methods: Vec<String>,
+        thread: u32,
+        on_jobs: Unknown,
+    ) -> Result<NativeServer> {
+        serve::start(env, self.pool.clone(), methods, thread, on_jobs)
     }
 
     #[napi(catch_unwind)]
@@ -406,10 +457,11 @@ fn channel_ref(channel: &Channel) -> ChannelRef {
 
 /// The method name and params of a call, or the error that settles it.
 fn read_call(
-    env: sys::napi_env,
+    from: &mut FromJs,
     method: Unknown,
     params: Unknown,
 ) -> std::result::Result<(String, Vec<Value>), RpcError> {
+    let env = from.env();
     // SAFETY: a Node-API callback on this env's JS thread; the values belong to this env.
     let method = match unsafe { string_arg(env, &method) } {
         Some(m) => m,
@@ -421,7 +473,6 @@ fn read_call(
             ));
         }
     };
-    let mut from = FromJs::new(env);
     // SAFETY: as above.
     let params = unsafe { from.params(params.raw()) }?;
     Ok((method, params))
