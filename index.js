@@ -331,9 +331,10 @@ class Pool extends EventEmitter {
 
   /**
    * Serves the methods of `handlers` (an object of functions) from this thread: calls to them
-   * from any thread are scheduled among the threads serving them. Returns a Server.
+   * from any thread are scheduled among the threads serving them. At most `concurrency` calls
+   * (default 1) run at once on this server; the others wait in its queue. Returns a Server.
    */
-  serve(handlers) {
+  serve(handlers, options) {
     if (handlers === null || typeof handlers !== 'object') {
       throw new TypeError(`corepool: serve() takes an object of functions, got ${describe(handlers)}`);
     }
@@ -344,8 +345,21 @@ class Pool extends EventEmitter {
         throw new TypeError(`corepool: serve(): handler '${name}' must be a function, got ${describe(handlers[name])}`);
       }
     }
+    let concurrency = 1;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object') {
+        throw new TypeError(`corepool: serve() options must be an object, got ${describe(options)}`);
+      }
+      for (const key of Object.keys(options)) {
+        if (key !== 'concurrency') throw new TypeError(`corepool: unknown serve() option '${key}' (expected concurrency)`);
+      }
+      if (options.concurrency !== undefined) concurrency = options.concurrency;
+      if (concurrency !== Infinity && !(Number.isInteger(concurrency) && concurrency >= 1)) {
+        throw new RangeError(`corepool: serve() options.concurrency must be a whole number ≥ 1 or Infinity, got ${describe(concurrency)}`);
+      }
+    }
     openViewsChannel(); // before registering: views sent to this thread must find the channel open
-    return new Server(this.#native, handlers, names);
+    return new Server(this.#native, handlers, names, concurrency);
   }
 
   /** Resolves when no call made through this handle is queued or running. */
@@ -482,16 +496,21 @@ class Server {
   #running = new Map(); // token → Running
   #closing = null;
   #onIdle = null;
+  #draining = false; // inside #drain: a handler slot freed now is refilled by its loop
+  #more = false;
 
-  constructor(nativePool, handlers, names) {
+  constructor(nativePool, handlers, names, concurrency) {
     this.#handlers = handlers;
     this.#table = new Map(names.map((n) => [n, handlers[n]]));
     try {
-      this.#native = nativePool.serve(names, threadId, (jobs, stops, forgotten) => this.#onJobs(jobs, stops, forgotten));
+      this.#native = nativePool.serve(names, threadId, concurrency, (jobs, stops, forgotten) =>
+        this.#drain(jobs, stops, forgotten),
+      );
     } catch (e) {
       throw new TypeError(e.message);
     }
     this.methods = Object.freeze([...names]);
+    this.concurrency = concurrency;
   }
 
   get id() {
@@ -529,6 +548,29 @@ class Server {
     return this.#native.orphaned(tokens);
   }
 
+  /** Runs a batch, then takes more for as long as handlers finish within the loop (sync ones). */
+  #drain(jobs, stops, forgotten) {
+    this.#draining = true;
+    try {
+      for (;;) {
+        this.#more = false;
+        this.#onJobs(jobs, stops, forgotten);
+        if (!this.#more) break;
+        [jobs, stops, forgotten] = this.#native.take();
+      }
+    } finally {
+      this.#draining = false;
+    }
+    this.#checkIdle();
+  }
+
+  /** A handler slot was freed; `more`: jobs wait for it. */
+  #freed(more) {
+    if (!more) return;
+    if (this.#draining) this.#more = true;
+    else this.#drain(...this.#native.take());
+  }
+
   #onJobs(jobs, stops, forgotten) {
     for (const token of forgotten) receivedViews.delete(token);
     for (const token of stops) {
@@ -536,7 +578,7 @@ class Server {
       if (run !== undefined) run.context.abort(abortError('The call was aborted', 'AbortError'));
       else if (awaitingViews.has(token)) {
         awaitingViews.delete(token);
-        this.#native.complete(token, null); // settled already; frees its slot
+        this.#freed(this.#native.complete(token, null)); // settled already; frees its slot
       }
     }
     for (let i = 0; i < jobs.length; i += 4) {
@@ -550,7 +592,6 @@ class Server {
       }
       this.#run(token, method, params, timeout);
     }
-    this.#checkIdle();
   }
 
   /** The params of a job with views, or null while waiting for them to be resent. */
@@ -566,7 +607,7 @@ class Server {
       if (params !== null) return params;
     }
     if (!this.#native.resend(token)) {
-      this.#native.complete(token, null); // its caller is gone: nobody is listening
+      this.#freed(this.#native.complete(token, null)); // its caller is gone: nobody listens
       return null;
     }
     awaitingViews.set(token, { server: this, method, timeout });
@@ -576,18 +617,15 @@ class Server {
 
   [kResume](token, waiting, views) {
     const params = this.#native.params(token, views);
-    if (params === null) {
-      this.#native.complete(token, null);
-      this.#checkIdle();
-      return;
-    }
-    this.#run(token, waiting.method, params, waiting.timeout);
+    if (params === null) this.#freed(this.#native.complete(token, null));
+    else this.#run(token, waiting.method, params, waiting.timeout);
+    this.#checkIdle();
   }
 
   [kFinish](tokens) {
     for (const token of tokens) {
       awaitingViews.delete(token);
-      this.#native.complete(token, null);
+      this.#freed(this.#native.complete(token, null));
     }
     this.#checkIdle();
   }
@@ -627,12 +665,14 @@ class Server {
     if (run === undefined) return;
     this.#running.delete(token);
     if (run.timer !== null) clearTimeout(run.timer);
-    if (ok) this.#native.complete(token, value);
+    let more;
+    if (ok) more = this.#native.complete(token, value);
     else {
       const [message, data] = errorParts(value);
-      this.#native.fail(token, message, data);
+      more = this.#native.fail(token, message, data);
     }
-    if (this.#onIdle !== null) this.#checkIdle();
+    this.#freed(more);
+    if (this.#onIdle !== null && !this.#draining) this.#checkIdle();
   }
 
   #checkIdle() {

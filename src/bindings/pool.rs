@@ -390,17 +390,26 @@ impl NativePool {
         }
     }
 
-    /// Makes this environment a server of `methods`; `on_jobs(jobs, stops, forgotten)` gets
-    /// each batch (see `serve.rs`). Throws a TypeError for a native command's name.
+    /// Makes this environment a server of `methods`, running at most `concurrency` calls at
+    /// once; `on_jobs(jobs, stops, forgotten)` gets each batch (see `serve.rs`). Throws for a
+    /// native command's name.
     #[napi(catch_unwind)]
     pub fn serve(
         &self,
         env: Env,
         methods: Vec<String>,
         thread: u32,
+        concurrency: f64,
         on_jobs: Unknown,
     ) -> Result<NativeServer> {
-        serve::start(env, self.pool.clone(), methods, thread, on_jobs)
+        serve::start(
+            env,
+            self.pool.clone(),
+            methods,
+            thread,
+            concurrency,
+            on_jobs,
+        )
     }
 
     #[napi(catch_unwind)]

@@ -138,6 +138,7 @@ pub(crate) fn start(
     pool: Arc<Pool>,
     methods: Vec<String>,
     thread: u32,
+    concurrency: f64,
     on_jobs: Unknown,
 ) -> Result<NativeServer> {
     let raw_env = env.raw();
@@ -173,7 +174,13 @@ pub(crate) fn start(
         ));
     }
     let waker = Arc::new(TsfnWake(AtomicPtr::new(tsfn)));
-    let server = match pool.serve(methods, u64::from(thread), u64::from(thread), waker) {
+    let concurrency = if concurrency.is_finite() {
+        concurrency.max(1.0) as usize
+    } else {
+        usize::MAX
+    };
+    let tag = u64::from(thread);
+    let server = match pool.serve(methods, tag, tag, concurrency, waker) {
         Ok(server) => server,
         Err(e) => {
             // SAFETY: tsfn was created above on this thread and is not shared with the core.
@@ -237,7 +244,15 @@ unsafe extern "C" fn call_js(
     // Handed over even when empty (all tombstones): a closing server checks whether it is idle.
     let batch = ctx.pool.take(&ctx.server);
     // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
-    let result = unsafe { hand_to_js(env, on_jobs, ctx, batch) };
+    let result = unsafe { batch_to_js(env, ctx, batch) }.map(|argv| {
+        let mut undefined = ptr::null_mut();
+        let mut out = ptr::null_mut();
+        // SAFETY: as above; `on_jobs` is the threadsafe function's JS function.
+        unsafe {
+            sys::napi_get_undefined(env, &mut undefined);
+            sys::napi_call_function(env, undefined, on_jobs, 3, argv.as_ptr(), &mut out);
+        }
+    });
     if let Err(e) = result {
         let msg = std::ffi::CString::new(format!("corepool: could not hand over jobs: {e}"))
             .unwrap_or_default();
@@ -246,17 +261,16 @@ unsafe extern "C" fn call_js(
     }
 }
 
-/// Calls `on_jobs(jobs, stops, forgotten)`: `jobs` is flat, four entries per job —
+/// A batch as `[jobs, stops, forgotten]`: `jobs` is flat, four entries per job —
 /// `token, method, params (array, or undefined while views are needed), timeoutMs (0: none)`.
 ///
 /// # Safety
-/// Must run on `env`'s JS thread with `on_jobs` a function of that env.
-unsafe fn hand_to_js(
+/// Must run on `env`'s JS thread.
+unsafe fn batch_to_js(
     env: sys::napi_env,
-    on_jobs: sys::napi_value,
     ctx: &ServerCtx,
     batch: crate::pool::Batch,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<[sys::napi_value; 3], String> {
     // SAFETY: live env on its JS thread (caller contract) for every call below.
     unsafe {
         let mut undefined = ptr::null_mut();
@@ -308,11 +322,8 @@ unsafe fn hand_to_js(
                 waiting.remove(t);
             }
         }
-        let argv = [jobs, stops, forgotten];
-        let mut result = ptr::null_mut();
-        sys::napi_call_function(env, undefined, on_jobs, 3, argv.as_ptr(), &mut result);
+        Ok([jobs, stops, forgotten])
     }
-    Ok(())
 }
 
 /// True when every view inside `v` has a match among `views`.
@@ -383,9 +394,30 @@ impl NativeServer {
         Ok(Some(unsafe { Unknown::from_raw_unchecked(raw, out) }))
     }
 
-    /// The handler of job `token` returned `value`.
+    /// The next batch, `[jobs, stops, forgotten]` (see `on_jobs`), as far as this server's
+    /// concurrency allows.
     #[napi(catch_unwind)]
-    pub fn complete(&self, env: Env, token: f64, value: Unknown) {
+    pub fn take(&self, env: Env) -> Result<Unknown<'_>> {
+        let raw = env.raw();
+        let batch = self.ctx.pool.take(&self.ctx.server);
+        // SAFETY: a Node-API callback on this env's JS thread.
+        let argv = unsafe { batch_to_js(raw, &self.ctx, batch) }
+            .map_err(|e| Error::new(Status::GenericFailure, e))?;
+        let mut array = ptr::null_mut();
+        // SAFETY: as above; the three values were just created in this env.
+        unsafe {
+            sys::napi_create_array_with_length(raw, 3, &mut array);
+            for (i, v) in argv.into_iter().enumerate() {
+                sys::napi_set_element(raw, array, i as u32, v);
+            }
+            Ok(Unknown::from_raw_unchecked(raw, array))
+        }
+    }
+
+    /// The handler of job `token` returned `value`. True when jobs wait and a handler slot is
+    /// free: call `take()`.
+    #[napi(catch_unwind)]
+    pub fn complete(&self, env: Env, token: f64, value: Unknown) -> bool {
         let mut from = FromJs::new(env.raw());
         let mut path = String::from("result");
         // SAFETY: a Node-API callback on this env's JS thread; `value` belongs to this env.
@@ -399,13 +431,13 @@ impl NativeServer {
         };
         self.ctx
             .pool
-            .complete(&self.ctx.server, self::token(token), outcome);
+            .complete(&self.ctx.server, self::token(token), outcome)
     }
 
     /// The handler of job `token` threw or rejected: CommandFailed with `message` and `data`
-    /// (an object; fields that cannot be sent are left out).
+    /// (an object; fields that cannot be sent are left out). Returns as `complete` does.
     #[napi(catch_unwind)]
-    pub fn fail(&self, env: Env, token: f64, message: String, data: Unknown) {
+    pub fn fail(&self, env: Env, token: f64, message: String, data: Unknown) -> bool {
         let raw = env.raw();
         let mut fields = Map::new();
         let mut keys = ptr::null_mut();
@@ -450,7 +482,7 @@ impl NativeServer {
         let e = RpcError::new(ErrorCode::CommandFailed, message).with_data(Value::Object(fields));
         self.ctx
             .pool
-            .complete(&self.ctx.server, self::token(token), Err(e));
+            .complete(&self.ctx.server, self::token(token), Err(e))
     }
 
     /// Job `token` ran past its timeout (the serving thread's timer): it settles now.

@@ -85,7 +85,9 @@ impl Bell {
 fn serve(p: &Pool, methods: &[&str], tag: u64) -> (Arc<Server>, Arc<Bell>) {
     let bell = Arc::new(Bell::default());
     let methods = methods.iter().map(|m| m.to_string()).collect();
-    let server = p.serve(methods, tag, tag, bell.clone()).unwrap();
+    let server = p
+        .serve(methods, tag, tag, usize::MAX, bell.clone())
+        .unwrap();
     (server, bell)
 }
 
@@ -180,13 +182,46 @@ fn wakes_are_batched() {
 }
 
 #[test]
+fn a_server_runs_at_most_concurrency_calls_and_the_rest_stay_queued() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let bell = Arc::new(Bell::default());
+    let server = p.serve(vec!["m".into()], 1, 1, 2, bell).unwrap();
+    for i in 0..5 {
+        p.call(&o, i, "m", vec![Value::Number(i as f64)], None);
+    }
+    let first = p.take(&server).jobs;
+    assert_eq!(first.len(), 2);
+    assert!(p.take(&server).jobs.is_empty(), "no free handler slot");
+    assert_eq!(p.stats().servers[0].queued, 3);
+    // Departure now would move the 3 queued calls; finishing one frees a slot instead.
+    assert!(p.complete(&server, first[0].token, Ok(Value::Null)));
+    let next = p.take(&server).jobs;
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].params, [Value::Number(2.0)], "in order");
+    let mut rest = vec![first[1].token, next[0].token];
+    while let Some(token) = rest.pop() {
+        if p.complete(&server, token, Ok(Value::Null)) {
+            rest.extend(p.take(&server).jobs.iter().map(|j| j.token));
+        }
+    }
+    for _ in 0..5 {
+        recv(&rx).1.unwrap();
+    }
+    assert_eq!(server.busy(), 0);
+}
+
+#[test]
 fn names_are_native_or_served_never_both() {
     let p = pool(Strategy::RoundRobin, usize::MAX);
     let (o, _, rx) = origin();
     let bell = Arc::new(Bell::default());
-    let r = p.serve(vec!["ok".into(), "echo".into()], 1, 1, bell.clone());
+    let r = p.serve(vec!["ok".into(), "echo".into()], 1, 1, 1, bell.clone());
     assert_eq!(r.err(), Some(ServeError::Native("echo".into())));
-    assert_eq!(p.serve(vec![], 1, 1, bell).err(), Some(ServeError::Empty));
+    assert_eq!(
+        p.serve(vec![], 1, 1, 1, bell).err(),
+        Some(ServeError::Empty)
+    );
     // Nothing was registered by the refused call.
     p.call(&o, 1, "ok", vec![], None);
     assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::MethodNotFound);
@@ -237,7 +272,7 @@ fn leastbusy_picks_the_idle_server() {
     assert_eq!(running.len(), 3);
     let idle2 = {
         let bell = Arc::new(Bell::default());
-        p.serve(vec!["m".into()], 3, 3, bell).unwrap()
+        p.serve(vec!["m".into()], 3, 3, usize::MAX, bell).unwrap()
     };
     for i in 3..8 {
         p.call(&o, i, "m", vec![], None);

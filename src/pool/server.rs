@@ -8,7 +8,10 @@
 //!   the same lock that every push takes, so once it is false no job can enter the queue, and
 //!   whoever cleared it can take the queue knowing it is complete.
 //! - `queue`: jobs placed on this server, in order; cancelled ones stay as tombstones (DONE)
-//!   until the server drains them, as on native workers.
+//!   until the server drains them, as on native workers. A drain hands over at most
+//!   `concurrency − running` jobs: the rest stay queued, where the strategy sees them as load,
+//!   a canceller withdraws them and a departure moves them to other servers. The serving thread
+//!   drains again as its handlers finish ([`Pool::complete`] says when there is more).
 //! - `stops`: tokens of running jobs whose handler must be told to stop (abort, destroy).
 //! - `forgotten`: tokens whose SharedArrayBuffer views the server was sent but will never run
 //!   (the job was cancelled or taken away), so the serving thread can drop them.
@@ -101,6 +104,8 @@ pub struct Server {
     tag: u64,
     thread: u64,
     methods: Vec<String>,
+    /// Most handlers running at once on this server.
+    concurrency: usize,
     inner: Mutex<Inner>,
     running: Mutex<HashMap<u64, Running>>,
     /// Entries in `queue` (tombstones included until drained).
@@ -377,11 +382,13 @@ impl Shared {
 impl super::Pool {
     /// Makes a JavaScript thread a server of `methods`. `tag` is the bindings' address of its
     /// environment, `thread` its thread id (for stats), `waker` wakes it when jobs arrive.
+    /// At most `concurrency` (≥ 1) of its calls run at once; the others wait in its queue.
     pub fn serve(
         &self,
         methods: Vec<String>,
         tag: u64,
         thread: u64,
+        concurrency: usize,
         waker: impl Wake + 'static,
     ) -> Result<Arc<Server>, ServeError> {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -397,6 +404,7 @@ impl super::Pool {
             tag,
             thread,
             methods,
+            concurrency: concurrency.max(1),
             inner: Mutex::new(Inner {
                 accepting: true,
                 queue: VecDeque::new(),
@@ -478,15 +486,30 @@ impl super::Pool {
         }
     }
 
-    /// Drains `server`'s queue for its JavaScript thread: live jobs become RUNNING and are
-    /// handed over; tombstones and jobs whose caller is gone are dropped.
+    /// Drains `server`'s queue for its JavaScript thread: up to `concurrency − running` live
+    /// jobs become RUNNING and are handed over; tombstones and jobs whose caller is gone on the
+    /// way are dropped.
     pub fn take(&self, server: &Arc<Server>) -> Batch {
         let s = &self.shared;
+        let room = server
+            .concurrency
+            .saturating_sub(server.running_len.load(Ordering::Acquire));
         let (queue, stops, mut forgotten) = {
             let mut inner = lock(&server.inner);
             inner.wake_pending = false;
+            let mut taken = Vec::new();
+            let mut live = 0;
+            while live < room {
+                let Some(job) = inner.queue.pop_front() else {
+                    break;
+                };
+                if job.control.state.load(Ordering::Acquire) == QUEUED {
+                    live += 1;
+                }
+                taken.push(job);
+            }
             (
-                std::mem::take(&mut inner.queue),
+                taken,
                 std::mem::take(&mut inner.stops),
                 std::mem::take(&mut inner.forgotten),
             )
@@ -582,7 +605,15 @@ impl super::Pool {
     /// The handler of job `token` finished with `outcome`. Settles the call unless a stop or
     /// the caller's departure got there first; a handler that returns after its deadline or
     /// after a stop was asked gets the stop as its answer, as native commands do.
-    pub fn complete(&self, server: &Server, token: u64, outcome: Outcome) {
+    /// Returns true when the serving thread should [`Pool::take`] again (jobs wait and a
+    /// handler slot is free).
+    pub fn complete(&self, server: &Server, token: u64, outcome: Outcome) -> bool {
+        self.settle_running(server, token, outcome);
+        server.queued.load(Ordering::Acquire) > 0
+            && server.running_len.load(Ordering::Acquire) < server.concurrency
+    }
+
+    fn settle_running(&self, server: &Server, token: u64, outcome: Outcome) {
         let s = &self.shared;
         let Some(mut run) = self.finish_running(server, token) else {
             return; // unknown token: already settled by departure
