@@ -297,8 +297,55 @@ impl FromJs {
             sys::napi_strict_equals(env, proto, self.object_prototype, &mut same),
             "comparing prototypes"
         );
-        Ok(same)
+        if same {
+            return Ok(true);
+        }
+        // SAFETY: as above.
+        unsafe { is_foreign_object_prototype(env, proto) }
     }
+}
+
+/// True when `proto` is `Object.prototype` of another realm (a `vm` context, such as the one
+/// jest runs tests in): it has no prototype, and its `constructor` is a function named
+/// `Object` whose `prototype` is `proto`.
+///
+/// # Safety
+/// As for [`FromJs::value`].
+unsafe fn is_foreign_object_prototype(
+    env: sys::napi_env,
+    proto: sys::napi_value,
+) -> Converted<bool> {
+    let mut up = ptr::null_mut();
+    napi_try!(
+        sys::napi_get_prototype(env, proto, &mut up),
+        "reading a prototype"
+    );
+    let mut t = 0;
+    napi_try!(sys::napi_typeof(env, up, &mut t), "reading a type");
+    if t != sys::ValueType::napi_null {
+        return Ok(false);
+    }
+    let mut ctor = ptr::null_mut();
+    napi_try!(
+        sys::napi_get_named_property(env, proto, c"constructor".as_ptr(), &mut ctor),
+        "reading a constructor"
+    );
+    napi_try!(sys::napi_typeof(env, ctor, &mut t), "reading a type");
+    if t != sys::ValueType::napi_function {
+        return Ok(false);
+    }
+    let mut back = ptr::null_mut();
+    napi_try!(
+        sys::napi_get_named_property(env, ctor, c"prototype".as_ptr(), &mut back),
+        "reading a prototype"
+    );
+    let mut same = false;
+    napi_try!(
+        sys::napi_strict_equals(env, back, proto, &mut same),
+        "comparing prototypes"
+    );
+    // SAFETY: ctor is a function of this env.
+    Ok(same && unsafe { constructor_name(env, back) }.as_deref() == Some("Object"))
 }
 
 /// # Safety
