@@ -17,6 +17,7 @@
 //! into SharedArrayBuffers work the same way. Ordering between threads comes from a lock word or
 //! from the pool's job hand-off (submit and settle are release/acquire), not from these copies.
 
+use crate::rpc::RpcError;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering};
 
@@ -314,6 +315,55 @@ impl SharedView {
     }
 }
 
+/// One Int32 element of shared memory: the word a mutex or a semaphore lives on.
+#[derive(Clone, Debug)]
+pub struct SharedWord {
+    view: SharedView,
+    index: usize,
+}
+
+impl SharedWord {
+    /// Element `index` of `view`, which must be an Int32Array. `what` names the caller in the
+    /// error message (e.g. `"Mutex"`).
+    pub fn new(what: &str, view: SharedView, index: usize) -> Result<SharedWord, RpcError> {
+        if view.kind() != ElementKind::Int32 {
+            return Err(RpcError::invalid_params(format!(
+                "{what}: expected an Int32Array over a SharedArrayBuffer, got {}",
+                view.kind().js_name()
+            )));
+        }
+        if index >= view.len() {
+            return Err(RpcError::invalid_params(format!(
+                "{what}: index {index} is out of range for an Int32Array of length {}",
+                view.len()
+            )));
+        }
+        Ok(SharedWord { view, index })
+    }
+
+    pub fn load(&self, order: Ordering) -> i32 {
+        self.view.load_i32(self.index, order)
+    }
+
+    pub fn store(&self, value: i32, order: Ordering) {
+        self.view.store_i32(self.index, value, order)
+    }
+
+    /// Compare-and-swap: `AcqRel` on success, `Acquire` on failure.
+    pub fn compare_exchange(&self, current: i32, new: i32) -> Result<i32, i32> {
+        self.view.compare_exchange_i32(self.index, current, new)
+    }
+}
+
+/// Test memory that lives for the rest of the process, so views of it can go to any thread.
+#[cfg(test)]
+pub(crate) fn leaked_view(bytes: usize, kind: ElementKind) -> SharedView {
+    let words: &'static mut [u64] = Box::leak(vec![0u64; bytes.div_ceil(8)].into_boxed_slice());
+    // SAFETY: leaked memory is valid forever, 8-aligned, and at least `bytes` long.
+    unsafe { SharedView::new(words.as_mut_ptr().cast(), bytes / kind.size(), kind) }
+        .expect("leaked memory is aligned")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +439,30 @@ mod tests {
         assert!(
             v.sub_view(32, 0, ElementKind::Uint8).is_some(),
             "empty at the end"
+        );
+    }
+
+    #[test]
+    fn a_word_needs_an_int32_view_and_an_index_inside_it() {
+        let mut backing = vec![0u64; 2];
+        let bytes = byte_view(&mut backing);
+        let ints = bytes.sub_view(0, 4, ElementKind::Int32).unwrap();
+        let e = SharedWord::new("Mutex", bytes, 0).unwrap_err();
+        assert_eq!(e.code, crate::rpc::ErrorCode::InvalidParams);
+        assert!(e.message.contains("got Uint8Array"), "{}", e.message);
+        let e = SharedWord::new("Mutex", ints.clone(), 4).unwrap_err();
+        assert!(
+            e.message.contains("index 4 is out of range"),
+            "{}",
+            e.message
+        );
+        let w = SharedWord::new("Mutex", ints, 3).unwrap();
+        assert_eq!(w.compare_exchange(0, 9), Ok(0));
+        assert_eq!(w.load(Ordering::Relaxed), 9);
+        assert_eq!(
+            backing[1].to_ne_bytes()[4..],
+            9i32.to_ne_bytes(),
+            "element 3: bytes 12..16"
         );
     }
 
