@@ -130,6 +130,19 @@ impl SharedView {
         unsafe { SharedView::new(self.ptr.as_ptr().add(byte_offset), len, kind) }
     }
 
+    /// The view's memory as an ordinary byte slice, for memory that only the calling thread
+    /// can reach: an ordinary (not shared) ArrayBuffer during a Node-API callback on its JS
+    /// thread. Shared memory must never be seen through a slice: use the atomic accessors.
+    ///
+    /// # Safety
+    /// While the slice lives, no other thread may read or write the memory, and the memory
+    /// must stay valid (no detach, no free).
+    pub unsafe fn unshared_bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the constructor contract makes [ptr, ptr + byte_len) valid for reads and
+        // writes; the caller promises exclusive access for the slice's lifetime.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.byte_len()) }
+    }
+
     /// True when both views start at the same address with the same length and type.
     pub fn same_memory(&self, other: &SharedView) -> bool {
         self.ptr == other.ptr && self.len == other.len && self.kind == other.kind
