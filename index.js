@@ -340,4 +340,442 @@ function poolSize({ cores: c = cores(), waitMs = 0, computeMs = 1 } = {}) {
   return Math.max(1, Math.round(c * (1 + waitMs / computeMs)));
 }
 
-module.exports = { Pool, RpcError, poolSize };
+// ---------------------------------------------------------------------------------------------
+// Shared-memory toolkit: Mutex, Semaphore, RingBuffer (protocols in src/shm/), AsyncLock.
+//
+// Waiting happens here: Atomics.wait in the blocking methods (for worker_threads; on the main
+// thread they block the event loop) and Atomics.waitAsync in the *Async twins (never block).
+// Every release is followed by Atomics.notify, because native code can neither wake nor join
+// JavaScript's wait lists (src/shm/mutex.rs). Waits are cut into slices of WAIT_SLICE_MS after
+// which the word is looked at again, so a release by code that does not notify (JavaScript that
+// follows the book's ring buffer, native code) is still noticed.
+
+const WAIT_SLICE_MS = 10;
+/** Atomics.load polls before sleeping: a lock is usually held for well under a microsecond. */
+const SPIN = 64;
+const UNLOCKED = 0;
+const LOCKED = 1;
+
+function invalidParams(message) {
+  return new RpcError(CODES.InvalidParams, message);
+}
+
+/** Errors thrown by the native shm functions carry an error-table name (or napi's InvalidArg). */
+function fromNative(e) {
+  if (e !== null && typeof e === 'object' && typeof e.code === 'string') {
+    if (e.code === 'InvalidArg') return invalidParams(e.message);
+    if (Object.hasOwn(CODES, e.code)) return new RpcError(CODES[e.code], e.message);
+  }
+  return e;
+}
+
+function checkTimeout(what, timeoutMs) {
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0)) {
+    throw invalidParams(`${what}: timeoutMs must be a number ≥ 0 or Infinity, got ${describe(timeoutMs)}`);
+  }
+}
+
+/** `performance.now()` deadline for `timeoutMs` (undefined or Infinity: none). */
+function deadline(timeoutMs) {
+  return timeoutMs === undefined || timeoutMs === Infinity ? Infinity : performance.now() + timeoutMs;
+}
+
+/** Sleeps while `array[index] === value`, at most one slice and never past `until`; false if `until` has passed. */
+function waitSlice(array, index, value, until) {
+  const left = until - performance.now();
+  if (left <= 0) return false;
+  Atomics.wait(array, index, value, Math.min(left, WAIT_SLICE_MS));
+  return true;
+}
+
+/** The same without blocking: resolves after the wake, the slice, or at once. */
+async function waitSliceAsync(array, index, value, until) {
+  const left = until - performance.now();
+  if (left <= 0) return false;
+  const r = Atomics.waitAsync(array, index, value, Math.min(left, WAIT_SLICE_MS));
+  if (r.async) await r.value;
+  return true;
+}
+
+function checkWord(what, array, index) {
+  const kind = ArrayBuffer.isView(array) ? array.constructor.name : describe(array);
+  if (!(array instanceof Int32Array)) {
+    throw invalidParams(`${what}: expected an Int32Array over a SharedArrayBuffer, got ${kind}`);
+  }
+  if (!(array.buffer instanceof SharedArrayBuffer)) {
+    throw invalidParams(`${what}: the array must be a view over a SharedArrayBuffer, not an ArrayBuffer`);
+  }
+  if (!Number.isInteger(index) || index < 0 || index >= array.length) {
+    throw invalidParams(`${what}: index ${describe(index)} is out of range for an Int32Array of length ${array.length}`);
+  }
+}
+
+/**
+ * The book's mutex on one Int32 word: 0 unlocked, 1 locked (src/shm/mutex.rs states the
+ * protocol). The compare-exchanges run inline in JavaScript rather than through a native call:
+ * bench/mutex.js measures both, and the inline one is several times faster. It interoperates
+ * with JavaScript following the book and with native holders on the same word.
+ */
+class Mutex {
+  #array;
+  #index;
+
+  constructor(int32Array, index = 0) {
+    checkWord('Mutex', int32Array, index);
+    this.#array = int32Array;
+    this.#index = index;
+  }
+
+  /** Takes the lock if it is free, without waiting. */
+  tryLock() {
+    return Atomics.compareExchange(this.#array, this.#index, UNLOCKED, LOCKED) === UNLOCKED;
+  }
+
+  /** Takes the lock, waiting at most `timeoutMs` (default: no limit); false on timeout. Blocks. */
+  lock(timeoutMs) {
+    checkTimeout('Mutex.lock', timeoutMs);
+    if (this.tryLock()) return true;
+    const until = deadline(timeoutMs);
+    for (;;) {
+      for (let i = 0; i < SPIN; i++) {
+        if (Atomics.load(this.#array, this.#index) === UNLOCKED && this.tryLock()) return true;
+      }
+      if (!waitSlice(this.#array, this.#index, LOCKED, until)) return this.tryLock();
+      if (this.tryLock()) return true;
+    }
+  }
+
+  /** `lock` without blocking the event loop: resolves true when locked, false on timeout. */
+  async lockAsync(timeoutMs) {
+    checkTimeout('Mutex.lockAsync', timeoutMs);
+    if (this.tryLock()) return true;
+    const until = deadline(timeoutMs);
+    for (;;) {
+      if (!(await waitSliceAsync(this.#array, this.#index, LOCKED, until))) return this.tryLock();
+      if (this.tryLock()) return true;
+    }
+  }
+
+  /** Releases the lock and wakes one waiter. Throws if the mutex is not locked. */
+  unlock() {
+    if (Atomics.compareExchange(this.#array, this.#index, LOCKED, UNLOCKED) !== LOCKED) {
+      throw new Error('Mutex.unlock(): the mutex is not locked');
+    }
+    Atomics.notify(this.#array, this.#index, 1);
+  }
+
+  /** The book's `exec`: runs `fn()` (synchronous) under the lock; throws RpcError Timeout if the lock stays taken. */
+  withLock(fn, timeoutMs) {
+    if (typeof fn !== 'function') throw invalidParams(`Mutex.withLock: fn must be a function, got ${describe(fn)}`);
+    if (!this.lock(timeoutMs)) throw new RpcError(CODES.Timeout, `Mutex.withLock: the lock stayed taken for ${timeoutMs} ms`);
+    try {
+      return fn();
+    } finally {
+      this.unlock();
+    }
+  }
+
+  /** `withLock` for the main thread: awaits the lock without blocking, then awaits `fn()`. */
+  async withLockAsync(fn, timeoutMs) {
+    if (typeof fn !== 'function') throw invalidParams(`Mutex.withLockAsync: fn must be a function, got ${describe(fn)}`);
+    if (!(await this.lockAsync(timeoutMs))) {
+      throw new RpcError(CODES.Timeout, `Mutex.withLockAsync: the lock stayed taken for ${timeoutMs} ms`);
+    }
+    try {
+      return await fn();
+    } finally {
+      this.unlock();
+    }
+  }
+
+  get locked() {
+    return Atomics.load(this.#array, this.#index) === LOCKED;
+  }
+}
+
+/**
+ * A counting semaphore on one Int32 word holding the free permits (src/shm/semaphore.rs).
+ * `permits`, when given, sets the count: pass it once, where the semaphore is set up.
+ */
+class Semaphore {
+  #array;
+  #index;
+  #tryAcquire;
+  #release;
+
+  constructor(int32Array, index = 0, permits) {
+    checkWord('Semaphore', int32Array, index);
+    if (permits !== undefined && !(Number.isInteger(permits) && permits >= 0 && permits <= 0x7fffffff)) {
+      throw invalidParams(`Semaphore: permits must be a whole number from 0 to 2147483647, got ${describe(permits)}`);
+    }
+    try {
+      [this.#tryAcquire, this.#release] = native.shmSemaphore(int32Array, index);
+    } catch (e) {
+      throw fromNative(e);
+    }
+    this.#array = int32Array;
+    this.#index = index;
+    if (permits !== undefined) Atomics.store(int32Array, index, permits);
+  }
+
+  tryAcquire() {
+    return this.#tryAcquire();
+  }
+
+  /** Takes a permit, waiting at most `timeoutMs` (default: no limit); false on timeout. Blocks. */
+  acquire(timeoutMs) {
+    checkTimeout('Semaphore.acquire', timeoutMs);
+    if (this.#tryAcquire()) return true;
+    const until = deadline(timeoutMs);
+    for (;;) {
+      const seen = Atomics.load(this.#array, this.#index);
+      if (seen <= 0 && !waitSlice(this.#array, this.#index, seen, until)) return this.#tryAcquire();
+      if (this.#tryAcquire()) return true;
+    }
+  }
+
+  /** `acquire` without blocking the event loop. */
+  async acquireAsync(timeoutMs) {
+    checkTimeout('Semaphore.acquireAsync', timeoutMs);
+    if (this.#tryAcquire()) return true;
+    const until = deadline(timeoutMs);
+    for (;;) {
+      const seen = Atomics.load(this.#array, this.#index);
+      if (seen <= 0 && !(await waitSliceAsync(this.#array, this.#index, seen, until))) return this.#tryAcquire();
+      if (this.#tryAcquire()) return true;
+    }
+  }
+
+  /** Gives a permit back and wakes one waiter. */
+  release() {
+    this.#release();
+    Atomics.notify(this.#array, this.#index, 1);
+  }
+
+  /** Free permits now (a snapshot). */
+  get available() {
+    return Atomics.load(this.#array, this.#index);
+  }
+}
+
+const RING_HEADER = 16;
+const RING_LOCK = 0;
+const RING_LENGTH = 3;
+
+function checkBytes(what, data) {
+  if (!(data instanceof Uint8Array)) {
+    throw invalidParams(`${what} must be a Uint8Array, got ${ArrayBuffer.isView(data) ? data.constructor.name : describe(data)}`);
+  }
+}
+
+function checkCount(what, n) {
+  if (!(Number.isSafeInteger(n) && n >= 0)) throw invalidParams(`${what} must be a whole number ≥ 0, got ${describe(n)}`);
+}
+
+/**
+ * The book's SharedRingBuffer (src/shm/ring.rs): a byte FIFO in a SharedArrayBuffer laid out
+ * as lock word, head, tail, length, then data from byte 16. Moves bytes natively under the
+ * lock; readers and writers that must wait sleep on the length word and are woken by every
+ * corepool read or write that moves bytes.
+ */
+class RingBuffer {
+  #buffer;
+  #meta;
+  #capacity;
+  #write;
+  #readInto;
+
+  /** @param sharedOrCapacity a SharedArrayBuffer (laid out as above) or a capacity in bytes. */
+  constructor(sharedOrCapacity) {
+    let sab = sharedOrCapacity;
+    if (typeof sab === 'number') {
+      if (!(Number.isInteger(sab) && sab >= 1 && sab <= 0xffffffff)) {
+        throw invalidParams(`RingBuffer: capacity must be a whole number from 1 to 4294967295, got ${describe(sab)}`);
+      }
+      sab = new SharedArrayBuffer(RING_HEADER + sab);
+    } else if (!(sab instanceof SharedArrayBuffer)) {
+      throw invalidParams(`RingBuffer: expected a SharedArrayBuffer or a capacity in bytes, got ${describe(sab)}`);
+    }
+    try {
+      [this.#write, this.#readInto] = native.shmRing(new Uint8Array(sab));
+    } catch (e) {
+      throw fromNative(e);
+    }
+    this.#buffer = sab;
+    this.#meta = new Int32Array(sab, 0, 4);
+    this.#capacity = sab.byteLength - RING_HEADER;
+  }
+
+  /** The SharedArrayBuffer: post it to a worker and wrap it there with `new RingBuffer(buffer)`. */
+  get buffer() {
+    return this.#buffer;
+  }
+
+  get capacity() {
+    return this.#capacity;
+  }
+
+  /** Bytes stored now (a snapshot). */
+  get length() {
+    return Atomics.load(this.#meta, RING_LENGTH) >>> 0;
+  }
+
+  /** One attempt to move bytes: n ≥ 0 moved, or -1 when the lock stayed taken. */
+  #move(isWrite, bytes) {
+    const length = Atomics.load(this.#meta, RING_LENGTH) >>> 0;
+    if (bytes.length === 0 || (isWrite ? length >= this.#capacity : length === 0)) return 0;
+    let n;
+    try {
+      n = isWrite ? this.#write(bytes) : this.#readInto(bytes);
+    } catch (e) {
+      throw fromNative(e);
+    }
+    if (n >= 0) {
+      Atomics.notify(this.#meta, RING_LOCK, 1);
+      if (n > 0) Atomics.notify(this.#meta, RING_LENGTH);
+    }
+    return n;
+  }
+
+  /** The value the length word holds while `isWrite` cannot progress (full / empty). */
+  #stuckAt(isWrite) {
+    return isWrite ? this.#capacity | 0 : 0;
+  }
+
+  /** Moves all of `bytes` or until `until`; returns the count moved. Blocks. */
+  #moveAll(isWrite, bytes, until) {
+    let done = 0;
+    while (done < bytes.length) {
+      const n = this.#move(isWrite, done === 0 ? bytes : bytes.subarray(done));
+      if (n > 0) {
+        done += n;
+      } else if (n < 0) {
+        if (!waitSlice(this.#meta, RING_LOCK, LOCKED, until)) break;
+      } else if (!waitSlice(this.#meta, RING_LENGTH, this.#stuckAt(isWrite), until)) {
+        break;
+      }
+    }
+    return done;
+  }
+
+  async #moveAllAsync(isWrite, bytes, until) {
+    let done = 0;
+    while (done < bytes.length) {
+      const n = this.#move(isWrite, done === 0 ? bytes : bytes.subarray(done));
+      if (n > 0) {
+        done += n;
+      } else if (n < 0) {
+        if (!(await waitSliceAsync(this.#meta, RING_LOCK, LOCKED, until))) break;
+      } else if (!(await waitSliceAsync(this.#meta, RING_LENGTH, this.#stuckAt(isWrite), until))) {
+        break;
+      }
+    }
+    return done;
+  }
+
+  /** Writes what fits of `data` (the book's write): returns the bytes written, 0 when full. */
+  write(data) {
+    checkBytes('RingBuffer.write: data', data);
+    for (;;) {
+      const n = this.#move(true, data);
+      if (n >= 0) return n;
+      waitSlice(this.#meta, RING_LOCK, LOCKED, Infinity);
+    }
+  }
+
+  /** Reads up to `n` bytes (the book's read): a Uint8Array of what was there, empty when empty. */
+  read(n) {
+    checkCount('RingBuffer.read: n', n);
+    const out = new Uint8Array(Math.min(n, this.length));
+    const got = this.readInto(out);
+    return got === out.length ? out : out.slice(0, got);
+  }
+
+  /** Reads up to `target.length` bytes into `target`; returns the count. */
+  readInto(target) {
+    checkBytes('RingBuffer.readInto: target', target);
+    for (;;) {
+      const n = this.#move(false, target);
+      if (n >= 0) return n;
+      waitSlice(this.#meta, RING_LOCK, LOCKED, Infinity);
+    }
+  }
+
+  /** Writes all of `data`, waiting for room at most `timeoutMs`; returns the bytes written (fewer only on timeout). Blocks. */
+  writeAll(data, timeoutMs) {
+    checkBytes('RingBuffer.writeAll: data', data);
+    checkTimeout('RingBuffer.writeAll', timeoutMs);
+    return this.#moveAll(true, data, deadline(timeoutMs));
+  }
+
+  /** Reads exactly `n` bytes, waiting for data at most `timeoutMs`; fewer only on timeout. Blocks. */
+  readExactly(n, timeoutMs) {
+    checkCount('RingBuffer.readExactly: n', n);
+    checkTimeout('RingBuffer.readExactly', timeoutMs);
+    const out = new Uint8Array(n);
+    const got = this.#moveAll(false, out, deadline(timeoutMs));
+    return got === n ? out : out.slice(0, got);
+  }
+
+  /** `writeAll` without blocking the event loop. */
+  async writeAllAsync(data, timeoutMs) {
+    checkBytes('RingBuffer.writeAllAsync: data', data);
+    checkTimeout('RingBuffer.writeAllAsync', timeoutMs);
+    return this.#moveAllAsync(true, data, deadline(timeoutMs));
+  }
+
+  /** `readExactly` without blocking the event loop. */
+  async readExactlyAsync(n, timeoutMs) {
+    checkCount('RingBuffer.readExactlyAsync: n', n);
+    checkTimeout('RingBuffer.readExactlyAsync', timeoutMs);
+    const out = new Uint8Array(n);
+    const got = await this.#moveAllAsync(false, out, deadline(timeoutMs));
+    return got === n ? out : out.slice(0, got);
+  }
+}
+
+/**
+ * A FIFO lock for async code within one JavaScript thread: holders run one at a time, in the
+ * order they asked. No shared memory; use Mutex across threads.
+ */
+class AsyncLock {
+  #tail = Promise.resolve();
+  #waiting = 0;
+
+  /** Resolves, in call order, with a `release()` function; call it exactly once. */
+  acquire() {
+    let open;
+    const released = new Promise((resolve) => {
+      open = resolve;
+    });
+    const previous = this.#tail;
+    this.#tail = released;
+    this.#waiting++;
+    let done = false;
+    const release = () => {
+      if (done) throw new Error('AsyncLock: release() called twice');
+      done = true;
+      this.#waiting--;
+      open();
+    };
+    return previous.then(() => release);
+  }
+
+  /** Runs `fn()` under the lock and releases it however `fn` ends; resolves or rejects as `fn` does. */
+  async runExclusive(fn) {
+    if (typeof fn !== 'function') throw invalidParams(`AsyncLock.runExclusive: fn must be a function, got ${describe(fn)}`);
+    const release = await this.acquire();
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
+  }
+
+  /** True while someone holds the lock or waits for it. */
+  get locked() {
+    return this.#waiting > 0;
+  }
+}
+
+module.exports = { Pool, RpcError, poolSize, Mutex, Semaphore, RingBuffer, AsyncLock };
