@@ -19,7 +19,9 @@
 use super::convert;
 use super::pool::RawValue;
 use crate::rpc::Value;
-use crate::shm::{Mutex, RingBuffer, RingError, Semaphore, SharedView, SharedWord};
+use crate::shm::{
+    ElementKind, Moved, Mutex, RingBuffer, RingError, Semaphore, SharedView, SharedWord,
+};
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
@@ -42,7 +44,10 @@ enum Answer {
     Undefined,
 }
 
-type Bound<T> = fn(&T, sys::napi_env, sys::napi_value) -> std::result::Result<Answer, Failure>;
+/// The arguments a bound function reads (missing ones are `undefined`).
+type Args = [sys::napi_value; 2];
+
+type Bound<T> = fn(&T, sys::napi_env, &Args) -> std::result::Result<Answer, Failure>;
 
 /// A Mutex's native operations: `[tryLock(): boolean, unlock(): void]`. corepool's JS `Mutex`
 /// does the same compare-exchanges inline (cheaper than a native call; see bench/mutex.js);
@@ -76,26 +81,58 @@ pub fn shm_semaphore(env: Env, array: Unknown, index: f64) -> Result<RawValue> {
     bind(env, Arc::new(Semaphore::new(word)), &array, &functions)
 }
 
+/// The largest ring whose byte counts, doubled, still fit the int32 the bound functions answer.
+const MAX_RING_CAPACITY: usize = (1 << 30) - 1;
+
 /// A RingBuffer's operations over `memory` (a Uint8Array over a whole SharedArrayBuffer laid
-/// out as `shm::ring` says): `[write(data): number, readInto(target): number]`, each the
-/// number of bytes moved, or -1 when the lock stayed taken (wait and retry).
+/// out as `shm::ring` says): `[write(data, limit?), readInto(target, limit?)]` (at most
+/// `limit` bytes of the array when given), each answering
+/// `2 · bytes moved + (1 if waiters on the length word must be woken)`, or -1 when the lock
+/// stayed taken (wait on the lock word and retry).
 #[napi(catch_unwind)]
 pub fn shm_ring(env: Env, memory: Unknown) -> Result<RawValue> {
     let view = shared_view(env, "RingBuffer", &memory)?;
     let ring = RingBuffer::new(&view).map_err(|e| invalid(e.message))?;
+    if ring.capacity() > MAX_RING_CAPACITY {
+        return Err(invalid(format!(
+            "RingBuffer: capacity {} is over the limit of {MAX_RING_CAPACITY} bytes",
+            ring.capacity()
+        )));
+    }
     let functions: [(&CStr, Bound<RingBuffer>); 2] =
         [(c"write", ring_write), (c"readInto", ring_read_into)];
     bind(env, Arc::new(ring), &memory, &functions)
 }
 
+/// The Uint8Array `args[0]`, cut to its first `args[1]` bytes when that is a number: lets the
+/// wrapper reuse one staging array for calls of any size.
+fn bytes_arg(
+    env: sys::napi_env,
+    args: &Args,
+    what: &str,
+) -> std::result::Result<(SharedView, bool), Failure> {
+    // SAFETY: a Node-API callback on env's JS thread; the caller uses the view only inside it.
+    let (view, shared) = unsafe { convert::view_for_call(env, args[0], what) }
+        .map_err(|m| Failure::Rpc(c"InvalidParams", m))?;
+    let mut limit = f64::INFINITY;
+    // SAFETY: as above; a non-number leaves `limit` alone (napi_number_expected).
+    unsafe { sys::napi_get_value_double(env, args[1], &mut limit) };
+    if limit >= view.len() as f64 || limit.is_nan() {
+        return Ok((view, shared));
+    }
+    let n = limit.max(0.0) as usize;
+    let cut = view
+        .sub_view(0, n, ElementKind::Uint8)
+        .expect("a prefix of the view lies inside it");
+    Ok((cut, shared))
+}
+
 fn ring_write(
     ring: &RingBuffer,
     env: sys::napi_env,
-    arg: sys::napi_value,
+    args: &Args,
 ) -> std::result::Result<Answer, Failure> {
-    // SAFETY: a Node-API callback on env's JS thread; the view is used only inside it.
-    let (mut src, shared) = unsafe { convert::view_for_call(env, arg, "RingBuffer.write: data") }
-        .map_err(|m| Failure::Rpc(c"InvalidParams", m))?;
+    let (mut src, shared) = bytes_arg(env, args, "RingBuffer.write: data")?;
     let written = if shared {
         // Another thread may write a shared source meanwhile: copy it out atomically first.
         SCRATCH.with(|scratch| {
@@ -115,19 +152,16 @@ fn ring_write(
 fn ring_read_into(
     ring: &RingBuffer,
     env: sys::napi_env,
-    arg: sys::napi_value,
+    args: &Args,
 ) -> std::result::Result<Answer, Failure> {
-    // SAFETY: a Node-API callback on env's JS thread; the view is used only inside it.
-    let (mut out, shared) =
-        unsafe { convert::view_for_call(env, arg, "RingBuffer.readInto: target") }
-            .map_err(|m| Failure::Rpc(c"InvalidParams", m))?;
+    let (mut out, shared) = bytes_arg(env, args, "RingBuffer.readInto: target")?;
     let read = if shared {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             scratch.resize(out.len(), 0);
-            let n = ring.try_read_into(&mut scratch)?;
-            out.store_bytes(0, &scratch[..n]);
-            Ok(n)
+            let moved = ring.try_read_into(&mut scratch)?;
+            out.store_bytes(0, &scratch[..moved.bytes]);
+            Ok(moved)
         })
     } else {
         // SAFETY: as in `ring_write`: memory only this thread can reach, during this callback.
@@ -136,12 +170,13 @@ fn ring_read_into(
     ring_answer(read)
 }
 
+/// `2 · bytes + wakes` (so `bytes = r >>> 1`, `wakes = r & 1`), or -1 for a taken lock.
 fn ring_answer(
-    moved: std::result::Result<usize, RingError>,
+    moved: std::result::Result<Moved, RingError>,
 ) -> std::result::Result<Answer, Failure> {
     match moved {
-        // Capacity fits the 32-bit header, so a count of moved bytes fits too.
-        Ok(n) => Ok(Answer::Int(n as i32)),
+        // bytes ≤ capacity ≤ MAX_RING_CAPACITY, so 2 · bytes + 1 fits an i32.
+        Ok(m) => Ok(Answer::Int((m.bytes * 2 + usize::from(m.wakes)) as i32)),
         Err(RingError::Busy) => Ok(Answer::Int(-1)),
         Err(e) => Err(Failure::Plain(e.to_string())),
     }
@@ -282,11 +317,11 @@ unsafe extern "C" fn drop_binding<T>(_env: sys::napi_env, data: *mut c_void, _hi
     drop(unsafe { Box::from_raw(data as *mut Binding<T>) });
 }
 
-/// The Node-API callback of every bound function: `f(arg?)`.
+/// The Node-API callback of every bound function: `f(a?, b?)`.
 unsafe extern "C" fn call<T>(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let outcome = std::panic::catch_unwind(|| {
-        let mut argc = 1usize;
-        let mut argv = [ptr::null_mut(); 1];
+        let mut argc = 2usize;
+        let mut argv: Args = [ptr::null_mut(); 2];
         let mut data = ptr::null_mut();
         // SAFETY: a Node-API callback on env's JS thread; `argv` has room for `argc` values.
         // Missing arguments are filled with `undefined`.
@@ -303,7 +338,7 @@ unsafe extern "C" fn call<T>(env: sys::napi_env, info: sys::napi_callback_info) 
         // SAFETY: `data` is the Binding<T> owned by this function object, alive while it can
         // be called (see `bind`); its memory property keeps the shared memory alive too.
         let binding = unsafe { &*(data as *const Binding<T>) };
-        (binding.run)(&binding.target, env, argv[0])
+        (binding.run)(&binding.target, env, &argv)
     });
     let mut out = ptr::null_mut();
     // SAFETY: JS thread of a live env for every call below; out-pointers are live locals.

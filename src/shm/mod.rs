@@ -13,6 +13,6 @@ pub mod semaphore;
 pub mod view;
 
 pub use mutex::{Mutex, NotLocked};
-pub use ring::{RingBuffer, RingError};
+pub use ring::{Moved, RingBuffer, RingError};
 pub use semaphore::Semaphore;
 pub use view::{ElementKind, SharedView, SharedWord};

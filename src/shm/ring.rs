@@ -26,9 +26,13 @@
 //! stored last with `Release`, so a thread that sees a new length without the lock (a waiter
 //! deciding whether to sleep) sees a value at least that fresh; it re-checks under the lock.
 //!
-//! Waiting for room or data is the JavaScript wrapper's job: it sleeps in
-//! `Atomics.wait(int32, 3, seenLength)` and every corepool write or read that moves bytes is
-//! followed by `Atomics.notify` on that word (and on the lock word, as the mutex requires).
+//! Waiting for room or data is the JavaScript wrapper's job, on the length word: a reader
+//! sleeps only while the ring is empty (`Atomics.wait(int32, 3, 0)`), a writer only while it is
+//! full (`Atomics.wait(int32, 3, capacity)`), and each drains or fills the ring before it
+//! sleeps. So the only changes anyone can be asleep for are a write into an empty ring and a
+//! read from a full one: operations report them ([`Moved::wakes`]) and the wrapper follows
+//! exactly those with `Atomics.notify` on the length word. Every operation that took the lock
+//! is followed by `Atomics.notify` on the lock word, as the mutex protocol requires.
 
 use super::mutex::{Mutex, NotLocked};
 use super::view::{ElementKind, SharedView, SharedWord};
@@ -44,6 +48,16 @@ pub const LOCK: usize = 0;
 pub const HEAD: usize = 1;
 pub const TAIL: usize = 2;
 pub const LENGTH: usize = 3;
+
+/// What a write or read that got the lock did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Moved {
+    /// Bytes written or read.
+    pub bytes: usize,
+    /// The ring was empty before this write put bytes in, or full before this read took bytes
+    /// out: threads waiting on the length word must be woken (module doc).
+    pub wakes: bool,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RingError {
@@ -116,7 +130,7 @@ impl RingBuffer {
 
     /// Writes what fits of `src` (module doc); `Busy` if the lock stays taken through a short
     /// spin. Does not wake JavaScript waiters (module doc).
-    pub fn try_write(&self, src: &[u8]) -> Result<usize, RingError> {
+    pub fn try_write(&self, src: &[u8]) -> Result<Moved, RingError> {
         if !self.lock.lock_spinning() {
             return Err(RingError::Busy);
         }
@@ -124,7 +138,7 @@ impl RingBuffer {
     }
 
     /// Writes what fits of `src`, waiting at most `timeout` for the lock (`None`: no limit).
-    pub fn write(&self, src: &[u8], timeout: Option<Duration>) -> Result<usize, RingError> {
+    pub fn write(&self, src: &[u8], timeout: Option<Duration>) -> Result<Moved, RingError> {
         if !self.lock.lock(timeout) {
             return Err(RingError::TimedOut);
         }
@@ -133,7 +147,7 @@ impl RingBuffer {
 
     /// Reads up to `out.len()` bytes into `out`; `Busy` if the lock stays taken through a
     /// short spin.
-    pub fn try_read_into(&self, out: &mut [u8]) -> Result<usize, RingError> {
+    pub fn try_read_into(&self, out: &mut [u8]) -> Result<Moved, RingError> {
         if !self.lock.lock_spinning() {
             return Err(RingError::Busy);
         }
@@ -141,7 +155,7 @@ impl RingBuffer {
     }
 
     /// Reads up to `out.len()` bytes into `out`, waiting at most `timeout` for the lock.
-    pub fn read_into(&self, out: &mut [u8], timeout: Option<Duration>) -> Result<usize, RingError> {
+    pub fn read_into(&self, out: &mut [u8], timeout: Option<Duration>) -> Result<Moved, RingError> {
         if !self.lock.lock(timeout) {
             return Err(RingError::TimedOut);
         }
@@ -178,12 +192,16 @@ impl RingBuffer {
         Ok((head, tail, length))
     }
 
-    fn write_locked(&self, src: &[u8]) -> Result<usize, RingError> {
+    fn write_locked(&self, src: &[u8]) -> Result<Moved, RingError> {
         let cap = self.capacity();
         let (head, _, length) = self.header()?;
         let n = src.len().min(cap - length);
+        let moved = Moved {
+            bytes: n,
+            wakes: n > 0 && length == 0,
+        };
         if n == 0 {
-            return Ok(0);
+            return Ok(moved);
         }
         let first = n.min(cap - head);
         self.data.store_bytes(head, &src[..first]);
@@ -192,15 +210,19 @@ impl RingBuffer {
             .store_i32(HEAD, ((head + n) % cap) as u32 as i32, Ordering::Relaxed);
         self.meta
             .store_i32(LENGTH, (length + n) as u32 as i32, Ordering::Release);
-        Ok(n)
+        Ok(moved)
     }
 
-    fn read_locked(&self, out: &mut [u8]) -> Result<usize, RingError> {
+    fn read_locked(&self, out: &mut [u8]) -> Result<Moved, RingError> {
         let cap = self.capacity();
         let (_, tail, length) = self.header()?;
         let n = out.len().min(length);
+        let moved = Moved {
+            bytes: n,
+            wakes: n > 0 && length == cap,
+        };
         if n == 0 {
-            return Ok(0);
+            return Ok(moved);
         }
         let first = n.min(cap - tail);
         let (to_end, from_start) = out[..n].split_at_mut(first);
@@ -210,7 +232,7 @@ impl RingBuffer {
             .store_i32(TAIL, ((tail + n) % cap) as u32 as i32, Ordering::Relaxed);
         self.meta
             .store_i32(LENGTH, (length - n) as u32 as i32, Ordering::Release);
-        Ok(n)
+        Ok(moved)
     }
 }
 

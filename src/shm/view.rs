@@ -157,6 +157,7 @@ impl SharedView {
         a < b_end && b < a_end
     }
 
+    #[inline]
     fn check(&self, index: usize, kinds: &[ElementKind]) {
         assert!(
             kinds.contains(&self.kind),
@@ -171,6 +172,7 @@ impl SharedView {
         );
     }
 
+    #[inline]
     fn atomic_u8(&self, index: usize) -> &AtomicU8 {
         self.check(
             index,
@@ -185,6 +187,7 @@ impl SharedView {
         unsafe { &*(self.ptr.as_ptr().add(index) as *const AtomicU8) }
     }
 
+    #[inline]
     fn atomic_i32(&self, index: usize) -> &AtomicI32 {
         self.check(index, &[ElementKind::Int32, ElementKind::Uint32]);
         // SAFETY: index < len, the element lies inside the view's memory, valid by the
@@ -192,6 +195,7 @@ impl SharedView {
         unsafe { &*(self.ptr.as_ptr().add(index * 4) as *const AtomicI32) }
     }
 
+    #[inline]
     fn atomic_u64(&self, index: usize) -> &AtomicU64 {
         self.check(
             index,
@@ -207,40 +211,49 @@ impl SharedView {
     }
 
     /// Reads byte `index` of a 1-byte view. Panics when out of bounds or of another type.
+    #[inline]
     pub fn load_u8(&self, index: usize, order: Ordering) -> u8 {
         self.atomic_u8(index).load(order)
     }
 
+    #[inline]
     pub fn store_u8(&self, index: usize, value: u8, order: Ordering) {
         self.atomic_u8(index).store(value, order)
     }
 
+    #[inline]
     pub fn load_i32(&self, index: usize, order: Ordering) -> i32 {
         self.atomic_i32(index).load(order)
     }
 
+    #[inline]
     pub fn store_i32(&self, index: usize, value: i32, order: Ordering) {
         self.atomic_i32(index).store(value, order)
     }
 
+    #[inline]
     pub fn compare_exchange_i32(&self, index: usize, current: i32, new: i32) -> Result<i32, i32> {
         self.atomic_i32(index)
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
     }
 
+    #[inline]
     pub fn fetch_add_i32(&self, index: usize, delta: i32) -> i32 {
         self.atomic_i32(index).fetch_add(delta, Ordering::AcqRel)
     }
 
+    #[inline]
     pub fn load_u64(&self, index: usize, order: Ordering) -> u64 {
         self.atomic_u64(index).load(order)
     }
 
+    #[inline]
     pub fn store_u64(&self, index: usize, value: u64, order: Ordering) {
         self.atomic_u64(index).store(value, order)
     }
 
     /// Panics unless bytes `[offset, offset + n)` lie inside the view.
+    #[inline]
     fn check_bytes(&self, offset: usize, n: usize) {
         let fits = offset
             .checked_add(n)
@@ -354,15 +367,18 @@ impl SharedWord {
         Ok(SharedWord { view, index })
     }
 
+    #[inline]
     pub fn load(&self, order: Ordering) -> i32 {
         self.view.load_i32(self.index, order)
     }
 
+    #[inline]
     pub fn store(&self, value: i32, order: Ordering) {
         self.view.store_i32(self.index, value, order)
     }
 
     /// Compare-and-swap: `AcqRel` on success, `Acquire` on failure.
+    #[inline]
     pub fn compare_exchange(&self, current: i32, new: i32) -> Result<i32, i32> {
         self.view.compare_exchange_i32(self.index, current, new)
     }

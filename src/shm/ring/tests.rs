@@ -32,13 +32,13 @@ fn behaves_like_a_bounded_fifo_at_every_wrap_position() {
             if rng.next_u64().is_multiple_of(2) {
                 let len = (rng.next_u64() % (2 * cap as u64 + 1)) as usize;
                 let src: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
-                let n = r.try_write(&src).unwrap();
+                let n = r.try_write(&src).unwrap().bytes;
                 assert_eq!(n, len.min(cap - model.len()), "cap {cap}, step {step}");
                 model.extend(&src[..n]);
             } else {
                 let want = (rng.next_u64() % (2 * cap as u64 + 1)) as usize;
                 let mut out = vec![0; want];
-                let n = r.try_read_into(&mut out).unwrap();
+                let n = r.try_read_into(&mut out).unwrap().bytes;
                 let expected: Vec<u8> = model.drain(..want.min(model.len())).collect();
                 assert_eq!(&out[..n], &expected[..], "cap {cap}, step {step}");
             }
@@ -65,15 +65,15 @@ fn reads_the_books_pointers_at_the_end_of_the_data() {
     set_header_u32(&region, TAIL, 4);
     set_header_u32(&region, LENGTH, 6);
     let mut out = [0u8; 8];
-    assert_eq!(r.try_read_into(&mut out).unwrap(), 6);
+    assert_eq!(r.try_read_into(&mut out).unwrap().bytes, 6);
     assert_eq!(&out[..6], b"456789");
-    assert_eq!(r.try_write(b"abc").unwrap(), 3);
-    assert_eq!(r.try_read_into(&mut out).unwrap(), 3);
+    assert_eq!(r.try_write(b"abc").unwrap().bytes, 3);
+    assert_eq!(r.try_read_into(&mut out).unwrap().bytes, 3);
     assert_eq!(&out[..3], b"abc", "head at the end means head at 0");
     set_header_u32(&region, TAIL, 10);
     set_header_u32(&region, HEAD, 10);
-    assert_eq!(r.try_write(b"xy").unwrap(), 2);
-    assert_eq!(r.try_read_into(&mut out).unwrap(), 2);
+    assert_eq!(r.try_write(b"xy").unwrap().bytes, 2);
+    assert_eq!(r.try_read_into(&mut out).unwrap().bytes, 2);
     assert_eq!(&out[..2], b"xy");
 }
 
@@ -86,8 +86,26 @@ fn the_contiguous_read_takes_tail_to_tail_plus_n() {
     r.try_read_into(&mut out).unwrap();
     r.try_write(b"abcd").unwrap();
     let mut out = [0u8; 3];
-    assert_eq!(r.try_read_into(&mut out).unwrap(), 3);
+    assert_eq!(r.try_read_into(&mut out).unwrap().bytes, 3);
     assert_eq!(&out, b"abc");
+}
+
+#[test]
+fn only_leaving_empty_or_full_wakes_the_other_side() {
+    let (r, _) = ring(4);
+    let w = |src: &[u8]| r.try_write(src).unwrap();
+    let moved = |bytes, wakes| Moved { bytes, wakes };
+    assert_eq!(w(b"ab"), moved(2, true), "empty before: readers may sleep");
+    assert_eq!(w(b"c"), moved(1, false));
+    assert_eq!(w(b"def"), moved(1, false));
+    assert_eq!(w(b"g"), moved(0, false));
+    let mut out = [0u8; 1];
+    let mut read = || r.try_read_into(&mut out).unwrap();
+    assert_eq!(read(), moved(1, true), "full before: writers may sleep");
+    for _ in 0..3 {
+        assert_eq!(read(), moved(1, false));
+    }
+    assert_eq!(read(), moved(0, false));
 }
 
 #[test]
@@ -153,7 +171,7 @@ fn one_producer_and_one_consumer_move_an_exact_stream() {
             while at < total {
                 let len = (1 + sizes.next_u64() % 90) as usize;
                 let end = (at + len).min(total);
-                let n = r.write(&data[at..end], None).unwrap();
+                let n = r.write(&data[at..end], None).unwrap().bytes;
                 if n == 0 {
                     backoff.snooze(None);
                 } else {
@@ -168,7 +186,7 @@ fn one_producer_and_one_consumer_move_an_exact_stream() {
     let mut backoff = Backoff::new();
     while got.len() < total {
         let mut buf = vec![0; (1 + sizes.next_u64() % 60) as usize];
-        let n = r.read_into(&mut buf, None).unwrap();
+        let n = r.read_into(&mut buf, None).unwrap().bytes;
         if n == 0 {
             backoff.snooze(None);
         } else {
@@ -212,7 +230,7 @@ fn many_producers_and_consumers_deliver_every_unit_exactly_once_in_order() {
             while at < units.len() {
                 let len = 4 * (1 + sizes.next_u64() % 50) as usize;
                 let end = (at + len).min(units.len());
-                let n = r.write(&units[at..end], None).unwrap();
+                let n = r.write(&units[at..end], None).unwrap().bytes;
                 assert_eq!(n % 4, 0);
                 at += n;
                 if n == 0 {
@@ -231,7 +249,7 @@ fn many_producers_and_consumers_deliver_every_unit_exactly_once_in_order() {
             let mut backoff = Backoff::new();
             while received.load(Ordering::Acquire) < PRODUCERS * UNITS {
                 let mut buf = vec![0; 4 * (1 + sizes.next_u64() % 32) as usize];
-                let n = r.read_into(&mut buf, None).unwrap();
+                let n = r.read_into(&mut buf, None).unwrap().bytes;
                 assert_eq!(n % 4, 0, "a unit was split");
                 if n == 0 {
                     backoff.snooze(Some(std::time::Instant::now() + Duration::from_millis(1)));
