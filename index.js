@@ -561,6 +561,14 @@ class Semaphore {
 const RING_HEADER = 16;
 const RING_LOCK = 0;
 const RING_LENGTH = 3;
+const RING_MAX_CAPACITY = 2 ** 30 - 1;
+/** Arrays up to this size are copied through one long-lived array per RingBuffer, so the native
+ *  side always sees the same off-heap memory (a fresh small typed array lives on the V8 heap and
+ *  would have to be moved off it at every native call). */
+const RING_STAGING = 16384;
+/** Atomics.load polls of the length word before sleeping on it: the other side is often
+ *  running on another core and about to move bytes. */
+const RING_SPIN = 1000;
 
 function checkBytes(what, data) {
   if (!(data instanceof Uint8Array)) {
@@ -574,9 +582,9 @@ function checkCount(what, n) {
 
 /**
  * The book's SharedRingBuffer (src/shm/ring.rs): a byte FIFO in a SharedArrayBuffer laid out
- * as lock word, head, tail, length, then data from byte 16. Moves bytes natively under the
- * lock; readers and writers that must wait sleep on the length word and are woken by every
- * corepool read or write that moves bytes.
+ * as lock word, head, tail, length, then data from byte 16. Bytes move natively under the
+ * lock; a reader that finds it empty or a writer that finds it full sleeps on the length word,
+ * and the operation that takes the ring out of that state wakes it.
  */
 class RingBuffer {
   #buffer;
@@ -584,13 +592,14 @@ class RingBuffer {
   #capacity;
   #write;
   #readInto;
+  #staging;
 
   /** @param sharedOrCapacity a SharedArrayBuffer (laid out as above) or a capacity in bytes. */
   constructor(sharedOrCapacity) {
     let sab = sharedOrCapacity;
     if (typeof sab === 'number') {
-      if (!(Number.isInteger(sab) && sab >= 1 && sab <= 0xffffffff)) {
-        throw invalidParams(`RingBuffer: capacity must be a whole number from 1 to 4294967295, got ${describe(sab)}`);
+      if (!(Number.isInteger(sab) && sab >= 1 && sab <= RING_MAX_CAPACITY)) {
+        throw invalidParams(`RingBuffer: capacity must be a whole number from 1 to ${RING_MAX_CAPACITY}, got ${describe(sab)}`);
       }
       sab = new SharedArrayBuffer(RING_HEADER + sab);
     } else if (!(sab instanceof SharedArrayBuffer)) {
@@ -604,6 +613,8 @@ class RingBuffer {
     this.#buffer = sab;
     this.#meta = new Int32Array(sab, 0, 4);
     this.#capacity = sab.byteLength - RING_HEADER;
+    // Over 64 bytes, so V8 allocates it off-heap from the start.
+    this.#staging = new Uint8Array(Math.max(128, Math.min(this.#capacity, RING_STAGING)));
   }
 
   /** The SharedArrayBuffer: post it to a worker and wrap it there with `new RingBuffer(buffer)`. */
@@ -620,29 +631,52 @@ class RingBuffer {
     return Atomics.load(this.#meta, RING_LENGTH) >>> 0;
   }
 
-  /** One attempt to move bytes: n ≥ 0 moved, or -1 when the lock stayed taken. */
-  #move(isWrite, bytes) {
-    const length = Atomics.load(this.#meta, RING_LENGTH) >>> 0;
-    if (bytes.length === 0 || (isWrite ? length >= this.#capacity : length === 0)) return 0;
-    let n;
+  /** One native attempt on the first `limit` bytes of `array`: bytes moved, or -1 when the lock stayed taken. */
+  #call(isWrite, array, limit) {
+    let r;
     try {
-      n = isWrite ? this.#write(bytes) : this.#readInto(bytes);
+      r = isWrite ? this.#write(array, limit) : this.#readInto(array, limit);
     } catch (e) {
       throw fromNative(e);
     }
-    if (n >= 0) {
-      Atomics.notify(this.#meta, RING_LOCK, 1);
-      if (n > 0) Atomics.notify(this.#meta, RING_LENGTH);
-    }
-    return n;
+    if (r < 0) return -1;
+    // The lock was taken and released natively: wake a lock waiter, as the mutex protocol says;
+    // wake the length word's sleepers only when the ring left the state they sleep in.
+    Atomics.notify(this.#meta, RING_LOCK, 1);
+    if (r & 1) Atomics.notify(this.#meta, RING_LENGTH);
+    return r >>> 1;
   }
 
-  /** The value the length word holds while `isWrite` cannot progress (full / empty). */
+  /** One attempt to move `bytes` (source or target): bytes moved (0: full / empty), or -1 when the lock stayed taken. */
+  #move(isWrite, bytes) {
+    const n = bytes.length;
+    const length = Atomics.load(this.#meta, RING_LENGTH) >>> 0;
+    if (n === 0 || (isWrite ? length >= this.#capacity : length === 0)) return 0;
+    const staging = this.#staging;
+    if (n > staging.length) return this.#call(isWrite, bytes, n);
+    if (isWrite) {
+      staging.set(bytes);
+      return this.#call(true, staging, n);
+    }
+    const got = this.#call(false, staging, n);
+    if (got > 0) bytes.set(staging.subarray(0, got));
+    return got;
+  }
+
+  /** The value the length word holds while the other side must act (full for writes, empty for reads). */
   #stuckAt(isWrite) {
     return isWrite ? this.#capacity | 0 : 0;
   }
 
-  /** Moves all of `bytes` or until `until`; returns the count moved. Blocks. */
+  /** Polls the length word briefly; true as soon as it leaves `stuck`. */
+  #spinWhile(stuck) {
+    for (let i = 0; i < RING_SPIN; i++) {
+      if (Atomics.load(this.#meta, RING_LENGTH) !== stuck) return true;
+    }
+    return false;
+  }
+
+  /** Moves all of `bytes`, or as much as fits before `until`; returns the count. Blocks. */
   #moveAll(isWrite, bytes, until) {
     let done = 0;
     while (done < bytes.length) {
@@ -651,7 +685,7 @@ class RingBuffer {
         done += n;
       } else if (n < 0) {
         if (!waitSlice(this.#meta, RING_LOCK, LOCKED, until)) break;
-      } else if (!waitSlice(this.#meta, RING_LENGTH, this.#stuckAt(isWrite), until)) {
+      } else if (!this.#spinWhile(this.#stuckAt(isWrite)) && !waitSlice(this.#meta, RING_LENGTH, this.#stuckAt(isWrite), until)) {
         break;
       }
     }
@@ -673,32 +707,42 @@ class RingBuffer {
     return done;
   }
 
+  /** Retries `#move` until it got the lock (waiting on the lock word meanwhile). */
+  #moveOnce(isWrite, bytes) {
+    for (;;) {
+      const n = this.#move(isWrite, bytes);
+      if (n >= 0) return n;
+      waitSlice(this.#meta, RING_LOCK, LOCKED, Infinity);
+    }
+  }
+
   /** Writes what fits of `data` (the book's write): returns the bytes written, 0 when full. */
   write(data) {
     checkBytes('RingBuffer.write: data', data);
-    for (;;) {
-      const n = this.#move(true, data);
-      if (n >= 0) return n;
-      waitSlice(this.#meta, RING_LOCK, LOCKED, Infinity);
-    }
+    return this.#moveOnce(true, data);
   }
 
-  /** Reads up to `n` bytes (the book's read): a Uint8Array of what was there, empty when empty. */
+  /** Reads up to `n` bytes (the book's read): a new Uint8Array of what was there, empty when empty. */
   read(n) {
     checkCount('RingBuffer.read: n', n);
-    const out = new Uint8Array(Math.min(n, this.length));
-    const got = this.readInto(out);
-    return got === out.length ? out : out.slice(0, got);
-  }
-
-  /** Reads up to `target.length` bytes into `target`; returns the count. */
-  readInto(target) {
-    checkBytes('RingBuffer.readInto: target', target);
+    const want = Math.min(n, this.length);
+    if (want === 0) return new Uint8Array(0);
+    if (want > this.#staging.length) {
+      const out = new Uint8Array(want);
+      const got = this.#moveOnce(false, out);
+      return got === want ? out : out.slice(0, got);
+    }
     for (;;) {
-      const n = this.#move(false, target);
-      if (n >= 0) return n;
+      const got = this.#call(false, this.#staging, want);
+      if (got >= 0) return this.#staging.slice(0, got);
       waitSlice(this.#meta, RING_LOCK, LOCKED, Infinity);
     }
+  }
+
+  /** Reads up to `target.length` bytes into `target`; returns the count (0 when empty). */
+  readInto(target) {
+    checkBytes('RingBuffer.readInto: target', target);
+    return this.#moveOnce(false, target);
   }
 
   /** Writes all of `data`, waiting for room at most `timeoutMs`; returns the bytes written (fewer only on timeout). Blocks. */
