@@ -228,11 +228,14 @@ export declare class RingBuffer {
   readonly buffer: SharedArrayBuffer;
   readonly capacity: number;
   readonly length: number;
-  /** Writes what fits; 0 when full. */
-  write(data: Uint8Array): number;
-  /** Up to `n` bytes; empty when empty. */
-  read(n: number): Uint8Array;
-  readInto(target: Uint8Array): number;
+  /** Writes what fits; 0 when full. Waits only for the lock (RpcError Timeout after `timeoutMs`). */
+  write(data: Uint8Array, timeoutMs?: number): number;
+  /** Up to `n` bytes; empty when empty. Waits only for the lock, as `write`. */
+  read(n: number, timeoutMs?: number): Uint8Array;
+  readInto(target: Uint8Array, timeoutMs?: number): number;
+  writeAsync(data: Uint8Array, timeoutMs?: number): Promise<number>;
+  readAsync(n: number, timeoutMs?: number): Promise<Uint8Array>;
+  readIntoAsync(target: Uint8Array, timeoutMs?: number): Promise<number>;
   /** Waits for room; returns the bytes written (fewer only on timeout). */
   writeAll(data: Uint8Array, timeoutMs?: number): number;
   /** Waits for data; returns n bytes (fewer only on timeout). */

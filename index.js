@@ -576,6 +576,10 @@ function checkBytes(what, data) {
   }
 }
 
+function lockTimeout(what, timeoutMs) {
+  return new RpcError(CODES.Timeout, `${what}: the ring buffer's lock stayed taken for ${timeoutMs} ms`);
+}
+
 function checkCount(what, n) {
   if (!(Number.isSafeInteger(n) && n >= 0)) throw invalidParams(`${what} must be a whole number ≥ 0, got ${describe(n)}`);
 }
@@ -707,42 +711,87 @@ class RingBuffer {
     return done;
   }
 
-  /** Retries `#move` until it got the lock (waiting on the lock word meanwhile). */
-  #moveOnce(isWrite, bytes) {
+  /** Runs `attempt` until it got the lock (n ≥ 0), sleeping on the lock word meanwhile;
+   *  RpcError Timeout when the lock stays taken for `timeoutMs`. Blocks. */
+  #retry(what, timeoutMs, attempt) {
+    let until;
     for (;;) {
-      const n = this.#move(isWrite, bytes);
+      const n = attempt();
       if (n >= 0) return n;
-      waitSlice(this.#meta, RING_LOCK, LOCKED, Infinity);
+      until ??= deadline(timeoutMs);
+      if (!waitSlice(this.#meta, RING_LOCK, LOCKED, until)) throw lockTimeout(what, timeoutMs);
     }
   }
 
-  /** Writes what fits of `data` (the book's write): returns the bytes written, 0 when full. */
-  write(data) {
-    checkBytes('RingBuffer.write: data', data);
-    return this.#moveOnce(true, data);
+  async #retryAsync(what, timeoutMs, attempt) {
+    let until;
+    for (;;) {
+      const n = attempt();
+      if (n >= 0) return n;
+      until ??= deadline(timeoutMs);
+      if (!(await waitSliceAsync(this.#meta, RING_LOCK, LOCKED, until))) throw lockTimeout(what, timeoutMs);
+    }
   }
 
-  /** Reads up to `n` bytes (the book's read): a new Uint8Array of what was there, empty when empty. */
-  read(n) {
+  /** `read(n)`'s one attempt: into the staging array when it fits, then copied out exactly. */
+  #readAttempt(want, out) {
+    if (out !== null) return () => this.#move(false, out);
+    return () => this.#call(false, this.#staging, want);
+  }
+
+  #readResult(want, out, got) {
+    if (out === null) return this.#staging.slice(0, got);
+    return got === want ? out : out.slice(0, got);
+  }
+
+  /** Writes what fits of `data` (the book's write): returns the bytes written, 0 when full.
+   *  Waits only for the lock: RpcError Timeout if it stays taken for `timeoutMs`. */
+  write(data, timeoutMs) {
+    checkBytes('RingBuffer.write: data', data);
+    checkTimeout('RingBuffer.write', timeoutMs);
+    return this.#retry('RingBuffer.write', timeoutMs, () => this.#move(true, data));
+  }
+
+  /** Reads up to `n` bytes (the book's read): a new Uint8Array of what was there, empty when
+   *  empty. Waits only for the lock, as `write` does. */
+  read(n, timeoutMs) {
     checkCount('RingBuffer.read: n', n);
+    checkTimeout('RingBuffer.read', timeoutMs);
     const want = Math.min(n, this.length);
     if (want === 0) return new Uint8Array(0);
-    if (want > this.#staging.length) {
-      const out = new Uint8Array(want);
-      const got = this.#moveOnce(false, out);
-      return got === want ? out : out.slice(0, got);
-    }
-    for (;;) {
-      const got = this.#call(false, this.#staging, want);
-      if (got >= 0) return this.#staging.slice(0, got);
-      waitSlice(this.#meta, RING_LOCK, LOCKED, Infinity);
-    }
+    const out = want > this.#staging.length ? new Uint8Array(want) : null;
+    return this.#readResult(want, out, this.#retry('RingBuffer.read', timeoutMs, this.#readAttempt(want, out)));
   }
 
   /** Reads up to `target.length` bytes into `target`; returns the count (0 when empty). */
-  readInto(target) {
+  readInto(target, timeoutMs) {
     checkBytes('RingBuffer.readInto: target', target);
-    return this.#moveOnce(false, target);
+    checkTimeout('RingBuffer.readInto', timeoutMs);
+    return this.#retry('RingBuffer.readInto', timeoutMs, () => this.#move(false, target));
+  }
+
+  /** `write` without blocking the event loop. */
+  async writeAsync(data, timeoutMs) {
+    checkBytes('RingBuffer.writeAsync: data', data);
+    checkTimeout('RingBuffer.writeAsync', timeoutMs);
+    return this.#retryAsync('RingBuffer.writeAsync', timeoutMs, () => this.#move(true, data));
+  }
+
+  /** `read` without blocking the event loop. */
+  async readAsync(n, timeoutMs) {
+    checkCount('RingBuffer.readAsync: n', n);
+    checkTimeout('RingBuffer.readAsync', timeoutMs);
+    const want = Math.min(n, this.length);
+    if (want === 0) return new Uint8Array(0);
+    const out = want > this.#staging.length ? new Uint8Array(want) : null;
+    return this.#readResult(want, out, await this.#retryAsync('RingBuffer.readAsync', timeoutMs, this.#readAttempt(want, out)));
+  }
+
+  /** `readInto` without blocking the event loop. */
+  async readIntoAsync(target, timeoutMs) {
+    checkBytes('RingBuffer.readIntoAsync: target', target);
+    checkTimeout('RingBuffer.readIntoAsync', timeoutMs);
+    return this.#retryAsync('RingBuffer.readIntoAsync', timeoutMs, () => this.#move(false, target));
   }
 
   /** Writes all of `data`, waiting for room at most `timeoutMs`; returns the bytes written (fewer only on timeout). Blocks. */

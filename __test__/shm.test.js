@@ -202,6 +202,36 @@ describe('RingBuffer', () => {
     expect(Buffer.from(await waiting).toString()).toBe('abc');
   });
 
+  test('a lock held elsewhere makes write/read wait, and time out with RpcError Timeout', async () => {
+    const r = new RingBuffer(8);
+    const lock = new Int32Array(r.buffer, 0, 1);
+    r.write(Buffer.from('ab'));
+    lock[0] = 1; // held by someone else, e.g. JavaScript following the book
+    const timeoutCode = RpcError.codes.Timeout;
+    for (const attempt of [() => r.write(Buffer.from('c'), 15), () => r.read(1, 15), () => r.readInto(new Uint8Array(1), 15)]) {
+      expect(attempt).toThrow(expect.objectContaining({ code: timeoutCode }));
+    }
+    await expect(r.writeAsync(Buffer.from('c'), 15)).rejects.toMatchObject({ code: timeoutCode });
+    await expect(r.readAsync(1, 15)).rejects.toMatchObject({ code: timeoutCode });
+    await expect(r.readIntoAsync(new Uint8Array(1), 15)).rejects.toMatchObject({ code: timeoutCode });
+    expect(r.length).toBe(2);
+    const release = () => {
+      Atomics.store(lock, 0, 0);
+      Atomics.notify(lock, 0);
+    };
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    setTimeout(release, 30);
+    expect(await r.writeAsync(Buffer.from('cd'), 5_000)).toBe(2);
+    clearInterval(timer);
+    expect(ticks).toBeGreaterThan(3);
+    expect(Buffer.from(await r.readAsync(8)).toString()).toBe('abcd');
+    r.write(Buffer.from('e'));
+    const into = new Uint8Array(4);
+    expect(await r.readIntoAsync(into)).toBe(1);
+    expect(into[0]).toBe('e'.charCodeAt(0));
+  });
+
   test('refuses bad buffers and arguments with InvalidParams; reports a corrupt header', () => {
     expectInvalid(() => new RingBuffer(new ArrayBuffer(32)), /SharedArrayBuffer or a capacity/);
     expectInvalid(() => new RingBuffer(new SharedArrayBuffer(16)), /needs more than 16 bytes/);
