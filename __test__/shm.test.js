@@ -91,6 +91,21 @@ describe('Mutex', () => {
     expect(new Int32Array(sab, 0, 1)[0]).toBe(0);
   });
 
+  test('the native protocol (src/shm/mutex.rs) excludes JS holders of either kind on the same word', async () => {
+    const sab = new SharedArrayBuffer(16);
+    const product = new Float64Array(sab, 8, 1);
+    product[0] = 1;
+    const modulus = 1_000_000_007;
+    const kinds = ['native-op', 'book', 'corepool', 'native-op', 'book', 'corepool'];
+    const factors = [3, 5, 7, 11, 13, 17];
+    const runs = 1000;
+    const results = await Promise.all(kinds.map((kind, i) => run('product', { sab, kind, runs, factor: factors[i], modulus })));
+    expect(results.map((r) => r.overlaps)).toEqual(kinds.map(() => 0));
+    let expected = 1n;
+    for (const f of factors) for (let r = 0; r < runs; r++) expected = (expected * BigInt(f)) % BigInt(modulus);
+    expect(product[0]).toBe(Number(expected));
+  });
+
   test('lockAsync() leaves the event loop running while 4 workers hold the lock in turn', async () => {
     const sab = new SharedArrayBuffer(12);
     const m = new Mutex(new Int32Array(sab, 0, 1), 0);

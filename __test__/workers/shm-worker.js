@@ -5,7 +5,7 @@ const { workerData, parentPort } = require('node:worker_threads');
 const path = require('node:path');
 const root = path.join(__dirname, '..', '..');
 const { Mutex, Semaphore, RingBuffer } = require(root);
-const { BookMutex } = require(path.join(root, 'bench', 'peers', 'book-mutex.js'));
+const { mutex } = require(path.join(root, 'bench', 'peers', 'mutex-variants.js'));
 const { SharedRingBuffer } = require(path.join(root, 'bench', 'peers', 'book-ring.js'));
 
 /** Deterministic pseudo-random numbers (xorshift32), so failures reproduce. */
@@ -24,22 +24,22 @@ const tasks = {
    * The thread-product check: inside the critical section, read the shared product, multiply
    * by this thread's factor modulo a prime, write it back (a plain, non-atomic read-modify-
    * write that loses updates unless the lock excludes). `inside` counts threads in the section.
+   * `kind`: 'book', 'corepool' or 'native-op' (bench/peers/mutex-variants.js).
    */
   product({ sab, kind, runs, factor, modulus }) {
     const word = new Int32Array(sab, 0, 1);
     const inside = new Int32Array(sab, 4, 1);
     const product = new Float64Array(sab, 8, 1);
-    const lock = kind === 'book' ? new BookMutex(word, 0) : new Mutex(word, 0);
-    const [enter, leave] = kind === 'book' ? [() => lock.acquire(), () => lock.release()] : [() => lock.lock(), () => lock.unlock()];
+    const lock = mutex(kind, word, 0);
     let overlaps = 0;
     for (let r = 0; r < runs; r++) {
-      enter();
+      lock.lock();
       if (Atomics.add(inside, 0, 1) !== 0) overlaps++;
       const v = product[0];
       for (let spin = 0; spin < 50; spin++) Atomics.load(inside, 0);
       product[0] = (v * factor) % modulus;
       Atomics.sub(inside, 0, 1);
-      leave();
+      lock.unlock();
     }
     return { overlaps };
   },

@@ -51,7 +51,8 @@ type Bound<T> = fn(&T, sys::napi_env, &Args) -> std::result::Result<Answer, Fail
 
 /// A Mutex's native operations: `[tryLock(): boolean, unlock(): void]`. corepool's JS `Mutex`
 /// does the same compare-exchanges inline (cheaper than a native call; see bench/mutex.js);
-/// these are what native code does, exposed so tests and benchmarks can mix both.
+/// these are what native code does, exposed so the tests can mix native and JS holders on one
+/// word and the benchmark can keep measuring the design not chosen.
 #[napi(catch_unwind)]
 pub fn shm_mutex(env: Env, array: Unknown, index: f64) -> Result<RawValue> {
     let word = word(env, "Mutex", &array, index)?;
