@@ -26,7 +26,8 @@ function uncontended(kind, pairs) {
 async function contended(kind, pairs) {
   const sab = new SharedArrayBuffer(16);
   const words = new Int32Array(sab, 0, 2);
-  const workers = Array.from({ length: THREADS }, () => new Worker(path.join(__dirname, 'peers', 'mutex-worker.js'), { workerData: { sab, kind, pairs } }));
+  const script = path.join(__dirname, 'peers', 'mutex-worker.js');
+  const workers = Array.from({ length: THREADS }, () => new Worker(script, { workerData: { sab, kind, pairs } }));
   const results = workers.map((w) => new Promise((resolve, reject) => w.once('message', resolve).once('error', reject)));
   await Promise.all(workers.map((w) => new Promise((r) => w.once('online', r))));
   await new Promise((r) => setTimeout(r, 50));
@@ -52,10 +53,16 @@ async function main() {
   suite.ratio('contended: corepool (inline JS) vs native call per op', 'contended corepool', 'contended native-op');
   suite.note(
     design.value >= 1
-      ? `a native call per lock/unlock is ${design.value.toFixed(2)}× slower than JS Atomics uncontended, so corepool's Mutex does its compare-exchanges inline in JS (the protocol of src/shm/mutex.rs) and keeps native calls for the ring buffer's data`
-      : `a native call per lock/unlock measured faster than JS Atomics here (${(1 / design.value).toFixed(2)}×): revisit the inline design of corepool's Mutex`,
+      ? `a native call per lock/unlock is ${design.value.toFixed(2)}× slower than JS Atomics uncontended, ` +
+          "so corepool's Mutex does its compare-exchanges inline in JS (the protocol of src/shm/mutex.rs) " +
+          "and keeps native calls for the ring buffer's data"
+      : `a native call per lock/unlock measured faster than JS Atomics here (${(1 / design.value).toFixed(2)}×): ` +
+          "revisit the inline design of corepool's Mutex",
   );
-  suite.note(`uncontended: ${solo} pairs on one thread; contended: ${THREADS} worker_threads × ${shared} pairs, a plain increment inside, checked at the end`);
+  suite.note(
+    `uncontended: ${solo} pairs on one thread; contended: ${THREADS} worker_threads × ${shared} pairs, ` +
+      'a plain increment inside, checked at the end',
+  );
   suite.save();
 }
 

@@ -17,7 +17,10 @@ if (isMainThread) {
   const product = new Float64Array(sab, 8, 1);
   product[0] = 1;
   const exits = factors.map(
-    (factor) => new Promise((resolve, reject) => new Worker(__filename, { workerData: { sab, factor, runs } }).on('exit', resolve).on('error', reject)),
+    (factor) =>
+      new Promise((resolve, reject) => {
+        new Worker(__filename, { workerData: { sab, factor, runs } }).on('exit', resolve).on('error', reject);
+      }),
   );
   Promise.all(exits).then(() => {
     let expected = 1n;
