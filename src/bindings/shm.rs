@@ -313,6 +313,7 @@ fn bind<T: Send + Sync + 'static>(
     Ok(RawValue(array))
 }
 
+/// The finalizer of a bound function: frees its share of the native object.
 unsafe extern "C" fn drop_binding<T>(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: `data` is the Box<Binding<T>> leaked in `bind`; Node runs this finalizer once.
     drop(unsafe { Box::from_raw(data as *mut Binding<T>) });
