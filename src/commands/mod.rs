@@ -3,6 +3,7 @@
 mod echo;
 mod fibonacci;
 mod happycoin;
+mod life;
 mod panic;
 mod sleep;
 mod square_sum;
@@ -19,6 +20,7 @@ pub fn registry() -> Registry {
         .register(square_sum::SquareSum)
         .register(fibonacci::Fibonacci)
         .register(happycoin::Happycoin)
+        .register(life::Life)
         .register(panic::Panic);
     r
 }
