@@ -4,6 +4,7 @@ mod echo;
 mod fibonacci;
 mod happycoin;
 mod panic;
+mod render;
 mod sleep;
 mod square_sum;
 
@@ -19,6 +20,7 @@ pub fn registry() -> Registry {
         .register(square_sum::SquareSum)
         .register(fibonacci::Fibonacci)
         .register(happycoin::Happycoin)
+        .register(render::Render)
         .register(panic::Panic);
     r
 }
