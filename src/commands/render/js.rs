@@ -23,6 +23,9 @@ pub enum Js<'a> {
     String(&'a str),
     Array(&'a [Value]),
     Object(&'a Map),
+    /// A string of one lone surrogate, as indexing a string can make: JavaScript has it, a
+    /// Rust string cannot hold it. Lookups go on through it; only printing it fails.
+    LoneSurrogate,
 }
 
 /// The outcome of `value[key]`.
@@ -33,9 +36,6 @@ pub enum Property<'a> {
     Inherited,
     /// `undefined`, and `key in value` is false.
     Absent,
-    /// Half of a surrogate pair, as a string's index can select: JavaScript has it, but a Rust
-    /// string cannot hold it.
-    LoneSurrogate,
 }
 
 const OBJECT_PROTOTYPE: &[&str] = &[
@@ -149,6 +149,11 @@ const NUMBER_PROTOTYPE: &[&str] = &["toExponential", "toFixed", "toPrecision"];
 /// a function, so JavaScript finds no callable conversion.
 const NOT_CONVERTIBLE: &str = "Cannot convert object to primitive value";
 
+const LONE_SURROGATE: &str = "render: a name indexes into a string at half of a surrogate pair \
+     (a character outside the BMP, such as an emoji); mustache.js would output that lone \
+     surrogate, which a Rust string cannot hold (render this template with mustache.js on the \
+     main thread)";
+
 fn inherits(own_prototype: &[&str], key: &str) -> bool {
     own_prototype.contains(&key) || OBJECT_PROTOTYPE.contains(&key)
 }
@@ -194,7 +199,7 @@ impl<'a> Js<'a> {
             Js::Bool(b) => b,
             Js::Number(n) => n != 0.0 && !n.is_nan(),
             Js::String(s) => !s.is_empty(),
-            Js::Array(_) | Js::Object(_) => true,
+            Js::Array(_) | Js::Object(_) | Js::LoneSurrogate => true,
         }
     }
 
@@ -233,6 +238,12 @@ impl<'a> Js<'a> {
                     Property::Absent
                 }
             }
+            Js::LoneSurrogate => match key {
+                "0" => Property::Own(Js::LoneSurrogate),
+                "length" => Property::Own(Js::Number(1.0)),
+                _ if inherits(STRING_PROTOTYPE, key) => Property::Inherited,
+                _ => Property::Absent,
+            },
             Js::Number(_) if inherits(NUMBER_PROTOTYPE, key) => Property::Inherited,
             Js::Bool(_) if OBJECT_PROTOTYPE.contains(&key) => Property::Inherited,
             Js::Number(_) | Js::Bool(_) | Js::Undefined | Js::Null => Property::Absent,
@@ -258,7 +269,7 @@ fn code_unit(s: &str, i: usize) -> Property<'_> {
         if i < units + n {
             return match n {
                 1 => Property::Own(Js::String(&s[at..at + c.len_utf8()])),
-                _ => Property::LoneSurrogate,
+                _ => Property::Own(Js::LoneSurrogate),
             };
         }
         units += n;
@@ -278,6 +289,7 @@ fn write_scalar(value: Js, escape: bool, out: &mut String) -> Result<(), RpcErro
             return Err(RpcError::failed(NOT_CONVERTIBLE))
         }
         Js::Object(_) => out.push_str("[object Object]"),
+        Js::LoneSurrogate => return Err(RpcError::failed(LONE_SURROGATE)),
         Js::Array(_) | Js::Undefined | Js::Null => {}
     }
     Ok(())

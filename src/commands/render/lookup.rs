@@ -11,8 +11,8 @@
 //!   hits when the last step is a property of an object or array, or an own property of a
 //!   primitive (a string's `length` or index). A hit may be null; a miss moves outwards.
 //!
-//! Where mustache.js would reach a built-in inherited from a prototype (see `js.rs`), or a
-//! lone surrogate, the lookup fails with a message instead.
+//! Where mustache.js would reach a built-in inherited from a prototype (see `js.rs`), the
+//! lookup fails with a message instead.
 
 use super::js::{Js, Property};
 use super::parse::Name;
@@ -31,9 +31,8 @@ pub fn lookup<'a>(views: &[Js<'a>], name: &Name, source: &str) -> Result<Js<'a>,
                         Property::Own(value) => return Ok(value),
                         Property::Absent => {}
                         Property::Inherited => return Err(inherited(name, source, key)),
-                        Property::LoneSurrogate => return Err(lone_surrogate(name, source)),
                     },
-                    Js::Bool(_) | Js::Number(_) | Js::String(_) => {}
+                    Js::Bool(_) | Js::Number(_) | Js::String(_) | Js::LoneSurrogate => {}
                 }
             }
             Ok(Js::Undefined)
@@ -59,7 +58,6 @@ pub fn lookup<'a>(views: &[Js<'a>], name: &Name, source: &str) -> Result<Js<'a>,
                         // count there), so its value is never used.
                         Property::Inherited if i == last && !parent.is_object() => Js::Undefined,
                         Property::Inherited => return Err(inherited(name, source, key)),
-                        Property::LoneSurrogate => return Err(lone_surrogate(name, source)),
                     };
                 }
                 if hit {
@@ -88,15 +86,6 @@ fn inherited(name: &Name, source: &str, key: &str) -> RpcError {
         "render: the name \"{}\" reaches \"{key}\", a built-in that JavaScript values inherit; \
          mustache.js would use that built-in, which corepool does not imitate (give the data its \
          own \"{key}\" key, or render this template with mustache.js on the main thread)",
-        name.text(source)
-    ))
-}
-
-fn lone_surrogate(name: &Name, source: &str) -> RpcError {
-    RpcError::failed(format!(
-        "render: the name \"{}\" selects half of a surrogate pair in a string; mustache.js \
-         would output a lone surrogate, which a Rust string cannot hold (render this template \
-         with mustache.js on the main thread)",
         name.text(source)
     ))
 }

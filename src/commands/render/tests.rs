@@ -320,6 +320,14 @@ fn built_ins_and_lone_surrogates_are_refused_not_imitated() {
     assert_eq!(ok("{{toString}}", r#"{"toString":"mine"}"#), "mine");
     let e = failure("{{s.0}}", r#"{"s":"😀"}"#);
     assert!(e.message.contains("surrogate"), "{}", e.message);
+    // Only printing a lone surrogate fails; lookups go on through it as in JavaScript.
+    assert_eq!(
+        ok(
+            "{{s.0.z}}|{{s.1.length}}|{{#s.0}}{{n}}{{/s.0}}",
+            r#"{"s":"😀","n":1}"#
+        ),
+        "|1|1"
+    );
     let e = render_partials("{{>valueOf}}", "{}", "{}").unwrap_err();
     assert!(e.message.contains("built-in"), "{}", e.message);
 }
