@@ -42,7 +42,7 @@ struct Frame<'a> {
     pushed: bool,
 }
 
-/// What a node asks the renderer to do next.
+/// What a section or partial node asks the renderer to do next.
 enum Step<'a> {
     Next,
     /// Render nodes `start..end` of the current template, pushing the view if one is given.
@@ -52,9 +52,8 @@ enum Step<'a> {
         view: Option<Js<'a>>,
         rest: &'a [Value],
     },
-    /// Render the partial that node `node` of the current template names.
+    /// Render the partial the node names, whose text is `text`.
     Partial {
-        node: usize,
         text: &'a str,
     },
 }
@@ -100,7 +99,27 @@ impl<'a> Renderer<'a, '_> {
     fn run(&mut self, ctx: &Context) -> Result<(), RpcError> {
         let mut budget = CHECK_EVERY;
         while let Some(frame) = self.frames.last_mut() {
-            if frame.next == frame.end {
+            // Text and values, the bulk of most templates, render in this inner loop.
+            let template = &*self.templates[frame.template];
+            let source = &*template.source;
+            let mut at = frame.next;
+            while at < frame.end {
+                budget -= 1;
+                if budget == 0 {
+                    budget = CHECK_EVERY;
+                    ctx.check()?;
+                }
+                match &template.nodes[at] {
+                    Node::Text(span) => self.out.push_str(span.of(source)),
+                    Node::Value { name, escape } => {
+                        lookup(&self.views, name, source)?.write(*escape, &mut self.out)?
+                    }
+                    Node::Section { .. } | Node::Partial { .. } => break,
+                }
+                at += 1;
+            }
+            frame.next = at;
+            if at == frame.end {
                 if let Some((first, rest)) = frame.rest.split_first() {
                     frame.rest = rest;
                     frame.next = frame.start;
@@ -115,14 +134,9 @@ impl<'a> Renderer<'a, '_> {
                 }
                 continue;
             }
-            budget -= 1;
-            if budget == 0 {
-                budget = CHECK_EVERY;
-                ctx.check()?;
-            }
-            let (at, template) = (frame.next, frame.template);
+            let template = frame.template;
             let current = self.frames.len() - 1;
-            match self.step(template, at)? {
+            match self.open(template, at)? {
                 Step::Next => self.frames[current].next = at + 1,
                 Step::Enter {
                     start,
@@ -133,9 +147,9 @@ impl<'a> Renderer<'a, '_> {
                     self.frames[current].next = end;
                     self.enter(template, start, end, view, rest)?;
                 }
-                Step::Partial { node, text } => {
+                Step::Partial { text } => {
                     self.frames[current].next = at + 1;
-                    let partial = self.partial(template, node, text)?;
+                    let partial = self.partial(template, at, text)?;
                     let end = self.templates[partial].nodes.len();
                     self.enter(partial, 0, end, None, &[])?;
                 }
@@ -144,19 +158,13 @@ impl<'a> Renderer<'a, '_> {
         Ok(())
     }
 
-    /// Renders what it can of node `at` of `template`, and says what comes next.
-    fn step(&mut self, template: usize, at: usize) -> Result<Step<'a>, RpcError> {
+    /// What section or partial node `at` of `template` asks for.
+    fn open(&self, template: usize, at: usize) -> Result<Step<'a>, RpcError> {
         let template = &*self.templates[template];
         let source = &*template.source;
         Ok(match &template.nodes[at] {
-            Node::Text(span) => {
-                self.out.push_str(span.of(source));
-                Step::Next
-            }
-            Node::Value { name, escape } => {
-                lookup(&self.views, name, source)?.write(*escape, &mut self.out)?;
-                Step::Next
-            }
+            // `run` renders these itself.
+            Node::Text(_) | Node::Value { .. } => Step::Next,
             Node::Section {
                 name,
                 inverted,
@@ -200,7 +208,7 @@ impl<'a> Renderer<'a, '_> {
                 };
                 let name = name.of(source);
                 match partials.get(name) {
-                    Some(Value::String(text)) => Step::Partial { node: at, text },
+                    Some(Value::String(text)) => Step::Partial { text },
                     // The command accepts only strings and null as partials.
                     Some(_) => Step::Next,
                     None if matches!(Js::Object(partials).property(name), Property::Inherited) => {
