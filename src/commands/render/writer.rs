@@ -12,7 +12,8 @@
 //! The walk is iterative: an explicit stack of frames (one per section or partial being
 //! rendered) instead of recursion, so deep nesting costs heap, not the worker's stack. Depth
 //! is still capped (mustache.js itself overflows its stack at about 5,000 levels), which also
-//! stops a partial that includes itself forever. Output goes to one `String`.
+//! stops a partial that includes itself forever. Output goes to one `String`, no longer than
+//! JavaScript's longest string.
 
 use super::cache::TemplateCache;
 use super::js::{Js, Property};
@@ -27,6 +28,37 @@ pub const MAX_DEPTH: usize = 10_000;
 
 /// Nodes rendered between two cancellation checks.
 const CHECK_EVERY: u32 = 1024;
+
+/// JavaScript's longest string in UTF-16 code units (V8's, `buffer.constants.MAX_STRING_LENGTH`
+/// in Node 20). mustache.js fails past it ("Invalid string length"); so does this, which also
+/// keeps a runaway template from taking all memory.
+const MAX_STRING_LENGTH: usize = (1 << 29) - 24;
+
+/// The output's length in UTF-16 code units, counted only once it might be too long: a string
+/// has no more code units than UTF-8 bytes, so below the limit in bytes it is below in units.
+#[derive(Default)]
+struct OutputLength {
+    counted_bytes: usize,
+    units: usize,
+}
+
+impl OutputLength {
+    fn check(&mut self, out: &str, limit: usize) -> Result<(), RpcError> {
+        if out.len() <= limit {
+            return Ok(());
+        }
+        self.units += out[self.counted_bytes..].encode_utf16().count();
+        self.counted_bytes = out.len();
+        if self.units > limit {
+            return Err(RpcError::failed(format!(
+                "render: the output would be longer than JavaScript's longest string \
+                 ({limit} UTF-16 code units); mustache.js fails here too, with \
+                 \"Invalid string length\""
+            )));
+        }
+        Ok(())
+    }
+}
 
 /// Part of a template being rendered.
 struct Frame<'a> {
@@ -70,6 +102,7 @@ struct Renderer<'a, 'c> {
     partial_templates: HashMap<(usize, usize), usize>,
     partials: Option<&'a Map>,
     cache: &'c TemplateCache,
+    length: OutputLength,
 }
 
 /// Renders `template` with `data` (`None` is undefined) and `partials`.
@@ -89,6 +122,7 @@ pub fn render(
         partial_templates: HashMap::new(),
         partials,
         cache,
+        length: OutputLength::default(),
     };
     r.enter(0, 0, nodes, None, &[])?;
     r.run(ctx)?;
@@ -116,6 +150,7 @@ impl<'a> Renderer<'a, '_> {
                     }
                     Node::Section { .. } | Node::Partial { .. } => break,
                 }
+                self.length.check(&self.out, MAX_STRING_LENGTH)?;
                 at += 1;
             }
             frame.next = at;
@@ -275,5 +310,23 @@ impl<'a> Renderer<'a, '_> {
         let index = self.templates.len() - 1;
         self.partial_templates.insert((template, node), index);
         Ok(index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_length_counts_utf16_units_only_past_the_limit_in_bytes() {
+        let mut length = OutputLength::default();
+        let mut out = String::from("ééé");
+        // 6 bytes but 3 units: within a limit of 4.
+        assert!(length.check(&out, 4).is_ok());
+        out.push('😀');
+        // 10 bytes, 5 units.
+        let e = length.check(&out, 4).unwrap_err();
+        assert!(e.message.contains("Invalid string length"), "{}", e.message);
+        assert_eq!((length.counted_bytes, length.units), (10, 5));
     }
 }
