@@ -366,3 +366,13 @@ test('data JSON cannot carry is refused with InvalidParams, naming the place', a
   const e = await pool.render('{{>p}}', {}, { p: 5 }).catch((err) => err);
   expect([e.code, e.message]).toEqual([C.InvalidParams, 'render: partials.p must be a template string, got number']);
 });
+
+test('a render that runs too long stops at its timeout, and the worker goes on serving', async () => {
+  const a = Array.from({ length: 1000 }, (_, i) => i);
+  const started = Date.now();
+  const e = await pool.call('render', ['{{#a}}{{#a}}{{#a}}{{.}}{{/a}}{{/a}}{{/a}}', { a }], { timeout: 50 }).catch((err) => err);
+  expect(e).toBeInstanceOf(RpcError);
+  expect(e.code).toBe(C.Timeout);
+  expect(Date.now() - started).toBeLessThan(5000);
+  expect(await pool.render('{{a}}', { a: 'still here' })).toBe('still here');
+});
