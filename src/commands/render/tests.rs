@@ -272,6 +272,25 @@ fn values_print_as_javascript_string_does() {
 }
 
 #[test]
+fn numbers_from_json_text_print_as_javascript_prints_them() {
+    // Parsed from JSON text (as big params travel), then printed: each must come back as
+    // JavaScript's shortest round-trip form, so the parse must be correctly rounded.
+    let numbers = [
+        "1.377765818089492e-104",
+        "-4.6956962579974316e+232",
+        "2.1814326283228215e+279",
+        "1.0003619632938907e+180",
+        "-5.568156403259782e-14",
+        "1.2026034373596357e-8",
+        "8.07926484948155e-11",
+        "2.4659021726554106e+27",
+    ];
+    let data = format!(r#"{{"l":[{}]}}"#, numbers.join(","));
+    let expected: String = numbers.iter().map(|n| format!("{n},")).collect();
+    assert_eq!(ok("{{#l}}{{.}},{{/l}}", &data), expected);
+}
+
+#[test]
 fn sections_use_javascript_truthiness() {
     let data = r#"{"e":[],"o":{},"z":"0","n":0,"s":"","f":false,"x":null,"str":"abc","num":5}"#;
     assert_eq!(ok("{{#e}}E{{/e}}{{^e}}!E{{/e}}", data), "!E");
