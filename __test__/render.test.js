@@ -334,6 +334,21 @@ test('tricky cases render exactly as mustache.js renders them', async () => {
   await expectAgreement(pool, cases);
 });
 
+test('doubles of every magnitude print exactly as JavaScript prints them', async () => {
+  // 2,000 finite doubles from random bit patterns: enough values that the params travel as
+  // JSON text, whose parse must give back the very same doubles.
+  const random = mulberry32(7);
+  const bits = new Uint32Array(2);
+  const double = new Float64Array(bits.buffer);
+  const l = [];
+  while (l.length < 2000) {
+    bits[0] = random() * 2 ** 32;
+    bits[1] = random() * 2 ** 32;
+    if (Number.isFinite(double[0])) l.push(double[0]);
+  }
+  await expectAgreement(pool, [{ template: '{{#l}}{{.}},{{/l}}', data: { l } }]);
+});
+
 test('every spec case (core and optional modules) renders exactly as with mustache.js', async () => {
   const dir = path.join(__dirname, 'fixtures', 'mustache-spec');
   const cases = [];
