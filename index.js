@@ -276,6 +276,11 @@ class Pool extends EventEmitter {
     return this.#submit(method, params, timeout, signal ?? undefined, false);
   }
 
+  /** `render(template, data?, partials?)`: Mustache on a native thread, output as mustache.js 4.2.0's. */
+  render(...params) {
+    return this.exec('render', ...params);
+  }
+
   /** Runs `method(...params)` once on every thread; resolves with the results in thread order. */
   broadcast(method, ...params) {
     return this.#submit(method, params, undefined, undefined, true);

@@ -5,6 +5,7 @@ mod fibonacci;
 mod happycoin;
 mod life;
 mod panic;
+mod render;
 mod sleep;
 mod square_sum;
 
@@ -20,6 +21,7 @@ pub fn registry() -> Registry {
         .register(square_sum::SquareSum)
         .register(fibonacci::Fibonacci)
         .register(happycoin::Happycoin)
+        .register(render::Render)
         .register(life::Life)
         .register(panic::Panic);
     r
