@@ -134,12 +134,9 @@ export interface BuiltinMethods {
   square_sum(max: number): number;
   fibonacci(n: number): string;
   happycoin(options: HappycoinOptions): HappycoinResult;
-<<<<<<< HEAD
+  render(template: string, data?: Param, partials?: MustachePartials): string;
   /** One Game of Life step for rows rowStart..rowEnd; resolves with the number of rows done. */
   life(params: LifeParams): number;
-=======
-  render(template: string, data?: Param, partials?: MustachePartials): string;
->>>>>>> render
   panic(message?: string): never;
 }
 
