@@ -185,7 +185,10 @@ function plainJsonSize(v, depth) {
       const proto = Object.getPrototypeOf(v);
       if (proto !== Object.prototype && proto !== null) return -1;
       for (const k in v) {
-        const c = plainJsonSize(v[k], depth + 1);
+        const item = v[k];
+        // JSON drops a key whose value is undefined; the value-by-value path keeps it (as null).
+        if (item === undefined) return -1;
+        const c = plainJsonSize(item, depth + 1);
         if (c < 0) return -1;
         n += c;
       }

@@ -328,6 +328,7 @@ test('tricky cases render exactly as mustache.js renders them', async () => {
     ['{{/a}}', {}],
     ['{{=<%=}}', {}],
     ['{{a}}', undefined],
+    ['{{#o}}{{a}}{{/o}}|{{^o.a}}none{{/o.a}}', { a: 'outer', o: { a: undefined } }],
     ['{{>p}}', {}, { p: 'a{{>p}}' }],
     ['{{>tree}}', { name: 'root', kids: [{ name: 'a', kids: [{ name: 'b', kids: [] }] }] }, { tree: '<{{name}}{{#kids}}{{>tree}}{{/kids}}>' }],
   ].map(([template, data, partials]) => ({ template, data, partials }));

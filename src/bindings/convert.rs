@@ -244,11 +244,6 @@ impl FromJs {
             );
             // SAFETY: key is a string of this env (numbers_to_strings).
             let name = unsafe { string(env, key) }?;
-            let mut t = 0;
-            napi_try!(sys::napi_typeof(env, item, &mut t), "reading a type");
-            if t == sys::ValueType::napi_undefined {
-                continue; // as JSON.stringify: an undefined property is absent
-            }
             let mark = path.len();
             path.push('.');
             path.push_str(&name);

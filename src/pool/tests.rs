@@ -78,32 +78,31 @@ fn roundrobin_serves_workers_in_turn() {
 fn leastbusy_avoids_a_busy_worker() {
     let p = pool(2, Strategy::LeastBusy);
     let (o, rx) = origin();
-    p.call(&o, 0, "sleep", sleep_params(300.0), None);
-    std::thread::sleep(Duration::from_millis(30));
-    let busy = p
-        .stats()
-        .workers
-        .iter()
-        .position(|w| w.running == 1)
-        .unwrap();
+    p.call(&o, 0, "sleep", sleep_params(2_000.0), None);
+    let started = Instant::now();
+    let busy = loop {
+        if let Some(w) = p.stats().workers.iter().position(|w| w.running == 1) {
+            break w;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the long call never started"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    // One at a time, so the idle worker's load is 0 and the busy one's is 1 at every pick.
     for i in 1..=5 {
-        p.call(&o, i, "sleep", sleep_params(1.0), None);
-        std::thread::sleep(Duration::from_millis(10));
+        p.call(&o, i, "echo", vec![Value::Number(i as f64)], None);
+        let (id, out) = recv(&rx);
+        assert_eq!((id, out.unwrap()), (i, Value::Number(i as f64)));
     }
-    let mut done = vec![];
-    for _ in 0..5 {
-        done.push(recv(&rx).0);
-    }
-    assert!(
-        !done.contains(&0),
-        "the long call finished before the short ones"
-    );
     assert_eq!(
         p.stats().workers[busy].completed,
         0,
         "a short call went to the busy worker"
     );
-    recv(&rx).1.unwrap();
+    p.destroy(); // stops the long call
+    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::PoolClosed);
 }
 
 #[test]
