@@ -140,11 +140,10 @@ impl Pool {
             run_time: Histogram::default(),
             wait_time: Histogram::default(),
         });
-        for index in 0..n {
-            if let Err(e) = worker::spawn(shared.clone(), index) {
-                shared.stop_threads();
-                return Err(e);
-            }
+        // Worker 0 starts the others (see worker.rs); if it cannot start, nothing runs.
+        if let Err(e) = worker::spawn(shared.clone(), 0) {
+            shared.stop_threads();
+            return Err(e);
         }
         Ok(Pool { shared })
     }
@@ -471,7 +470,13 @@ impl Shared {
     /// Puts a new job (with a reserved slot) on its worker's queue and wakes that worker.
     fn place(&self, job: Job) {
         let w = self.assign(&job);
-        self.workers[w].push(job);
+        self.push(w, job);
+    }
+
+    fn push(&self, w: usize, job: Job) {
+        if !self.workers[w].push(job) {
+            self.mark_dead(w);
+        }
     }
 
     /// Undoes the queue counters of a job that left worker `w`'s queue.
@@ -509,7 +514,7 @@ impl Shared {
             }
             self.waiting_len.fetch_sub(1, Ordering::AcqRel);
             drop(waiting);
-            self.workers[w].push(job);
+            self.push(w, job);
         }
     }
 
