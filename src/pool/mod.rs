@@ -456,11 +456,15 @@ impl Shared {
     /// load. The index is written before the job can be seen as QUEUED by a canceller.
     fn assign(&self, job: &Job) -> usize {
         let n = self.workers.len();
-        let w = job.pinned.unwrap_or_else(|| {
+        let mut w = job.pinned.unwrap_or_else(|| {
             self.options
                 .strategy
                 .pick(n, &self.next, |i| self.workers[i].load())
         });
+        if !self.workers[w].alive.load(Ordering::Acquire) {
+            // Its thread could not be created: worker 0 (started by the constructor) serves.
+            w = 0;
+        }
         self.workers[w].queued.fetch_add(1, Ordering::AcqRel);
         self.queued.fetch_add(1, Ordering::AcqRel);
         job.control.worker.store(w, Ordering::Release);

@@ -465,7 +465,7 @@ fn a_dead_worker_settles_its_queue_and_gets_no_more_jobs() {
     let mut ok = 0;
     for _ in 0..13 {
         let (id, out) = recv(&rx);
-        assert!(out.is_ok(), "call {id} failed");
+        assert!(out.is_ok(), "call {id} failed: {out:?}");
         ok += 1;
     }
     assert_eq!(ok, 13);
