@@ -256,11 +256,6 @@ impl FromJs {
             );
             // SAFETY: key is a string of this env (numbers_to_strings).
             let name = unsafe { string(env, key) }?;
-            let mut t = 0;
-            napi_try!(sys::napi_typeof(env, item, &mut t), "reading a type");
-            if t == sys::ValueType::napi_undefined {
-                continue; // as JSON.stringify: an undefined property is absent
-            }
             let mark = path.len();
             path.push('.');
             path.push_str(&name);
@@ -273,79 +268,44 @@ impl FromJs {
         Ok(Value::Object(map))
     }
 
+    /// True when `proto` is an `Object.prototype`: of this realm or another one (a `vm`
+    /// context, a test runner's sandbox), recognised by having no prototype itself and a
+    /// `constructor` named "Object".
+    ///
     /// # Safety
     /// As for [`FromJs::value`].
     unsafe fn is_object_prototype(&mut self, proto: sys::napi_value) -> Converted<bool> {
         let env = self.env;
-        if self.object_prototype.is_null() {
-            let mut global = ptr::null_mut();
-            napi_try!(sys::napi_get_global(env, &mut global), "reading globalThis");
-            let mut object = ptr::null_mut();
+        if !self.object_prototype.is_null() {
+            let mut same = false;
             napi_try!(
-                sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object),
-                "reading Object"
+                sys::napi_strict_equals(env, proto, self.object_prototype, &mut same),
+                "comparing prototypes"
             );
-            let mut p = ptr::null_mut();
-            napi_try!(
-                sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut p),
-                "reading Object.prototype"
-            );
-            self.object_prototype = p;
+            if same {
+                return Ok(true);
+            }
         }
-        let mut same = false;
+        let mut parent = ptr::null_mut();
         napi_try!(
-            sys::napi_strict_equals(env, proto, self.object_prototype, &mut same),
-            "comparing prototypes"
+            sys::napi_get_prototype(env, proto, &mut parent),
+            "reading a prototype"
         );
-        if same {
-            return Ok(true);
+        let mut t = 0;
+        napi_try!(
+            sys::napi_typeof(env, parent, &mut t),
+            "reading a prototype type"
+        );
+        if t != sys::ValueType::napi_null {
+            return Ok(false);
         }
-        // SAFETY: as above.
-        unsafe { is_foreign_object_prototype(env, proto) }
+        // SAFETY: proto is an object of this env.
+        let plain = unsafe { constructor_name(env, proto) }.is_some_and(|n| n == "Object");
+        if plain {
+            self.object_prototype = proto;
+        }
+        Ok(plain)
     }
-}
-
-/// True when `proto` is `Object.prototype` of another realm (a `vm` context, such as the one
-/// jest runs tests in): it has no prototype, and its `constructor` is a function named
-/// `Object` whose `prototype` is `proto`.
-///
-/// # Safety
-/// As for [`FromJs::value`].
-unsafe fn is_foreign_object_prototype(
-    env: sys::napi_env,
-    proto: sys::napi_value,
-) -> Converted<bool> {
-    let mut up = ptr::null_mut();
-    napi_try!(
-        sys::napi_get_prototype(env, proto, &mut up),
-        "reading a prototype"
-    );
-    let mut t = 0;
-    napi_try!(sys::napi_typeof(env, up, &mut t), "reading a type");
-    if t != sys::ValueType::napi_null {
-        return Ok(false);
-    }
-    let mut ctor = ptr::null_mut();
-    napi_try!(
-        sys::napi_get_named_property(env, proto, c"constructor".as_ptr(), &mut ctor),
-        "reading a constructor"
-    );
-    napi_try!(sys::napi_typeof(env, ctor, &mut t), "reading a type");
-    if t != sys::ValueType::napi_function {
-        return Ok(false);
-    }
-    let mut back = ptr::null_mut();
-    napi_try!(
-        sys::napi_get_named_property(env, ctor, c"prototype".as_ptr(), &mut back),
-        "reading a prototype"
-    );
-    let mut same = false;
-    napi_try!(
-        sys::napi_strict_equals(env, back, proto, &mut same),
-        "comparing prototypes"
-    );
-    // SAFETY: ctor is a function of this env.
-    Ok(same && unsafe { constructor_name(env, back) }.as_deref() == Some("Object"))
 }
 
 /// # Safety
@@ -367,13 +327,38 @@ pub unsafe fn string(env: sys::napi_env, v: sys::napi_value) -> Converted<String
     String::from_utf8(buf).map_err(|_| "a string was not valid UTF-8".to_string())
 }
 
+/// Calls `f` with the string `v` without allocating when it is short (method names).
+///
+/// # Safety
+/// `v` must be a string of the live `env`, on its JS thread.
+pub unsafe fn with_str<R>(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    f: impl FnOnce(&str) -> R,
+) -> Converted<R> {
+    let mut buf = [0u8; 64];
+    let mut len = 0usize;
+    napi_try!(
+        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), buf.len(), &mut len),
+        "reading a string"
+    );
+    if len < buf.len() - 1 {
+        if let Ok(s) = std::str::from_utf8(&buf[..len]) {
+            return Ok(f(s));
+        }
+    }
+    // SAFETY: as for this function.
+    let s = unsafe { string(env, v) }?;
+    Ok(f(&s))
+}
+
 /// # Safety
 /// `v` must be a bigint of the live `env`, on its JS thread.
 unsafe fn bigint(env: sys::napi_env, v: sys::napi_value) -> Converted<BigInt> {
     let mut sign = 0i32;
     let mut count = 0usize;
     napi_try!(
-        sys::napi_get_value_bigint_words(env, v, &mut sign, &mut count, ptr::null_mut()),
+        sys::napi_get_value_bigint_words(env, v, ptr::null_mut(), &mut count, ptr::null_mut()),
         "measuring a BigInt"
     );
     let mut words = vec![0u64; count];
@@ -387,9 +372,16 @@ unsafe fn bigint(env: sys::napi_env, v: sys::napi_value) -> Converted<BigInt> {
     })
 }
 
+/// A typed array as a call param: a [`SharedView`] over a SharedArrayBuffer, a copy of a
+/// Uint8Array over ordinary memory, or an error naming `path`.
+///
 /// # Safety
 /// `v` must be a typed array of the live `env`, on its JS thread.
-unsafe fn typed_array(env: sys::napi_env, v: sys::napi_value, path: &str) -> Converted<Value> {
+pub(crate) unsafe fn typed_array(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    path: &str,
+) -> Converted<Value> {
     let mut kind = 0;
     let mut length = 0usize;
     let mut data: *mut std::ffi::c_void = ptr::null_mut();
@@ -407,8 +399,19 @@ unsafe fn typed_array(env: sys::napi_env, v: sys::napi_value, path: &str) -> Con
         ),
         "reading a typed array"
     );
-    let Some(kind) = element_kind(kind) else {
-        return Err(format!("{path} is a typed array of an unknown kind"));
+    let kind = match kind {
+        sys::TypedarrayType::int8_array => ElementKind::Int8,
+        sys::TypedarrayType::uint8_array => ElementKind::Uint8,
+        sys::TypedarrayType::uint8_clamped_array => ElementKind::Uint8Clamped,
+        sys::TypedarrayType::int16_array => ElementKind::Int16,
+        sys::TypedarrayType::uint16_array => ElementKind::Uint16,
+        sys::TypedarrayType::int32_array => ElementKind::Int32,
+        sys::TypedarrayType::uint32_array => ElementKind::Uint32,
+        sys::TypedarrayType::float32_array => ElementKind::Float32,
+        sys::TypedarrayType::float64_array => ElementKind::Float64,
+        sys::TypedarrayType::bigint64_array => ElementKind::BigInt64,
+        sys::TypedarrayType::biguint64_array => ElementKind::BigUint64,
+        _ => return Err(format!("{path} is a typed array of an unknown kind")),
     };
     // `napi_is_arraybuffer` is false for a SharedArrayBuffer (V8's IsArrayBuffer).
     let mut plain = false;
@@ -449,21 +452,58 @@ unsafe fn typed_array(env: sys::napi_env, v: sys::napi_value, path: &str) -> Con
     }
 }
 
-fn element_kind(t: sys::napi_typedarray_type) -> Option<ElementKind> {
-    Some(match t {
-        sys::TypedarrayType::int8_array => ElementKind::Int8,
-        sys::TypedarrayType::uint8_array => ElementKind::Uint8,
-        sys::TypedarrayType::uint8_clamped_array => ElementKind::Uint8Clamped,
-        sys::TypedarrayType::int16_array => ElementKind::Int16,
-        sys::TypedarrayType::uint16_array => ElementKind::Uint16,
-        sys::TypedarrayType::int32_array => ElementKind::Int32,
-        sys::TypedarrayType::uint32_array => ElementKind::Uint32,
-        sys::TypedarrayType::float32_array => ElementKind::Float32,
-        sys::TypedarrayType::float64_array => ElementKind::Float64,
-        sys::TypedarrayType::bigint64_array => ElementKind::BigInt64,
-        sys::TypedarrayType::biguint64_array => ElementKind::BigUint64,
-        _ => return None,
-    })
+/// The memory of typed array `v`, shared or not, as a view for use during the current
+/// Node-API callback only, and whether it lies in a SharedArrayBuffer. For arguments that
+/// native code reads or fills synchronously (a ring buffer's `write(data)`); memory that native
+/// code keeps must come from [`typed_array`], which accepts only SharedArrayBuffers.
+///
+/// # Safety
+/// `v` must be a value of the live `env`, on its JS thread, and the view must not be used after
+/// the callback returns (an ordinary ArrayBuffer may then be detached or collected).
+pub(crate) unsafe fn view_for_call(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    what: &str,
+) -> Converted<(SharedView, bool)> {
+    let mut kind = 0;
+    let mut length = 0usize;
+    let mut data: *mut std::ffi::c_void = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    let mut offset = 0usize;
+    // SAFETY: live env and value (caller contract); out-pointers are live locals. Node-API
+    // answers napi_invalid_arg when `v` is not a typed array.
+    let status = unsafe {
+        sys::napi_get_typedarray_info(
+            env,
+            v,
+            &mut kind,
+            &mut length,
+            &mut data,
+            &mut buffer,
+            &mut offset,
+        )
+    };
+    if status != sys::Status::napi_ok || kind != sys::TypedarrayType::uint8_array {
+        return Err(format!("{what} must be a Uint8Array"));
+    }
+    let mut plain = false;
+    napi_try!(
+        sys::napi_is_arraybuffer(env, buffer, &mut plain),
+        "checking the buffer kind"
+    );
+    let ptr = if length == 0 || data.is_null() {
+        // An empty view is never dereferenced; any non-null address will do.
+        ptr::NonNull::<u8>::dangling().as_ptr()
+    } else {
+        data as *mut u8
+    };
+    // SAFETY: Node-API reports `ptr` valid for `length` bytes of the Uint8Array; the caller
+    // uses the view only while this callback runs, when the array's buffer cannot be detached
+    // or collected (the argument keeps it alive, and only this JS thread could detach it).
+    match unsafe { SharedView::new(ptr, length, ElementKind::Uint8) } {
+        Some(view) => Ok((view, !plain)),
+        None => Err(format!("{what} could not be read")),
+    }
 }
 
 /// The memory a typed array over a SharedArrayBuffer views, to match it with a

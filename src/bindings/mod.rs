@@ -5,3 +5,4 @@ pub mod channel;
 pub mod convert;
 pub mod pool;
 pub mod serve;
+pub mod shm;

@@ -20,7 +20,7 @@
 //! type). The native side never dereferences those views.
 
 use super::convert::{self, FromJs};
-use crate::pool::{Pool, Server, Wake};
+use crate::pool::{Params, Pool, Server, Wake};
 use crate::rpc::{CancelReason, ErrorCode, Map, RpcError, Value};
 use crate::shm::SharedView;
 use napi::bindgen_prelude::*;
@@ -262,7 +262,8 @@ unsafe extern "C" fn call_js(
 }
 
 /// A batch as `[jobs, stops, forgotten]`: `jobs` is flat, four entries per job —
-/// `token, method, params (array, or undefined while views are needed), timeoutMs (0: none)`.
+/// `token, method, params, timeoutMs (0: none)`; params are an array, the JSON text of one, or
+/// undefined while views are needed.
 ///
 /// # Safety
 /// Must run on `env`'s JS thread.
@@ -288,14 +289,18 @@ unsafe fn batch_to_js(
                     v
                 }
             };
-            let params = if job.views {
-                ctx.waiting
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(job.token, job.params);
-                undefined
-            } else {
-                convert::to_js(env, &Value::Array(job.params))?
+            let params = match job.params {
+                Params::Values(values) if job.views => {
+                    ctx.waiting
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(job.token, values);
+                    undefined
+                }
+                Params::Values(values) => convert::to_js(env, &Value::Array(values))?,
+                // The caller's JSON.stringify text: JSON.parse in the serving thread is faster
+                // than building the values through Node-API.
+                Params::Json(text) => convert::to_js(env, &Value::String(text))?,
             };
             let timeout = job.timeout.map_or(0.0, |t| t.as_secs_f64() * 1000.0);
             for (k, v) in [

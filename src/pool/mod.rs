@@ -32,7 +32,7 @@ pub mod stats;
 pub mod strategy;
 mod worker;
 
-pub use job::Control;
+pub use job::{Control, Params};
 pub use origin::{Deliver, Origin};
 pub use server::{Announce, Batch, ServeError, Served, Server, ServerStats, Wake};
 pub use stats::Percentiles;
@@ -157,11 +157,10 @@ impl Pool {
             open_servers: AtomicUsize::new(0),
             next_token: AtomicU64::new(1),
         });
-        for index in 0..n {
-            if let Err(e) = worker::spawn(shared.clone(), index) {
-                shared.stop_threads();
-                return Err(e);
-            }
+        // Worker 0 starts the others (see worker.rs); if it cannot start, nothing runs.
+        if let Err(e) = worker::spawn(shared.clone(), 0) {
+            shared.stop_threads();
+            return Err(e);
         }
         Ok(Pool { shared })
     }
@@ -182,18 +181,11 @@ impl Pool {
         origin: &Arc<Origin>,
         call: u64,
         method: &str,
-        params: Vec<Value>,
+        params: impl Into<Params>,
         timeout: Option<Duration>,
     ) -> Option<Arc<Control>> {
-        self.submit(
-            origin,
-            method,
-            params,
-            timeout,
-            Reply::Call(call),
-            None,
-            None,
-        )
+        let reply = Reply::Call(call);
+        self.submit(origin, method, params.into(), timeout, reply, None, None)
     }
 
     /// As [`Pool::call`]; when a JavaScript-served call with views is placed on a server from
@@ -203,12 +195,20 @@ impl Pool {
         origin: &Arc<Origin>,
         call: u64,
         method: &str,
-        params: Vec<Value>,
+        params: impl Into<Params>,
         timeout: Option<Duration>,
         announce: Announce,
     ) -> Option<Arc<Control>> {
         let reply = Reply::Call(call);
-        self.submit(origin, method, params, timeout, reply, None, Some(announce))
+        self.submit(
+            origin,
+            method,
+            params.into(),
+            timeout,
+            reply,
+            None,
+            Some(announce),
+        )
     }
 
     /// Answers one JSON-RPC request object or batch (`text`: answer as JSON text).
@@ -227,7 +227,15 @@ impl Pool {
                         id: req.id,
                         text,
                     };
-                    self.submit(origin, &req.method, req.params, None, reply, None, None);
+                    self.submit(
+                        origin,
+                        &req.method,
+                        req.params.into(),
+                        None,
+                        reply,
+                        None,
+                        None,
+                    );
                 }
                 Err(answer) => origin.deliver(call, Ok(job::finish_text(Some(answer), text))),
             },
@@ -275,7 +283,15 @@ impl Pool {
         for (slot, req) in requests.into_iter().enumerate() {
             if let Some(req) = req {
                 let reply = Reply::Part(collector.clone(), slot);
-                self.submit(origin, &req.method, req.params, None, reply, None, None);
+                self.submit(
+                    origin,
+                    &req.method,
+                    req.params.into(),
+                    None,
+                    reply,
+                    None,
+                    None,
+                );
             }
         }
     }
@@ -297,7 +313,7 @@ impl Pool {
             self.submit(
                 origin,
                 method,
-                params.clone(),
+                Params::Values(params.clone()),
                 timeout,
                 reply,
                 Some(w),
@@ -311,7 +327,7 @@ impl Pool {
         &self,
         origin: &Arc<Origin>,
         method: &str,
-        params: Vec<Value>,
+        params: Params,
         timeout: Option<Duration>,
         reply: Reply,
         pinned: Option<usize>,
@@ -327,7 +343,10 @@ impl Pool {
             Some(command) => (Work::Native(command.clone()), 0, false),
             None if pinned.is_none() && s.is_served(method) => {
                 let token = s.next_token.fetch_add(1, Ordering::Relaxed);
-                let views = params.iter().any(server::has_view);
+                let views = match &params {
+                    Params::Values(values) => values.iter().any(server::has_view),
+                    Params::Json(_) => false,
+                };
                 (Work::Served(method.into()), token, views)
             }
             None if s.is_served(method) => {
@@ -525,18 +544,22 @@ impl Shared {
     /// load. The index is written before the job can be seen as QUEUED by a canceller.
     fn assign(&self, job: &Job) -> usize {
         let n = self.workers.len();
-        let w = job.pinned.unwrap_or_else(|| {
+        let mut w = job.pinned.unwrap_or_else(|| {
             self.options
                 .strategy
                 .pick(n, &self.next, |i| self.workers[i].load())
         });
+        if !self.workers[w].alive.load(Ordering::Acquire) {
+            // Its thread could not be created: worker 0 (started by the constructor) serves.
+            w = 0;
+        }
         self.workers[w].queued.fetch_add(1, Ordering::AcqRel);
         self.queued.fetch_add(1, Ordering::AcqRel);
         job.control.worker.store(w, Ordering::Release);
         w
     }
 
-    /// Puts a new job (with a reserved slot) on its worker's or server's queue and wakes it.
+    /// Puts a new job (with a reserved slot) on its worker's queue and wakes that worker.
     fn place(&self, job: Job, announce: Option<Announce>) {
         if let Work::Served(_) = job.work {
             self.queued.fetch_add(1, Ordering::AcqRel);
@@ -544,7 +567,13 @@ impl Shared {
             return;
         }
         let w = self.assign(&job);
-        self.workers[w].push(job);
+        self.push(w, job);
+    }
+
+    fn push(&self, w: usize, job: Job) {
+        if !self.workers[w].push(job) {
+            self.mark_dead(w);
+        }
     }
 
     /// Undoes the queue counters of a job that left worker `w`'s queue.
@@ -596,7 +625,7 @@ impl Shared {
             }
             self.waiting_len.fetch_sub(1, Ordering::AcqRel);
             drop(waiting);
-            self.workers[w].push(job);
+            self.push(w, job);
         }
     }
 

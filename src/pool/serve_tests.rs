@@ -42,6 +42,10 @@ fn pool(strategy: Strategy, max_queue: usize) -> Arc<Pool> {
     Arc::new(Pool::new(options, commands::registry()).unwrap())
 }
 
+fn values(params: Params) -> Vec<Value> {
+    params.into_values().unwrap()
+}
+
 fn recv(rx: &Receiver<(u64, Outcome)>) -> (u64, Outcome) {
     rx.recv_timeout(Duration::from_secs(20))
         .expect("a call did not settle within 20 s")
@@ -107,7 +111,7 @@ fn echo_server(
                 if !delay.is_zero() {
                     std::thread::sleep(delay);
                 }
-                let v = job.params.first().cloned().unwrap_or_default();
+                let v = values(job.params).first().cloned().unwrap_or_default();
                 p.complete(&server, job.token, Ok(v));
                 served += 1;
             }
@@ -198,7 +202,11 @@ fn a_server_runs_at_most_concurrency_calls_and_the_rest_stay_queued() {
     assert!(p.complete(&server, first[0].token, Ok(Value::Null)));
     let next = p.take(&server).jobs;
     assert_eq!(next.len(), 1);
-    assert_eq!(next[0].params, [Value::Number(2.0)], "in order");
+    assert_eq!(
+        values(next[0].params.clone()),
+        [Value::Number(2.0)],
+        "in order"
+    );
     let mut rest = vec![first[1].token, next[0].token];
     while let Some(token) = rest.pop() {
         if p.complete(&server, token, Ok(Value::Null)) {
@@ -450,7 +458,7 @@ fn waiting_calls_are_admitted_to_servers_as_slots_free() {
     let mut done = vec![];
     while done.len() < 6 {
         for job in p.take(&server).jobs {
-            p.complete(&server, job.token, Ok(job.params[0].clone()));
+            p.complete(&server, job.token, Ok(values(job.params)[0].clone()));
         }
         while let Ok((id, outcome)) = rx.recv_timeout(Duration::from_millis(20)) {
             assert_eq!(outcome.unwrap(), Value::Number(id as f64));

@@ -45,7 +45,7 @@
 //! ([`Pool::resend`] → [`super::Deliver::resend`]). The native side never dereferences a view
 //! of a served job: the serving thread's own SharedArrayBuffer objects keep the memory alive.
 
-use super::job::{Control, Job, Reply, Work, DONE, QUEUED, RUNNING};
+use super::job::{Control, Job, Params, Reply, Work, DONE, QUEUED, RUNNING};
 use super::origin::Origin;
 use super::Shared;
 use crate::rpc::{CancelReason, ErrorCode, Outcome, RpcError, Value};
@@ -64,7 +64,8 @@ pub trait Wake: Send + Sync {
 pub struct Served {
     pub token: u64,
     pub method: Arc<str>,
-    pub params: Vec<Value>,
+    /// Values, or the JSON text the caller sent (the serving thread parses it).
+    pub params: Params,
     /// Limit on the handler's running time, counted from now.
     pub timeout: Option<Duration>,
     /// The params hold views the serving thread must resolve to its own objects.

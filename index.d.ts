@@ -1,0 +1,312 @@
+// Types for corepool. Kept in step with index.js by __test__/types.test.js.
+
+import { EventEmitter } from 'node:events';
+
+/** A JSON value, plus what corepool carries beside JSON. */
+export type Param =
+  | null
+  | boolean
+  | number
+  | string
+  | bigint
+  | Uint8Array
+  | Int8Array
+  | Uint16Array
+  | Int16Array
+  | Uint32Array
+  | Int32Array
+  | Float32Array
+  | Float64Array
+  | BigInt64Array
+  | BigUint64Array
+  | Param[]
+  | { [key: string]: Param | undefined };
+
+export type Strategy = 'roundrobin' | 'random' | 'leastbusy';
+
+export interface PoolOptions {
+  /** 0 (default) → os.availableParallelism(); n < 0 → max(cores + n, 1); n > 0 → n. */
+  threads?: number;
+  /** How a call picks its thread. Default 'leastbusy'. */
+  strategy?: Strategy;
+  /** Calls that may wait for a thread; 'auto' = threads². Default Infinity. */
+  maxQueue?: number | 'auto';
+  /** When maxQueue is reached: 'reject' (RpcError QueueFull, default) or 'wait'. */
+  onFull?: 'reject' | 'wait';
+  /** Default limit on a call's running time in ms, counted from when it starts; 0 = none. */
+  timeout?: number;
+}
+
+export interface ResolvedPoolOptions {
+  readonly threads: number;
+  readonly strategy: Strategy;
+  readonly maxQueue: number;
+  readonly onFull: 'reject' | 'wait';
+  readonly timeout: number;
+}
+
+export interface CallOptions {
+  /** Aborting removes a queued call, or asks a running one to stop (RpcError Aborted). */
+  signal?: AbortSignal;
+  /** Limit on this call's running time in ms (0 = none); overrides the pool's. */
+  timeout?: number;
+}
+
+export interface Latency {
+  /** Milliseconds. */
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export interface WorkerStats {
+  id: number;
+  queued: number;
+  running: number;
+  completed: number;
+  busyMs: number;
+}
+
+/** A JavaScript thread serving methods (see `Pool#serve`). */
+export interface ServerStats {
+  id: number;
+  /** The serving thread's `threadId` (0: the main thread). */
+  thread: number;
+  methods: string[];
+  /** False once `close()`d: it finishes what it has but gets no new calls. */
+  open: boolean;
+  queued: number;
+  running: number;
+  completed: number;
+  busyMs: number;
+}
+
+export interface PoolStats {
+  threads: number;
+  strategy: Strategy;
+  /** Calls waiting in thread queues. */
+  queued: number;
+  /** Calls held back by maxQueue with onFull: 'wait'. */
+  waiting: number;
+  running: number;
+  completed: number;
+  failed: number;
+  workers: WorkerStats[];
+  /** JavaScript threads serving methods, beside the native workers. */
+  servers: ServerStats[];
+  /** How long calls ran. */
+  runTime: Latency;
+  /** How long calls waited before they ran. */
+  waitTime: Latency;
+}
+
+export interface MethodInfo {
+  name: string;
+  params: string;
+  summary: string;
+}
+
+export interface JsonRpcRequest {
+  jsonrpc: '2.0';
+  method: string;
+  params?: Param[] | { [key: string]: Param };
+  /** Absent: a notification, which gets no response. */
+  id?: string | number | null;
+}
+
+export type JsonRpcResponse =
+  | { jsonrpc: '2.0'; result: unknown; id: string | number | null }
+  | { jsonrpc: '2.0'; error: { code: number; message: string; data?: unknown }; id: string | number | null };
+
+export interface HappycoinOptions {
+  attempts: number;
+  seed?: number;
+  into?: BigUint64Array;
+}
+
+export interface LifeParams {
+  /** This generation: size² cells, non-zero = alive, in a Uint8Array over a SharedArrayBuffer. */
+  cells: Uint8Array;
+  /** Receives rows rowStart..rowEnd of the next generation (0 or 1); must not overlap `cells`. */
+  next: Uint8Array;
+  size: number;
+  rowStart: number;
+  rowEnd: number;
+}
+
+export interface HappycoinResult {
+  count: number;
+  /** Absent when `into` received the coins. */
+  coins?: string[];
+}
+
+/** Partial templates by name, for `render` (null renders nothing, like a missing name). */
+export type MustachePartials = { [name: string]: string | null };
+
+/** The built-in commands and their results. */
+export interface BuiltinMethods {
+  echo<T>(value: T): T;
+  sleep(ms: number): number;
+  square_sum(max: number): number;
+  fibonacci(n: number): string;
+  happycoin(options: HappycoinOptions): HappycoinResult;
+  render(template: string, data?: Param, partials?: MustachePartials): string;
+  /** One Game of Life step for rows rowStart..rowEnd; resolves with the number of rows done. */
+  life(params: LifeParams): number;
+  panic(message?: string): never;
+}
+
+export declare class Pool extends EventEmitter {
+  constructor(options?: PoolOptions);
+  /** The process-wide pool: every worker_thread that calls it shares the same native threads.
+   *  Options apply to the first call in the process; later calls may omit them. */
+  static shared(options?: PoolOptions): Pool;
+  readonly options: ResolvedPoolOptions;
+  readonly threads: number;
+  exec<M extends keyof BuiltinMethods>(method: M, ...params: Parameters<BuiltinMethods[M]>): Promise<ReturnType<BuiltinMethods[M]>>;
+  exec(method: string, ...params: Param[]): Promise<unknown>;
+  call(method: string, params?: Param[] | Param, options?: CallOptions): Promise<unknown>;
+  /** Mustache on a native thread; output identical to mustache.js 4.2.0 for JSON data. */
+  render(template: string, data?: Param, partials?: MustachePartials): Promise<string>;
+  request(request: JsonRpcRequest): Promise<JsonRpcResponse | undefined>;
+  request(batch: JsonRpcRequest[]): Promise<JsonRpcResponse[] | undefined>;
+  /** JSON-RPC text in, JSON-RPC text out ('' when nothing is to be answered). Never rejects. */
+  handle(text: string): Promise<string>;
+  /** Runs the method once on every thread; results in thread order. */
+  broadcast(method: string, ...params: Param[]): Promise<unknown[]>;
+  methods(): MethodInfo[];
+  stats(): PoolStats;
+  /**
+   * Serves the methods of `handlers` from this thread (main or worker_thread): calls to them from
+   * any thread are scheduled among the threads serving them by the pool's strategy. Each handler
+   * gets the call's params, then a `ServeContext`. Throws a TypeError for a native command's name,
+   * a non-function or no handlers. Use `Pool.shared()` to serve across worker_threads.
+   */
+  serve(handlers: Record<string, ServeHandler>, options?: ServeOptions): Server;
+  /** Resolves when no call made through this handle is queued or running. */
+  drained(): Promise<void>;
+  /** Finishes every accepted call; later calls reject with PoolClosed. */
+  close(): Promise<void>;
+  /** Rejects queued calls with PoolClosed and stops running ones cooperatively. */
+  destroy(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+  on(event: 'drain', listener: () => void): this;
+  once(event: 'drain', listener: () => void): this;
+}
+
+/** The last argument of every handler call. */
+export interface ServeContext {
+  /** Aborts when the caller's AbortSignal fires, the call's timeout passes or the pool is destroyed. */
+  readonly signal: AbortSignal;
+}
+
+/** A handler: the call's params, then a `ServeContext`; returns (or resolves to) the result. */
+export type ServeHandler = (...args: any[]) => unknown;
+
+export interface ServeOptions {
+  /** Most calls running at once on this server; the others wait in its queue (default 1). */
+  concurrency?: number;
+}
+
+/** What `Pool#serve` returns. */
+export interface Server {
+  readonly id: number;
+  readonly methods: readonly string[];
+  readonly concurrency: number;
+  /** Stops taking new calls; resolves once the calls it already has are finished. */
+  close(): Promise<void>;
+  /** Keeps this thread alive while it serves (the default). */
+  ref(): this;
+  /** Lets this thread exit while it serves when nothing else keeps it alive. */
+  unref(): this;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export interface RpcErrorCodes {
+  readonly ParseError: -32700;
+  readonly InvalidRequest: -32600;
+  readonly MethodNotFound: -32601;
+  readonly InvalidParams: -32602;
+  readonly InternalError: -32603;
+  readonly CommandFailed: -32000;
+  readonly QueueFull: -32001;
+  readonly PoolClosed: -32002;
+  readonly Aborted: -32003;
+  readonly Timeout: -32004;
+  /** The JavaScript thread serving the call exited while it ran. */
+  readonly ServerGone: -32005;
+}
+
+export declare class RpcError extends Error {
+  constructor(code: number, message: string, data?: unknown);
+  static readonly codes: RpcErrorCodes;
+  readonly name: 'RpcError';
+  /** The JSON-RPC error code. */
+  readonly code: number;
+  /** The code's name, e.g. 'MethodNotFound'. */
+  readonly type: keyof RpcErrorCodes | 'Unknown';
+  readonly data?: unknown;
+  toJSON(): { code: number; message: string; data?: unknown };
+}
+
+/** cores · (1 + waitMs / computeMs), rounded, at least 1. */
+export declare function poolSize(options?: { cores?: number; waitMs?: number; computeMs?: number }): number;
+
+/** The book's mutex on one Int32 word of a SharedArrayBuffer: 0 unlocked, 1 locked. Blocking
+ *  methods use Atomics.wait (for worker_threads); the *Async ones never block the event loop. */
+export declare class Mutex {
+  /** Throws RpcError InvalidParams unless `int32Array` is over a SharedArrayBuffer and `index` in range. */
+  constructor(int32Array: Int32Array, index?: number);
+  tryLock(): boolean;
+  /** false when the lock stayed taken for `timeoutMs` (default: wait as long as it takes). */
+  lock(timeoutMs?: number): boolean;
+  lockAsync(timeoutMs?: number): Promise<boolean>;
+  /** Throws an Error if the mutex is not locked. */
+  unlock(): void;
+  /** Runs synchronous `fn` under the lock; RpcError Timeout if the lock stayed taken. */
+  withLock<T>(fn: () => T, timeoutMs?: number): T;
+  withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
+  readonly locked: boolean;
+}
+
+/** A counting semaphore on one Int32 word holding the free permits. */
+export declare class Semaphore {
+  /** `permits` sets the count: pass it once, where the semaphore is set up. */
+  constructor(int32Array: Int32Array, index?: number, permits?: number);
+  tryAcquire(): boolean;
+  acquire(timeoutMs?: number): boolean;
+  acquireAsync(timeoutMs?: number): Promise<boolean>;
+  release(): void;
+  readonly available: number;
+}
+
+/** The book's SharedRingBuffer layout (lock, head, tail, length, data at byte 16). */
+export declare class RingBuffer {
+  constructor(sharedOrCapacity: SharedArrayBuffer | number);
+  /** Post it to another thread and wrap it there with `new RingBuffer(buffer)`. */
+  readonly buffer: SharedArrayBuffer;
+  readonly capacity: number;
+  readonly length: number;
+  /** Writes what fits; 0 when full. Waits only for the lock (RpcError Timeout after `timeoutMs`). */
+  write(data: Uint8Array, timeoutMs?: number): number;
+  /** Up to `n` bytes; empty when empty. Waits only for the lock, as `write`. */
+  read(n: number, timeoutMs?: number): Uint8Array;
+  readInto(target: Uint8Array, timeoutMs?: number): number;
+  writeAsync(data: Uint8Array, timeoutMs?: number): Promise<number>;
+  readAsync(n: number, timeoutMs?: number): Promise<Uint8Array>;
+  readIntoAsync(target: Uint8Array, timeoutMs?: number): Promise<number>;
+  /** Waits for room; returns the bytes written (fewer only on timeout). */
+  writeAll(data: Uint8Array, timeoutMs?: number): number;
+  /** Waits for data; returns n bytes (fewer only on timeout). */
+  readExactly(n: number, timeoutMs?: number): Uint8Array;
+  writeAllAsync(data: Uint8Array, timeoutMs?: number): Promise<number>;
+  readExactlyAsync(n: number, timeoutMs?: number): Promise<Uint8Array>;
+}
+
+/** A FIFO lock for async code within one JavaScript thread. */
+export declare class AsyncLock {
+  /** Resolves in call order with a release function (call it once). */
+  acquire(): Promise<() => void>;
+  runExclusive<T>(fn: () => T | Promise<T>): Promise<T>;
+  readonly locked: boolean;
+}
