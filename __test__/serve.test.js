@@ -214,6 +214,51 @@ describe('strategies spread served calls', () => {
   });
 });
 
+describe('views placed by another thread are resent on request', () => {
+  test('a call admitted later (onFull: wait) still gets the caller\'s memory', async () => {
+    // 1 native thread + 1 server, maxQueue 0: two calls fit, the third waits and is admitted by
+    // whichever thread frees a slot, so nobody announced its views to the server.
+    const pool = new Pool({ threads: 1, maxQueue: 0, onFull: 'wait' });
+    let open;
+    const gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    const server = pool.serve({
+      gate: () => gate,
+      bump(view, delta) {
+        for (let i = 0; i < view.length; i++) Atomics.add(view, i, delta);
+        return view.length;
+      },
+    });
+    const view = new Int32Array(new SharedArrayBuffer(16));
+    const held = [pool.exec('gate'), pool.exec('gate')];
+    const bumped = pool.exec('bump', view, 5);
+    expect(pool.stats().waiting).toBe(1);
+    open();
+    await Promise.all(held);
+    expect(await bumped).toBe(4);
+    expect([...view]).toEqual([5, 5, 5, 5]);
+    await server.close();
+    await pool.close();
+  });
+
+  test('calls moved off a terminated worker get their views from the caller', async () => {
+    const pool = Pool.shared();
+    const first = await startWorker();
+    const flags = new Int32Array(new SharedArrayBuffer(8));
+    const holding = pool.call('hold', [flags]); // occupies its only handler slot
+    await changed(flags, 0, 0);
+    const view = new Int32Array(new SharedArrayBuffer(4 * 4));
+    const bumps = Array.from({ length: 5 }, () => pool.exec('bump', view, 1)); // queued there
+    const second = await startWorker();
+    await first.terminate(); // its queued calls move to `second`, unannounced
+    expect(await codeOf(holding)).toBe(ServerGone);
+    expect(await Promise.all(bumps)).toEqual([0, 4, 8, 12, 16]);
+    expect([...view]).toEqual([5, 5, 5, 5]);
+    await second.terminate();
+  });
+});
+
 describe('servers going away', () => {
   test('4 serving workers, 10,000 calls in flight, 2 terminated: every call settles once', async () => {
     const pool = Pool.shared();
