@@ -135,6 +135,21 @@ describe('serving from worker_threads and the main thread', () => {
     }
   });
 
+  test('JSON-RPC request() and handle() reach served methods; broadcast() does not', async () => {
+    const r = await pool.request({ jsonrpc: '2.0', method: 'double', params: [21], id: 7 });
+    expect(r.id).toBe(7);
+    expect(r.result.x).toBe(42);
+    const batch = await pool.request([
+      { jsonrpc: '2.0', method: 'double', params: [1], id: 'a' },
+      { jsonrpc: '2.0', method: 'nobody.serves.this', id: 'b' },
+    ]);
+    expect(batch[0].result.x).toBe(2);
+    expect(batch[1].error.code).toBe(MethodNotFound);
+    const text = await pool.handle('{"jsonrpc":"2.0","method":"double","params":[5],"id":1}');
+    expect(JSON.parse(text).result.x).toBe(10);
+    expect(await codeOf(pool.broadcast('double', 1))).toBe(RpcError.codes.InvalidRequest);
+  });
+
   test('a method nobody serves is MethodNotFound, also after its server closes', async () => {
     expect(await codeOf(pool.exec('nobody.serves.this'))).toBe(MethodNotFound);
     const server = pool.serve({ shortLived: () => 1 });
