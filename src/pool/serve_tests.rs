@@ -579,3 +579,112 @@ fn broadcast_of_a_served_method_is_refused() {
     p.broadcast(&o, 1, "m", vec![], None);
     assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::InvalidRequest);
 }
+
+/// A stand-in serving thread with bounded concurrency: takes, answers with the first param,
+/// takes again while `complete` says jobs wait; stops (without finishing what it holds) when
+/// `leave` is set, like a terminated worker.
+fn bounded_server(
+    p: Arc<Pool>,
+    server: Arc<Server>,
+    bell: Arc<Bell>,
+    stop: Arc<AtomicBool>,
+    leave: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while bell.wait(&stop) {
+            let mut jobs = p.take(&server).jobs;
+            while let Some(job) = jobs.pop() {
+                if leave.load(Ordering::Acquire) {
+                    return; // departs holding `job` and the rest: they must fail ServerGone
+                }
+                let v = values(job.params).first().cloned().unwrap_or_default();
+                if p.complete(&server, job.token, Ok(v)) {
+                    jobs.extend(p.take(&server).jobs);
+                }
+            }
+        }
+    })
+}
+
+#[test]
+fn stress_cancels_completions_and_a_departure_settle_each_call_once() {
+    for round in 0..3 {
+        let p = pool(Strategy::LeastBusy, usize::MAX);
+        let (o, _, rx) = origin();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = vec![];
+        let mut leaving = None;
+        for tag in 0..3 {
+            let bell = Arc::new(Bell::default());
+            let server = p
+                .serve(vec!["m".into()], tag, tag, 4, bell.clone())
+                .unwrap();
+            let leave = Arc::new(AtomicBool::new(false));
+            if tag == 0 {
+                leaving = Some((server.clone(), leave.clone()));
+            }
+            threads.push(bounded_server(p.clone(), server, bell, stop.clone(), leave));
+        }
+        let per = 5000u64;
+        let submitters: Vec<_> = (0..4u64)
+            .map(|s| {
+                let p = p.clone();
+                let o = o.clone();
+                std::thread::spawn(move || {
+                    let mut withdrawn = vec![];
+                    for i in 0..per {
+                        let id = s * per + i;
+                        let c = p.call(&o, id, "m", vec![Value::Number(id as f64)], None);
+                        // Cancel every 7th call, racing its server.
+                        if id % 7 == round {
+                            if let Some(c) = c {
+                                if p.cancel(&c, CancelReason::Aborted) {
+                                    withdrawn.push(id);
+                                }
+                            }
+                        }
+                    }
+                    withdrawn
+                })
+            })
+            .collect();
+        // Depart one server mid-run.
+        std::thread::sleep(Duration::from_millis(5));
+        let (server, leave) = leaving.unwrap();
+        leave.store(true, Ordering::Release);
+        p.depart(&server);
+        let withdrawn: Vec<u64> = submitters
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        let total = 4 * per;
+        let mut seen = vec![false; total as usize];
+        // Withdrawn calls are settled by their canceller (the bindings), not by the pool.
+        for id in &withdrawn {
+            seen[*id as usize] = true;
+        }
+        for _ in 0..total - withdrawn.len() as u64 {
+            let (id, outcome) = recv(&rx);
+            assert!(!seen[id as usize], "round {round}: call {id} settled twice");
+            seen[id as usize] = true;
+            match outcome {
+                Ok(v) => assert_eq!(v, Value::Number(id as f64)),
+                Err(e) => assert!(
+                    matches!(e.code, ErrorCode::Aborted | ErrorCode::ServerGone),
+                    "round {round}: call {id}: {e}"
+                ),
+            }
+        }
+        assert!(
+            rx.recv_timeout(Duration::from_millis(50)).is_err(),
+            "round {round}: an extra settlement"
+        );
+        stop.store(true, Ordering::Release);
+        for t in threads {
+            t.join().unwrap();
+        }
+        let st = p.stats();
+        assert_eq!((st.queued, st.running), (0, 0), "round {round}");
+        assert_eq!(st.servers.len(), 2);
+    }
+}
