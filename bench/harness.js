@@ -10,6 +10,10 @@
 //
 // `measure` calls fn `warmup` times (discarded), then `runs` times, and keeps fn's returned
 // figure. Higher-is-better or lower-is-better is given by the unit (`/s` → higher).
+// `interleave` measures several contestants in alternating rounds (A B C, A B C, …), so a burst
+// of load from elsewhere on the machine spreads over all of them instead of hitting one.
+// `limit` checks a median against an absolute bound (e.g. p50 ≤ 30 µs) and is listed with the
+// ratios (entry.kind === 'max').
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -93,6 +97,25 @@ class Suite {
     return r;
   }
 
+  /** entries: [{ label, unit, fn }]. Warms each up, then runs `runs` rounds of all of them. */
+  async interleave(entries, { runs = this.runs, warmup = this.warmup } = {}) {
+    for (const { label, fn } of entries) {
+      for (let i = 0; i < warmup; i++) {
+        this.log(`${label}: warm-up ${i + 1}/${warmup}`);
+        await fn();
+      }
+    }
+    const values = new Map(entries.map((e) => [e.label, []]));
+    for (let i = 0; i < runs; i++) {
+      for (const { label, unit, fn } of entries) {
+        const v = await fn();
+        values.get(label).push(v);
+        this.log(`${label}: run ${i + 1}/${runs} → ${fmt(v)} ${unit}`);
+      }
+    }
+    return Object.fromEntries(entries.map(({ label, unit }) => [label, this.record(label, unit, values.get(label))]));
+  }
+
   /** Records a figure measured elsewhere (e.g. a single-shot reading). */
   record(label, unit, values) {
     values = [].concat(values);
@@ -112,6 +135,16 @@ class Suite {
     const entry = { name, a, b, value, goal: goal ?? null, met: goal == null ? null : value >= goal };
     this.ratios.push(entry);
     this.log(`${name}: ${value.toFixed(2)}×${goal != null ? ` (goal ≥ ${goal}×: ${entry.met ? 'met' : 'NOT met'})` : ''}`);
+    return entry;
+  }
+
+  /** Checks median(label) ≤ max, for goals stated as an absolute bound rather than a ratio. */
+  limit(name, label, max) {
+    const r = this.results[label];
+    if (!r) return null;
+    const entry = { name, a: label, value: r.median, unit: r.unit, goal: max, met: r.median <= max, kind: 'max' };
+    this.ratios.push(entry);
+    this.log(`${name}: ${fmt(r.median)} ${r.unit} (goal ≤ ${max} ${r.unit}: ${entry.met ? 'met' : 'NOT met'})`);
     return entry;
   }
 
