@@ -1,0 +1,250 @@
+'use strict';
+// BENCHMARKS.md §1, happycoin: CPU-bound work split over the machine's cores.
+//
+// Rows (threads = cores unless named otherwise), each the time to try 10M random numbers:
+//   js-main      the book's happycoin.js: one JS thread, BigInt, randomFillSync per draw
+//   js-workers   the book's happycoin-threads.js: N worker_threads, coins posted back
+//   piscina      the book's happycoin-piscina.js: N tasks on a Piscina pool of N threads
+//   corepool     N exec('happycoin', { attempts: 10M / N }) calls, results merged
+//   corepool 1t  one call of 10M on a 1-thread pool (for the parallel-efficiency figure)
+//   c-pthreads   the book's C program shape (bench/peers/happycoin.c), cc -O2 -pthread
+// The JS rows try fewer numbers (1M, quick: 100k) and are scaled to 10M. Every coin found is
+// checked (happy and divisible by 10000) and every count is checked against the known rate.
+//
+//   node bench/happycoin.js [--quick]
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const { Worker } = require('node:worker_threads');
+const { Piscina } = require('piscina');
+const { Pool } = require('..');
+const { Suite, quick, fmt } = require('./harness');
+const { mine, isHappy } = require('./peers/happycoin');
+
+const CORES = os.availableParallelism();
+const DRAWS = 10_000_000;
+const JS_DRAWS = quick ? 100_000 : 1_000_000;
+const UNIT = 'ms per 10M draws';
+// Coins per draw, measured with the C peer: 5,263 coins in 4·10^8 draws.
+const RATE = 1.3e-5;
+const PEERS = path.join(__dirname, 'peers');
+const BUILD = path.join(PEERS, 'build');
+
+const suite = new Suite('happycoin', { runs: 3, quickRuns: 2 });
+const counts = {}; // label → coins found per run, scaled to 10M draws
+const problems = [];
+
+/** n nearly equal parts of total. */
+function split(total, n) {
+  return Array.from({ length: n }, (_, i) => Math.floor(total / n) + (i < total % n ? 1 : 0));
+}
+
+/** Checks every coin and the count; remembers the count (per 10M) for the table. */
+function check(label, draws, coins) {
+  for (const c of coins) {
+    const n = BigInt(c);
+    if (n % 10000n !== 0n || !isHappy(n)) problems.push(`${label}: ${c} is not a Happycoin`);
+  }
+  const expected = RATE * draws;
+  const slack = 5 * Math.sqrt(expected) + 2;
+  if (Math.abs(coins.length - expected) > slack) {
+    problems.push(`${label}: ${coins.length} coins in ${draws} draws (expected ${expected.toFixed(0)} ± ${slack.toFixed(0)})`);
+  }
+  (counts[label] ??= []).push((coins.length * DRAWS) / draws);
+}
+
+function since(t0) {
+  return Number(process.hrtime.bigint() - t0) / 1e6;
+}
+
+// --- js-workers: one worker per thread, started (and ready) before the clock starts ----------
+
+async function jsWorkersOnce(threads, draws) {
+  const workers = [];
+  await Promise.all(
+    split(draws, threads).map(
+      (n) =>
+        new Promise((resolve, reject) => {
+          const w = new Worker(path.join(PEERS, 'happycoin-thread.js'));
+          w.once('error', reject);
+          w.once('message', (m) => (m === 'ready' ? resolve() : reject(new Error(`unexpected ${m}`))));
+          workers.push({ w, n });
+        }),
+    ),
+  );
+  const coins = [];
+  const t0 = process.hrtime.bigint();
+  await Promise.all(
+    workers.map(
+      ({ w, n }) =>
+        new Promise((resolve, reject) => {
+          w.on('error', reject);
+          w.on('message', (m) => (m === 'done' ? resolve() : coins.push(String(m))));
+          w.postMessage({ draws: n });
+        }),
+    ),
+  );
+  const ms = since(t0);
+  await Promise.all(workers.map(({ w }) => w.terminate()));
+  return { ms, coins };
+}
+
+// --- c-pthreads ------------------------------------------------------------------------------
+
+function buildC() {
+  const probe = spawnSync('cc', ['--version'], { stdio: 'ignore' });
+  if (probe.error || probe.status !== 0) return { error: 'no C compiler (cc) found' };
+  fs.mkdirSync(BUILD, { recursive: true });
+  const exe = path.join(BUILD, 'happycoin');
+  const r = spawnSync('cc', ['-O2', '-pthread', '-o', exe, path.join(PEERS, 'happycoin.c')], { encoding: 'utf8' });
+  if (r.status !== 0) return { error: `cc failed: ${r.stderr.trim()}` };
+  return { exe, version: spawnSync('cc', ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0] };
+}
+
+function cOnce(exe, threads, draws) {
+  const r = spawnSync(exe, [String(threads), String(draws)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+  if (r.status !== 0) throw new Error(`happycoin.c exited with ${r.status}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+// --- the run ---------------------------------------------------------------------------------
+
+async function main() {
+  const scale = DRAWS / JS_DRAWS;
+  suite.log(`${CORES} cores; native rows try ${fmt(DRAWS)} numbers, JS rows ${fmt(JS_DRAWS)} (scaled ×${scale})`);
+
+  const piscina = new Piscina({
+    filename: path.join(PEERS, 'happycoin-piscina.js'),
+    minThreads: CORES,
+    maxThreads: CORES,
+  });
+  const pool = new Pool({ threads: CORES });
+  const pool1 = new Pool({ threads: 1 });
+  const c = buildC();
+
+  const mineCorepool = async (p, calls, draws) => {
+    const results = await Promise.all(split(draws, calls).map((attempts) => p.exec('happycoin', { attempts })));
+    return results.flatMap((r) => r.coins);
+  };
+
+  // Warm-up: JIT the JS loop on every thread, start Piscina's threads, touch the native pools.
+  suite.log('warm-up');
+  mine(20_000);
+  await Promise.all(split(20_000 * CORES, CORES).map((draws) => piscina.run({ draws })));
+  await jsWorkersOnce(CORES, 20_000 * CORES);
+  await mineCorepool(pool, CORES, DRAWS);
+  await mineCorepool(pool1, 1, DRAWS);
+
+  const entries = [
+    {
+      label: 'js-main',
+      unit: UNIT,
+      fn: () => {
+        const t0 = process.hrtime.bigint();
+        const coins = mine(JS_DRAWS);
+        const ms = since(t0);
+        check('js-main', JS_DRAWS, coins);
+        return ms * scale;
+      },
+    },
+    {
+      label: 'js-workers',
+      unit: UNIT,
+      fn: async () => {
+        const { ms, coins } = await jsWorkersOnce(CORES, JS_DRAWS);
+        check('js-workers', JS_DRAWS, coins);
+        return ms * scale;
+      },
+    },
+    {
+      label: 'piscina',
+      unit: UNIT,
+      fn: async () => {
+        const t0 = process.hrtime.bigint();
+        const results = await Promise.all(split(JS_DRAWS, CORES).map((draws) => piscina.run({ draws })));
+        const ms = since(t0);
+        check('piscina', JS_DRAWS, results.flatMap((r) => r.coins));
+        return ms * scale;
+      },
+    },
+    {
+      label: 'corepool',
+      unit: UNIT,
+      fn: async () => {
+        const t0 = process.hrtime.bigint();
+        const coins = await mineCorepool(pool, CORES, DRAWS);
+        const ms = since(t0);
+        check('corepool', DRAWS, coins);
+        return ms;
+      },
+    },
+    {
+      label: 'corepool 1 thread',
+      unit: UNIT,
+      fn: async () => {
+        const t0 = process.hrtime.bigint();
+        const coins = await mineCorepool(pool1, 1, DRAWS);
+        const ms = since(t0);
+        check('corepool 1 thread', DRAWS, coins);
+        return ms;
+      },
+    },
+  ];
+  if (c.exe) {
+    cOnce(c.exe, CORES, DRAWS);
+    entries.push({
+      label: 'c-pthreads',
+      unit: UNIT,
+      fn: () => {
+        const r = cOnce(c.exe, CORES, DRAWS);
+        check('c-pthreads', DRAWS, r.coins);
+        return r.ms;
+      },
+    });
+  }
+  await suite.interleave(entries, { warmup: 0 });
+  await Promise.all([pool.close(), pool1.close(), piscina.destroy()]);
+
+  suite.ratio(`corepool vs js-workers (${CORES} threads)`, 'corepool', 'js-workers', 50);
+  suite.ratio(`corepool vs piscina (${CORES} threads)`, 'corepool', 'piscina', 50);
+  suite.ratio('corepool vs js-main', 'corepool', 'js-main');
+  if (c.exe) suite.ratio('corepool vs c-pthreads (c time / corepool time)', 'corepool', 'c-pthreads', 1.0);
+  const speedup = suite.ratio(`corepool ${CORES}-thread speed-up over 1 thread (goal 0.9·${CORES})`, 'corepool', 'corepool 1 thread', 0.9 * CORES);
+  if (speedup) suite.note(`corepool parallel efficiency: ${(speedup.value / CORES).toFixed(2)} (goal ≥ 0.9)`);
+
+  const core = suite.results.corepool.median;
+  suite.table(
+    'happycoin',
+    entries.map(({ label }) => {
+      const r = suite.results[label];
+      const native = !label.startsWith('js-') && label !== 'piscina';
+      return {
+        contestant: label,
+        threads: label === 'corepool 1 thread' ? 1 : label === 'js-main' ? 1 : CORES,
+        drawsTried: native ? DRAWS : JS_DRAWS,
+        msPer10M: r.median,
+        min: r.min,
+        max: r.max,
+        timesCorepool: r.median / core,
+        coinsPer10M: counts[label].reduce((a, b) => a + b, 0) / counts[label].length,
+      };
+    }),
+  );
+
+  suite.note(`JS rows (js-main, js-workers, piscina) try ${fmt(JS_DRAWS)} numbers per run and are scaled ×${scale} to 10M; native rows try 10M.`);
+  suite.note('js-workers: the workers are started and ready before the clock starts (the book times the whole program, start-up included).');
+  suite.note(c.exe ? `c-pthreads: ${c.version}, cc -O2 -pthread, SplitMix64 like corepool; time taken inside the program (first pthread_create to last pthread_join).` : `c-pthreads skipped: ${c.error}`);
+  if (problems.length) {
+    for (const p of problems.slice(0, 20)) suite.note(`SANITY CHECK FAILED: ${p}`);
+    process.exitCode = 1;
+  } else {
+    suite.note(`sanity: every coin found is happy and divisible by 10000; every count within 5σ of ${RATE} coins per draw.`);
+  }
+  suite.save();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
