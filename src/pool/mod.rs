@@ -6,10 +6,12 @@
 //!   counts its share. Both are incremented before a job becomes QUEUED and decremented by the
 //!   thread that moves it out of QUEUED (the worker that starts it, or a canceller), so they
 //!   never underflow and are exact when the pool is quiet.
-//! - `maxQueue` bounds `queued`. Over the bound, `onFull: 'reject'` settles the call with
-//!   QueueFull; `onFull: 'wait'` parks the job in the FIFO `waiting` list (state WAITING), and
-//!   every time a job leaves a queue one waiting job is admitted. A new call never overtakes a
-//!   waiting one.
+//! - `admitted` counts jobs placed on a worker queue and not finished (queued + running).
+//!   `maxQueue` bounds the jobs that wait for a thread, so `admitted ≤ maxQueue + threads`
+//!   (`maxQueue: 0` = a call runs only if a thread is free, as in Piscina). Over the bound,
+//!   `onFull: 'reject'` settles the call with QueueFull; `onFull: 'wait'` parks the job in the
+//!   FIFO `waiting` list (state WAITING), and every time a job finishes or is withdrawn one
+//!   waiting job is admitted. A new call never overtakes a waiting one.
 //! - A closed pool accepts no new call; a destroyed pool also settles every queued and waiting
 //!   job with PoolClosed and asks running ones to stop (they see it in `Context::check`).
 //! - Cancelled jobs stay in their queue as tombstones (state DONE) and are skipped when popped.
@@ -73,6 +75,7 @@ pub(crate) struct Shared {
     options: Options,
     next: AtomicUsize,
     queued: AtomicUsize,
+    admitted: AtomicUsize,
     waiting: Mutex<VecDeque<Job>>,
     waiting_len: AtomicUsize,
     closed: AtomicBool,
@@ -126,6 +129,7 @@ impl Pool {
             },
             next: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
+            admitted: AtomicUsize::new(0),
             waiting: Mutex::new(VecDeque::new()),
             waiting_len: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
@@ -154,6 +158,7 @@ impl Pool {
     }
 
     /// Runs `method` with `params`; the outcome goes to `origin` as call `call`.
+    /// `timeout`: `None` uses the pool's default, a zero duration means no limit.
     /// Returns the job's control (for `cancel`) when it was accepted.
     pub fn call(
         &self,
@@ -275,7 +280,11 @@ impl Pool {
         let job = Job {
             command: command.clone(),
             params,
-            timeout: timeout.or(s.options.timeout),
+            timeout: match timeout {
+                None => s.options.timeout,
+                Some(d) if d.is_zero() => None,
+                Some(d) => Some(d),
+            },
             control: Control::new(QUEUED),
             origin: origin.clone(),
             reply,
@@ -358,6 +367,7 @@ impl Pool {
             while let Some(job) = worker.queue.pop() {
                 if job.control.transition(QUEUED, DONE) {
                     s.unqueue(w);
+                    s.release_slot();
                     job.settle(Err(closed()));
                 }
             }
@@ -407,18 +417,26 @@ impl Drop for Pool {
 }
 
 impl Shared {
-    /// Takes a queue slot if `maxQueue` allows.
+    /// Takes a slot if `maxQueue` allows (see the module doc for the bound).
     fn reserve_slot(&self) -> bool {
-        let max = self.options.max_queue;
-        if self.queued.fetch_add(1, Ordering::AcqRel) >= max {
-            self.queued.fetch_sub(1, Ordering::AcqRel);
+        let limit = self.options.max_queue.saturating_add(self.workers.len());
+        if self.admitted.fetch_add(1, Ordering::AcqRel) >= limit {
+            self.admitted.fetch_sub(1, Ordering::AcqRel);
             return false;
         }
         true
     }
 
     fn reserve_slot_unbounded(&self) {
-        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.admitted.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Gives back the slot of a job that finished or was withdrawn, and lets a waiting job in.
+    fn release_slot(&self) {
+        self.admitted.fetch_sub(1, Ordering::AcqRel);
+        if self.waiting_len.load(Ordering::Acquire) > 0 {
+            self.admit_waiting();
+        }
     }
 
     /// Picks the job's worker by strategy (or its pin) and counts the job in that worker's
@@ -431,6 +449,7 @@ impl Shared {
                 .pick(n, &self.next, |i| self.workers[i].load())
         });
         self.workers[w].queued.fetch_add(1, Ordering::AcqRel);
+        self.queued.fetch_add(1, Ordering::AcqRel);
         job.control.worker.store(w, Ordering::Release);
         w
     }
@@ -463,7 +482,7 @@ impl Shared {
             let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
             let Some(job) = waiting.pop_front() else {
                 drop(waiting);
-                self.queued.fetch_sub(1, Ordering::AcqRel);
+                self.admitted.fetch_sub(1, Ordering::AcqRel);
                 return;
             };
             let w = self.assign(&job);
@@ -471,6 +490,7 @@ impl Shared {
             if !job.control.transition(WAITING, QUEUED) {
                 drop(waiting);
                 self.unqueue(w);
+                self.admitted.fetch_sub(1, Ordering::AcqRel);
                 continue;
             }
             self.waiting_len.fetch_sub(1, Ordering::AcqRel);
@@ -489,7 +509,7 @@ impl Shared {
         if control.transition(QUEUED, DONE) {
             // `assign` wrote the index before the job could become QUEUED.
             self.unqueue(control.worker.load(Ordering::Acquire));
-            self.admit_waiting();
+            self.release_slot();
             return true;
         }
         false

@@ -93,6 +93,7 @@ fn run(s: &Shared, index: usize) {
     while let Some(job) = me.queue.pop() {
         if job.control.transition(QUEUED, DONE) {
             s.unqueue(index);
+            s.release_slot();
             job.settle(Err(RpcError::new(
                 ErrorCode::PoolClosed,
                 "The pool was shut down",
@@ -108,7 +109,6 @@ fn execute(s: &Shared, index: usize, job: Job) {
     }
     me.running.store(1, Ordering::Release);
     s.unqueue(index);
-    s.admit_waiting();
 
     let Job {
         command,
@@ -124,6 +124,7 @@ fn execute(s: &Shared, index: usize, job: Job) {
         // The caller's JS environment is gone: nobody is listening, and its memory may be.
         control.state.store(DONE, Ordering::Release);
         me.running.store(0, Ordering::Release);
+        s.release_slot();
         return;
     }
     let start = Instant::now();
@@ -165,6 +166,7 @@ fn execute(s: &Shared, index: usize, job: Job) {
     control.state.store(DONE, Ordering::Release);
     me.completed.fetch_add(1, Ordering::Relaxed);
     me.running.store(0, Ordering::Release);
+    s.release_slot();
     reply.finish(outcome, &origin);
     origin.leave();
 }

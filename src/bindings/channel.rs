@@ -1,0 +1,294 @@
+//! The completion path of one JavaScript environment (the main thread or a worker_thread).
+//!
+//! Workers push `(call, outcome)` onto the environment's inbox; only the push that finds no
+//! wake-up pending calls the threadsafe function, and the callback on the JS thread settles
+//! everything queued by then (one wake per batch, not per call). Protocol for `wake_pending`:
+//! a producer pushes, then `swap(true)`; if it read `false` it schedules a wake. The callback
+//! `swap(false)`s *before* draining, so an item pushed after the drain began either is drained
+//! now or its producer reads `false` and schedules the next wake: nothing is stranded.
+//!
+//! Liveness: the threadsafe function is unref'd (weak) while nothing is in flight, so an idle
+//! pool never keeps Node alive; the first call in flight refs it, the last settlement unrefs it.
+//! Teardown: an env cleanup hook retires the environment's `Origin` (see `pool::origin`): after
+//! it returns no worker runs this environment's jobs or touches its inbox, so Node may free the
+//! threadsafe function and the environment's SharedArrayBuffers.
+
+use super::convert::to_js;
+use crate::pool::{Control, Deliver, Origin};
+use crate::rpc::{ErrorCode, Outcome, RpcError};
+use crossbeam_queue::SegQueue;
+use napi::bindgen_prelude::*;
+use napi::sys;
+use napi_derive::napi;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Most settlements handed to JS per callback; the rest follow in the next turn, so a burst
+/// of 200k results never blocks the event loop in one go.
+const MAX_BATCH: usize = 8192;
+
+pub(crate) struct Inbox {
+    queue: SegQueue<(u64, Outcome)>,
+    wake_pending: AtomicBool,
+    tsfn: AtomicTsfn,
+    /// Calls submitted from this environment and not yet settled (touched on its JS thread only).
+    inflight: AtomicUsize,
+    /// Controls of calls that carry an AbortSignal, by call id (JS thread only).
+    pub(crate) cancellable: Mutex<HashMap<u64, Arc<Control>>>,
+}
+
+/// A raw threadsafe-function handle, shareable across threads (Node-API allows calling it from
+/// any thread; ref/unref only from the JS thread, which is where we do them).
+struct AtomicTsfn(std::sync::atomic::AtomicPtr<sys::napi_threadsafe_function__>);
+
+struct InboxSink(Arc<Inbox>);
+
+impl Deliver for InboxSink {
+    fn deliver(&self, call: u64, outcome: Outcome) {
+        let inbox = &self.0;
+        inbox.queue.push((call, outcome));
+        if !inbox.wake_pending.swap(true, Ordering::AcqRel) {
+            let tsfn = inbox.tsfn.0.load(Ordering::Acquire);
+            // SAFETY: `deliver` runs inside an `Origin::enter` window, and the environment's
+            // cleanup hook retires the origin (waiting for such windows) before Node finalizes
+            // the threadsafe function, so `tsfn` is live here.
+            unsafe {
+                sys::napi_call_threadsafe_function(
+                    tsfn,
+                    ptr::null_mut(),
+                    sys::ThreadsafeFunctionCallMode::nonblocking,
+                )
+            };
+        }
+    }
+}
+
+/// One environment's completion channel. index.js creates one per environment at load time.
+#[napi]
+pub struct Channel {
+    pub(crate) origin: Arc<Origin>,
+    pub(crate) inbox: Arc<Inbox>,
+    env: sys::napi_env,
+}
+
+#[napi]
+impl Channel {
+    /// `settle(batch)` receives a flat array: for each settled call, four entries
+    /// `id, code, value, data` — code 0 with the result as value, or an error code with the
+    /// message as value and the error data (or undefined).
+    #[napi(constructor, catch_unwind)]
+    pub fn new(env: Env, settle: Unknown) -> Result<Channel> {
+        let raw_env = env.raw();
+        let inbox = Arc::new(Inbox {
+            queue: SegQueue::new(),
+            wake_pending: AtomicBool::new(false),
+            tsfn: AtomicTsfn(std::sync::atomic::AtomicPtr::new(ptr::null_mut())),
+            inflight: AtomicUsize::new(0),
+            cancellable: Mutex::new(HashMap::new()),
+        });
+        let mut name = ptr::null_mut();
+        let mut tsfn = ptr::null_mut();
+        let context = Arc::into_raw(inbox.clone()) as *mut c_void;
+        // SAFETY: we are in a Node-API callback on this env's JS thread; `settle` is a value of
+        // this env (Node-API checks it is a function); `context` is a leaked Arc<Inbox> that
+        // `finalize_inbox` reclaims exactly once when Node finalizes the threadsafe function.
+        let status = unsafe {
+            sys::napi_create_string_utf8(raw_env, c"corepool".as_ptr(), 8, &mut name);
+            sys::napi_create_threadsafe_function(
+                raw_env,
+                settle.raw(),
+                ptr::null_mut(),
+                name,
+                0,
+                1,
+                context,
+                Some(finalize_inbox),
+                context,
+                Some(call_js),
+                &mut tsfn,
+            )
+        };
+        if status != sys::Status::napi_ok {
+            // SAFETY: creation failed, so Node will never call finalize: reclaim the Arc here.
+            drop(unsafe { Arc::from_raw(context as *const Inbox) });
+            return Err(Error::new(
+                Status::InvalidArg,
+                "corepool: Channel needs a settle function",
+            ));
+        }
+        // SAFETY: tsfn was just created on this env's JS thread.
+        unsafe { sys::napi_unref_threadsafe_function(raw_env, tsfn) };
+        inbox.tsfn.0.store(tsfn, Ordering::Release);
+
+        let origin = Arc::new(Origin::new(InboxSink(inbox.clone())));
+        let hook_data = Arc::into_raw(origin.clone()) as *mut c_void;
+        // SAFETY: registered on the JS thread of a live env; `hook_data` is a leaked
+        // Arc<Origin> reclaimed exactly once by `retire_origin`. Registered after the
+        // threadsafe function, so (hooks run in reverse order) it runs before Node tears the
+        // threadsafe function down.
+        unsafe { sys::napi_add_env_cleanup_hook(raw_env, Some(retire_origin), hook_data) };
+        Ok(Channel {
+            origin,
+            inbox,
+            env: raw_env,
+        })
+    }
+
+    /// Number of calls from this environment not yet settled.
+    #[napi(getter)]
+    pub fn inflight(&self) -> u32 {
+        self.inbox.inflight.load(Ordering::Relaxed) as u32
+    }
+}
+
+impl Channel {
+    /// Counts a call as in flight; the first one keeps the event loop alive.
+    pub(crate) fn track(&self) {
+        if self.inbox.inflight.fetch_add(1, Ordering::Relaxed) == 0 {
+            let tsfn = self.inbox.tsfn.0.load(Ordering::Acquire);
+            // SAFETY: called from a Node-API callback on this env's JS thread; tsfn is live
+            // while the env is (it is finalized only at env teardown).
+            unsafe { sys::napi_ref_threadsafe_function(self.env, tsfn) };
+        }
+    }
+
+    /// Settles a call now (on the JS thread) with an error, through the normal path.
+    pub(crate) fn fail(&self, call: u64, error: RpcError) {
+        self.origin.deliver(call, Err(error));
+    }
+}
+
+unsafe extern "C" fn retire_origin(data: *mut c_void) {
+    // SAFETY: `data` is the Arc<Origin> leaked in `Channel::new`, reclaimed only here.
+    let origin = unsafe { Arc::from_raw(data as *const Origin) };
+    origin.retire();
+}
+
+unsafe extern "C" fn finalize_inbox(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: `data` is the Arc<Inbox> leaked in `Channel::new`; Node finalizes once.
+    drop(unsafe { Arc::from_raw(data as *const Inbox) });
+}
+
+unsafe extern "C" fn call_js(
+    env: sys::napi_env,
+    settle: sys::napi_value,
+    context: *mut c_void,
+    _data: *mut c_void,
+) {
+    if env.is_null() || settle.is_null() {
+        return; // the threadsafe function is being torn down
+    }
+    // SAFETY: `context` is the Arc<Inbox> owned by the threadsafe function, alive until its
+    // finalizer, which cannot run during this callback.
+    let inbox = unsafe { &*(context as *const Inbox) };
+    inbox.wake_pending.swap(false, Ordering::AcqRel);
+    let mut settled = Vec::new();
+    while settled.len() < MAX_BATCH {
+        match inbox.queue.pop() {
+            Some(item) => settled.push(item),
+            None => break,
+        }
+    }
+    if !inbox.queue.is_empty() && !inbox.wake_pending.swap(true, Ordering::AcqRel) {
+        let tsfn = inbox.tsfn.0.load(Ordering::Acquire);
+        // SAFETY: we are on the JS thread inside the threadsafe function's own callback.
+        unsafe {
+            sys::napi_call_threadsafe_function(
+                tsfn,
+                ptr::null_mut(),
+                sys::ThreadsafeFunctionCallMode::nonblocking,
+            )
+        };
+    }
+    if settled.is_empty() {
+        return;
+    }
+    {
+        let mut map = inbox.cancellable.lock().unwrap_or_else(|e| e.into_inner());
+        if !map.is_empty() {
+            for (call, _) in &settled {
+                map.remove(call);
+            }
+        }
+    }
+    let n = settled.len();
+    // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
+    if let Err(e) = unsafe { hand_to_js(env, settle, settled) } {
+        let msg = std::ffi::CString::new(format!("corepool: could not settle calls: {e}"))
+            .unwrap_or_default();
+        // SAFETY: as above.
+        unsafe { sys::napi_throw_error(env, ptr::null(), msg.as_ptr()) };
+    }
+    if inbox.inflight.fetch_sub(n, Ordering::Relaxed) == n {
+        let tsfn = inbox.tsfn.0.load(Ordering::Acquire);
+        // SAFETY: JS thread of the env that owns tsfn.
+        unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
+    }
+}
+
+/// Builds the flat settle array and calls `settle(array)`.
+///
+/// # Safety
+/// Must run on `env`'s JS thread with `settle` a function of that env.
+unsafe fn hand_to_js(
+    env: sys::napi_env,
+    settle: sys::napi_value,
+    settled: Vec<(u64, Outcome)>,
+) -> std::result::Result<(), String> {
+    let mut array = ptr::null_mut();
+    let mut undefined = ptr::null_mut();
+    // SAFETY: live env on its JS thread (caller contract) for every call below.
+    unsafe {
+        sys::napi_create_array_with_length(env, settled.len() * 4, &mut array);
+        sys::napi_get_undefined(env, &mut undefined);
+        for (i, (call, outcome)) in settled.iter().enumerate() {
+            let base = (i * 4) as u32;
+            let mut id = ptr::null_mut();
+            sys::napi_create_double(env, *call as f64, &mut id);
+            sys::napi_set_element(env, array, base, id);
+            let (code, value, data) = match outcome {
+                Ok(v) => (0, to_js(env, v)?, undefined),
+                Err(e) => {
+                    let message = to_js(env, &crate::rpc::Value::String(e.message.clone()))?;
+                    let data = match &e.data {
+                        Some(d) => to_js(env, d)?,
+                        None => undefined,
+                    };
+                    (e.code.code(), message, data)
+                }
+            };
+            let mut c = ptr::null_mut();
+            sys::napi_create_int32(env, code, &mut c);
+            sys::napi_set_element(env, array, base + 1, c);
+            sys::napi_set_element(env, array, base + 2, value);
+            sys::napi_set_element(env, array, base + 3, data);
+        }
+        let mut global = ptr::null_mut();
+        sys::napi_get_undefined(env, &mut global);
+        let mut result = ptr::null_mut();
+        let argv = [array];
+        sys::napi_call_function(env, global, settle, 1, argv.as_ptr(), &mut result);
+    }
+    Ok(())
+}
+
+/// The error table, for `RpcError.codes` in JavaScript.
+#[napi(object)]
+pub struct ErrorCodeInfo {
+    pub name: String,
+    pub code: i32,
+}
+
+#[napi]
+pub fn error_codes() -> Vec<ErrorCodeInfo> {
+    ErrorCode::ALL
+        .iter()
+        .map(|c| ErrorCodeInfo {
+            name: c.name().to_string(),
+            code: c.code(),
+        })
+        .collect()
+}

@@ -1,0 +1,531 @@
+//! JavaScript values ⇄ [`Value`], with raw Node-API calls (the hot path of every call).
+//!
+//! What crosses: JSON values; typed arrays over a SharedArrayBuffer as [`SharedView`]s (by
+//! reference: the JS side keeps the array referenced until the call settles, which keeps the
+//! memory alive); Uint8Arrays/Buffers over ordinary memory and BigInts by value. Everything else
+//! (functions, symbols, Dates, class instances, Maps, non-shared typed arrays other than
+//! Uint8Array, cycles) is refused with an InvalidParams error that names the value's place and
+//! type, instead of being silently changed the way `JSON.stringify` would change it.
+
+use crate::rpc::value::BigInt;
+use crate::rpc::{Map, RpcError, Value};
+use crate::shm::{ElementKind, SharedView};
+use napi::sys;
+use std::ptr;
+
+/// A JavaScript nesting deeper than this is almost surely a cycle.
+const MAX_DEPTH: usize = 512;
+
+/// `Err` carries a message; the caller turns it into the right error code.
+pub type Converted<T> = Result<T, String>;
+
+macro_rules! napi_try {
+    ($e:expr, $what:expr) => {
+        // SAFETY: the caller of the enclosing unsafe fn guarantees a live env on its JS thread
+        // and napi_values from that env; every out-pointer passed is a live local.
+        let status = unsafe { $e };
+        if status != sys::Status::napi_ok {
+            return Err(format!("Node-API call failed ({}) while {}", status, $what));
+        }
+    };
+}
+
+/// Converts JS → Value for one env; caches `Object.prototype` for the plain-object check.
+pub struct FromJs {
+    env: sys::napi_env,
+    object_prototype: sys::napi_value,
+}
+
+impl FromJs {
+    pub fn new(env: sys::napi_env) -> Self {
+        FromJs {
+            env,
+            object_prototype: ptr::null_mut(),
+        }
+    }
+
+    /// Converts every element of a JS array (the params of a call).
+    ///
+    /// # Safety
+    /// Must run on the env's JS thread, with `array` a value of that env.
+    pub unsafe fn params(&mut self, array: sys::napi_value) -> Result<Vec<Value>, RpcError> {
+        let env = self.env;
+        let wrap = |m: String| RpcError::invalid_params(m);
+        let mut is_array = false;
+        // SAFETY: live env and value (caller contract).
+        unsafe { sys::napi_is_array(env, array, &mut is_array) };
+        if !is_array {
+            // SAFETY: as above.
+            let v = unsafe { self.value(array, 0, &mut String::from("params")) }.map_err(wrap)?;
+            return Ok(vec![v]);
+        }
+        let mut len = 0u32;
+        // SAFETY: as above; `array` is an array.
+        unsafe { sys::napi_get_array_length(env, array, &mut len) };
+        let mut out = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            let mut item = ptr::null_mut();
+            // SAFETY: as above; i < length.
+            unsafe { sys::napi_get_element(env, array, i, &mut item) };
+            let mut path = format!("params[{i}]");
+            // SAFETY: as above.
+            out.push(unsafe { self.value(item, 0, &mut path) }.map_err(wrap)?);
+        }
+        Ok(out)
+    }
+
+    /// Converts one JS value. `path` names its place for error messages.
+    ///
+    /// # Safety
+    /// Must run on the env's JS thread, with `v` a value of that env.
+    pub unsafe fn value(
+        &mut self,
+        v: sys::napi_value,
+        depth: usize,
+        path: &mut String,
+    ) -> Converted<Value> {
+        let env = self.env;
+        let mut t = 0;
+        napi_try!(sys::napi_typeof(env, v, &mut t), "reading a type");
+        match t {
+            sys::ValueType::napi_undefined | sys::ValueType::napi_null => Ok(Value::Null),
+            sys::ValueType::napi_boolean => {
+                let mut b = false;
+                napi_try!(sys::napi_get_value_bool(env, v, &mut b), "reading a boolean");
+                Ok(Value::Bool(b))
+            }
+            sys::ValueType::napi_number => {
+                let mut n = 0.0;
+                napi_try!(sys::napi_get_value_double(env, v, &mut n), "reading a number");
+                Ok(Value::Number(n))
+            }
+            // SAFETY: v is a string of this env.
+            sys::ValueType::napi_string => unsafe { string(env, v) }.map(Value::String),
+            // SAFETY: v is a bigint of this env.
+            sys::ValueType::napi_bigint => unsafe { bigint(env, v) }.map(Value::BigInt),
+            sys::ValueType::napi_function => Err(format!(
+                "{path} is a function: functions (such as Mustache lambdas) cannot be sent to a \
+                 native thread; compute the value first, or render with mustache.js on the main thread"
+            )),
+            sys::ValueType::napi_symbol => Err(format!("{path} is a symbol, which cannot be sent")),
+            sys::ValueType::napi_object => {
+                if depth >= MAX_DEPTH {
+                    return Err(format!(
+                        "{path} is nested more than {MAX_DEPTH} levels deep (is the value cyclic?)"
+                    ));
+                }
+                // SAFETY: v is an object of this env.
+                unsafe { self.object(v, depth, path) }
+            }
+            _ => Err(format!("{path} has a type that cannot be sent")),
+        }
+    }
+
+    /// # Safety
+    /// As for [`FromJs::value`], with `v` an object.
+    unsafe fn object(
+        &mut self,
+        v: sys::napi_value,
+        depth: usize,
+        path: &mut String,
+    ) -> Converted<Value> {
+        let env = self.env;
+        let mut flag = false;
+        napi_try!(
+            sys::napi_is_array(env, v, &mut flag),
+            "checking for an array"
+        );
+        if flag {
+            let mut len = 0u32;
+            napi_try!(
+                sys::napi_get_array_length(env, v, &mut len),
+                "reading an array length"
+            );
+            let mut items = Vec::with_capacity(len as usize);
+            for i in 0..len {
+                let mut item = ptr::null_mut();
+                napi_try!(
+                    sys::napi_get_element(env, v, i, &mut item),
+                    "reading an array element"
+                );
+                let mark = path.len();
+                path.push_str(&format!("[{i}]"));
+                // SAFETY: item is a value of this env.
+                items.push(unsafe { self.value(item, depth + 1, path) }?);
+                path.truncate(mark);
+            }
+            return Ok(Value::Array(items));
+        }
+        napi_try!(
+            sys::napi_is_typedarray(env, v, &mut flag),
+            "checking for a typed array"
+        );
+        if flag {
+            // SAFETY: v is a typed array of this env.
+            return unsafe { typed_array(env, v, path) };
+        }
+        napi_try!(
+            sys::napi_is_arraybuffer(env, v, &mut flag),
+            "checking for an ArrayBuffer"
+        );
+        if flag {
+            return Err(format!(
+                "{path} is an ArrayBuffer: pass a typed-array view (e.g. a Uint8Array) instead"
+            ));
+        }
+        napi_try!(
+            sys::napi_is_dataview(env, v, &mut flag),
+            "checking for a DataView"
+        );
+        if flag {
+            return Err(format!("{path} is a DataView: pass a typed array instead"));
+        }
+        napi_try!(sys::napi_is_date(env, v, &mut flag), "checking for a Date");
+        if flag {
+            return Err(format!(
+                "{path} is a Date, which JSON would turn into a string: pass date.toISOString() \
+                 (or render with mustache.js on the main thread)"
+            ));
+        }
+        // Only plain objects: a class instance may compute fields in getters on its prototype,
+        // which JSON.stringify would silently drop.
+        let mut proto = ptr::null_mut();
+        napi_try!(
+            sys::napi_get_prototype(env, v, &mut proto),
+            "reading a prototype"
+        );
+        let mut proto_type = 0;
+        napi_try!(
+            sys::napi_typeof(env, proto, &mut proto_type),
+            "reading a prototype type"
+        );
+        if proto_type != sys::ValueType::napi_null {
+            // SAFETY: proto is a value of this env.
+            let plain = unsafe { self.is_object_prototype(proto) }?;
+            if !plain {
+                // SAFETY: v is an object of this env.
+                let name =
+                    unsafe { constructor_name(env, v) }.unwrap_or_else(|| "an object".into());
+                return Err(format!(
+                    "{path} is an instance of {name}: only plain objects, arrays, numbers, strings, \
+                     booleans, null, BigInts, Uint8Arrays and typed arrays over SharedArrayBuffers \
+                     can be sent (copy the fields you need into a plain object)"
+                ));
+            }
+        }
+        let mut keys = ptr::null_mut();
+        napi_try!(
+            sys::napi_get_all_property_names(
+                env,
+                v,
+                sys::KeyCollectionMode::own_only,
+                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+                sys::KeyConversion::numbers_to_strings,
+                &mut keys,
+            ),
+            "listing object keys"
+        );
+        let mut len = 0u32;
+        napi_try!(
+            sys::napi_get_array_length(env, keys, &mut len),
+            "counting object keys"
+        );
+        let mut map = Map::with_capacity(len as usize);
+        for i in 0..len {
+            let mut key = ptr::null_mut();
+            napi_try!(
+                sys::napi_get_element(env, keys, i, &mut key),
+                "reading a key"
+            );
+            let mut item = ptr::null_mut();
+            napi_try!(
+                sys::napi_get_property(env, v, key, &mut item),
+                "reading a property"
+            );
+            // SAFETY: key is a string of this env (numbers_to_strings).
+            let name = unsafe { string(env, key) }?;
+            let mut t = 0;
+            napi_try!(sys::napi_typeof(env, item, &mut t), "reading a type");
+            if t == sys::ValueType::napi_undefined {
+                continue; // as JSON.stringify: an undefined property is absent
+            }
+            let mark = path.len();
+            path.push('.');
+            path.push_str(&name);
+            // SAFETY: item is a value of this env.
+            let value = unsafe { self.value(item, depth + 1, path) }?;
+            path.truncate(mark);
+            // Own enumerable keys are unique, so no duplicate check is needed.
+            map.push_unique(name, value);
+        }
+        Ok(Value::Object(map))
+    }
+
+    /// # Safety
+    /// As for [`FromJs::value`].
+    unsafe fn is_object_prototype(&mut self, proto: sys::napi_value) -> Converted<bool> {
+        let env = self.env;
+        if self.object_prototype.is_null() {
+            let mut global = ptr::null_mut();
+            napi_try!(sys::napi_get_global(env, &mut global), "reading globalThis");
+            let mut object = ptr::null_mut();
+            napi_try!(
+                sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object),
+                "reading Object"
+            );
+            let mut p = ptr::null_mut();
+            napi_try!(
+                sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut p),
+                "reading Object.prototype"
+            );
+            self.object_prototype = p;
+        }
+        let mut same = false;
+        napi_try!(
+            sys::napi_strict_equals(env, proto, self.object_prototype, &mut same),
+            "comparing prototypes"
+        );
+        Ok(same)
+    }
+}
+
+/// # Safety
+/// `v` must be a string of the live `env`, on its JS thread.
+pub unsafe fn string(env: sys::napi_env, v: sys::napi_value) -> Converted<String> {
+    let mut len = 0usize;
+    napi_try!(
+        sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut len),
+        "measuring a string"
+    );
+    let mut buf = vec![0u8; len + 1];
+    let mut written = 0usize;
+    napi_try!(
+        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), len + 1, &mut written),
+        "reading a string"
+    );
+    buf.truncate(written);
+    // Node-API writes valid UTF-8 (lone surrogates become U+FFFD).
+    String::from_utf8(buf).map_err(|_| "a string was not valid UTF-8".to_string())
+}
+
+/// # Safety
+/// `v` must be a bigint of the live `env`, on its JS thread.
+unsafe fn bigint(env: sys::napi_env, v: sys::napi_value) -> Converted<BigInt> {
+    let mut sign = 0i32;
+    let mut count = 0usize;
+    napi_try!(
+        sys::napi_get_value_bigint_words(env, v, &mut sign, &mut count, ptr::null_mut()),
+        "measuring a BigInt"
+    );
+    let mut words = vec![0u64; count];
+    napi_try!(
+        sys::napi_get_value_bigint_words(env, v, &mut sign, &mut count, words.as_mut_ptr()),
+        "reading a BigInt"
+    );
+    Ok(BigInt {
+        negative: sign != 0,
+        words,
+    })
+}
+
+/// # Safety
+/// `v` must be a typed array of the live `env`, on its JS thread.
+unsafe fn typed_array(env: sys::napi_env, v: sys::napi_value, path: &str) -> Converted<Value> {
+    let mut kind = 0;
+    let mut length = 0usize;
+    let mut data: *mut std::ffi::c_void = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    let mut offset = 0usize;
+    napi_try!(
+        sys::napi_get_typedarray_info(
+            env,
+            v,
+            &mut kind,
+            &mut length,
+            &mut data,
+            &mut buffer,
+            &mut offset
+        ),
+        "reading a typed array"
+    );
+    let kind = match kind {
+        sys::TypedarrayType::int8_array => ElementKind::Int8,
+        sys::TypedarrayType::uint8_array => ElementKind::Uint8,
+        sys::TypedarrayType::uint8_clamped_array => ElementKind::Uint8Clamped,
+        sys::TypedarrayType::int16_array => ElementKind::Int16,
+        sys::TypedarrayType::uint16_array => ElementKind::Uint16,
+        sys::TypedarrayType::int32_array => ElementKind::Int32,
+        sys::TypedarrayType::uint32_array => ElementKind::Uint32,
+        sys::TypedarrayType::float32_array => ElementKind::Float32,
+        sys::TypedarrayType::float64_array => ElementKind::Float64,
+        sys::TypedarrayType::bigint64_array => ElementKind::BigInt64,
+        sys::TypedarrayType::biguint64_array => ElementKind::BigUint64,
+        _ => return Err(format!("{path} is a typed array of an unknown kind")),
+    };
+    // `napi_is_arraybuffer` is false for a SharedArrayBuffer (V8's IsArrayBuffer).
+    let mut plain = false;
+    napi_try!(
+        sys::napi_is_arraybuffer(env, buffer, &mut plain),
+        "checking the buffer kind"
+    );
+    if plain {
+        if kind == ElementKind::Uint8 {
+            let bytes = if length == 0 || data.is_null() {
+                Vec::new()
+            } else {
+                // SAFETY: Node-API reports `data` valid for `length` bytes of this Uint8Array;
+                // we are on the JS thread, so nothing detaches or writes it while we copy.
+                unsafe { std::slice::from_raw_parts(data as *const u8, length) }.to_vec()
+            };
+            return Ok(Value::Bytes(bytes));
+        }
+        return Err(format!(
+            "{path} is a {} over an ordinary ArrayBuffer: pass it over a SharedArrayBuffer \
+             (shared by reference) or as a plain array",
+            kind.js_name()
+        ));
+    }
+    let ptr = if length == 0 || data.is_null() {
+        // An empty view is never dereferenced; any aligned non-null address will do.
+        kind.size() as *mut u8
+    } else {
+        data as *mut u8
+    };
+    // SAFETY: `ptr` is the view's first element (Node-API adjusts it by byteOffset), valid for
+    // `length` elements of the SharedArrayBuffer, whose memory never moves; the JS side keeps
+    // the array referenced until the call settles, and a departing environment waits for its
+    // running jobs (pool::origin), so the memory outlives every use of the view.
+    match unsafe { SharedView::new(ptr, length, kind) } {
+        Some(view) => Ok(Value::View(view)),
+        None => Err(format!("{path} is not aligned for its element type")),
+    }
+}
+
+/// # Safety
+/// `v` must be an object of the live `env`, on its JS thread.
+unsafe fn constructor_name(env: sys::napi_env, v: sys::napi_value) -> Option<String> {
+    let mut ctor = ptr::null_mut();
+    let mut name = ptr::null_mut();
+    // SAFETY: live env, v an object (caller contract).
+    unsafe {
+        if sys::napi_get_named_property(env, v, c"constructor".as_ptr(), &mut ctor)
+            != sys::Status::napi_ok
+        {
+            return None;
+        }
+        if sys::napi_get_named_property(env, ctor, c"name".as_ptr(), &mut name)
+            != sys::Status::napi_ok
+        {
+            return None;
+        }
+        let mut t = 0;
+        sys::napi_typeof(env, name, &mut t);
+        if t != sys::ValueType::napi_string {
+            return None;
+        }
+        string(env, name).ok().filter(|s| !s.is_empty())
+    }
+}
+
+/// Creates the JS value of `value`.
+///
+/// # Safety
+/// Must run on the env's JS thread.
+pub unsafe fn to_js(env: sys::napi_env, value: &Value) -> Converted<sys::napi_value> {
+    let mut out = ptr::null_mut();
+    match value {
+        Value::Null | Value::View(_) => {
+            napi_try!(sys::napi_get_null(env, &mut out), "creating null");
+        }
+        Value::Bool(b) => {
+            napi_try!(
+                sys::napi_get_boolean(env, *b, &mut out),
+                "creating a boolean"
+            );
+        }
+        Value::Number(n) => {
+            napi_try!(
+                sys::napi_create_double(env, *n, &mut out),
+                "creating a number"
+            );
+        }
+        Value::String(s) => {
+            napi_try!(
+                sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut out),
+                "creating a string"
+            );
+        }
+        Value::Array(items) => {
+            napi_try!(
+                sys::napi_create_array_with_length(env, items.len(), &mut out),
+                "creating an array"
+            );
+            for (i, item) in items.iter().enumerate() {
+                // SAFETY: same env and thread.
+                let v = unsafe { to_js(env, item) }?;
+                napi_try!(
+                    sys::napi_set_element(env, out, i as u32, v),
+                    "filling an array"
+                );
+            }
+        }
+        Value::Object(map) => {
+            napi_try!(sys::napi_create_object(env, &mut out), "creating an object");
+            for (k, item) in map.iter() {
+                let mut key = ptr::null_mut();
+                napi_try!(
+                    sys::napi_create_string_utf8(
+                        env,
+                        k.as_ptr().cast(),
+                        k.len() as isize,
+                        &mut key
+                    ),
+                    "creating a key"
+                );
+                // SAFETY: same env and thread.
+                let v = unsafe { to_js(env, item) }?;
+                napi_try!(
+                    sys::napi_set_property(env, out, key, v),
+                    "filling an object"
+                );
+            }
+        }
+        Value::Bytes(bytes) => {
+            let mut data: *mut std::ffi::c_void = ptr::null_mut();
+            let mut buffer = ptr::null_mut();
+            napi_try!(
+                sys::napi_create_arraybuffer(env, bytes.len(), &mut data, &mut buffer),
+                "creating an ArrayBuffer"
+            );
+            if !bytes.is_empty() {
+                // SAFETY: the new ArrayBuffer's `data` is valid for bytes.len() bytes and not
+                // aliased by anything else yet.
+                unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), data as *mut u8, bytes.len()) };
+            }
+            napi_try!(
+                sys::napi_create_typedarray(
+                    env,
+                    sys::TypedarrayType::uint8_array,
+                    bytes.len(),
+                    buffer,
+                    0,
+                    &mut out
+                ),
+                "creating a Uint8Array"
+            );
+        }
+        Value::BigInt(b) => {
+            napi_try!(
+                sys::napi_create_bigint_words(
+                    env,
+                    i32::from(b.negative),
+                    b.words.len(),
+                    b.words.as_ptr(),
+                    &mut out
+                ),
+                "creating a BigInt"
+            );
+        }
+    }
+    Ok(out)
+}
