@@ -21,6 +21,8 @@ const { execSync } = require('node:child_process');
 
 const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
 const started = Date.now();
+// Other work on the machine skews every figure: the results record the load around the run.
+const loadAtStart = os.loadavg()[0];
 
 function sh(cmd) {
   try {
@@ -40,6 +42,7 @@ function machine() {
     node: process.version,
     rustc: sh('rustc --version'),
     commit: sh('git rev-parse --short HEAD'),
+    loadAverage: { atStart: loadAtStart, atEnd: os.loadavg()[0] },
     date: new Date().toISOString(),
   };
 }
