@@ -1,5 +1,5 @@
 /*
- * The book's Happycoin miner in C (Multithreaded JavaScript, chapter 2's happycoin-threads.c
+ * The book's Happycoin miner in C (Multithreaded JavaScript, chapter 1's happycoin-threads.c
  * shape): pthreads, one plain loop per thread over draws / threads, the digit-by-digit isHappy
  * loop, happiness checked before divisibility by 10000. The random source is SplitMix64, the
  * same generator corepool's happycoin command uses, so both do identical work per draw.

@@ -1,5 +1,5 @@
 'use strict';
-// The book's Happycoin miner in JavaScript (Multithreaded JavaScript, chapter 1's happycoin.js):
+// The book's Happycoin miner in JavaScript (Multithreaded JavaScript, chapter 3's happycoin.js):
 // BigInt arithmetic, one crypto.randomFillSync per draw into a BigUint64Array, the digit-by-digit
 // isHappy loop, happiness checked before divisibility by 10000 (on purpose: it makes the work
 // heavy). Used as is by the js-main row, and by the worker_threads and Piscina peers.
