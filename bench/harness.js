@@ -67,6 +67,15 @@ function fmt(x) {
   return x.toPrecision(3);
 }
 
+/** Figures for a table: every number (in arrays and objects too) to 3 significant digits
+ *  (223.71 → 224, 1.3158 → 1.32); integers of more digits are kept as they are. */
+function round(x) {
+  if (typeof x === 'number') return Number.isFinite(x) && !Number.isInteger(x) ? Number(x.toPrecision(3)) : x;
+  if (Array.isArray(x)) return x.map(round);
+  if (x !== null && typeof x === 'object') return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, round(v)]));
+  return x;
+}
+
 class Suite {
   constructor(name, { runs = 5, warmup = 1, quickRuns = 2 } = {}) {
     this.name = name;
@@ -179,4 +188,4 @@ class Suite {
   }
 }
 
-module.exports = { Suite, machine, median, quick, fmt };
+module.exports = { Suite, machine, median, quick, fmt, round };
