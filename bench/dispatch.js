@@ -21,7 +21,7 @@ const { Piscina } = require('piscina');
 const { Tinypool } = require('tinypool');
 const workerpool = require('workerpool');
 const { Pool } = require('..');
-const { Suite, quick, fmt, median } = require('./harness');
+const { Suite, quick, fmt, median, round } = require('./harness');
 const RpcWorkerPool = require('./peers/rpc-worker-pool');
 
 const CORES = os.availableParallelism();
@@ -185,31 +185,37 @@ async function main() {
 
   suite.table(
     'closed loop',
-    contestants.map(({ label }) => {
-      const r = suite.results[label];
-      return { pool: label, threads: CORES, opsPerSec: r.median, min: r.min, max: r.max, vsCorepool: r.median / suite.results.corepool.median };
-    }),
+    round(
+      contestants.map(({ label }) => {
+        const r = suite.results[label];
+        return { pool: label, threads: CORES, opsPerSec: r.median, min: r.min, max: r.max, vsCorepool: r.median / suite.results.corepool.median };
+      }),
+    ),
   );
   suite.table(
     'sequential latency',
-    seq.map(({ label, calls }) => ({
-      pool: label,
-      calls,
-      p50us: suite.results[`${label} latency p50`].median,
-      p99us: suite.results[`${label} latency p99`].median,
-    })),
+    round(
+      seq.map(({ label, calls }) => ({
+        pool: label,
+        calls,
+        p50us: suite.results[`${label} latency p50`].median,
+        p99us: suite.results[`${label} latency p99`].median,
+      })),
+    ),
   );
   suite.table(
     'burst',
-    Object.entries(burstRuns).map(([label, runs]) => ({
-      what: label,
-      calls: BURST,
-      ms: median(runs.map((b) => b.ms)),
-      callsPerSec: BURST / (median(runs.map((b) => b.ms)) / 1000),
-      heapBeforeMB: median(runs.map((b) => b.before)),
-      heapSettledMB: median(runs.map((b) => b.settled)),
-      heapAfterGcMB: median(runs.map((b) => b.retained)),
-    })),
+    round(
+      Object.entries(burstRuns).map(([label, runs]) => ({
+        what: label,
+        calls: BURST,
+        ms: median(runs.map((b) => b.ms)),
+        callsPerSec: BURST / (median(runs.map((b) => b.ms)) / 1000),
+        heapBeforeMB: median(runs.map((b) => b.before)),
+        heapSettledMB: median(runs.map((b) => b.settled)),
+        heapAfterGcMB: median(runs.map((b) => b.retained)),
+      })),
+    ),
   );
   suite.note(`closed loops: ${CALLERS} callers, ${LOOP_MS / 1000} s per run, contestants in alternating rounds, ${CORES} threads each; the book's RpcWorkerPool with leastbusy.`);
   suite.note('burst heap: heapUsed when Promise.all settles (no GC) over heapUsed before (after GC); "after GC" is what stays once the results are dropped.');

@@ -20,7 +20,7 @@ const { spawnSync } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { Piscina } = require('piscina');
 const { Pool } = require('..');
-const { Suite, quick, fmt } = require('./harness');
+const { Suite, quick, fmt, round } = require('./harness');
 const { mine, isHappy } = require('./peers/happycoin');
 
 const CORES = os.availableParallelism();
@@ -217,20 +217,22 @@ async function main() {
   const core = suite.results.corepool.median;
   suite.table(
     'happycoin',
-    entries.map(({ label }) => {
-      const r = suite.results[label];
-      const native = !label.startsWith('js-') && label !== 'piscina';
-      return {
-        contestant: label,
-        threads: label === 'corepool 1 thread' ? 1 : label === 'js-main' ? 1 : CORES,
-        drawsTried: native ? DRAWS : JS_DRAWS,
-        msPer10M: r.median,
-        min: r.min,
-        max: r.max,
-        timesCorepool: r.median / core,
-        coinsPer10M: counts[label].reduce((a, b) => a + b, 0) / counts[label].length,
-      };
-    }),
+    round(
+      entries.map(({ label }) => {
+        const r = suite.results[label];
+        const native = !label.startsWith('js-') && label !== 'piscina';
+        return {
+          contestant: label,
+          threads: label === 'corepool 1 thread' || label === 'js-main' ? 1 : CORES,
+          drawsTried: native ? DRAWS : JS_DRAWS,
+          msPer10M: r.median,
+          min: r.min,
+          max: r.max,
+          timesCorepool: r.median / core,
+          coinsPer10M: counts[label].reduce((a, b) => a + b, 0) / counts[label].length,
+        };
+      }),
+    ),
   );
 
   suite.note(

@@ -15,7 +15,7 @@
 //   node bench/memory.js [--quick]
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { Suite, quick, fmt, median } = require('./harness');
+const { Suite, quick, fmt, median, round } = require('./harness');
 
 const SIZES = [0, 1, 2, 4, 8, 16];
 const KINDS = ['corepool', 'worker_threads', 'piscina'];
@@ -132,7 +132,7 @@ async function main() {
       });
     }
   }
-  suite.table('memory and start-up', rows);
+  suite.table('memory and start-up', round(rows));
 
   const top = SIZES[SIZES.length - 1];
   suite.limit(`corepool ${top} threads: RSS added over 0 threads`, `corepool ${top} threads: RSS added`, 4);
