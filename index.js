@@ -159,6 +159,7 @@ let sharedPool = null;
 
 class Pool extends EventEmitter {
   #native;
+  #call;
   #inflight = 0;
   #closed = false;
   #closing = null;
@@ -173,11 +174,13 @@ class Pool extends EventEmitter {
       // Pool.shared(): options were validated there.
       this.options = options;
       this.#native = nativePool;
+      this.#call = nativePool.caller();
       return;
     }
     this.options = validateOptions(options);
     const o = this.options;
     this.#native = new native.NativePool(channel, o.threads, o.strategy, o.maxQueue, o.onFull === 'wait', o.timeout);
+    this.#call = this.#native.caller();
   }
 
   /** A handle on the one native pool of this process (shared by every worker_thread). */
@@ -298,7 +301,7 @@ class Pool extends EventEmitter {
         call.onAbort = () => this.#native.cancel(id);
         signal.addEventListener('abort', call.onAbort, { once: true });
       }
-      this.#native.call(id, method, params, timeout, signal !== undefined);
+      this.#call(id, method, params, timeout, signal !== undefined);
     });
   }
 

@@ -147,17 +147,29 @@ impl Channel {
 impl Channel {
     /// Counts a call as in flight; the first one keeps the event loop alive.
     pub(crate) fn track(&self) {
-        if self.inbox.inflight.fetch_add(1, Ordering::Relaxed) == 0 {
-            let tsfn = self.inbox.tsfn.0.load(Ordering::Acquire);
-            // SAFETY: called from a Node-API callback on this env's JS thread; tsfn is live
-            // while the env is (it is finalized only at env teardown).
-            unsafe { sys::napi_ref_threadsafe_function(self.env, tsfn) };
-        }
+        // SAFETY: Channel methods run in Node-API callbacks on its env's JS thread.
+        unsafe { self.inbox.track(self.env) };
     }
 
     /// Settles a call now (on the JS thread) with an error, through the normal path.
     pub(crate) fn fail(&self, call: u64, error: RpcError) {
         self.origin.deliver(call, Err(error));
+    }
+}
+
+impl Inbox {
+    /// Counts a call as in flight; the first one refs the threadsafe function, which keeps
+    /// the event loop alive until the last settlement unrefs it.
+    ///
+    /// # Safety
+    /// Must run on the JS thread of `env`, the environment that owns this inbox.
+    pub(crate) unsafe fn track(&self, env: sys::napi_env) {
+        if self.inflight.fetch_add(1, Ordering::Relaxed) == 0 {
+            let tsfn = self.tsfn.0.load(Ordering::Acquire);
+            // SAFETY: JS thread of the owning env (caller contract); tsfn is live while the env
+            // is (Node finalizes it only at env teardown).
+            unsafe { sys::napi_ref_threadsafe_function(env, tsfn) };
+        }
     }
 }
 

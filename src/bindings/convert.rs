@@ -308,6 +308,31 @@ pub unsafe fn string(env: sys::napi_env, v: sys::napi_value) -> Converted<String
     String::from_utf8(buf).map_err(|_| "a string was not valid UTF-8".to_string())
 }
 
+/// Calls `f` with the string `v` without allocating when it is short (method names).
+///
+/// # Safety
+/// `v` must be a string of the live `env`, on its JS thread.
+pub unsafe fn with_str<R>(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    f: impl FnOnce(&str) -> R,
+) -> Converted<R> {
+    let mut buf = [0u8; 64];
+    let mut len = 0usize;
+    napi_try!(
+        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), buf.len(), &mut len),
+        "reading a string"
+    );
+    if len < buf.len() - 1 {
+        if let Ok(s) = std::str::from_utf8(&buf[..len]) {
+            return Ok(f(s));
+        }
+    }
+    // SAFETY: as for this function.
+    let s = unsafe { string(env, v) }?;
+    Ok(f(&s))
+}
+
 /// # Safety
 /// `v` must be a bigint of the live `env`, on its JS thread.
 unsafe fn bigint(env: sys::napi_env, v: sys::napi_value) -> Converted<BigInt> {

@@ -3,14 +3,17 @@
 //! Every method settles through the channel, never by throwing: argument mistakes become
 //! RpcErrors delivered like any other outcome, so `exec`/`call` never throw synchronously.
 
-use super::channel::Channel;
+use super::channel::{Channel, Inbox};
 use super::convert::{self, FromJs};
 use crate::commands;
+use crate::pool::Origin;
 use crate::pool::{OnFull, Options, Pool, Stats, Strategy};
 use crate::rpc::{envelope, json, CancelReason, ErrorCode, RpcError, Value};
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
+use std::ffi::c_void;
+use std::ptr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,8 +29,8 @@ pub struct NativePool {
 
 /// The channel's shared parts (the JS object itself stays owned by index.js).
 struct ChannelRef {
-    origin: Arc<crate::pool::Origin>,
-    inbox: Arc<super::channel::Inbox>,
+    origin: Arc<Origin>,
+    inbox: Arc<Inbox>,
     channel: *const Channel,
 }
 
@@ -231,39 +234,47 @@ impl NativePool {
         self.shared
     }
 
-    /// Runs `method(...params)`; settles call `id` through the channel.
+    /// A function `call(id, method, params, timeoutMs, cancellable)` bound to this pool: the
+    /// hot path of `exec`/`call`, made as a plain Node-API function (no class unwrapping),
+    /// which costs a fraction of a generated method. Settles call `id` through the channel.
     #[napi(catch_unwind)]
-    pub fn call(
-        &self,
-        env: Env,
-        id: f64,
-        method: Unknown,
-        params: Unknown,
-        timeout_ms: Option<f64>,
-        cancellable: bool,
-    ) {
-        let ch = self.channel.channel();
-        ch.track();
-        let id = id as u64;
-        let (method, params) = match read_call(env.raw(), method, params) {
-            Ok(x) => x,
-            Err(e) => return ch.fail(id, e),
-        };
-        let control = self.pool.call(
-            &self.channel.origin,
-            id,
-            &method,
-            params,
-            timeout(timeout_ms),
-        );
-        if let (Some(control), true) = (control, cancellable) {
-            self.channel
-                .inbox
-                .cancellable
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id, control);
+    pub fn caller(&self, env: Env) -> Result<RawValue> {
+        let hot = Arc::new(Hot {
+            pool: self.pool.clone(),
+            origin: self.channel.origin.clone(),
+            inbox: self.channel.inbox.clone(),
+        });
+        let data = Arc::into_raw(hot) as *mut c_void;
+        let mut f = ptr::null_mut();
+        // SAFETY: a Node-API callback on this env's JS thread. `data` is a leaked Arc<Hot>
+        // that the finalizer added below reclaims exactly once, when the function is collected
+        // (or the env torn down); until then `hot_call` may borrow it.
+        unsafe {
+            let status = sys::napi_create_function(
+                env.raw(),
+                c"call".as_ptr(),
+                4,
+                Some(hot_call),
+                data,
+                &mut f,
+            );
+            if status != sys::Status::napi_ok {
+                drop(Arc::from_raw(data as *const Hot));
+                return Err(Error::new(
+                    Status::GenericFailure,
+                    "corepool: could not create the call function",
+                ));
+            }
+            sys::napi_add_finalizer(
+                env.raw(),
+                f,
+                data,
+                Some(drop_hot),
+                ptr::null_mut(),
+                ptr::null_mut(),
+            );
         }
+        Ok(RawValue(f))
     }
 
     /// Stops call `id` (its AbortSignal fired): a queued call settles now, a running one as
@@ -394,6 +405,127 @@ impl NativePool {
             self.pool.destroy();
         }
     }
+}
+
+/// What the hot `call` function needs, owned by the function object.
+struct Hot {
+    pool: Arc<Pool>,
+    origin: Arc<Origin>,
+    inbox: Arc<Inbox>,
+}
+
+/// A napi_value handed back to JS as is.
+pub struct RawValue(sys::napi_value);
+
+impl ToNapiValue for RawValue {
+    unsafe fn to_napi_value(_env: sys::napi_env, v: Self) -> Result<sys::napi_value> {
+        Ok(v.0)
+    }
+}
+
+unsafe extern "C" fn drop_hot(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: `data` is the Arc<Hot> leaked in `caller`; Node runs this finalizer once.
+    drop(unsafe { Arc::from_raw(data as *const Hot) });
+}
+
+unsafe extern "C" fn hot_call(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    let result = std::panic::catch_unwind(|| {
+        let mut argc = 5usize;
+        let mut argv = [ptr::null_mut(); 5];
+        let mut data = ptr::null_mut();
+        // SAFETY: a Node-API callback on its env's JS thread; `argv` has room for `argc` values.
+        unsafe {
+            sys::napi_get_cb_info(
+                env,
+                info,
+                &mut argc,
+                argv.as_mut_ptr(),
+                ptr::null_mut(),
+                &mut data,
+            )
+        };
+        // SAFETY: `data` is the Arc<Hot> owned by this function object, alive while it can be
+        // called (see `caller`).
+        let hot = unsafe { &*(data as *const Hot) };
+        // SAFETY: JS thread of the env that owns the inbox.
+        unsafe { hot.inbox.track(env) };
+        let mut id = 0.0;
+        let mut cancellable = false;
+        let mut timeout_ms = None;
+        // SAFETY: the argv values belong to this env; out-pointers are live locals.
+        unsafe {
+            sys::napi_get_value_double(env, argv[0], &mut id);
+            sys::napi_get_value_bool(env, argv[4], &mut cancellable);
+            let mut t = 0;
+            sys::napi_typeof(env, argv[3], &mut t);
+            if t == sys::ValueType::napi_number {
+                let mut ms = 0.0;
+                sys::napi_get_value_double(env, argv[3], &mut ms);
+                timeout_ms = Some(ms);
+            }
+        }
+        let id = id as u64;
+        let mut from = FromJs::new(env);
+        // SAFETY: argv[2] belongs to this env, on its JS thread.
+        let params = match unsafe { from.params(argv[2]) } {
+            Ok(p) => p,
+            Err(e) => return hot.origin.deliver(id, Err(e)),
+        };
+        // SAFETY: argv[1] belongs to this env, on its JS thread.
+        let control = match unsafe { method_str(env, argv[1]) } {
+            Ok(()) => unsafe {
+                convert::with_str(env, argv[1], |m| {
+                    hot.pool
+                        .call(&hot.origin, id, m, params, timeout(timeout_ms))
+                })
+            }
+            .unwrap_or(None),
+            Err(e) => return hot.origin.deliver(id, Err(e)),
+        };
+        if let (Some(control), true) = (control, cancellable) {
+            hot.inbox
+                .cancellable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id, control);
+        }
+    });
+    if result.is_err() {
+        // SAFETY: JS thread of a live env.
+        unsafe {
+            sys::napi_throw_error(
+                env,
+                ptr::null(),
+                c"corepool: internal error in call()".as_ptr(),
+            )
+        };
+    }
+    ptr::null_mut()
+}
+
+/// `Ok` when `v` is a string, else the InvalidRequest error for a bad method.
+///
+/// # Safety
+/// On the JS thread of the env `v` belongs to.
+unsafe fn method_str(env: sys::napi_env, v: sys::napi_value) -> std::result::Result<(), RpcError> {
+    let mut t = 0;
+    // SAFETY: caller contract.
+    unsafe { sys::napi_typeof(env, v, &mut t) };
+    if t == sys::ValueType::napi_string {
+        return Ok(());
+    }
+    // SAFETY: caller contract.
+    let kind = type_name(
+        &unsafe { Unknown::from_napi_value(env, v) }
+            .map_err(|e| RpcError::failed(e.to_string()))?,
+    );
+    Err(RpcError::new(
+        ErrorCode::InvalidRequest,
+        format!("method must be a string, got {kind}"),
+    ))
 }
 
 fn channel_ref(channel: &Channel) -> ChannelRef {
