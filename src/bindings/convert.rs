@@ -261,31 +261,43 @@ impl FromJs {
         Ok(Value::Object(map))
     }
 
+    /// True when `proto` is an `Object.prototype`: of this realm or another one (a `vm`
+    /// context, a test runner's sandbox), recognised by having no prototype itself and a
+    /// `constructor` named "Object".
+    ///
     /// # Safety
     /// As for [`FromJs::value`].
     unsafe fn is_object_prototype(&mut self, proto: sys::napi_value) -> Converted<bool> {
         let env = self.env;
-        if self.object_prototype.is_null() {
-            let mut global = ptr::null_mut();
-            napi_try!(sys::napi_get_global(env, &mut global), "reading globalThis");
-            let mut object = ptr::null_mut();
+        if !self.object_prototype.is_null() {
+            let mut same = false;
             napi_try!(
-                sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object),
-                "reading Object"
+                sys::napi_strict_equals(env, proto, self.object_prototype, &mut same),
+                "comparing prototypes"
             );
-            let mut p = ptr::null_mut();
-            napi_try!(
-                sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut p),
-                "reading Object.prototype"
-            );
-            self.object_prototype = p;
+            if same {
+                return Ok(true);
+            }
         }
-        let mut same = false;
+        let mut parent = ptr::null_mut();
         napi_try!(
-            sys::napi_strict_equals(env, proto, self.object_prototype, &mut same),
-            "comparing prototypes"
+            sys::napi_get_prototype(env, proto, &mut parent),
+            "reading a prototype"
         );
-        Ok(same)
+        let mut t = 0;
+        napi_try!(
+            sys::napi_typeof(env, parent, &mut t),
+            "reading a prototype type"
+        );
+        if t != sys::ValueType::napi_null {
+            return Ok(false);
+        }
+        // SAFETY: proto is an object of this env.
+        let plain = unsafe { constructor_name(env, proto) }.is_some_and(|n| n == "Object");
+        if plain {
+            self.object_prototype = proto;
+        }
+        Ok(plain)
     }
 }
 
@@ -339,7 +351,7 @@ unsafe fn bigint(env: sys::napi_env, v: sys::napi_value) -> Converted<BigInt> {
     let mut sign = 0i32;
     let mut count = 0usize;
     napi_try!(
-        sys::napi_get_value_bigint_words(env, v, &mut sign, &mut count, ptr::null_mut()),
+        sys::napi_get_value_bigint_words(env, v, ptr::null_mut(), &mut count, ptr::null_mut()),
         "measuring a BigInt"
     );
     let mut words = vec![0u64; count];

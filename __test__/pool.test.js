@@ -1,0 +1,513 @@
+'use strict';
+const os = require('node:os');
+const { Pool, RpcError, poolSize } = require('..');
+
+const C = RpcError.codes;
+const cores = os.availableParallelism();
+
+/** Resolves to the RpcError a promise rejects with (fails the test if it resolves). */
+async function rejection(promise) {
+  try {
+    const v = await promise;
+    throw new Error(`expected a rejection, got ${JSON.stringify(v)}`);
+  } catch (e) {
+    if (!(e instanceof RpcError)) throw e;
+    return e;
+  }
+}
+
+describe('options', () => {
+  test('threads: 0 → cores, negative → cores + n (min 1), positive → n', async () => {
+    const pools = [new Pool({ threads: 0 }), new Pool({ threads: -1 }), new Pool({ threads: -1000 }), new Pool({ threads: 3 })];
+    expect(pools.map((p) => p.threads)).toEqual([cores, Math.max(cores - 1, 1), 1, 3]);
+    expect(pools[3].stats().workers).toHaveLength(3);
+    await Promise.all(pools.map((p) => p.close()));
+  });
+
+  test.each([
+    [{ strategy: 'fastest' }, TypeError, /strategy/],
+    [{ strategy: 'LeastBusy' }, TypeError, /strategy/],
+    [{ threads: 1.5 }, TypeError, /threads/],
+    [{ threads: '2' }, TypeError, /threads/],
+    [{ maxQueue: -1 }, RangeError, /maxQueue/],
+    [{ maxQueue: 1.5 }, RangeError, /maxQueue/],
+    [{ maxQueue: 'lots' }, RangeError, /maxQueue/],
+    [{ onFull: 'drop' }, TypeError, /onFull/],
+    [{ timeout: -1 }, RangeError, /timeout/],
+    [{ timeout: NaN }, RangeError, /timeout/],
+    [{ thread: 2 }, TypeError, /unknown option 'thread'/],
+    [42, TypeError, /options must be an object/],
+  ])('bad option %j → %p naming it', (options, type, message) => {
+    expect(() => new Pool(options)).toThrow(type);
+    expect(() => new Pool(options)).toThrow(message);
+  });
+
+  test("maxQueue 'auto' is threads²", async () => {
+    const pool = new Pool({ threads: 3, maxQueue: 'auto' });
+    expect(pool.options.maxQueue).toBe(9);
+    await pool.close();
+  });
+
+  test('poolSize follows cores · (1 + wait/compute)', () => {
+    expect(poolSize({ cores: 4, waitMs: 30, computeMs: 10 })).toBe(16);
+    expect(poolSize({ cores: 2 })).toBe(2);
+    expect(poolSize({ cores: 0 })).toBe(1);
+    expect(() => poolSize({ cores: 2, computeMs: 0 })).toThrow(RangeError);
+    expect(() => poolSize({ cores: -1 })).toThrow(RangeError);
+  });
+});
+
+describe('calls', () => {
+  let pool;
+  beforeAll(() => {
+    pool = new Pool({ threads: 2 });
+  });
+  afterAll(() => pool.close());
+
+  test('exec runs the built-in commands', async () => {
+    expect(await pool.exec('echo', { a: [1, 'x', null, true], b: 1e21, c: -0 })).toEqual({ a: [1, 'x', null, true], b: 1e21, c: -0 });
+    expect(await pool.exec('fibonacci', 90)).toBe('2880067194370816120');
+    expect(await pool.exec('fibonacci', 0)).toBe('0');
+    let sum = 0;
+    for (let i = 0; i < 100000; i++) sum += Math.sqrt(i);
+    expect(await pool.exec('square_sum', 100000)).toBe(sum);
+    expect(await pool.exec('sleep', 5)).toBe(5);
+  });
+
+  test('values keep their shape: key order, unicode, nesting, BigInt and bytes', async () => {
+    const v = { z: 1, a: 'héllo 🌍', nested: [[[{ deep: [] }]]], big: 123456789012345678901234567890n, bytes: new Uint8Array([1, 2, 255]) };
+    const back = await pool.exec('echo', v);
+    expect(Object.keys(back)).toEqual(['z', 'a', 'nested', 'big', 'bytes']);
+    expect(back).toEqual(v);
+    expect(await pool.exec('echo', -5n)).toBe(-5n);
+    expect(await pool.exec('echo', { u: undefined, n: null })).toEqual({ n: null });
+    expect(await pool.exec('echo', [undefined, 1])).toEqual([null, 1]);
+  });
+
+  test('call takes a params array (or one value) and options', async () => {
+    expect(await pool.call('echo', [7])).toBe(7);
+    expect(await pool.call('echo', 'x')).toBe('x');
+    expect(await pool.call('sleep', [1], { timeout: 1000 })).toBe(1);
+  });
+
+  test('happycoin: every coin is happy and divisible by 10000; seed makes it repeatable', async () => {
+    const isHappy = (n) => {
+      const seen = new Set();
+      while (n !== 1n && n !== 4n && !seen.has(n)) {
+        seen.add(n);
+        let s = 0n;
+        for (const d of n.toString()) s += BigInt(d) ** 2n;
+        n = s;
+      }
+      return n === 1n;
+    };
+    const [a, b] = await Promise.all([pool.exec('happycoin', { attempts: 2e6, seed: 7 }), pool.exec('happycoin', { attempts: 2e6, seed: 7 })]);
+    expect(a).toEqual(b);
+    expect(a.count).toBe(a.coins.length);
+    expect(a.count).toBeGreaterThan(5);
+    for (const c of a.coins) {
+      const n = BigInt(c);
+      expect(n % 10000n).toBe(0n);
+      expect(isHappy(n)).toBe(true);
+    }
+    const other = await pool.exec('happycoin', { attempts: 2e6, seed: 8 });
+    expect(other.coins).not.toEqual(a.coins);
+  });
+
+  test.each([NaN, Infinity, -1, 2 ** 60, 1.5, '100', null])('happycoin attempts %p → InvalidParams', async (attempts) => {
+    const e = await rejection(pool.exec('happycoin', { attempts }));
+    expect(e.code).toBe(C.InvalidParams);
+    expect(e.message).toMatch(/attempts/);
+  });
+
+  test('unknown methods, prototype names and non-string methods are refused', async () => {
+    for (const m of ['nope', '__proto__', 'constructor', 'toString', 'hasOwnProperty', '']) {
+      const e = await rejection(pool.exec(m));
+      expect(e.code).toBe(C.MethodNotFound);
+      expect(e.type).toBe('MethodNotFound');
+    }
+    for (const m of [42, null, undefined, {}, Symbol('x')]) {
+      const e = await rejection(pool.exec(m));
+      expect(e.code).toBe(C.InvalidRequest);
+      expect(e.message).toMatch(/method must be a string/);
+    }
+  });
+
+  test('wrong param count or type → InvalidParams, never a crash', async () => {
+    const cases = [
+      ['echo'],
+      ['echo', 1, 2],
+      ['sleep', 'soon'],
+      ['sleep', -1],
+      ['sleep', 1e12],
+      ['fibonacci', 1e9],
+      ['fibonacci', -1],
+      ['square_sum', 2 ** 60],
+      ['happycoin', 5],
+      ['happycoin', { attempts: 1, colour: 'red' }],
+      ['happycoin', { attempts: 1, into: new BigUint64Array(4) }],
+    ];
+    for (const [m, ...params] of cases) {
+      const e = await rejection(pool.exec(m, ...params));
+      expect([m, e.code]).toEqual([m, C.InvalidParams]);
+    }
+  });
+
+  test('values that cannot cross are refused with their place and type', async () => {
+    class Point {
+      constructor() {
+        this.x = 1;
+      }
+    }
+    const cyclic = {};
+    cyclic.self = cyclic;
+    const cases = [
+      [{ f: () => 1 }, /params\[0\]\.f is a function/],
+      [new Date(0), /Date/],
+      [new Point(), /instance of Point/],
+      [new Map(), /instance of Map/],
+      [Symbol('s'), /symbol/],
+      [cyclic, /nested more than/],
+      [new Float64Array(2), /Float64Array over an ordinary ArrayBuffer/],
+      [new ArrayBuffer(8), /ArrayBuffer: pass a typed-array view/],
+      [new DataView(new ArrayBuffer(8)), /DataView/],
+    ];
+    for (const [value, message] of cases) {
+      const e = await rejection(pool.exec('echo', value));
+      expect(e.code).toBe(C.InvalidParams);
+      expect(e.message).toMatch(message);
+    }
+  });
+
+  test('a panicking command rejects with InternalError and the pool keeps serving', async () => {
+    const e = await rejection(pool.exec('panic', 'on purpose'));
+    expect(e.code).toBe(C.InternalError);
+    expect(e.message).toMatch(/on purpose/);
+    const again = await Promise.all([1, 2, 3, 4].map((i) => pool.exec('echo', i)));
+    expect(again).toEqual([1, 2, 3, 4]);
+  });
+
+  test('broadcast runs once on every thread', async () => {
+    const before = pool.stats().workers.map((w) => w.completed);
+    expect(await pool.broadcast('echo', 'hi')).toEqual(['hi', 'hi']);
+    const after = pool.stats().workers.map((w) => w.completed);
+    expect(after.map((c, i) => c - before[i])).toEqual([1, 1]);
+    expect((await rejection(pool.broadcast('nope'))).code).toBe(C.MethodNotFound);
+  });
+
+  test('methods() lists the built-in commands', () => {
+    const names = pool.methods().map((m) => m.name);
+    expect(names).toEqual(expect.arrayContaining(['echo', 'sleep', 'square_sum', 'fibonacci', 'happycoin']));
+    for (const m of pool.methods()) {
+      expect(typeof m.params).toBe('string');
+      expect(m.summary.length).toBeGreaterThan(5);
+    }
+  });
+
+  test('100k calls submitted at once all settle with their own result', async () => {
+    const n = 100000;
+    const results = await Promise.all(Array.from({ length: n }, (_, i) => pool.exec('echo', i)));
+    let bad = 0;
+    for (let i = 0; i < n; i++) if (results[i] !== i) bad++;
+    expect(bad).toBe(0);
+  });
+});
+
+describe('JSON-RPC 2.0', () => {
+  let pool;
+  beforeAll(() => {
+    pool = new Pool({ threads: 2 });
+  });
+  afterAll(() => pool.close());
+
+  test('request answers with result xor error and echoes the id', async () => {
+    expect(await pool.request({ jsonrpc: '2.0', method: 'fibonacci', params: [90], id: 7 })).toEqual({
+      jsonrpc: '2.0',
+      result: '2880067194370816120',
+      id: 7,
+    });
+    expect(await pool.request({ jsonrpc: '2.0', method: 'nope', id: 'a' })).toEqual({
+      jsonrpc: '2.0',
+      error: { code: -32601, message: 'Method not found: "nope"' },
+      id: 'a',
+    });
+    const bad = await pool.request({ jsonrpc: '2.0', method: 'sleep', params: ['x'], id: null });
+    expect(bad.error.code).toBe(-32602);
+    expect(bad.id).toBe(null);
+  });
+
+  test('by-name params reach the command as one object', async () => {
+    const r = await pool.request({ jsonrpc: '2.0', method: 'happycoin', params: { attempts: 1000, seed: 1 }, id: 1 });
+    expect(r.result.count).toBe(r.result.coins.length);
+  });
+
+  test('invalid requests get -32600', async () => {
+    for (const req of [
+      { jsonrpc: '1.0', method: 'echo', params: [1], id: 1 },
+      { jsonrpc: '2.0', method: 5, id: 1 },
+      { jsonrpc: '2.0', method: 'echo', params: 'x', id: 1 },
+      { method: 'echo', id: 1 },
+      'echo',
+      42,
+      { jsonrpc: '2.0', method: 'echo', params: [() => 1], id: 1 },
+    ]) {
+      const r = await pool.request(req);
+      expect(r.error.code).toBe(-32600);
+      expect(r.result).toBeUndefined();
+    }
+  });
+
+  test('notifications run and get no response', async () => {
+    expect(await pool.request({ jsonrpc: '2.0', method: 'echo', params: [1] })).toBeNull();
+    expect(await pool.handle('{"jsonrpc":"2.0","method":"echo","params":[1]}')).toBe('');
+  });
+
+  test('batches: one response per non-notification, in order; empty batch is invalid', async () => {
+    const out = await pool.request([
+      { jsonrpc: '2.0', method: 'echo', params: [1], id: 1 },
+      { jsonrpc: '2.0', method: 'echo', params: [2] },
+      { jsonrpc: '2.0', method: 'sleep', params: [20], id: 2 },
+      { jsonrpc: '2.0', method: 'nope', id: 3 },
+      { foo: 'boo' },
+    ]);
+    expect(out).toEqual([
+      { jsonrpc: '2.0', result: 1, id: 1 },
+      { jsonrpc: '2.0', result: 20, id: 2 },
+      { jsonrpc: '2.0', error: { code: -32601, message: 'Method not found: "nope"' }, id: 3 },
+      { jsonrpc: '2.0', error: { code: -32600, message: expect.stringMatching(/jsonrpc/) }, id: null },
+    ]);
+    const empty = await pool.request([]);
+    expect(empty.error.code).toBe(-32600);
+    expect(await pool.request([{ jsonrpc: '2.0', method: 'echo', params: [1] }])).toBeNull();
+  });
+
+  test('handle: text in, text out; parse errors are -32700', async () => {
+    expect(await pool.handle('{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}')).toBe('{"jsonrpc":"2.0","result":1,"id":1}');
+    const parse = JSON.parse(await pool.handle('{"jsonrpc":"2.0","method":'));
+    expect(parse.error.code).toBe(-32700);
+    expect(parse.id).toBe(null);
+    expect(JSON.parse(await pool.handle('[]')).error.code).toBe(-32600);
+    expect(JSON.parse(await pool.handle(42)).error.code).toBe(-32600);
+    const batch = JSON.parse(await pool.handle('[1,{"jsonrpc":"2.0","method":"echo","params":["x"],"id":9}]'));
+    expect(batch).toEqual([
+      { jsonrpc: '2.0', error: { code: -32600, message: expect.any(String) }, id: null },
+      { jsonrpc: '2.0', result: 'x', id: 9 },
+    ]);
+  });
+});
+
+describe('scheduling', () => {
+  test('roundrobin serves 0,1,2,0,1,2…', async () => {
+    const pool = new Pool({ threads: 3, strategy: 'roundrobin' });
+    const served = [];
+    for (let i = 0; i < 9; i++) {
+      const before = pool.stats().workers.map((w) => w.completed);
+      await pool.exec('echo', i);
+      const after = pool.stats().workers.map((w) => w.completed);
+      served.push(after.findIndex((c, w) => c > before[w]));
+    }
+    expect(served).toEqual([0, 1, 2, 0, 1, 2, 0, 1, 2]);
+    await pool.close();
+  });
+
+  test('leastbusy never queues behind a busy worker while another is idle, and breaks ties at random', async () => {
+    const pool = new Pool({ threads: 4, strategy: 'leastbusy' });
+    const firstPicks = new Set();
+    for (let round = 0; round < 40; round++) {
+      const before = pool.stats().workers.map((w) => w.completed);
+      await pool.exec('echo', round);
+      const after = pool.stats().workers.map((w) => w.completed);
+      firstPicks.add(after.findIndex((c, w) => c > before[w]));
+    }
+    // All idle: ties. The book's version always picks worker 0; ours spreads.
+    expect(firstPicks.size).toBeGreaterThan(1);
+
+    // Three long calls occupy three workers; every short call must go to the fourth.
+    const long = [0, 1, 2].map(() => pool.exec('sleep', 400));
+    await new Promise((r) => setTimeout(r, 50));
+    const busy = pool.stats().workers.map((w) => w.running);
+    expect(busy.reduce((a, b) => a + b)).toBe(3);
+    const idle = busy.indexOf(0);
+    const before = pool.stats().workers[idle].completed;
+    for (let i = 0; i < 10; i++) await pool.exec('sleep', 1);
+    expect(pool.stats().workers[idle].completed - before).toBe(10);
+    await Promise.all(long);
+    await pool.close();
+  });
+
+  test('random reaches every worker', async () => {
+    const pool = new Pool({ threads: 4, strategy: 'random' });
+    await Promise.all(Array.from({ length: 400 }, (_, i) => pool.exec('echo', i)));
+    const per = pool.stats().workers.map((w) => w.completed);
+    for (const c of per) expect(c).toBeGreaterThan(40);
+    await pool.close();
+  });
+
+  test('stats reports counts and latencies', async () => {
+    const pool = new Pool({ threads: 2 });
+    await Promise.all([pool.exec('sleep', 20), pool.exec('sleep', 20), pool.exec('nope').catch(() => {})]);
+    const s = pool.stats();
+    expect(s).toMatchObject({ threads: 2, strategy: 'leastbusy', queued: 0, running: 0, completed: 2 });
+    expect(s.workers.reduce((a, w) => a + w.busyMs, 0)).toBeGreaterThanOrEqual(35);
+    expect(s.runTime.max).toBeGreaterThanOrEqual(19);
+    expect(s.runTime.p50).toBeLessThanOrEqual(s.runTime.p99);
+    await pool.close();
+  });
+});
+
+describe('limits: timeout, abort, maxQueue', () => {
+  test('timeout counts from when the call starts, not while it waits', async () => {
+    const pool = new Pool({ threads: 1 });
+    const first = pool.exec('sleep', 150);
+    const second = pool.call('sleep', [30], { timeout: 100 }); // waits ~150 ms, runs 30 ms
+    const third = pool.call('sleep', [5000], { timeout: 50 });
+    expect(await first).toBe(150);
+    expect(await second).toBe(30);
+    const e = await rejection(third);
+    expect(e.code).toBe(C.Timeout);
+    await pool.close();
+  });
+
+  test('pool timeout applies by default; 0 per call lifts it', async () => {
+    const pool = new Pool({ threads: 1, timeout: 40 });
+    expect((await rejection(pool.exec('sleep', 5000))).code).toBe(C.Timeout);
+    expect(await pool.call('sleep', [80], { timeout: 0 })).toBe(80);
+    await pool.close();
+  });
+
+  test('bad call options reject (never throw)', async () => {
+    const pool = new Pool({ threads: 1 });
+    for (const options of [{ timeout: -1 }, { timeout: 'soon' }, { signal: {} }, 5]) {
+      let threw = false;
+      let p;
+      try {
+        p = pool.call('echo', [1], options);
+      } catch {
+        threw = true;
+      }
+      expect(threw).toBe(false);
+      expect((await rejection(p)).code).toBe(C.InvalidRequest);
+    }
+    await pool.close();
+  });
+
+  test('a pre-aborted signal rejects at once; abort removes a queued call and stops a running one', async () => {
+    const pool = new Pool({ threads: 1 });
+    const pre = new AbortController();
+    pre.abort();
+    expect((await rejection(pool.call('echo', [1], { signal: pre.signal }))).code).toBe(C.Aborted);
+
+    const running = new AbortController();
+    const queued = new AbortController();
+    const started = Date.now();
+    const r = pool.call('sleep', [10000], { signal: running.signal });
+    const q = pool.call('echo', ['never'], { signal: queued.signal });
+    queued.abort();
+    expect((await rejection(q)).code).toBe(C.Aborted);
+    const s = pool.stats();
+    expect(s.queued + s.running).toBe(1); // only the sleep is left
+    running.abort();
+    expect((await rejection(r)).code).toBe(C.Aborted);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(await pool.exec('echo', 'still serving')).toBe('still serving');
+    await pool.close();
+  });
+
+  test("maxQueue with onFull 'reject' → QueueFull beyond the bound", async () => {
+    const pool = new Pool({ threads: 1, maxQueue: 2 });
+    const running = pool.exec('sleep', 100);
+    const q1 = pool.exec('echo', 1);
+    const q2 = pool.exec('echo', 2);
+    const e = await rejection(pool.exec('echo', 3));
+    expect(e.code).toBe(C.QueueFull);
+    expect(await Promise.all([running, q1, q2])).toEqual([100, 1, 2]);
+    await pool.close();
+  });
+
+  test('maxQueue 0: a call runs only when a thread is free', async () => {
+    const pool = new Pool({ threads: 1, maxQueue: 0 });
+    const running = pool.exec('sleep', 50);
+    expect((await rejection(pool.exec('echo', 1))).code).toBe(C.QueueFull);
+    await running;
+    expect(await pool.exec('echo', 2)).toBe(2);
+    await pool.close();
+  });
+
+  test("onFull 'wait': calls wait for room, in order, and all complete", async () => {
+    const pool = new Pool({ threads: 1, maxQueue: 1, onFull: 'wait' });
+    const order = [];
+    const calls = Array.from({ length: 30 }, (_, i) => pool.exec('sleep', 1).then(() => order.push(i)));
+    const s = pool.stats();
+    expect(s.queued + s.running).toBeLessThanOrEqual(2);
+    expect(s.waiting).toBeGreaterThan(0);
+    await Promise.all(calls);
+    expect(order).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    await pool.close();
+  });
+
+  test('abort also removes a call waiting for room', async () => {
+    const pool = new Pool({ threads: 1, maxQueue: 0, onFull: 'wait' });
+    const first = pool.exec('sleep', 100);
+    const ac = new AbortController();
+    const waiting = pool.call('echo', [1], { signal: ac.signal });
+    ac.abort();
+    expect((await rejection(waiting)).code).toBe(C.Aborted);
+    expect(pool.stats().waiting).toBe(0);
+    await first;
+    await pool.close();
+  });
+});
+
+describe('lifecycle', () => {
+  test('close() settles every accepted call, then rejects new ones; twice is fine', async () => {
+    const pool = new Pool({ threads: 2 });
+    const calls = Array.from({ length: 50 }, (_, i) => pool.exec('sleep', 2).then(() => i));
+    const closing = pool.close();
+    expect((await rejection(pool.exec('echo', 1))).code).toBe(C.PoolClosed);
+    await Promise.all([closing, pool.close()]);
+    expect(await Promise.all(calls)).toHaveLength(50);
+    expect((await rejection(pool.exec('echo', 1))).code).toBe(C.PoolClosed);
+    expect(JSON.parse(await pool.handle('{"jsonrpc":"2.0","method":"echo","params":[1],"id":4}')).error.code).toBe(C.PoolClosed);
+  });
+
+  test('destroy() rejects queued calls with PoolClosed and stops running ones', async () => {
+    const pool = new Pool({ threads: 1 });
+    const running = pool.exec('sleep', 10000);
+    const queued = Array.from({ length: 20 }, () => pool.exec('echo', 1));
+    const codes = Promise.all([running, ...queued].map((p) => rejection(p).then((e) => e.code)));
+    await new Promise((r) => setTimeout(r, 20));
+    const started = Date.now();
+    await pool.destroy();
+    expect(new Set(await codes)).toEqual(new Set([C.PoolClosed]));
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  test("drained() and the 'drain' event", async () => {
+    const pool = new Pool({ threads: 2 });
+    await pool.drained(); // nothing in flight
+    let drains = 0;
+    pool.on('drain', () => drains++);
+    const calls = Array.from({ length: 10 }, () => pool.exec('sleep', 5));
+    await pool.drained();
+    expect(pool.stats().completed).toBe(10);
+    expect(drains).toBe(1);
+    await Promise.all(calls);
+    await pool.close();
+  });
+
+  test('Symbol.asyncDispose closes the pool', async () => {
+    const pool = new Pool({ threads: 1 });
+    const p = pool.exec('sleep', 10);
+    await pool[Symbol.asyncDispose]();
+    expect(await p).toBe(10);
+    expect((await rejection(pool.exec('echo', 1))).code).toBe(C.PoolClosed);
+  });
+
+  test('RpcError carries code, type and data and serialises as a JSON-RPC error', () => {
+    const e = new RpcError(C.CommandFailed, 'nope', { why: 1 });
+    expect(e).toBeInstanceOf(Error);
+    expect(e.type).toBe('CommandFailed');
+    expect(JSON.parse(JSON.stringify(e))).toEqual({ code: -32000, message: 'nope', data: { why: 1 } });
+    expect(Object.isFrozen(RpcError.codes)).toBe(true);
+  });
+});
