@@ -181,7 +181,9 @@ async function main() {
   suite.ratio('corepool vs rpc-worker-pool (closed loop)', 'corepool', 'rpc-worker-pool');
   suite.limit('corepool sequential latency p50', 'corepool latency p50', 30);
   suite.ratio('corepool vs piscina (sequential p50)', 'corepool latency p50', 'piscina latency p50');
-  suite.limit(`corepool burst of ${fmt(BURST)}: heap settled/before`, 'corepool burst heap settled/before', 2);
+  suite.limit(`corepool burst of ${fmt(BURST)}: heap settled/before (no GC)`, 'corepool burst heap settled/before', 2);
+  suite.limit(`corepool burst of ${fmt(BURST)}: heap after GC/before (leak check)`, 'corepool burst heap retained/before', 2);
+  suite.ratio('corepool vs plain promises (burst heap settled)', 'corepool burst heap settled/before', 'plain promises burst heap settled/before');
 
   suite.table(
     'closed loop',
