@@ -58,6 +58,7 @@ RpcError.codes = CODES;
 // This environment's completion channel: one per main thread / worker_thread.
 
 const pending = new Map(); // call id → Call
+const RESULT_AS_JSON = 1; // settle code: the result is JSON text (big plain data, see channel.rs)
 let lastId = 0;
 const kSettled = Symbol('settled');
 
@@ -83,6 +84,7 @@ function settle(batch) {
     if (call.signal !== null) call.signal.removeEventListener('abort', call.onAbort);
     const code = batch[i + 1];
     if (code === 0) call.resolve(batch[i + 2]);
+    else if (code === RESULT_AS_JSON) call.resolve(JSON.parse(batch[i + 2]));
     else call.reject(new RpcError(code, batch[i + 2], batch[i + 3]));
     call.owner[kSettled]();
   }
@@ -146,6 +148,51 @@ function describe(v) {
   if (typeof v === 'bigint') return `${v}n`;
   if (v === null || typeof v !== 'object') return String(v);
   return Array.isArray(v) ? 'an array' : 'an object';
+}
+
+// Params made of at least this many plain JSON values travel as JSON text: JSON.stringify here
+// and a parse on the worker thread cost the caller's thread far less than converting value by
+// value through Node-API (a 200-row table: ~0.3 ms instead of ~2 ms). Anything that is not
+// plain JSON takes the value-by-value path, which also produces the precise errors.
+const JSON_MIN_VALUES = 32;
+const CALL_CANCELLABLE = 1;
+const CALL_JSON_PARAMS = 2;
+
+/** Counts the values in `v` if JSON text carries it unchanged, else returns -1. */
+function plainJsonSize(v, depth) {
+  switch (typeof v) {
+    case 'string':
+      return v.isWellFormed() ? 1 : -1; // lone surrogates are not JSON-safe
+    case 'boolean':
+    case 'undefined':
+      return 1;
+    case 'number':
+      // JSON has no NaN, Infinity or -0.
+      return Number.isFinite(v) && (v !== 0 || 1 / v > 0) ? 1 : -1;
+    case 'object': {
+      if (v === null) return 1;
+      if (depth > 64) return -1;
+      let n = 1;
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          const c = plainJsonSize(v[i], depth + 1);
+          if (c < 0) return -1;
+          n += c;
+        }
+        return n;
+      }
+      const proto = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return -1;
+      for (const k in v) {
+        const c = plainJsonSize(v[k], depth + 1);
+        if (c < 0) return -1;
+        n += c;
+      }
+      return n;
+    }
+    default:
+      return -1;
+  }
 }
 
 function rejected(code, message) {
@@ -301,7 +348,13 @@ class Pool extends EventEmitter {
         call.onAbort = () => this.#native.cancel(id);
         signal.addEventListener('abort', call.onAbort, { once: true });
       }
-      this.#call(id, method, params, timeout, signal !== undefined);
+      let flags = signal !== undefined ? CALL_CANCELLABLE : 0;
+      let sent = params;
+      if (params.length > 0 && plainJsonSize(params, 0) >= JSON_MIN_VALUES) {
+        sent = JSON.stringify(params);
+        flags |= CALL_JSON_PARAMS;
+      }
+      this.#call(id, method, sent, timeout, flags);
     });
   }
 

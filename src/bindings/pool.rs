@@ -7,7 +7,7 @@ use super::channel::{Channel, Inbox};
 use super::convert::{self, FromJs};
 use crate::commands;
 use crate::pool::Origin;
-use crate::pool::{OnFull, Options, Pool, Stats, Strategy};
+use crate::pool::{OnFull, Options, Params, Pool, Stats, Strategy};
 use crate::rpc::{envelope, json, CancelReason, ErrorCode, RpcError, Value};
 use napi::bindgen_prelude::*;
 use napi::sys;
@@ -234,7 +234,7 @@ impl NativePool {
         self.shared
     }
 
-    /// A function `call(id, method, params, timeoutMs, cancellable)` bound to this pool: the
+    /// A function `call(id, method, params, timeoutMs, flags)` bound to this pool: the
     /// hot path of `exec`/`call`, made as a plain Node-API function (no class unwrapping),
     /// which costs a fraction of a generated method. Settles call `id` through the channel.
     #[napi(catch_unwind)]
@@ -407,6 +407,11 @@ impl NativePool {
     }
 }
 
+/// `flags` bits of the hot `call` function (index.js sets them).
+const CALL_CANCELLABLE: u32 = 1;
+/// `params` is the JSON text of the params array (plain data only; see index.js).
+const CALL_JSON_PARAMS: u32 = 2;
+
 /// What the hot `call` function needs, owned by the function object.
 struct Hot {
     pool: Arc<Pool>,
@@ -453,12 +458,12 @@ unsafe extern "C" fn hot_call(
         // SAFETY: JS thread of the env that owns the inbox.
         unsafe { hot.inbox.track(env) };
         let mut id = 0.0;
-        let mut cancellable = false;
+        let mut flags = 0u32;
         let mut timeout_ms = None;
         // SAFETY: the argv values belong to this env; out-pointers are live locals.
         unsafe {
             sys::napi_get_value_double(env, argv[0], &mut id);
-            sys::napi_get_value_bool(env, argv[4], &mut cancellable);
+            sys::napi_get_value_uint32(env, argv[4], &mut flags);
             let mut t = 0;
             sys::napi_typeof(env, argv[3], &mut t);
             if t == sys::ValueType::napi_number {
@@ -468,11 +473,21 @@ unsafe extern "C" fn hot_call(
             }
         }
         let id = id as u64;
-        let mut from = FromJs::new(env);
-        // SAFETY: argv[2] belongs to this env, on its JS thread.
-        let params = match unsafe { from.params(argv[2]) } {
-            Ok(p) => p,
-            Err(e) => return hot.origin.deliver(id, Err(e)),
+        let cancellable = flags & CALL_CANCELLABLE != 0;
+        let params = if flags & CALL_JSON_PARAMS != 0 {
+            // SAFETY: argv[2] belongs to this env, on its JS thread; index.js passes a string
+            // with this flag.
+            match unsafe { convert::string(env, argv[2]) } {
+                Ok(text) => Params::Json(text),
+                Err(e) => return hot.origin.deliver(id, Err(RpcError::invalid_params(e))),
+            }
+        } else {
+            let mut from = FromJs::new(env);
+            // SAFETY: argv[2] belongs to this env, on its JS thread.
+            match unsafe { from.params(argv[2]) } {
+                Ok(p) => Params::Values(p),
+                Err(e) => return hot.origin.deliver(id, Err(e)),
+            }
         };
         // SAFETY: argv[1] belongs to this env, on its JS thread.
         let control = match unsafe { method_str(env, argv[1]) } {

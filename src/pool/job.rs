@@ -13,7 +13,7 @@
 //! reason; the command sees it through `Context::check` and the worker settles.
 
 use super::origin::Origin;
-use crate::rpc::{envelope, json, CancelReason, Command, Outcome, Value};
+use crate::rpc::{envelope, json, CancelReason, Command, Outcome, RpcError, Value};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -55,9 +55,43 @@ impl Control {
     }
 }
 
+/// A call's params: values, or JSON text that the worker parses (so that a big plain-data
+/// argument is serialised by the caller's fast `JSON.stringify` and parsed off its thread).
+#[derive(Clone, Debug)]
+pub enum Params {
+    Values(Vec<Value>),
+    /// The JSON text of the params array.
+    Json(String),
+}
+
+impl Params {
+    /// The positional params; JSON text must hold an array.
+    pub fn into_values(self) -> Result<Vec<Value>, RpcError> {
+        match self {
+            Params::Values(v) => Ok(v),
+            Params::Json(text) => match json::parse(&text) {
+                Ok(Value::Array(items)) => Ok(items),
+                Ok(other) => Err(RpcError::invalid_params(format!(
+                    "params must be a JSON array, got {}",
+                    other.kind()
+                ))),
+                Err(why) => Err(RpcError::invalid_params(format!(
+                    "params are not valid JSON: {why}"
+                ))),
+            },
+        }
+    }
+}
+
+impl From<Vec<Value>> for Params {
+    fn from(v: Vec<Value>) -> Self {
+        Params::Values(v)
+    }
+}
+
 pub struct Job {
     pub(crate) command: Arc<dyn Command>,
-    pub(crate) params: Vec<Value>,
+    pub(crate) params: Params,
     pub(crate) timeout: Option<Duration>,
     pub(crate) control: Arc<Control>,
     pub(crate) origin: Arc<Origin>,

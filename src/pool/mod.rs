@@ -25,7 +25,7 @@ pub mod stats;
 pub mod strategy;
 mod worker;
 
-pub use job::Control;
+pub use job::{Control, Params};
 pub use origin::{Deliver, Origin};
 pub use stats::Percentiles;
 pub use strategy::Strategy;
@@ -165,10 +165,17 @@ impl Pool {
         origin: &Arc<Origin>,
         call: u64,
         method: &str,
-        params: Vec<Value>,
+        params: impl Into<Params>,
         timeout: Option<Duration>,
     ) -> Option<Arc<Control>> {
-        self.submit(origin, method, params, timeout, Reply::Call(call), None)
+        self.submit(
+            origin,
+            method,
+            params.into(),
+            timeout,
+            Reply::Call(call),
+            None,
+        )
     }
 
     /// Answers one JSON-RPC request object or batch (`text`: answer as JSON text).
@@ -187,7 +194,7 @@ impl Pool {
                         id: req.id,
                         text,
                     };
-                    self.submit(origin, &req.method, req.params, None, reply, None);
+                    self.submit(origin, &req.method, req.params.into(), None, reply, None);
                 }
                 Err(answer) => origin.deliver(call, Ok(job::finish_text(Some(answer), text))),
             },
@@ -235,7 +242,7 @@ impl Pool {
         for (slot, req) in requests.into_iter().enumerate() {
             if let Some(req) = req {
                 let reply = Reply::Part(collector.clone(), slot);
-                self.submit(origin, &req.method, req.params, None, reply, None);
+                self.submit(origin, &req.method, req.params.into(), None, reply, None);
             }
         }
     }
@@ -254,7 +261,14 @@ impl Pool {
         let collector = Collector::new(call, CollectKind::Broadcast, vec![None; n]);
         for w in 0..n {
             let reply = Reply::Part(collector.clone(), w);
-            self.submit(origin, method, params.clone(), timeout, reply, Some(w));
+            self.submit(
+                origin,
+                method,
+                Params::Values(params.clone()),
+                timeout,
+                reply,
+                Some(w),
+            );
         }
     }
 
@@ -262,7 +276,7 @@ impl Pool {
         &self,
         origin: &Arc<Origin>,
         method: &str,
-        params: Vec<Value>,
+        params: Params,
         timeout: Option<Duration>,
         reply: Reply,
         pinned: Option<usize>,

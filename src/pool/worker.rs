@@ -137,7 +137,7 @@ fn execute(s: &Shared, index: usize, job: Job) {
     let ctx = crate::rpc::Context::new(flags, timeout.map(|t| start + t), index);
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
         ctx.check()?;
-        command.run(params, &ctx)
+        command.run(params.into_values()?, &ctx)
     }));
     let outcome = match result {
         Ok(Ok(value)) => match ctx.stop_reason() {

@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+// `npm test`: formatting, lints, the Rust core's tests, a fresh build of the addon, and the
+// jest suite. Ends with one line "N passed, N failed" (tests plus the pass/fail checks).
+'use strict';
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const root = path.join(__dirname, '..');
+const jestArgs = process.argv.slice(2);
+let passed = 0;
+let failed = 0;
+const summary = [];
+
+function step(name, cmd, args, count) {
+  console.log(`\n=== ${name}: ${cmd} ${args.join(' ')}`);
+  const started = Date.now();
+  const r = spawnSync(cmd, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 28 });
+  process.stdout.write(r.stdout ?? '');
+  process.stderr.write(r.stderr ?? '');
+  const ok = r.status === 0;
+  const counted = count ? count(r) : null;
+  if (counted) {
+    passed += counted.passed;
+    failed += counted.failed;
+  } else if (ok) passed += 1;
+  else failed += 1;
+  const what = counted ? `${counted.passed} passed, ${counted.failed} failed` : ok ? 'ok' : 'FAILED';
+  summary.push(`${name}: ${what}${ok ? '' : ` (exit ${r.status ?? r.signal ?? r.error?.message})`} in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+  return ok;
+}
+
+function cargoCounts(r) {
+  let p = 0;
+  let f = 0;
+  for (const m of (r.stdout + r.stderr).matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
+    p += Number(m[1]);
+    f += Number(m[2]);
+  }
+  if (r.status !== 0 && f === 0) f = 1; // failed to build or crashed: count it
+  return { passed: p, failed: f };
+}
+
+step('cargo fmt', 'cargo', ['fmt', '--check']);
+step('cargo clippy', 'cargo', ['clippy', '--all-targets', '--', '-D', 'warnings']);
+step('cargo test', 'cargo', ['test'], cargoCounts);
+const built = step('build addon', process.execPath, [path.join('scripts', 'build.js')]);
+if (built) {
+  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-jest-')), 'results.json');
+  step('jest', process.execPath, [require.resolve('jest/bin/jest'), '--json', `--outputFile=${out}`, ...jestArgs], (r) => {
+    try {
+      const j = JSON.parse(fs.readFileSync(out, 'utf8'));
+      // A suite that fails to run has no test results: count it as a failure.
+      const broken = j.testResults.filter((s) => s.status === 'failed' && s.assertionResults.length === 0).length;
+      return { passed: j.numPassedTests, failed: j.numFailedTests + broken };
+    } catch {
+      return { passed: 0, failed: 1 };
+    }
+  });
+}
+
+console.log('\n=== summary');
+for (const line of summary) console.log(line);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
