@@ -10,7 +10,8 @@
 // Every configuration runs in a fresh child process (`node bench/memory.js --child KIND N`)
 // that loads its module, settles, creates the pool, waits until it is ready, settles again and
 // reads its RSS. Reported: RSS added over the same kind's 0-thread process, the RSS added within
-// the process (after − before), construction time (constructor returns) and ready time.
+// the process (after − before), construction time (constructor returns) and ready time; for
+// corepool also the ready time of a second pool in the same process (no first-use costs).
 //
 //   node bench/memory.js [--quick]
 const path = require('node:path');
@@ -85,8 +86,18 @@ async function child(kind, n) {
     stop = p.stop;
   }
   const after = await settledRss();
-  process.stdout.write(`${JSON.stringify({ kind, n, before, after, constructMs, readyMs })}\n`);
   await stop();
+  // corepool only: a second pool in the same (now warm) process, to tell the per-pool cost
+  // from the first-use cost of the addon's code paths in a fresh process.
+  let againMs = null;
+  if (kind === 'corepool' && n > 0) {
+    const t0 = process.hrtime.bigint();
+    const p = start(n);
+    await p.ready;
+    againMs = since(t0);
+    await p.stop();
+  }
+  process.stdout.write(`${JSON.stringify({ kind, n, before, after, constructMs, readyMs, againMs })}\n`);
   process.exit(0);
 }
 
@@ -118,6 +129,8 @@ async function main() {
       const added = suite.record(`${kind} ${n} threads: RSS added`, 'MB', ms.map((m) => m.after - base));
       const ready = suite.record(`${kind} ${n} threads: ready`, 'ms', ms.map((m) => m.readyMs));
       suite.record(`${kind} ${n} threads: constructed`, 'ms', ms.map((m) => m.constructMs));
+      const again = ms.map((m) => m.againMs).filter((x) => x != null);
+      if (again.length) suite.record(`${kind} ${n} threads: ready, second pool in the process`, 'ms', again);
       rows.push({
         kind,
         threads: n,
@@ -128,6 +141,7 @@ async function main() {
         addedInProcessMB: median(ms.map((m) => m.after - m.before)),
         constructMs: median(ms.map((m) => m.constructMs)),
         readyMs: ready.median,
+        secondPoolReadyMs: kind === 'corepool' && n > 0 ? suite.results[`${kind} ${n} threads: ready, second pool in the process`].median : null,
         perThreadMB: n ? added.median / n : null,
       });
     }
@@ -141,6 +155,7 @@ async function main() {
   suite.ratio(`corepool vs piscina ready time (${top} threads)`, `corepool ${top} threads: ready`, `piscina ${top} threads: ready`);
   suite.note('each configuration in a fresh child process (node --expose-gc); RSS read after GC and a 100 ms settle, with the pool ready and idle');
   suite.note('RSS added = RSS of the N-thread process − median RSS of the same kind\'s 0-thread process (module loaded, no pool)');
+  suite.note('secondPoolReadyMs (corepool): a second pool of the same size created after the first closed, in the same process: the per-pool cost without first-use costs');
   suite.note('ready: corepool = broadcast(\'echo\', 0) resolved (every thread answered); worker_threads = every worker posted \'ready\'; piscina = N barrier tasks ran at once');
   suite.save();
 }
