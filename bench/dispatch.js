@@ -12,10 +12,12 @@
 // 2. Burst: 200k corepool exec('echo', i) at once under Promise.all: time, and heapUsed right
 //    after the last call settles (no GC) against heapUsed before (after a GC). The same burst
 //    of plain Promises settled from a timer shows what any Promise-per-call API costs.
-// 3. Sequential latency: one call at a time, submit → settle, p50 and p99 (µs).
+// 3. Sequential latency: one call at a time, submit → settle, p50 and p99 (µs); next to it the
+//    machine's floor, a bare C round trip between two threads that sleep between turns.
 //
 //   node --expose-gc bench/dispatch.js [--quick]   (bench/run.js passes --expose-gc)
 const os = require('node:os');
+const { execFileSync } = require('node:child_process');
 const path = require('node:path');
 const { Piscina } = require('piscina');
 const { Tinypool } = require('tinypool');
@@ -23,6 +25,7 @@ const workerpool = require('workerpool');
 const { Pool } = require('..');
 const { Suite, quick, fmt, median, round } = require('./harness');
 const RpcWorkerPool = require('./peers/rpc-worker-pool');
+const { buildC } = require('./peers/cc');
 
 const CORES = os.availableParallelism();
 const CALLERS = 64;
@@ -65,6 +68,14 @@ async function sequential(call, calls) {
   }
   lat.sort();
   return [lat[Math.floor(calls * 0.5)], lat[Math.floor(calls * 0.99)]];
+}
+
+const FLOOR = 'thread round trip (C)';
+
+/** Runs the C ping-pong for `rounds`; returns [p50, p99] in µs. */
+function floor(exe, rounds) {
+  const r = JSON.parse(execFileSync(exe, [String(rounds)], { encoding: 'utf8' }));
+  return [r.p50, r.p99];
 }
 
 function gc() {
@@ -136,9 +147,15 @@ async function main() {
   ];
   const lat = Object.fromEntries(seq.map(({ label }) => [label, { p50: [], p99: [] }]));
   for (const { call, calls } of seq) await sequential(call, Math.min(calls, 1000));
+  // The machine's floor: a bare round trip between two sleeping threads (bench/peers/pingpong.c).
+  const pingpong = buildC('pingpong');
+  if (pingpong.exe) {
+    lat[FLOOR] = { p50: [], p99: [] };
+    seq.push({ label: FLOOR, calls: SEQ_CALLS });
+  }
   for (let r = 0; r < suite.runs; r++) {
     for (const { label, call, calls } of seq) {
-      const [p50, p99] = await sequential(call, calls);
+      const [p50, p99] = call ? await sequential(call, calls) : floor(pingpong.exe, calls);
       lat[label].p50.push(p50);
       lat[label].p99.push(p99);
       suite.log(`${label} sequential: run ${r + 1}/${suite.runs} → p50 ${fmt(p50)} µs, p99 ${fmt(p99)} µs`);
@@ -181,6 +198,7 @@ async function main() {
   suite.ratio('corepool vs rpc-worker-pool (closed loop)', 'corepool', 'rpc-worker-pool');
   suite.limit('corepool sequential latency p50', 'corepool latency p50', 30);
   suite.ratio('corepool vs piscina (sequential p50)', 'corepool latency p50', 'piscina latency p50');
+  suite.ratio('corepool vs the C thread round trip (sequential p50; 1 = at the floor)', 'corepool latency p50', `${FLOOR} latency p50`);
   suite.limit(`corepool burst of ${fmt(BURST)}: heap settled/before (no GC)`, 'corepool burst heap settled/before', 2);
   suite.limit(`corepool burst of ${fmt(BURST)}: heap after GC/before (leak check)`, 'corepool burst heap retained/before', 2);
   suite.ratio('corepool vs plain promises (burst heap settled)', 'corepool burst heap settled/before', 'plain promises burst heap settled/before');
@@ -221,6 +239,12 @@ async function main() {
   );
   suite.note(`closed loops: ${CALLERS} callers, ${LOOP_MS / 1000} s per run, contestants in alternating rounds, ${CORES} threads each; the book's RpcWorkerPool with leastbusy.`);
   suite.note('burst heap: heapUsed when Promise.all settles (no GC) over heapUsed before (after GC); "after GC" is what stays once the results are dropped.');
+  suite.note(
+    pingpong.exe
+      ? `sequential latency: "${FLOOR}" is two C threads handing a turn back and forth through a futex, both sleeping between turns: ` +
+          'the cost of the two cross-thread wake-ups every pooled call pays, on this machine'
+      : `sequential latency: the C round-trip floor was skipped: ${pingpong.error}`,
+  );
   if (!global.gc) suite.note('run without --expose-gc: heap figures include garbage from before the burst');
   if (wrong.length) {
     for (const w of wrong) suite.note(`WRONG RESULT: ${w}`);

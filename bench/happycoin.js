@@ -14,7 +14,6 @@
 // checked (happy and divisible by 10000) and every count against the known rate.
 //
 //   node bench/happycoin.js [--quick]
-const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
@@ -23,6 +22,7 @@ const { Piscina } = require('piscina');
 const { Pool } = require('..');
 const { Suite, quick, fmt, round } = require('./harness');
 const { mine, isHappy } = require('./peers/happycoin');
+const { buildC } = require('./peers/cc');
 
 const CORES = os.availableParallelism();
 const JS_DRAWS = quick ? 50_000 : 1_000_000;
@@ -33,7 +33,6 @@ const UNIT = 'ms per 10M draws';
 // Coins per draw, measured with the C peer: 5,263 coins in 4·10^8 draws.
 const RATE = 1.3e-5;
 const PEERS = path.join(__dirname, 'peers');
-const BUILD = path.join(PEERS, 'build');
 
 const suite = new Suite('happycoin', { runs: 3, quickRuns: 2 });
 const counts = {}; // label → coins found per run, scaled to 10M draws
@@ -96,16 +95,6 @@ async function jsWorkersOnce(threads, draws) {
 
 // --- c-pthreads ------------------------------------------------------------------------------
 
-function buildC() {
-  const probe = spawnSync('cc', ['--version'], { stdio: 'ignore' });
-  if (probe.error || probe.status !== 0) return { error: 'no C compiler (cc) found' };
-  fs.mkdirSync(BUILD, { recursive: true });
-  const exe = path.join(BUILD, 'happycoin');
-  const r = spawnSync('cc', ['-O2', '-pthread', '-o', exe, path.join(PEERS, 'happycoin.c')], { encoding: 'utf8' });
-  if (r.status !== 0) return { error: `cc failed: ${r.stderr.trim()}` };
-  return { exe, version: spawnSync('cc', ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0] };
-}
-
 function cOnce(exe, threads, draws) {
   const r = spawnSync(exe, [String(threads), String(draws)], { encoding: 'utf8', maxBuffer: 1 << 24 });
   if (r.status !== 0) throw new Error(`happycoin.c exited with ${r.status}: ${r.stderr}`);
@@ -122,7 +111,7 @@ async function main() {
   });
   const pool = new Pool({ threads: CORES });
   const pool1 = new Pool({ threads: 1 });
-  const c = buildC();
+  const c = buildC('happycoin');
 
   const mineCorepool = async (p, calls, draws) => {
     const results = await Promise.all(split(draws, calls).map((attempts) => p.exec('happycoin', { attempts })));
