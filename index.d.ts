@@ -108,11 +108,24 @@ export interface HappycoinOptions {
   into?: BigUint64Array;
 }
 
+export interface LifeParams {
+  /** This generation: size² cells, non-zero = alive, in a Uint8Array over a SharedArrayBuffer. */
+  cells: Uint8Array;
+  /** Receives rows rowStart..rowEnd of the next generation (0 or 1); must not overlap `cells`. */
+  next: Uint8Array;
+  size: number;
+  rowStart: number;
+  rowEnd: number;
+}
+
 export interface HappycoinResult {
   count: number;
   /** Absent when `into` received the coins. */
   coins?: string[];
 }
+
+/** Partial templates by name, for `render` (null renders nothing, like a missing name). */
+export type MustachePartials = { [name: string]: string | null };
 
 /** The built-in commands and their results. */
 export interface BuiltinMethods {
@@ -121,6 +134,9 @@ export interface BuiltinMethods {
   square_sum(max: number): number;
   fibonacci(n: number): string;
   happycoin(options: HappycoinOptions): HappycoinResult;
+  render(template: string, data?: Param, partials?: MustachePartials): string;
+  /** One Game of Life step for rows rowStart..rowEnd; resolves with the number of rows done. */
+  life(params: LifeParams): number;
   panic(message?: string): never;
 }
 
@@ -134,6 +150,8 @@ export declare class Pool extends EventEmitter {
   exec<M extends keyof BuiltinMethods>(method: M, ...params: Parameters<BuiltinMethods[M]>): Promise<ReturnType<BuiltinMethods[M]>>;
   exec(method: string, ...params: Param[]): Promise<unknown>;
   call(method: string, params?: Param[] | Param, options?: CallOptions): Promise<unknown>;
+  /** Mustache on a native thread; output identical to mustache.js 4.2.0 for JSON data. */
+  render(template: string, data?: Param, partials?: MustachePartials): Promise<string>;
   request(request: JsonRpcRequest): Promise<JsonRpcResponse | undefined>;
   request(batch: JsonRpcRequest[]): Promise<JsonRpcResponse[] | undefined>;
   /** JSON-RPC text in, JSON-RPC text out ('' when nothing is to be answered). Never rejects. */
@@ -180,3 +198,62 @@ export declare class RpcError extends Error {
 
 /** cores · (1 + waitMs / computeMs), rounded, at least 1. */
 export declare function poolSize(options?: { cores?: number; waitMs?: number; computeMs?: number }): number;
+
+/** The book's mutex on one Int32 word of a SharedArrayBuffer: 0 unlocked, 1 locked. Blocking
+ *  methods use Atomics.wait (for worker_threads); the *Async ones never block the event loop. */
+export declare class Mutex {
+  /** Throws RpcError InvalidParams unless `int32Array` is over a SharedArrayBuffer and `index` in range. */
+  constructor(int32Array: Int32Array, index?: number);
+  tryLock(): boolean;
+  /** false when the lock stayed taken for `timeoutMs` (default: wait as long as it takes). */
+  lock(timeoutMs?: number): boolean;
+  lockAsync(timeoutMs?: number): Promise<boolean>;
+  /** Throws an Error if the mutex is not locked. */
+  unlock(): void;
+  /** Runs synchronous `fn` under the lock; RpcError Timeout if the lock stayed taken. */
+  withLock<T>(fn: () => T, timeoutMs?: number): T;
+  withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
+  readonly locked: boolean;
+}
+
+/** A counting semaphore on one Int32 word holding the free permits. */
+export declare class Semaphore {
+  /** `permits` sets the count: pass it once, where the semaphore is set up. */
+  constructor(int32Array: Int32Array, index?: number, permits?: number);
+  tryAcquire(): boolean;
+  acquire(timeoutMs?: number): boolean;
+  acquireAsync(timeoutMs?: number): Promise<boolean>;
+  release(): void;
+  readonly available: number;
+}
+
+/** The book's SharedRingBuffer layout (lock, head, tail, length, data at byte 16). */
+export declare class RingBuffer {
+  constructor(sharedOrCapacity: SharedArrayBuffer | number);
+  /** Post it to another thread and wrap it there with `new RingBuffer(buffer)`. */
+  readonly buffer: SharedArrayBuffer;
+  readonly capacity: number;
+  readonly length: number;
+  /** Writes what fits; 0 when full. Waits only for the lock (RpcError Timeout after `timeoutMs`). */
+  write(data: Uint8Array, timeoutMs?: number): number;
+  /** Up to `n` bytes; empty when empty. Waits only for the lock, as `write`. */
+  read(n: number, timeoutMs?: number): Uint8Array;
+  readInto(target: Uint8Array, timeoutMs?: number): number;
+  writeAsync(data: Uint8Array, timeoutMs?: number): Promise<number>;
+  readAsync(n: number, timeoutMs?: number): Promise<Uint8Array>;
+  readIntoAsync(target: Uint8Array, timeoutMs?: number): Promise<number>;
+  /** Waits for room; returns the bytes written (fewer only on timeout). */
+  writeAll(data: Uint8Array, timeoutMs?: number): number;
+  /** Waits for data; returns n bytes (fewer only on timeout). */
+  readExactly(n: number, timeoutMs?: number): Uint8Array;
+  writeAllAsync(data: Uint8Array, timeoutMs?: number): Promise<number>;
+  readExactlyAsync(n: number, timeoutMs?: number): Promise<Uint8Array>;
+}
+
+/** A FIFO lock for async code within one JavaScript thread. */
+export declare class AsyncLock {
+  /** Resolves in call order with a release function (call it once). */
+  acquire(): Promise<() => void>;
+  runExclusive<T>(fn: () => T | Promise<T>): Promise<T>;
+  readonly locked: boolean;
+}

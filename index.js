@@ -6,6 +6,7 @@
 const { EventEmitter } = require('node:events');
 const os = require('node:os');
 const path = require('node:path');
+const { types } = require('node:util'); // realm-proof type checks, unlike instanceof
 const { platformTriple } = require('./scripts/platform.js');
 
 function loadNative() {
@@ -184,7 +185,10 @@ function plainJsonSize(v, depth) {
       const proto = Object.getPrototypeOf(v);
       if (proto !== Object.prototype && proto !== null) return -1;
       for (const k in v) {
-        const c = plainJsonSize(v[k], depth + 1);
+        const item = v[k];
+        // JSON drops a key whose value is undefined; the value-by-value path keeps it (as null).
+        if (item === undefined) return -1;
+        const c = plainJsonSize(item, depth + 1);
         if (c < 0) return -1;
         n += c;
       }
@@ -273,6 +277,11 @@ class Pool extends EventEmitter {
       }
     }
     return this.#submit(method, params, timeout, signal ?? undefined, false);
+  }
+
+  /** `render(template, data?, partials?)`: Mustache on a native thread, output as mustache.js 4.2.0's. */
+  render(...params) {
+    return this.exec('render', ...params);
   }
 
   /** Runs `method(...params)` once on every thread; resolves with the results in thread order. */
@@ -393,4 +402,535 @@ function poolSize({ cores: c = cores(), waitMs = 0, computeMs = 1 } = {}) {
   return Math.max(1, Math.round(c * (1 + waitMs / computeMs)));
 }
 
-module.exports = { Pool, RpcError, poolSize };
+// ---------------------------------------------------------------------------------------------
+// Shared-memory toolkit: Mutex, Semaphore, RingBuffer (protocols in src/shm/), AsyncLock.
+//
+// Waiting happens here: Atomics.wait in the blocking methods (for worker_threads; on the main
+// thread they block the event loop) and Atomics.waitAsync in the *Async twins (never block).
+// Every release is followed by Atomics.notify, because native code can neither wake nor join
+// JavaScript's wait lists (src/shm/mutex.rs). Waits are cut into slices of WAIT_SLICE_MS after
+// which the word is looked at again, so a release by code that does not notify (JavaScript that
+// follows the book's ring buffer, native code) is still noticed.
+
+const WAIT_SLICE_MS = 10;
+/** Atomics.load polls before sleeping: a lock is usually held for well under a microsecond. */
+const SPIN = 64;
+const UNLOCKED = 0;
+const LOCKED = 1;
+
+function invalidParams(message) {
+  return new RpcError(CODES.InvalidParams, message);
+}
+
+/** Errors thrown by the native shm functions carry an error-table name (or napi's InvalidArg). */
+function fromNative(e) {
+  if (e !== null && typeof e === 'object' && typeof e.code === 'string') {
+    if (e.code === 'InvalidArg') return invalidParams(e.message);
+    if (Object.hasOwn(CODES, e.code)) return new RpcError(CODES[e.code], e.message);
+  }
+  return e;
+}
+
+function checkTimeout(what, timeoutMs) {
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0)) {
+    throw invalidParams(`${what}: timeoutMs must be a number ≥ 0 or Infinity, got ${describe(timeoutMs)}`);
+  }
+}
+
+/** `performance.now()` deadline for `timeoutMs` (undefined or Infinity: none). */
+function deadline(timeoutMs) {
+  return timeoutMs === undefined || timeoutMs === Infinity ? Infinity : performance.now() + timeoutMs;
+}
+
+/** Sleeps while `array[index] === value`, at most one slice and never past `until`; false if `until` has passed. */
+function waitSlice(array, index, value, until) {
+  const left = until - performance.now();
+  if (left <= 0) return false;
+  Atomics.wait(array, index, value, Math.min(left, WAIT_SLICE_MS));
+  return true;
+}
+
+/** The same without blocking: resolves after the wake, the slice, or at once. */
+async function waitSliceAsync(array, index, value, until) {
+  const left = until - performance.now();
+  if (left <= 0) return false;
+  const r = Atomics.waitAsync(array, index, value, Math.min(left, WAIT_SLICE_MS));
+  if (r.async) await r.value;
+  return true;
+}
+
+function checkWord(what, array, index) {
+  const kind = ArrayBuffer.isView(array) ? array.constructor.name : describe(array);
+  if (!types.isInt32Array(array)) {
+    throw invalidParams(`${what}: expected an Int32Array over a SharedArrayBuffer, got ${kind}`);
+  }
+  if (!types.isSharedArrayBuffer(array.buffer)) {
+    throw invalidParams(`${what}: the array must be a view over a SharedArrayBuffer, not an ArrayBuffer`);
+  }
+  if (!Number.isInteger(index) || index < 0 || index >= array.length) {
+    throw invalidParams(`${what}: index ${describe(index)} is out of range for an Int32Array of length ${array.length}`);
+  }
+}
+
+/**
+ * The book's mutex on one Int32 word: 0 unlocked, 1 locked (src/shm/mutex.rs states the
+ * protocol). The compare-exchanges run inline in JavaScript rather than through a native call:
+ * bench/mutex.js measures both, and inline is about three times faster uncontended. It interoperates
+ * with JavaScript following the book and with native holders on the same word.
+ */
+class Mutex {
+  #array;
+  #index;
+
+  constructor(int32Array, index = 0) {
+    checkWord('Mutex', int32Array, index);
+    this.#array = int32Array;
+    this.#index = index;
+  }
+
+  /** Takes the lock if it is free, without waiting. */
+  tryLock() {
+    return Atomics.compareExchange(this.#array, this.#index, UNLOCKED, LOCKED) === UNLOCKED;
+  }
+
+  /** Takes the lock, waiting at most `timeoutMs` (default: no limit); false on timeout. Blocks. */
+  lock(timeoutMs) {
+    checkTimeout('Mutex.lock', timeoutMs);
+    if (this.tryLock()) return true;
+    const until = deadline(timeoutMs);
+    for (;;) {
+      for (let i = 0; i < SPIN; i++) {
+        if (Atomics.load(this.#array, this.#index) === UNLOCKED && this.tryLock()) return true;
+      }
+      if (!waitSlice(this.#array, this.#index, LOCKED, until)) return this.tryLock();
+      if (this.tryLock()) return true;
+    }
+  }
+
+  /** `lock` without blocking the event loop: resolves true when locked, false on timeout. */
+  async lockAsync(timeoutMs) {
+    checkTimeout('Mutex.lockAsync', timeoutMs);
+    if (this.tryLock()) return true;
+    const until = deadline(timeoutMs);
+    for (;;) {
+      if (!(await waitSliceAsync(this.#array, this.#index, LOCKED, until))) return this.tryLock();
+      if (this.tryLock()) return true;
+    }
+  }
+
+  /** Releases the lock and wakes one waiter. Throws if the mutex is not locked. */
+  unlock() {
+    if (Atomics.compareExchange(this.#array, this.#index, LOCKED, UNLOCKED) !== LOCKED) {
+      throw new Error('Mutex.unlock(): the mutex is not locked');
+    }
+    Atomics.notify(this.#array, this.#index, 1);
+  }
+
+  /** The book's `exec`: runs `fn()` (synchronous) under the lock; throws RpcError Timeout if the lock stays taken. */
+  withLock(fn, timeoutMs) {
+    if (typeof fn !== 'function') throw invalidParams(`Mutex.withLock: fn must be a function, got ${describe(fn)}`);
+    if (!this.lock(timeoutMs)) throw new RpcError(CODES.Timeout, `Mutex.withLock: the lock stayed taken for ${timeoutMs} ms`);
+    try {
+      return fn();
+    } finally {
+      this.unlock();
+    }
+  }
+
+  /** `withLock` for the main thread: awaits the lock without blocking, then awaits `fn()`. */
+  async withLockAsync(fn, timeoutMs) {
+    if (typeof fn !== 'function') throw invalidParams(`Mutex.withLockAsync: fn must be a function, got ${describe(fn)}`);
+    if (!(await this.lockAsync(timeoutMs))) {
+      throw new RpcError(CODES.Timeout, `Mutex.withLockAsync: the lock stayed taken for ${timeoutMs} ms`);
+    }
+    try {
+      return await fn();
+    } finally {
+      this.unlock();
+    }
+  }
+
+  get locked() {
+    return Atomics.load(this.#array, this.#index) === LOCKED;
+  }
+}
+
+/**
+ * A counting semaphore on one Int32 word holding the free permits (src/shm/semaphore.rs).
+ * `permits`, when given, sets the count: pass it once, where the semaphore is set up.
+ */
+class Semaphore {
+  #array;
+  #index;
+  #tryAcquire;
+  #release;
+
+  constructor(int32Array, index = 0, permits) {
+    checkWord('Semaphore', int32Array, index);
+    if (permits !== undefined && !(Number.isInteger(permits) && permits >= 0 && permits <= 0x7fffffff)) {
+      throw invalidParams(`Semaphore: permits must be a whole number from 0 to 2147483647, got ${describe(permits)}`);
+    }
+    try {
+      [this.#tryAcquire, this.#release] = native.shmSemaphore(int32Array, index);
+    } catch (e) {
+      throw fromNative(e);
+    }
+    this.#array = int32Array;
+    this.#index = index;
+    if (permits !== undefined) Atomics.store(int32Array, index, permits);
+  }
+
+  tryAcquire() {
+    return this.#tryAcquire();
+  }
+
+  /** Takes a permit, waiting at most `timeoutMs` (default: no limit); false on timeout. Blocks. */
+  acquire(timeoutMs) {
+    checkTimeout('Semaphore.acquire', timeoutMs);
+    if (this.#tryAcquire()) return true;
+    const until = deadline(timeoutMs);
+    for (;;) {
+      const seen = Atomics.load(this.#array, this.#index);
+      if (seen <= 0 && !waitSlice(this.#array, this.#index, seen, until)) return this.#tryAcquire();
+      if (this.#tryAcquire()) return true;
+    }
+  }
+
+  /** `acquire` without blocking the event loop. */
+  async acquireAsync(timeoutMs) {
+    checkTimeout('Semaphore.acquireAsync', timeoutMs);
+    if (this.#tryAcquire()) return true;
+    const until = deadline(timeoutMs);
+    for (;;) {
+      const seen = Atomics.load(this.#array, this.#index);
+      if (seen <= 0 && !(await waitSliceAsync(this.#array, this.#index, seen, until))) return this.#tryAcquire();
+      if (this.#tryAcquire()) return true;
+    }
+  }
+
+  /** Gives a permit back and wakes one waiter. */
+  release() {
+    this.#release();
+    Atomics.notify(this.#array, this.#index, 1);
+  }
+
+  /** Free permits now (a snapshot). */
+  get available() {
+    return Atomics.load(this.#array, this.#index);
+  }
+}
+
+const RING_HEADER = 16;
+const RING_LOCK = 0;
+const RING_LENGTH = 3;
+const RING_MAX_CAPACITY = 2 ** 30 - 1;
+/** Arrays up to this size are copied through one long-lived array per RingBuffer, so the native
+ *  side always sees the same off-heap memory (a fresh small typed array lives on the V8 heap and
+ *  would have to be moved off it at every native call). */
+const RING_STAGING = 16384;
+/** Atomics.load polls of the length word before sleeping on it: the other side is often
+ *  running on another core and about to move bytes. */
+const RING_SPIN = 1000;
+
+function checkBytes(what, data) {
+  if (!types.isUint8Array(data)) {
+    throw invalidParams(`${what} must be a Uint8Array, got ${ArrayBuffer.isView(data) ? data.constructor.name : describe(data)}`);
+  }
+}
+
+function lockTimeout(what, timeoutMs) {
+  return new RpcError(CODES.Timeout, `${what}: the ring buffer's lock stayed taken for ${timeoutMs} ms`);
+}
+
+function checkCount(what, n) {
+  if (!(Number.isSafeInteger(n) && n >= 0)) throw invalidParams(`${what} must be a whole number ≥ 0, got ${describe(n)}`);
+}
+
+/**
+ * The book's SharedRingBuffer (src/shm/ring.rs): a byte FIFO in a SharedArrayBuffer laid out
+ * as lock word, head, tail, length, then data from byte 16. Bytes move natively under the
+ * lock; a reader that finds it empty or a writer that finds it full sleeps on the length word,
+ * and the operation that takes the ring out of that state wakes it.
+ */
+class RingBuffer {
+  #buffer;
+  #meta;
+  #capacity;
+  #write;
+  #readInto;
+  #staging;
+
+  /** @param sharedOrCapacity a SharedArrayBuffer (laid out as above) or a capacity in bytes. */
+  constructor(sharedOrCapacity) {
+    let sab = sharedOrCapacity;
+    if (typeof sab === 'number') {
+      if (!(Number.isInteger(sab) && sab >= 1 && sab <= RING_MAX_CAPACITY)) {
+        throw invalidParams(`RingBuffer: capacity must be a whole number from 1 to ${RING_MAX_CAPACITY}, got ${describe(sab)}`);
+      }
+      sab = new SharedArrayBuffer(RING_HEADER + sab);
+    } else if (!types.isSharedArrayBuffer(sab)) {
+      throw invalidParams(`RingBuffer: expected a SharedArrayBuffer or a capacity in bytes, got ${describe(sab)}`);
+    }
+    try {
+      [this.#write, this.#readInto] = native.shmRing(new Uint8Array(sab));
+    } catch (e) {
+      throw fromNative(e);
+    }
+    this.#buffer = sab;
+    this.#meta = new Int32Array(sab, 0, 4);
+    this.#capacity = sab.byteLength - RING_HEADER;
+    // Over 64 bytes, so V8 allocates it off-heap from the start.
+    this.#staging = new Uint8Array(Math.max(128, Math.min(this.#capacity, RING_STAGING)));
+  }
+
+  /** The SharedArrayBuffer: post it to a worker and wrap it there with `new RingBuffer(buffer)`. */
+  get buffer() {
+    return this.#buffer;
+  }
+
+  get capacity() {
+    return this.#capacity;
+  }
+
+  /** Bytes stored now (a snapshot). */
+  get length() {
+    return Atomics.load(this.#meta, RING_LENGTH) >>> 0;
+  }
+
+  /** One native attempt on the first `limit` bytes of `array`: bytes moved, or -1 when the lock stayed taken. */
+  #call(isWrite, array, limit) {
+    let r;
+    try {
+      r = isWrite ? this.#write(array, limit) : this.#readInto(array, limit);
+    } catch (e) {
+      throw fromNative(e);
+    }
+    if (r < 0) return -1;
+    // The lock was taken and released natively: wake a lock waiter, as the mutex protocol says;
+    // wake the length word's sleepers only when the ring left the state they sleep in.
+    Atomics.notify(this.#meta, RING_LOCK, 1);
+    if (r & 1) Atomics.notify(this.#meta, RING_LENGTH);
+    return r >>> 1;
+  }
+
+  /** One attempt to move `bytes` (source or target): bytes moved (0: full / empty), or -1 when the lock stayed taken. */
+  #move(isWrite, bytes) {
+    const n = bytes.length;
+    const length = Atomics.load(this.#meta, RING_LENGTH) >>> 0;
+    if (n === 0 || (isWrite ? length >= this.#capacity : length === 0)) return 0;
+    const staging = this.#staging;
+    if (n > staging.length) return this.#call(isWrite, bytes, n);
+    if (isWrite) {
+      staging.set(bytes);
+      return this.#call(true, staging, n);
+    }
+    const got = this.#call(false, staging, n);
+    if (got > 0) bytes.set(staging.subarray(0, got));
+    return got;
+  }
+
+  /** The value the length word holds while the other side must act (full for writes, empty for reads). */
+  #stuckAt(isWrite) {
+    return isWrite ? this.#capacity | 0 : 0;
+  }
+
+  /** Polls the length word briefly; true as soon as it leaves `stuck`. */
+  #spinWhile(stuck) {
+    for (let i = 0; i < RING_SPIN; i++) {
+      if (Atomics.load(this.#meta, RING_LENGTH) !== stuck) return true;
+    }
+    return false;
+  }
+
+  /** Moves all of `bytes`, or as much as fits before `until`; returns the count. Blocks. */
+  #moveAll(isWrite, bytes, until) {
+    let done = 0;
+    while (done < bytes.length) {
+      const n = this.#move(isWrite, done === 0 ? bytes : bytes.subarray(done));
+      if (n > 0) {
+        done += n;
+      } else if (n < 0) {
+        if (!waitSlice(this.#meta, RING_LOCK, LOCKED, until)) break;
+      } else if (!this.#spinWhile(this.#stuckAt(isWrite)) && !waitSlice(this.#meta, RING_LENGTH, this.#stuckAt(isWrite), until)) {
+        break;
+      }
+    }
+    return done;
+  }
+
+  async #moveAllAsync(isWrite, bytes, until) {
+    let done = 0;
+    while (done < bytes.length) {
+      const n = this.#move(isWrite, done === 0 ? bytes : bytes.subarray(done));
+      if (n > 0) {
+        done += n;
+      } else if (n < 0) {
+        if (!(await waitSliceAsync(this.#meta, RING_LOCK, LOCKED, until))) break;
+      } else if (!(await waitSliceAsync(this.#meta, RING_LENGTH, this.#stuckAt(isWrite), until))) {
+        break;
+      }
+    }
+    return done;
+  }
+
+  /** Runs `attempt` until it got the lock (n ≥ 0), sleeping on the lock word meanwhile;
+   *  RpcError Timeout when the lock stays taken for `timeoutMs`. Blocks. */
+  #retry(what, timeoutMs, attempt) {
+    let until;
+    for (;;) {
+      const n = attempt();
+      if (n >= 0) return n;
+      until ??= deadline(timeoutMs);
+      if (!waitSlice(this.#meta, RING_LOCK, LOCKED, until)) throw lockTimeout(what, timeoutMs);
+    }
+  }
+
+  async #retryAsync(what, timeoutMs, attempt) {
+    let until;
+    for (;;) {
+      const n = attempt();
+      if (n >= 0) return n;
+      until ??= deadline(timeoutMs);
+      if (!(await waitSliceAsync(this.#meta, RING_LOCK, LOCKED, until))) throw lockTimeout(what, timeoutMs);
+    }
+  }
+
+  /** `read(n)`'s one attempt: into the staging array when it fits, then copied out exactly. */
+  #readAttempt(want, out) {
+    if (out !== null) return () => this.#move(false, out);
+    return () => this.#call(false, this.#staging, want);
+  }
+
+  #readResult(want, out, got) {
+    if (out === null) return this.#staging.slice(0, got);
+    return got === want ? out : out.slice(0, got);
+  }
+
+  /** Writes what fits of `data` (the book's write): returns the bytes written, 0 when full.
+   *  Waits only for the lock: RpcError Timeout if it stays taken for `timeoutMs`. */
+  write(data, timeoutMs) {
+    checkBytes('RingBuffer.write: data', data);
+    checkTimeout('RingBuffer.write', timeoutMs);
+    return this.#retry('RingBuffer.write', timeoutMs, () => this.#move(true, data));
+  }
+
+  /** Reads up to `n` bytes (the book's read): a new Uint8Array of what was there, empty when
+   *  empty. Waits only for the lock, as `write` does. */
+  read(n, timeoutMs) {
+    checkCount('RingBuffer.read: n', n);
+    checkTimeout('RingBuffer.read', timeoutMs);
+    const want = Math.min(n, this.length);
+    if (want === 0) return new Uint8Array(0);
+    const out = want > this.#staging.length ? new Uint8Array(want) : null;
+    return this.#readResult(want, out, this.#retry('RingBuffer.read', timeoutMs, this.#readAttempt(want, out)));
+  }
+
+  /** Reads up to `target.length` bytes into `target`; returns the count (0 when empty). */
+  readInto(target, timeoutMs) {
+    checkBytes('RingBuffer.readInto: target', target);
+    checkTimeout('RingBuffer.readInto', timeoutMs);
+    return this.#retry('RingBuffer.readInto', timeoutMs, () => this.#move(false, target));
+  }
+
+  /** `write` without blocking the event loop. */
+  async writeAsync(data, timeoutMs) {
+    checkBytes('RingBuffer.writeAsync: data', data);
+    checkTimeout('RingBuffer.writeAsync', timeoutMs);
+    return this.#retryAsync('RingBuffer.writeAsync', timeoutMs, () => this.#move(true, data));
+  }
+
+  /** `read` without blocking the event loop. */
+  async readAsync(n, timeoutMs) {
+    checkCount('RingBuffer.readAsync: n', n);
+    checkTimeout('RingBuffer.readAsync', timeoutMs);
+    const want = Math.min(n, this.length);
+    if (want === 0) return new Uint8Array(0);
+    const out = want > this.#staging.length ? new Uint8Array(want) : null;
+    return this.#readResult(want, out, await this.#retryAsync('RingBuffer.readAsync', timeoutMs, this.#readAttempt(want, out)));
+  }
+
+  /** `readInto` without blocking the event loop. */
+  async readIntoAsync(target, timeoutMs) {
+    checkBytes('RingBuffer.readIntoAsync: target', target);
+    checkTimeout('RingBuffer.readIntoAsync', timeoutMs);
+    return this.#retryAsync('RingBuffer.readIntoAsync', timeoutMs, () => this.#move(false, target));
+  }
+
+  /** Writes all of `data`, waiting for room at most `timeoutMs`; returns the bytes written (fewer only on timeout). Blocks. */
+  writeAll(data, timeoutMs) {
+    checkBytes('RingBuffer.writeAll: data', data);
+    checkTimeout('RingBuffer.writeAll', timeoutMs);
+    return this.#moveAll(true, data, deadline(timeoutMs));
+  }
+
+  /** Reads exactly `n` bytes, waiting for data at most `timeoutMs`; fewer only on timeout. Blocks. */
+  readExactly(n, timeoutMs) {
+    checkCount('RingBuffer.readExactly: n', n);
+    checkTimeout('RingBuffer.readExactly', timeoutMs);
+    const out = new Uint8Array(n);
+    const got = this.#moveAll(false, out, deadline(timeoutMs));
+    return got === n ? out : out.slice(0, got);
+  }
+
+  /** `writeAll` without blocking the event loop. */
+  async writeAllAsync(data, timeoutMs) {
+    checkBytes('RingBuffer.writeAllAsync: data', data);
+    checkTimeout('RingBuffer.writeAllAsync', timeoutMs);
+    return this.#moveAllAsync(true, data, deadline(timeoutMs));
+  }
+
+  /** `readExactly` without blocking the event loop. */
+  async readExactlyAsync(n, timeoutMs) {
+    checkCount('RingBuffer.readExactlyAsync: n', n);
+    checkTimeout('RingBuffer.readExactlyAsync', timeoutMs);
+    const out = new Uint8Array(n);
+    const got = await this.#moveAllAsync(false, out, deadline(timeoutMs));
+    return got === n ? out : out.slice(0, got);
+  }
+}
+
+/**
+ * A FIFO lock for async code within one JavaScript thread: holders run one at a time, in the
+ * order they asked. No shared memory; use Mutex across threads.
+ */
+class AsyncLock {
+  #tail = Promise.resolve();
+  #waiting = 0;
+
+  /** Resolves, in call order, with a `release()` function; call it exactly once. */
+  acquire() {
+    let open;
+    const released = new Promise((resolve) => {
+      open = resolve;
+    });
+    const previous = this.#tail;
+    this.#tail = released;
+    this.#waiting++;
+    let done = false;
+    const release = () => {
+      if (done) throw new Error('AsyncLock: release() called twice');
+      done = true;
+      this.#waiting--;
+      open();
+    };
+    return previous.then(() => release);
+  }
+
+  /** Runs `fn()` under the lock and releases it however `fn` ends; resolves or rejects as `fn` does. */
+  async runExclusive(fn) {
+    if (typeof fn !== 'function') throw invalidParams(`AsyncLock.runExclusive: fn must be a function, got ${describe(fn)}`);
+    const release = await this.acquire();
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
+  }
+
+  /** True while someone holds the lock or waits for it. */
+  get locked() {
+    return this.#waiting > 0;
+  }
+}
+
+module.exports = { Pool, RpcError, poolSize, Mutex, Semaphore, RingBuffer, AsyncLock };

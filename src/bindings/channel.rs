@@ -304,8 +304,7 @@ const JSON_MIN_VALUES: usize = 32;
 const RESULT_AS_JSON: i32 = 1;
 
 /// Counts the values in `v` when JSON text carries it unchanged (finite numbers other than -0,
-/// no views, bytes or BigInts), stopping early once the count reaches `JSON_MIN_VALUES` for
-/// arrays and objects that are all plain; `0` when JSON cannot carry it.
+/// no views, bytes or BigInts, nesting under 64 levels); `0` when JSON cannot carry it.
 fn json_size(v: &crate::rpc::Value, depth: usize) -> usize {
     use crate::rpc::Value;
     match v {

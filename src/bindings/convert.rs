@@ -244,11 +244,6 @@ impl FromJs {
             );
             // SAFETY: key is a string of this env (numbers_to_strings).
             let name = unsafe { string(env, key) }?;
-            let mut t = 0;
-            napi_try!(sys::napi_typeof(env, item, &mut t), "reading a type");
-            if t == sys::ValueType::napi_undefined {
-                continue; // as JSON.stringify: an undefined property is absent
-            }
             let mark = path.len();
             path.push('.');
             path.push_str(&name);
@@ -365,9 +360,16 @@ unsafe fn bigint(env: sys::napi_env, v: sys::napi_value) -> Converted<BigInt> {
     })
 }
 
+/// A typed array as a call param: a [`SharedView`] over a SharedArrayBuffer, a copy of a
+/// Uint8Array over ordinary memory, or an error naming `path`.
+///
 /// # Safety
 /// `v` must be a typed array of the live `env`, on its JS thread.
-unsafe fn typed_array(env: sys::napi_env, v: sys::napi_value, path: &str) -> Converted<Value> {
+pub(crate) unsafe fn typed_array(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    path: &str,
+) -> Converted<Value> {
     let mut kind = 0;
     let mut length = 0usize;
     let mut data: *mut std::ffi::c_void = ptr::null_mut();
@@ -435,6 +437,60 @@ unsafe fn typed_array(env: sys::napi_env, v: sys::napi_value, path: &str) -> Con
     match unsafe { SharedView::new(ptr, length, kind) } {
         Some(view) => Ok(Value::View(view)),
         None => Err(format!("{path} is not aligned for its element type")),
+    }
+}
+
+/// The memory of typed array `v`, shared or not, as a view for use during the current
+/// Node-API callback only, and whether it lies in a SharedArrayBuffer. For arguments that
+/// native code reads or fills synchronously (a ring buffer's `write(data)`); memory that native
+/// code keeps must come from [`typed_array`], which accepts only SharedArrayBuffers.
+///
+/// # Safety
+/// `v` must be a value of the live `env`, on its JS thread, and the view must not be used after
+/// the callback returns (an ordinary ArrayBuffer may then be detached or collected).
+pub(crate) unsafe fn view_for_call(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    what: &str,
+) -> Converted<(SharedView, bool)> {
+    let mut kind = 0;
+    let mut length = 0usize;
+    let mut data: *mut std::ffi::c_void = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    let mut offset = 0usize;
+    // SAFETY: live env and value (caller contract); out-pointers are live locals. Node-API
+    // answers napi_invalid_arg when `v` is not a typed array.
+    let status = unsafe {
+        sys::napi_get_typedarray_info(
+            env,
+            v,
+            &mut kind,
+            &mut length,
+            &mut data,
+            &mut buffer,
+            &mut offset,
+        )
+    };
+    if status != sys::Status::napi_ok || kind != sys::TypedarrayType::uint8_array {
+        return Err(format!("{what} must be a Uint8Array"));
+    }
+    let mut plain = false;
+    napi_try!(
+        sys::napi_is_arraybuffer(env, buffer, &mut plain),
+        "checking the buffer kind"
+    );
+    let ptr = if length == 0 || data.is_null() {
+        // An empty view is never dereferenced; any non-null address will do.
+        ptr::NonNull::<u8>::dangling().as_ptr()
+    } else {
+        data as *mut u8
+    };
+    // SAFETY: Node-API reports `ptr` valid for `length` bytes of the Uint8Array; the caller
+    // uses the view only while this callback runs, when the array's buffer cannot be detached
+    // or collected (the argument keeps it alive, and only this JS thread could detach it).
+    match unsafe { SharedView::new(ptr, length, ElementKind::Uint8) } {
+        Some(view) => Ok((view, !plain)),
+        None => Err(format!("{what} could not be read")),
     }
 }
 

@@ -4,3 +4,4 @@
 pub mod channel;
 pub mod convert;
 pub mod pool;
+pub mod shm;

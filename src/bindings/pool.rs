@@ -420,7 +420,7 @@ struct Hot {
 }
 
 /// A napi_value handed back to JS as is.
-pub struct RawValue(sys::napi_value);
+pub struct RawValue(pub(crate) sys::napi_value);
 
 impl ToNapiValue for RawValue {
     unsafe fn to_napi_value(_env: sys::napi_env, v: Self) -> Result<sys::napi_value> {

@@ -3,7 +3,9 @@
 mod echo;
 mod fibonacci;
 mod happycoin;
+mod life;
 mod panic;
+mod render;
 mod sleep;
 mod square_sum;
 
@@ -19,6 +21,8 @@ pub fn registry() -> Registry {
         .register(square_sum::SquareSum)
         .register(fibonacci::Fibonacci)
         .register(happycoin::Happycoin)
+        .register(render::Render)
+        .register(life::Life)
         .register(panic::Panic);
     r
 }

@@ -140,11 +140,10 @@ impl Pool {
             run_time: Histogram::default(),
             wait_time: Histogram::default(),
         });
-        for index in 0..n {
-            if let Err(e) = worker::spawn(shared.clone(), index) {
-                shared.stop_threads();
-                return Err(e);
-            }
+        // Worker 0 starts the others (see worker.rs); if it cannot start, nothing runs.
+        if let Err(e) = worker::spawn(shared.clone(), 0) {
+            shared.stop_threads();
+            return Err(e);
         }
         Ok(Pool { shared })
     }
@@ -457,11 +456,15 @@ impl Shared {
     /// load. The index is written before the job can be seen as QUEUED by a canceller.
     fn assign(&self, job: &Job) -> usize {
         let n = self.workers.len();
-        let w = job.pinned.unwrap_or_else(|| {
+        let mut w = job.pinned.unwrap_or_else(|| {
             self.options
                 .strategy
                 .pick(n, &self.next, |i| self.workers[i].load())
         });
+        if !self.workers[w].alive.load(Ordering::Acquire) {
+            // Its thread could not be created: worker 0 (started by the constructor) serves.
+            w = 0;
+        }
         self.workers[w].queued.fetch_add(1, Ordering::AcqRel);
         self.queued.fetch_add(1, Ordering::AcqRel);
         job.control.worker.store(w, Ordering::Release);
@@ -471,7 +474,13 @@ impl Shared {
     /// Puts a new job (with a reserved slot) on its worker's queue and wakes that worker.
     fn place(&self, job: Job) {
         let w = self.assign(&job);
-        self.workers[w].push(job);
+        self.push(w, job);
+    }
+
+    fn push(&self, w: usize, job: Job) {
+        if !self.workers[w].push(job) {
+            self.mark_dead(w);
+        }
     }
 
     /// Undoes the queue counters of a job that left worker `w`'s queue.
@@ -509,7 +518,7 @@ impl Shared {
             }
             self.waiting_len.fetch_sub(1, Ordering::AcqRel);
             drop(waiting);
-            self.workers[w].push(job);
+            self.push(w, job);
         }
     }
 

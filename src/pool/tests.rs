@@ -78,32 +78,31 @@ fn roundrobin_serves_workers_in_turn() {
 fn leastbusy_avoids_a_busy_worker() {
     let p = pool(2, Strategy::LeastBusy);
     let (o, rx) = origin();
-    p.call(&o, 0, "sleep", sleep_params(300.0), None);
-    std::thread::sleep(Duration::from_millis(30));
-    let busy = p
-        .stats()
-        .workers
-        .iter()
-        .position(|w| w.running == 1)
-        .unwrap();
+    p.call(&o, 0, "sleep", sleep_params(2_000.0), None);
+    let started = Instant::now();
+    let busy = loop {
+        if let Some(w) = p.stats().workers.iter().position(|w| w.running == 1) {
+            break w;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the long call never started"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    // One at a time, so the idle worker's load is 0 and the busy one's is 1 at every pick.
     for i in 1..=5 {
-        p.call(&o, i, "sleep", sleep_params(1.0), None);
-        std::thread::sleep(Duration::from_millis(10));
+        p.call(&o, i, "echo", vec![Value::Number(i as f64)], None);
+        let (id, out) = recv(&rx);
+        assert_eq!((id, out.unwrap()), (i, Value::Number(i as f64)));
     }
-    let mut done = vec![];
-    for _ in 0..5 {
-        done.push(recv(&rx).0);
-    }
-    assert!(
-        !done.contains(&0),
-        "the long call finished before the short ones"
-    );
     assert_eq!(
         p.stats().workers[busy].completed,
         0,
         "a short call went to the busy worker"
     );
-    recv(&rx).1.unwrap();
+    p.destroy(); // stops the long call
+    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::PoolClosed);
 }
 
 #[test]
@@ -437,4 +436,43 @@ fn stress_many_submitters_with_cancels_settle_each_call_once_with_its_value() {
         j.join().unwrap();
     }
     assert_eq!(p.stats().queued, 0);
+}
+
+#[test]
+fn a_dead_worker_settles_its_queue_and_gets_no_more_jobs() {
+    let p = pool(2, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    // Occupy both workers, queue one more call on each, then declare worker 1 dead as if its
+    // thread could not be created.
+    p.call(&o, 0, "sleep", sleep_params(100.0), None);
+    p.call(&o, 1, "sleep", sleep_params(100.0), None);
+    let started = Instant::now();
+    while p.stats().running < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the sleeps never started"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    p.call(&o, 2, "echo", vec![Value::Number(2.0)], None);
+    p.call(&o, 3, "echo", vec![Value::Number(3.0)], None);
+    p.shared.mark_dead(1);
+    let (id, out) = recv(&rx);
+    assert_eq!((id, out.unwrap_err().code), (3, ErrorCode::InternalError));
+    for i in 10..20 {
+        p.call(&o, i, "echo", vec![Value::Number(i as f64)], None);
+    }
+    let mut ok = 0;
+    for _ in 0..13 {
+        let (id, out) = recv(&rx);
+        assert!(out.is_ok(), "call {id} failed: {out:?}");
+        ok += 1;
+    }
+    assert_eq!(ok, 13);
+    let st = p.stats();
+    assert_eq!(
+        st.workers[1].completed, 1,
+        "only the sleep that was already running"
+    );
+    assert_eq!(st.queued, 0);
 }

@@ -1,5 +1,12 @@
 //! A worker: one OS thread, its queue, and its counters.
 //!
+//! Start-up: threads are started as a tree (the constructor starts worker 0; worker k starts
+//! 2k+1 and 2k+2), so n threads are up after ~log2(n) thread creations instead of n in a row.
+//! Jobs may be queued for a worker before its thread runs; it serves them when it starts. If
+//! a thread cannot be created, its worker is marked dead: its queue is settled with
+//! InternalError and `Shared::assign` sends later jobs elsewhere. A push that races with the
+//! marking re-checks `alive` after pushing (SeqCst on both sides), so no job is stranded.
+//!
 //! Sleeping and waking (no lost wake-up): an idle worker spins briefly, then sets `sleeping`,
 //! issues a SeqCst fence and looks at its queue once more before parking; a submitter pushes,
 //! issues a SeqCst fence and unparks the worker if it reads `sleeping`. With both fences, either
@@ -14,12 +21,13 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// Busy-polls before sleeping: a burst of calls then costs no futex wake per call.
-const SPIN_ROUNDS: u32 = 64;
+/// How long an idle worker polls its queue before it parks: a caller that submits again within
+/// this window (a burst, or a sequential caller's next call) costs no futex wake and no wake-up
+/// latency. Polling yields the CPU between rounds, so it does not starve the JS thread.
+const SPIN: Duration = Duration::from_micros(50);
 
-#[derive(Default)]
 pub(crate) struct Worker {
     pub(crate) queue: SegQueue<Job>,
     pub(crate) queued: AtomicUsize,
@@ -28,6 +36,23 @@ pub(crate) struct Worker {
     pub(crate) busy_ns: AtomicU64,
     sleeping: AtomicBool,
     thread: OnceLock<Thread>,
+    /// False once its thread could not be created.
+    pub(crate) alive: AtomicBool,
+}
+
+impl Default for Worker {
+    fn default() -> Self {
+        Worker {
+            queue: SegQueue::new(),
+            queued: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            completed: AtomicU64::new(0),
+            busy_ns: AtomicU64::new(0),
+            sleeping: AtomicBool::new(false),
+            thread: OnceLock::new(),
+            alive: AtomicBool::new(true),
+        }
+    }
 }
 
 impl Worker {
@@ -36,12 +61,16 @@ impl Worker {
         self.queued.load(Ordering::Relaxed) + self.running.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn push(&self, job: Job) {
+    /// Queues a job and wakes the thread if it sleeps. `false`: the worker turned out to be
+    /// dead, and the caller must settle the queue (`Shared::settle_queue`).
+    #[must_use]
+    pub(crate) fn push(&self, job: Job) -> bool {
         self.queue.push(job);
         fence(Ordering::SeqCst);
         if self.sleeping.load(Ordering::SeqCst) {
             self.wake();
         }
+        self.alive.load(Ordering::SeqCst)
     }
 
     pub(crate) fn wake(&self) {
@@ -51,11 +80,17 @@ impl Worker {
     }
 }
 
+/// Starts worker `index`'s thread, which first starts its children in the tree.
 pub(crate) fn spawn(shared: Arc<Shared>, index: usize) -> std::io::Result<()> {
     thread::Builder::new()
         .name(format!("corepool-{index}"))
         .spawn(move || {
             let _ = shared.workers[index].thread.set(thread::current());
+            for child in [2 * index + 1, 2 * index + 2] {
+                if child < shared.workers.len() && spawn(shared.clone(), child).is_err() {
+                    shared.mark_dead(child);
+                }
+            }
             run(&shared, index);
         })
         .map(|_| ())
@@ -63,25 +98,25 @@ pub(crate) fn spawn(shared: Arc<Shared>, index: usize) -> std::io::Result<()> {
 
 fn run(s: &Shared, index: usize) {
     let me = &s.workers[index];
-    let mut idle = 0u32;
+    let mut idle_since: Option<Instant> = None;
     loop {
         if let Some(job) = me.queue.pop() {
-            idle = 0;
+            idle_since = None;
             execute(s, index, job);
             continue;
         }
         if s.shutdown.load(Ordering::Acquire) {
             break;
         }
-        if idle < SPIN_ROUNDS {
-            idle += 1;
-            if idle.is_multiple_of(8) {
-                thread::yield_now();
-            } else {
+        let since = *idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < SPIN {
+            for _ in 0..32 {
                 std::hint::spin_loop();
             }
+            thread::yield_now();
             continue;
         }
+        idle_since = None;
         me.sleeping.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if me.queue.is_empty() && !s.shutdown.load(Ordering::SeqCst) {
@@ -90,16 +125,35 @@ fn run(s: &Shared, index: usize) {
         me.sleeping.store(false, Ordering::SeqCst);
     }
     // A job pushed after shutdown (a racing submit on another thread) is settled, not lost.
-    while let Some(job) = me.queue.pop() {
-        if job.control.transition(QUEUED, DONE) {
-            s.unqueue(index);
-            s.release_slot();
-            job.settle(Err(RpcError::new(
-                ErrorCode::PoolClosed,
-                "The pool was shut down",
-            )));
+    s.settle_queue(index, || {
+        RpcError::new(ErrorCode::PoolClosed, "The pool was shut down")
+    });
+}
+
+impl Shared {
+    /// Settles every job still queued on worker `w` with `error()`.
+    pub(crate) fn settle_queue(&self, w: usize, error: impl Fn() -> RpcError) {
+        while let Some(job) = self.workers[w].queue.pop() {
+            if job.control.transition(QUEUED, DONE) {
+                self.unqueue(w);
+                self.release_slot();
+                job.settle(Err(error()));
+            }
         }
     }
+
+    /// Marks worker `w` dead (its thread could not be created) and settles its queue.
+    pub(crate) fn mark_dead(&self, w: usize) {
+        self.workers[w].alive.store(false, Ordering::SeqCst);
+        self.settle_queue(w, thread_failed);
+    }
+}
+
+fn thread_failed() -> RpcError {
+    RpcError::new(
+        ErrorCode::InternalError,
+        "corepool could not start one of its threads",
+    )
 }
 
 fn execute(s: &Shared, index: usize, job: Job) {

@@ -1,0 +1,50 @@
+'use strict';
+// Every shared-memory example runs as `node examples/<name>.js` and says what it should.
+const path = require('node:path');
+const { execFile } = require('node:child_process');
+
+jest.setTimeout(60_000);
+
+function example(name, args = []) {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [path.join(__dirname, '..', 'examples', `${name}.js`), ...args], { timeout: 50_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${name} failed (${error.code ?? error.signal}):\n${stdout}${stderr}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+test('thread-product: four threads multiply under the Mutex and lose no update', async () => {
+  const out = await example('thread-product');
+  const product = out.match(/product mod \d+: (\d+)/)[1];
+  const expected = out.match(/expected: +(\d+)/)[1];
+  expect(product).toBe(expected);
+  expect(out).toMatch('no update was lost');
+});
+
+test('ring-buffer: producers and consumers move every byte once', async () => {
+  const out = await example('ring-buffer');
+  const [, moved, total, checksum, expected] = out.match(/moved (\d+) of (\d+) bytes .* checksum (\d+) \(expected (\d+)\)/);
+  expect(moved).toBe(total);
+  expect(checksum).toBe(expected);
+  expect(out).toMatch('every byte arrived once');
+});
+
+test('life: prints the live cells of every generation', async () => {
+  const out = await example('life', ['120', '12']);
+  const counts = [...out.matchAll(/^generation (\d+): (\d+) alive$/gm)].map((m) => [Number(m[1]), Number(m[2])]);
+  expect(counts.map(([g]) => g)).toEqual(Array.from({ length: 13 }, (_, g) => g));
+  for (const [, alive] of counts) expect(alive).toBeGreaterThan(0);
+  expect(new Set(counts.map(([, alive]) => alive)).size).toBeGreaterThan(1);
+});
+
+test('guessing-game: the worker finds the secret by bisection, taking turns with the main thread', async () => {
+  const out = await example('guessing-game', ['777']);
+  const guesses = [...out.matchAll(/^guess (\d+): (\d+) → (higher|lower|right!)$/gm)];
+  expect(guesses.length).toBeGreaterThan(0);
+  expect(guesses.length).toBeLessThanOrEqual(10);
+  expect(guesses.at(-1)[2]).toBe('777');
+  expect(guesses.at(-1)[3]).toBe('right!');
+  expect(out).toMatch(`guessed 777 in ${guesses.length} tries`);
+  for (const g of guesses.slice(0, -1)) expect(g[3]).toBe(Number(g[2]) < 777 ? 'higher' : 'lower');
+});

@@ -1,0 +1,394 @@
+'use strict';
+// The native `render` command against mustache.js 4.2.0 itself: tricky cases, every spec case,
+// and seeded random templates with data and partials. Any difference fails, and prints the
+// smallest template (found by deleting pieces while it still differs).
+const fs = require('node:fs');
+const path = require('node:path');
+const Mustache = require('mustache');
+const { Pool, RpcError } = require('..');
+
+const C = RpcError.codes;
+
+/** What a renderer did: `{ ok: output }` or `{ error: message, code? }`. */
+function viaMustache({ template, data, partials }) {
+  try {
+    return { ok: Mustache.render(template, data, partials) };
+  } catch (e) {
+    return { error: e.message };
+  }
+}
+
+async function viaPool(pool, { template, data, partials }) {
+  const params = [template];
+  if (data !== undefined || partials !== undefined) params.push(data);
+  if (partials !== undefined) params.push(partials);
+  try {
+    return { ok: await pool.render(...params) };
+  } catch (e) {
+    if (!(e instanceof RpcError)) throw e;
+    return { error: e.message, code: e.code };
+  }
+}
+
+/**
+ * Whether the two outcomes agree: same output, or the same error (as CommandFailed). Two
+ * refusals are counted as agreement, each where mustache.js's own answer cannot cross to Rust:
+ * its stack overflow (infinite partial recursion) meets corepool's depth cap, and an output
+ * holding a lone surrogate meets corepool's refusal to print one.
+ */
+function agree(m, r) {
+  if ('ok' in m) {
+    if ('ok' in r) return m.ok === r.ok;
+    return !m.ok.isWellFormed() && r.code === C.CommandFailed && /surrogate/.test(r.error);
+  }
+  if (r.code !== C.CommandFailed) return false;
+  if (/Maximum call stack size exceeded/.test(m.error)) return /nest more than/.test(r.error);
+  return m.error === r.error;
+}
+
+/**
+ * Pieces a shrinker may delete, as lists of [start, end) spans (UTF-16, from mustache.js's own
+ * parse): each tag or text, each section whole, and each section's two tags (keeping its body).
+ * A malformed template has none.
+ */
+function pieces(template) {
+  let tokens;
+  try {
+    tokens = Mustache.parse(template);
+  } catch {
+    return [];
+  }
+  const out = [];
+  const walk = (list, end) => {
+    list.forEach((t, i) => {
+      const next = i + 1 < list.length ? list[i + 1][2] : end;
+      if (t[0] === '#' || t[0] === '^') {
+        out.push([[t[2], next]], [[t[2], t[3]], [t[5], next]]);
+        walk(t[4], t[5]);
+      } else out.push([[t[2], t[3]]]);
+    });
+  };
+  walk(tokens, template.length);
+  return out;
+}
+
+function cut(template, spans) {
+  let out = template;
+  for (const [start, end] of [...spans].sort((a, b) => b[0] - a[0])) out = out.slice(0, start) + out.slice(end);
+  return out;
+}
+
+/** Deletes pieces, then code-point runs, of the template while the renderers still disagree. */
+async function shrink(pool, c) {
+  const differs = async (template) => {
+    const candidate = { ...c, template };
+    return !agree(viaMustache(candidate), await viaPool(pool, candidate));
+  };
+  let template = c.template;
+  for (let progress = true; progress; ) {
+    progress = false;
+    const smaller = pieces(template)
+      .map((spans) => cut(template, spans))
+      .filter((t) => t.length < template.length)
+      .sort((a, b) => a.length - b.length);
+    for (const t of smaller) {
+      if (await differs(t)) {
+        template = t;
+        progress = true;
+        break;
+      }
+    }
+    if (progress) continue;
+    let cps = Array.from(template);
+    for (let size = Math.max(1, cps.length >> 1); size >= 1; size = size === 1 ? 0 : size >> 1) {
+      for (let at = 0; at + size <= cps.length; ) {
+        const candidate = [...cps.slice(0, at), ...cps.slice(at + size)];
+        if (await differs(candidate.join(''))) {
+          cps = candidate;
+          progress = true;
+        } else at += size;
+      }
+    }
+    template = cps.join('');
+  }
+  return { ...c, template };
+}
+
+/** Renders every case both ways (the pool's calls concurrently); fails on the first difference. */
+async function expectAgreement(pool, cases) {
+  const BATCH = 256;
+  for (let i = 0; i < cases.length; i += BATCH) {
+    const batch = cases.slice(i, i + BATCH);
+    const ours = await Promise.all(batch.map((c) => viaPool(pool, c)));
+    for (let j = 0; j < batch.length; j++) {
+      const theirs = viaMustache(batch[j]);
+      if (!agree(theirs, ours[j])) {
+        const small = await shrink(pool, batch[j]);
+        throw new Error(
+          `render differs from mustache.js (case ${i + j}${batch[j].name ? `, ${batch[j].name}` : ''})\n` +
+            `smallest template: ${JSON.stringify(small.template)}\n` +
+            `data: ${JSON.stringify(small.data)}\npartials: ${JSON.stringify(small.partials)}\n` +
+            `mustache.js: ${JSON.stringify(viaMustache(small))}\n` +
+            `corepool:    ${JSON.stringify(await viaPool(pool, small))}`,
+        );
+      }
+    }
+  }
+}
+
+// ---- seeded random cases ----
+
+function mulberry32(seed) {
+  return function next() {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const KEYS = ['a', 'b', 'c', 'list', 'obj', 's', 'n', 'z', 'e', 't', 'f', 'nil', 'x y', '', 'é', 'length', '0', '1', 'kids'];
+const TEXTS = ['a', 'b', ' ', '  ', '\t', '\n', '\n', '\r\n', '\r', 'é', '😀', '<&>', `"'/\`=`, '{', '}', 'x y', '\u00a0', '\u2028', '.', '#', '!', '>', '=', '%'];
+const NUMBERS = [0, -0, 1, 2, 1.5, -2, 1e21, 1e-7, 123456789, 0.1, NaN, Infinity, -Infinity];
+const DELIMITERS = [['{{', '}}'], ['<%', '%>'], ['|', '|'], ['[[', ']]'], ['{', '}'], ['<', '>'], ['(', ')'], ['{{{', '}}}']];
+const SPACE = ['', '', '', ' ', '  ', '\t', '\n', '\u00a0'];
+
+class CaseGenerator {
+  constructor(seed) {
+    this.random = mulberry32(seed);
+  }
+  int(n) {
+    return Math.floor(this.random() * n);
+  }
+  pick(list) {
+    return list[this.int(list.length)];
+  }
+  chance(p) {
+    return this.random() < p;
+  }
+
+  text() {
+    let s = '';
+    for (let i = this.int(4); i > 0; i--) s += this.pick(TEXTS);
+    return s;
+  }
+
+  value(depth) {
+    switch (this.int(depth > 2 ? 6 : 10)) {
+      case 0:
+      case 1:
+        return this.text();
+      case 2:
+        return this.pick(NUMBERS);
+      case 3:
+        return this.chance(0.5);
+      case 4:
+        return this.chance(0.5) ? null : this.pick(['', '0']);
+      case 5:
+        return this.pick(['', '0', 'x', 'é😀', '<b>']);
+      case 6:
+      case 7: {
+        const list = [];
+        for (let i = this.int(4); i > 0; i--) list.push(this.value(depth + 1));
+        return list;
+      }
+      default: {
+        const object = {};
+        for (let i = this.int(5); i > 0; i--) object[this.pick(KEYS)] = this.value(depth + 1);
+        return object;
+      }
+    }
+  }
+
+  data() {
+    if (this.chance(0.03)) return undefined;
+    if (this.chance(0.05)) return this.value(2);
+    const object = {};
+    for (let i = 2 + this.int(7); i > 0; i--) object[this.pick(KEYS)] = this.value(0);
+    return object;
+  }
+
+  name() {
+    switch (this.int(8)) {
+      case 0:
+        return '.';
+      case 1:
+        return `${this.pick(KEYS)}.${this.pick(KEYS)}`;
+      case 2:
+        return `${this.pick(KEYS)}.${this.pick(KEYS)}.${this.pick(KEYS)}`;
+      case 3:
+        return this.pick(['list.length', 's.length', 'list.0', 'obj.a', 'a.', '.a', 'missing']);
+      default:
+        return this.pick(KEYS.filter((k) => k !== '' && k !== 'x y'));
+    }
+  }
+
+  /** A run of template pieces; `state.delimiters` changes as set-delimiter tags are written. */
+  fragment(state, depth, size) {
+    let out = '';
+    const tag = (body) => state.delimiters[0] + this.pick(SPACE) + body + this.pick(SPACE) + state.delimiters[1];
+    for (let n = this.int(size); n > 0; n--) {
+      const r = this.int(100);
+      if (r < 35) out += this.text();
+      else if (r < 52) out += tag(this.name());
+      else if (r < 56) out += `${state.delimiters[0]}{${this.name()}}${state.delimiters[1]}`;
+      else if (r < 59) out += tag(`&${this.name()}`);
+      else if (r < 72 && depth < 4) {
+        const name = this.name();
+        const kind = this.chance(0.7) ? '#' : '^';
+        out += (this.chance(0.3) ? `\n${this.pick(SPACE)}` : '') + tag(kind + name) + (this.chance(0.3) ? `${this.pick(SPACE)}\n` : '');
+        out += this.fragment(state, depth + 1, size);
+        out += (this.chance(0.3) ? `\n${this.pick(SPACE)}` : '') + tag(`/${name}`) + (this.chance(0.3) ? '\n' : '');
+      } else if (r < 76) out += tag(`!${this.pick(['', 'c', 'a b', '\n', '{'])}`);
+      else if (r < 83) {
+        const lead = this.chance(0.5) ? `\n${this.pick(['', ' ', '  ', '\t', 'x ', '\r\n  '])}` : '';
+        out += lead + tag(`>${this.pick(state.partials)}`) + (this.chance(0.5) ? `${this.pick(SPACE)}\n` : '');
+      } else if (r < 86) {
+        const next = this.pick(DELIMITERS);
+        out += tag(`=${next[0]}${this.pick([' ', '  ', '\t'])}${next[1]}${this.pick(['', ' '])}=`);
+        state.delimiters = next;
+      } else if (r < 88) {
+        const value = this.pick(['', '<%', 'a b c', '<% %> x']);
+        out += tag(`=${value}=`);
+        if (value.includes(' ')) state.delimiters = value.split(' ');
+      } else out += this.pick(TEXTS) + this.pick(['\n', '\r\n', '']);
+    }
+    return out;
+  }
+
+  template(partials, size) {
+    const template = this.fragment({ delimiters: DELIMITERS[0], partials }, 0, size);
+    return this.chance(0.06) ? this.breakTemplate(template) : template;
+  }
+
+  /** Deletes, inserts or cuts at a random code point: malformed templates on purpose. */
+  breakTemplate(template) {
+    const cps = Array.from(template);
+    const at = this.int(cps.length + 1);
+    switch (this.int(3)) {
+      case 0:
+        cps.splice(at, 1);
+        break;
+      case 1:
+        cps.splice(at, 0, this.pick(['{{', '}}', '{{#a}}', '{{/a}}', '{{=', '{{{']));
+        break;
+      default:
+        cps.length = at;
+    }
+    return cps.join('');
+  }
+
+  case() {
+    const partials = {
+      p1: this.template(['p2', 'p3', 'nope'], 5),
+      p2: this.template(['p3'], 4),
+      p3: this.template(['nope'], 3),
+    };
+    const names = ['p1', 'p2', 'p3', 'nope'];
+    if (this.chance(0.1)) {
+      partials.tree = '<{{.}}{{#kids}}{{>tree}}{{/kids}}>';
+      names.push('tree');
+    }
+    const withPartials = this.chance(0.8);
+    const data = this.data();
+    return {
+      template: this.template(withPartials ? names : ['p1', 'nope'], 10),
+      data: data === undefined && withPartials ? null : data,
+      partials: withPartials ? partials : undefined,
+    };
+  }
+}
+
+// ---- the tests ----
+
+let pool;
+beforeAll(() => {
+  pool = new Pool();
+});
+afterAll(() => pool.close());
+
+test('tricky cases render exactly as mustache.js renders them', async () => {
+  const cases = [
+    ['{{a}} {{{a}}} {{&a}}', { a: `<b class="x">'&'/\`=</b>` }],
+    ['{{n}}|{{m}}|{{i}}|{{z}}|{{e}}|{{l}}', { n: NaN, m: -Infinity, i: 1e21, z: -0, e: 1e-7, l: [NaN, -0, null, [1, [2]], {}, true] }],
+    ['{{#e}}E{{/e}}{{^e}}!E{{/e}}{{#o}}O{{/o}}{{#z}}Z{{/z}}{{^n}}N{{/n}}{{^nan}}NaN{{/nan}}', { e: [], o: {}, z: '0', n: 0, nan: NaN }],
+    ['{{#s}}{{.}}{{length}}{{/s}}|{{#n}}{{.}}{{/n}}|{{s.length}}|{{s.1}}|{{l.length}}{{l.0}}', { s: 'héllo😀', n: 5, l: [7], length: 'L' }],
+    ['{{#a}}{{b.c}}{{/a}}', { a: { b: {} }, b: { c: 'ERROR' } }],
+    ['{{.a}}|{{a.}}|{{a..b}}|{{ a }}', { '.a': 1, a: { '': 2 } }],
+    ['  {{#a}} {{/a}}  \r\n{{#b}}\r\nx\r\n{{/b}}\r\n', { a: true, b: [1, 2] }],
+    ['ab{{>p}}\n  {{>p}}\n😀{{>p}} z\n\u00a0\t{{>p}}\n', {}, { p: 'x\ny\n' }],
+    ['{{=<% %>=}}<%a%> <%{a}%> <%={{ }}=%>{{a}}', { a: '<' }],
+    ['{{=a b c=}}a x b', { x: 1 }],
+    ['{{#list}}{{name}}{{/list}}', { list: [{ name: 1 }, null] }],
+    ['{{o}}', { o: { toString: 'x' } }],
+    ['{{{o}}}', { o: { valueOf: 'x' } }],
+    ['{{<parent}}{{$block}}x{{/block}}{{/parent}}', { parent: 1 }],
+    ['é😀{{a', {}],
+    ['{{#a}}{{/b}}', {}],
+    ['{{/a}}', {}],
+    ['{{=<%=}}', {}],
+    ['{{a}}', undefined],
+    ['{{#o}}{{a}}{{/o}}|{{^o.a}}none{{/o.a}}', { a: 'outer', o: { a: undefined } }],
+    ['{{>p}}', {}, { p: 'a{{>p}}' }],
+    ['{{>tree}}', { name: 'root', kids: [{ name: 'a', kids: [{ name: 'b', kids: [] }] }] }, { tree: '<{{name}}{{#kids}}{{>tree}}{{/kids}}>' }],
+  ].map(([template, data, partials]) => ({ template, data, partials }));
+  await expectAgreement(pool, cases);
+});
+
+test('doubles of every magnitude print exactly as JavaScript prints them', async () => {
+  // 2,000 finite doubles from random bit patterns: enough values that the params travel as
+  // JSON text, whose parse must give back the very same doubles.
+  const random = mulberry32(7);
+  const bits = new Uint32Array(2);
+  const double = new Float64Array(bits.buffer);
+  const l = [];
+  while (l.length < 2000) {
+    bits[0] = random() * 2 ** 32;
+    bits[1] = random() * 2 ** 32;
+    if (Number.isFinite(double[0])) l.push(double[0]);
+  }
+  await expectAgreement(pool, [{ template: '{{#l}}{{.}},{{/l}}', data: { l } }]);
+});
+
+test('every spec case (core and optional modules) renders exactly as with mustache.js', async () => {
+  const dir = path.join(__dirname, 'fixtures', 'mustache-spec');
+  const cases = [];
+  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.json'))) {
+    for (const t of JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')).tests) {
+      cases.push({ name: `${file}: ${t.name}`, template: t.template, data: t.data, partials: t.partials });
+    }
+  }
+  expect(cases).toHaveLength(136 + 21 + 27 + 10);
+  await expectAgreement(pool, cases);
+});
+
+test('12,000 seeded random templates, data and partials render exactly as with mustache.js', async () => {
+  const generator = new CaseGenerator(20240604);
+  const cases = Array.from({ length: 12000 }, () => generator.case());
+  await expectAgreement(pool, cases);
+});
+
+test('data JSON cannot carry is refused with InvalidParams, naming the place', async () => {
+  for (const [data, kind] of [
+    [{ a: { b: [1n] } }, /data\.a\.b\[0\] is a bigint/],
+    [{ bytes: new Uint8Array([1]) }, /data\.bytes is a Uint8Array/],
+  ]) {
+    const e = await pool.render('{{a}}', data).catch((err) => err);
+    expect(e).toBeInstanceOf(RpcError);
+    expect(e.code).toBe(C.InvalidParams);
+    expect(e.message).toMatch(kind);
+    expect(e.message).toMatch(/mustache\.js/);
+  }
+  const e = await pool.render('{{>p}}', {}, { p: 5 }).catch((err) => err);
+  expect([e.code, e.message]).toEqual([C.InvalidParams, 'render: partials.p must be a template string, got number']);
+});
+
+test('a render that runs too long stops at its timeout, and the worker goes on serving', async () => {
+  const a = Array.from({ length: 1000 }, (_, i) => i);
+  const started = Date.now();
+  const e = await pool.call('render', ['{{#a}}{{#a}}{{#a}}{{.}}{{/a}}{{/a}}{{/a}}', { a }], { timeout: 50 }).catch((err) => err);
+  expect(e).toBeInstanceOf(RpcError);
+  expect(e.code).toBe(C.Timeout);
+  expect(Date.now() - started).toBeLessThan(5000);
+  expect(await pool.render('{{a}}', { a: 'still here' })).toBe('still here');
+});

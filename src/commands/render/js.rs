@@ -1,0 +1,316 @@
+//! How JavaScript sees a JSON value, for the few operations mustache.js applies to data:
+//! property access (`v[key]`, `key in v`), truthiness (`!v`) and `String(v)`.
+//!
+//! Data is JSON (checked before rendering), so every value is a primitive, an array or a plain
+//! object, and these operations have fixed answers, with one exception: the properties values
+//! inherit from `Object.prototype`, `Array.prototype`, `String.prototype`… (`toString`,
+//! `constructor`, `map`…). mustache.js would use those built-ins (usually calling them); corepool
+//! reports [`Property::Inherited`] and the caller turns it into an error instead of an output that
+//! might differ. The lists are Node 20's.
+
+use super::escape::escape_html;
+use crate::rpc::value::format_number;
+use crate::rpc::{Map, RpcError, Value};
+
+/// A JSON value as JavaScript sees it; also the values property access creates (a string's
+/// `length`, one of its characters) and `undefined`.
+#[derive(Clone, Copy, Debug)]
+pub enum Js<'a> {
+    Undefined,
+    Null,
+    Bool(bool),
+    Number(f64),
+    String(&'a str),
+    Array(&'a [Value]),
+    Object(&'a Map),
+    /// A string of one lone surrogate, as indexing a string can make: JavaScript has it, a
+    /// Rust string cannot hold it. Lookups go on through it; only printing it fails.
+    LoneSurrogate,
+}
+
+/// The outcome of `value[key]`.
+pub enum Property<'a> {
+    /// An own property: an object's key, an array's or string's index or `length`.
+    Own(Js<'a>),
+    /// A built-in the value inherits from its prototype.
+    Inherited,
+    /// `undefined`, and `key in value` is false.
+    Absent,
+}
+
+const OBJECT_PROTOTYPE: &[&str] = &[
+    "__defineGetter__",
+    "__defineSetter__",
+    "__lookupGetter__",
+    "__lookupSetter__",
+    "__proto__",
+    "constructor",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+    "toLocaleString",
+    "toString",
+    "valueOf",
+];
+
+const ARRAY_PROTOTYPE: &[&str] = &[
+    "at",
+    "concat",
+    "copyWithin",
+    "entries",
+    "every",
+    "fill",
+    "filter",
+    "find",
+    "findIndex",
+    "findLast",
+    "findLastIndex",
+    "flat",
+    "flatMap",
+    "forEach",
+    "includes",
+    "indexOf",
+    "join",
+    "keys",
+    "lastIndexOf",
+    "map",
+    "pop",
+    "push",
+    "reduce",
+    "reduceRight",
+    "reverse",
+    "shift",
+    "slice",
+    "some",
+    "sort",
+    "splice",
+    "toReversed",
+    "toSorted",
+    "toSpliced",
+    "unshift",
+    "values",
+    "with",
+];
+
+const STRING_PROTOTYPE: &[&str] = &[
+    "anchor",
+    "at",
+    "big",
+    "blink",
+    "bold",
+    "charAt",
+    "charCodeAt",
+    "codePointAt",
+    "concat",
+    "endsWith",
+    "fixed",
+    "fontcolor",
+    "fontsize",
+    "includes",
+    "indexOf",
+    "isWellFormed",
+    "italics",
+    "lastIndexOf",
+    "link",
+    "localeCompare",
+    "match",
+    "matchAll",
+    "normalize",
+    "padEnd",
+    "padStart",
+    "repeat",
+    "replace",
+    "replaceAll",
+    "search",
+    "slice",
+    "small",
+    "split",
+    "startsWith",
+    "strike",
+    "sub",
+    "substr",
+    "substring",
+    "sup",
+    "toLocaleLowerCase",
+    "toLocaleUpperCase",
+    "toLowerCase",
+    "toUpperCase",
+    "toWellFormed",
+    "trim",
+    "trimEnd",
+    "trimLeft",
+    "trimRight",
+    "trimStart",
+];
+
+const NUMBER_PROTOTYPE: &[&str] = &["toExponential", "toFixed", "toPrecision"];
+
+/// What `String(object)` does when the object has its own `toString` key: JSON cannot make it
+/// a function, so JavaScript finds no callable conversion.
+const NOT_CONVERTIBLE: &str = "Cannot convert object to primitive value";
+
+const LONE_SURROGATE: &str = "render: a name indexes into a string at half of a surrogate pair \
+     (a character outside the BMP, such as an emoji); mustache.js would output that lone \
+     surrogate, which a Rust string cannot hold (render this template with mustache.js on the \
+     main thread)";
+
+fn inherits(own_prototype: &[&str], key: &str) -> bool {
+    own_prototype.contains(&key) || OBJECT_PROTOTYPE.contains(&key)
+}
+
+/// `key` as an array index (`"0"`, `"17"`; not `"01"`, `"-1"` or `"1.0"`).
+fn index(key: &str) -> Option<usize> {
+    let digits = key.as_bytes();
+    let canonical = !digits.is_empty()
+        && digits.len() <= 10
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits[0] != b'0' || digits.len() == 1);
+    if !canonical {
+        return None;
+    }
+    let n: u64 = key.parse().ok()?;
+    // 2^32 - 1 is the largest array length, so indices stop one below it.
+    (n < u32::MAX as u64).then_some(n as usize)
+}
+
+impl<'a> Js<'a> {
+    pub fn of(value: &'a Value) -> Js<'a> {
+        match value {
+            Value::Null => Js::Null,
+            Value::Bool(b) => Js::Bool(*b),
+            Value::Number(n) => Js::Number(*n),
+            Value::String(s) => Js::String(s),
+            Value::Array(items) => Js::Array(items),
+            Value::Object(map) => Js::Object(map),
+            // The render command refuses data holding these before rendering starts.
+            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) => Js::Undefined,
+        }
+    }
+
+    /// `value == null`.
+    pub fn is_nullish(self) -> bool {
+        matches!(self, Js::Undefined | Js::Null)
+    }
+
+    /// `!!value`. (An empty array is truthy, as in JavaScript.)
+    pub fn truthy(self) -> bool {
+        match self {
+            Js::Undefined | Js::Null => false,
+            Js::Bool(b) => b,
+            Js::Number(n) => n != 0.0 && !n.is_nan(),
+            Js::String(s) => !s.is_empty(),
+            Js::Array(_) | Js::Object(_) | Js::LoneSurrogate => true,
+        }
+    }
+
+    /// Whether `typeof value === 'object'` (and not null): only those answer `key in value`.
+    pub fn is_object(self) -> bool {
+        matches!(self, Js::Array(_) | Js::Object(_))
+    }
+
+    /// `value[key]` for a value that is not null or undefined.
+    pub fn property(self, key: &str) -> Property<'a> {
+        match self {
+            Js::Object(map) => match map.get(key) {
+                Some(v) => Property::Own(Js::of(v)),
+                None if OBJECT_PROTOTYPE.contains(&key) => Property::Inherited,
+                None => Property::Absent,
+            },
+            Js::Array(items) => {
+                if let Some(item) = index(key).and_then(|i| items.get(i)) {
+                    Property::Own(Js::of(item))
+                } else if key == "length" {
+                    Property::Own(Js::Number(items.len() as f64))
+                } else if inherits(ARRAY_PROTOTYPE, key) {
+                    Property::Inherited
+                } else {
+                    Property::Absent
+                }
+            }
+            Js::String(s) => {
+                if let Some(i) = index(key) {
+                    code_unit(s, i)
+                } else if key == "length" {
+                    Property::Own(Js::Number(s.encode_utf16().count() as f64))
+                } else if inherits(STRING_PROTOTYPE, key) {
+                    Property::Inherited
+                } else {
+                    Property::Absent
+                }
+            }
+            Js::LoneSurrogate => match key {
+                "0" => Property::Own(Js::LoneSurrogate),
+                "length" => Property::Own(Js::Number(1.0)),
+                _ if inherits(STRING_PROTOTYPE, key) => Property::Inherited,
+                _ => Property::Absent,
+            },
+            Js::Number(_) if inherits(NUMBER_PROTOTYPE, key) => Property::Inherited,
+            Js::Bool(_) if OBJECT_PROTOTYPE.contains(&key) => Property::Inherited,
+            Js::Number(_) | Js::Bool(_) | Js::Undefined | Js::Null => Property::Absent,
+        }
+    }
+
+    /// Appends `String(value)`, HTML-escaped if `escape`; nothing for null and undefined.
+    pub fn write(self, escape: bool, out: &mut String) -> Result<(), RpcError> {
+        match self {
+            Js::Undefined | Js::Null => {}
+            Js::Array(items) => return write_joined(items, escape, out),
+            other => write_scalar(other, escape, out)?,
+        }
+        Ok(())
+    }
+}
+
+/// `s[i]`: the UTF-16 code unit at `i`, as a one-character string.
+fn code_unit(s: &str, i: usize) -> Property<'_> {
+    let mut units = 0;
+    for (at, c) in s.char_indices() {
+        let n = c.len_utf16();
+        if i < units + n {
+            return match n {
+                1 => Property::Own(Js::String(&s[at..at + c.len_utf8()])),
+                _ => Property::Own(Js::LoneSurrogate),
+            };
+        }
+        units += n;
+    }
+    Property::Absent
+}
+
+/// `String(v)` for a value that is neither an array nor null/undefined.
+fn write_scalar(value: Js, escape: bool, out: &mut String) -> Result<(), RpcError> {
+    match value {
+        Js::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+        // Never contains a character that needs escaping.
+        Js::Number(n) => format_number(n, out),
+        Js::String(s) if escape => escape_html(s, out),
+        Js::String(s) => out.push_str(s),
+        Js::Object(map) if map.get("toString").is_some() => {
+            return Err(RpcError::failed(NOT_CONVERTIBLE))
+        }
+        Js::Object(_) => out.push_str("[object Object]"),
+        Js::LoneSurrogate => return Err(RpcError::failed(LONE_SURROGATE)),
+        Js::Array(_) | Js::Undefined | Js::Null => {}
+    }
+    Ok(())
+}
+
+/// `String(array)`: `array.join(",")`, with null elements empty and nested arrays joined in
+/// place. Iterative: nesting depth costs heap, not stack.
+fn write_joined(items: &[Value], escape: bool, out: &mut String) -> Result<(), RpcError> {
+    let mut stack = vec![items.iter().enumerate()];
+    while let Some(level) = stack.last_mut() {
+        let Some((i, item)) = level.next() else {
+            stack.pop();
+            continue;
+        };
+        if i > 0 {
+            out.push(',');
+        }
+        match Js::of(item) {
+            Js::Array(inner) => stack.push(inner.iter().enumerate()),
+            scalar => write_scalar(scalar, escape, out)?,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,91 @@
+//! Name lookup through the context stack, by mustache.js 4.2.0's `Context.lookup` rules.
+//!
+//! The stack holds the views sections pushed, innermost last. For each view, innermost first:
+//!
+//! - `.` is the innermost view, always.
+//! - A plain key hits only when the view is an object or array that has it (`key in view`), so
+//!   a key on a string or number view falls through to the outer views. A null or undefined
+//!   view makes JavaScript throw (`view[key]` is evaluated first), and so does this.
+//! - A dotted name walks its whole path from each view in turn (which is why mustache.js fails
+//!   the spec's "Dotted Names - Context Precedence"). The walk stops at null or undefined; it
+//!   hits when the last step is a property of an object or array, or an own property of a
+//!   primitive (a string's `length` or index). A hit may be null; a miss moves outwards.
+//!
+//! Where mustache.js would reach a built-in inherited from a prototype (see `js.rs`), the
+//! lookup fails with a message instead.
+
+use super::js::{Js, Property};
+use super::parse::Name;
+use crate::rpc::RpcError;
+
+/// The value of `name`, or `Js::Undefined` when no view has it.
+pub fn lookup<'a>(views: &[Js<'a>], name: &Name, source: &str) -> Result<Js<'a>, RpcError> {
+    match name {
+        Name::Dot => Ok(views.last().copied().unwrap_or(Js::Undefined)),
+        Name::Key(key) => {
+            let key = key.of(source);
+            for &view in views.iter().rev() {
+                match view {
+                    Js::Undefined | Js::Null => return Err(null_view(view, key)),
+                    Js::Array(_) | Js::Object(_) => match view.property(key) {
+                        Property::Own(value) => return Ok(value),
+                        Property::Absent => {}
+                        Property::Inherited => return Err(inherited(name, source, key)),
+                    },
+                    Js::Bool(_) | Js::Number(_) | Js::String(_) | Js::LoneSurrogate => {}
+                }
+            }
+            Ok(Js::Undefined)
+        }
+        Name::Path(segments) => {
+            let last = segments.len() - 1;
+            for &view in views.iter().rev() {
+                let mut value = view;
+                let mut hit = false;
+                for (i, segment) in segments.iter().enumerate() {
+                    if value.is_nullish() {
+                        break;
+                    }
+                    let key = segment.of(source);
+                    let parent = value;
+                    value = match parent.property(key) {
+                        Property::Own(v) => {
+                            hit = i == last;
+                            v
+                        }
+                        Property::Absent => Js::Undefined,
+                        // A primitive's inherited last step is no hit (only own properties
+                        // count there), so its value is never used.
+                        Property::Inherited if i == last && !parent.is_object() => Js::Undefined,
+                        Property::Inherited => return Err(inherited(name, source, key)),
+                    };
+                }
+                if hit {
+                    return Ok(value);
+                }
+            }
+            Ok(Js::Undefined)
+        }
+    }
+}
+
+/// The TypeError JavaScript throws for `view[key]` on null or undefined (V8's wording).
+fn null_view(view: Js, key: &str) -> RpcError {
+    let what = if matches!(view, Js::Null) {
+        "null"
+    } else {
+        "undefined"
+    };
+    RpcError::failed(format!(
+        "Cannot read properties of {what} (reading '{key}')"
+    ))
+}
+
+fn inherited(name: &Name, source: &str, key: &str) -> RpcError {
+    RpcError::failed(format!(
+        "render: the name \"{}\" reaches \"{key}\", a built-in that JavaScript values inherit; \
+         mustache.js would use that built-in, which corepool does not imitate (give the data its \
+         own \"{key}\" key, or render this template with mustache.js on the main thread)",
+        name.text(source)
+    ))
+}

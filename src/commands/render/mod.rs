@@ -1,0 +1,157 @@
+//! `render(template, data?, partials?)`: Mustache on native threads, with output byte for byte
+//! what mustache.js 4.2.0 gives for the same template and JSON data (issue #4).
+//!
+//! It is a re-implementation of mustache.js's behaviour, not of the Mustache spec: where the two
+//! differ (the spec's "Dotted Names - Context Precedence", standalone lines with several tags,
+//! partial indentation after text), mustache.js wins. The parts:
+//!
+//! - `parse.rs`: template text → a flat list of nodes, mustache.js's scanning, standalone-line
+//!   and indentation rules, and its error messages (`Unclosed tag at 12`…).
+//! - `cache.rs`: parsed templates, process-wide and bounded, so a hot template is parsed once per
+//!   process, whichever worker renders it.
+//! - `lookup.rs`: mustache.js's name lookup through the stack of views.
+//! - `js.rs`: what JavaScript does with a JSON value (`v[key]`, truthiness, `String(v)`).
+//! - `escape.rs`: mustache.js's HTML escaping.
+//! - `writer.rs`: the walk over the nodes that writes the output (mustache.js's `Writer`);
+//!   iterative, depth-capped, cancellable.
+//!
+//! What it keeps: only the template cache. A render holds its data and partials borrowed from
+//! the call's params and allocates its output once it knows the template.
+//!
+//! Where mustache.js's answer depends on JavaScript itself rather than on the data, corepool
+//! refuses instead of guessing: data holding BigInts, byte arrays or shared views (InvalidParams,
+//! before anything renders), names that reach built-ins such as `toString` or `constructor`,
+//! and string indexes that split a surrogate pair (CommandFailed). Errors mustache.js throws
+//! come back as CommandFailed with its message: parse errors, and the TypeErrors of a lookup on
+//! a null view or of `String()` on an object with its own `toString` key.
+
+mod cache;
+mod escape;
+mod js;
+mod lookup;
+mod parse;
+#[cfg(test)]
+mod tests;
+mod writer;
+
+use crate::rpc::{params, Command, Context, Map, RpcError, Value};
+use cache::TemplateCache;
+
+pub struct Render;
+
+impl Command for Render {
+    fn name(&self) -> &'static str {
+        "render"
+    }
+    fn params(&self) -> &'static str {
+        "template: string, data?: JSON value, partials?: { [name]: string }"
+    }
+    fn summary(&self) -> &'static str {
+        "renders a Mustache template; output identical to mustache.js 4.2.0"
+    }
+    fn run(&self, params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
+        params::expect_count("render", &params, 1..=3)?;
+        let template = params::string("render: template", &params[0])?;
+        let data = params.get(1);
+        if let Some(data) = data {
+            check_json(data)?;
+        }
+        let partials = match params.get(2) {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(partials)) => Some(check_partials(partials)?),
+            Some(other) => {
+                return Err(RpcError::invalid_params(format!(
+                    "render: partials must be an object of name → template string, got {}",
+                    other.kind()
+                )))
+            }
+        };
+        render_with(TemplateCache::global(), template, data, partials, ctx).map(Value::String)
+    }
+}
+
+/// Renders with a given cache (the command uses the process-wide one).
+fn render_with(
+    cache: &TemplateCache,
+    template: &str,
+    data: Option<&Value>,
+    partials: Option<&Map>,
+    ctx: &Context,
+) -> Result<String, RpcError> {
+    let template = cache.get_or_parse(template).map_err(RpcError::failed)?;
+    writer::render(template, data, partials, cache, ctx)
+}
+
+/// Refuses data that JSON cannot carry. A quick walk first; the path of the culprit is only
+/// worked out when there is one.
+fn check_json(data: &Value) -> Result<(), RpcError> {
+    let mut stack = vec![data];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.iter().map(|(_, v)| v)),
+            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) => {
+                let (path, culprit) = first_non_json(data, String::from("data"))
+                    .unwrap_or_else(|| (String::from("data"), value));
+                return Err(RpcError::invalid_params(format!(
+                    "render: {path} is a {}, which JSON cannot carry and the native renderer \
+                     does not take; convert it first (e.g. to a string or an array of numbers), \
+                     or render this template with mustache.js on the main thread",
+                    culprit.kind()
+                )));
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The path and value of the first non-JSON value inside `value`, depth first.
+fn first_non_json(value: &Value, path: String) -> Option<(String, &Value)> {
+    let mut stack = vec![(value, path)];
+    while let Some((value, path)) = stack.pop() {
+        match value {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate().rev() {
+                    stack.push((item, format!("{path}[{i}]")));
+                }
+            }
+            Value::Object(map) => {
+                let entries: Vec<_> = map.iter().collect();
+                for (key, item) in entries.into_iter().rev() {
+                    stack.push((item, format!("{path}{}", property_path(key))));
+                }
+            }
+            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) => return Some((path, value)),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+        }
+    }
+    None
+}
+
+/// `.key` for an identifier, `["key"]` for anything else.
+fn property_path(key: &str) -> String {
+    let identifier = key.chars().next().is_some_and(|c| !c.is_ascii_digit())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+    if identifier {
+        format!(".{key}")
+    } else {
+        format!("[{}]", crate::rpc::json::to_string(&Value::from(key)))
+    }
+}
+
+/// Partials must map names to template strings (null, like a missing name, renders nothing).
+fn check_partials(partials: &Map) -> Result<&Map, RpcError> {
+    for (name, value) in partials.iter() {
+        if !matches!(value, Value::String(_) | Value::Null) {
+            return Err(RpcError::invalid_params(format!(
+                "render: partials{} must be a template string, got {}",
+                property_path(name),
+                value.kind()
+            )));
+        }
+    }
+    Ok(partials)
+}

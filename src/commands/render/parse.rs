@@ -1,0 +1,419 @@
+//! Template text → [`Template`], by mustache.js 4.2.0's parsing rules.
+//!
+//! mustache.js's parser is a scanner driven by regular expressions; this one finds the same
+//! boundaries with plain string searches, and every rule below is one of its rules:
+//!
+//! - A tag is `open`, JS whitespace (`\s`), an optional type character (`# ^ / > { & = !`),
+//!   whitespace, the name, and whitespace plus `close`, where the name ends at the *first*
+//!   `close` (for `{`: at the first `}` + `close`; for `=`: at the first `=`, which may lie past
+//!   `close`). A tag type it does not know (`<`, `$`, `*`…) is part of a variable's name.
+//! - A line is *standalone* when it holds at least one tag, no variable tag, and only whitespace
+//!   text; all of that whitespace goes, its newline included (a `\r\n` line too). Lines are split
+//!   by newlines in text only: a newline inside a tag does not end a line.
+//! - A partial remembers the text before it on its line (only when it is the line's first tag):
+//!   it later indents the partial's lines with that text, spaces and tabs kept, other whitespace
+//!   dropped, and every other UTF-16 code unit turned into a space; the partial's first line is
+//!   indented only when that text is all whitespace.
+//! - A dotted name (`a.b`, a dot anywhere but first) is a path; `.` is the current context;
+//!   `.a` is a plain key.
+//! - Errors carry mustache.js's messages, with its positions: UTF-16 code units from the start
+//!   of the template.
+//!
+//! The result is flat: a section's children are the nodes up to its `end`, so neither building,
+//! walking nor dropping a template recurses, however deep its sections nest.
+
+use std::sync::Arc;
+
+/// A byte range of a template's source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub fn of(self, source: &str) -> &str {
+        &source[self.start..self.end]
+    }
+}
+
+/// A name in a tag, ready for lookup.
+#[derive(Debug, PartialEq)]
+pub enum Name {
+    /// `.`: the current context itself.
+    Dot,
+    /// A key looked up as a whole (`a`, `.a`, or anything without an inner dot).
+    Key(Span),
+    /// A dotted name, one span per segment (`a.b.c`; `a.` has an empty last segment).
+    Path(Box<[Span]>),
+}
+
+impl Name {
+    fn new(source: &str, span: Span) -> Name {
+        let text = span.of(source);
+        if text == "." {
+            return Name::Dot;
+        }
+        match text.find('.') {
+            Some(i) if i > 0 => {
+                let mut segments = Vec::new();
+                let mut start = span.start;
+                for segment in text.split('.') {
+                    segments.push(Span {
+                        start,
+                        end: start + segment.len(),
+                    });
+                    start += segment.len() + 1;
+                }
+                Name::Path(segments.into_boxed_slice())
+            }
+            _ => Name::Key(span),
+        }
+    }
+
+    /// The name as written in the template (for error messages).
+    pub fn text<'s>(&self, source: &'s str) -> &'s str {
+        match self {
+            Name::Dot => ".",
+            Name::Key(span) => span.of(source),
+            Name::Path(segments) => Span {
+                start: segments[0].start,
+                end: segments[segments.len() - 1].end,
+            }
+            .of(source),
+        }
+    }
+}
+
+/// The text a partial's lines are indented with.
+#[derive(Debug, PartialEq)]
+pub struct Indent {
+    /// Spaces and tabs, one per UTF-16 code unit before the tag (see the module doc).
+    pub text: Box<str>,
+    /// Whether the partial's first line is indented too (the text before the tag is blank).
+    pub first_line: bool,
+}
+
+impl Indent {
+    fn new(before_tag: &str) -> Indent {
+        let mut text = String::with_capacity(before_tag.len());
+        let mut first_line = true;
+        for c in before_tag.chars() {
+            if c == ' ' || c == '\t' {
+                text.push(c);
+            } else if !is_js_space(c) {
+                first_line = false;
+                for _ in 0..c.len_utf16() {
+                    text.push(' ');
+                }
+            }
+        }
+        Indent {
+            text: text.into_boxed_str(),
+            first_line,
+        }
+    }
+
+    /// `partial` with this indentation put before each non-empty line (mustache.js indents the
+    /// partial's text before parsing it, so tags inside the partial see the indentation too).
+    pub fn apply(&self, partial: &str) -> String {
+        let lines = partial.split('\n');
+        let mut out = String::with_capacity(partial.len() + self.text.len() * 4);
+        for (i, line) in lines.enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            if !line.is_empty() && (i > 0 || self.first_line) {
+                out.push_str(&self.text);
+            }
+            out.push_str(line);
+        }
+        out
+    }
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Node {
+    /// Text copied as is.
+    Text(Span),
+    /// `{{name}}` (escaped) or `{{{name}}}` / `{{&name}}` (not escaped).
+    Value { name: Name, escape: bool },
+    /// `{{#name}}` or `{{^name}}`; its children are the nodes after it, up to `end`.
+    Section {
+        name: Name,
+        inverted: bool,
+        end: usize,
+    },
+    /// `{{>name}}`; `indent` is set when the partial's text must be indented first.
+    Partial { name: Span, indent: Option<Indent> },
+}
+
+/// A parsed template. Immutable, so one `Arc<Template>` serves every thread.
+#[derive(Debug)]
+pub struct Template {
+    pub source: Arc<str>,
+    pub nodes: Vec<Node>,
+}
+
+/// JavaScript's `\s`: what mustache.js's regular expressions treat as whitespace.
+pub fn is_js_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
+/// A position as mustache.js reports it: in UTF-16 code units.
+fn js_position(source: &str, at: usize) -> usize {
+    source[..at].encode_utf16().count()
+}
+
+fn skip_space(source: &str, at: usize) -> usize {
+    source[at..]
+        .find(|c| !is_js_space(c))
+        .map_or(source.len(), |i| at + i)
+}
+
+/// Where the text before `/\s*pattern/` ends, searching from `at` (mustache.js's `scanUntil`):
+/// before the whitespace that precedes the first `pattern`, or at the end of the source.
+fn until(source: &str, at: usize, pattern: &str) -> usize {
+    match source[at..].find(pattern) {
+        Some(i) => at + source[at..at + i].trim_end_matches(is_js_space).len(),
+        None => source.len(),
+    }
+}
+
+/// Consumes `/\s*pattern/` at `at` (mustache.js's `scan`): the position after it, if it is there.
+fn scan(source: &str, at: usize, pattern: &str) -> Option<usize> {
+    let from = skip_space(source, at);
+    source[from..]
+        .starts_with(pattern)
+        .then(|| from + pattern.len())
+}
+
+/// A token before sections are nested (mustache.js's token list).
+enum Token {
+    Text(Span),
+    /// A whitespace text token of a standalone line.
+    Removed,
+    Value {
+        name: Span,
+        escape: bool,
+    },
+    Open {
+        name: Span,
+        inverted: bool,
+    },
+    Close,
+    Partial {
+        name: Span,
+        indent: Option<Indent>,
+    },
+    /// A comment or a delimiter change: renders nothing.
+    Silent,
+}
+
+/// The current line's standalone bookkeeping (mustache.js's `stripSpace` state).
+#[derive(Default)]
+struct Line {
+    /// Where the line starts (after the last newline in text).
+    start: usize,
+    /// Tags seen on the line.
+    tags: usize,
+    /// Some non-whitespace text or a variable tag is on the line.
+    non_space: bool,
+    /// Indices of the line's whitespace-only text tokens.
+    spaces: Vec<usize>,
+}
+
+impl Line {
+    /// At a newline or the end: a line with tags and nothing else but whitespace loses the
+    /// whitespace.
+    fn finish(&mut self, tokens: &mut [Token]) {
+        if self.tags > 0 && !self.non_space {
+            for &i in &self.spaces {
+                tokens[i] = Token::Removed;
+            }
+        }
+        self.spaces.clear();
+        self.tags = 0;
+        self.non_space = false;
+    }
+}
+
+/// Parses `source` with the default `{{ }}` delimiters. `Err` is mustache.js's message.
+pub fn parse(source: Arc<str>) -> Result<Template, String> {
+    let tokens = tokenize(&source)?;
+    let nodes = nest(&source, tokens);
+    Ok(Template { source, nodes })
+}
+
+fn tokenize(src: &str) -> Result<Vec<Token>, String> {
+    let mut tokens = Vec::new();
+    let mut line = Line::default();
+    let mut sections: Vec<Span> = Vec::new();
+    let (mut open, mut close) = ("{{", "}}");
+    let mut close_curly = String::from("}}}");
+    let mut pos = 0;
+
+    while pos < src.len() {
+        let tag_start = src[pos..].find(open).map_or(src.len(), |i| pos + i);
+        while pos < tag_start {
+            let end = src[pos..tag_start]
+                .find('\n')
+                .map_or(tag_start, |i| pos + i + 1);
+            if src[pos..end].chars().all(is_js_space) {
+                line.spaces.push(tokens.len());
+            } else {
+                line.non_space = true;
+            }
+            tokens.push(Token::Text(Span { start: pos, end }));
+            if src.as_bytes()[end - 1] == b'\n' {
+                line.finish(&mut tokens);
+                line.start = end;
+            }
+            pos = end;
+        }
+        if pos == src.len() {
+            break;
+        }
+
+        pos = skip_space(src, pos + open.len());
+        let kind = match src.as_bytes().get(pos) {
+            Some(&b) if b"#^/>{&=!".contains(&b) => {
+                pos += 1;
+                b
+            }
+            _ => b'n',
+        };
+        pos = skip_space(src, pos);
+        let value_start = pos;
+        let value_end = match kind {
+            b'=' => until(src, pos, "="),
+            b'{' => until(src, pos, &close_curly),
+            _ => until(src, pos, close),
+        };
+        pos = value_end;
+        let tail = match kind {
+            b'=' => Some("="),
+            b'{' => Some("}"),
+            _ => None,
+        };
+        if let Some(tail) = tail {
+            pos = scan(src, pos, tail).unwrap_or(pos);
+            pos = until(src, pos, close);
+        }
+        pos = scan(src, pos, close)
+            .ok_or_else(|| format!("Unclosed tag at {}", js_position(src, pos)))?;
+
+        let value = Span {
+            start: value_start,
+            end: value_end,
+        };
+        let token = match kind {
+            b'#' | b'^' => {
+                sections.push(value);
+                Token::Open {
+                    name: value,
+                    inverted: kind == b'^',
+                }
+            }
+            b'/' => match sections.pop() {
+                None => {
+                    return Err(format!(
+                        "Unopened section \"{}\" at {}",
+                        value.of(src),
+                        js_position(src, tag_start)
+                    ))
+                }
+                Some(opened) if opened.of(src) != value.of(src) => {
+                    return Err(format!(
+                        "Unclosed section \"{}\" at {}",
+                        opened.of(src),
+                        js_position(src, tag_start)
+                    ))
+                }
+                Some(_) => Token::Close,
+            },
+            b'>' => Token::Partial {
+                name: value,
+                indent: (line.tags == 0 && tag_start > line.start)
+                    .then(|| Indent::new(&src[line.start..tag_start])),
+            },
+            b'=' => {
+                let tags = value.of(src);
+                let (new_open, rest) = tags
+                    .split_once(is_js_space)
+                    .ok_or_else(|| format!("Invalid tags: {tags}"))?;
+                let rest = rest.trim_start_matches(is_js_space);
+                open = new_open;
+                close = rest.find(is_js_space).map_or(rest, |i| &rest[..i]);
+                close_curly = format!("}}{close}");
+                Token::Silent
+            }
+            b'!' => Token::Silent,
+            _ => {
+                line.non_space = true;
+                Token::Value {
+                    name: value,
+                    escape: kind == b'n',
+                }
+            }
+        };
+        line.tags += 1;
+        tokens.push(token);
+    }
+    line.finish(&mut tokens);
+
+    match sections.pop() {
+        Some(opened) => Err(format!(
+            "Unclosed section \"{}\" at {}",
+            opened.of(src),
+            js_position(src, src.len())
+        )),
+        None => Ok(tokens),
+    }
+}
+
+/// Turns the token list into nodes: adjacent texts merged, sections given their `end`.
+fn nest(src: &str, tokens: Vec<Token>) -> Vec<Node> {
+    let mut nodes: Vec<Node> = Vec::with_capacity(tokens.len());
+    let mut open: Vec<usize> = Vec::new();
+    for token in tokens {
+        match token {
+            Token::Text(span) => match nodes.last_mut() {
+                Some(Node::Text(last)) if last.end == span.start => last.end = span.end,
+                _ => nodes.push(Node::Text(span)),
+            },
+            Token::Removed | Token::Silent => {}
+            Token::Value { name, escape } => nodes.push(Node::Value {
+                name: Name::new(src, name),
+                escape,
+            }),
+            Token::Open { name, inverted } => {
+                open.push(nodes.len());
+                nodes.push(Node::Section {
+                    name: Name::new(src, name),
+                    inverted,
+                    end: 0,
+                });
+            }
+            Token::Close => {
+                let after = nodes.len();
+                // `tokenize` pairs every Close with an Open, so there is always one to pop.
+                if let Some(Node::Section { end, .. }) = open.pop().map(|at| &mut nodes[at]) {
+                    *end = after;
+                }
+            }
+            Token::Partial { name, indent } => nodes.push(Node::Partial { name, indent }),
+        }
+    }
+    nodes
+}

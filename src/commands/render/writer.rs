@@ -1,0 +1,332 @@
+//! Rendering a parsed template with data, by mustache.js 4.2.0's `Writer` rules.
+//!
+//! - `{{name}}` writes `String(value)` HTML-escaped, `{{{name}}}` and `{{&name}}` unescaped;
+//!   null and undefined write nothing.
+//! - `{{#name}}` renders nothing for a falsy value (`false`, `0`, `NaN`, `""`, null,
+//!   undefined); once per element for an array (each element pushed as the view); once with the
+//!   value pushed for an object, string or number; once with no push for `true`.
+//! - `{{^name}}` renders once, with no push, for a falsy value or an empty array.
+//! - `{{>name}}` renders `partials[name]` (indented first if its tag asked for it, see
+//!   `parse.rs`) in the current context; a missing partial renders nothing.
+//!
+//! The walk is iterative: an explicit stack of frames (one per section or partial being
+//! rendered) instead of recursion, so deep nesting costs heap, not the worker's stack. Depth
+//! is still capped (mustache.js itself overflows its stack at about 5,000 levels), which also
+//! stops a partial that includes itself forever. Output goes to one `String`, no longer than
+//! JavaScript's longest string.
+
+use super::cache::TemplateCache;
+use super::js::{Js, Property};
+use super::lookup::lookup;
+use super::parse::{Node, Template};
+use crate::rpc::{Context, Map, RpcError, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Deepest nesting of sections and partials rendered at once.
+pub const MAX_DEPTH: usize = 10_000;
+
+/// Nodes rendered between two cancellation checks.
+const CHECK_EVERY: u32 = 1024;
+
+/// JavaScript's longest string in UTF-16 code units (V8's, `buffer.constants.MAX_STRING_LENGTH`
+/// in Node 20). mustache.js fails past it ("Invalid string length"); so does this, which also
+/// keeps a runaway template from taking all memory.
+const MAX_STRING_LENGTH: usize = (1 << 29) - 24;
+
+/// The output's length in UTF-16 code units, counted only once it might be too long: a string
+/// has no more code units than UTF-8 bytes, so below the limit in bytes it is below in units.
+#[derive(Default)]
+struct OutputLength {
+    counted_bytes: usize,
+    units: usize,
+}
+
+impl OutputLength {
+    fn check(&mut self, out: &str, limit: usize) -> Result<(), RpcError> {
+        if out.len() <= limit {
+            return Ok(());
+        }
+        self.units += out[self.counted_bytes..].encode_utf16().count();
+        self.counted_bytes = out.len();
+        if self.units > limit {
+            return Err(RpcError::failed(format!(
+                "render: the output would be longer than JavaScript's longest string \
+                 ({limit} UTF-16 code units); mustache.js fails here too, with \
+                 \"Invalid string length\""
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Part of a template being rendered.
+struct Frame<'a> {
+    /// Index into `Renderer::templates`.
+    template: usize,
+    /// The next node to render, and the node range.
+    next: usize,
+    start: usize,
+    end: usize,
+    /// Array elements still to render the range with (a section over an array).
+    rest: &'a [Value],
+    /// Whether the frame pushed a view, to pop when it is done.
+    pushed: bool,
+}
+
+/// What a section or partial node asks the renderer to do next.
+enum Step<'a> {
+    Next,
+    /// Render nodes `start..end` of the current template, pushing the view if one is given.
+    Enter {
+        start: usize,
+        end: usize,
+        view: Option<Js<'a>>,
+        rest: &'a [Value],
+    },
+    /// Render the partial the node names, whose text is `text`.
+    Partial {
+        text: &'a str,
+    },
+}
+
+struct Renderer<'a, 'c> {
+    out: String,
+    /// The views sections pushed, innermost last; never empty.
+    views: Vec<Js<'a>>,
+    frames: Vec<Frame<'a>>,
+    /// The main template first, then the partials rendered so far.
+    templates: Vec<Arc<Template>>,
+    /// (template, partial node) → the template it renders, so a partial in a loop is indented
+    /// and looked up once per render.
+    partial_templates: HashMap<(usize, usize), usize>,
+    partials: Option<&'a Map>,
+    cache: &'c TemplateCache,
+    length: OutputLength,
+}
+
+/// Renders `template` with `data` (`None` is undefined) and `partials`.
+pub fn render(
+    template: Arc<Template>,
+    data: Option<&Value>,
+    partials: Option<&Map>,
+    cache: &TemplateCache,
+    ctx: &Context,
+) -> Result<String, RpcError> {
+    let nodes = template.nodes.len();
+    let mut r = Renderer {
+        out: String::with_capacity(template.source.len() + template.source.len() / 2),
+        views: vec![data.map_or(Js::Undefined, Js::of)],
+        frames: Vec::new(),
+        templates: vec![template],
+        partial_templates: HashMap::new(),
+        partials,
+        cache,
+        length: OutputLength::default(),
+    };
+    r.enter(0, 0, nodes, None, &[])?;
+    r.run(ctx)?;
+    Ok(r.out)
+}
+
+impl<'a> Renderer<'a, '_> {
+    fn run(&mut self, ctx: &Context) -> Result<(), RpcError> {
+        let mut budget = CHECK_EVERY;
+        while let Some(frame) = self.frames.last_mut() {
+            // Text and values, the bulk of most templates, render in this inner loop.
+            let template = &*self.templates[frame.template];
+            let source = &*template.source;
+            let mut at = frame.next;
+            while at < frame.end {
+                budget -= 1;
+                if budget == 0 {
+                    budget = CHECK_EVERY;
+                    ctx.check()?;
+                }
+                match &template.nodes[at] {
+                    Node::Text(span) => self.out.push_str(span.of(source)),
+                    Node::Value { name, escape } => {
+                        lookup(&self.views, name, source)?.write(*escape, &mut self.out)?
+                    }
+                    Node::Section { .. } | Node::Partial { .. } => break,
+                }
+                self.length.check(&self.out, MAX_STRING_LENGTH)?;
+                at += 1;
+            }
+            frame.next = at;
+            if at == frame.end {
+                if let Some((first, rest)) = frame.rest.split_first() {
+                    frame.rest = rest;
+                    frame.next = frame.start;
+                    if let Some(view) = self.views.last_mut() {
+                        *view = Js::of(first);
+                    }
+                } else {
+                    if frame.pushed {
+                        self.views.pop();
+                    }
+                    self.frames.pop();
+                }
+                continue;
+            }
+            let template = frame.template;
+            let current = self.frames.len() - 1;
+            match self.open(template, at)? {
+                Step::Next => self.frames[current].next = at + 1,
+                Step::Enter {
+                    start,
+                    end,
+                    view,
+                    rest,
+                } => {
+                    self.frames[current].next = end;
+                    self.enter(template, start, end, view, rest)?;
+                }
+                Step::Partial { text } => {
+                    self.frames[current].next = at + 1;
+                    let partial = self.partial(template, at, text)?;
+                    let end = self.templates[partial].nodes.len();
+                    self.enter(partial, 0, end, None, &[])?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What section or partial node `at` of `template` asks for.
+    fn open(&self, template: usize, at: usize) -> Result<Step<'a>, RpcError> {
+        let template = &*self.templates[template];
+        let source = &*template.source;
+        Ok(match &template.nodes[at] {
+            // `run` renders these itself.
+            Node::Text(_) | Node::Value { .. } => Step::Next,
+            Node::Section {
+                name,
+                inverted,
+                end,
+            } => {
+                let value = lookup(&self.views, name, source)?;
+                let (start, end) = (at + 1, *end);
+                let skip = Step::Enter {
+                    start: end,
+                    end,
+                    view: None,
+                    rest: &[],
+                };
+                let once = |view| Step::Enter {
+                    start,
+                    end,
+                    view,
+                    rest: &[],
+                };
+                match value {
+                    _ if *inverted => match value {
+                        Js::Array([]) => once(None),
+                        _ if !value.truthy() => once(None),
+                        _ => skip,
+                    },
+                    Js::Array([]) => skip,
+                    Js::Array([first, rest @ ..]) => Step::Enter {
+                        start,
+                        end,
+                        view: Some(Js::of(first)),
+                        rest,
+                    },
+                    _ if !value.truthy() => skip,
+                    Js::Bool(_) => once(None),
+                    _ => once(Some(value)),
+                }
+            }
+            Node::Partial { name, .. } => {
+                let Some(partials) = self.partials else {
+                    return Ok(Step::Next);
+                };
+                let name = name.of(source);
+                match partials.get(name) {
+                    Some(Value::String(text)) => Step::Partial { text },
+                    // The command accepts only strings and null as partials.
+                    Some(_) => Step::Next,
+                    None if matches!(Js::Object(partials).property(name), Property::Inherited) => {
+                        return Err(RpcError::failed(format!(
+                            "render: the partial \"{name}\" is not in partials, and mustache.js \
+                             would take the built-in \"{name}\" that every JavaScript object \
+                             inherits; corepool does not imitate built-ins"
+                        )))
+                    }
+                    None => Step::Next,
+                }
+            }
+        })
+    }
+
+    /// Starts rendering nodes `start..end` of `template`, pushing `view` if given.
+    fn enter(
+        &mut self,
+        template: usize,
+        start: usize,
+        end: usize,
+        view: Option<Js<'a>>,
+        rest: &'a [Value],
+    ) -> Result<(), RpcError> {
+        if start == end {
+            return Ok(());
+        }
+        if self.frames.len() >= MAX_DEPTH {
+            return Err(RpcError::failed(format!(
+                "render: sections and partials nest more than {MAX_DEPTH} levels deep (does a \
+                 partial include itself without end?); mustache.js fails here too, with \
+                 \"Maximum call stack size exceeded\""
+            )));
+        }
+        if let Some(view) = view {
+            self.views.push(view);
+        }
+        self.frames.push(Frame {
+            template,
+            next: start,
+            start,
+            end,
+            rest,
+            pushed: view.is_some(),
+        });
+        Ok(())
+    }
+
+    /// The template that partial node `node` of `template` renders: `text`, indented as its
+    /// tag asks, parsed (or taken from the cache).
+    fn partial(&mut self, template: usize, node: usize, text: &str) -> Result<usize, RpcError> {
+        if let Some(&known) = self.partial_templates.get(&(template, node)) {
+            return Ok(known);
+        }
+        let parsed = match &self.templates[template].nodes[node] {
+            Node::Partial {
+                indent: Some(indent),
+                ..
+            } => self.cache.get_or_parse(&indent.apply(text)),
+            _ => self.cache.get_or_parse(text),
+        }
+        .map_err(RpcError::failed)?;
+        self.templates.push(parsed);
+        let index = self.templates.len() - 1;
+        self.partial_templates.insert((template, node), index);
+        Ok(index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_length_counts_utf16_units_only_past_the_limit_in_bytes() {
+        let mut length = OutputLength::default();
+        let mut out = String::from("ééé");
+        // 6 bytes but 3 units: within a limit of 4.
+        assert!(length.check(&out, 4).is_ok());
+        out.push('😀');
+        // 10 bytes, 5 units.
+        let e = length.check(&out, 4).unwrap_err();
+        assert!(e.message.contains("Invalid string length"), "{}", e.message);
+        assert_eq!((length.counted_bytes, length.units), (10, 5));
+    }
+}
