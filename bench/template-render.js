@@ -16,8 +16,8 @@
 // route is checked once (body byte-identical to mustache.js's output) and warmed up, then the
 // routes run in interleaved rounds (every route once per round), so a burst of load from
 // elsewhere on the machine spreads over all of them. Latency comes from autocannon's
-// per-response times; the server's event-loop delay from monitorEventLoopDelay, reset before
-// and read after every run over IPC.
+// per-response times; the server's event-loop delay (monitorEventLoopDelay) and how busy its
+// main thread was (eventLoopUtilization) are reset before and read after every run over IPC.
 // A micro-benchmark runs first, before any server: renders per second on one thread,
 // mustache.js on this thread vs corepool's native render through a 1-thread pool with many
 // calls in flight (so corepool's figure includes dispatch).
@@ -121,13 +121,16 @@ async function serve(name) {
   process.on('disconnect', () => process.exit(0));
   const delay = monitorEventLoopDelay({ resolution: DELAY_RESOLUTION_MS });
   delay.enable();
+  let busy = performance.eventLoopUtilization();
   const ms = (ns) => ns / 1e6;
   process.on('message', async ({ type }) => {
     if (type === 'reset') {
       delay.reset();
+      busy = performance.eventLoopUtilization();
       process.send({ type });
     } else if (type === 'read') {
-      process.send({ type, p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max) });
+      const utilization = performance.eventLoopUtilization(busy).utilization;
+      process.send({ type, p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max), utilization });
     } else if (type === 'close') {
       delay.disable();
       await app.close();
@@ -212,12 +215,12 @@ async function load(port, route, seconds) {
   };
 }
 
-/** A run with the server's event-loop delay measured over exactly the load. */
+/** A run with the server's event loop measured over exactly the load. */
 async function measuredLoad(server, route, seconds) {
   await ask(server.child, 'reset');
   const figures = await load(server.port, route, seconds);
-  const delay = await ask(server.child, 'read');
-  return { ...figures, delayP50: delay.p50, delayP99: delay.p99, delayMax: delay.max };
+  const loop = await ask(server.child, 'read');
+  return { ...figures, delayP50: loop.p50, delayP99: loop.p99, delayMax: loop.max, utilization: loop.utilization };
 }
 
 async function httpBenchmark(suite, name) {
@@ -267,6 +270,7 @@ async function httpBenchmark(suite, name) {
         'loop delay p50 ms': mid('delayP50'),
         'loop delay p99 ms': delay.median,
         'loop delay max ms': mid('delayMax'),
+        'main thread busy': mid('utilization'),
       });
     }
     suite.table(`${name} (${fmt(expected.length)} bytes per response)`, rows);
