@@ -234,10 +234,13 @@ function section(result, chart) {
   const out = [`### ${result.benchmark}`, ''];
   if (chart) out.push(`![${result.benchmark}: medians with min–max whiskers, and ratios against their goals](${chart})`, '');
   if ((result.ratios ?? []).length) out.push(ratiosTable(result), '');
-  out.push(resultsTable(result), '');
+  // The figures behind the chart and the benchmark's own tables fold away: the chart and the
+  // ratios are what a reader comes for.
+  const details = (summary, table) => out.push(`<details><summary>${summary}</summary>`, '', table, '', '</details>', '');
+  details('all results (median, min – max)', resultsTable(result));
   for (const [name, rows] of Object.entries(result.tables ?? {})) {
     const table = ownTable(rows);
-    if (table) out.push(`<details><summary>${cell(name)}</summary>`, '', table, '', '</details>', '');
+    if (table) details(cell(name), table);
   }
   if ((result.notes ?? []).length) out.push(...result.notes.map((n) => `- ${n.replace(/\n/g, ' ')}`), '');
   out.push(`Ran on ${machineLine(result.machine)}.`, `Reproduce: \`npm run bench -- ${result.benchmark}\``, '');
