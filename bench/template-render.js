@@ -18,7 +18,7 @@
 // elsewhere on the machine spreads over all of them. Latency comes from autocannon's
 // per-response times; the server's event-loop delay (monitorEventLoopDelay) and how busy its
 // main thread was (eventLoopUtilization) are reset before and read after every run over IPC.
-// A micro-benchmark runs first, before any server: renders per second on one thread,
+// A micro-benchmark runs last, once no server is left: renders per second on one thread,
 // mustache.js on this thread vs corepool's native render through a 1-thread pool with many
 // calls in flight (so corepool's figure includes dispatch).
 //
@@ -347,8 +347,8 @@ async function microBenchmark(suite) {
 async function main() {
   const suite = new Suite('template-render', { runs: 3, warmup: 1, quickRuns: 1 });
   suite.log(`${CORES} cores; ${CONNECTIONS} connections; ${SECONDS.page} s per run (table: ${SECONDS.table} s)`);
-  await microBenchmark(suite);
   for (const name of Object.keys(TEMPLATES)) await httpBenchmark(suite, name);
+  await microBenchmark(suite);
 
   suite.note(
     `HTTP: a Fastify ${require('fastify/package.json').version} server in a child process, autocannon ` +
