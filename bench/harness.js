@@ -10,6 +10,10 @@
 //
 // `measure` calls fn `warmup` times (discarded), then `runs` times, and keeps fn's returned
 // figure. Higher-is-better or lower-is-better is given by the unit (`/s` → higher).
+// `interleave` measures several contestants in alternating rounds (A B C, A B C, …), so a burst
+// of load from elsewhere on the machine spreads over all of them instead of hitting one.
+// `limit` checks a median against an absolute bound (e.g. p50 ≤ 30 µs) and is listed with the
+// ratios (entry.kind === 'max').
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -17,6 +21,8 @@ const { execSync } = require('node:child_process');
 
 const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
 const started = Date.now();
+// Other work on the machine skews every figure: the results record the load around the run.
+const loadAtStart = os.loadavg()[0];
 
 function sh(cmd) {
   try {
@@ -36,6 +42,7 @@ function machine() {
     node: process.version,
     rustc: sh('rustc --version'),
     commit: sh('git rev-parse --short HEAD'),
+    loadAverage: { atStart: loadAtStart, atEnd: os.loadavg()[0] },
     date: new Date().toISOString(),
   };
 }
@@ -58,6 +65,15 @@ function fmt(x) {
   if (a >= 100) return x.toFixed(0);
   if (a >= 1) return x.toFixed(2);
   return x.toPrecision(3);
+}
+
+/** Figures for a table: every number (in arrays and objects too) to 3 significant digits
+ *  (223.71 → 224, 1.3158 → 1.32); integers of more digits are kept as they are. */
+function round(x) {
+  if (typeof x === 'number') return Number.isFinite(x) && !Number.isInteger(x) ? Number(x.toPrecision(3)) : x;
+  if (Array.isArray(x)) return x.map(round);
+  if (x !== null && typeof x === 'object') return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, round(v)]));
+  return x;
 }
 
 class Suite {
@@ -93,6 +109,25 @@ class Suite {
     return r;
   }
 
+  /** entries: [{ label, unit, fn }]. Warms each up, then runs `runs` rounds of all of them. */
+  async interleave(entries, { runs = this.runs, warmup = this.warmup } = {}) {
+    for (const { label, fn } of entries) {
+      for (let i = 0; i < warmup; i++) {
+        this.log(`${label}: warm-up ${i + 1}/${warmup}`);
+        await fn();
+      }
+    }
+    const values = new Map(entries.map((e) => [e.label, []]));
+    for (let i = 0; i < runs; i++) {
+      for (const { label, unit, fn } of entries) {
+        const v = await fn();
+        values.get(label).push(v);
+        this.log(`${label}: run ${i + 1}/${runs} → ${fmt(v)} ${unit}`);
+      }
+    }
+    return Object.fromEntries(entries.map(({ label, unit }) => [label, this.record(label, unit, values.get(label))]));
+  }
+
   /** Records a figure measured elsewhere (e.g. a single-shot reading). */
   record(label, unit, values) {
     values = [].concat(values);
@@ -112,6 +147,16 @@ class Suite {
     const entry = { name, a, b, value, goal: goal ?? null, met: goal == null ? null : value >= goal };
     this.ratios.push(entry);
     this.log(`${name}: ${value.toFixed(2)}×${goal != null ? ` (goal ≥ ${goal}×: ${entry.met ? 'met' : 'NOT met'})` : ''}`);
+    return entry;
+  }
+
+  /** Checks median(label) ≤ max, for goals stated as an absolute bound rather than a ratio. */
+  limit(name, label, max) {
+    const r = this.results[label];
+    if (!r) return null;
+    const entry = { name, a: label, value: r.median, unit: r.unit, goal: max, met: r.median <= max, kind: 'max' };
+    this.ratios.push(entry);
+    this.log(`${name}: ${fmt(r.median)} ${r.unit} (goal ≤ ${max} ${r.unit}: ${entry.met ? 'met' : 'NOT met'})`);
     return entry;
   }
 
@@ -143,4 +188,4 @@ class Suite {
   }
 }
 
-module.exports = { Suite, machine, median, quick, fmt };
+module.exports = { Suite, machine, median, quick, fmt, round };

@@ -1,0 +1,317 @@
+'use strict';
+// Turns bench/results/<name>.json (the full runs; *.quick.json are ignored) into
+// bench/results/<name>.svg charts and the README's results section, between the markers
+// <!-- bench:start --> and <!-- bench:end -->. Without the markers it prints the section.
+//
+//   npm run bench:report [-- --results <dir>] [--readme <file>]
+//
+// Chart: one panel per unit, a horizontal bar per result (its median) with a min–max whisker,
+// then the ratios on a log scale, each against its goal. Absolute bounds (ratios of kind
+// 'max') are listed in the table only: they have no common scale.
+const fs = require('node:fs');
+const path = require('node:path');
+const { fmt } = require('./harness');
+
+const START = '<!-- bench:start -->';
+const END = '<!-- bench:end -->';
+
+// --- SVG -------------------------------------------------------------------------------------
+
+const WIDTH = 880;
+const FONT = 'Arial, Helvetica, sans-serif';
+const MARGIN = 16;
+const ROW = 22; // pitch of one bar
+const BAR = 14; // height of one bar
+const VALUE_ROOM = 180; // right of the plot, for the value text
+const COLOURS = { bar: '#4a78a8', corepool: '#d9822b', met: '#2e7d32', missed: '#c62828', plain: '#78909c', ink: '#222', faint: '#888' };
+
+function esc(text) {
+  return String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/** Short numbers as they are (2, 1.5, 3000), others the harness's way (1.68, 42.9k). */
+function num(v) {
+  return Math.abs(v) < 1e4 && v === Number(v.toPrecision(3)) ? String(v) : fmt(v);
+}
+
+function text(x, y, content, attrs = '') {
+  return `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}"${attrs ? ` ${attrs}` : ''}>${esc(content)}</text>`;
+}
+
+function line(x1, y1, x2, y2, colour, width = 1) {
+  return `<line x1="${x1.toFixed(1)}" y1="${y1.toFixed(1)}" x2="${x2.toFixed(1)}" y2="${y2.toFixed(1)}" stroke="${colour}" stroke-width="${width}"/>`;
+}
+
+/** The results grouped by unit for charting: [{ title, bars: [{ label, median, min, max }] }]. */
+function panels(result) {
+  const byUnit = new Map();
+  for (const [label, r] of Object.entries(result.results ?? {})) {
+    if (!Number.isFinite(r.median)) continue;
+    if (!byUnit.has(r.unit)) byUnit.set(r.unit, { title: r.unit, bars: [] });
+    const finite = (v) => (Number.isFinite(v) ? v : r.median);
+    byUnit.get(r.unit).bars.push({ label, median: r.median, min: finite(r.min), max: finite(r.max) });
+  }
+  return [...byUnit.values()];
+}
+
+/** The ratios that go on the chart (not absolute bounds; finite and positive). */
+function chartedRatios(result) {
+  return (result.ratios ?? []).filter((q) => q.kind !== 'max' && Number.isFinite(q.value) && q.value > 0);
+}
+
+function labelWidth(labels) {
+  const longest = Math.max(0, ...labels.map((l) => String(l).length));
+  return Math.min(320, Math.max(90, Math.ceil(longest * 6.4) + 12));
+}
+
+/** x of a value in a panel: linear from 0, or logarithmic when every value is positive and
+ *  they span more than 100× (a bar then starts at the power of ten below the smallest). */
+function scale(values, left, plot) {
+  const lo = Math.min(...values);
+  const hi = Math.max(...values);
+  if (lo > 0 && hi / lo > 100) {
+    const floor = Math.floor(Math.log10(lo));
+    const span = Math.log10(hi) - floor;
+    return { log: true, x: (v) => left + ((Math.log10(v) - floor) / span) * plot };
+  }
+  const top = hi > 0 ? hi : 1;
+  return { log: false, x: (v) => left + (Math.max(0, v) / top) * plot };
+}
+
+function ratioText(q) {
+  const goal = q.goal == null ? '' : ` (goal ≥ ${num(q.goal)}×${q.met ? '' : ', not met'})`;
+  return `${fmt(q.value)}×${goal}`;
+}
+
+/** The benchmark's chart as an SVG 1.1 document. */
+function renderSvg(result) {
+  const groups = panels(result);
+  const ratios = chartedRatios(result);
+  const left = MARGIN + labelWidth([...groups.flatMap((g) => g.bars.map((b) => b.label)), ...ratios.map((q) => q.name)]);
+  const plot = WIDTH - left - VALUE_ROOM;
+  const out = [];
+  let y = MARGIN + 14;
+  out.push(text(MARGIN, y, result.benchmark, `font-size="16" font-weight="bold" fill="${COLOURS.ink}"`));
+  y += 18;
+  out.push(text(MARGIN, y, `${machineSummary(result.machine)}; bars: median, whiskers: min–max`, `font-size="11" fill="${COLOURS.faint}"`));
+  y += 10;
+
+  for (const g of groups) {
+    const { log, x } = scale(g.bars.flatMap((b) => [b.min, b.median, b.max]), left, plot);
+    y += 22;
+    out.push(text(MARGIN, y, log ? `${g.title} (log scale)` : g.title, `font-size="12" font-weight="bold" fill="${COLOURS.ink}"`));
+    y += 8;
+    out.push(line(left, y, left, y + g.bars.length * ROW, COLOURS.faint));
+    for (const b of g.bars) {
+      const mid = y + ROW / 2;
+      const colour = /corepool/i.test(b.label) ? COLOURS.corepool : COLOURS.bar;
+      out.push(text(left - 6, mid + 4, b.label, `font-size="12" text-anchor="end" fill="${COLOURS.ink}"`));
+      out.push(
+        `<rect class="bar" x="${left.toFixed(1)}" y="${(mid - BAR / 2).toFixed(1)}" width="${(x(b.median) - left).toFixed(1)}" height="${BAR}" fill="${colour}"/>`,
+      );
+      if (b.max > b.min) {
+        out.push(line(x(b.min), mid, x(b.max), mid, COLOURS.ink));
+        out.push(line(x(b.min), mid - 4, x(b.min), mid + 4, COLOURS.ink));
+        out.push(line(x(b.max), mid - 4, x(b.max), mid + 4, COLOURS.ink));
+      }
+      const range = b.max > b.min ? ` (${num(b.min)}–${num(b.max)})` : '';
+      out.push(text(Math.max(x(b.median), x(b.max)) + 6, mid + 4, `${num(b.median)}${range}`, `font-size="11" fill="${COLOURS.ink}"`));
+      y += ROW;
+    }
+  }
+
+  if (ratios.length) {
+    y += 22;
+    out.push(text(MARGIN, y, 'ratios, log scale (above 1×: the first contestant is better; tick: the goal)', `font-size="12" font-weight="bold" fill="${COLOURS.ink}"`));
+    y += 8;
+    const values = ratios.flatMap((q) => (q.goal == null ? [q.value] : [q.value, q.goal]));
+    const lo = Math.log(Math.min(1, ...values) / 1.25);
+    const hi = Math.log(Math.max(1, ...values) * 1.25);
+    const x = (v) => left + ((Math.log(v) - lo) / (hi - lo)) * plot;
+    const one = x(1);
+    for (const q of ratios) {
+      const mid = y + ROW / 2;
+      const colour = q.goal == null ? COLOURS.plain : q.met ? COLOURS.met : COLOURS.missed;
+      const from = Math.min(one, x(q.value));
+      out.push(text(left - 6, mid + 4, q.name, `font-size="12" text-anchor="end" fill="${COLOURS.ink}"`));
+      out.push(
+        `<rect class="ratio" x="${from.toFixed(1)}" y="${(mid - BAR / 2).toFixed(1)}" width="${Math.max(1, Math.abs(x(q.value) - one)).toFixed(1)}" height="${BAR}" fill="${colour}"/>`,
+      );
+      if (q.goal != null) out.push(line(x(q.goal), mid - BAR / 2 - 3, x(q.goal), mid + BAR / 2 + 3, COLOURS.ink, 2));
+      const after = Math.max(one, x(q.value), q.goal == null ? 0 : x(q.goal));
+      out.push(text(after + 6, mid + 4, ratioText(q), `font-size="11" fill="${COLOURS.ink}"`));
+      y += ROW;
+    }
+    out.push(line(one, y - ratios.length * ROW, one, y, COLOURS.faint));
+    out.push(text(one, y + 12, '1×', `font-size="10" text-anchor="middle" fill="${COLOURS.faint}"`));
+    y += 12;
+  }
+
+  if (!groups.length && !ratios.length) {
+    y += 22;
+    out.push(text(MARGIN, y, 'no results', `font-size="12" fill="${COLOURS.faint}"`));
+  }
+  const height = Math.ceil(y + MARGIN);
+  return [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="${FONT}">`,
+    `<rect x="0" y="0" width="${WIDTH}" height="${height}" fill="#ffffff"/>`,
+    ...out,
+    '</svg>',
+    '',
+  ].join('\n');
+}
+
+// --- Markdown --------------------------------------------------------------------------------
+
+function cell(v) {
+  if (typeof v === 'number') return num(v);
+  if (v == null) return '';
+  return String(v).replace(/\|/g, '\\|').replace(/\n/g, ' ');
+}
+
+/** A Markdown table; `right` lists the columns to right-align. */
+function markdownTable(header, rows, right = []) {
+  const align = header.map((h, i) => (right.includes(i) ? '---:' : '---'));
+  return [header, align, ...rows].map((r) => `| ${r.map(cell).join(' | ')} |`).join('\n');
+}
+
+function resultsTable(result) {
+  const rows = Object.entries(result.results ?? {}).map(([name, r]) => [
+    name,
+    Number.isFinite(r.median) ? r.median : 'n/a',
+    Number.isFinite(r.min) && Number.isFinite(r.max) ? `${num(r.min)} – ${num(r.max)}` : '',
+    r.unit,
+    r.runs?.length ?? '',
+  ]);
+  return markdownTable(['result', 'median', 'min – max', 'unit', 'runs'], rows, [1, 2, 4]);
+}
+
+function ratiosTable(result) {
+  const rows = (result.ratios ?? []).map((q) => {
+    const max = q.kind === 'max';
+    const value = !Number.isFinite(q.value) ? 'n/a' : max ? `${fmt(q.value)} ${q.unit}` : `${fmt(q.value)}×`;
+    const goal = q.goal == null ? '' : max ? `≤ ${num(q.goal)} ${q.unit}` : `≥ ${num(q.goal)}×`;
+    const met = q.met == null ? '' : q.met ? '✅ met' : '❌ not met';
+    return [q.name, value, goal, met];
+  });
+  return markdownTable(['ratio', 'value', 'goal', ''], rows, [1, 2]);
+}
+
+/** One of the benchmark's own tables (an array of row objects). */
+function ownTable(rows) {
+  if (!Array.isArray(rows) || rows.length === 0) return '';
+  const header = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const numeric = header.map((h, i) => (rows.every((r) => r[h] == null || typeof r[h] === 'number') ? i : -1)).filter((i) => i >= 0);
+  return markdownTable(header, rows.map((r) => header.map((h) => r[h])), numeric);
+}
+
+function machineSummary(m = {}) {
+  const date = m.date ? `${m.date.slice(0, 10)} ${m.date.slice(11, 16)} UTC` : 'unknown date';
+  return [m.cpu, m.cores && `${m.cores} cores`, m.node && `node ${m.node}`, m.commit && `commit ${m.commit}`, date].filter(Boolean).join(' · ');
+}
+
+function machineLine(m = {}) {
+  const parts = [
+    m.cpu,
+    m.cores && `${m.cores} cores`,
+    m.memoryGiB && `${m.memoryGiB} GiB`,
+    m.os,
+    m.node && `node ${m.node}`,
+    m.rustc,
+    m.commit && `commit \`${m.commit}\``,
+    m.date && `${m.date.slice(0, 10)} ${m.date.slice(11, 16)} UTC`,
+  ].filter(Boolean);
+  const load = m.loadAverage;
+  if (load && Number.isFinite(load.atStart) && Number.isFinite(load.atEnd)) {
+    parts.push(`load average ${load.atStart.toFixed(2)} → ${load.atEnd.toFixed(2)}`);
+  }
+  return parts.join(', ');
+}
+
+/** The README section of one benchmark; `chart` is the SVG's path relative to the README. */
+function section(result, chart) {
+  const out = [`### ${result.benchmark}`, ''];
+  if (chart) out.push(`![${result.benchmark}: medians with min–max whiskers, and ratios against their goals](${chart})`, '');
+  if ((result.ratios ?? []).length) out.push(ratiosTable(result), '');
+  // The figures behind the chart and the benchmark's own tables fold away: the chart and the
+  // ratios are what a reader comes for.
+  const details = (summary, table) => out.push(`<details><summary>${summary}</summary>`, '', table, '', '</details>', '');
+  details('all results (median, min – max)', resultsTable(result));
+  for (const [name, rows] of Object.entries(result.tables ?? {})) {
+    const table = ownTable(rows);
+    if (table) details(cell(name), table);
+  }
+  if ((result.notes ?? []).length) out.push(...result.notes.map((n) => `- ${n.replace(/\n/g, ' ')}`), '');
+  out.push(`Ran on ${machineLine(result.machine)}.`, `Reproduce: \`npm run bench -- ${result.benchmark}\``, '');
+  return out.join('\n');
+}
+
+/** Everything between the markers (the markers excluded). */
+function readmeBlock(results, charts = {}) {
+  return [
+    '',
+    '<!-- Generated by `npm run bench:report` from bench/results/*.json: edits here are overwritten. -->',
+    '',
+    ...results.map((r) => section(r, charts[r.benchmark])),
+  ].join('\n');
+}
+
+/** text with the part between the markers replaced by block, or null if a marker is missing. */
+function replaceBetweenMarkers(text, block) {
+  const start = text.indexOf(START);
+  const end = text.indexOf(END, start + START.length);
+  if (start < 0 || end < 0) return null;
+  return text.slice(0, start + START.length) + block + text.slice(end);
+}
+
+// --- the command -----------------------------------------------------------------------------
+
+function loadResults(dir) {
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.json') && !f.endsWith('.quick.json'))
+    .sort()
+    .map((f) => {
+      const result = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
+      result.benchmark ??= f.slice(0, -'.json'.length);
+      return result;
+    });
+}
+
+function option(args, name, fallback) {
+  const i = args.indexOf(name);
+  return i >= 0 && args[i + 1] ? path.resolve(args[i + 1]) : fallback;
+}
+
+function main(args) {
+  const resultsDir = option(args, '--results', path.join(__dirname, 'results'));
+  const readme = option(args, '--readme', path.join(__dirname, '..', 'README.md'));
+  const results = loadResults(resultsDir);
+  if (results.length === 0) {
+    console.log(`[report] no results in ${path.relative(process.cwd(), resultsDir) || '.'}: run \`npm run bench\` first`);
+    return;
+  }
+  const charts = {};
+  for (const r of results) {
+    const svg = path.join(resultsDir, `${r.benchmark}.svg`);
+    fs.writeFileSync(svg, renderSvg(r));
+    charts[r.benchmark] = path.relative(path.dirname(readme), svg).split(path.sep).join('/');
+    console.log(`[report] wrote ${path.relative(process.cwd(), svg)}`);
+  }
+  const block = readmeBlock(results, charts);
+  const current = fs.existsSync(readme) ? fs.readFileSync(readme, 'utf8') : '';
+  const updated = replaceBetweenMarkers(current, block);
+  if (updated === null) {
+    console.log(`[report] ${path.basename(readme)} has no ${START} … ${END} markers; the section would be:\n`);
+    console.log(`${START}${block}${END}`);
+    return;
+  }
+  fs.writeFileSync(readme, updated);
+  console.log(`[report] updated the results section of ${path.relative(process.cwd(), readme)}`);
+}
+
+if (require.main === module) main(process.argv.slice(2));
+
+module.exports = { renderSvg, panels, resultsTable, ratiosTable, ownTable, section, readmeBlock, replaceBetweenMarkers, loadResults };

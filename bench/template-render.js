@@ -1,0 +1,382 @@
+'use strict';
+// BENCHMARKS.md §2, template-render (the book's chapter 8): an HTTP server whose routes all
+// return the same HTML, rendered in different places.
+//
+// Routes (a Fastify 5 server in a child process; every pool has as many threads as cores):
+//   /static    the pre-rendered string: the ceiling, what Fastify itself can do here
+//   /main      mustache.js 4.2.0 on the main thread
+//   /offload   the book's RpcWorkerPool (peers/rpc-worker-pool.js), leastbusy, mustache.js
+//   /piscina   Piscina (minThreads = maxThreads = cores), mustache.js (peers/render-piscina.js)
+//   /corepool  pool.exec('render', template, data), leastbusy
+// Two templates, each served by a server process of its own:
+//   page    the book's "<em>{{me}} loves {{you}}</em> " × 80: 2,400 characters
+//   table   a 200-row table with sections, inverted sections, escaping, dotted names and
+//           numbers: ~50 kB, so offloading has real work to move
+// This process is the load generator: autocannon, 10 connections, one route at a time. Each
+// route is checked once (body byte-identical to mustache.js's output) and warmed up, then the
+// routes run in interleaved rounds (every route once per round), so a burst of load from
+// elsewhere on the machine spreads over all of them. Latency comes from autocannon's
+// per-response times; the server's event-loop delay (monitorEventLoopDelay) and how busy its
+// main thread was (eventLoopUtilization) are reset before and read after every run over IPC.
+// A micro-benchmark runs last, once no server is left: renders per second on one thread,
+// mustache.js on this thread vs corepool's native render through a 1-thread pool with many
+// calls in flight (so corepool's figure includes dispatch).
+//
+//   node bench/template-render.js [--quick]
+const os = require('node:os');
+const path = require('node:path');
+const { fork } = require('node:child_process');
+const { createHistogram, monitorEventLoopDelay, performance } = require('node:perf_hooks');
+const Mustache = require('mustache');
+const { Suite, quick, fmt, median } = require('./harness');
+
+const CORES = os.availableParallelism();
+const ROUTES = ['/static', '/main', '/offload', '/piscina', '/corepool'];
+const CONNECTIONS = 10;
+// Seconds of load per measured run; the table template runs shorter to keep a full run of
+// this benchmark within about five minutes (its requests are ~20× heavier, so a run still
+// holds thousands of them).
+const SECONDS = quick ? { page: 2, table: 2 } : { page: 10, table: 5 };
+const WARMUP_SECONDS = quick ? 1 : 2;
+const MICRO_MS = quick ? 300 : 1500;
+const MICRO_IN_FLIGHT = 64;
+// monitorEventLoopDelay samples with a timer of this period; every sample includes it.
+const DELAY_RESOLUTION_MS = 1;
+const HTML = 'text/html; charset=utf-8';
+const TIMEOUT_MS = 30_000;
+
+// --- the templates ---------------------------------------------------------------------------
+
+const TABLE_TEMPLATE = `<table class="users">
+  <caption>{{meta.title}}</caption>
+  <thead><tr><th>#</th><th>Name</th><th>Email</th><th>Role</th><th>Teams</th><th>Karma</th></tr></thead>
+  <tbody>
+    {{#rows}}
+    <tr><td>{{id}}</td><td><a href="{{profile}}">{{name}}</a></td><td>{{email}}</td>{{#admin}}<td>admin</td>{{/admin}}{{^admin}}<td>user</td>{{/admin}}<td>{{#teams}}<span>{{.}}</span>{{/teams}}{{^teams}}none{{/teams}}</td><td>{{karma}}</td></tr>
+    {{/rows}}
+  </tbody>
+</table>
+<p>{{meta.total}} users, {{meta.admins}} admins. {{{footer}}}</p>
+`;
+
+/** 200 users, deterministic; names and links need HTML escaping, karma is a fraction. */
+function tableData(n) {
+  const first = ['Thomas', 'Katelyn', 'Zoë', 'Seán', 'Ana', 'Bruno', 'Chloé', 'Dmitri', 'Fatima', 'Hiro', 'Inès', 'Jamal'];
+  const last = ["O'Brien", 'Hughes', 'Hunter', 'Müller', 'Nakamura', 'Smith & Sons', 'García', 'Kowalski', 'Nguyen'];
+  const teams = ['<core>', 'infra', 'docs', 'R&D', 'ops'];
+  const rows = Array.from({ length: n }, (_, i) => ({
+    id: i + 1,
+    name: `${first[i % first.length]} ${last[(i * 7) % last.length]}`,
+    email: `user${i + 1}@example.com`,
+    profile: `https://example.com/users/${i + 1}?tab=posts&sort="new"`,
+    admin: i % 9 === 0,
+    teams: teams.filter((_, j) => (i + j) % 3 === 0 && i % 4 !== 3),
+    karma: ((i * 7919) % 10007) / 8,
+  }));
+  const admins = rows.filter((r) => r.admin).length;
+  return {
+    meta: { title: 'Users & roles', total: n, admins },
+    rows,
+    footer: '<small>rendered with Mustache</small>',
+  };
+}
+
+const TEMPLATES = {
+  page: { template: '<em>{{me}} loves {{you}}</em> '.repeat(80), data: { me: 'Thomas', you: 'Katelyn' } },
+  table: { template: TABLE_TEMPLATE, data: tableData(200) },
+};
+
+// --- the server (child process) --------------------------------------------------------------
+
+async function serve(name) {
+  // Each process loads only its side: the server no autocannon, the load generator no pools.
+  const Fastify = require('fastify');
+  const { Piscina } = require('piscina');
+  const RpcWorkerPool = require('./peers/rpc-worker-pool');
+  const { Pool } = require('..');
+  const { template, data } = TEMPLATES[name];
+
+  const offload = new RpcWorkerPool(RpcWorkerPool.COMMANDS, CORES, 'leastbusy');
+  const piscina = new Piscina({
+    filename: path.join(__dirname, 'peers', 'render-piscina.js'),
+    minThreads: CORES,
+    maxThreads: CORES,
+  });
+  const pool = new Pool({ threads: CORES, strategy: 'leastbusy' });
+  const rendered = Mustache.render(template, data);
+
+  const app = Fastify({ logger: false });
+  // Every route has the same shape: an async handler that sets the type and returns a string.
+  const html = (render) => async (request, reply) => {
+    reply.type(HTML);
+    return render();
+  };
+  app.get('/static', html(() => rendered));
+  app.get('/main', html(() => Mustache.render(template, data)));
+  app.get('/offload', html(() => offload.exec('render', template, data)));
+  app.get('/piscina', html(() => piscina.run({ template, data })));
+  app.get('/corepool', html(() => pool.exec('render', template, data)));
+
+  // If the load generator dies (or is killed by bench/run.js), the IPC channel closes: exit too.
+  process.on('disconnect', () => process.exit(0));
+  const delay = monitorEventLoopDelay({ resolution: DELAY_RESOLUTION_MS });
+  delay.enable();
+  let busy = performance.eventLoopUtilization();
+  const ms = (ns) => ns / 1e6;
+  process.on('message', async ({ type }) => {
+    if (type === 'reset') {
+      delay.reset();
+      busy = performance.eventLoopUtilization();
+      process.send({ type });
+    } else if (type === 'read') {
+      const utilization = performance.eventLoopUtilization(busy).utilization;
+      process.send({ type, p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max), utilization });
+    } else if (type === 'close') {
+      delay.disable();
+      await app.close();
+      await Promise.all([offload.close(), piscina.destroy(), pool.close()]);
+      process.disconnect();
+    }
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  process.send({ type: 'ready', port: app.server.address().port });
+}
+
+// --- the load generator (this process) -------------------------------------------------------
+
+/** The next message of `type` from the child, within TIMEOUT_MS. */
+function next(child, type) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => done(new Error(`server: no '${type}' message in ${TIMEOUT_MS} ms`)), TIMEOUT_MS);
+    const onMessage = (msg) => msg.type === type && done(null, msg);
+    const onExit = (code) => done(new Error(`server exited with code ${code} while waiting for '${type}'`));
+    function done(err, msg) {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      if (err) reject(err);
+      else resolve(msg);
+    }
+    child.on('message', onMessage);
+    child.on('exit', onExit);
+  });
+}
+
+function ask(child, type) {
+  const answer = next(child, type);
+  child.send({ type });
+  return answer;
+}
+
+async function startServer(name) {
+  const child = fork(__filename, ['--serve', name], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const { port } = await next(child, 'ready');
+  return { child, port };
+}
+
+async function stopServer({ child }) {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.send({ type: 'close' });
+  const timer = setTimeout(() => child.kill(), TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Why the route's answer is not mustache.js's output byte for byte, or null if it is. */
+async function verify(port, route, expected) {
+  const res = await fetch(`http://127.0.0.1:${port}${route}`, { signal: AbortSignal.timeout(TIMEOUT_MS) });
+  const body = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 200) return `HTTP ${res.status}: ${body.toString().slice(0, 200)}`;
+  if (res.headers.get('content-type') !== HTML) return `content-type ${res.headers.get('content-type')}`;
+  if (!body.equals(expected)) {
+    let i = 0;
+    while (i < body.length && body[i] === expected[i]) i++;
+    return `body differs from mustache.js at byte ${i} (got ${body.length} bytes, expected ${expected.length}): ` +
+      JSON.stringify(body.subarray(i, i + 40).toString());
+  }
+  return null;
+}
+
+/** One autocannon run against `route`; latency in ms from each 2xx response's own time. */
+async function load(port, route, seconds) {
+  const autocannon = require('autocannon');
+  const latency = createHistogram(); // µs
+  const run = autocannon({ url: `http://127.0.0.1:${port}${route}`, connections: CONNECTIONS, duration: seconds });
+  run.on('response', (client, status, bytes, ms) => {
+    if (status >= 200 && status < 300) latency.record(Math.max(1, Math.round(ms * 1000)));
+  });
+  const result = await run;
+  const failed = result.errors + result.timeouts + result.non2xx;
+  return {
+    rps: result.requests.average,
+    failed,
+    p50: latency.percentile(50) / 1000,
+    p99: latency.percentile(99) / 1000,
+  };
+}
+
+/** A run with the server's event loop measured over exactly the load. */
+async function measuredLoad(server, route, seconds) {
+  await ask(server.child, 'reset');
+  const figures = await load(server.port, route, seconds);
+  const loop = await ask(server.child, 'read');
+  return { ...figures, delayP50: loop.p50, delayP99: loop.p99, delayMax: loop.max, utilization: loop.utilization };
+}
+
+async function httpBenchmark(suite, name) {
+  const { template, data } = TEMPLATES[name];
+  const expected = Buffer.from(Mustache.render(template, data));
+  const seconds = SECONDS[name];
+  suite.log(`${name}: ${fmt(expected.length)} bytes per response; starting the server`);
+  const server = await startServer(name);
+  try {
+    const routes = [];
+    for (const route of ROUTES) {
+      const problem = await verify(server.port, route, expected);
+      if (problem) suite.note(`${name} ${route} skipped: ${problem}`);
+      else routes.push(route);
+    }
+    suite.log(`${name}: bodies identical to mustache.js on ${routes.join(' ')}`);
+    for (const route of routes) {
+      suite.log(`${name} ${route}: warm-up ${WARMUP_SECONDS} s`);
+      await load(server.port, route, WARMUP_SECONDS);
+    }
+    const runs = new Map(routes.map((r) => [r, []]));
+    for (let i = 0; i < suite.runs; i++) {
+      for (const route of routes) {
+        const r = await measuredLoad(server, route, seconds);
+        runs.get(route).push(r);
+        suite.log(
+          `${name} ${route}: run ${i + 1}/${suite.runs} → ${fmt(r.rps)} req/s, latency p99 ${fmt(r.p99)} ms, ` +
+            `event-loop delay p99 ${fmt(r.delayP99)} ms`,
+        );
+        if (r.failed) suite.note(`${name} ${route} run ${i + 1}: ${r.failed} requests failed (errors, timeouts or non-2xx)`);
+      }
+    }
+    // req/s and the event-loop delay p99 are the charted results; the rest are medians in the table.
+    const rows = [];
+    for (const [route, rs] of runs) {
+      const pick = (key) => rs.map((r) => r[key]);
+      const rps = suite.record(`${name} ${route}`, `req/s (${name})`, pick('rps'));
+      const delay = suite.record(`${name} ${route} loop delay p99`, `ms event-loop delay p99 (${name})`, pick('delayP99'));
+      const mid = (key) => median(pick(key));
+      rows.push({
+        route,
+        'req/s': rps.median,
+        'req/s min': rps.min,
+        'req/s max': rps.max,
+        'latency p50 ms': mid('p50'),
+        'latency p99 ms': mid('p99'),
+        'loop delay p50 ms': mid('delayP50'),
+        'loop delay p99 ms': delay.median,
+        'loop delay max ms': mid('delayMax'),
+        'main thread busy': mid('utilization'),
+      });
+    }
+    suite.table(`${name} (${fmt(expected.length)} bytes per response)`, rows);
+  } finally {
+    await stopServer(server);
+  }
+
+  const label = (route) => `${name} ${route}`;
+  suite.ratio(`${name}: /corepool vs /main req/s`, label('/corepool'), label('/main'), 1.5);
+  suite.ratio(`${name}: /corepool vs /offload req/s`, label('/corepool'), label('/offload'), 1.5);
+  suite.ratio(`${name}: /corepool vs /piscina req/s`, label('/corepool'), label('/piscina'), 2);
+  suite.ratio(`${name}: /corepool share of /static req/s`, label('/corepool'), label('/static'));
+  // A ratio of delays is quoted the harness's way round: /main's over /corepool's, ≥ 1 is the goal.
+  suite.ratio(`${name}: loop delay p99, /main over /corepool`, label('/corepool loop delay p99'), label('/main loop delay p99'), 1);
+}
+
+// --- the micro-benchmark ---------------------------------------------------------------------
+
+function mustacheRate({ template, data }, ms) {
+  let renders = 0;
+  let bytes = 0;
+  const t0 = performance.now();
+  let t;
+  do {
+    for (let i = 0; i < 16; i++) bytes += Mustache.render(template, data).length;
+    renders += 16;
+    t = performance.now();
+  } while (t - t0 < ms);
+  if (bytes === 0) throw new Error('mustache.js rendered nothing');
+  return (renders * 1000) / (t - t0);
+}
+
+/** Renders per second through `pool`, MICRO_IN_FLIGHT calls always in flight. */
+async function corepoolRate(pool, { template, data }, ms) {
+  let renders = 0;
+  const t0 = performance.now();
+  const deadline = t0 + ms;
+  const caller = async () => {
+    while (performance.now() < deadline) {
+      await pool.exec('render', template, data);
+      renders++;
+    }
+  };
+  await Promise.all(Array.from({ length: MICRO_IN_FLIGHT }, caller));
+  return (renders * 1000) / (performance.now() - t0);
+}
+
+async function microBenchmark(suite) {
+  const { Pool } = require('..');
+  const pool = new Pool({ threads: 1 });
+  try {
+    for (const [name, t] of Object.entries(TEMPLATES)) {
+      // The unit says 'per s' so that the harness counts it higher-is-better.
+      const unit = `renders per s on 1 thread (${name})`;
+      const js = `${name} render: mustache.js`;
+      const native = `${name} render: corepool`;
+      await suite.measure(js, unit, () => mustacheRate(t, MICRO_MS));
+      const expected = Mustache.render(t.template, t.data);
+      const got = await pool.exec('render', t.template, t.data).catch((err) => err);
+      if (got !== expected) {
+        suite.note(`${name} micro corepool skipped: ${got instanceof Error ? got.message : 'output differs from mustache.js'}`);
+        continue;
+      }
+      await suite.measure(native, unit, () => corepoolRate(pool, t, MICRO_MS));
+      suite.ratio(`${name} render: corepool vs mustache.js, per thread`, native, js);
+    }
+  } finally {
+    await pool.close();
+  }
+}
+
+// --- the run ---------------------------------------------------------------------------------
+
+async function main() {
+  const suite = new Suite('template-render', { runs: 3, warmup: 1, quickRuns: 1 });
+  suite.log(`${CORES} cores; ${CONNECTIONS} connections; ${SECONDS.page} s per run (table: ${SECONDS.table} s)`);
+  for (const name of Object.keys(TEMPLATES)) await httpBenchmark(suite, name);
+  await microBenchmark(suite);
+
+  suite.note(
+    `HTTP: a Fastify ${require('fastify/package.json').version} server in a child process, autocannon ` +
+      `${require('autocannon/package.json').version} in the parent, ${CONNECTIONS} connections, 127.0.0.1; ` +
+      `every route warmed up ${WARMUP_SECONDS} s, then ${suite.runs} interleaved rounds of ${SECONDS.page} s ` +
+      `(page) and ${SECONDS.table} s (table) per route; medians (min–max over the rounds).`,
+  );
+  suite.note(`Pools: RpcWorkerPool ${CORES} workers (leastbusy), Piscina ${CORES} threads, corepool ${CORES} threads (leastbusy).`);
+  suite.note(
+    `Event-loop delay: monitorEventLoopDelay({ resolution: ${DELAY_RESOLUTION_MS} }) in the server, reset before ` +
+      `and read after each run; every sample includes the ${DELAY_RESOLUTION_MS} ms timer period (an idle loop reads ≈ ${DELAY_RESOLUTION_MS + 0.1} ms).`,
+  );
+  suite.note(
+    `Micro-benchmark: ${MICRO_MS} ms per run on one thread; mustache.js on this thread (its parsed-template cache ` +
+      `warm, as in the routes); corepool through a 1-thread pool with ${MICRO_IN_FLIGHT} calls in flight, so its ` +
+      'figure includes dispatch: argument conversion, queueing and settling the Promise on this thread.',
+  );
+  suite.save();
+}
+
+if (process.argv[2] === '--serve') {
+  serve(process.argv[3]).catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+} else {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
