@@ -18,9 +18,10 @@
 //! - `wake_pending`: a wake-up is on its way. Only the push that sets it calls [`Wake::wake`];
 //!   the serving thread clears it when it drains, under the lock, so every push after a drain
 //!   either lands in the next drain or triggers the next wake: one wake per batch, none lost.
-//!   `wake` is only ever called under the lock, and departure clears `accepting` under the lock,
-//!   so after [`Pool::depart`] returns no thread will call `wake` again and the bindings may
-//!   free what it uses.
+//!   `wake` is only ever called under the lock, after checking `accepting` (pushes) or
+//!   `departed` (stop and forget notices), and departure clears the one and sets the other under
+//!   the lock, so after [`Pool::depart`] returns no thread calls `wake` again and the bindings
+//!   may free what it uses.
 //! - `running`: jobs handed to JavaScript and not finished, by token. Inserting before the
 //!   QUEUED → RUNNING step and removing exactly once (completion or departure) makes the
 //!   removal the one place that gives back the job's `maxQueue` slot and the server's load.
@@ -35,6 +36,8 @@
 //! Departure (the serving environment is torn down): the server stops accepting, its queued jobs
 //! are placed again on the other servers of their method (or settle with MethodNotFound when
 //! none is left), and its running jobs settle with ServerGone. Nothing is lost or settled twice.
+//! A departing *caller* (its origin retired) is the other direction: its queued served jobs are
+//! dropped when drained, and a handler already running finishes unsignalled, its result dropped.
 //!
 //! SharedArrayBuffer views: a job's `Value::View`s point into the caller's memory, but the
 //! handler needs JavaScript objects of its own environment over the same memory, which only
