@@ -67,6 +67,20 @@ export interface WorkerStats {
   busyMs: number;
 }
 
+/** A JavaScript thread serving methods (see `Pool#serve`). */
+export interface ServerStats {
+  id: number;
+  /** The serving thread's `threadId` (0: the main thread). */
+  thread: number;
+  methods: string[];
+  /** False once `close()`d: it finishes what it has but gets no new calls. */
+  open: boolean;
+  queued: number;
+  running: number;
+  completed: number;
+  busyMs: number;
+}
+
 export interface PoolStats {
   threads: number;
   strategy: Strategy;
@@ -78,6 +92,8 @@ export interface PoolStats {
   completed: number;
   failed: number;
   workers: WorkerStats[];
+  /** JavaScript threads serving methods, beside the native workers. */
+  servers: ServerStats[];
   /** How long calls ran. */
   runTime: Latency;
   /** How long calls waited before they ran. */
@@ -160,6 +176,13 @@ export declare class Pool extends EventEmitter {
   broadcast(method: string, ...params: Param[]): Promise<unknown[]>;
   methods(): MethodInfo[];
   stats(): PoolStats;
+  /**
+   * Serves the methods of `handlers` from this thread (main or worker_thread): calls to them from
+   * any thread are scheduled among the threads serving them by the pool's strategy. Each handler
+   * gets the call's params, then a `ServeContext`. Throws a TypeError for a native command's name,
+   * a non-function or no handlers. Use `Pool.shared()` to serve across worker_threads.
+   */
+  serve(handlers: Record<string, ServeHandler>, options?: ServeOptions): Server;
   /** Resolves when no call made through this handle is queued or running. */
   drained(): Promise<void>;
   /** Finishes every accepted call; later calls reject with PoolClosed. */
@@ -169,6 +192,34 @@ export declare class Pool extends EventEmitter {
   [Symbol.asyncDispose](): Promise<void>;
   on(event: 'drain', listener: () => void): this;
   once(event: 'drain', listener: () => void): this;
+}
+
+/** The last argument of every handler call. */
+export interface ServeContext {
+  /** Aborts when the caller's AbortSignal fires, the call's timeout passes or the pool is destroyed. */
+  readonly signal: AbortSignal;
+}
+
+/** A handler: the call's params, then a `ServeContext`; returns (or resolves to) the result. */
+export type ServeHandler = (...args: any[]) => unknown;
+
+export interface ServeOptions {
+  /** Most calls running at once on this server; the others wait in its queue (default 1). */
+  concurrency?: number;
+}
+
+/** What `Pool#serve` returns. */
+export interface Server {
+  readonly id: number;
+  readonly methods: readonly string[];
+  readonly concurrency: number;
+  /** Stops taking new calls; resolves once the calls it already has are finished. */
+  close(): Promise<void>;
+  /** Keeps this thread alive while it serves (the default). */
+  ref(): this;
+  /** Lets this thread exit while it serves when nothing else keeps it alive. */
+  unref(): this;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export interface RpcErrorCodes {
@@ -182,6 +233,8 @@ export interface RpcErrorCodes {
   readonly PoolClosed: -32002;
   readonly Aborted: -32003;
   readonly Timeout: -32004;
+  /** The JavaScript thread serving the call exited while it ran. */
+  readonly ServerGone: -32005;
 }
 
 export declare class RpcError extends Error {

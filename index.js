@@ -4,6 +4,7 @@
 // turns error codes into RpcError. Scheduling and the JSON-RPC protocol live in Rust.
 
 const { EventEmitter } = require('node:events');
+const { threadId, BroadcastChannel, receiveMessageOnPort } = require('node:worker_threads');
 const os = require('node:os');
 const path = require('node:path');
 const { types } = require('node:util'); // realm-proof type checks, unlike instanceof
@@ -76,7 +77,8 @@ class Call {
   }
 }
 
-function settle(batch) {
+function settle(batch, resends) {
+  if (resends !== undefined) resendViews(resends);
   for (let i = 0; i < batch.length; i += 4) {
     const id = batch[i];
     const call = pending.get(id);
@@ -92,6 +94,82 @@ function settle(batch) {
 }
 
 const channel = new native.Channel(settle);
+
+// ---------------------------------------------------------------------------------------------
+// SharedArrayBuffer views for JS-served calls (see src/bindings/serve.rs). A serving thread needs
+// typed arrays of its own over the caller's memory; the caller's typed arrays are posted to it on
+// one process-wide BroadcastChannel (posting shares the memory, it copies nothing), addressed by
+// the serving thread's threadId and the job's token. Only environments that serve or send views
+// open the channel.
+
+const VIEWS_CHANNEL = 'corepool:views';
+let viewsChannel = null;
+const receivedViews = new Map(); // token → typed arrays, sent before the job arrives
+const awaitingViews = new Map(); // token → { server, method, timeout }: jobs asking for a resend
+
+function openViewsChannel() {
+  if (viewsChannel === null) {
+    viewsChannel = new BroadcastChannel(VIEWS_CHANNEL);
+    viewsChannel.onmessage = (event) => onViews(event.data);
+    viewsChannel.unref();
+  }
+  return viewsChannel;
+}
+
+function onViews(message) {
+  if (message === null || typeof message !== 'object' || message.to !== threadId) return;
+  takeViews(message.token, message.views, message.resent === true);
+}
+
+function takeViews(token, views, resent) {
+  const waiting = awaitingViews.get(token);
+  if (waiting !== undefined) {
+    awaitingViews.delete(token);
+    waiting.server[kResume](token, waiting, views);
+  } else if (!resent) {
+    // Sent just before the job was queued: the job follows (or a `forgotten` notice does).
+    receivedViews.set(token, views);
+  }
+}
+
+/** Pulls the messages already posted to this environment (they may not have been dispatched). */
+function drainViewsChannel() {
+  if (viewsChannel === null) return;
+  let m;
+  while ((m = receiveMessageOnPort(viewsChannel)) !== undefined) onViews(m.message);
+}
+
+/** Called by the native side just before it queues a job with views on serving thread `to`. */
+function publishViews(to, token, views, resent = false) {
+  try {
+    if (to === threadId) takeViews(token, views, resent);
+    else openViewsChannel().postMessage({ to, token, views, resent });
+  } catch {
+    // The serving thread asks again (resend) when it finds no views.
+  }
+}
+native.setPublisher(publishViews);
+
+/** The typed arrays over SharedArrayBuffers inside a call's params (what FromJs turns into views). */
+function collectViews(value, out = [], depth = 0) {
+  if (value === null || typeof value !== 'object' || depth > 512) return out;
+  if (ArrayBuffer.isView(value)) {
+    if (!(value instanceof DataView) && value.buffer instanceof SharedArrayBuffer) out.push(value);
+  } else if (Array.isArray(value)) {
+    for (const item of value) collectViews(item, out, depth + 1);
+  } else {
+    for (const key of Object.keys(value)) collectViews(value[key], out, depth + 1);
+  }
+  return out;
+}
+
+/** A serving thread asks for a call's views again: `[call, to, token, ...]`. */
+function resendViews(requests) {
+  for (let i = 0; i < requests.length; i += 3) {
+    const call = pending.get(requests[i]);
+    if (call !== undefined) publishViews(requests[i + 1], requests[i + 2], collectViews(call.keep), true);
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Options.
@@ -310,6 +388,39 @@ class Pool extends EventEmitter {
     return this.#native.stats();
   }
 
+  /**
+   * Serves the methods of `handlers` (an object of functions) from this thread: calls to them
+   * from any thread are scheduled among the threads serving them. At most `concurrency` calls
+   * (default 1) run at once on this server; the others wait in its queue. Returns a Server.
+   */
+  serve(handlers, options) {
+    if (handlers === null || typeof handlers !== 'object') {
+      throw new TypeError(`corepool: serve() takes an object of functions, got ${describe(handlers)}`);
+    }
+    const names = Object.keys(handlers);
+    if (names.length === 0) throw new TypeError('corepool: serve() needs at least one method');
+    for (const name of names) {
+      if (typeof handlers[name] !== 'function') {
+        throw new TypeError(`corepool: serve(): handler '${name}' must be a function, got ${describe(handlers[name])}`);
+      }
+    }
+    let concurrency = 1;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object') {
+        throw new TypeError(`corepool: serve() options must be an object, got ${describe(options)}`);
+      }
+      for (const key of Object.keys(options)) {
+        if (key !== 'concurrency') throw new TypeError(`corepool: unknown serve() option '${key}' (expected concurrency)`);
+      }
+      if (options.concurrency !== undefined) concurrency = options.concurrency;
+      if (concurrency !== Infinity && !(Number.isInteger(concurrency) && concurrency >= 1)) {
+        throw new RangeError(`corepool: serve() options.concurrency must be a whole number ≥ 1 or Infinity, got ${describe(concurrency)}`);
+      }
+    }
+    openViewsChannel(); // before registering: views sent to this thread must find the channel open
+    return new Server(this.#native, handlers, names, concurrency);
+  }
+
   /** Resolves when no call made through this handle is queued or running. */
   drained() {
     if (this.#inflight === 0) return Promise.resolve();
@@ -384,6 +495,271 @@ class Pool extends EventEmitter {
       if (this.listenerCount('drain') > 0) this.emit('drain');
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serving methods implemented in JavaScript.
+
+const kResume = Symbol('resume');
+const kFinish = Symbol('finish');
+let orphanTimer = null;
+
+/** Jobs waiting for resent views whose caller has exited never get them: drop them. */
+function watchOrphans() {
+  if (orphanTimer !== null) return;
+  orphanTimer = setInterval(() => {
+    const byServer = new Map();
+    for (const [token, w] of awaitingViews) {
+      if (!byServer.has(w.server)) byServer.set(w.server, []);
+      byServer.get(w.server).push(token);
+    }
+    for (const [server, tokens] of byServer) server[kFinish](server.orphans(tokens));
+    if (awaitingViews.size === 0) {
+      clearInterval(orphanTimer);
+      orphanTimer = null;
+    }
+  }, 100);
+  orphanTimer.unref();
+}
+
+function abortError(message, name) {
+  const e = new Error(message);
+  e.name = name;
+  return e;
+}
+
+/** The last argument of every handler call: `{ signal }` (made on first use). */
+class CallContext {
+  #controller = null;
+  #reason = undefined;
+  get signal() {
+    if (this.#controller === null) {
+      this.#controller = new AbortController();
+      if (this.#reason !== undefined) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
+  abort(reason) {
+    if (this.#reason !== undefined) return;
+    this.#reason = reason;
+    if (this.#controller !== null) this.#controller.abort(reason);
+  }
+}
+
+class Running {
+  constructor(context) {
+    this.context = context;
+    this.timer = null;
+  }
+}
+
+/** What `serve()` returns: this thread's registration as a server of some methods. */
+class Server {
+  #native;
+  #handlers;
+  #table;
+  #running = new Map(); // token → Running
+  #closing = null;
+  #onIdle = null;
+  #draining = false; // inside #drain: a handler slot freed now is refilled by its loop
+  #more = false;
+
+  constructor(nativePool, handlers, names, concurrency) {
+    this.#handlers = handlers;
+    this.#table = new Map(names.map((n) => [n, handlers[n]]));
+    try {
+      this.#native = nativePool.serve(names, threadId, concurrency, (jobs, stops, forgotten) =>
+        this.#drain(jobs, stops, forgotten),
+      );
+    } catch (e) {
+      throw new TypeError(e.message);
+    }
+    this.methods = Object.freeze([...names]);
+    this.concurrency = concurrency;
+  }
+
+  get id() {
+    return this.#native.id;
+  }
+
+  /** Stops taking new calls; resolves once the calls it already has are finished. */
+  close() {
+    if (this.#closing !== null) return this.#closing;
+    this.#native.close();
+    this.#closing = new Promise((resolve) => {
+      this.#onIdle = resolve;
+    });
+    this.#checkIdle();
+    return this.#closing;
+  }
+
+  /** Keeps this thread alive while it serves (the default). */
+  ref() {
+    if (this.#onIdle !== null || this.#closing === null) this.#native.ref();
+    return this;
+  }
+
+  /** Lets this thread exit while serving when nothing else keeps it alive. */
+  unref() {
+    this.#native.unref();
+    return this;
+  }
+
+  [Symbol.asyncDispose]() {
+    return this.close();
+  }
+
+  orphans(tokens) {
+    return this.#native.orphaned(tokens);
+  }
+
+  /** Runs a batch, then takes more for as long as handlers finish within the loop (sync ones). */
+  #drain(jobs, stops, forgotten) {
+    this.#draining = true;
+    try {
+      for (;;) {
+        this.#more = false;
+        this.#onJobs(jobs, stops, forgotten);
+        if (!this.#more) break;
+        [jobs, stops, forgotten] = this.#native.take();
+      }
+    } finally {
+      this.#draining = false;
+    }
+    this.#checkIdle();
+  }
+
+  /** A handler slot was freed; `more`: jobs wait for it. */
+  #freed(more) {
+    if (!more) return;
+    if (this.#draining) this.#more = true;
+    else this.#drain(...this.#native.take());
+  }
+
+  #onJobs(jobs, stops, forgotten) {
+    for (const token of forgotten) receivedViews.delete(token);
+    for (const token of stops) {
+      const run = this.#running.get(token);
+      if (run !== undefined) run.context.abort(abortError('The call was aborted', 'AbortError'));
+      else if (awaitingViews.has(token)) {
+        awaitingViews.delete(token);
+        this.#freed(this.#native.complete(token, null)); // settled already; frees its slot
+      }
+    }
+    for (let i = 0; i < jobs.length; i += 4) {
+      const token = jobs[i];
+      const method = jobs[i + 1];
+      let params = jobs[i + 2];
+      const timeout = jobs[i + 3];
+      if (typeof params === 'string') params = JSON.parse(params);
+      else if (params === undefined) {
+        params = this.#viewParams(token, method, timeout);
+        if (params === null) continue;
+      }
+      this.#run(token, method, params, timeout);
+    }
+  }
+
+  /** The params of a job with views, or null while waiting for them to be resent. */
+  #viewParams(token, method, timeout) {
+    let views = receivedViews.get(token);
+    if (views === undefined) {
+      drainViewsChannel();
+      views = receivedViews.get(token);
+    }
+    if (views !== undefined) {
+      receivedViews.delete(token);
+      const params = this.#native.params(token, views);
+      if (params !== null) return params;
+    }
+    if (!this.#native.resend(token)) {
+      this.#freed(this.#native.complete(token, null)); // its caller is gone: nobody listens
+      return null;
+    }
+    awaitingViews.set(token, { server: this, method, timeout });
+    watchOrphans();
+    return null;
+  }
+
+  [kResume](token, waiting, views) {
+    const params = this.#native.params(token, views);
+    if (params === null) this.#freed(this.#native.complete(token, null));
+    else this.#run(token, waiting.method, params, waiting.timeout);
+    this.#checkIdle();
+  }
+
+  [kFinish](tokens) {
+    for (const token of tokens) {
+      awaitingViews.delete(token);
+      this.#freed(this.#native.complete(token, null));
+    }
+    this.#checkIdle();
+  }
+
+  #run(token, method, params, timeout) {
+    const context = new CallContext();
+    const run = new Running(context);
+    this.#running.set(token, run);
+    if (timeout > 0) {
+      run.timer = setTimeout(() => {
+        run.timer = null;
+        this.#native.stop(token);
+        context.abort(abortError('The call ran longer than its timeout', 'TimeoutError'));
+      }, timeout);
+      run.timer.unref();
+    }
+    params.push(context);
+    let result;
+    try {
+      result = this.#table.get(method).apply(this.#handlers, params);
+    } catch (e) {
+      this.#finish(token, false, e);
+      return;
+    }
+    if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+      result.then(
+        (v) => this.#finish(token, true, v),
+        (e) => this.#finish(token, false, e),
+      );
+    } else {
+      this.#finish(token, true, result);
+    }
+  }
+
+  #finish(token, ok, value) {
+    const run = this.#running.get(token);
+    if (run === undefined) return;
+    this.#running.delete(token);
+    if (run.timer !== null) clearTimeout(run.timer);
+    let more;
+    if (ok) more = this.#native.complete(token, value);
+    else {
+      const [message, data] = errorParts(value);
+      more = this.#native.fail(token, message, data);
+    }
+    this.#freed(more);
+    if (this.#onIdle !== null && !this.#draining) this.#checkIdle();
+  }
+
+  #checkIdle() {
+    if (this.#onIdle === null || this.#native.busy !== 0) return;
+    const resolve = this.#onIdle;
+    this.#onIdle = null;
+    this.#native.depart();
+    this.#native.unref();
+    resolve();
+  }
+}
+
+/** A thrown value → CommandFailed message and data (`name` and own enumerable fields). */
+function errorParts(e) {
+  if (e !== null && (typeof e === 'object' || typeof e === 'function')) {
+    const data = { name: typeof e.name === 'string' ? e.name : 'Error' };
+    for (const key of Object.keys(e)) if (key !== 'name') data[key] = e[key];
+    const message = typeof e.message === 'string' ? e.message : String(e);
+    return [message, data];
+  }
+  return [String(e), { value: e }];
 }
 
 function closedAnswer(request) {

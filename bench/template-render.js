@@ -8,6 +8,8 @@
 //   /offload   the book's RpcWorkerPool (peers/rpc-worker-pool.js), leastbusy, mustache.js
 //   /piscina   Piscina (minThreads = maxThreads = cores), mustache.js (peers/render-piscina.js)
 //   /corepool  pool.exec('render', template, data), leastbusy
+//   /served    mustache.js in worker_threads serving it through Pool#serve (peers/serve-worker.js):
+//              /offload's design with the native scheduler instead of postMessage
 // Two templates, each served by a server process of its own:
 //   page    the book's "<em>{{me}} loves {{you}}</em> " × 80: 2,400 characters
 //   table   a 200-row table with sections, inverted sections, escaping, dotted names and
@@ -31,7 +33,7 @@ const Mustache = require('mustache');
 const { Suite, quick, fmt, median } = require('./harness');
 
 const CORES = os.availableParallelism();
-const ROUTES = ['/static', '/main', '/offload', '/piscina', '/corepool'];
+const ROUTES = ['/static', '/main', '/offload', '/piscina', '/corepool', '/served'];
 const CONNECTIONS = 10;
 // Seconds of load per measured run; the table template runs shorter to keep a full run of
 // this benchmark within about five minutes (its requests are ~20× heavier, so a run still
@@ -103,6 +105,10 @@ async function serve(name) {
     maxThreads: CORES,
   });
   const pool = new Pool({ threads: CORES, strategy: 'leastbusy' });
+  const { Worker } = require('node:worker_threads');
+  const servers = Array.from({ length: CORES }, () => new Worker(path.join(__dirname, 'peers', 'serve-worker.js')));
+  await Promise.all(servers.map((w) => new Promise((resolve) => w.once('message', resolve))));
+  const served = Pool.shared();
   const rendered = Mustache.render(template, data);
 
   const app = Fastify({ logger: false });
@@ -116,6 +122,7 @@ async function serve(name) {
   app.get('/offload', html(() => offload.exec('render', template, data)));
   app.get('/piscina', html(() => piscina.run({ template, data })));
   app.get('/corepool', html(() => pool.exec('render', template, data)));
+  app.get('/served', html(() => served.exec('mustache', template, data)));
 
   // If the load generator dies (or is killed by bench/run.js), the IPC channel closes: exit too.
   process.on('disconnect', () => process.exit(0));
@@ -134,7 +141,7 @@ async function serve(name) {
     } else if (type === 'close') {
       delay.disable();
       await app.close();
-      await Promise.all([offload.close(), piscina.destroy(), pool.close()]);
+      await Promise.all([offload.close(), piscina.destroy(), pool.close(), ...servers.map((w) => w.terminate())]);
       process.disconnect();
     }
   });
@@ -283,6 +290,8 @@ async function httpBenchmark(suite, name) {
   suite.ratio(`${name}: /corepool vs /offload req/s`, label('/corepool'), label('/offload'), 1.5);
   suite.ratio(`${name}: /corepool vs /piscina req/s`, label('/corepool'), label('/piscina'), 2);
   suite.ratio(`${name}: /corepool share of /static req/s`, label('/corepool'), label('/static'));
+  suite.ratio(`${name}: /served vs /piscina req/s`, label('/served'), label('/piscina'), 1.5);
+  suite.ratio(`${name}: /served vs /offload req/s`, label('/served'), label('/offload'));
   // A ratio of delays is quoted the harness's way round: /main's over /corepool's, ≥ 1 is the goal.
   suite.ratio(`${name}: loop delay p99, /main over /corepool`, label('/corepool loop delay p99'), label('/main loop delay p99'), 1);
 }

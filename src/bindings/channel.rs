@@ -9,6 +9,10 @@
 //!
 //! Liveness: the threadsafe function is unref'd (weak) while nothing is in flight, so an idle
 //! pool never keeps Node alive; the first call in flight refs it, the last settlement unrefs it.
+//! Resend requests (a JS server asks this environment to send a call's SharedArrayBuffer views
+//! again, see `pool::server`) travel the same way in a queue of their own, handed to the same
+//! callback as its second argument; they are rare and do not count as settlements.
+//!
 //! Teardown: an env cleanup hook retires the environment's `Origin` (see `pool::origin`): after
 //! it returns no worker runs this environment's jobs or touches its inbox, so Node may free the
 //! threadsafe function and the environment's SharedArrayBuffers.
@@ -32,6 +36,8 @@ const MAX_BATCH: usize = 8192;
 
 pub(crate) struct Inbox {
     queue: SegQueue<(u64, Outcome)>,
+    /// `(call, to, token)`: send call's views to serving environment `to` for job `token`.
+    resends: SegQueue<(u64, u64, u64)>,
     wake_pending: AtomicBool,
     tsfn: AtomicTsfn,
     /// Calls submitted from this environment and not yet settled (touched on its JS thread only).
@@ -48,8 +54,19 @@ struct InboxSink(Arc<Inbox>);
 
 impl Deliver for InboxSink {
     fn deliver(&self, call: u64, outcome: Outcome) {
+        self.0.queue.push((call, outcome));
+        self.wake();
+    }
+
+    fn resend(&self, call: u64, to: u64, token: u64) {
+        self.0.resends.push((call, to, token));
+        self.wake();
+    }
+}
+
+impl InboxSink {
+    fn wake(&self) {
         let inbox = &self.0;
-        inbox.queue.push((call, outcome));
         if !inbox.wake_pending.swap(true, Ordering::AcqRel) {
             let tsfn = inbox.tsfn.0.load(Ordering::Acquire);
             // SAFETY: `deliver` runs inside an `Origin::enter` window, and the environment's
@@ -79,12 +96,14 @@ impl Channel {
     /// `settle(batch)` receives a flat array: for each settled call, four entries
     /// `id, code, value, data` — code 0 with the result as value, code 1 with the result's
     /// JSON text as value, or an error code with the message as value and the error data
-    /// (or undefined).
+    /// (or undefined). Resend requests come as `settle([], requests)`, three entries
+    /// `call, to, token` each.
     #[napi(constructor, catch_unwind)]
     pub fn new(env: Env, settle: Unknown) -> Result<Channel> {
         let raw_env = env.raw();
         let inbox = Arc::new(Inbox {
             queue: SegQueue::new(),
+            resends: SegQueue::new(),
             wake_pending: AtomicBool::new(false),
             tsfn: AtomicTsfn(std::sync::atomic::AtomicPtr::new(ptr::null_mut())),
             inflight: AtomicUsize::new(0),
@@ -198,6 +217,10 @@ unsafe extern "C" fn call_js(
     // finalizer, which cannot run during this callback.
     let inbox = unsafe { &*(context as *const Inbox) };
     inbox.wake_pending.swap(false, Ordering::AcqRel);
+    if !inbox.resends.is_empty() {
+        // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
+        unsafe { hand_resends_to_js(env, settle, inbox) };
+    }
     let mut settled = Vec::new();
     while settled.len() < MAX_BATCH {
         match inbox.queue.pop() {
@@ -239,6 +262,34 @@ unsafe extern "C" fn call_js(
         let tsfn = inbox.tsfn.0.load(Ordering::Acquire);
         // SAFETY: JS thread of the env that owns tsfn.
         unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
+    }
+}
+
+/// Calls `settle([], [call, to, token, ...])` with the queued resend requests.
+///
+/// # Safety
+/// Must run on `env`'s JS thread with `settle` a function of that env.
+unsafe fn hand_resends_to_js(env: sys::napi_env, settle: sys::napi_value, inbox: &Inbox) {
+    let mut flat = Vec::new();
+    while let Some((call, to, token)) = inbox.resends.pop() {
+        flat.extend([call as f64, to as f64, token as f64]);
+    }
+    // SAFETY: live env on its JS thread (caller contract) for every call below.
+    unsafe {
+        let mut empty = ptr::null_mut();
+        sys::napi_create_array_with_length(env, 0, &mut empty);
+        let mut requests = ptr::null_mut();
+        sys::napi_create_array_with_length(env, flat.len(), &mut requests);
+        for (i, n) in flat.iter().enumerate() {
+            let mut v = ptr::null_mut();
+            sys::napi_create_double(env, *n, &mut v);
+            sys::napi_set_element(env, requests, i as u32, v);
+        }
+        let mut undefined = ptr::null_mut();
+        sys::napi_get_undefined(env, &mut undefined);
+        let mut result = ptr::null_mut();
+        let argv = [empty, requests];
+        sys::napi_call_function(env, undefined, settle, 2, argv.as_ptr(), &mut result);
     }
 }
 

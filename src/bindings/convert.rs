@@ -34,6 +34,9 @@ macro_rules! napi_try {
 pub struct FromJs {
     env: sys::napi_env,
     object_prototype: sys::napi_value,
+    /// Every typed array over a SharedArrayBuffer met, in conversion order: a call of a
+    /// JavaScript-served method sends these objects to the serving thread.
+    pub views: Vec<sys::napi_value>,
 }
 
 impl FromJs {
@@ -41,7 +44,12 @@ impl FromJs {
         FromJs {
             env,
             object_prototype: ptr::null_mut(),
+            views: Vec::new(),
         }
+    }
+
+    pub fn env(&self) -> sys::napi_env {
+        self.env
     }
 
     /// Converts every element of a JS array (the params of a call).
@@ -162,7 +170,11 @@ impl FromJs {
         );
         if flag {
             // SAFETY: v is a typed array of this env.
-            return unsafe { typed_array(env, v, path) };
+            let value = unsafe { typed_array(env, v, path) }?;
+            if let Value::View(_) = value {
+                self.views.push(v);
+            }
+            return Ok(value);
         }
         napi_try!(
             sys::napi_is_arraybuffer(env, v, &mut flag),
@@ -494,6 +506,26 @@ pub(crate) unsafe fn view_for_call(
     }
 }
 
+/// The memory a typed array over a SharedArrayBuffer views, to match it with a
+/// [`Value::View`] of the same memory; `None` for any other value.
+///
+/// # Safety
+/// `v` must be a value of the live `env`, on its JS thread.
+pub unsafe fn shared_view_of(env: sys::napi_env, v: sys::napi_value) -> Option<SharedView> {
+    let mut is_typed = false;
+    // SAFETY: live env and value (caller contract).
+    unsafe { sys::napi_is_typedarray(env, v, &mut is_typed) };
+    if !is_typed {
+        return None;
+    }
+    // SAFETY: as above; v is a typed array. Only its address is used: the view is compared,
+    // never dereferenced.
+    match unsafe { typed_array(env, v, "") } {
+        Ok(Value::View(view)) => Some(view),
+        _ => None,
+    }
+}
+
 /// # Safety
 /// `v` must be an object of the live `env`, on its JS thread.
 unsafe fn constructor_name(env: sys::napi_env, v: sys::napi_value) -> Option<String> {
@@ -525,9 +557,29 @@ unsafe fn constructor_name(env: sys::napi_env, v: sys::napi_value) -> Option<Str
 /// # Safety
 /// Must run on the env's JS thread.
 pub unsafe fn to_js(env: sys::napi_env, value: &Value) -> Converted<sys::napi_value> {
+    // SAFETY: caller contract.
+    unsafe { to_js_with(env, value, &[]) }
+}
+
+/// As [`to_js`], with each [`Value::View`] replaced by the JS object in `views` over the same
+/// memory (the serving thread's own typed arrays); a view with no match becomes `null`.
+///
+/// # Safety
+/// Must run on the env's JS thread, with the `views` objects values of that env.
+pub unsafe fn to_js_with(
+    env: sys::napi_env,
+    value: &Value,
+    views: &[(SharedView, sys::napi_value)],
+) -> Converted<sys::napi_value> {
     let mut out = ptr::null_mut();
     match value {
-        Value::Null | Value::View(_) => {
+        Value::View(v) => match views.iter().find(|(w, _)| w.same_memory(v)) {
+            Some((_, js)) => out = *js,
+            None => {
+                napi_try!(sys::napi_get_null(env, &mut out), "creating null");
+            }
+        },
+        Value::Null => {
             napi_try!(sys::napi_get_null(env, &mut out), "creating null");
         }
         Value::Bool(b) => {
@@ -555,7 +607,7 @@ pub unsafe fn to_js(env: sys::napi_env, value: &Value) -> Converted<sys::napi_va
             );
             for (i, item) in items.iter().enumerate() {
                 // SAFETY: same env and thread.
-                let v = unsafe { to_js(env, item) }?;
+                let v = unsafe { to_js_with(env, item, views) }?;
                 napi_try!(
                     sys::napi_set_element(env, out, i as u32, v),
                     "filling an array"
@@ -576,7 +628,7 @@ pub unsafe fn to_js(env: sys::napi_env, value: &Value) -> Converted<sys::napi_va
                     "creating a key"
                 );
                 // SAFETY: same env and thread.
-                let v = unsafe { to_js(env, item) }?;
+                let v = unsafe { to_js_with(env, item, views) }?;
                 napi_try!(
                     sys::napi_set_property(env, out, key, v),
                     "filling an object"

@@ -4,4 +4,5 @@
 pub mod channel;
 pub mod convert;
 pub mod pool;
+pub mod serve;
 pub mod shm;

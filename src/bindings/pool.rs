@@ -5,6 +5,7 @@
 
 use super::channel::{Channel, Inbox};
 use super::convert::{self, FromJs};
+use super::serve::{self, NativeServer};
 use crate::commands;
 use crate::pool::Origin;
 use crate::pool::{OnFull, Options, Params, Pool, Stats, Strategy};
@@ -97,6 +98,21 @@ pub struct WorkerInfo {
     pub busy_ms: f64,
 }
 
+/// A JavaScript thread serving methods, in `stats().servers`.
+#[napi(object)]
+pub struct ServerInfo {
+    pub id: f64,
+    /// The serving thread's `threadId` (0: the main thread).
+    pub thread: f64,
+    pub methods: Vec<String>,
+    /// False once `close()`d: it finishes what it has but gets no new calls.
+    pub open: bool,
+    pub queued: u32,
+    pub running: u32,
+    pub completed: f64,
+    pub busy_ms: f64,
+}
+
 #[napi(object)]
 pub struct LatencyInfo {
     pub p50: f64,
@@ -114,6 +130,7 @@ pub struct StatsInfo {
     pub completed: f64,
     pub failed: f64,
     pub workers: Vec<WorkerInfo>,
+    pub servers: Vec<ServerInfo>,
     pub run_time: LatencyInfo,
     pub wait_time: LatencyInfo,
 }
@@ -149,6 +166,20 @@ impl From<Stats> for StatsInfo {
                     running: w.running as u32,
                     completed: w.completed as f64,
                     busy_ms: w.busy_ms,
+                })
+                .collect(),
+            servers: s
+                .servers
+                .into_iter()
+                .map(|sv| ServerInfo {
+                    id: sv.id as f64,
+                    thread: sv.thread as f64,
+                    methods: sv.methods,
+                    open: sv.open,
+                    queued: sv.queued as u32,
+                    running: sv.running as u32,
+                    completed: sv.completed as f64,
+                    busy_ms: sv.busy_ms,
                 })
                 .collect(),
             run_time: lat(s.run_time),
@@ -363,6 +394,28 @@ impl NativePool {
         }
     }
 
+    /// Makes this environment a server of `methods`, running at most `concurrency` calls at
+    /// once; `on_jobs(jobs, stops, forgotten)` gets each batch (see `serve.rs`). Throws for a
+    /// native command's name.
+    #[napi(catch_unwind)]
+    pub fn serve(
+        &self,
+        env: Env,
+        methods: Vec<String>,
+        thread: u32,
+        concurrency: f64,
+        on_jobs: Unknown,
+    ) -> Result<NativeServer> {
+        serve::start(
+            env,
+            self.pool.clone(),
+            methods,
+            thread,
+            concurrency,
+            on_jobs,
+        )
+    }
+
     #[napi(catch_unwind)]
     pub fn stats(&self) -> StatsInfo {
         self.pool.stats().into()
@@ -474,6 +527,7 @@ unsafe extern "C" fn hot_call(
         }
         let id = id as u64;
         let cancellable = flags & CALL_CANCELLABLE != 0;
+        let mut views = Vec::new();
         let params = if flags & CALL_JSON_PARAMS != 0 {
             // SAFETY: argv[2] belongs to this env, on its JS thread; index.js passes a string
             // with this flag.
@@ -485,19 +539,27 @@ unsafe extern "C" fn hot_call(
             let mut from = FromJs::new(env);
             // SAFETY: argv[2] belongs to this env, on its JS thread.
             match unsafe { from.params(argv[2]) } {
-                Ok(p) => Params::Values(p),
+                Ok(p) => {
+                    views = from.views;
+                    Params::Values(p)
+                }
                 Err(e) => return hot.origin.deliver(id, Err(e)),
             }
         };
+        let timeout = timeout(timeout_ms);
+        let submit = |m: &str| {
+            if views.is_empty() {
+                return hot.pool.call(&hot.origin, id, m, params, timeout);
+            }
+            // A JS-served method gets the views from this thread's JavaScript (pool::server).
+            // SAFETY: on this env's JS thread; the views are values of this env.
+            let mut announce = |to, token| unsafe { serve::publish(env, to, token, &views) };
+            hot.pool
+                .call_announced(&hot.origin, id, m, params, timeout, &mut announce)
+        };
         // SAFETY: argv[1] belongs to this env, on its JS thread.
         let control = match unsafe { method_str(env, argv[1]) } {
-            Ok(()) => unsafe {
-                convert::with_str(env, argv[1], |m| {
-                    hot.pool
-                        .call(&hot.origin, id, m, params, timeout(timeout_ms))
-                })
-            }
-            .unwrap_or(None),
+            Ok(()) => unsafe { convert::with_str(env, argv[1], submit) }.unwrap_or(None),
             Err(e) => return hot.origin.deliver(id, Err(e)),
         };
         if let (Some(control), true) = (control, cancellable) {

@@ -11,11 +11,17 @@
 //! (or to RUNNING, which later ends in DONE) is the one that settles it. That is why every
 //! accepted call settles exactly once. A cancel that finds the job RUNNING only sets the cancel
 //! reason; the command sees it through `Context::check` and the worker settles.
+//!
+//! A job for a JavaScript-served method (see `server.rs`) follows the same states; there the
+//! RUNNING → DONE step is a compare-exchange too, because three parties may race for it: the
+//! serving thread completing the handler, a stop (abort, timeout, destroy) that settles at once,
+//! and the serving thread's departure.
 
 use super::origin::Origin;
+use super::server::Server;
 use crate::rpc::{envelope, json, CancelReason, Command, Outcome, RpcError, Value};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 pub const WAITING: u8 = 0;
@@ -28,7 +34,11 @@ pub struct Control {
     pub(crate) state: AtomicU8,
     pub(crate) cancel: AtomicU8,
     /// The worker whose queue holds the job; written before the job becomes QUEUED.
+    /// `usize::MAX` for a job of a JavaScript-served method (no worker counts it).
     pub(crate) worker: AtomicUsize,
+    /// For a served job: the server running it and the job's token, written by the serving
+    /// thread before the job becomes RUNNING, so a canceller that sees RUNNING finds it.
+    pub(crate) running_on: OnceLock<(Weak<Server>, u64)>,
 }
 
 impl Control {
@@ -37,6 +47,7 @@ impl Control {
             state: AtomicU8::new(state),
             cancel: AtomicU8::new(0),
             worker: AtomicUsize::new(usize::MAX),
+            running_on: OnceLock::new(),
         })
     }
 
@@ -45,6 +56,11 @@ impl Control {
         let _ = self
             .cancel
             .compare_exchange(0, reason as u8, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The reason recorded by [`Control::set_reason`], if any.
+    pub(crate) fn reason(&self) -> Option<CancelReason> {
+        CancelReason::from_u8(self.cancel.load(Ordering::Acquire))
     }
 
     /// Moves the job from `from` to `to`; true if this thread made the move.
@@ -89,8 +105,17 @@ impl From<Vec<Value>> for Params {
     }
 }
 
+/// What runs a job.
+#[derive(Clone)]
+pub enum Work {
+    /// A native command, on a worker thread.
+    Native(Arc<dyn Command>),
+    /// A method implemented in JavaScript, on a thread that serves it.
+    Served(Arc<str>),
+}
+
 pub struct Job {
-    pub(crate) command: Arc<dyn Command>,
+    pub(crate) work: Work,
     pub(crate) params: Params,
     pub(crate) timeout: Option<Duration>,
     pub(crate) control: Arc<Control>,
@@ -99,6 +124,13 @@ pub struct Job {
     pub(crate) submitted: Instant,
     /// Set for broadcast jobs: they must run on this worker.
     pub(crate) pinned: Option<usize>,
+    /// Served jobs: a process-wide unique number naming the job to its server (0 for native).
+    pub(crate) token: u64,
+    /// Served jobs: the params hold views into SharedArrayBuffers, which the serving thread
+    /// needs as JS objects of its own (see `server.rs`).
+    pub(crate) views: bool,
+    /// Served jobs: the caller sent the views to the server the job was placed on.
+    pub(crate) announced: bool,
 }
 
 impl Job {
@@ -124,6 +156,14 @@ pub enum Reply {
 }
 
 impl Reply {
+    /// The id of the call this reply settles.
+    pub(crate) fn call(&self) -> u64 {
+        match self {
+            Reply::Call(call) | Reply::Response { call, .. } => *call,
+            Reply::Part(collector, _) => collector.call,
+        }
+    }
+
     pub(crate) fn finish(self, outcome: Outcome, origin: &Origin) {
         match self {
             Reply::Call(call) => origin.deliver(call, outcome),

@@ -16,26 +16,35 @@
 //!   job with PoolClosed and asks running ones to stop (they see it in `Context::check`).
 //! - Cancelled jobs stay in their queue as tombstones (state DONE) and are skipped when popped.
 //!
+//! - A method is a native command (the registry) or served by JavaScript threads (`server.rs`),
+//!   never both: `serve` refuses native names, and a call is routed by the registry first.
+//!   Served jobs count in `queued` and `admitted` like native ones; each open server counts as
+//!   one more thread in the `maxQueue` bound.
+//!
 //! Job states and who settles are described in `job.rs`; the environment handshake that makes
-//! views into SharedArrayBuffers safe is in `origin.rs`; the worker loop is in `worker.rs`.
+//! views into SharedArrayBuffers safe is in `origin.rs`; the worker loop is in `worker.rs`; JS
+//! servers, their queues and their departure are in `server.rs`.
 
 pub mod job;
 pub mod origin;
+pub mod server;
 pub mod stats;
 pub mod strategy;
 mod worker;
 
 pub use job::{Control, Params};
 pub use origin::{Deliver, Origin};
+pub use server::{Announce, Batch, ServeError, Served, Server, ServerStats, Wake};
 pub use stats::Percentiles;
 pub use strategy::Strategy;
 
 use crate::rpc::{envelope, json, ErrorCode, Outcome, Registry, RpcError, Value};
-use job::{CollectKind, Collector, Job, Reply, DONE, QUEUED, WAITING};
+use job::{CollectKind, Collector, Job, Reply, Work, DONE, QUEUED, WAITING};
+use server::Servers;
 use stats::Histogram;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use worker::Worker;
 
@@ -85,6 +94,9 @@ pub(crate) struct Shared {
     failed: AtomicU64,
     run_time: Histogram,
     wait_time: Histogram,
+    servers: RwLock<Servers>,
+    open_servers: AtomicUsize,
+    next_token: AtomicU64,
 }
 
 /// A pool of native worker threads.
@@ -112,6 +124,8 @@ pub struct Stats {
     pub completed: u64,
     pub failed: u64,
     pub workers: Vec<WorkerStats>,
+    /// JavaScript threads serving methods.
+    pub servers: Vec<ServerStats>,
     pub run_time: Percentiles,
     pub wait_time: Percentiles,
 }
@@ -139,6 +153,9 @@ impl Pool {
             failed: AtomicU64::new(0),
             run_time: Histogram::default(),
             wait_time: Histogram::default(),
+            servers: RwLock::new(Servers::default()),
+            open_servers: AtomicUsize::new(0),
+            next_token: AtomicU64::new(1),
         });
         // Worker 0 starts the others (see worker.rs); if it cannot start, nothing runs.
         if let Err(e) = worker::spawn(shared.clone(), 0) {
@@ -167,13 +184,30 @@ impl Pool {
         params: impl Into<Params>,
         timeout: Option<Duration>,
     ) -> Option<Arc<Control>> {
+        let reply = Reply::Call(call);
+        self.submit(origin, method, params.into(), timeout, reply, None, None)
+    }
+
+    /// As [`Pool::call`]; when a JavaScript-served call with views is placed on a server from
+    /// this thread, `announce(server_tag, token)` runs just before the push (see `server.rs`).
+    pub fn call_announced(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        method: &str,
+        params: impl Into<Params>,
+        timeout: Option<Duration>,
+        announce: Announce,
+    ) -> Option<Arc<Control>> {
+        let reply = Reply::Call(call);
         self.submit(
             origin,
             method,
             params.into(),
             timeout,
-            Reply::Call(call),
+            reply,
             None,
+            Some(announce),
         )
     }
 
@@ -193,7 +227,15 @@ impl Pool {
                         id: req.id,
                         text,
                     };
-                    self.submit(origin, &req.method, req.params.into(), None, reply, None);
+                    self.submit(
+                        origin,
+                        &req.method,
+                        req.params.into(),
+                        None,
+                        reply,
+                        None,
+                        None,
+                    );
                 }
                 Err(answer) => origin.deliver(call, Ok(job::finish_text(Some(answer), text))),
             },
@@ -241,7 +283,15 @@ impl Pool {
         for (slot, req) in requests.into_iter().enumerate() {
             if let Some(req) = req {
                 let reply = Reply::Part(collector.clone(), slot);
-                self.submit(origin, &req.method, req.params.into(), None, reply, None);
+                self.submit(
+                    origin,
+                    &req.method,
+                    req.params.into(),
+                    None,
+                    reply,
+                    None,
+                    None,
+                );
             }
         }
     }
@@ -267,10 +317,12 @@ impl Pool {
                 timeout,
                 reply,
                 Some(w),
+                None,
             );
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn submit(
         &self,
         origin: &Arc<Origin>,
@@ -279,6 +331,7 @@ impl Pool {
         timeout: Option<Duration>,
         reply: Reply,
         pinned: Option<usize>,
+        announce: Option<Announce>,
     ) -> Option<Arc<Control>> {
         let s = &self.shared;
         if s.closed.load(Ordering::Acquire) {
@@ -286,12 +339,33 @@ impl Pool {
             reply.finish(Err(e), origin);
             return None;
         }
-        let Some(command) = s.registry.get(method) else {
-            reply.finish(Err(RpcError::method_not_found(method)), origin);
-            return None;
+        let (work, token, views) = match s.registry.get(method) {
+            Some(command) => (Work::Native(command.clone()), 0, false),
+            None if pinned.is_none() && s.is_served(method) => {
+                let token = s.next_token.fetch_add(1, Ordering::Relaxed);
+                let views = match &params {
+                    Params::Values(values) => values.iter().any(server::has_view),
+                    Params::Json(_) => false,
+                };
+                (Work::Served(method.into()), token, views)
+            }
+            None if s.is_served(method) => {
+                let e = RpcError::new(
+                    ErrorCode::InvalidRequest,
+                    format!(
+                        "broadcast runs native commands only; {method:?} is served by JavaScript"
+                    ),
+                );
+                reply.finish(Err(e), origin);
+                return None;
+            }
+            None => {
+                reply.finish(Err(RpcError::method_not_found(method)), origin);
+                return None;
+            }
         };
         let job = Job {
-            command: command.clone(),
+            work,
             params,
             timeout: match timeout {
                 None => s.options.timeout,
@@ -303,11 +377,14 @@ impl Pool {
             reply,
             submitted: Instant::now(),
             pinned,
+            token,
+            views,
+            announced: false,
         };
         let control = job.control.clone();
         if pinned.is_some() {
             s.reserve_slot_unbounded();
-            s.place(job);
+            s.place(job, None);
             return Some(control);
         }
         let wait = s.options.on_full == OnFull::Wait;
@@ -331,16 +408,22 @@ impl Pool {
             job.settle(Err(e));
             return None;
         }
-        s.place(job);
+        s.place(job, announce);
         Some(control)
     }
 
     /// Asks a call to stop. A queued or waiting call is removed at once and this returns
     /// `true`: the caller must then settle it (the job will never run). A running call is
     /// asked to stop cooperatively and settles through its worker; this returns `false`.
+    /// A running call of a JavaScript-served method settles at once (the handler is told to
+    /// stop, see `server.rs`), also returning `false`.
     pub fn cancel(&self, control: &Control, reason: crate::rpc::CancelReason) -> bool {
         control.set_reason(reason);
-        self.shared.withdraw(control)
+        if self.shared.withdraw(control) {
+            return true;
+        }
+        self.shared.cancel_running(control);
+        false
     }
 
     /// Stops accepting calls; everything accepted still runs.
@@ -385,6 +468,7 @@ impl Pool {
                 }
             }
         }
+        s.destroy_served(closed);
         s.stop_threads();
     }
 
@@ -396,6 +480,7 @@ impl Pool {
 
     pub fn stats(&self) -> Stats {
         let s = &self.shared;
+        let servers = self.server_stats();
         let workers: Vec<WorkerStats> = s
             .workers
             .iter()
@@ -413,10 +498,12 @@ impl Pool {
             strategy: s.options.strategy,
             queued: s.queued.load(Ordering::Relaxed),
             waiting: s.waiting_len.load(Ordering::Relaxed),
-            running: workers.iter().map(|w| w.running).sum(),
+            running: workers.iter().map(|w| w.running).sum::<usize>()
+                + servers.iter().map(|sv| sv.running).sum::<usize>(),
             completed: s.completed.load(Ordering::Relaxed),
             failed: s.failed.load(Ordering::Relaxed),
             workers,
+            servers,
             run_time: s.run_time.percentiles(),
             wait_time: s.wait_time.percentiles(),
         }
@@ -432,7 +519,8 @@ impl Drop for Pool {
 impl Shared {
     /// Takes a slot if `maxQueue` allows (see the module doc for the bound).
     fn reserve_slot(&self) -> bool {
-        let limit = self.options.max_queue.saturating_add(self.workers.len());
+        let threads = self.workers.len() + self.open_servers.load(Ordering::Acquire);
+        let limit = self.options.max_queue.saturating_add(threads);
         if self.admitted.fetch_add(1, Ordering::AcqRel) >= limit {
             self.admitted.fetch_sub(1, Ordering::AcqRel);
             return false;
@@ -472,7 +560,12 @@ impl Shared {
     }
 
     /// Puts a new job (with a reserved slot) on its worker's queue and wakes that worker.
-    fn place(&self, job: Job) {
+    fn place(&self, job: Job, announce: Option<Announce>) {
+        if let Work::Served(_) = job.work {
+            self.queued.fetch_add(1, Ordering::AcqRel);
+            self.place_served(job, announce);
+            return;
+        }
         let w = self.assign(&job);
         self.push(w, job);
     }
@@ -508,6 +601,20 @@ impl Shared {
                 self.admitted.fetch_sub(1, Ordering::AcqRel);
                 return;
             };
+            if let Work::Served(_) = job.work {
+                // Counted as queued before it can be seen QUEUED (a canceller uncounts it).
+                self.queued.fetch_add(1, Ordering::AcqRel);
+                if !job.control.transition(WAITING, QUEUED) {
+                    drop(waiting);
+                    self.queued.fetch_sub(1, Ordering::AcqRel);
+                    self.admitted.fetch_sub(1, Ordering::AcqRel);
+                    continue;
+                }
+                self.waiting_len.fetch_sub(1, Ordering::AcqRel);
+                drop(waiting);
+                self.place_served(job, None);
+                continue;
+            }
             let w = self.assign(&job);
             // A job cancelled while waiting was already counted out of waiting_len.
             if !job.control.transition(WAITING, QUEUED) {
@@ -530,8 +637,13 @@ impl Shared {
             return true;
         }
         if control.transition(QUEUED, DONE) {
-            // `assign` wrote the index before the job could become QUEUED.
-            self.unqueue(control.worker.load(Ordering::Acquire));
+            // `assign` wrote the index before the job could become QUEUED; a served job has
+            // none (its server uncounts the tombstone when it drains it).
+            let w = control.worker.load(Ordering::Acquire);
+            if w < self.workers.len() {
+                self.workers[w].queued.fetch_sub(1, Ordering::AcqRel);
+            }
+            self.queued.fetch_sub(1, Ordering::AcqRel);
             self.release_slot();
             return true;
         }
@@ -553,5 +665,7 @@ impl Shared {
     }
 }
 
+#[cfg(test)]
+mod serve_tests;
 #[cfg(test)]
 mod tests;

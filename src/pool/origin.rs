@@ -20,6 +20,13 @@ use std::time::Duration;
 /// Receives outcomes for one origin. Called from any thread, inside an `enter`/`leave` window.
 pub trait Deliver: Send + Sync {
     fn deliver(&self, call: u64, outcome: Outcome);
+
+    /// Asks the environment to send call `call`'s SharedArrayBuffer views again, to the
+    /// serving environment `to`, for the served job `token` (see `server.rs`). The default
+    /// ignores the request; the job then waits until its caller is gone or it is stopped.
+    fn resend(&self, call: u64, to: u64, token: u64) {
+        let _ = (call, to, token);
+    }
 }
 
 pub struct Origin {
@@ -58,6 +65,16 @@ impl Origin {
             self.sink.deliver(call, outcome);
             self.leave();
         }
+    }
+
+    /// Forwards a resend request (see [`Deliver::resend`]); `false` when the origin is gone.
+    pub fn resend(&self, call: u64, to: u64, token: u64) -> bool {
+        if !self.enter() {
+            return false;
+        }
+        self.sink.resend(call, to, token);
+        self.leave();
+        true
     }
 
     /// The flag running commands poll to stop when their caller's environment is gone.

@@ -13,7 +13,7 @@
 //! the worker sees the job or the submitter sees the flag. `park` keeps a token, so an unpark
 //! that lands just before the park is not lost either.
 
-use super::job::{Job, DONE, QUEUED, RUNNING};
+use super::job::{Job, Work, DONE, QUEUED, RUNNING};
 use super::Shared;
 use crate::rpc::{ErrorCode, RpcError, StopFlags};
 use crossbeam_queue::SegQueue;
@@ -165,7 +165,7 @@ fn execute(s: &Shared, index: usize, job: Job) {
     s.unqueue(index);
 
     let Job {
-        command,
+        work,
         params,
         timeout,
         control,
@@ -174,6 +174,9 @@ fn execute(s: &Shared, index: usize, job: Job) {
         submitted,
         ..
     } = job;
+    let Work::Native(command) = work else {
+        unreachable!("jobs of served methods are placed on servers, never on workers")
+    };
     if !origin.enter() {
         // The caller's JS environment is gone: nobody is listening, and its memory may be.
         control.state.store(DONE, Ordering::Release);

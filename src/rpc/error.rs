@@ -51,6 +51,8 @@ codes! {
     Aborted = -32003,
     /// Ran longer than its timeout.
     Timeout = -32004,
+    /// The JavaScript thread serving the call exited while it ran.
+    ServerGone = -32005,
 }
 
 /// An error outcome of a call: code, message and optional data, as JSON-RPC carries them.

@@ -1,0 +1,35 @@
+'use strict';
+// A worker_thread that serves methods for __test__/serve.test.js.
+const { parentPort, threadId } = require('node:worker_threads');
+const { Pool } = require('../index.js');
+
+Pool.shared().serve({
+  whoami() {
+    return threadId;
+  },
+  async double(x) {
+    await new Promise((resolve) => setImmediate(resolve));
+    return { x: 2 * x, thread: threadId };
+  },
+  async slowDouble(x) {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    return { x: 2 * x, thread: threadId };
+  },
+  // Adds `delta` to every element of the caller's Int32Array; returns the sum it saw before.
+  bump(view, delta) {
+    let before = 0;
+    for (let i = 0; i < view.length; i++) before += Atomics.add(view, i, delta);
+    return before;
+  },
+  // Sets flags[0] = 1 when started; waits until the call's signal aborts, then records the
+  // reason's name code in flags[1] (1 AbortError, 2 TimeoutError) and wakes the caller.
+  async hold(flags, { signal }) {
+    Atomics.store(flags, 0, 1);
+    Atomics.notify(flags, 0);
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    Atomics.store(flags, 1, signal.reason.name === 'TimeoutError' ? 2 : 1);
+    Atomics.notify(flags, 1);
+    return 'stopped';
+  },
+});
+parentPort.postMessage('ready');

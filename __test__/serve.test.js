@@ -1,0 +1,323 @@
+'use strict';
+// Pool#serve(): methods implemented in JavaScript, served by worker_threads and the main
+// thread, scheduled by the native pool.
+const path = require('node:path');
+const { Worker, threadId } = require('node:worker_threads');
+const { Pool, RpcError } = require('../index.js');
+
+const { MethodNotFound, CommandFailed, Aborted, Timeout, ServerGone, InvalidParams } = RpcError.codes;
+
+async function startWorker() {
+  const worker = new Worker(path.join(__dirname, 'serve-worker.js'));
+  await new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  return worker;
+}
+
+async function codeOf(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e.code;
+  }
+  return 'resolved';
+}
+
+/** Waits (without blocking the event loop) until view[i] is no longer `value`. */
+async function changed(view, i, value) {
+  const r = Atomics.waitAsync(view, i, value, 10_000);
+  if (r.async) expect(await r.value).not.toBe('timed-out');
+}
+
+describe('serving from worker_threads and the main thread', () => {
+  const pool = Pool.shared();
+  let workers = [];
+  let mainServer;
+
+  beforeAll(async () => {
+    workers = await Promise.all([0, 1, 2, 3].map(startWorker));
+    mainServer = pool.serve({
+      whoami: () => threadId,
+      async double(x) {
+        return { x: 2 * x, thread: threadId };
+      },
+    });
+  });
+
+  afterAll(async () => {
+    await mainServer.close();
+    await Promise.all(workers.map((w) => w.terminate()));
+  });
+
+  test('calls are spread over every serving thread and each gets its own answer', async () => {
+    const n = 4000;
+    const results = await Promise.all(Array.from({ length: n }, (_, i) => pool.exec('double', i)));
+    const perThread = new Map();
+    results.forEach((r, i) => {
+      expect(r.x).toBe(2 * i);
+      perThread.set(r.thread, (perThread.get(r.thread) ?? 0) + 1);
+    });
+    const threads = [threadId, ...workers.map((w) => w.threadId)];
+    for (const t of threads) expect(perThread.get(t)).toBeGreaterThan(0);
+    expect([...perThread.values()].reduce((a, b) => a + b)).toBe(n);
+  });
+
+  test('stats() shows the servers beside the native workers', async () => {
+    await pool.exec('whoami');
+    const st = pool.stats();
+    expect(st.workers.length).toBe(st.threads);
+    const mine = st.servers.filter((s) => s.open && s.methods.includes('double'));
+    expect(mine.map((s) => s.thread).sort()).toEqual([threadId, ...workers.map((w) => w.threadId)].sort());
+    for (const s of mine) {
+      expect(s).toEqual(
+        expect.objectContaining({ queued: expect.any(Number), running: expect.any(Number), busyMs: expect.any(Number) }),
+      );
+      expect(s.completed).toBeGreaterThan(0);
+    }
+    expect(mainServer.methods).toEqual(['whoami', 'double']);
+  });
+
+  test('a handler sees and writes the caller\'s SharedArrayBuffer memory', async () => {
+    const sab = new SharedArrayBuffer(64 * 4);
+    const all = new Int32Array(sab);
+    // 64 calls, each on its own 1-element view (offsets exercise byteOffset), from many threads.
+    const sums = await Promise.all(
+      Array.from({ length: 64 }, (_, i) => {
+        Atomics.store(all, i, i);
+        return pool.exec('bump', new Int32Array(sab, i * 4, 1), 1000);
+      }),
+    );
+    sums.forEach((before, i) => expect(before).toBe(i));
+    all.forEach((v, i) => expect(v).toBe(i + 1000));
+    // Nested inside params, many rounds: the checksum proves no update is lost.
+    const counter = new Int32Array(new SharedArrayBuffer(8 * 4));
+    const rounds = 500;
+    await Promise.all(Array.from({ length: rounds }, () => pool.call('bump', [counter, 1])));
+    expect(counter.reduce((a, b) => a + b)).toBe(8 * rounds);
+  });
+
+  test('a handler that throws rejects with CommandFailed, its name and own fields as data', async () => {
+    const server = pool.serve({
+      oops() {
+        const e = new RangeError('out of range');
+        e.code = 'E_RANGE';
+        e.details = { limit: 3 };
+        e.fn = () => {}; // cannot be sent: left out
+        throw e;
+      },
+      async rejects() {
+        throw Object.assign(new Error('async no'), { retry: true });
+      },
+      primitive() {
+        throw 'plain'; // eslint-disable-line no-throw-literal
+      },
+      unsendable() {
+        return new Map();
+      },
+    });
+    try {
+      const e = await pool.exec('oops').catch((x) => x);
+      expect(e).toBeInstanceOf(RpcError);
+      expect(e.code).toBe(CommandFailed);
+      expect(e.message).toBe('out of range');
+      expect(e.data).toEqual({ name: 'RangeError', code: 'E_RANGE', details: { limit: 3 } });
+      const r = await pool.exec('rejects').catch((x) => x);
+      expect([r.code, r.message, r.data]).toEqual([CommandFailed, 'async no', { name: 'Error', retry: true }]);
+      const p = await pool.exec('primitive').catch((x) => x);
+      expect([p.code, p.message, p.data]).toEqual([CommandFailed, 'plain', { value: 'plain' }]);
+      const u = await pool.exec('unsendable').catch((x) => x);
+      expect(u.code).toBe(InvalidParams);
+      expect(u.message).toMatch(/result is an instance of Map/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('JSON-RPC request() and handle() reach served methods; broadcast() does not', async () => {
+    const r = await pool.request({ jsonrpc: '2.0', method: 'double', params: [21], id: 7 });
+    expect(r.id).toBe(7);
+    expect(r.result.x).toBe(42);
+    const batch = await pool.request([
+      { jsonrpc: '2.0', method: 'double', params: [1], id: 'a' },
+      { jsonrpc: '2.0', method: 'nobody.serves.this', id: 'b' },
+    ]);
+    expect(batch[0].result.x).toBe(2);
+    expect(batch[1].error.code).toBe(MethodNotFound);
+    const text = await pool.handle('{"jsonrpc":"2.0","method":"double","params":[5],"id":1}');
+    expect(JSON.parse(text).result.x).toBe(10);
+    expect(await codeOf(pool.broadcast('double', 1))).toBe(RpcError.codes.InvalidRequest);
+  });
+
+  test('a method nobody serves is MethodNotFound, also after its server closes', async () => {
+    expect(await codeOf(pool.exec('nobody.serves.this'))).toBe(MethodNotFound);
+    const server = pool.serve({ shortLived: () => 1 });
+    expect(await pool.exec('shortLived')).toBe(1);
+    await server.close();
+    expect(await codeOf(pool.exec('shortLived'))).toBe(MethodNotFound);
+    expect(pool.stats().servers.some((s) => s.id === server.id)).toBe(false);
+  });
+
+  test('serving a native command name, or a non-function, is a TypeError', () => {
+    expect(() => pool.serve({ echo: () => 1 })).toThrow(TypeError);
+    expect(() => pool.serve({ echo: () => 1 })).toThrow(/native command/);
+    expect(() => pool.serve({ fine: () => 1, square_sum: () => 2 })).toThrow(TypeError);
+    expect(() => pool.serve({ notAFunction: 3 })).toThrow(TypeError);
+    expect(() => pool.serve({})).toThrow(TypeError);
+    expect(() => pool.serve(null)).toThrow(TypeError);
+    // Nothing of a refused serve() was registered.
+    return expect(codeOf(pool.exec('fine'))).resolves.toBe(MethodNotFound);
+  });
+
+  test('timeout and abort settle the call and reach the handler\'s signal', async () => {
+    // Only the workers serve `hold`: the main thread would be waiting on itself.
+    const flags = new Int32Array(new SharedArrayBuffer(8));
+    const timedOut = pool.call('hold', [flags], { timeout: 50 });
+    expect(await codeOf(timedOut)).toBe(Timeout);
+    await changed(flags, 1, 0);
+    expect(Atomics.load(flags, 1)).toBe(2);
+
+    const flags2 = new Int32Array(new SharedArrayBuffer(8));
+    const ac = new AbortController();
+    const aborted = pool.call('hold', [flags2], { signal: ac.signal });
+    await changed(flags2, 0, 0); // the handler is running
+    ac.abort();
+    expect(await codeOf(aborted)).toBe(Aborted);
+    await changed(flags2, 1, 0);
+    expect(Atomics.load(flags2, 1)).toBe(1);
+  });
+});
+
+describe('strategies spread served calls', () => {
+  test('roundrobin cycles through the servers of a method', async () => {
+    const pool = new Pool({ threads: 1, strategy: 'roundrobin' });
+    const servers = [0, 1, 2].map((k) => pool.serve({ which: () => k }));
+    const got = [];
+    for (let i = 0; i < 9; i++) got.push(await pool.exec('which'));
+    expect(got).toEqual([0, 1, 2, 0, 1, 2, 0, 1, 2]);
+    await Promise.all(servers.map((s) => s.close()));
+    await pool.close();
+  });
+
+  test('leastbusy avoids a server whose handlers are still running', async () => {
+    const pool = new Pool({ threads: 1, strategy: 'leastbusy' });
+    let release;
+    const gate = new Promise((resolve) => {
+      release = resolve;
+    });
+    let slowCalls = 0;
+    const slow = pool.serve({
+      async task() {
+        slowCalls++;
+        await gate;
+        return 'slow';
+      },
+    });
+    // Occupy the slow server: until it holds a call, ties may send calls either way.
+    const held = [];
+    while (slowCalls === 0) {
+      held.push(pool.exec('task'));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const fast = pool.serve({ task: () => 'fast' });
+    for (let i = 0; i < 20; i++) expect(await pool.exec('task')).toBe('fast');
+    release();
+    expect(await Promise.all(held)).toContain('slow');
+    await Promise.all([slow.close(), fast.close()]);
+    await pool.close();
+  });
+});
+
+describe('views placed by another thread are resent on request', () => {
+  test('a call admitted later (onFull: wait) still gets the caller\'s memory', async () => {
+    // 1 native thread + 1 server, maxQueue 0: two calls fit, the third waits and is admitted by
+    // whichever thread frees a slot, so nobody announced its views to the server.
+    const pool = new Pool({ threads: 1, maxQueue: 0, onFull: 'wait' });
+    let open;
+    const gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    const server = pool.serve({
+      gate: () => gate,
+      bump(view, delta) {
+        for (let i = 0; i < view.length; i++) Atomics.add(view, i, delta);
+        return view.length;
+      },
+    });
+    const view = new Int32Array(new SharedArrayBuffer(16));
+    const held = [pool.exec('gate'), pool.exec('gate')];
+    const bumped = pool.exec('bump', view, 5);
+    expect(pool.stats().waiting).toBe(1);
+    open();
+    await Promise.all(held);
+    expect(await bumped).toBe(4);
+    expect([...view]).toEqual([5, 5, 5, 5]);
+    await server.close();
+    await pool.close();
+  });
+
+  test('calls moved off a terminated worker get their views from the caller', async () => {
+    const pool = Pool.shared();
+    const first = await startWorker();
+    const flags = new Int32Array(new SharedArrayBuffer(8));
+    const holding = pool.call('hold', [flags]); // occupies its only handler slot
+    await changed(flags, 0, 0);
+    const view = new Int32Array(new SharedArrayBuffer(4 * 4));
+    const bumps = Array.from({ length: 5 }, () => pool.exec('bump', view, 1)); // queued there
+    const second = await startWorker();
+    await first.terminate(); // its queued calls move to `second`, unannounced
+    expect(await codeOf(holding)).toBe(ServerGone);
+    expect(await Promise.all(bumps)).toEqual([0, 4, 8, 12, 16]);
+    expect([...view]).toEqual([5, 5, 5, 5]);
+    await second.terminate();
+  });
+});
+
+describe('servers going away', () => {
+  test('4 serving workers, 10,000 calls in flight, 2 terminated: every call settles once', async () => {
+    const pool = Pool.shared();
+    const workers = await Promise.all([0, 1, 2, 3].map(startWorker));
+    const doomed = new Set([workers[0].threadId, workers[1].threadId]);
+    const n = 10_000;
+    let settled = 0;
+    let terminating = null;
+    let queuedOnDoomed = 0;
+    const calls = Array.from({ length: n }, (_, i) =>
+      pool.exec('slowDouble', i).finally(() => {
+        if (++settled !== 500) return;
+        for (const s of pool.stats().servers) if (doomed.has(s.thread)) queuedOnDoomed += s.queued;
+        terminating = Promise.all([workers[0].terminate(), workers[1].terminate()]);
+      }),
+    );
+    const outcomes = await Promise.allSettled(calls);
+    await terminating;
+    expect(outcomes.length).toBe(n);
+    expect(settled).toBe(n);
+    expect(queuedOnDoomed).toBeGreaterThan(1000); // they left with work queued...
+    let gone = 0;
+    let byDoomed = 0;
+    let bySurvivors = 0;
+    outcomes.forEach((o, i) => {
+      if (o.status === 'fulfilled') {
+        expect(o.value.x).toBe(2 * i);
+        if (doomed.has(o.value.thread)) byDoomed++;
+        else bySurvivors++;
+      } else {
+        expect(o.reason.code).toBe(ServerGone);
+        gone++;
+      }
+    });
+    // ...which the survivors served; only the call each was running (concurrency 1) failed.
+    expect(bySurvivors + byDoomed + gone).toBe(n);
+    expect(gone).toBeLessThanOrEqual(2);
+    expect(bySurvivors).toBeGreaterThan(n / 2);
+    // The survivors still serve; the departed left the stats.
+    const threads = new Set(pool.stats().servers.map((s) => s.thread));
+    for (const t of doomed) expect(threads.has(t)).toBe(false);
+    const after = await Promise.all(Array.from({ length: 100 }, (_, i) => pool.exec('slowDouble', i)));
+    expect(after.every((r) => !doomed.has(r.thread))).toBe(true);
+    await Promise.all(workers.slice(2).map((w) => w.terminate()));
+    expect(await codeOf(pool.exec('slowDouble', 1))).toBe(MethodNotFound);
+  }, 60_000);
+});

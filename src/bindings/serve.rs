@@ -1,0 +1,546 @@
+//! `NativeServer`: the Node-API side of a JavaScript thread serving methods (see
+//! `pool::server` for the scheduling, its invariants and departure).
+//!
+//! Wake-up: each server has one threadsafe function; the core calls it (through [`Wake`]) only
+//! when a push finds no wake-up pending, and its callback drains everything queued by then and
+//! hands it to JavaScript in one call: one wake per batch, as on the completion path.
+//!
+//! Teardown: an env cleanup hook, registered after the threadsafe function (hooks run in reverse
+//! order, so it runs first), calls `Pool::depart`; after that the core never wakes this server
+//! again, so Node may finalize the threadsafe function.
+//!
+//! SharedArrayBuffer views: the serving thread needs its own JS objects over the caller's
+//! memory. The caller's JavaScript sends the typed arrays themselves (`postMessage` on a
+//! process-wide BroadcastChannel shares the memory, it does not copy it) to the serving
+//! environment, addressed by its thread id: just before the push when the caller's thread
+//! places the job ([`publish`], called from the core's announce hook), or on the server's
+//! request otherwise (`resend`). Jobs with views reach JavaScript without params; the serving
+//! thread calls `params(token, views)` once it holds the views, and each `Value::View` is
+//! replaced by the received typed array over the same memory (matched by address, length and
+//! type). The native side never dereferences those views.
+
+use super::convert::{self, FromJs};
+use crate::pool::{Params, Pool, Server, Wake};
+use crate::rpc::{CancelReason, ErrorCode, Map, RpcError, Value};
+use crate::shm::SharedView;
+use napi::bindgen_prelude::*;
+use napi::sys;
+use napi_derive::napi;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+thread_local! {
+    /// This thread's environment and a reference to its `publish(to, token, views)` function.
+    static PUBLISHER: Cell<(sys::napi_env, sys::napi_ref)> =
+        const { Cell::new((ptr::null_mut(), ptr::null_mut())) };
+}
+
+/// Registers this environment's `publish(to, token, views)`, which sends a call's typed arrays
+/// over SharedArrayBuffers to serving environment `to` for job `token`. index.js calls it once
+/// at load.
+#[napi(catch_unwind)]
+pub fn set_publisher(env: Env, publish: Unknown) -> Result<()> {
+    let raw = env.raw();
+    let mut reference = ptr::null_mut();
+    // SAFETY: a Node-API callback on this env's JS thread; `publish` belongs to this env.
+    let status = unsafe { sys::napi_create_reference(raw, publish.raw(), 1, &mut reference) };
+    if status != sys::Status::napi_ok {
+        return Err(Error::new(Status::InvalidArg, "corepool: bad publisher"));
+    }
+    // Node runs one environment per thread, so a thread-local is per environment. The reference
+    // lives as long as the environment (Node frees references at teardown).
+    PUBLISHER.with(|p| p.set((raw, reference)));
+    Ok(())
+}
+
+/// Calls this environment's publisher with `views` for job `token` on serving environment `to`.
+///
+/// # Safety
+/// Must run on `env`'s JS thread, with `views` values of that env.
+pub(crate) unsafe fn publish(env: sys::napi_env, to: u64, token: u64, views: &[sys::napi_value]) {
+    let (penv, reference) = PUBLISHER.with(|p| p.get());
+    if penv != env || reference.is_null() {
+        return; // no publisher: the server will ask for the views (resend)
+    }
+    // SAFETY: live env on its JS thread (caller contract) for every call below.
+    unsafe {
+        let mut f = ptr::null_mut();
+        if sys::napi_get_reference_value(env, reference, &mut f) != sys::Status::napi_ok {
+            return;
+        }
+        let mut array = ptr::null_mut();
+        sys::napi_create_array_with_length(env, views.len(), &mut array);
+        for (i, v) in views.iter().enumerate() {
+            sys::napi_set_element(env, array, i as u32, *v);
+        }
+        let mut a = ptr::null_mut();
+        let mut b = ptr::null_mut();
+        sys::napi_create_double(env, to as f64, &mut a);
+        sys::napi_create_double(env, token as f64, &mut b);
+        let mut undefined = ptr::null_mut();
+        sys::napi_get_undefined(env, &mut undefined);
+        let argv = [a, b, array];
+        let mut result = ptr::null_mut();
+        sys::napi_call_function(env, undefined, f, 3, argv.as_ptr(), &mut result);
+        // publish() catches its own errors; never let one escape into the caller's exec().
+        let mut pending = false;
+        sys::napi_is_exception_pending(env, &mut pending);
+        if pending {
+            let mut e = ptr::null_mut();
+            sys::napi_get_and_clear_last_exception(env, &mut e);
+        }
+    }
+}
+
+/// A threadsafe function pointer, callable from any thread.
+struct TsfnWake(AtomicPtr<sys::napi_threadsafe_function__>);
+
+impl Wake for Arc<TsfnWake> {
+    fn wake(&self) {
+        let tsfn = self.0.load(Ordering::Acquire);
+        // SAFETY: the core calls `wake` only before `Pool::depart` returns (see
+        // `pool::server`), and `depart` runs in the env cleanup hook, before Node finalizes the
+        // threadsafe function; `tsfn` is set before the server is registered.
+        unsafe {
+            sys::napi_call_threadsafe_function(
+                tsfn,
+                ptr::null_mut(),
+                sys::ThreadsafeFunctionCallMode::nonblocking,
+            )
+        };
+    }
+}
+
+/// What the threadsafe function's callback and the cleanup hook need.
+struct ServerCtx {
+    pool: Arc<Pool>,
+    server: Arc<Server>,
+    /// Params of jobs with views, kept until the serving thread has the views.
+    waiting: Mutex<HashMap<u64, Vec<Value>>>,
+}
+
+type Slot = OnceLock<Arc<ServerCtx>>;
+
+#[napi]
+pub struct NativeServer {
+    ctx: Arc<ServerCtx>,
+    tsfn: sys::napi_threadsafe_function,
+}
+
+/// Starts serving `methods` in this environment; `on_jobs(jobs, stops, forgotten)` receives
+/// each batch. `Err` (a TypeError in JS) when a name is a native command.
+pub(crate) fn start(
+    env: Env,
+    pool: Arc<Pool>,
+    methods: Vec<String>,
+    thread: u32,
+    concurrency: f64,
+    on_jobs: Unknown,
+) -> Result<NativeServer> {
+    let raw_env = env.raw();
+    let slot: Arc<Slot> = Arc::new(OnceLock::new());
+    let context = Arc::into_raw(slot.clone()) as *mut c_void;
+    let mut name = ptr::null_mut();
+    let mut tsfn = ptr::null_mut();
+    // SAFETY: a Node-API callback on this env's JS thread; `on_jobs` is a value of this env
+    // (Node-API checks it is a function); `context` is a leaked Arc<Slot> reclaimed exactly
+    // once by `finalize_slot` when Node finalizes the threadsafe function.
+    let status = unsafe {
+        sys::napi_create_string_utf8(raw_env, c"corepool-serve".as_ptr(), 14, &mut name);
+        sys::napi_create_threadsafe_function(
+            raw_env,
+            on_jobs.raw(),
+            ptr::null_mut(),
+            name,
+            0,
+            1,
+            context,
+            Some(finalize_slot),
+            context,
+            Some(call_js),
+            &mut tsfn,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: creation failed, so Node never calls finalize: reclaim the Arc here.
+        drop(unsafe { Arc::from_raw(context as *const Slot) });
+        return Err(Error::new(
+            Status::InvalidArg,
+            "corepool: serve needs a jobs callback",
+        ));
+    }
+    let waker = Arc::new(TsfnWake(AtomicPtr::new(tsfn)));
+    let concurrency = if concurrency.is_finite() {
+        concurrency.max(1.0) as usize
+    } else {
+        usize::MAX
+    };
+    let tag = u64::from(thread);
+    let server = match pool.serve(methods, tag, tag, concurrency, waker) {
+        Ok(server) => server,
+        Err(e) => {
+            // SAFETY: tsfn was created above on this thread and is not shared with the core.
+            unsafe {
+                sys::napi_release_threadsafe_function(
+                    tsfn,
+                    sys::ThreadsafeFunctionReleaseMode::release,
+                )
+            };
+            let why = match e {
+                crate::pool::ServeError::Native(name) => format!(
+                    "corepool: {name:?} is a native command; a method is served natively or by \
+                     JavaScript, not both"
+                ),
+                crate::pool::ServeError::Empty => {
+                    "corepool: serve() needs at least one method".to_string()
+                }
+            };
+            return Err(Error::new(Status::InvalidArg, why));
+        }
+    };
+    let ctx = Arc::new(ServerCtx {
+        pool,
+        server,
+        waiting: Mutex::new(HashMap::new()),
+    });
+    // The callback runs on this thread after we return, so the slot is filled by then.
+    let _ = slot.set(ctx.clone());
+    let hook_data = Arc::into_raw(ctx.clone()) as *mut c_void;
+    // SAFETY: registered on the JS thread of a live env; `hook_data` is a leaked Arc<ServerCtx>
+    // reclaimed exactly once by `depart_hook`. Registered after the threadsafe function, so it
+    // runs before Node tears that down.
+    unsafe { sys::napi_add_env_cleanup_hook(raw_env, Some(depart_hook), hook_data) };
+    Ok(NativeServer { ctx, tsfn })
+}
+
+unsafe extern "C" fn depart_hook(data: *mut c_void) {
+    // SAFETY: `data` is the Arc<ServerCtx> leaked in `start`, reclaimed only here.
+    let ctx = unsafe { Arc::from_raw(data as *const ServerCtx) };
+    ctx.pool.depart(&ctx.server);
+}
+
+unsafe extern "C" fn finalize_slot(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: `data` is the Arc<Slot> leaked in `start`; Node finalizes once.
+    drop(unsafe { Arc::from_raw(data as *const Slot) });
+}
+
+unsafe extern "C" fn call_js(
+    env: sys::napi_env,
+    on_jobs: sys::napi_value,
+    context: *mut c_void,
+    _data: *mut c_void,
+) {
+    if env.is_null() || on_jobs.is_null() {
+        return; // being torn down
+    }
+    // SAFETY: `context` is the Arc<Slot> owned by the threadsafe function, alive until its
+    // finalizer, which cannot run during this callback.
+    let slot = unsafe { &*(context as *const Slot) };
+    let Some(ctx) = slot.get() else { return };
+    // Handed over even when empty (all tombstones): a closing server checks whether it is idle.
+    let batch = ctx.pool.take(&ctx.server);
+    // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
+    let result = unsafe { batch_to_js(env, ctx, batch) }.map(|argv| {
+        let mut undefined = ptr::null_mut();
+        let mut out = ptr::null_mut();
+        // SAFETY: as above; `on_jobs` is the threadsafe function's JS function.
+        unsafe {
+            sys::napi_get_undefined(env, &mut undefined);
+            sys::napi_call_function(env, undefined, on_jobs, 3, argv.as_ptr(), &mut out);
+        }
+    });
+    if let Err(e) = result {
+        let msg = std::ffi::CString::new(format!("corepool: could not hand over jobs: {e}"))
+            .unwrap_or_default();
+        // SAFETY: as above.
+        unsafe { sys::napi_throw_error(env, ptr::null(), msg.as_ptr()) };
+    }
+}
+
+/// A batch as `[jobs, stops, forgotten]`: `jobs` is flat, four entries per job —
+/// `token, method, params, timeoutMs (0: none)`; params are an array, the JSON text of one, or
+/// undefined while views are needed.
+///
+/// # Safety
+/// Must run on `env`'s JS thread.
+unsafe fn batch_to_js(
+    env: sys::napi_env,
+    ctx: &ServerCtx,
+    batch: crate::pool::Batch,
+) -> std::result::Result<[sys::napi_value; 3], String> {
+    // SAFETY: live env on its JS thread (caller contract) for every call below.
+    unsafe {
+        let mut undefined = ptr::null_mut();
+        sys::napi_get_undefined(env, &mut undefined);
+        let mut jobs = ptr::null_mut();
+        sys::napi_create_array_with_length(env, batch.jobs.len() * 4, &mut jobs);
+        let mut last_method: Option<(Arc<str>, sys::napi_value)> = None;
+        for (i, job) in batch.jobs.into_iter().enumerate() {
+            let base = (i * 4) as u32;
+            let method = match &last_method {
+                Some((m, v)) if Arc::ptr_eq(m, &job.method) || **m == *job.method => *v,
+                _ => {
+                    let v = convert::to_js(env, &Value::String(job.method.to_string()))?;
+                    last_method = Some((job.method.clone(), v));
+                    v
+                }
+            };
+            let params = match job.params {
+                Params::Values(values) if job.views => {
+                    ctx.waiting
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(job.token, values);
+                    undefined
+                }
+                Params::Values(values) => convert::to_js(env, &Value::Array(values))?,
+                // The caller's JSON.stringify text: JSON.parse in the serving thread is faster
+                // than building the values through Node-API.
+                Params::Json(text) => convert::to_js(env, &Value::String(text))?,
+            };
+            let timeout = job.timeout.map_or(0.0, |t| t.as_secs_f64() * 1000.0);
+            for (k, v) in [
+                convert::to_js(env, &Value::Number(job.token as f64))?,
+                method,
+                params,
+                convert::to_js(env, &Value::Number(timeout))?,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                sys::napi_set_element(env, jobs, base + k as u32, v);
+            }
+        }
+        let numbers = |xs: Vec<u64>| {
+            let xs = xs.into_iter().map(|x| Value::Number(x as f64)).collect();
+            convert::to_js(env, &Value::Array(xs))
+        };
+        let stops = numbers(batch.stops)?;
+        let forgotten = numbers(batch.forgotten.clone())?;
+        if !batch.forgotten.is_empty() {
+            let mut waiting = ctx.waiting.lock().unwrap_or_else(|e| e.into_inner());
+            for t in &batch.forgotten {
+                waiting.remove(t);
+            }
+        }
+        Ok([jobs, stops, forgotten])
+    }
+}
+
+/// True when every view inside `v` has a match among `views`.
+fn resolved(v: &Value, views: &[(SharedView, sys::napi_value)]) -> bool {
+    match v {
+        Value::View(view) => views.iter().any(|(w, _)| w.same_memory(view)),
+        Value::Array(items) => items.iter().all(|i| resolved(i, views)),
+        Value::Object(m) => m.iter().all(|(_, i)| resolved(i, views)),
+        _ => true,
+    }
+}
+
+fn token(t: f64) -> u64 {
+    t as u64
+}
+
+#[napi]
+impl NativeServer {
+    #[napi(getter)]
+    pub fn id(&self) -> f64 {
+        self.ctx.server.id() as f64
+    }
+
+    /// Jobs queued or running on this server.
+    #[napi(getter)]
+    pub fn busy(&self) -> u32 {
+        self.ctx.server.busy() as u32
+    }
+
+    /// The params of job `token`, with its views replaced by `views` (typed arrays of this
+    /// environment); `null` when some view has no match yet.
+    #[napi(catch_unwind)]
+    pub fn params(&self, env: Env, token: f64, views: Unknown) -> Result<Option<Unknown<'_>>> {
+        let raw = env.raw();
+        let token = self::token(token);
+        let mut mine = Vec::new();
+        let mut is_array = false;
+        // SAFETY: a Node-API callback on this env's JS thread; `views` belongs to this env.
+        unsafe { sys::napi_is_array(raw, views.raw(), &mut is_array) };
+        if is_array {
+            let mut len = 0u32;
+            // SAFETY: as above; `views` is an array.
+            unsafe { sys::napi_get_array_length(raw, views.raw(), &mut len) };
+            for i in 0..len {
+                let mut item = ptr::null_mut();
+                // SAFETY: as above; i < length.
+                unsafe { sys::napi_get_element(raw, views.raw(), i, &mut item) };
+                // SAFETY: as above; `item` is a value of this env.
+                if let Some(view) = unsafe { convert::shared_view_of(raw, item) } {
+                    mine.push((view, item));
+                }
+            }
+        }
+        let mut waiting = self.ctx.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(params) = waiting.get(&token) else {
+            return Ok(None);
+        };
+        let params = Value::Array(params.clone());
+        if !resolved(&params, &mine) {
+            return Ok(None);
+        }
+        waiting.remove(&token);
+        drop(waiting);
+        // SAFETY: as above; every object in `mine` is a value of this env.
+        let out = unsafe { convert::to_js_with(raw, &params, &mine) }
+            .map_err(|e| Error::new(Status::GenericFailure, e))?;
+        // SAFETY: `out` is a value of this env created in this callback scope.
+        Ok(Some(unsafe { Unknown::from_raw_unchecked(raw, out) }))
+    }
+
+    /// The next batch, `[jobs, stops, forgotten]` (see `on_jobs`), as far as this server's
+    /// concurrency allows.
+    #[napi(catch_unwind)]
+    pub fn take(&self, env: Env) -> Result<Unknown<'_>> {
+        let raw = env.raw();
+        let batch = self.ctx.pool.take(&self.ctx.server);
+        // SAFETY: a Node-API callback on this env's JS thread.
+        let argv = unsafe { batch_to_js(raw, &self.ctx, batch) }
+            .map_err(|e| Error::new(Status::GenericFailure, e))?;
+        let mut array = ptr::null_mut();
+        // SAFETY: as above; the three values were just created in this env.
+        unsafe {
+            sys::napi_create_array_with_length(raw, 3, &mut array);
+            for (i, v) in argv.into_iter().enumerate() {
+                sys::napi_set_element(raw, array, i as u32, v);
+            }
+            Ok(Unknown::from_raw_unchecked(raw, array))
+        }
+    }
+
+    /// The handler of job `token` returned `value`. True when jobs wait and a handler slot is
+    /// free: call `take()`.
+    #[napi(catch_unwind)]
+    pub fn complete(&self, env: Env, token: f64, value: Unknown) -> bool {
+        let mut from = FromJs::new(env.raw());
+        let mut path = String::from("result");
+        // SAFETY: a Node-API callback on this env's JS thread; `value` belongs to this env.
+        let outcome = match unsafe { from.value(value.raw(), 0, &mut path) } {
+            Ok(_) if !from.views.is_empty() => Err(RpcError::invalid_params(
+                "the handler's result holds a typed array over a SharedArrayBuffer: results \
+                 are copied, so write into a view the caller passed instead",
+            )),
+            Ok(v) => Ok(v),
+            Err(why) => Err(RpcError::invalid_params(why)),
+        };
+        self.ctx
+            .pool
+            .complete(&self.ctx.server, self::token(token), outcome)
+    }
+
+    /// The handler of job `token` threw or rejected: CommandFailed with `message` and `data`
+    /// (an object; fields that cannot be sent are left out). Returns as `complete` does.
+    #[napi(catch_unwind)]
+    pub fn fail(&self, env: Env, token: f64, message: String, data: Unknown) -> bool {
+        let raw = env.raw();
+        let mut fields = Map::new();
+        let mut keys = ptr::null_mut();
+        // SAFETY: a Node-API callback on this env's JS thread; `data` belongs to this env.
+        // index.js passes a plain object.
+        let ok = unsafe {
+            sys::napi_get_all_property_names(
+                raw,
+                data.raw(),
+                sys::KeyCollectionMode::own_only,
+                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+                sys::KeyConversion::numbers_to_strings,
+                &mut keys,
+            )
+        } == sys::Status::napi_ok;
+        if ok {
+            let mut len = 0u32;
+            // SAFETY: as above; `keys` is an array.
+            unsafe { sys::napi_get_array_length(raw, keys, &mut len) };
+            for i in 0..len {
+                let mut key = ptr::null_mut();
+                let mut item = ptr::null_mut();
+                // SAFETY: as above.
+                unsafe {
+                    sys::napi_get_element(raw, keys, i, &mut key);
+                    sys::napi_get_property(raw, data.raw(), key, &mut item);
+                }
+                // SAFETY: `key` is a string of this env (numbers_to_strings).
+                let Ok(name) = (unsafe { convert::string(raw, key) }) else {
+                    continue;
+                };
+                let mut from = FromJs::new(raw);
+                let mut path = format!("data.{name}");
+                // SAFETY: `item` is a value of this env.
+                if let Ok(v) = unsafe { from.value(item, 0, &mut path) } {
+                    if from.views.is_empty() {
+                        fields.push_unique(name, v);
+                    }
+                }
+            }
+        }
+        let e = RpcError::new(ErrorCode::CommandFailed, message).with_data(Value::Object(fields));
+        self.ctx
+            .pool
+            .complete(&self.ctx.server, self::token(token), Err(e))
+    }
+
+    /// Job `token` ran past its timeout (the serving thread's timer): it settles now.
+    #[napi(catch_unwind)]
+    pub fn stop(&self, token: f64) {
+        self.ctx
+            .pool
+            .stop(&self.ctx.server, self::token(token), CancelReason::Timeout);
+    }
+
+    /// Asks the caller of job `token` to send its views again; false when it cannot (the job
+    /// is settled or its caller gone): complete the job then, its outcome is dropped.
+    #[napi(catch_unwind)]
+    pub fn resend(&self, token: f64) -> bool {
+        self.ctx.pool.resend(&self.ctx.server, self::token(token))
+    }
+
+    /// Of these jobs waiting for views, those whose caller's environment is gone.
+    #[napi(catch_unwind)]
+    pub fn orphaned(&self, tokens: Vec<f64>) -> Vec<f64> {
+        let tokens: Vec<u64> = tokens.into_iter().map(token).collect();
+        self.ctx
+            .pool
+            .orphaned(&self.ctx.server, &tokens)
+            .into_iter()
+            .map(|t| t as f64)
+            .collect()
+    }
+
+    /// Stops getting new calls; queued and running ones still finish here. False if already
+    /// closed.
+    #[napi(catch_unwind)]
+    pub fn close(&self) -> bool {
+        self.ctx.pool.unserve(&self.ctx.server)
+    }
+
+    /// After close() and once idle: leaves the pool's stats. No more wake-ups after this.
+    #[napi(catch_unwind)]
+    pub fn depart(&self) {
+        self.ctx.pool.depart(&self.ctx.server);
+    }
+
+    /// Keeps this thread's event loop alive while serving (the default).
+    #[napi(js_name = "ref", catch_unwind)]
+    pub fn ref_(&self, env: Env) {
+        // SAFETY: JS thread of the env that created tsfn; it lives until env teardown.
+        unsafe { sys::napi_ref_threadsafe_function(env.raw(), self.tsfn) };
+    }
+
+    /// Lets this thread exit while serving if nothing else keeps it alive.
+    #[napi(catch_unwind)]
+    pub fn unref(&self, env: Env) {
+        // SAFETY: as for `ref_`.
+        unsafe { sys::napi_unref_threadsafe_function(env.raw(), self.tsfn) };
+    }
+}

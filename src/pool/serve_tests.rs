@@ -1,0 +1,690 @@
+//! Tests of JavaScript-served methods, with Rust threads standing in for the serving JS threads.
+
+use super::*;
+use crate::commands;
+use crate::rpc::CancelReason;
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Condvar, Mutex as StdMutex};
+
+/// Records outcomes and resend requests.
+struct Sink {
+    tx: StdMutex<Sender<(u64, Outcome)>>,
+    resends: StdMutex<Vec<(u64, u64, u64)>>,
+}
+
+impl Deliver for Arc<Sink> {
+    fn deliver(&self, call: u64, outcome: Outcome) {
+        let _ = self.tx.lock().unwrap().send((call, outcome));
+    }
+    fn resend(&self, call: u64, to: u64, token: u64) {
+        self.resends.lock().unwrap().push((call, to, token));
+    }
+}
+
+fn origin() -> (Arc<Origin>, Arc<Sink>, Receiver<(u64, Outcome)>) {
+    let (tx, rx) = channel();
+    let sink = Arc::new(Sink {
+        tx: StdMutex::new(tx),
+        resends: StdMutex::new(Vec::new()),
+    });
+    (Arc::new(Origin::new(sink.clone())), sink, rx)
+}
+
+fn pool(strategy: Strategy, max_queue: usize) -> Arc<Pool> {
+    let options = Options {
+        threads: 1,
+        strategy,
+        max_queue,
+        ..Options::default()
+    };
+    Arc::new(Pool::new(options, commands::registry()).unwrap())
+}
+
+fn values(params: Params) -> Vec<Value> {
+    params.into_values().unwrap()
+}
+
+fn recv(rx: &Receiver<(u64, Outcome)>) -> (u64, Outcome) {
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("a call did not settle within 20 s")
+}
+
+/// A wake-up flag the stand-in JS thread waits on; counts wakes.
+#[derive(Default)]
+struct Bell {
+    rung: StdMutex<bool>,
+    cv: Condvar,
+    wakes: AtomicUsize,
+}
+
+impl Wake for Arc<Bell> {
+    fn wake(&self) {
+        self.wakes.fetch_add(1, Ordering::Relaxed);
+        *self.rung.lock().unwrap() = true;
+        self.cv.notify_one();
+    }
+}
+
+impl Bell {
+    /// Waits for a wake-up (true) or `stop` (false).
+    fn wait(&self, stop: &AtomicBool) -> bool {
+        let mut rung = self.rung.lock().unwrap();
+        while !*rung {
+            if stop.load(Ordering::Acquire) {
+                return false;
+            }
+            rung = self
+                .cv
+                .wait_timeout(rung, Duration::from_millis(5))
+                .unwrap()
+                .0;
+        }
+        *rung = false;
+        true
+    }
+}
+
+fn serve(p: &Pool, methods: &[&str], tag: u64) -> (Arc<Server>, Arc<Bell>) {
+    let bell = Arc::new(Bell::default());
+    let methods = methods.iter().map(|m| m.to_string()).collect();
+    let server = p
+        .serve(methods, tag, tag, usize::MAX, bell.clone())
+        .unwrap();
+    (server, bell)
+}
+
+/// A stand-in serving thread: answers every job with its first param, after `delay`.
+fn echo_server(
+    p: Arc<Pool>,
+    server: Arc<Server>,
+    bell: Arc<Bell>,
+    stop: Arc<AtomicBool>,
+    delay: Duration,
+) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let mut served = 0;
+        while bell.wait(&stop) {
+            let batch = p.take(&server);
+            for job in batch.jobs {
+                if !delay.is_zero() {
+                    std::thread::sleep(delay);
+                }
+                let v = values(job.params).first().cloned().unwrap_or_default();
+                p.complete(&server, job.token, Ok(v));
+                served += 1;
+            }
+        }
+        served
+    })
+}
+
+#[test]
+fn served_calls_settle_once_with_their_value_and_roundrobin_spreads_them() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut handles = vec![];
+    let mut servers = vec![];
+    for tag in 0..3 {
+        let (server, bell) = serve(&p, &["add"], tag);
+        servers.push(server.clone());
+        handles.push(echo_server(
+            p.clone(),
+            server,
+            bell,
+            stop.clone(),
+            Duration::ZERO,
+        ));
+    }
+    let n = 3000u64;
+    for i in 0..n {
+        assert!(p
+            .call(&o, i, "add", vec![Value::Number(i as f64)], None)
+            .is_some());
+    }
+    let mut seen = vec![false; n as usize];
+    for _ in 0..n {
+        let (id, outcome) = recv(&rx);
+        assert_eq!(outcome.unwrap(), Value::Number(id as f64));
+        assert!(!seen[id as usize], "call {id} settled twice");
+        seen[id as usize] = true;
+    }
+    stop.store(true, Ordering::Release);
+    let per: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(per, [1000, 1000, 1000]);
+    let st = p.stats();
+    assert_eq!(st.servers.len(), 3);
+    assert_eq!(st.completed, n);
+    assert_eq!(st.queued, 0);
+    assert!(st
+        .servers
+        .iter()
+        .all(|s| s.completed == 1000 && s.open && s.methods == ["add"]));
+}
+
+#[test]
+fn wakes_are_batched() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, bell) = serve(&p, &["m"], 1);
+    for i in 0..100 {
+        p.call(&o, i, "m", vec![], None);
+    }
+    assert_eq!(bell.wakes.load(Ordering::Relaxed), 1, "one wake per batch");
+    let batch = p.take(&server);
+    assert_eq!(batch.jobs.len(), 100);
+    for job in batch.jobs {
+        p.complete(&server, job.token, Ok(Value::Null));
+    }
+    for _ in 0..100 {
+        recv(&rx).1.unwrap();
+    }
+    p.call(&o, 100, "m", vec![], None);
+    assert_eq!(bell.wakes.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn a_server_runs_at_most_concurrency_calls_and_the_rest_stay_queued() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let bell = Arc::new(Bell::default());
+    let server = p.serve(vec!["m".into()], 1, 1, 2, bell).unwrap();
+    for i in 0..5 {
+        p.call(&o, i, "m", vec![Value::Number(i as f64)], None);
+    }
+    let first = p.take(&server).jobs;
+    assert_eq!(first.len(), 2);
+    assert!(p.take(&server).jobs.is_empty(), "no free handler slot");
+    assert_eq!(p.stats().servers[0].queued, 3);
+    // Departure now would move the 3 queued calls; finishing one frees a slot instead.
+    assert!(p.complete(&server, first[0].token, Ok(Value::Null)));
+    let next = p.take(&server).jobs;
+    assert_eq!(next.len(), 1);
+    assert_eq!(
+        values(next[0].params.clone()),
+        [Value::Number(2.0)],
+        "in order"
+    );
+    let mut rest = vec![first[1].token, next[0].token];
+    while let Some(token) = rest.pop() {
+        if p.complete(&server, token, Ok(Value::Null)) {
+            rest.extend(p.take(&server).jobs.iter().map(|j| j.token));
+        }
+    }
+    for _ in 0..5 {
+        recv(&rx).1.unwrap();
+    }
+    assert_eq!(server.busy(), 0);
+}
+
+#[test]
+fn names_are_native_or_served_never_both() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let bell = Arc::new(Bell::default());
+    let r = p.serve(vec!["ok".into(), "echo".into()], 1, 1, 1, bell.clone());
+    assert_eq!(r.err(), Some(ServeError::Native("echo".into())));
+    assert_eq!(
+        p.serve(vec![], 1, 1, 1, bell).err(),
+        Some(ServeError::Empty)
+    );
+    // Nothing was registered by the refused call.
+    p.call(&o, 1, "ok", vec![], None);
+    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::MethodNotFound);
+    // A native name still runs natively.
+    p.call(&o, 2, "echo", vec![Value::Number(2.0)], None);
+    assert_eq!(recv(&rx).1.unwrap(), Value::Number(2.0));
+}
+
+#[test]
+fn unserved_and_closed_methods_are_not_found_and_closing_finishes_what_was_queued() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    p.call(&o, 1, "m", vec![], None);
+    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::MethodNotFound);
+    let (server, _bell) = serve(&p, &["m"], 1);
+    p.call(&o, 2, "m", vec![Value::Number(2.0)], None);
+    assert!(p.unserve(&server));
+    assert!(!p.unserve(&server));
+    p.call(&o, 3, "m", vec![], None);
+    let (id, outcome) = recv(&rx);
+    assert_eq!(
+        (id, outcome.unwrap_err().code),
+        (3, ErrorCode::MethodNotFound)
+    );
+    // The call queued before close still runs on the closed server.
+    let batch = p.take(&server);
+    assert_eq!(batch.jobs.len(), 1);
+    assert!(!p.stats().servers[0].open);
+    p.complete(&server, batch.jobs[0].token, Ok(Value::Number(2.0)));
+    assert_eq!(recv(&rx), (2, Ok(Value::Number(2.0))));
+    assert_eq!(server.busy(), 0);
+    p.depart(&server);
+    assert!(p.stats().servers.is_empty());
+}
+
+#[test]
+fn leastbusy_picks_the_idle_server() {
+    let p = pool(Strategy::LeastBusy, usize::MAX);
+    let (o, _, rx) = origin();
+    let (busy, _b1) = serve(&p, &["m"], 1);
+    let (idle, _b2) = serve(&p, &["m"], 2);
+    // Load `busy` with 3 running jobs by pinning the choice: close `idle` meanwhile.
+    p.unserve(&idle);
+    for i in 0..3 {
+        p.call(&o, i, "m", vec![], None);
+    }
+    let running = p.take(&busy).jobs;
+    assert_eq!(running.len(), 3);
+    let idle2 = {
+        let bell = Arc::new(Bell::default());
+        p.serve(vec!["m".into()], 3, 3, usize::MAX, bell).unwrap()
+    };
+    for i in 3..8 {
+        p.call(&o, i, "m", vec![], None);
+    }
+    // 5 new calls: the idle server gets them until its load passes 3.
+    assert_eq!(idle2.busy(), 4);
+    assert_eq!(busy.busy(), 4);
+    for job in running {
+        p.complete(&busy, job.token, Ok(Value::Null));
+    }
+    for _ in 0..3 {
+        recv(&rx).1.unwrap();
+    }
+}
+
+#[test]
+fn cancelling_a_queued_served_call_withdraws_it_and_a_running_one_settles_at_once() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve(&p, &["m"], 1);
+    let queued = p.call(&o, 1, "m", vec![], None).unwrap();
+    assert!(
+        p.cancel(&queued, CancelReason::Aborted),
+        "queued: caller settles"
+    );
+    let running = p.call(&o, 2, "m", vec![], None).unwrap();
+    let batch = p.take(&server);
+    assert_eq!(batch.jobs.len(), 1, "the tombstone is not handed over");
+    let token = batch.jobs[0].token;
+    assert!(!p.cancel(&running, CancelReason::Aborted));
+    let (id, outcome) = recv(&rx);
+    assert_eq!((id, outcome.unwrap_err().code), (2, ErrorCode::Aborted));
+    // The handler is told to stop and still counts as running until it returns.
+    let batch = p.take(&server);
+    assert_eq!(batch.stops, [token]);
+    assert_eq!(server.busy(), 1);
+    p.complete(&server, token, Ok(Value::Null));
+    assert_eq!(server.busy(), 0);
+    assert!(
+        rx.recv_timeout(Duration::from_millis(50)).is_err(),
+        "settled twice"
+    );
+    let st = p.stats();
+    assert_eq!((st.queued, st.running), (0, 0));
+}
+
+#[test]
+fn timeouts_settle_at_the_stop_or_when_a_late_handler_returns() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve(&p, &["m"], 1);
+    let ms = Some(Duration::from_millis(20));
+    p.call(&o, 1, "m", vec![], ms);
+    p.call(&o, 2, "m", vec![], ms);
+    let jobs = p.take(&server).jobs;
+    assert_eq!(jobs[0].timeout, Some(Duration::from_millis(20)));
+    // The serving thread's timer fires for job 1: it settles now.
+    p.stop(&server, jobs[0].token, CancelReason::Timeout);
+    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::Timeout);
+    // Job 2's handler blocked past its deadline: its answer is the timeout.
+    std::thread::sleep(Duration::from_millis(30));
+    p.complete(&server, jobs[1].token, Ok(Value::Null));
+    p.complete(&server, jobs[0].token, Ok(Value::Null));
+    let (id, outcome) = recv(&rx);
+    assert_eq!((id, outcome.unwrap_err().code), (2, ErrorCode::Timeout));
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+    assert_eq!(server.busy(), 0);
+}
+
+fn view_param(words: &mut [u32]) -> Value {
+    // SAFETY: the buffer outlives the test's pool calls; served jobs never dereference views.
+    let view = unsafe {
+        crate::shm::SharedView::new(
+            words.as_mut_ptr().cast(),
+            words.len(),
+            crate::shm::ElementKind::Uint32,
+        )
+    };
+    Value::View(view.unwrap())
+}
+
+#[test]
+fn views_are_announced_to_the_chosen_server_or_resent_on_request() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, sink, rx) = origin();
+    let mut words = vec![0u32; 4];
+    let (server, _bell) = serve(&p, &["m"], 7);
+    let mut announced = vec![];
+    p.call_announced(
+        &o,
+        1,
+        "m",
+        vec![Value::Array(vec![view_param(&mut words)])],
+        None,
+        &mut |to, token| announced.push((to, token)),
+    );
+    p.call_announced(&o, 2, "m", vec![], None, &mut |_, _| {
+        panic!("no views, nothing to announce")
+    });
+    let jobs = p.take(&server).jobs;
+    assert!(jobs[0].views && !jobs[1].views);
+    assert_eq!(announced, [(7, jobs[0].token)]);
+    // A server without the views asks the caller for them.
+    assert!(p.resend(&server, jobs[0].token));
+    assert_eq!(*sink.resends.lock().unwrap(), [(1, 7, jobs[0].token)]);
+    assert_eq!(p.orphaned(&server, &[jobs[0].token]), Vec::<u64>::new());
+    for job in &jobs {
+        p.complete(&server, job.token, Ok(Value::Null));
+    }
+    recv(&rx).1.unwrap();
+    recv(&rx).1.unwrap();
+    assert!(
+        !p.resend(&server, jobs[0].token),
+        "settled: nothing to resend"
+    );
+    // Announced then cancelled while queued: the server is told to forget the views.
+    let c = p
+        .call_announced(
+            &o,
+            3,
+            "m",
+            vec![view_param(&mut words)],
+            None,
+            &mut |_, _| {},
+        )
+        .unwrap();
+    assert!(p.cancel(&c, CancelReason::Aborted));
+    let batch = p.take(&server);
+    assert!(batch.jobs.is_empty());
+    assert_eq!(batch.forgotten.len(), 1);
+    // A caller that is gone orphans its jobs.
+    p.call(&o, 4, "m", vec![view_param(&mut words)], None);
+    let jobs = p.take(&server).jobs;
+    o.retire();
+    assert!(!p.resend(&server, jobs[0].token));
+    assert_eq!(p.orphaned(&server, &[jobs[0].token]), [jobs[0].token]);
+    p.complete(&server, jobs[0].token, Ok(Value::Null));
+    assert_eq!(server.busy(), 0);
+}
+
+#[test]
+fn servers_count_as_threads_in_max_queue() {
+    // 1 native thread + 1 server, maxQueue 1: three calls fit, the fourth is refused.
+    let p = pool(Strategy::RoundRobin, 1);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve(&p, &["m"], 1);
+    for i in 0..4 {
+        p.call(&o, i, "m", vec![], None);
+    }
+    let (id, outcome) = recv(&rx);
+    assert_eq!((id, outcome.unwrap_err().code), (3, ErrorCode::QueueFull));
+    for job in p.take(&server).jobs {
+        p.complete(&server, job.token, Ok(Value::Null));
+    }
+    for _ in 0..3 {
+        recv(&rx).1.unwrap();
+    }
+}
+
+#[test]
+fn waiting_calls_are_admitted_to_servers_as_slots_free() {
+    let options = Options {
+        threads: 1,
+        strategy: Strategy::RoundRobin,
+        max_queue: 0,
+        on_full: OnFull::Wait,
+        ..Options::default()
+    };
+    let p = Pool::new(options, commands::registry()).unwrap();
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve(&p, &["m"], 1);
+    for i in 0..6 {
+        p.call(&o, i, "m", vec![Value::Number(i as f64)], None);
+    }
+    let mut done = vec![];
+    while done.len() < 6 {
+        for job in p.take(&server).jobs {
+            p.complete(&server, job.token, Ok(values(job.params)[0].clone()));
+        }
+        while let Ok((id, outcome)) = rx.recv_timeout(Duration::from_millis(20)) {
+            assert_eq!(outcome.unwrap(), Value::Number(id as f64));
+            done.push(id);
+        }
+    }
+    assert_eq!(done, [0, 1, 2, 3, 4, 5], "waiting calls keep their order");
+}
+
+#[test]
+fn destroy_settles_queued_served_calls_and_stops_running_ones() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve(&p, &["m"], 1);
+    p.call(&o, 1, "m", vec![], None);
+    let jobs = p.take(&server).jobs;
+    p.call(&o, 2, "m", vec![], None);
+    p.destroy();
+    let mut got: HashMap<u64, ErrorCode> = HashMap::new();
+    for _ in 0..2 {
+        let (id, outcome) = recv(&rx);
+        got.insert(id, outcome.unwrap_err().code);
+    }
+    assert_eq!(got[&1], ErrorCode::PoolClosed);
+    assert_eq!(got[&2], ErrorCode::PoolClosed);
+    assert_eq!(p.take(&server).stops, [jobs[0].token]);
+    p.complete(&server, jobs[0].token, Ok(Value::Null));
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+}
+
+#[test]
+fn departing_servers_hand_queued_calls_to_survivors_and_fail_running_ones() {
+    // 4 servers, 10,000 calls in flight, 2 depart mid-run: every call settles exactly once;
+    // the departed servers' running calls fail with ServerGone, the rest are served.
+    let p = pool(Strategy::LeastBusy, usize::MAX);
+    let (o, _, rx) = origin();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut survivors = vec![];
+    let mut leaving = vec![];
+    for tag in 0..4 {
+        let (server, bell) = serve(&p, &["m"], tag);
+        if tag < 2 {
+            survivors.push(echo_server(
+                p.clone(),
+                server,
+                bell,
+                stop.clone(),
+                Duration::ZERO,
+            ));
+        } else {
+            leaving.push(server);
+        }
+    }
+    let n = 10_000u64;
+    for i in 0..n {
+        p.call(&o, i, "m", vec![Value::Number(i as f64)], None);
+    }
+    // The leaving servers start some jobs and never finish them; one more call each is queued.
+    let mut started = 0;
+    for (k, server) in leaving.iter().enumerate() {
+        started += p.take(server).jobs.len();
+        let id = n + k as u64;
+        p.call(&o, id, "m", vec![Value::Number(id as f64)], None);
+    }
+    assert!(started > 0);
+    for server in &leaving {
+        p.depart(server);
+    }
+    let total = n + 2;
+    let mut seen = vec![false; total as usize];
+    let mut gone = 0;
+    for _ in 0..total {
+        let (id, outcome) = recv(&rx);
+        match outcome {
+            Ok(v) => assert_eq!(v, Value::Number(id as f64)),
+            Err(e) => {
+                assert_eq!(e.code, ErrorCode::ServerGone);
+                gone += 1;
+            }
+        }
+        assert!(!seen[id as usize], "call {id} settled twice");
+        seen[id as usize] = true;
+    }
+    assert_eq!(
+        gone, started,
+        "exactly the running calls of departed servers fail"
+    );
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+    stop.store(true, Ordering::Release);
+    let served: usize = survivors.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(served as u64 + started as u64, total);
+    let st = p.stats();
+    assert_eq!(st.servers.len(), 2);
+    assert_eq!((st.queued, st.running), (0, 0));
+}
+
+#[test]
+fn the_last_server_departing_leaves_method_not_found() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve(&p, &["m"], 1);
+    for i in 0..5 {
+        p.call(&o, i, "m", vec![], None);
+    }
+    p.depart(&server);
+    for _ in 0..5 {
+        assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::MethodNotFound);
+    }
+    p.depart(&server); // idempotent
+    assert_eq!(p.stats().queued, 0);
+}
+
+#[test]
+fn broadcast_of_a_served_method_is_refused() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (_server, _bell) = serve(&p, &["m"], 1);
+    p.broadcast(&o, 1, "m", vec![], None);
+    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::InvalidRequest);
+}
+
+/// A stand-in serving thread with bounded concurrency: takes, answers with the first param,
+/// takes again while `complete` says jobs wait; stops (without finishing what it holds) when
+/// `leave` is set, like a terminated worker.
+fn bounded_server(
+    p: Arc<Pool>,
+    server: Arc<Server>,
+    bell: Arc<Bell>,
+    stop: Arc<AtomicBool>,
+    leave: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while bell.wait(&stop) {
+            let mut jobs = p.take(&server).jobs;
+            while let Some(job) = jobs.pop() {
+                if leave.load(Ordering::Acquire) {
+                    return; // departs holding `job` and the rest: they must fail ServerGone
+                }
+                let v = values(job.params).first().cloned().unwrap_or_default();
+                if p.complete(&server, job.token, Ok(v)) {
+                    jobs.extend(p.take(&server).jobs);
+                }
+            }
+        }
+    })
+}
+
+#[test]
+fn stress_cancels_completions_and_a_departure_settle_each_call_once() {
+    for round in 0..3 {
+        let p = pool(Strategy::LeastBusy, usize::MAX);
+        let (o, _, rx) = origin();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = vec![];
+        let mut leaving = None;
+        for tag in 0..3 {
+            let bell = Arc::new(Bell::default());
+            let server = p
+                .serve(vec!["m".into()], tag, tag, 4, bell.clone())
+                .unwrap();
+            let leave = Arc::new(AtomicBool::new(false));
+            if tag == 0 {
+                leaving = Some((server.clone(), leave.clone()));
+            }
+            threads.push(bounded_server(p.clone(), server, bell, stop.clone(), leave));
+        }
+        let per = 5000u64;
+        let submitters: Vec<_> = (0..4u64)
+            .map(|s| {
+                let p = p.clone();
+                let o = o.clone();
+                std::thread::spawn(move || {
+                    let mut withdrawn = vec![];
+                    for i in 0..per {
+                        let id = s * per + i;
+                        let c = p.call(&o, id, "m", vec![Value::Number(id as f64)], None);
+                        // Cancel every 7th call, racing its server.
+                        if id % 7 == round {
+                            if let Some(c) = c {
+                                if p.cancel(&c, CancelReason::Aborted) {
+                                    withdrawn.push(id);
+                                }
+                            }
+                        }
+                    }
+                    withdrawn
+                })
+            })
+            .collect();
+        // Depart one server mid-run.
+        std::thread::sleep(Duration::from_millis(5));
+        let (server, leave) = leaving.unwrap();
+        leave.store(true, Ordering::Release);
+        p.depart(&server);
+        let withdrawn: Vec<u64> = submitters
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        let total = 4 * per;
+        let mut seen = vec![false; total as usize];
+        // Withdrawn calls are settled by their canceller (the bindings), not by the pool.
+        for id in &withdrawn {
+            seen[*id as usize] = true;
+        }
+        for _ in 0..total - withdrawn.len() as u64 {
+            let (id, outcome) = recv(&rx);
+            assert!(!seen[id as usize], "round {round}: call {id} settled twice");
+            seen[id as usize] = true;
+            match outcome {
+                Ok(v) => assert_eq!(v, Value::Number(id as f64)),
+                Err(e) => assert!(
+                    matches!(e.code, ErrorCode::Aborted | ErrorCode::ServerGone),
+                    "round {round}: call {id}: {e}"
+                ),
+            }
+        }
+        assert!(
+            rx.recv_timeout(Duration::from_millis(50)).is_err(),
+            "round {round}: an extra settlement"
+        );
+        stop.store(true, Ordering::Release);
+        for t in threads {
+            t.join().unwrap();
+        }
+        let st = p.stats();
+        assert_eq!((st.queued, st.running), (0, 0), "round {round}");
+        assert_eq!(st.servers.len(), 2);
+    }
+}
