@@ -66,12 +66,23 @@ impl Deliver for InboxSink {
 
 impl InboxSink {
     fn wake(&self) {
-        let inbox = &self.0;
-        if !inbox.wake_pending.swap(true, Ordering::AcqRel) {
-            let tsfn = inbox.tsfn.0.load(Ordering::Acquire);
-            // SAFETY: `deliver` runs inside an `Origin::enter` window, and the environment's
-            // cleanup hook retires the origin (waiting for such windows) before Node finalizes
-            // the threadsafe function, so `tsfn` is live here.
+        // SAFETY: `deliver`/`resend` run inside an `Origin::enter` window, and the environment's
+        // cleanup hook retires the origin (waiting for such windows) before Node finalizes the
+        // threadsafe function, so it is live here.
+        unsafe { self.0.wake() }
+    }
+}
+
+impl Inbox {
+    /// Schedules one run of the settle callback unless one is already pending.
+    ///
+    /// # Safety
+    /// The threadsafe function must be live: call from inside an `Origin::enter` window or
+    /// from the environment's JS thread.
+    unsafe fn wake(&self) {
+        if !self.wake_pending.swap(true, Ordering::AcqRel) {
+            let tsfn = self.tsfn.0.load(Ordering::Acquire);
+            // SAFETY: live by this function's contract; callable from any thread.
             unsafe {
                 sys::napi_call_threadsafe_function(
                     tsfn,
@@ -228,16 +239,9 @@ unsafe extern "C" fn call_js(
             None => break,
         }
     }
-    if !inbox.queue.is_empty() && !inbox.wake_pending.swap(true, Ordering::AcqRel) {
-        let tsfn = inbox.tsfn.0.load(Ordering::Acquire);
-        // SAFETY: we are on the JS thread inside the threadsafe function's own callback.
-        unsafe {
-            sys::napi_call_threadsafe_function(
-                tsfn,
-                ptr::null_mut(),
-                sys::ThreadsafeFunctionCallMode::nonblocking,
-            )
-        };
+    if !inbox.queue.is_empty() {
+        // SAFETY: we are on the JS thread, inside the threadsafe function's own callback.
+        unsafe { inbox.wake() };
     }
     if settled.is_empty() {
         return;
