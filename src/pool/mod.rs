@@ -222,20 +222,8 @@ impl Pool {
             Value::Array(entries) => self.batch(origin, call, entries, text),
             single => match envelope::parse_request(single) {
                 Ok(req) => {
-                    let reply = Reply::Response {
-                        call,
-                        id: req.id,
-                        text,
-                    };
-                    self.submit(
-                        origin,
-                        &req.method,
-                        req.params.into(),
-                        None,
-                        reply,
-                        None,
-                        None,
-                    );
+                    let id = req.id.clone();
+                    self.submit_request(origin, req, Reply::Response { call, id, text });
                 }
                 Err(answer) => origin.deliver(call, Ok(job::finish_text(Some(answer), text))),
             },
@@ -252,6 +240,19 @@ impl Pool {
                 origin.deliver(call, Ok(job::finish_text(Some(answer), true)));
             }
         }
+    }
+
+    /// Submits one validated JSON-RPC request (its outcome goes to `reply`).
+    fn submit_request(&self, origin: &Arc<Origin>, req: envelope::Request, reply: Reply) {
+        self.submit(
+            origin,
+            &req.method,
+            req.params.into(),
+            None,
+            reply,
+            None,
+            None,
+        );
     }
 
     fn batch(&self, origin: &Arc<Origin>, call: u64, entries: Vec<Value>, text: bool) {
@@ -282,16 +283,7 @@ impl Pool {
         }
         for (slot, req) in requests.into_iter().enumerate() {
             if let Some(req) = req {
-                let reply = Reply::Part(collector.clone(), slot);
-                self.submit(
-                    origin,
-                    &req.method,
-                    req.params.into(),
-                    None,
-                    reply,
-                    None,
-                    None,
-                );
+                self.submit_request(origin, req, Reply::Part(collector.clone(), slot));
             }
         }
     }
