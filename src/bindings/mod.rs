@@ -6,3 +6,32 @@ pub mod convert;
 pub mod pool;
 pub mod serve;
 pub mod shm;
+
+use napi::sys;
+
+/// The first `N` arguments of a Node-API callback (missing ones are `undefined`) and the data
+/// pointer its function was created with.
+///
+/// # Safety
+/// Must be called inside a Node-API callback, with that callback's `env` and `info`.
+pub(crate) unsafe fn callback_args<const N: usize>(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> ([sys::napi_value; N], *mut std::ffi::c_void) {
+    let mut argc = N;
+    let mut argv = [std::ptr::null_mut(); N];
+    let mut data = std::ptr::null_mut();
+    // SAFETY: inside a Node-API callback (caller contract); `argv` has room for `argc` values
+    // and Node-API fills missing ones with `undefined`.
+    unsafe {
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            std::ptr::null_mut(),
+            &mut data,
+        )
+    };
+    (argv, data)
+}

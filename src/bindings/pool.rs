@@ -491,20 +491,8 @@ unsafe extern "C" fn hot_call(
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
     let result = std::panic::catch_unwind(|| {
-        let mut argc = 5usize;
-        let mut argv = [ptr::null_mut(); 5];
-        let mut data = ptr::null_mut();
-        // SAFETY: a Node-API callback on its env's JS thread; `argv` has room for `argc` values.
-        unsafe {
-            sys::napi_get_cb_info(
-                env,
-                info,
-                &mut argc,
-                argv.as_mut_ptr(),
-                ptr::null_mut(),
-                &mut data,
-            )
-        };
+        // SAFETY: we are inside this function's Node-API callback.
+        let (argv, data) = unsafe { super::callback_args::<5>(env, info) };
         // SAFETY: `data` is the Arc<Hot> owned by this function object, alive while it can be
         // called (see `caller`).
         let hot = unsafe { &*(data as *const Hot) };

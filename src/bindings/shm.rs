@@ -322,21 +322,8 @@ unsafe extern "C" fn drop_binding<T>(_env: sys::napi_env, data: *mut c_void, _hi
 /// The Node-API callback of every bound function: `f(a?, b?)`.
 unsafe extern "C" fn call<T>(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let outcome = std::panic::catch_unwind(|| {
-        let mut argc = 2usize;
-        let mut argv: Args = [ptr::null_mut(); 2];
-        let mut data = ptr::null_mut();
-        // SAFETY: a Node-API callback on env's JS thread; `argv` has room for `argc` values.
-        // Missing arguments are filled with `undefined`.
-        unsafe {
-            sys::napi_get_cb_info(
-                env,
-                info,
-                &mut argc,
-                argv.as_mut_ptr(),
-                ptr::null_mut(),
-                &mut data,
-            )
-        };
+        // SAFETY: we are inside this function's Node-API callback.
+        let (argv, data): (Args, _) = unsafe { super::callback_args::<2>(env, info) };
         // SAFETY: `data` is the Binding<T> owned by this function object, alive while it can
         // be called (see `bind`); its memory property keeps the shared memory alive too.
         let binding = unsafe { &*(data as *const Binding<T>) };
