@@ -106,6 +106,29 @@ describe('calls', () => {
     expect(e.message).toMatch(/params\[0\]\[150\]\.when is a Date/);
   });
 
+  test('big strings cross exactly in every encoding JavaScript keeps (ASCII, Latin-1, UTF-16, lone surrogates)', async () => {
+    const kinds = {
+      ascii: '<td>plain</td>',
+      latin1: 'Zoë Müller ÿ\u0080 ',
+      bmp: 'Ā € 中文 ',
+      astral: '😀 𝄞 ',
+      lone: 'x\ud800y',
+      loneLow: '\udc00 tail',
+    };
+    for (const [kind, unit] of Object.entries(kinds)) {
+      for (const size of [10, 255, 256, 257, 5000]) {
+        const s = unit.repeat(Math.ceil(size / unit.length)).slice(0, size);
+        // Lone surrogates become U+FFFD on the way in (Node-API reads strings as UTF-8).
+        const wellFormed = s.isWellFormed() ? s : s.toWellFormed();
+        expect([kind, size, await pool.exec('echo', s)]).toEqual([kind, size, wellFormed]);
+        // As part of big plain data (JSON text both ways) when it is well formed.
+        const data = Array.from({ length: 40 }, (_, i) => ({ i, s }));
+        const back = await pool.exec('echo', data);
+        expect([kind, size, back[39].s]).toEqual([kind, size, wellFormed]);
+      }
+    }
+  });
+
   test('call takes a params array (or one value) and options', async () => {
     expect(await pool.call('echo', [7])).toBe(7);
     expect(await pool.call('echo', 'x')).toBe('x');

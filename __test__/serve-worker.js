@@ -7,6 +7,10 @@ Pool.shared().serve({
   whoami() {
     return threadId;
   },
+  // What the handler got, as a string (big strings come back in whatever encoding they need).
+  describe(value) {
+    return JSON.stringify(value).repeat(3);
+  },
   async double(x) {
     await new Promise((resolve) => setImmediate(resolve));
     return { x: 2 * x, thread: threadId };

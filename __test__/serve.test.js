@@ -64,6 +64,14 @@ describe('serving from worker_threads and the main thread', () => {
     expect([...perThread.values()].reduce((a, b) => a + b)).toBe(n);
   });
 
+  test('big params (JSON text) and big string results cross exactly, whatever their characters', async () => {
+    for (const unit of ['ascii ', 'Zoë Müller ', 'Ā € 中文 ', '😀 𝄞 ']) {
+      const rows = Array.from({ length: 50 }, (_, i) => ({ i, s: unit.repeat(i % 7) }));
+      const calls = Array.from({ length: 20 }, () => pool.exec('describe', rows));
+      for (const got of await Promise.all(calls)) expect(got).toBe(JSON.stringify(rows).repeat(3));
+    }
+  });
+
   test('stats() shows the servers beside the native workers', async () => {
     await pool.exec('whoami');
     const st = pool.stats();

@@ -24,7 +24,9 @@
 // mustache.js on this thread vs corepool's native render through a 1-thread pool with many
 // calls in flight (so corepool's figure includes dispatch).
 //
-//   node bench/template-render.js [--quick]
+//   node bench/template-render.js [--quick] [--templates=page,table] [--routes=/main,/corepool]
+// A run limited by --templates or --routes (to look at a few routes closely) prints its figures
+// but leaves bench/results alone, and skips the micro-benchmark.
 const os = require('node:os');
 const path = require('node:path');
 const { fork } = require('node:child_process');
@@ -33,7 +35,13 @@ const Mustache = require('mustache');
 const { Suite, quick, fmt, median } = require('./harness');
 
 const CORES = os.availableParallelism();
-const ROUTES = ['/static', '/main', '/offload', '/piscina', '/corepool', '/served'];
+/** The values of `--name=a,b`, or null when the flag is not given. */
+function listFlag(name) {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return arg ? arg.slice(name.length + 3).split(',').filter(Boolean) : null;
+}
+const ROUTES = listFlag('routes') ?? ['/static', '/main', '/offload', '/piscina', '/corepool', '/served'];
+const PARTIAL = listFlag('routes') !== null || listFlag('templates') !== null;
 const CONNECTIONS = 10;
 // Seconds of load per measured run; the table template runs shorter to keep a full run of
 // this benchmark within about five minutes (its requests are ~20× heavier, so a run still
@@ -356,7 +364,14 @@ async function microBenchmark(suite) {
 async function main() {
   const suite = new Suite('template-render', { runs: 3, warmup: 1, quickRuns: 1 });
   suite.log(`${CORES} cores; ${CONNECTIONS} connections; ${SECONDS.page} s per run (table: ${SECONDS.table} s)`);
-  for (const name of Object.keys(TEMPLATES)) await httpBenchmark(suite, name);
+  for (const name of listFlag('templates') ?? Object.keys(TEMPLATES)) {
+    if (!TEMPLATES[name]) throw new Error(`no template ${JSON.stringify(name)}; there are ${Object.keys(TEMPLATES).join(', ')}`);
+    await httpBenchmark(suite, name);
+  }
+  if (PARTIAL) {
+    suite.log('a partial run (--templates or --routes): nothing saved');
+    return;
+  }
   await microBenchmark(suite);
 
   suite.note(

@@ -17,9 +17,9 @@
 //! it returns no worker runs this environment's jobs or touches its inbox, so Node may free the
 //! threadsafe function and the environment's SharedArrayBuffers.
 
-use super::convert::to_js;
+use super::convert::{text_to_js, to_js};
 use crate::pool::{Control, Deliver, Origin};
-use crate::rpc::{ErrorCode, Outcome, RpcError};
+use crate::rpc::{ErrorCode, JsText, Outcome, RpcError, Value};
 use crossbeam_queue::SegQueue;
 use napi::bindgen_prelude::*;
 use napi::sys;
@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 const MAX_BATCH: usize = 8192;
 
 pub(crate) struct Inbox {
-    queue: SegQueue<(u64, Outcome)>,
+    queue: SegQueue<(u64, Settlement)>,
     /// `(call, to, token)`: send call's views to serving environment `to` for job `token`.
     resends: SegQueue<(u64, u64, u64)>,
     wake_pending: AtomicBool,
@@ -54,7 +54,9 @@ struct InboxSink(Arc<Inbox>);
 
 impl Deliver for InboxSink {
     fn deliver(&self, call: u64, outcome: Outcome) {
-        self.0.queue.push((call, outcome));
+        // The work of shaping the result for JavaScript is done here, on the thread that
+        // produced it, so the JS thread only copies (see `Settlement`).
+        self.0.queue.push((call, Settlement::of(outcome)));
         self.wake();
     }
 
@@ -297,6 +299,34 @@ unsafe fn hand_resends_to_js(env: sys::napi_env, settle: sys::napi_value, inbox:
     }
 }
 
+/// An outcome made ready for the JS thread: big strings transcoded to the encoding the JS
+/// engine stores (`JsText::for_js`), big plain data written as JSON text, and the result's
+/// `Value` dropped, all on the producing thread.
+enum Settlement {
+    /// Settle code 0 with this value.
+    Value(Value),
+    /// Settle code 0 with this string.
+    Text(JsText),
+    /// Settle code 1 (`RESULT_AS_JSON`) with this JSON text.
+    Json(JsText),
+    Error(RpcError),
+}
+
+impl Settlement {
+    fn of(outcome: Outcome) -> Settlement {
+        match outcome {
+            Ok(Value::String(s)) => Settlement::Text(JsText::for_js(s)),
+            // Big plain data: one JSON string and JSON.parse in JS beat building it value by
+            // value through Node-API by an order of magnitude.
+            Ok(v) if json_size(&v, 0) >= JSON_MIN_VALUES => {
+                Settlement::Json(JsText::for_js(crate::rpc::json::to_string(&v)))
+            }
+            Ok(v) => Settlement::Value(v),
+            Err(e) => Settlement::Error(e),
+        }
+    }
+}
+
 /// Builds the flat settle array and calls `settle(array)`.
 ///
 /// # Safety
@@ -304,7 +334,7 @@ unsafe fn hand_resends_to_js(env: sys::napi_env, settle: sys::napi_value, inbox:
 unsafe fn hand_to_js(
     env: sys::napi_env,
     settle: sys::napi_value,
-    settled: Vec<(u64, Outcome)>,
+    settled: Vec<(u64, Settlement)>,
 ) -> std::result::Result<(), String> {
     let mut array = ptr::null_mut();
     let mut undefined = ptr::null_mut();
@@ -318,19 +348,11 @@ unsafe fn hand_to_js(
             sys::napi_create_double(env, *call as f64, &mut id);
             sys::napi_set_element(env, array, base, id);
             let (code, value, data) = match outcome {
-                Ok(v) if json_size(v, 0) >= JSON_MIN_VALUES => {
-                    // Big plain data: one JSON string and JSON.parse in JS beat building it
-                    // value by value through Node-API by an order of magnitude.
-                    let text = crate::rpc::json::to_string(v);
-                    (
-                        RESULT_AS_JSON,
-                        to_js(env, &crate::rpc::Value::String(text))?,
-                        undefined,
-                    )
-                }
-                Ok(v) => (0, to_js(env, v)?, undefined),
-                Err(e) => {
-                    let message = to_js(env, &crate::rpc::Value::String(e.message.clone()))?;
+                Settlement::Value(v) => (0, to_js(env, v)?, undefined),
+                Settlement::Text(text) => (0, text_to_js(env, text)?, undefined),
+                Settlement::Json(text) => (RESULT_AS_JSON, text_to_js(env, text)?, undefined),
+                Settlement::Error(e) => {
+                    let message = to_js(env, &Value::String(e.message.clone()))?;
                     let data = match &e.data {
                         Some(d) => to_js(env, d)?,
                         None => undefined,
@@ -360,8 +382,7 @@ const RESULT_AS_JSON: i32 = 1;
 
 /// Counts the values in `v` when JSON text carries it unchanged (finite numbers other than -0,
 /// no views, bytes or BigInts, nesting under 64 levels); `0` when JSON cannot carry it.
-fn json_size(v: &crate::rpc::Value, depth: usize) -> usize {
-    use crate::rpc::Value;
+fn json_size(v: &Value, depth: usize) -> usize {
     match v {
         Value::Null | Value::Bool(_) | Value::String(_) => 1,
         Value::Number(n) => usize::from(n.is_finite() && (*n != 0.0 || n.is_sign_positive())),

@@ -8,7 +8,7 @@
 //! type, instead of being silently changed the way `JSON.stringify` would change it.
 
 use crate::rpc::value::BigInt;
-use crate::rpc::{Map, RpcError, Value};
+use crate::rpc::{JsText, Map, RpcError, Value};
 use crate::shm::{ElementKind, SharedView};
 use napi::sys;
 use std::ptr;
@@ -325,6 +325,61 @@ pub unsafe fn string(env: sys::napi_env, v: sys::napi_value) -> Converted<String
     buf.truncate(written);
     // Node-API writes valid UTF-8 (lone surrogates become U+FFFD).
     String::from_utf8(buf).map_err(|_| "a string was not valid UTF-8".to_string())
+}
+
+/// The string `v` as UTF-16 code units: a plain copy on the JS thread, however the string is
+/// stored (see `rpc::text`).
+///
+/// # Safety
+/// `v` must be a string of the live `env`, on its JS thread.
+pub unsafe fn string_utf16(env: sys::napi_env, v: sys::napi_value) -> Converted<Vec<u16>> {
+    let mut len = 0usize;
+    napi_try!(
+        sys::napi_get_value_string_utf16(env, v, ptr::null_mut(), 0, &mut len),
+        "measuring a string"
+    );
+    let mut buf = vec![0u16; len + 1];
+    let mut written = 0usize;
+    napi_try!(
+        sys::napi_get_value_string_utf16(env, v, buf.as_mut_ptr(), len + 1, &mut written),
+        "reading a string"
+    );
+    buf.truncate(written);
+    Ok(buf)
+}
+
+/// Creates the JS string of `text` from whichever encoding it is in.
+///
+/// # Safety
+/// Must run on the env's JS thread.
+pub unsafe fn text_to_js(env: sys::napi_env, text: &JsText) -> Converted<sys::napi_value> {
+    let mut out = ptr::null_mut();
+    match text {
+        JsText::Utf8(s) => {
+            napi_try!(
+                sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut out),
+                "creating a string"
+            );
+        }
+        JsText::Latin1(bytes) => {
+            napi_try!(
+                sys::napi_create_string_latin1(
+                    env,
+                    bytes.as_ptr().cast(),
+                    bytes.len() as isize,
+                    &mut out
+                ),
+                "creating a string"
+            );
+        }
+        JsText::Utf16(units) => {
+            napi_try!(
+                sys::napi_create_string_utf16(env, units.as_ptr(), units.len() as isize, &mut out),
+                "creating a string"
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// Calls `f` with the string `v` without allocating when it is short (method names).

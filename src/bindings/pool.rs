@@ -9,7 +9,7 @@ use super::serve::{self, NativeServer};
 use crate::commands;
 use crate::pool::Origin;
 use crate::pool::{OnFull, Options, Params, Pool, Stats, Strategy};
-use crate::rpc::{envelope, json, CancelReason, ErrorCode, RpcError, Value};
+use crate::rpc::{envelope, json, CancelReason, ErrorCode, JsText, RpcError, Value};
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
@@ -519,8 +519,9 @@ unsafe extern "C" fn hot_call(
         let params = if flags & CALL_JSON_PARAMS != 0 {
             // SAFETY: argv[2] belongs to this env, on its JS thread; index.js passes a string
             // with this flag.
-            match unsafe { convert::string(env, argv[2]) } {
-                Ok(text) => Params::Json(text),
+            // Read as UTF-16: a copy here; the worker decodes it (see `rpc::text`).
+            match unsafe { convert::string_utf16(env, argv[2]) } {
+                Ok(units) => Params::Json(JsText::Utf16(units)),
                 Err(e) => return hot.origin.deliver(id, Err(RpcError::invalid_params(e))),
             }
         } else {

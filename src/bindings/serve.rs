@@ -300,7 +300,7 @@ unsafe fn batch_to_js(
                 Params::Values(values) => convert::to_js(env, &Value::Array(values))?,
                 // The caller's JSON.stringify text: JSON.parse in the serving thread is faster
                 // than building the values through Node-API.
-                Params::Json(text) => convert::to_js(env, &Value::String(text))?,
+                Params::Json(text) => convert::text_to_js(env, &text)?,
             };
             let timeout = job.timeout.map_or(0.0, |t| t.as_secs_f64() * 1000.0);
             for (k, v) in [

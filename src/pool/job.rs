@@ -19,7 +19,7 @@
 
 use super::origin::Origin;
 use super::server::Server;
-use crate::rpc::{envelope, json, CancelReason, Command, Outcome, RpcError, Value};
+use crate::rpc::{envelope, json, CancelReason, Command, JsText, Outcome, RpcError, Value};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -76,8 +76,8 @@ impl Control {
 #[derive(Clone, Debug)]
 pub enum Params {
     Values(Vec<Value>),
-    /// The JSON text of the params array.
-    Json(String),
+    /// The JSON text of the params array, as read from JavaScript.
+    Json(JsText),
 }
 
 impl Params {
@@ -85,15 +85,20 @@ impl Params {
     pub fn into_values(self) -> Result<Vec<Value>, RpcError> {
         match self {
             Params::Values(v) => Ok(v),
-            Params::Json(text) => match json::parse(&text) {
-                Ok(Value::Array(items)) => Ok(items),
-                Ok(other) => Err(RpcError::invalid_params(format!(
-                    "params must be a JSON array, got {}",
-                    other.kind()
-                ))),
-                Err(why) => Err(RpcError::invalid_params(format!(
-                    "params are not valid JSON: {why}"
-                ))),
+            Params::Json(text) => match text.to_utf8().map(|t| json::parse(&t)) {
+                None => Err(RpcError::invalid_params(
+                    "params are not valid JSON: the text holds a lone surrogate",
+                )),
+                Some(parsed) => match parsed {
+                    Ok(Value::Array(items)) => Ok(items),
+                    Ok(other) => Err(RpcError::invalid_params(format!(
+                        "params must be a JSON array, got {}",
+                        other.kind()
+                    ))),
+                    Err(why) => Err(RpcError::invalid_params(format!(
+                        "params are not valid JSON: {why}"
+                    ))),
+                },
             },
         }
     }

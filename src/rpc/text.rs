@@ -1,0 +1,209 @@
+//! Big strings on their way into or out of JavaScript, kept in the encoding the JS engine uses.
+//!
+//! V8 stores a string as one byte per UTF-16 code unit when every unit is ≤ 0xFF (Latin-1),
+//! else as UTF-16. Rust strings are UTF-8. Creating a JS string from UTF-8 costs the JS thread
+//! a validating decode (two passes over the bytes, slow past ASCII); creating it from Latin-1
+//! or UTF-16 is a copy. So a big result is transcoded on the thread that produced it, and the
+//! JS thread only copies; JSON text read from JS is taken as UTF-16 (a copy on the JS thread)
+//! and decoded by the worker that parses it.
+
+/// A string in one of the encodings JavaScript strings can be made from or read as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JsText {
+    Utf8(String),
+    /// Every char ≤ U+00FF, one byte each.
+    Latin1(Vec<u8>),
+    /// UTF-16 code units, possibly with lone surrogates (JavaScript allows them).
+    Utf16(Vec<u16>),
+}
+
+/// Strings shorter than this (in UTF-8 bytes) stay UTF-8: transcoding would not pay.
+pub const TRANSCODE_MIN_BYTES: usize = 256;
+
+impl JsText {
+    /// The cheapest form for a JS thread to make a string of: `s` itself when short, else
+    /// Latin-1 when every char fits a byte (then pure ASCII costs no copy), else UTF-16.
+    pub fn for_js(s: String) -> JsText {
+        if s.len() < TRANSCODE_MIN_BYTES {
+            return JsText::Utf8(s);
+        }
+        if s.is_ascii() {
+            return JsText::Latin1(s.into_bytes());
+        }
+        match latin1(&s) {
+            Some(bytes) => JsText::Latin1(bytes),
+            None => JsText::Utf16(s.encode_utf16().collect()),
+        }
+    }
+
+    /// The text as UTF-8; `None` when it holds a lone surrogate (not valid Unicode).
+    pub fn to_utf8(&self) -> Option<std::borrow::Cow<'_, str>> {
+        use std::borrow::Cow;
+        match self {
+            JsText::Utf8(s) => Some(Cow::Borrowed(s)),
+            JsText::Latin1(bytes) => Some(Cow::Owned(bytes.iter().map(|&b| b as char).collect())),
+            JsText::Utf16(units) => utf16_to_utf8(units).map(Cow::Owned),
+        }
+    }
+
+    /// Length in UTF-16 code units, as JavaScript counts.
+    pub fn js_len(&self) -> usize {
+        match self {
+            JsText::Utf8(s) => s.encode_utf16().count(),
+            JsText::Latin1(bytes) => bytes.len(),
+            JsText::Utf16(units) => units.len(),
+        }
+    }
+}
+
+/// `s` as Latin-1 bytes, or `None` when it holds a char above U+00FF.
+fn latin1(s: &str) -> Option<Vec<u8>> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        // ASCII, eight bytes at a time.
+        while let Some(chunk) = bytes.get(i..i + 8) {
+            let word = u64::from_ne_bytes(chunk.try_into().unwrap_or_default());
+            if word & 0x8080_8080_8080_8080 != 0 {
+                break;
+            }
+            out.extend_from_slice(chunk);
+            i += 8;
+        }
+        let Some(&b) = bytes.get(i) else { break };
+        if b < 0x80 {
+            out.push(b);
+            i += 1;
+        } else if b == 0xC2 || b == 0xC3 {
+            // U+0080..=U+00FF: two bytes, 110000xx 10xxxxxx.
+            out.push(((b & 0x03) << 6) | (bytes[i + 1] & 0x3F));
+            i += 2;
+        } else {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// UTF-16 to UTF-8 with a fast path for ASCII runs; `None` on a lone surrogate.
+fn utf16_to_utf8(units: &[u16]) -> Option<String> {
+    let mut out = Vec::with_capacity(units.len() + units.len() / 8);
+    let mut i = 0;
+    while i < units.len() {
+        // ASCII, eight units at a time.
+        while i + 8 <= units.len() {
+            let chunk = &units[i..i + 8];
+            if chunk.iter().fold(0u16, |acc, &u| acc | u) >= 0x80 {
+                break;
+            }
+            out.extend(chunk.iter().map(|&u| u as u8));
+            i += 8;
+        }
+        let Some(&u) = units.get(i) else { break };
+        let c = if u < 0x80 {
+            i += 1;
+            out.push(u as u8);
+            continue;
+        } else if (0xD800..0xDC00).contains(&u) {
+            let low = *units.get(i + 1)?;
+            if !(0xDC00..0xE000).contains(&low) {
+                return None;
+            }
+            i += 2;
+            0x10000 + ((u32::from(u) - 0xD800) << 10) + (u32::from(low) - 0xDC00)
+        } else if (0xDC00..0xE000).contains(&u) {
+            return None;
+        } else {
+            i += 1;
+            u32::from(u)
+        };
+        let c = char::from_u32(c)?;
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    }
+    // Every push above wrote whole UTF-8 sequences of chars.
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn long(s: &str) -> String {
+        s.repeat(TRANSCODE_MIN_BYTES / s.len() + 1)
+    }
+
+    #[test]
+    fn short_strings_stay_utf8() {
+        assert_eq!(JsText::for_js("Zoë".into()), JsText::Utf8("Zoë".into()));
+    }
+
+    #[test]
+    fn ascii_is_latin1_without_a_copy() {
+        let s = long("<td>42</td>");
+        let owned = s.clone();
+        let ptr = owned.as_ptr();
+        match JsText::for_js(owned) {
+            JsText::Latin1(bytes) => {
+                assert_eq!(bytes, s.as_bytes());
+                assert_eq!(bytes.as_ptr(), ptr);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn latin1_chars_take_one_byte() {
+        let s = long("Zoë Müller ÿ\u{80} ");
+        match JsText::for_js(s.clone()) {
+            JsText::Latin1(bytes) => {
+                let expected: Vec<u8> = s.chars().map(|c| c as u32 as u8).collect();
+                assert_eq!(bytes, expected);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn wider_chars_go_utf16() {
+        for tail in ["Ā", "€", "😀", "中文"] {
+            let s = long(&format!("ü{tail}"));
+            match JsText::for_js(s.clone()) {
+                JsText::Utf16(units) => assert_eq!(units, s.encode_utf16().collect::<Vec<_>>()),
+                other => panic!("{tail}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn round_trips_to_utf8() {
+        for s in [
+            "plain ascii text",
+            "Zoë & Seán",
+            "€ 😀 中文 \u{FFFF}",
+            "a\u{10FFFF}b",
+        ] {
+            let s = long(s);
+            let text = JsText::for_js(s.clone());
+            assert_eq!(text.to_utf8().as_deref(), Some(s.as_str()));
+            assert_eq!(text.js_len(), s.encode_utf16().count());
+            let units = JsText::Utf16(s.encode_utf16().collect());
+            assert_eq!(units.to_utf8().as_deref(), Some(s.as_str()));
+        }
+    }
+
+    #[test]
+    fn lone_surrogates_are_not_utf8() {
+        for units in [
+            vec![0x61, 0xD800],
+            vec![0xD800, 0x61],
+            vec![0xDC00],
+            vec![0x61; 20],
+        ] {
+            let lone = units.iter().any(|u| (0xD800..0xE000).contains(u));
+            let text = JsText::Utf16(units.clone());
+            assert_eq!(text.to_utf8().is_none(), lone, "{units:?}");
+        }
+    }
+}
