@@ -35,6 +35,11 @@ export interface PoolOptions {
   onFull?: 'reject' | 'wait';
   /** Default limit on a call's running time in ms, counted from when it starts; 0 = none. */
   timeout?: number;
+  /**
+   * Nice levels (0–19) by which the pool's threads run below the process, so the event loop
+   * comes first when cores are short. Linux only (elsewhere ignored). Default 0.
+   */
+  niceIncrement?: number;
 }
 
 export interface ResolvedPoolOptions {
@@ -43,6 +48,7 @@ export interface ResolvedPoolOptions {
   readonly maxQueue: number;
   readonly onFull: 'reject' | 'wait';
   readonly timeout: number;
+  readonly niceIncrement: number;
 }
 
 export interface CallOptions {

@@ -175,7 +175,7 @@ function resendViews(requests) {
 // Options.
 
 const STRATEGIES = ['roundrobin', 'random', 'leastbusy'];
-const DEFAULTS = Object.freeze({ threads: 0, strategy: 'leastbusy', maxQueue: Infinity, onFull: 'reject', timeout: 0 });
+const DEFAULTS = Object.freeze({ threads: 0, strategy: 'leastbusy', maxQueue: Infinity, onFull: 'reject', timeout: 0, niceIncrement: 0 });
 const OPTION_NAMES = new Set(Object.keys(DEFAULTS));
 
 function cores() {
@@ -219,7 +219,10 @@ function validateOptions(options) {
   if (typeof o.timeout !== 'number' || !(o.timeout >= 0) || o.timeout === Infinity) {
     throw new RangeError(`corepool: options.timeout must be a finite number of ms ≥ 0 (0 = none), got ${describe(o.timeout)}`);
   }
-  return Object.freeze({ threads, strategy: o.strategy, maxQueue, onFull: o.onFull, timeout: o.timeout });
+  if (!Number.isInteger(o.niceIncrement) || o.niceIncrement < 0 || o.niceIncrement > 19) {
+    throw new RangeError(`corepool: options.niceIncrement must be an integer from 0 to 19, got ${describe(o.niceIncrement)}`);
+  }
+  return Object.freeze({ threads, strategy: o.strategy, maxQueue, onFull: o.onFull, timeout: o.timeout, niceIncrement: o.niceIncrement });
 }
 
 function describe(v) {
@@ -308,7 +311,7 @@ class Pool extends EventEmitter {
     }
     this.options = validateOptions(options);
     const o = this.options;
-    this.#native = new native.NativePool(channel, o.threads, o.strategy, o.maxQueue, o.onFull === 'wait', o.timeout);
+    this.#native = new native.NativePool(channel, o.threads, o.strategy, o.maxQueue, o.onFull === 'wait', o.timeout, o.niceIncrement);
     this.#call = this.#native.caller();
   }
 
@@ -317,7 +320,16 @@ class Pool extends EventEmitter {
     const explicit = options !== undefined;
     if (sharedPool !== null && !explicit) return sharedPool;
     const o = validateOptions(options);
-    const handle = native.NativePool.shared(channel, o.threads, o.strategy, o.maxQueue, o.onFull === 'wait', o.timeout, explicit);
+    const handle = native.NativePool.shared(
+      channel,
+      o.threads,
+      o.strategy,
+      o.maxQueue,
+      o.onFull === 'wait',
+      o.timeout,
+      o.niceIncrement,
+      explicit,
+    );
     if (sharedPool !== null) return sharedPool;
     const actual = Object.freeze({ ...o, threads: handle.threads });
     sharedPool = new Pool(actual, handle);

@@ -1,4 +1,5 @@
 'use strict';
+const fs = require('node:fs');
 const os = require('node:os');
 const { Pool, RpcError, poolSize } = require('..');
 
@@ -35,11 +36,42 @@ describe('options', () => {
     [{ onFull: 'drop' }, TypeError, /onFull/],
     [{ timeout: -1 }, RangeError, /timeout/],
     [{ timeout: NaN }, RangeError, /timeout/],
+    [{ niceIncrement: -1 }, RangeError, /niceIncrement/],
+    [{ niceIncrement: 20 }, RangeError, /niceIncrement/],
+    [{ niceIncrement: 2.5 }, RangeError, /niceIncrement/],
     [{ thread: 2 }, TypeError, /unknown option 'thread'/],
     [42, TypeError, /options must be an object/],
   ])('bad option %j → %p naming it', (options, type, message) => {
     expect(() => new Pool(options)).toThrow(type);
     expect(() => new Pool(options)).toThrow(message);
+  });
+
+  // Linux reports each thread's nice value in /proc/self/task/<tid>/stat (field 19).
+  (process.platform === 'linux' ? test : test.skip)('niceIncrement lowers every pool thread, not the JS threads', async () => {
+    const nices = () => {
+      const out = {};
+      for (const tid of fs.readdirSync('/proc/self/task')) {
+        const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+        if (Number(tid) === process.pid) out.main = nice;
+        else if (name.startsWith('corepool-')) (out.pool ??= []).push(nice);
+      }
+      return out;
+    };
+    // Threads of closed pools may linger a moment, all at the process's own nice.
+    const plain = new Pool({ threads: 2 });
+    await plain.broadcast('echo', 1); // every thread has started
+    const before = nices();
+    expect(new Set(before.pool)).toEqual(new Set([before.main]));
+    const pool = new Pool({ threads: 5, niceIncrement: 7 });
+    expect(pool.options.niceIncrement).toBe(7);
+    await pool.broadcast('echo', 1);
+    const after = nices();
+    expect(after.pool.filter((n) => n === before.main + 7)).toHaveLength(5);
+    expect(after.pool.filter((n) => n !== before.main && n !== before.main + 7)).toEqual([]);
+    expect(after.main).toBe(before.main);
+    await Promise.all([pool.close(), plain.close()]);
   });
 
   test("maxQueue 'auto' is threads²", async () => {

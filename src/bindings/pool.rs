@@ -8,7 +8,7 @@ use super::convert::{self, FromJs};
 use super::serve::{self, NativeServer};
 use crate::commands;
 use crate::pool::Origin;
-use crate::pool::{OnFull, Options, Params, Pool, Stats, Strategy};
+use crate::pool::{OnFull, Options, Params, Pool, Stats, Strategy, MAX_NICE_INCREMENT};
 use crate::rpc::{envelope, json, CancelReason, ErrorCode, JsText, RpcError, Value};
 use napi::bindgen_prelude::*;
 use napi::sys;
@@ -50,6 +50,7 @@ fn options(
     max_queue: f64,
     wait: bool,
     timeout_ms: f64,
+    nice_increment: u32,
 ) -> Result<Options> {
     let strategy: Strategy = strategy
         .parse()
@@ -64,6 +65,7 @@ fn options(
         },
         on_full: if wait { OnFull::Wait } else { OnFull::Reject },
         timeout: (timeout_ms > 0.0).then(|| Duration::from_secs_f64(timeout_ms / 1000.0)),
+        nice_increment: nice_increment.min(MAX_NICE_INCREMENT) as u8,
     })
 }
 
@@ -199,8 +201,16 @@ impl NativePool {
         max_queue: f64,
         wait: bool,
         timeout_ms: f64,
+        nice_increment: u32,
     ) -> Result<Self> {
-        let pool = spawn(options(threads, &strategy, max_queue, wait, timeout_ms)?)?;
+        let pool = spawn(options(
+            threads,
+            &strategy,
+            max_queue,
+            wait,
+            timeout_ms,
+            nice_increment,
+        )?)?;
         Ok(NativePool {
             pool,
             channel: channel_ref(channel),
@@ -218,9 +228,17 @@ impl NativePool {
         max_queue: f64,
         wait: bool,
         timeout_ms: f64,
+        nice_increment: u32,
         explicit: bool,
     ) -> Result<Self> {
-        let wanted = options(threads, &strategy, max_queue, wait, timeout_ms)?;
+        let wanted = options(
+            threads,
+            &strategy,
+            max_queue,
+            wait,
+            timeout_ms,
+            nice_increment,
+        )?;
         let mut slot = SHARED.lock().unwrap_or_else(|e| e.into_inner());
         let pool = match &*slot {
             Some(pool) => {
@@ -229,7 +247,8 @@ impl NativePool {
                     && have.strategy == wanted.strategy
                     && have.max_queue == wanted.max_queue
                     && have.on_full == wanted.on_full
-                    && have.timeout == wanted.timeout;
+                    && have.timeout == wanted.timeout
+                    && have.nice_increment == wanted.nice_increment;
                 if explicit && !same {
                     return Err(Error::new(
                         Status::InvalidArg,

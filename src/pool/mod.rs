@@ -64,7 +64,13 @@ pub struct Options {
     pub on_full: OnFull,
     /// Default limit on a call's running time.
     pub timeout: Option<Duration>,
+    /// How much lower than the process the worker threads' scheduling priority is (a nice
+    /// increment, 0..=19; see `worker::lower_priority`).
+    pub nice_increment: u8,
 }
+
+/// The largest nice increment: nice values end at 19.
+pub const MAX_NICE_INCREMENT: u32 = 19;
 
 impl Default for Options {
     fn default() -> Self {
@@ -74,6 +80,7 @@ impl Default for Options {
             max_queue: usize::MAX,
             on_full: OnFull::Reject,
             timeout: None,
+            nice_increment: 0,
         }
     }
 }

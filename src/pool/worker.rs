@@ -85,6 +85,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, index: usize) -> std::io::Result<()> {
     thread::Builder::new()
         .name(format!("corepool-{index}"))
         .spawn(move || {
+            lower_priority(shared.options.nice_increment);
             let _ = shared.workers[index].thread.set(thread::current());
             for child in [2 * index + 1, 2 * index + 2] {
                 if child < shared.workers.len() && spawn(shared.clone(), child).is_err() {
@@ -95,6 +96,32 @@ pub(crate) fn spawn(shared: Arc<Shared>, index: usize) -> std::io::Result<()> {
         })
         .map(|_| ())
 }
+
+/// Sets this thread's scheduling priority `increment` nice levels below the process's (its
+/// main thread's), on Linux; elsewhere nothing happens. On Linux, nice applies per thread: the
+/// JS threads keep theirs, so the scheduler serves the event loop before the pool when both
+/// want a core. Relative to the process, not to the spawning thread, whose nice a new thread
+/// inherits. Best effort: a failure leaves the thread as it was.
+#[cfg(target_os = "linux")]
+fn lower_priority(increment: u8) {
+    if increment == 0 {
+        return;
+    }
+    // SAFETY: plain system calls about this process and thread, no pointers involved.
+    // getpriority may return -1 as a valid value, so errno is cleared first and checked after.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let process = libc::getpriority(libc::PRIO_PROCESS, libc::getpid() as libc::id_t);
+        if process == -1 && *libc::__errno_location() != 0 {
+            return;
+        }
+        let target = (process + i32::from(increment)).min(19);
+        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, target);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lower_priority(_increment: u8) {}
 
 fn run(s: &Shared, index: usize) {
     let me = &s.workers[index];
