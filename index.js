@@ -225,6 +225,18 @@ function validateOptions(options) {
   return Object.freeze({ threads, strategy: o.strategy, maxQueue, onFull: o.onFull, timeout: o.timeout, niceIncrement: o.niceIncrement });
 }
 
+/** Resolved options as the native pool takes them (src/bindings/pool.rs, PoolOptions). */
+function nativeOptions(o) {
+  return {
+    threads: o.threads,
+    strategy: o.strategy,
+    maxQueue: o.maxQueue,
+    wait: o.onFull === 'wait',
+    timeoutMs: o.timeout,
+    niceIncrement: o.niceIncrement,
+  };
+}
+
 function describe(v) {
   if (typeof v === 'string') return JSON.stringify(v);
   if (typeof v === 'bigint') return `${v}n`;
@@ -311,7 +323,7 @@ class Pool extends EventEmitter {
     }
     this.options = validateOptions(options);
     const o = this.options;
-    this.#native = new native.NativePool(channel, o.threads, o.strategy, o.maxQueue, o.onFull === 'wait', o.timeout, o.niceIncrement);
+    this.#native = new native.NativePool(channel, nativeOptions(o));
     this.#call = this.#native.caller();
   }
 
@@ -320,16 +332,7 @@ class Pool extends EventEmitter {
     const explicit = options !== undefined;
     if (sharedPool !== null && !explicit) return sharedPool;
     const o = validateOptions(options);
-    const handle = native.NativePool.shared(
-      channel,
-      o.threads,
-      o.strategy,
-      o.maxQueue,
-      o.onFull === 'wait',
-      o.timeout,
-      o.niceIncrement,
-      explicit,
-    );
+    const handle = native.NativePool.shared(channel, nativeOptions(o), explicit);
     if (sharedPool !== null) return sharedPool;
     const actual = Object.freeze({ ...o, threads: handle.threads });
     sharedPool = new Pool(actual, handle);

@@ -44,28 +44,35 @@ impl ChannelRef {
     }
 }
 
-fn options(
-    threads: u32,
-    strategy: &str,
-    max_queue: f64,
-    wait: bool,
-    timeout_ms: f64,
-    nice_increment: u32,
-) -> Result<Options> {
-    let strategy: Strategy = strategy
+/// The pool options, as index.js resolved them (`validateOptions`).
+#[napi(object)]
+pub struct PoolOptions {
+    pub threads: u32,
+    pub strategy: String,
+    /// Infinity for no bound.
+    pub max_queue: f64,
+    /// onFull: 'wait'.
+    pub wait: bool,
+    pub timeout_ms: f64,
+    pub nice_increment: u32,
+}
+
+fn options(o: &PoolOptions) -> Result<Options> {
+    let strategy: Strategy = o
+        .strategy
         .parse()
         .map_err(|e: String| Error::new(Status::InvalidArg, e))?;
     Ok(Options {
-        threads: threads.max(1) as usize,
+        threads: o.threads.max(1) as usize,
         strategy,
-        max_queue: if max_queue.is_finite() {
-            max_queue.max(0.0) as usize
+        max_queue: if o.max_queue.is_finite() {
+            o.max_queue.max(0.0) as usize
         } else {
             usize::MAX
         },
-        on_full: if wait { OnFull::Wait } else { OnFull::Reject },
-        timeout: (timeout_ms > 0.0).then(|| Duration::from_secs_f64(timeout_ms / 1000.0)),
-        nice_increment: nice_increment.min(MAX_NICE_INCREMENT) as u8,
+        on_full: if o.wait { OnFull::Wait } else { OnFull::Reject },
+        timeout: (o.timeout_ms > 0.0).then(|| Duration::from_secs_f64(o.timeout_ms / 1000.0)),
+        nice_increment: o.nice_increment.min(MAX_NICE_INCREMENT) as u8,
     })
 }
 
@@ -194,23 +201,8 @@ impl From<Stats> for StatsInfo {
 impl NativePool {
     /// A private pool. Options are validated in index.js; this checks them again.
     #[napi(constructor, catch_unwind)]
-    pub fn new(
-        channel: &Channel,
-        threads: u32,
-        strategy: String,
-        max_queue: f64,
-        wait: bool,
-        timeout_ms: f64,
-        nice_increment: u32,
-    ) -> Result<Self> {
-        let pool = spawn(options(
-            threads,
-            &strategy,
-            max_queue,
-            wait,
-            timeout_ms,
-            nice_increment,
-        )?)?;
+    pub fn new(channel: &Channel, options: PoolOptions) -> Result<Self> {
+        let pool = spawn(self::options(&options)?)?;
         Ok(NativePool {
             pool,
             channel: channel_ref(channel),
@@ -221,24 +213,8 @@ impl NativePool {
     /// A handle on the process-wide pool; the first call anywhere in the process creates it
     /// with its options, later calls must not ask for different ones.
     #[napi(factory, catch_unwind)]
-    pub fn shared(
-        channel: &Channel,
-        threads: u32,
-        strategy: String,
-        max_queue: f64,
-        wait: bool,
-        timeout_ms: f64,
-        nice_increment: u32,
-        explicit: bool,
-    ) -> Result<Self> {
-        let wanted = options(
-            threads,
-            &strategy,
-            max_queue,
-            wait,
-            timeout_ms,
-            nice_increment,
-        )?;
+    pub fn shared(channel: &Channel, options: PoolOptions, explicit: bool) -> Result<Self> {
+        let wanted = self::options(&options)?;
         let mut slot = SHARED.lock().unwrap_or_else(|e| e.into_inner());
         let pool = match &*slot {
             Some(pool) => {
