@@ -96,6 +96,15 @@ impl Map {
         }
     }
 
+    /// A map of `entries`, whose keys the caller knows are unique.
+    pub(crate) fn from_unique(entries: Vec<(Key, Value)>) -> Self {
+        debug_assert!(entries
+            .iter()
+            .enumerate()
+            .all(|(i, (k, _))| entries[..i].iter().all(|(earlier, _)| earlier != k)));
+        Self { entries }
+    }
+
     fn position(&self, key: &str) -> Option<usize> {
         if key.len() <= INLINE {
             let key = Key::new(key);
