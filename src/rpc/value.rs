@@ -106,12 +106,18 @@ impl Map {
     }
 
     fn position(&self, key: &str) -> Option<usize> {
-        if key.len() <= INLINE {
-            let key = Key::new(key);
-            self.entries.iter().position(|(k, _)| *k == key)
-        } else {
-            self.entries.iter().position(|(k, _)| k.as_str() == key)
-        }
+        let wanted = key.as_bytes();
+        self.entries.iter().position(|(k, _)| match k {
+            // Length and first byte rule out nearly every other key without a call. (No probe
+            // `Key` built from `key`: copying a str of any length into one and reading it back
+            // whole stalls on store forwarding, which costs more than this.)
+            Key::Inline { len, bytes } => {
+                *len as usize == wanted.len()
+                    && wanted.first().is_none_or(|b| *b == bytes[0])
+                    && bytes.get(..wanted.len()) == Some(wanted)
+            }
+            Key::Heap(k) => k.as_bytes() == wanted,
+        })
     }
 
     /// Looks a key up. Linear: objects sent to commands are small, and the order must be kept.
