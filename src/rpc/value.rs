@@ -307,10 +307,34 @@ pub fn format_number(n: f64, out: &mut String) {
         out.push_str(if n > 0.0 { "Infinity" } else { "-Infinity" });
     } else if n == 0.0 {
         out.push('0');
+    } else if n.fract() == 0.0 && n.abs() < (1u64 << 53) as f64 {
+        // An exact integer: String(n) prints its digits (ryu's answer too, only slower).
+        write_integer(n as i64, out);
     } else {
         let mut buf = ryu_js::Buffer::new();
         out.push_str(buf.format_finite(n));
     }
+}
+
+/// The decimal digits of `n`.
+fn write_integer(n: i64, out: &mut String) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    // Only ASCII digits and '-' were written.
+    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }
 
 impl fmt::Display for Value {
@@ -337,6 +361,12 @@ mod tests {
             (-2.0, "-2"),
             (1e-7, "1e-7"),
             (123456789.0, "123456789"),
+            (-7.0, "-7"),
+            (9007199254740991.0, "9007199254740991"),
+            (-9007199254740991.0, "-9007199254740991"),
+            (9007199254740992.0, "9007199254740992"),
+            (1e20 + 65536.0, "100000000000000070000"),
+            (4503599627370495.5, "4503599627370495.5"),
             (f64::NAN, "NaN"),
             (f64::NEG_INFINITY, "-Infinity"),
         ];
