@@ -7,9 +7,14 @@ use super::value::{format_number, Map, Value};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
+mod fast;
+
 /// Parses JSON text. The error message is serde_json's (line and column included).
 pub fn parse(text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| e.to_string())
+    match fast::parse(text) {
+        Some(value) => Ok(value),
+        None => serde_json::from_str(text).map_err(|e| e.to_string()),
+    }
 }
 
 /// Appends the JSON text of `value` to `out`.
@@ -162,5 +167,165 @@ mod tests {
         assert!(parse("{").is_err());
         assert!(parse("").is_err());
         assert!(parse("[1,]").is_err());
+    }
+
+    /// serde_json's parse, the reference for the fast path.
+    fn serde(text: &str) -> Result<Value, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Equal values, with numbers compared bit for bit (so -0 and 0 differ, as for Object.is).
+    fn same(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => x.to_bits() == y.to_bits(),
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len()
+                    && x.iter()
+                        .zip(y.iter())
+                        .all(|((k, a), (l, b))| k == l && same(a, b))
+            }
+            _ => a == b,
+        }
+    }
+
+    fn agrees_with_serde(text: &str) {
+        match (parse(text), serde(text)) {
+            (Ok(a), Ok(b)) => assert!(same(&a, &b), "{text:?}: {a:?} vs {b:?}"),
+            (Err(a), Err(b)) => assert_eq!(a, b, "{text:?}"),
+            (a, b) => panic!("{text:?}: {a:?} vs {b:?}"),
+        }
+    }
+
+    #[test]
+    fn fast_path_agrees_with_serde_json() {
+        let texts = [
+            r#"{"a":1,"b":[true,false,null],"c":{"d":"e"}}"#,
+            " \t\n\r[ 1 , 2 ]\n ",
+            r#"{"a":1,"b":2,"a":3,"b":{"a":[]},"a":4}"#,
+            r#"{"__proto__":1,"constructor":{},"toString":"x"}"#,
+            r#"["\"\\\/\b\f\n\r\t","\u0000\u001f\u00e9\u20ac\uD83D\uDE00 é😀"]"#,
+            r#"{"k\u00e9y":1,"k\u00e9y":2,"a-key-that-is-longer-than-inline":3}"#,
+            r#"{"a-key-that-is-longer-than-inline":1,"a-key-that-is-longer-than-inline":2}"#,
+            r#"["\uD83D"]"#,
+            r#"["\uDE00"]"#,
+            r#"["\uD83D\u0041"]"#,
+            r#"["\uD83Dx"]"#,
+            r#"["\x"]"#,
+            r#"["\u12"]"#,
+            "[\"raw\u{1}control\"]",
+            "[\"tab\tinside\"]",
+            "",
+            " ",
+            "{",
+            "[1,]",
+            "[1 2]",
+            r#"{"a" 1}"#,
+            r#"{"a":1,}"#,
+            r#"{1:2}"#,
+            "[1]x",
+            "[01]",
+            "[-]",
+            "[1.]",
+            "[.5]",
+            "[1e]",
+            "[1e+]",
+            "[+1]",
+            "[NaN]",
+            "[Infinity]",
+            "[tru]",
+            "[nul]",
+            "\u{feff}[1]",
+            "[1e400]",
+            "[-1e400]",
+            "[1e-400]",
+            "[-0]",
+            "[-0.0]",
+            "[0e99999999999999999999]",
+            "[1e-99999999999999999999]",
+            "[9007199254740993]",
+            "[123456789012345678901234567890]",
+            "[-9223372036854775809]",
+            "[18446744073709551616]",
+            "[0.1,0.2,0.30000000000000004,1.7976931348623157e308,5e-324,2.2250738585072014E-308]",
+            "[989.875,1e21,1E+21,-1.5e-7,123456789012345.6]",
+        ];
+        for text in texts {
+            agrees_with_serde(text);
+        }
+        for depth in [1, 99, 100, 101, 127, 128, 129, 300] {
+            agrees_with_serde(&format!("{}{}", "[".repeat(depth), "]".repeat(depth)));
+            agrees_with_serde(&format!("{}1{}", "[".repeat(depth), "]".repeat(depth)));
+            agrees_with_serde(&format!(
+                "{}{}",
+                r#"{"a":"#.repeat(depth),
+                "}".repeat(depth)
+            ));
+        }
+    }
+
+    #[test]
+    fn fast_path_numbers_agree_with_serde_json() {
+        // A small xorshift generator: digits, signs, fractions and exponents of every size.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut text = String::from("[");
+        for i in 0..20_000 {
+            if i > 0 {
+                text.push(',');
+            }
+            let r = next();
+            match r % 4 {
+                // Exact doubles, printed shortest as JS would.
+                0 => format_number(f64::from_bits(next()), &mut text),
+                _ => {
+                    if r & 16 != 0 {
+                        text.push('-');
+                    }
+                    let digits = 1 + (next() % 25) as usize;
+                    for d in 0..digits {
+                        let c = (next() % 10) as u8;
+                        text.push((b'0' + if d == 0 && digits > 1 { c.max(1) } else { c }) as char);
+                    }
+                    if r & 32 != 0 {
+                        text.push('.');
+                        for _ in 0..1 + next() % 20 {
+                            text.push((b'0' + (next() % 10) as u8) as char);
+                        }
+                    }
+                    if r & 64 != 0 {
+                        text.push(if r & 128 != 0 { 'e' } else { 'E' });
+                        text.push_str(["", "+", "-"][(next() % 3) as usize]);
+                        text.push_str(&(next() % 330).to_string());
+                    }
+                }
+            }
+        }
+        text.push(']');
+        // Non-finite doubles print as NaN/Infinity, not JSON: drop those.
+        let text = text
+            .replace("-Infinity", "0")
+            .replace("Infinity", "0")
+            .replace("NaN", "0");
+        let fast = fast::parse(&text).unwrap_or_else(|| {
+            // Some exponent pushed a number out of range: check the others one by one.
+            Value::Array(Vec::new())
+        });
+        if let Value::Array(items) = &fast {
+            if items.is_empty() {
+                for n in text[1..text.len() - 1].split(',') {
+                    agrees_with_serde(&format!("[{n}]"));
+                }
+                return;
+            }
+        }
+        assert!(same(&fast, &serde(&text).unwrap()));
     }
 }

@@ -12,7 +12,77 @@ use std::fmt;
 /// An object's entries, in insertion order. Keys are unique.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Map {
-    entries: Vec<(String, Value)>,
+    entries: Vec<(Key, Value)>,
+}
+
+/// Longest key kept inline: a `Key` is then as big as a `String`.
+const INLINE: usize = 22;
+
+/// An object key. Nearly all keys are short, and those live inline, so that building, cloning
+/// and dropping an object costs no allocation per key and comparing keys needs no pointer
+/// chasing; longer keys go on the heap.
+#[derive(Clone)]
+pub(crate) enum Key {
+    /// The key's bytes, then zeros (so equal keys are equal arrays).
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE],
+    },
+    Heap(Box<str>),
+}
+
+impl Key {
+    pub(crate) fn new(s: &str) -> Key {
+        if s.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..s.len()].copy_from_slice(s.as_bytes());
+            Key::Inline {
+                len: s.len() as u8,
+                bytes,
+            }
+        } else {
+            Key::Heap(s.into())
+        }
+    }
+
+    pub(crate) fn from_string(s: String) -> Key {
+        if s.len() <= INLINE {
+            Key::new(&s)
+        } else {
+            Key::Heap(s.into_boxed_str())
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            // SAFETY: `Key::new` is the only place an `Inline` is made, and it copies the
+            // whole of a `str` into `bytes[..len]`: they are valid UTF-8.
+            Key::Inline { len, bytes } => unsafe {
+                std::str::from_utf8_unchecked(bytes.get_unchecked(..*len as usize))
+            },
+            Key::Heap(s) => s,
+        }
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        match (self, other) {
+            // Fixed-size compares, no call: the padding is zeros in both.
+            (Key::Inline { len: a, bytes: x }, Key::Inline { len: b, bytes: y }) => {
+                a == b && x == y
+            }
+            // A key is inline exactly when it is short, so lengths differ here unless both
+            // are on the heap.
+            _ => self.as_str() == other.as_str(),
+        }
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
 }
 
 impl Map {
@@ -26,14 +96,38 @@ impl Map {
         }
     }
 
+    /// A map of `entries`, whose keys the caller knows are unique.
+    pub(crate) fn from_unique(entries: Vec<(Key, Value)>) -> Self {
+        debug_assert!(entries
+            .iter()
+            .enumerate()
+            .all(|(i, (k, _))| entries[..i].iter().all(|(earlier, _)| earlier != k)));
+        Self { entries }
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        let wanted = key.as_bytes();
+        self.entries.iter().position(|(k, _)| match k {
+            // Length and first byte rule out nearly every other key without a call. (No probe
+            // `Key` built from `key`: copying a str of any length into one and reading it back
+            // whole stalls on store forwarding, which costs more than this.)
+            Key::Inline { len, bytes } => {
+                *len as usize == wanted.len()
+                    && wanted.first().is_none_or(|b| *b == bytes[0])
+                    && bytes.get(..wanted.len()) == Some(wanted)
+            }
+            Key::Heap(k) => k.as_bytes() == wanted,
+        })
+    }
+
     /// Looks a key up. Linear: objects sent to commands are small, and the order must be kept.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.position(key).map(|at| &self.entries[at].1)
     }
 
     /// Sets a key, replacing an earlier value in place (JavaScript's and JSON.parse's rule).
     pub fn insert(&mut self, key: impl Into<String>, value: Value) {
-        let key = key.into();
+        let key = Key::from_string(key.into());
         match self.entries.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = value,
             None => self.entries.push((key, value)),
@@ -42,7 +136,7 @@ impl Map {
 
     /// Appends without the duplicate check, for callers that know the key is new.
     pub fn push_unique(&mut self, key: String, value: Value) {
-        self.entries.push((key, value));
+        self.entries.push((Key::from_string(key), value));
     }
 
     pub fn len(&self) -> usize {
@@ -58,7 +152,7 @@ impl Map {
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Value> {
-        let at = self.entries.iter().position(|(k, _)| k == key)?;
+        let at = self.position(key)?;
         Some(self.entries.remove(at).1)
     }
 }
@@ -213,10 +307,34 @@ pub fn format_number(n: f64, out: &mut String) {
         out.push_str(if n > 0.0 { "Infinity" } else { "-Infinity" });
     } else if n == 0.0 {
         out.push('0');
+    } else if n.fract() == 0.0 && n.abs() < (1u64 << 53) as f64 {
+        // An exact integer: String(n) prints its digits (ryu's answer too, only slower).
+        write_integer(n as i64, out);
     } else {
         let mut buf = ryu_js::Buffer::new();
         out.push_str(buf.format_finite(n));
     }
+}
+
+/// The decimal digits of `n`.
+fn write_integer(n: i64, out: &mut String) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    // Only ASCII digits and '-' were written.
+    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }
 
 impl fmt::Display for Value {
@@ -243,6 +361,12 @@ mod tests {
             (-2.0, "-2"),
             (1e-7, "1e-7"),
             (123456789.0, "123456789"),
+            (-7.0, "-7"),
+            (9007199254740991.0, "9007199254740991"),
+            (-9007199254740991.0, "-9007199254740991"),
+            (9007199254740992.0, "9007199254740992"),
+            (1e20 + 65536.0, "100000000000000070000"),
+            (4503599627370495.5, "4503599627370495.5"),
             (f64::NAN, "NaN"),
             (f64::NEG_INFINITY, "-Infinity"),
         ];
@@ -262,5 +386,26 @@ mod tests {
         let keys: Vec<_> = m.iter().map(|(k, _)| k).collect();
         assert_eq!(keys, ["b", "a"]);
         assert_eq!(m.get("b"), Some(&Value::Number(3.0)));
+    }
+
+    #[test]
+    fn keys_inline_or_on_the_heap_behave_alike() {
+        let short = "k".repeat(INLINE);
+        let long = "k".repeat(INLINE + 1);
+        let mut m = Map::new();
+        for key in ["", "é😀", short.as_str(), long.as_str(), "kk"] {
+            m.insert(key, Value::from(key));
+        }
+        m.push_unique("x".repeat(40), Value::Null);
+        for key in ["", "é😀", short.as_str(), long.as_str(), "kk"] {
+            assert_eq!(m.get(key), Some(&Value::from(key)), "{key:?}");
+        }
+        assert_eq!(m.get("k"), None);
+        assert_eq!(m.get(&"k".repeat(INLINE + 2)), None);
+        let keys: Vec<_> = m.iter().map(|(k, _)| k.to_owned()).collect();
+        assert_eq!(keys, ["", "é😀", &short, &long, "kk", &"x".repeat(40)]);
+        assert_eq!(m.remove(&long), Some(Value::from(long.as_str())));
+        assert_eq!(m.len(), 5);
+        assert_eq!(m.clone(), m);
     }
 }

@@ -27,18 +27,51 @@ const SPECIAL: [bool; 256] = {
     table
 };
 
+/// The longest entity.
+const MAX_ENTITY: usize = 6;
+
+/// Input bytes escaped per `reserve` (then extended to a character boundary).
+const CHUNK: usize = 256;
+
 /// Appends `text` to `out`, escaped as mustache.js's `escapeHtml` does.
 pub fn escape_html(text: &str, out: &mut String) {
     let bytes = text.as_bytes();
-    let mut copied = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if SPECIAL[b as usize] {
-            out.push_str(&text[copied..i]);
-            out.push_str(entity(b).unwrap_or_default());
-            copied = i + 1;
+    // Most values have nothing to escape: one copy.
+    let Some(first) = bytes.iter().position(|&b| SPECIAL[b as usize]) else {
+        out.push_str(text);
+        return;
+    };
+    out.push_str(&text[..first]);
+    // Then byte by byte, with room reserved for the worst case: values are short and their
+    // runs between entities shorter, so a call to copy each run would cost more.
+    let mut at = first;
+    while at < text.len() {
+        let mut end = (at + CHUNK).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
         }
+        let chunk = &bytes[at..end];
+        out.reserve(chunk.len() * MAX_ENTITY);
+        // SAFETY: `chunk` starts and ends at character boundaries, and the loop appends its
+        // bytes in order, each ASCII one that needs it replaced by an ASCII entity: whole
+        // characters, so `out` is UTF-8 again when the loop ends. Nothing in between can
+        // panic: every push fits in the capacity reserved above.
+        let v = unsafe { out.as_mut_vec() };
+        for &b in chunk {
+            match b {
+                b'&' => v.extend_from_slice(b"&amp;"),
+                b'<' => v.extend_from_slice(b"&lt;"),
+                b'>' => v.extend_from_slice(b"&gt;"),
+                b'"' => v.extend_from_slice(b"&quot;"),
+                b'\'' => v.extend_from_slice(b"&#39;"),
+                b'/' => v.extend_from_slice(b"&#x2F;"),
+                b'`' => v.extend_from_slice(b"&#x60;"),
+                b'=' => v.extend_from_slice(b"&#x3D;"),
+                _ => v.push(b),
+            }
+        }
+        at = end;
     }
-    out.push_str(&text[copied..]);
 }
 
 #[cfg(test)]
@@ -53,5 +86,31 @@ mod tests {
             out,
             "a&amp;b&lt;c&gt;d&quot;e&#39;f&#x2F;g&#x60;h&#x3D;i é😀 \\ %"
         );
+    }
+
+    /// Escaping byte by byte, straight from `entity`.
+    fn reference(text: &str) -> String {
+        text.chars()
+            .map(|c| match c.is_ascii().then(|| entity(c as u8)).flatten() {
+                Some(e) => e.to_string(),
+                None => c.to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_byte_and_chunk_boundary_escapes_as_the_table_says() {
+        let all: String = (0..128u8).map(char::from).collect();
+        let mut cases = vec![all.clone(), format!("é{all}😀")];
+        // Entities and multi-byte characters across the chunk boundaries.
+        for len in [CHUNK - 2, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5] {
+            cases.push(format!("&{}", "é&😀/".repeat(len / 3)));
+            cases.push(format!("{}={}", "x".repeat(len), "ü".repeat(len)));
+        }
+        for text in cases {
+            let mut out = String::from("before:");
+            escape_html(&text, &mut out);
+            assert_eq!(out, format!("before:{}", reference(&text)));
+        }
     }
 }

@@ -22,6 +22,7 @@
 //! The result is flat: a section's children are the nodes up to its `end`, so neither building,
 //! walking nor dropping a template recurses, however deep its sections nest.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 /// A byte range of a template's source.
@@ -148,11 +149,16 @@ pub enum Node {
     Partial { name: Span, indent: Option<Indent> },
 }
 
-/// A parsed template. Immutable, so one `Arc<Template>` serves every thread.
+/// A parsed template. Immutable but for a size hint, so one `Arc<Template>` serves every
+/// thread.
 #[derive(Debug)]
 pub struct Template {
     pub source: Arc<str>,
     pub nodes: Vec<Node>,
+    /// The length of the last output rendered from this template, to size the next one's
+    /// buffer (renders of one template with similar data have similar lengths). Only a hint:
+    /// relaxed loads and stores.
+    pub last_output: AtomicUsize,
 }
 
 /// JavaScript's `\s`: what mustache.js's regular expressions treat as whitespace.
@@ -252,7 +258,11 @@ impl Line {
 pub fn parse(source: Arc<str>) -> Result<Template, String> {
     let tokens = tokenize(&source)?;
     let nodes = nest(&source, tokens);
-    Ok(Template { source, nodes })
+    Ok(Template {
+        source,
+        nodes,
+        last_output: AtomicUsize::new(0),
+    })
 }
 
 fn tokenize(src: &str) -> Result<Vec<Token>, String> {

@@ -21,6 +21,7 @@ use super::lookup::lookup;
 use super::parse::{Node, Template};
 use crate::rpc::{Context, Map, RpcError, Value};
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Deepest nesting of sections and partials rendered at once.
@@ -43,10 +44,16 @@ struct OutputLength {
 }
 
 impl OutputLength {
+    #[inline]
     fn check(&mut self, out: &str, limit: usize) -> Result<(), RpcError> {
         if out.len() <= limit {
             return Ok(());
         }
+        self.count(out, limit)
+    }
+
+    #[cold]
+    fn count(&mut self, out: &str, limit: usize) -> Result<(), RpcError> {
         self.units += out[self.counted_bytes..].encode_utf16().count();
         self.counted_bytes = out.len();
         if self.units > limit {
@@ -114,8 +121,14 @@ pub fn render(
     ctx: &Context,
 ) -> Result<String, RpcError> {
     let nodes = template.nodes.len();
+    // The last output's length, plus a little for this one's differences, saves regrowing
+    // (and copying) the buffer as it fills; the first render guesses from the source.
+    let capacity = match template.last_output.load(Ordering::Relaxed) {
+        0 => template.source.len() + template.source.len() / 2,
+        last => last + last / 16,
+    };
     let mut r = Renderer {
-        out: String::with_capacity(template.source.len() + template.source.len() / 2),
+        out: String::with_capacity(capacity),
         views: vec![data.map_or(Js::Undefined, Js::of)],
         frames: Vec::new(),
         templates: vec![template],
@@ -126,6 +139,10 @@ pub fn render(
     };
     r.enter(0, 0, nodes, None, &[])?;
     r.run(ctx)?;
+    let main = &r.templates[0];
+    if main.last_output.load(Ordering::Relaxed) != r.out.len() {
+        main.last_output.store(r.out.len(), Ordering::Relaxed);
+    }
     Ok(r.out)
 }
 

@@ -1,0 +1,325 @@
+//! A direct JSON text → `Value` parser for the common case, with serde_json behind it.
+//!
+//! It takes only what it is sure of and gives up (`None`) on anything else: an error of any
+//! kind, a lone surrogate escape, a number out of `f64`'s range, nesting deeper than
+//! [`MAX_DEPTH`]. The caller then parses the text with serde_json, so errors, their messages
+//! and every rare case stay serde_json's; what this parser returns must be what serde_json
+//! would have given, and the tests in `json.rs` hold it to that.
+//!
+//! Why not serde_json alone: through its visitor, every array grows by doubling, every key is
+//! checked against the earlier ones through `Map::insert`, and the per-value dispatch costs
+//! more than the scanning. Here values collect on two scratch stacks shared by the whole parse,
+//! and each array or object is moved out in one allocation of its exact size when it closes.
+//!
+//! Numbers: JSON's grammar is checked here, then integers of up to 15 digits (all exactly
+//! representable) are converted directly and the rest go to `str::parse::<f64>`. Both that and
+//! serde_json's `float_roundtrip` parsing round the exact decimal value correctly (to nearest,
+//! ties to even), as JavaScript's `JSON.parse` does, so the three agree on every number.
+
+use crate::rpc::value::{Key, Map, Value};
+use std::borrow::Cow;
+
+/// Deepest nesting of arrays and objects taken here; serde_json stops at 128, so deeper texts
+/// go to it (for its answer or its error).
+const MAX_DEPTH: usize = 100;
+
+/// An array or object being parsed: where its items start on the scratch stacks.
+enum Open {
+    Array { start: usize },
+    Object { start: usize, key: Key },
+}
+
+struct Parser<'t> {
+    text: &'t str,
+    bytes: &'t [u8],
+    at: usize,
+}
+
+/// The parse of `text`, or `None` for serde_json to decide.
+pub fn parse(text: &str) -> Option<Value> {
+    let mut p = Parser {
+        text,
+        bytes: text.as_bytes(),
+        at: 0,
+    };
+    let mut opens: Vec<Open> = Vec::new();
+    let mut items: Vec<Value> = Vec::new();
+    let mut entries: Vec<(Key, Value)> = Vec::new();
+    'value: loop {
+        p.skip_space();
+        let mut value = match *p.bytes.get(p.at)? {
+            b'{' => {
+                p.at += 1;
+                p.skip_space();
+                if p.eat(b'}') {
+                    Value::Object(Map::new())
+                } else {
+                    if opens.len() >= MAX_DEPTH {
+                        return None;
+                    }
+                    let key = p.key()?;
+                    opens.push(Open::Object {
+                        start: entries.len(),
+                        key,
+                    });
+                    continue 'value;
+                }
+            }
+            b'[' => {
+                p.at += 1;
+                p.skip_space();
+                if p.eat(b']') {
+                    Value::Array(Vec::new())
+                } else {
+                    if opens.len() >= MAX_DEPTH {
+                        return None;
+                    }
+                    opens.push(Open::Array { start: items.len() });
+                    continue 'value;
+                }
+            }
+            b'"' => {
+                p.at += 1;
+                Value::String(p.string()?.into_owned())
+            }
+            b't' => p.literal("true", Value::Bool(true))?,
+            b'f' => p.literal("false", Value::Bool(false))?,
+            b'n' => p.literal("null", Value::Null)?,
+            b'-' | b'0'..=b'9' => Value::Number(p.number()?),
+            _ => return None,
+        };
+        // `value` is complete: add it to the array or object it is in, closing those that end.
+        loop {
+            match opens.last_mut() {
+                None => {
+                    p.skip_space();
+                    return (p.at == p.bytes.len()).then_some(value);
+                }
+                Some(Open::Array { start }) => {
+                    items.push(value);
+                    p.skip_space();
+                    match *p.bytes.get(p.at)? {
+                        b',' => {
+                            p.at += 1;
+                            continue 'value;
+                        }
+                        b']' => {
+                            p.at += 1;
+                            value = Value::Array(items.drain(*start..).collect());
+                            opens.pop();
+                        }
+                        _ => return None,
+                    }
+                }
+                Some(Open::Object {
+                    start,
+                    key: pending,
+                }) => {
+                    let key = std::mem::replace(pending, Key::new(""));
+                    // JSON.parse's rule for a repeated key: first position, last value.
+                    match entries[*start..].iter_mut().find(|(k, _)| *k == key) {
+                        Some(slot) => slot.1 = value,
+                        None => entries.push((key, value)),
+                    }
+                    p.skip_space();
+                    match *p.bytes.get(p.at)? {
+                        b',' => {
+                            p.at += 1;
+                            p.skip_space();
+                            *pending = p.key()?;
+                            continue 'value;
+                        }
+                        b'}' => {
+                            p.at += 1;
+                            value =
+                                Value::Object(Map::from_unique(entries.drain(*start..).collect()));
+                            opens.pop();
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Bytes that end the plain run of a string: the quote, the backslash, control characters.
+const STRING_STOP: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+impl<'t> Parser<'t> {
+    fn skip_space(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> bool {
+        let hit = self.bytes.get(self.at) == Some(&byte);
+        if hit {
+            self.at += 1;
+        }
+        hit
+    }
+
+    fn literal(&mut self, word: &str, value: Value) -> Option<Value> {
+        let end = self.at + word.len();
+        (self.bytes.get(self.at..end)? == word.as_bytes()).then(|| {
+            self.at = end;
+            value
+        })
+    }
+
+    /// An object key and the colon after it, at the key's opening quote.
+    fn key(&mut self) -> Option<Key> {
+        if !self.eat(b'"') {
+            return None;
+        }
+        let key = match self.string()? {
+            Cow::Borrowed(key) => Key::new(key),
+            Cow::Owned(key) => Key::from_string(key),
+        };
+        self.skip_space();
+        self.eat(b':').then_some(key)
+    }
+
+    /// The rest of a string whose opening quote is consumed.
+    fn string(&mut self) -> Option<Cow<'t, str>> {
+        let start = self.at;
+        let mut at = start;
+        while !STRING_STOP[*self.bytes.get(at)? as usize] {
+            at += 1;
+        }
+        if self.bytes[at] == b'"' {
+            // A run between two ASCII bytes of a `str`: whole characters.
+            self.at = at + 1;
+            return Some(Cow::Borrowed(&self.text[start..at]));
+        }
+        let mut out = String::with_capacity(at - start + 16);
+        let mut run = start;
+        loop {
+            while !STRING_STOP[*self.bytes.get(at)? as usize] {
+                at += 1;
+            }
+            out.push_str(&self.text[run..at]);
+            match self.bytes[at] {
+                b'"' => {
+                    self.at = at + 1;
+                    return Some(Cow::Owned(out));
+                }
+                b'\\' => {
+                    let (c, len) = self.escape(at + 1)?;
+                    out.push(c);
+                    at += 1 + len;
+                    run = at;
+                }
+                // A raw control character: serde_json reports it.
+                _ => return None,
+            }
+        }
+    }
+
+    /// The character an escape stands for (`at` is just after its backslash), and how many
+    /// bytes follow the backslash. Lone surrogates are left to serde_json.
+    fn escape(&self, at: usize) -> Option<(char, usize)> {
+        let c = match *self.bytes.get(at)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = self.hex4(at + 1)?;
+                return match unit {
+                    0xD800..=0xDBFF => {
+                        if self.bytes.get(at + 5..at + 7)? != b"\\u" {
+                            return None;
+                        }
+                        let low = self.hex4(at + 7)?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return None;
+                        }
+                        let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                        Some((char::from_u32(c)?, 11))
+                    }
+                    0xDC00..=0xDFFF => None,
+                    _ => Some((char::from_u32(unit)?, 5)),
+                };
+            }
+            _ => return None,
+        };
+        Some((c, 1))
+    }
+
+    fn hex4(&self, at: usize) -> Option<u32> {
+        let digits = self.bytes.get(at..at + 4)?;
+        let mut n = 0;
+        for &d in digits {
+            n = n * 16 + (d as char).to_digit(16)?;
+        }
+        Some(n)
+    }
+
+    /// A number, checked against JSON's grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)?
+    /// ([eE] [+-]? [0-9]+)?`.
+    fn number(&mut self) -> Option<f64> {
+        let start = self.at;
+        let negative = self.eat(b'-');
+        let digits_start = self.at;
+        let mut integer: u64 = 0;
+        match *self.bytes.get(self.at)? {
+            b'0' => self.at += 1,
+            b'1'..=b'9' => {
+                while let Some(&d @ b'0'..=b'9') = self.bytes.get(self.at) {
+                    // Wraps only past 19 digits, where the value is not used (see below).
+                    integer = integer.wrapping_mul(10).wrapping_add((d - b'0') as u64);
+                    self.at += 1;
+                }
+            }
+            _ => return None,
+        }
+        let digits = self.at - digits_start;
+        let mut plain = true;
+        if self.eat(b'.') {
+            plain = false;
+            self.digits()?;
+        }
+        if let Some(b'e' | b'E') = self.bytes.get(self.at) {
+            plain = false;
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.bytes.get(self.at) {
+                self.at += 1;
+            }
+            self.digits()?;
+        }
+        if plain && digits <= 15 {
+            // Below 10^15 < 2^53: exact as an f64. "-0" is -0, as in serde_json and JS.
+            let n = integer as f64;
+            return Some(if negative { -n } else { n });
+        }
+        let n: f64 = self.text[start..self.at].parse().ok()?;
+        // Out of range: serde_json's error.
+        n.is_finite().then_some(n)
+    }
+
+    /// One or more decimal digits.
+    fn digits(&mut self) -> Option<()> {
+        let start = self.at;
+        while let Some(b'0'..=b'9') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+        (self.at > start).then_some(())
+    }
+}
