@@ -255,8 +255,7 @@ const CALL_JSON_PARAMS = 2;
 /** Counts the values in `v` if JSON text carries it unchanged, else returns -1. */
 function plainJsonSize(v, depth) {
   switch (typeof v) {
-    case 'string':
-      return v.isWellFormed() ? 1 : -1; // lone surrogates are not JSON-safe
+    case 'string': // JSON.stringify escapes lone surrogates; the native parse makes them U+FFFD
     case 'boolean':
     case 'undefined':
       return 1;

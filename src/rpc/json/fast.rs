@@ -1,10 +1,12 @@
 //! A direct JSON text → `Value` parser for the common case, with serde_json behind it.
 //!
 //! It takes only what it is sure of and gives up (`None`) on anything else: an error of any
-//! kind, a lone surrogate escape, a number out of `f64`'s range, nesting deeper than
-//! [`MAX_DEPTH`]. The caller then parses the text with serde_json, so errors, their messages
-//! and every rare case stay serde_json's; what this parser returns must be what serde_json
-//! would have given, and the tests in `json.rs` hold it to that.
+//! kind, a number out of `f64`'s range, nesting deeper than [`MAX_DEPTH`]. The caller then
+//! parses the text with serde_json, so errors, their messages and every rare case stay
+//! serde_json's; what this parser returns must be what serde_json would have given, and the
+//! tests in `json.rs` hold it to that. One deliberate difference: a lone surrogate escape
+//! becomes U+FFFD (what a JavaScript string's lone surrogate becomes in native code), where
+//! serde_json refuses the text.
 //!
 //! Why not serde_json alone: through its visitor, every array grows by doubling, every key is
 //! checked against the earlier ones through `Map::insert`, and the per-value dispatch costs
@@ -229,7 +231,9 @@ impl<'t> Parser<'t> {
     }
 
     /// The character an escape stands for (`at` is just after its backslash), and how many
-    /// bytes follow the backslash. Lone surrogates are left to serde_json.
+    /// bytes follow the backslash. A lone surrogate (`\ud800` with no low half after it, or a
+    /// low half alone) stands for U+FFFD, as a JavaScript string's lone surrogate does once it
+    /// crosses into native code; `JSON.stringify` writes lone surrogates as such escapes.
     fn escape(&self, at: usize) -> Option<(char, usize)> {
         let c = match *self.bytes.get(at)? {
             b'"' => '"',
@@ -244,17 +248,19 @@ impl<'t> Parser<'t> {
                 let unit = self.hex4(at + 1)?;
                 return match unit {
                     0xD800..=0xDBFF => {
-                        if self.bytes.get(at + 5..at + 7)? != b"\\u" {
-                            return None;
+                        let low = match self.bytes.get(at + 5..at + 7) {
+                            Some(b"\\u") => self.hex4(at + 7),
+                            _ => None,
+                        };
+                        match low {
+                            Some(low @ 0xDC00..=0xDFFF) => {
+                                let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                                Some((char::from_u32(c)?, 11))
+                            }
+                            _ => Some((char::REPLACEMENT_CHARACTER, 5)),
                         }
-                        let low = self.hex4(at + 7)?;
-                        if !(0xDC00..=0xDFFF).contains(&low) {
-                            return None;
-                        }
-                        let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-                        Some((char::from_u32(c)?, 11))
                     }
-                    0xDC00..=0xDFFF => None,
+                    0xDC00..=0xDFFF => Some((char::REPLACEMENT_CHARACTER, 5)),
                     _ => Some((char::from_u32(unit)?, 5)),
                 };
             }
