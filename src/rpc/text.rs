@@ -27,12 +27,17 @@ impl JsText {
         if s.len() < TRANSCODE_MIN_BYTES {
             return JsText::Utf8(s);
         }
-        if s.is_ascii() {
-            return JsText::Latin1(s.into_bytes());
-        }
-        match latin1(&s) {
-            Some(bytes) => JsText::Latin1(bytes),
-            None => JsText::Utf16(s.encode_utf16().collect()),
+        // Latin-1 in the string's own buffer: no allocation, and pure ASCII is only read.
+        match latin1_in_place(s.into_bytes()) {
+            Ok(bytes) => JsText::Latin1(bytes),
+            Err((bytes, written, read)) => {
+                // The Latin-1 prefix is its own UTF-16, one unit per byte; the rest is UTF-8.
+                let rest = std::str::from_utf8(&bytes[read..]).unwrap_or_default();
+                let mut units = Vec::with_capacity(written + rest.len());
+                units.extend(bytes[..written].iter().map(|&b| u16::from(b)));
+                units.extend(rest.encode_utf16());
+                JsText::Utf16(units)
+            }
         }
     }
 
@@ -56,34 +61,41 @@ impl JsText {
     }
 }
 
-/// `s` as Latin-1 bytes, or `None` when it holds a char above U+00FF.
-fn latin1(s: &str) -> Option<Vec<u8>> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        // ASCII, eight bytes at a time.
-        while let Some(chunk) = bytes.get(i..i + 8) {
-            let word = u64::from_ne_bytes(chunk.try_into().unwrap_or_default());
+/// Rewrites the UTF-8 `bytes` as Latin-1 in their own buffer (never longer, so writing stays
+/// behind reading). A char above U+00FF stops it: then `Err((bytes, written, read))`, where
+/// `bytes[..written]` is the Latin-1 of `bytes[..read]`'s chars and `bytes[read..]` is still
+/// the untouched UTF-8 rest, starting at a char boundary.
+fn latin1_in_place(mut bytes: Vec<u8>) -> Result<Vec<u8>, (Vec<u8>, usize, usize)> {
+    let len = bytes.len();
+    let (mut read, mut write) = (0, 0);
+    while read < len {
+        // ASCII, eight bytes at a time; while nothing was shortened, there is nothing to move.
+        while read + 8 <= len {
+            let word = u64::from_ne_bytes(bytes[read..read + 8].try_into().unwrap_or_default());
             if word & 0x8080_8080_8080_8080 != 0 {
                 break;
             }
-            out.extend_from_slice(chunk);
-            i += 8;
+            if write != read {
+                bytes[write..write + 8].copy_from_slice(&word.to_ne_bytes());
+            }
+            read += 8;
+            write += 8;
         }
-        let Some(&b) = bytes.get(i) else { break };
+        let Some(&b) = bytes.get(read) else { break };
         if b < 0x80 {
-            out.push(b);
-            i += 1;
+            bytes[write] = b;
+            read += 1;
         } else if b == 0xC2 || b == 0xC3 {
             // U+0080..=U+00FF: two bytes, 110000xx 10xxxxxx.
-            out.push(((b & 0x03) << 6) | (bytes[i + 1] & 0x3F));
-            i += 2;
+            bytes[write] = ((b & 0x03) << 6) | (bytes[read + 1] & 0x3F);
+            read += 2;
         } else {
-            return None;
+            return Err((bytes, write, read));
         }
+        write += 1;
     }
-    Some(out)
+    bytes.truncate(write);
+    Ok(bytes)
 }
 
 /// UTF-16 to UTF-8 with a fast path for ASCII runs; `None` on a lone surrogate.
@@ -172,6 +184,19 @@ mod tests {
             match JsText::for_js(s.clone()) {
                 JsText::Utf16(units) => assert_eq!(units, s.encode_utf16().collect::<Vec<_>>()),
                 other => panic!("{tail}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_wide_char_after_shifted_latin1_goes_utf16() {
+        for s in [
+            format!("ü{}€", "a".repeat(300)),
+            format!("{}ÿé€x😀", "ab".repeat(200)),
+        ] {
+            match JsText::for_js(s.clone()) {
+                JsText::Utf16(units) => assert_eq!(units, s.encode_utf16().collect::<Vec<_>>()),
+                other => panic!("{other:?}"),
             }
         }
     }
