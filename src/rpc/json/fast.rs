@@ -194,10 +194,31 @@ impl<'t> Parser<'t> {
         self.eat(b':').then_some(key)
     }
 
+    /// Where the plain run of a string starting at `at` ends, eight bytes at a time (near the
+    /// end of the text, where the byte loops after this take over, it may fall short).
+    fn skip_plain(&self, mut at: usize) -> usize {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        // A nonzero result for any byte of `word` below `n` (the lowest such byte exactly).
+        let below = |word: u64, n: u8| word.wrapping_sub(ONES * n as u64) & !word & HIGHS;
+        while let Some(chunk) = self.bytes.get(at..at + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            let stops = below(word, 0x20)
+                | below(word ^ (ONES * b'"' as u64), 1)
+                | below(word ^ (ONES * b'\\' as u64), 1);
+            if stops != 0 {
+                // The lowest flagged byte is the first that stops the run.
+                return at + (stops.trailing_zeros() / 8) as usize;
+            }
+            at += 8;
+        }
+        at
+    }
+
     /// The rest of a string whose opening quote is consumed.
     fn string(&mut self) -> Option<Cow<'t, str>> {
         let start = self.at;
-        let mut at = start;
+        let mut at = self.skip_plain(start);
         while !STRING_STOP[*self.bytes.get(at)? as usize] {
             at += 1;
         }
@@ -209,6 +230,7 @@ impl<'t> Parser<'t> {
         let mut out = String::with_capacity(at - start + 16);
         let mut run = start;
         loop {
+            at = self.skip_plain(at);
             while !STRING_STOP[*self.bytes.get(at)? as usize] {
                 at += 1;
             }
