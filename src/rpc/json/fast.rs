@@ -84,9 +84,9 @@ pub fn parse(text: &str) -> Option<Value> {
                 p.at += 1;
                 Value::String(p.string()?.into_owned())
             }
-            b't' => p.literal("true", Value::Bool(true))?,
-            b'f' => p.literal("false", Value::Bool(false))?,
-            b'n' => p.literal("null", Value::Null)?,
+            b't' => p.literal(b"true", Value::Bool(true))?,
+            b'f' => p.literal(b"false", Value::Bool(false))?,
+            b'n' => p.literal(b"null", Value::Null)?,
             b'-' | b'0'..=b'9' => Value::Number(p.number()?),
             _ => return None,
         };
@@ -173,9 +173,11 @@ impl<'t> Parser<'t> {
         hit
     }
 
-    fn literal(&mut self, word: &str, value: Value) -> Option<Value> {
-        let end = self.at + word.len();
-        (self.bytes.get(self.at..end)? == word.as_bytes()).then(|| {
+    /// `true`, `false` or `null`: a fixed-size compare, which needs no call to `memcmp`.
+    fn literal<const N: usize>(&mut self, word: &[u8; N], value: Value) -> Option<Value> {
+        let end = self.at + N;
+        let found: &[u8; N] = self.bytes.get(self.at..end)?.try_into().ok()?;
+        (found == word).then(|| {
             self.at = end;
             value
         })
