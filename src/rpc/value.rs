@@ -383,8 +383,8 @@ fn write_integer(n: i64, out: &mut String) {
         at -= 1;
         buf[at] = b'-';
     }
-    // Only ASCII digits and '-' were written.
-    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
+    // SAFETY: `buf[at..]` holds only ASCII digits and '-', written above: valid UTF-8.
+    out.push_str(unsafe { std::str::from_utf8_unchecked(&buf[at..]) });
 }
 
 impl fmt::Display for Value {
