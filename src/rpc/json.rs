@@ -201,6 +201,21 @@ mod tests {
     }
 
     #[test]
+    fn strings_end_at_every_offset_of_the_word_scan() {
+        // Quotes, escapes, raw control characters and non-ASCII at each position of the
+        // eight-byte scan, with and without a key before them.
+        for stop in ["\"", "\\n", "\\\"", "\u{1}", "\u{1f}", "é", "\u{7f}", " "] {
+            for before in 0..20 {
+                for after in [0, 1, 9] {
+                    let s = format!("{}{stop}{}", "a".repeat(before), "b".repeat(after));
+                    agrees_with_serde(&format!("[\"{s}\"]"));
+                    agrees_with_serde(&format!("{{\"{s}\": 1}}"));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn lone_surrogate_escapes_become_replacement_characters() {
         // As a JavaScript string's lone surrogates do when Node-API reads it as UTF-8;
         // JSON.stringify writes them as escapes. serde_json would refuse the text.

@@ -27,12 +27,17 @@ impl JsText {
         if s.len() < TRANSCODE_MIN_BYTES {
             return JsText::Utf8(s);
         }
-        if s.is_ascii() {
-            return JsText::Latin1(s.into_bytes());
-        }
-        match latin1(&s) {
-            Some(bytes) => JsText::Latin1(bytes),
-            None => JsText::Utf16(s.encode_utf16().collect()),
+        // Latin-1 in the string's own buffer: no allocation, and pure ASCII is only read.
+        match latin1_in_place(s.into_bytes()) {
+            Ok(bytes) => JsText::Latin1(bytes),
+            Err((bytes, written, read)) => {
+                // The Latin-1 prefix is its own UTF-16, one unit per byte; the rest is UTF-8.
+                let rest = std::str::from_utf8(&bytes[read..]).unwrap_or_default();
+                let mut units = Vec::with_capacity(written + rest.len());
+                units.extend(bytes[..written].iter().map(|&b| u16::from(b)));
+                units.extend(rest.encode_utf16());
+                JsText::Utf16(units)
+            }
         }
     }
 
@@ -56,34 +61,41 @@ impl JsText {
     }
 }
 
-/// `s` as Latin-1 bytes, or `None` when it holds a char above U+00FF.
-fn latin1(s: &str) -> Option<Vec<u8>> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        // ASCII, eight bytes at a time.
-        while let Some(chunk) = bytes.get(i..i + 8) {
-            let word = u64::from_ne_bytes(chunk.try_into().unwrap_or_default());
+/// Rewrites the UTF-8 `bytes` as Latin-1 in their own buffer (never longer, so writing stays
+/// behind reading). A char above U+00FF stops it: then `Err((bytes, written, read))`, where
+/// `bytes[..written]` is the Latin-1 of `bytes[..read]`'s chars and `bytes[read..]` is still
+/// the untouched UTF-8 rest, starting at a char boundary.
+fn latin1_in_place(mut bytes: Vec<u8>) -> Result<Vec<u8>, (Vec<u8>, usize, usize)> {
+    let len = bytes.len();
+    let (mut read, mut write) = (0, 0);
+    while read < len {
+        // ASCII, eight bytes at a time; while nothing was shortened, there is nothing to move.
+        while read + 8 <= len {
+            let word = u64::from_ne_bytes(bytes[read..read + 8].try_into().unwrap_or_default());
             if word & 0x8080_8080_8080_8080 != 0 {
                 break;
             }
-            out.extend_from_slice(chunk);
-            i += 8;
+            if write != read {
+                bytes[write..write + 8].copy_from_slice(&word.to_ne_bytes());
+            }
+            read += 8;
+            write += 8;
         }
-        let Some(&b) = bytes.get(i) else { break };
+        let Some(&b) = bytes.get(read) else { break };
         if b < 0x80 {
-            out.push(b);
-            i += 1;
+            bytes[write] = b;
+            read += 1;
         } else if b == 0xC2 || b == 0xC3 {
             // U+0080..=U+00FF: two bytes, 110000xx 10xxxxxx.
-            out.push(((b & 0x03) << 6) | (bytes[i + 1] & 0x3F));
-            i += 2;
+            bytes[write] = ((b & 0x03) << 6) | (bytes[read + 1] & 0x3F);
+            read += 2;
         } else {
-            return None;
+            return Err((bytes, write, read));
         }
+        write += 1;
     }
-    Some(out)
+    bytes.truncate(write);
+    Ok(bytes)
 }
 
 /// UTF-16 to UTF-8 with a fast path for ASCII runs; `None` on a lone surrogate.
@@ -91,14 +103,18 @@ fn utf16_to_utf8(units: &[u16]) -> Option<String> {
     let mut out = Vec::with_capacity(units.len() + units.len() / 8);
     let mut i = 0;
     while i < units.len() {
-        // ASCII, eight units at a time.
-        while i + 8 <= units.len() {
-            let chunk = &units[i..i + 8];
+        // ASCII, sixteen units at a time (fixed-size loops the compiler turns into vector code).
+        while let Some(chunk) = units.get(i..i + 16) {
+            let chunk: &[u16; 16] = chunk.try_into().unwrap_or(&[0xFFFF; 16]);
             if chunk.iter().fold(0u16, |acc, &u| acc | u) >= 0x80 {
                 break;
             }
-            out.extend(chunk.iter().map(|&u| u as u8));
-            i += 8;
+            let mut ascii = [0u8; 16];
+            for (byte, &unit) in ascii.iter_mut().zip(chunk) {
+                *byte = unit as u8;
+            }
+            out.extend_from_slice(&ascii);
+            i += 16;
         }
         let Some(&u) = units.get(i) else { break };
         let c = if u < 0x80 {
@@ -122,8 +138,9 @@ fn utf16_to_utf8(units: &[u16]) -> Option<String> {
         let mut buf = [0u8; 4];
         out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
     }
-    // Every push above wrote whole UTF-8 sequences of chars.
-    String::from_utf8(out).ok()
+    // SAFETY: every push above wrote an ASCII byte or the whole UTF-8 encoding of a `char`,
+    // so `out` is valid UTF-8 (checking it again would cost a full pass).
+    Some(unsafe { String::from_utf8_unchecked(out) })
 }
 
 #[cfg(test)]
@@ -172,6 +189,19 @@ mod tests {
             match JsText::for_js(s.clone()) {
                 JsText::Utf16(units) => assert_eq!(units, s.encode_utf16().collect::<Vec<_>>()),
                 other => panic!("{tail}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_wide_char_after_shifted_latin1_goes_utf16() {
+        for s in [
+            format!("ü{}€", "a".repeat(300)),
+            format!("{}ÿé€x😀", "ab".repeat(200)),
+        ] {
+            match JsText::for_js(s.clone()) {
+                JsText::Utf16(units) => assert_eq!(units, s.encode_utf16().collect::<Vec<_>>()),
+                other => panic!("{other:?}"),
             }
         }
     }

@@ -310,9 +310,59 @@ pub fn format_number(n: f64, out: &mut String) {
     } else if n.fract() == 0.0 && n.abs() < (1u64 << 53) as f64 {
         // An exact integer: String(n) prints its digits (ryu's answer too, only slower).
         write_integer(n as i64, out);
+    } else if let Some((m, k)) = short_decimal(n) {
+        write_decimal(m, k, out);
     } else {
         let mut buf = ryu_js::Buffer::new();
         out.push_str(buf.format_finite(n));
+    }
+}
+
+/// `n` as `m / 10^k` with `k` in 1..=4 and `|m| < 10^15`, when that quotient rounds to `n`
+/// exactly (prices, scores: `989.875`, `0.1`). Then the decimal `m·10^-k` is what `String(n)`
+/// prints, trailing zeros aside: it reads back as `n`, so the shortest decimal that does has at
+/// most 15 significant digits, and no two decimals of at most 15 significant digits read back as
+/// the same double (15 is f64's `DIGITS`), so the shortest is this one.
+fn short_decimal(n: f64) -> Option<(i64, u32)> {
+    const SCALES: [f64; 4] = [1e1, 1e2, 1e3, 1e4];
+    // Keeps |m| below 10^15.
+    if n.abs() >= 1e10 {
+        return None;
+    }
+    for (k, scale) in (1..).zip(SCALES) {
+        let scaled = n * scale;
+        let m = scaled as i64;
+        // `m` is `scaled` exactly, and `m / 10^k` (both exact, the division correctly
+        // rounded) is `n`.
+        if m as f64 == scaled && m as f64 / scale == n {
+            return Some((m, k));
+        }
+    }
+    None
+}
+
+/// The decimal `m·10^-k`, without trailing zeros, as JavaScript prints a number from 10^-7
+/// up to 10^21: `-0.125`, `12.5`.
+fn write_decimal(mut m: i64, mut k: u32, out: &mut String) {
+    while k > 0 && m % 10 == 0 {
+        m /= 10;
+        k -= 1;
+    }
+    let scale = 10u64.pow(k);
+    let digits = m.unsigned_abs();
+    if m < 0 {
+        out.push('-');
+    }
+    write_integer((digits / scale) as i64, out);
+    if k > 0 {
+        out.push('.');
+        let fraction = digits % scale;
+        // Leading zeros of the fraction, then its digits.
+        let width = fraction.checked_ilog10().map_or(1, |d| d + 1);
+        for _ in width..k {
+            out.push('0');
+        }
+        write_integer(fraction as i64, out);
     }
 }
 
@@ -333,8 +383,8 @@ fn write_integer(n: i64, out: &mut String) {
         at -= 1;
         buf[at] = b'-';
     }
-    // Only ASCII digits and '-' were written.
-    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
+    // SAFETY: `buf[at..]` holds only ASCII digits and '-', written above: valid UTF-8.
+    out.push_str(unsafe { std::str::from_utf8_unchecked(&buf[at..]) });
 }
 
 impl fmt::Display for Value {
@@ -374,6 +424,55 @@ mod tests {
             let mut s = String::new();
             format_number(n, &mut s);
             assert_eq!(s, want, "String({n})");
+        }
+    }
+
+    #[test]
+    fn short_decimals_format_like_ryu() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let scales = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5];
+        let check = |n: f64| {
+            let mut s = String::new();
+            format_number(n, &mut s);
+            let mut buf = ryu_js::Buffer::new();
+            assert_eq!(s, buf.format(n), "{n:e} ({:#x})", n.to_bits());
+        };
+        for _ in 0..300_000 {
+            let r = next();
+            let digits = [
+                10,
+                1_000,
+                1_000_000,
+                1_000_000_000_000,
+                1_000_000_000_000_000,
+            ];
+            let m = (r >> 8) % digits[(r % 5) as usize];
+            let scale = scales[((r >> 3) % 6) as usize];
+            let sign = if r & 4 != 0 { -1.0 } else { 1.0 };
+            let n = sign * m as f64 / scale;
+            check(n);
+            check(n * 3.0);
+            check(f64::from_bits(next()));
+            check(f64::from_bits(n.to_bits() + 1));
+        }
+        for n in [
+            0.1,
+            0.5,
+            -0.5,
+            0.0001,
+            0.00015,
+            1.0005,
+            9999999999.9999,
+            1e10 - 0.5,
+            0.3,
+        ] {
+            check(n);
         }
     }
 

@@ -15,6 +15,7 @@ use crate::rpc::{Map, RpcError, Value};
 /// A JSON value as JavaScript sees it; also the values property access creates (a string's
 /// `length`, one of its characters) and `undefined`.
 #[derive(Clone, Copy, Debug)]
+#[repr(u64)]
 pub enum Js<'a> {
     Undefined,
     Null,

@@ -18,19 +18,20 @@ use super::js::{Js, Property};
 use super::parse::Name;
 use crate::rpc::RpcError;
 
-/// The value of `name`, or `Js::Undefined` when no view has it.
-pub fn lookup<'a>(views: &[Js<'a>], name: &Name, source: &str) -> Result<Js<'a>, RpcError> {
+/// The value of `name`, or `Js::Undefined` when no view has it. The error is boxed: a lookup
+/// runs for every tag, and a small result comes back in registers instead of through memory.
+pub fn lookup<'a>(views: &[Js<'a>], name: &Name, source: &str) -> Result<Js<'a>, Box<RpcError>> {
     match name {
         Name::Dot => Ok(views.last().copied().unwrap_or(Js::Undefined)),
         Name::Key(key) => {
             let key = key.of(source);
             for &view in views.iter().rev() {
                 match view {
-                    Js::Undefined | Js::Null => return Err(null_view(view, key)),
+                    Js::Undefined | Js::Null => return Err(null_view(view, key).into()),
                     Js::Array(_) | Js::Object(_) => match view.property(key) {
                         Property::Own(value) => return Ok(value),
                         Property::Absent => {}
-                        Property::Inherited => return Err(inherited(name, source, key)),
+                        Property::Inherited => return Err(inherited(name, source, key).into()),
                     },
                     Js::Bool(_) | Js::Number(_) | Js::String(_) | Js::LoneSurrogate => {}
                 }
@@ -57,7 +58,7 @@ pub fn lookup<'a>(views: &[Js<'a>], name: &Name, source: &str) -> Result<Js<'a>,
                         // A primitive's inherited last step is no hit (only own properties
                         // count there), so its value is never used.
                         Property::Inherited if i == last && !parent.is_object() => Js::Undefined,
-                        Property::Inherited => return Err(inherited(name, source, key)),
+                        Property::Inherited => return Err(inherited(name, source, key).into()),
                     };
                 }
                 if hit {

@@ -162,9 +162,9 @@ impl<'a> Renderer<'a, '_> {
                 }
                 match &template.nodes[at] {
                     Node::Text(span) => self.out.push_str(span.of(source)),
-                    Node::Value { name, escape } => {
-                        lookup(&self.views, name, source)?.write(*escape, &mut self.out)?
-                    }
+                    Node::Value { name, escape } => lookup(&self.views, name, source)
+                        .map_err(|e| *e)?
+                        .write(*escape, &mut self.out)?,
                     Node::Section { .. } | Node::Partial { .. } => break,
                 }
                 self.length.check(&self.out, MAX_STRING_LENGTH)?;
@@ -222,7 +222,7 @@ impl<'a> Renderer<'a, '_> {
                 inverted,
                 end,
             } => {
-                let value = lookup(&self.views, name, source)?;
+                let value = lookup(&self.views, name, source).map_err(|e| *e)?;
                 let (start, end) = (at + 1, *end);
                 let skip = Step::Enter {
                     start: end,
