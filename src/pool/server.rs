@@ -25,6 +25,13 @@
 //! - `running`: jobs handed to JavaScript and not finished, by token. Inserting before the
 //!   QUEUED → RUNNING step and removing exactly once (completion or departure) makes the
 //!   removal the one place that gives back the job's `maxQueue` slot and the server's load.
+//! - `drain`: held through the whole of [`Pool::take`] and of [`Pool::depart`]. A job `take`
+//!   has popped from `queue` is in neither `queue` nor `running` until `take` has moved it; if
+//!   `depart` ran in that gap it would find the job in neither and nobody would settle it. The
+//!   bindings call both on the serving thread, so the lock is never contended there; it makes
+//!   the pair safe from any threads. Lock order: `drain` before any `inner` or `running`
+//!   (`depart` places jobs on other servers' queues while holding its own `drain`, and no code
+//!   takes a `drain` while holding an `inner` or a `running`).
 //!
 //! Settling a running job is a RUNNING → DONE compare-exchange (see `job.rs`): the handler's
 //! completion, a stop (the caller's abort, a timeout seen by the serving thread, `destroy()`)
@@ -112,6 +119,8 @@ pub struct Server {
     concurrency: usize,
     inner: Mutex<Inner>,
     running: Mutex<HashMap<u64, Running>>,
+    /// Held through a whole [`Pool::take`] and a whole [`Pool::depart`] (see the module doc).
+    drain: Mutex<()>,
     /// Entries in `queue` (tombstones included until drained).
     queued: AtomicUsize,
     /// Entries in `running`.
@@ -417,6 +426,7 @@ impl super::Pool {
                 wake_pending: false,
             }),
             running: Mutex::new(HashMap::new()),
+            drain: Mutex::new(()),
             queued: AtomicUsize::new(0),
             running_len: AtomicUsize::new(0),
             completed: AtomicU64::new(0),
@@ -458,6 +468,7 @@ impl super::Pool {
     /// After it returns, the server's [`Wake`] is never called again.
     pub fn depart(&self, server: &Arc<Server>) {
         let s = &self.shared;
+        let _drain = lock(&server.drain);
         self.unserve(server);
         let queued: Vec<Job> = {
             let mut inner = lock(&server.inner);
@@ -495,6 +506,7 @@ impl super::Pool {
     /// way are dropped.
     pub fn take(&self, server: &Arc<Server>) -> Batch {
         let s = &self.shared;
+        let _drain = lock(&server.drain);
         let room = server
             .concurrency
             .saturating_sub(server.running_len.load(Ordering::Acquire));
