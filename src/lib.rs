@@ -10,4 +10,3 @@ pub mod commands;
 pub mod pool;
 pub mod rpc;
 pub mod shm;
-

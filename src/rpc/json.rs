@@ -297,14 +297,8 @@ mod tests {
 
     #[test]
     fn fast_path_numbers_agree_with_serde_json() {
-        // A small xorshift generator: digits, signs, fractions and exponents of every size.
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        // Random digits, signs, fractions and exponents of every size.
+        let mut next = crate::rpc::xorshift(0x2545_f491_4f6c_dd1d_u64);
         let mut text = String::from("[");
         for i in 0..20_000 {
             if i > 0 {

@@ -9,6 +9,17 @@ pub mod params;
 pub mod text;
 pub mod value;
 
+/// A seeded xorshift64 generator for the randomized tests of this module's parts.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 pub use command::{CancelReason, Command, Context, Registry, StopFlags};
 pub use error::{ErrorCode, Outcome, RpcError};
 pub use text::JsText;

@@ -184,24 +184,17 @@ mod tests {
 
     #[test]
     fn wider_chars_go_utf16() {
-        for tail in ["Ā", "€", "😀", "中文"] {
-            let s = long(&format!("ü{tail}"));
+        // Also after a Latin-1 prefix was already narrowed in place.
+        let mut cases: Vec<String> = ["Ā", "€", "😀", "中文"]
+            .iter()
+            .map(|tail| long(&format!("ü{tail}")))
+            .collect();
+        cases.push(format!("ü{}€", "a".repeat(300)));
+        cases.push(format!("{}ÿé€x😀", "ab".repeat(200)));
+        for s in cases {
             match JsText::for_js(s.clone()) {
                 JsText::Utf16(units) => assert_eq!(units, s.encode_utf16().collect::<Vec<_>>()),
-                other => panic!("{tail}: {other:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn a_wide_char_after_shifted_latin1_goes_utf16() {
-        for s in [
-            format!("ü{}€", "a".repeat(300)),
-            format!("{}ÿé€x😀", "ab".repeat(200)),
-        ] {
-            match JsText::for_js(s.clone()) {
-                JsText::Utf16(units) => assert_eq!(units, s.encode_utf16().collect::<Vec<_>>()),
-                other => panic!("{other:?}"),
+                other => panic!("{s:?}: {other:?}"),
             }
         }
     }

@@ -429,13 +429,7 @@ mod tests {
 
     #[test]
     fn short_decimals_format_like_ryu() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::rpc::xorshift(0x9E37_79B9_7F4A_7C15u64);
         let scales = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5];
         let check = |n: f64| {
             let mut s = String::new();
