@@ -50,15 +50,6 @@ impl JsText {
             JsText::Utf16(units) => utf16_to_utf8(units).map(Cow::Owned),
         }
     }
-
-    /// Length in UTF-16 code units, as JavaScript counts.
-    pub fn js_len(&self) -> usize {
-        match self {
-            JsText::Utf8(s) => s.encode_utf16().count(),
-            JsText::Latin1(bytes) => bytes.len(),
-            JsText::Utf16(units) => units.len(),
-        }
-    }
 }
 
 /// Rewrites the UTF-8 `bytes` as Latin-1 in their own buffer (never longer, so writing stays
@@ -116,25 +107,13 @@ fn utf16_to_utf8(units: &[u16]) -> Option<String> {
             out.extend_from_slice(&ascii);
             i += 16;
         }
-        let Some(&u) = units.get(i) else { break };
-        let c = if u < 0x80 {
-            i += 1;
-            out.push(u as u8);
-            continue;
-        } else if (0xD800..0xDC00).contains(&u) {
-            let low = *units.get(i + 1)?;
-            if !(0xDC00..0xE000).contains(&low) {
-                return None;
-            }
-            i += 2;
-            0x10000 + ((u32::from(u) - 0xD800) << 10) + (u32::from(low) - 0xDC00)
-        } else if (0xDC00..0xE000).contains(&u) {
-            return None;
-        } else {
-            i += 1;
-            u32::from(u)
+        // One char past the ASCII run, decoded by the standard library (pairs and lone
+        // surrogates alike).
+        let Some(c) = char::decode_utf16(units[i..].iter().copied()).next() else {
+            break;
         };
-        let c = char::from_u32(c)?;
+        let c = c.ok()?;
+        i += c.len_utf16();
         let mut buf = [0u8; 4];
         out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
     }
@@ -210,7 +189,6 @@ mod tests {
             let s = long(s);
             let text = JsText::for_js(s.clone());
             assert_eq!(text.to_utf8().as_deref(), Some(s.as_str()));
-            assert_eq!(text.js_len(), s.encode_utf16().count());
             let units = JsText::Utf16(s.encode_utf16().collect());
             assert_eq!(units.to_utf8().as_deref(), Some(s.as_str()));
         }
