@@ -85,11 +85,12 @@ impl Params {
     pub fn into_values(self) -> Result<Vec<Value>, RpcError> {
         match self {
             Params::Values(v) => Ok(v),
-            Params::Json(text) => match text.to_utf8().map(|t| json::parse(&t)) {
-                None => Err(RpcError::invalid_params(
-                    "params are not valid JSON: the text holds a lone surrogate",
-                )),
-                Some(parsed) => match parsed {
+            Params::Json(text) => {
+                let parsed = match text.to_utf8() {
+                    Some(utf8) => json::parse(&utf8),
+                    None => Err("the text holds a lone surrogate".to_string()),
+                };
+                match parsed {
                     Ok(Value::Array(items)) => Ok(items),
                     Ok(other) => Err(RpcError::invalid_params(format!(
                         "params must be a JSON array, got {}",
@@ -98,8 +99,8 @@ impl Params {
                     Err(why) => Err(RpcError::invalid_params(format!(
                         "params are not valid JSON: {why}"
                     ))),
-                },
-            },
+                }
+            }
         }
     }
 }
