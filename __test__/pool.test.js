@@ -288,6 +288,51 @@ describe('calls', () => {
     for (let i = 0; i < n; i++) if (results[i] !== i) bad++;
     expect(bad).toBe(0);
   });
+
+  test('waves of calls, some aborted, reuse the slots of finished calls and each settles once with its own outcome', async () => {
+    // Calls in flight live in slots that later calls reuse; a call's id tells a reused slot's
+    // new call from the old one. Waves of different sizes, with every third call aborted while
+    // queued or running, each settle exactly once with their own result.
+    let bad = 0;
+    let settledTwice = 0;
+    let checksum = 0;
+    let expected = 0;
+    for (let wave = 0; wave < 30; wave++) {
+      const n = 50 + ((wave * 997) % 3000);
+      const controllers = [];
+      const outcomes = Array.from({ length: n }, (_, i) => {
+        const value = wave * 1e6 + i;
+        if (i % 3 !== 0) {
+          expected += value;
+          return pool.exec('echo', value);
+        }
+        const c = new AbortController();
+        controllers.push(c);
+        return pool.call('echo', [value], { signal: c.signal });
+      });
+      for (const c of controllers) c.abort();
+      const seen = new Array(n).fill(0);
+      await Promise.all(
+        outcomes.map((p, i) =>
+          p.then(
+            (v) => {
+              if (++seen[i] > 1) settledTwice++;
+              if (v !== wave * 1e6 + i) bad++;
+              checksum += v;
+              if (i % 3 === 0) expected += v; // an aborted call may finish first, with its result
+            },
+            (e) => {
+              if (++seen[i] > 1) settledTwice++;
+              if (i % 3 !== 0 || e.code !== C.Aborted) bad++;
+            },
+          ),
+        ),
+      );
+    }
+    expect(bad).toBe(0);
+    expect(settledTwice).toBe(0);
+    expect(checksum).toBe(expected);
+  });
 });
 
 describe('JSON-RPC 2.0', () => {
