@@ -216,6 +216,38 @@ mod tests {
     }
 
     #[test]
+    fn keys_of_every_length_agree_with_serde_json_near_the_end_of_the_text() {
+        // Short keys are read through a fixed-size window of the text: keys around the inline
+        // limit, with non-ASCII, escaped, and close enough to the end that the window is cut.
+        for len in 0..30 {
+            for stem in ["k", "é", "\\u00e9", "\\n"] {
+                let key: String = stem.repeat(len);
+                for tail in ["", "}", "} ", "}\n          "] {
+                    agrees_with_serde(&format!("{{\"{key}\":1{tail}"));
+                    agrees_with_serde(&format!(
+                        "{{\"a\":{{\"{key}\":[],\"{key}\":{{}}}},\"{key}\":0}}{tail}"
+                    ));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_keys_with_nested_values_keep_first_position_and_last_value() {
+        for text in [
+            r#"{"a":{"x":1},"b":[1,2],"a":[3,{"a":1,"a":2}],"c":null,"b":{}}"#,
+            r#"[{"a":1,"a":{"b":[{"c":1,"c":[2]}]}},{"a":2},{"b":1,"a":3,"b":[]}]"#,
+            r#"{"a":1,"a":2,"a":3,"a":{"a":4,"a":5}}"#,
+        ] {
+            agrees_with_serde(text);
+        }
+        assert_eq!(
+            to_string(&parse(r#"{"a":{"x":1},"b":2,"a":[3,{"a":1,"a":2}]}"#).unwrap()),
+            r#"{"a":[3,{"a":2}],"b":2}"#
+        );
+    }
+
+    #[test]
     fn lone_surrogate_escapes_become_replacement_characters() {
         // As a JavaScript string's lone surrogates do when Node-API reads it as UTF-8;
         // JSON.stringify writes them as escapes. serde_json would refuse the text.
