@@ -328,6 +328,31 @@ mod tests {
     }
 
     #[test]
+    fn short_decimals_agree_with_serde_json() {
+        // The direct conversion of decimals of up to 15 digits, and the first ones past it.
+        let mut next = crate::rpc::xorshift(0x9e37_79b9_7f4a_7c15_u64);
+        let mut text = String::from("[-0.0,0.0,-0.000,0.1,0.2,0.3,989.875,999999999999999.9");
+        for _ in 0..50_000 {
+            let r = next();
+            let digits = 1 + (r % 17) as usize;
+            let point = (next() % digits as u64) as usize;
+            text.push(',');
+            if r & (1 << 20) != 0 {
+                text.push('-');
+            }
+            let number: String = (0..digits)
+                .map(|_| (b'0' + (next() % 10) as u8) as char)
+                .collect();
+            let whole = number[..point].trim_start_matches('0');
+            text.push_str(if whole.is_empty() { "0" } else { whole });
+            text.push('.');
+            text.push_str(&number[point..]);
+        }
+        text.push(']');
+        assert!(same(&fast::parse(&text).unwrap(), &serde(&text).unwrap()));
+    }
+
+    #[test]
     fn fast_path_numbers_agree_with_serde_json() {
         // Random digits, signs, fractions and exponents of every size.
         let mut next = crate::rpc::xorshift(0x2545_f491_4f6c_dd1d_u64);

@@ -13,8 +13,9 @@
 //! more than the scanning. Here values collect on two scratch stacks shared by the whole parse,
 //! and each array or object is moved out in one allocation of its exact size when it closes.
 //!
-//! Numbers: JSON's grammar is checked here, then integers of up to 15 digits (all exactly
-//! representable) are converted directly and the rest go to `str::parse::<f64>`. Both that and
+//! Numbers: JSON's grammar is checked here, then integers and decimals of up to 15 digits
+//! without an exponent are converted directly (one exact integer, one correctly rounded
+//! division) and the rest go to `str::parse::<f64>`. Both that and
 //! serde_json's `float_roundtrip` parsing round the exact decimal value correctly (to nearest,
 //! ties to even), as JavaScript's `JSON.parse` does, so the three agree on every number.
 
@@ -227,6 +228,11 @@ impl KeyText<'_> {
     }
 }
 
+/// 10^0 to 10^15, all exact as `f64`s.
+const POWERS_OF_TEN: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
 /// Bytes that end the plain run of a string: the quote, the backslash, control characters.
 const STRING_STOP: [bool; 256] = {
     let mut table = [false; 256];
@@ -400,11 +406,21 @@ impl<'t> Parser<'t> {
             }
             _ => return None,
         }
-        let digits = self.at - digits_start;
+        let mut digits = self.at - digits_start;
+        // The digits after the point, while the number may still be short (see below).
+        let mut scale = 0;
         let mut plain = true;
         if self.eat(b'.') {
-            plain = false;
-            self.digits()?;
+            let fraction_start = self.at;
+            while let Some(&d @ b'0'..=b'9') = self.bytes.get(self.at) {
+                integer = integer.wrapping_mul(10).wrapping_add((d - b'0') as u64);
+                self.at += 1;
+            }
+            scale = self.at - fraction_start;
+            if scale == 0 {
+                return None;
+            }
+            digits += scale;
         }
         if let Some(b'e' | b'E') = self.bytes.get(self.at) {
             plain = false;
@@ -415,8 +431,11 @@ impl<'t> Parser<'t> {
             self.digits()?;
         }
         if plain && digits <= 15 {
-            // Below 10^15 < 2^53: exact as an f64. "-0" is -0, as in serde_json and JS.
-            let n = integer as f64;
+            // All the digits, as an integer below 10^15 < 2^53, are exact as an f64, and so is
+            // 10^scale (scale < 15 < 23): their quotient, a single correctly rounded division,
+            // is the correctly rounded value of the decimal (Clinger's fast path), as
+            // `str::parse` gives it. "-0" and "-0.0" are -0, as in serde_json and JS.
+            let n = integer as f64 / POWERS_OF_TEN[scale];
             return Some(if negative { -n } else { n });
         }
         let n: f64 = self.text[start..self.at].parse().ok()?;
