@@ -216,6 +216,38 @@ mod tests {
     }
 
     #[test]
+    fn keys_of_every_length_agree_with_serde_json_near_the_end_of_the_text() {
+        // Short keys are read through a fixed-size window of the text: keys around the inline
+        // limit, with non-ASCII, escaped, and close enough to the end that the window is cut.
+        for len in 0..30 {
+            for stem in ["k", "é", "\\u00e9", "\\n"] {
+                let key: String = stem.repeat(len);
+                for tail in ["", "}", "} ", "}\n          "] {
+                    agrees_with_serde(&format!("{{\"{key}\":1{tail}"));
+                    agrees_with_serde(&format!(
+                        "{{\"a\":{{\"{key}\":[],\"{key}\":{{}}}},\"{key}\":0}}{tail}"
+                    ));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_keys_with_nested_values_keep_first_position_and_last_value() {
+        for text in [
+            r#"{"a":{"x":1},"b":[1,2],"a":[3,{"a":1,"a":2}],"c":null,"b":{}}"#,
+            r#"[{"a":1,"a":{"b":[{"c":1,"c":[2]}]}},{"a":2},{"b":1,"a":3,"b":[]}]"#,
+            r#"{"a":1,"a":2,"a":3,"a":{"a":4,"a":5}}"#,
+        ] {
+            agrees_with_serde(text);
+        }
+        assert_eq!(
+            to_string(&parse(r#"{"a":{"x":1},"b":2,"a":[3,{"a":1,"a":2}]}"#).unwrap()),
+            r#"{"a":[3,{"a":2}],"b":2}"#
+        );
+    }
+
+    #[test]
     fn lone_surrogate_escapes_become_replacement_characters() {
         // As a JavaScript string's lone surrogates do when Node-API reads it as UTF-8;
         // JSON.stringify writes them as escapes. serde_json would refuse the text.
@@ -293,6 +325,31 @@ mod tests {
                 "}".repeat(depth)
             ));
         }
+    }
+
+    #[test]
+    fn short_decimals_agree_with_serde_json() {
+        // The direct conversion of decimals of up to 15 digits, and the first ones past it.
+        let mut next = crate::rpc::xorshift(0x9e37_79b9_7f4a_7c15_u64);
+        let mut text = String::from("[-0.0,0.0,-0.000,0.1,0.2,0.3,989.875,999999999999999.9");
+        for _ in 0..50_000 {
+            let r = next();
+            let digits = 1 + (r % 17) as usize;
+            let point = (next() % digits as u64) as usize;
+            text.push(',');
+            if r & (1 << 20) != 0 {
+                text.push('-');
+            }
+            let number: String = (0..digits)
+                .map(|_| (b'0' + (next() % 10) as u8) as char)
+                .collect();
+            let whole = number[..point].trim_start_matches('0');
+            text.push_str(if whole.is_empty() { "0" } else { whole });
+            text.push('.');
+            text.push_str(&number[point..]);
+        }
+        text.push(']');
+        assert!(same(&fast::parse(&text).unwrap(), &serde(&text).unwrap()));
     }
 
     #[test]

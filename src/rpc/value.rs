@@ -32,6 +32,11 @@ pub(crate) enum Key {
 }
 
 impl Key {
+    pub(crate) const EMPTY: Key = Key::Inline {
+        len: 0,
+        bytes: [0; INLINE],
+    };
+
     pub(crate) fn new(s: &str) -> Key {
         if s.len() <= INLINE {
             let mut bytes = [0; INLINE];
@@ -45,6 +50,45 @@ impl Key {
         }
     }
 
+    /// The key `text[at..at + len]`. When it is short and `text` has [`INLINE`] bytes from its
+    /// start, those are read in one fixed-size load and the bytes past the key zeroed, so the
+    /// key is built in registers and stored whole: `new` copies into a stack array with a call
+    /// and reads it back in wider pieces, which stalls on store forwarding.
+    #[inline(always)]
+    pub(crate) fn in_text(text: &str, at: usize, len: usize) -> Key {
+        let key = &text[at..at + len];
+        match text.as_bytes().get(at..at + INLINE) {
+            Some(window) if len <= INLINE => {
+                // Branch-free, so that it compiles to vector compares and masks.
+                let mut bytes = [0; INLINE];
+                for ((to, from), i) in bytes.iter_mut().zip(window).zip(0..) {
+                    *to = *from & u8::from(i < len as u8).wrapping_neg();
+                }
+                Key::Inline {
+                    len: len as u8,
+                    bytes,
+                }
+            }
+            _ => Key::new(key),
+        }
+    }
+
+    /// Whether this key is `key`.
+    pub(crate) fn is(&self, key: &str) -> bool {
+        let wanted = key.as_bytes();
+        match self {
+            // Length and first byte rule out nearly every other key without a call. (No probe
+            // `Key` built from `key`: copying a str of any length into one and reading it back
+            // whole stalls on store forwarding, which costs more than this.)
+            Key::Inline { len, bytes } => {
+                *len as usize == wanted.len()
+                    && wanted.first().is_none_or(|b| *b == bytes[0])
+                    && bytes.get(..wanted.len()) == Some(wanted)
+            }
+            Key::Heap(k) => k.as_bytes() == wanted,
+        }
+    }
+
     pub(crate) fn from_string(s: String) -> Key {
         if s.len() <= INLINE {
             Key::new(&s)
@@ -55,8 +99,8 @@ impl Key {
 
     pub(crate) fn as_str(&self) -> &str {
         match self {
-            // SAFETY: `Key::new` is the only place an `Inline` is made, and it copies the
-            // whole of a `str` into `bytes[..len]`: they are valid UTF-8.
+            // SAFETY: `EMPTY`, `Key::new` and `Key::in_text` are the only places an `Inline` is
+            // made, and each puts the whole of a `str` into `bytes[..len]`: valid UTF-8.
             Key::Inline { len, bytes } => unsafe {
                 std::str::from_utf8_unchecked(bytes.get_unchecked(..*len as usize))
             },
@@ -106,18 +150,7 @@ impl Map {
     }
 
     fn position(&self, key: &str) -> Option<usize> {
-        let wanted = key.as_bytes();
-        self.entries.iter().position(|(k, _)| match k {
-            // Length and first byte rule out nearly every other key without a call. (No probe
-            // `Key` built from `key`: copying a str of any length into one and reading it back
-            // whole stalls on store forwarding, which costs more than this.)
-            Key::Inline { len, bytes } => {
-                *len as usize == wanted.len()
-                    && wanted.first().is_none_or(|b| *b == bytes[0])
-                    && bytes.get(..wanted.len()) == Some(wanted)
-            }
-            Key::Heap(k) => k.as_bytes() == wanted,
-        })
+        self.entries.iter().position(|(k, _)| k.is(key))
     }
 
     /// Looks a key up. Linear: objects sent to commands are small, and the order must be kept.
