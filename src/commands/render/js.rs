@@ -155,8 +155,58 @@ const LONE_SURROGATE: &str = "render: a name indexes into a string at half of a 
      surrogate, which a Rust string cannot hold (render this template with mustache.js on the \
      main thread)";
 
-fn inherits(own_prototype: &[&str], key: &str) -> bool {
-    own_prototype.contains(&key) || OBJECT_PROTOTYPE.contains(&key)
+/// Whether every object inherits a built-in named `key`.
+pub fn object_builtin(key: &str) -> bool {
+    OBJECT_PROTOTYPE.contains(&key)
+}
+
+/// A property key as a template names it, with what JavaScript makes of it on each kind of
+/// value worked out once, when the template is parsed: a lookup then never searches the
+/// prototype lists or parses an index.
+#[derive(Debug, PartialEq)]
+pub struct Key {
+    pub text: Box<str>,
+    /// The key as an array (or string) index.
+    index: Option<usize>,
+    /// The kinds of value that inherit a built-in of this name (the `ON_*` bits).
+    inherited: u8,
+}
+
+const ON_OBJECT: u8 = 1;
+const ON_ARRAY: u8 = 2;
+const ON_STRING: u8 = 4;
+const ON_NUMBER: u8 = 8;
+
+impl Key {
+    pub fn new(text: &str) -> Key {
+        let mut inherited = 0;
+        if object_builtin(text) {
+            // Every prototype chain ends at `Object.prototype`.
+            inherited = ON_OBJECT | ON_ARRAY | ON_STRING | ON_NUMBER;
+        }
+        for (list, bit) in [
+            (ARRAY_PROTOTYPE, ON_ARRAY),
+            (STRING_PROTOTYPE, ON_STRING),
+            (NUMBER_PROTOTYPE, ON_NUMBER),
+        ] {
+            if list.contains(&text) {
+                inherited |= bit;
+            }
+        }
+        Key {
+            text: text.into(),
+            index: index(text),
+            inherited,
+        }
+    }
+
+    fn on(&self, kind: u8) -> bool {
+        self.inherited & kind != 0
+    }
+
+    fn is_length(&self) -> bool {
+        &*self.text == "length"
+    }
 }
 
 /// `key` as an array index (`"0"`, `"17"`; not `"01"`, `"-1"` or `"1.0"`).
@@ -210,43 +260,43 @@ impl<'a> Js<'a> {
     }
 
     /// `value[key]` for a value that is not null or undefined.
-    pub fn property(self, key: &str) -> Property<'a> {
+    pub fn property(self, key: &Key) -> Property<'a> {
         match self {
-            Js::Object(map) => match map.get(key) {
+            Js::Object(map) => match map.get(&key.text) {
                 Some(v) => Property::Own(Js::of(v)),
-                None if OBJECT_PROTOTYPE.contains(&key) => Property::Inherited,
+                None if key.on(ON_OBJECT) => Property::Inherited,
                 None => Property::Absent,
             },
             Js::Array(items) => {
-                if let Some(item) = index(key).and_then(|i| items.get(i)) {
+                if let Some(item) = key.index.and_then(|i| items.get(i)) {
                     Property::Own(Js::of(item))
-                } else if key == "length" {
+                } else if key.is_length() {
                     Property::Own(Js::Number(items.len() as f64))
-                } else if inherits(ARRAY_PROTOTYPE, key) {
+                } else if key.on(ON_ARRAY) {
                     Property::Inherited
                 } else {
                     Property::Absent
                 }
             }
             Js::String(s) => {
-                if let Some(i) = index(key) {
+                if let Some(i) = key.index {
                     code_unit(s, i)
-                } else if key == "length" {
+                } else if key.is_length() {
                     Property::Own(Js::Number(s.encode_utf16().count() as f64))
-                } else if inherits(STRING_PROTOTYPE, key) {
+                } else if key.on(ON_STRING) {
                     Property::Inherited
                 } else {
                     Property::Absent
                 }
             }
-            Js::LoneSurrogate => match key {
-                "0" => Property::Own(Js::LoneSurrogate),
-                "length" => Property::Own(Js::Number(1.0)),
-                _ if inherits(STRING_PROTOTYPE, key) => Property::Inherited,
+            Js::LoneSurrogate => match key.index {
+                Some(0) => Property::Own(Js::LoneSurrogate),
+                _ if key.is_length() => Property::Own(Js::Number(1.0)),
+                _ if key.on(ON_STRING) => Property::Inherited,
                 _ => Property::Absent,
             },
-            Js::Number(_) if inherits(NUMBER_PROTOTYPE, key) => Property::Inherited,
-            Js::Bool(_) if OBJECT_PROTOTYPE.contains(&key) => Property::Inherited,
+            Js::Number(_) if key.on(ON_NUMBER) => Property::Inherited,
+            Js::Bool(_) if key.on(ON_OBJECT) => Property::Inherited,
             Js::Number(_) | Js::Bool(_) | Js::Undefined | Js::Null => Property::Absent,
         }
     }
@@ -314,4 +364,62 @@ fn write_joined(items: &[Value], escape: bool, out: &mut String) -> Result<(), R
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_worked_out_at_parse_time_find_the_built_ins_each_kind_of_value_inherits() {
+        let map = Map::new();
+        let items = [Value::Null, Value::Null];
+        let values = [
+            Js::Object(&map),
+            Js::Array(&items),
+            Js::String("ab"),
+            Js::LoneSurrogate,
+            Js::Number(1.0),
+            Js::Bool(true),
+        ];
+        let lists = [
+            OBJECT_PROTOTYPE,
+            ARRAY_PROTOTYPE,
+            STRING_PROTOTYPE,
+            NUMBER_PROTOTYPE,
+        ];
+        let others = ["0", "1", "01", "-1", "length", "x", "", "4294967295"];
+        let names = lists.iter().flat_map(|l| l.iter()).chain(&others);
+        for &name in names {
+            let key = Key::new(name);
+            for value in values {
+                let own_prototype: &[&str] = match value {
+                    Js::Array(_) => ARRAY_PROTOTYPE,
+                    Js::String(_) | Js::LoneSurrogate => STRING_PROTOTYPE,
+                    Js::Number(_) => NUMBER_PROTOTYPE,
+                    _ => &[],
+                };
+                let expected = own_prototype.contains(&name) || OBJECT_PROTOTYPE.contains(&name);
+                let inherited = matches!(value.property(&key), Property::Inherited);
+                assert_eq!(inherited, expected, "{value:?}[{name:?}]");
+            }
+        }
+        // Own properties: indexes and `length`.
+        let own = |value: Js, name| match value.property(&Key::new(name)) {
+            Property::Own(Js::Number(n)) => Some(n.to_string()),
+            Property::Own(Js::String(s)) => Some(s.to_string()),
+            Property::Own(Js::Null) => Some("null".to_string()),
+            Property::Own(Js::LoneSurrogate) => Some("lone".to_string()),
+            _ => None,
+        };
+        assert_eq!(own(Js::Array(&items), "1").as_deref(), Some("null"));
+        assert_eq!(own(Js::Array(&items), "2"), None);
+        assert_eq!(own(Js::Array(&items), "01"), None);
+        assert_eq!(own(Js::Array(&items), "length").as_deref(), Some("2"));
+        assert_eq!(own(Js::String("ab"), "1").as_deref(), Some("b"));
+        assert_eq!(own(Js::String("ab"), "length").as_deref(), Some("2"));
+        assert_eq!(own(Js::LoneSurrogate, "0").as_deref(), Some("lone"));
+        assert_eq!(own(Js::LoneSurrogate, "1"), None);
+        assert_eq!(own(Js::LoneSurrogate, "length").as_deref(), Some("1"));
+    }
 }

@@ -22,6 +22,7 @@
 //! The result is flat: a section's children are the nodes up to its `end`, so neither building,
 //! walking nor dropping a template recurses, however deep its sections nest.
 
+use super::js::Key;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
@@ -38,15 +39,16 @@ impl Span {
     }
 }
 
-/// A name in a tag, ready for lookup.
+/// A name in a tag, ready for lookup: split at its dots and its keys worked out (see
+/// [`Key`]) once, when the template is parsed.
 #[derive(Debug, PartialEq)]
 pub enum Name {
     /// `.`: the current context itself.
     Dot,
     /// A key looked up as a whole (`a`, `.a`, or anything without an inner dot).
-    Key(Span),
-    /// A dotted name, one span per segment (`a.b.c`; `a.` has an empty last segment).
-    Path(Box<[Span]>),
+    Key(Key),
+    /// A dotted name, one key per segment (`a.b.c`; `a.` has an empty last segment).
+    Path(Box<[Key]>),
 }
 
 impl Name {
@@ -56,32 +58,21 @@ impl Name {
             return Name::Dot;
         }
         match text.find('.') {
-            Some(i) if i > 0 => {
-                let mut segments = Vec::new();
-                let mut start = span.start;
-                for segment in text.split('.') {
-                    segments.push(Span {
-                        start,
-                        end: start + segment.len(),
-                    });
-                    start += segment.len() + 1;
-                }
-                Name::Path(segments.into_boxed_slice())
-            }
-            _ => Name::Key(span),
+            Some(i) if i > 0 => Name::Path(text.split('.').map(Key::new).collect()),
+            _ => Name::Key(Key::new(text)),
         }
     }
 
     /// The name as written in the template (for error messages).
-    pub fn text<'s>(&self, source: &'s str) -> &'s str {
+    pub fn text(&self) -> String {
         match self {
-            Name::Dot => ".",
-            Name::Key(span) => span.of(source),
-            Name::Path(segments) => Span {
-                start: segments[0].start,
-                end: segments[segments.len() - 1].end,
-            }
-            .of(source),
+            Name::Dot => String::from("."),
+            Name::Key(key) => key.text.to_string(),
+            Name::Path(keys) => keys
+                .iter()
+                .map(|key| &*key.text)
+                .collect::<Vec<_>>()
+                .join("."),
         }
     }
 }

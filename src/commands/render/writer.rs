@@ -16,7 +16,7 @@
 //! JavaScript's longest string.
 
 use super::cache::TemplateCache;
-use super::js::{Js, Property};
+use super::js::{object_builtin, Js};
 use super::lookup::lookup;
 use super::parse::{Node, Template};
 use crate::rpc::{Context, Map, RpcError, Value};
@@ -162,7 +162,7 @@ impl<'a> Renderer<'a, '_> {
                 }
                 match &template.nodes[at] {
                     Node::Text(span) => self.out.push_str(span.of(source)),
-                    Node::Value { name, escape } => lookup(&self.views, name, source)
+                    Node::Value { name, escape } => lookup(&self.views, name)
                         .map_err(|e| *e)?
                         .write(*escape, &mut self.out)?,
                     Node::Section { .. } | Node::Partial { .. } => break,
@@ -222,7 +222,7 @@ impl<'a> Renderer<'a, '_> {
                 inverted,
                 end,
             } => {
-                let value = lookup(&self.views, name, source).map_err(|e| *e)?;
+                let value = lookup(&self.views, name).map_err(|e| *e)?;
                 let (start, end) = (at + 1, *end);
                 let skip = Step::Enter {
                     start: end,
@@ -263,7 +263,7 @@ impl<'a> Renderer<'a, '_> {
                     Some(Value::String(text)) => Step::Partial { text },
                     // The command accepts only strings and null as partials.
                     Some(_) => Step::Next,
-                    None if matches!(Js::Object(partials).property(name), Property::Inherited) => {
+                    None if object_builtin(name) => {
                         return Err(RpcError::failed(format!(
                             "render: the partial \"{name}\" is not in partials, and mustache.js \
                              would take the built-in \"{name}\" that every JavaScript object \
