@@ -88,12 +88,17 @@ pub fn escape_html(text: &str, out: &mut String) {
         let chunk = &bytes[at..end];
         v.reserve(chunk.len() * MAX_ENTITY + 8);
         let spare = v.spare_capacity_mut();
+        let room = spare.len();
+        let to = spare.as_mut_ptr().cast::<[u8; 8]>();
         let mut written = 0;
         for &b in chunk {
             let (wide, len) = &WIDE[b as usize];
-            // The 8-byte store stays within the capacity reserved above (`written` grows by
-            // at most `MAX_ENTITY` per input byte); only its first `len` bytes are kept.
-            spare[written..written + 8].write_copy_of_slice(wide);
+            debug_assert!(written + 8 <= room);
+            // SAFETY: `written` grows by at most `MAX_ENTITY` per input byte, so the 8 bytes
+            // at `written` lie within the `chunk.len() * MAX_ENTITY + 8` bytes of spare
+            // capacity reserved above; an unaligned write needs no alignment. (Checked
+            // indexing here cost 14 instructions per byte instead of 9.)
+            unsafe { to.byte_add(written).write_unaligned(*wide) };
             written += *len as usize;
         }
         // SAFETY: the stores above initialized `spare[..written]`, in order.
