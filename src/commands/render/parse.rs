@@ -126,8 +126,9 @@ impl Indent {
 
 #[derive(Debug, PartialEq)]
 pub enum Node {
-    /// Text copied as is.
-    Text(Span),
+    /// Text copied as is (a copy of the source's: taking a slice of the source would check
+    /// its bounds and character boundaries at every render).
+    Text(Box<str>),
     /// `{{name}}` (escaped) or `{{{name}}}` / `{{&name}}` (not escaped).
     Value { name: Name, escape: bool },
     /// `{{#name}}` or `{{^name}}`; its children are the nodes after it, up to `end`.
@@ -387,18 +388,32 @@ fn tokenize(src: &str) -> Result<Vec<Token>, String> {
 fn nest(src: &str, tokens: Vec<Token>) -> Vec<Node> {
     let mut nodes: Vec<Node> = Vec::with_capacity(tokens.len());
     let mut open: Vec<usize> = Vec::new();
+    // The text since the last node, pushed when a node or the end comes.
+    let mut text: Option<Span> = None;
+    let flush = |nodes: &mut Vec<Node>, text: &mut Option<Span>| {
+        if let Some(span) = text.take() {
+            nodes.push(Node::Text(span.of(src).into()));
+        }
+    };
     for token in tokens {
         match token {
-            Token::Text(span) => match nodes.last_mut() {
-                Some(Node::Text(last)) if last.end == span.start => last.end = span.end,
-                _ => nodes.push(Node::Text(span)),
+            Token::Text(span) => match &mut text {
+                Some(last) if last.end == span.start => last.end = span.end,
+                _ => {
+                    flush(&mut nodes, &mut text);
+                    text = Some(span);
+                }
             },
             Token::Removed | Token::Silent => {}
-            Token::Value { name, escape } => nodes.push(Node::Value {
-                name: Name::new(src, name),
-                escape,
-            }),
+            Token::Value { name, escape } => {
+                flush(&mut nodes, &mut text);
+                nodes.push(Node::Value {
+                    name: Name::new(src, name),
+                    escape,
+                });
+            }
             Token::Open { name, inverted } => {
+                flush(&mut nodes, &mut text);
                 open.push(nodes.len());
                 nodes.push(Node::Section {
                     name: Name::new(src, name),
@@ -407,14 +422,19 @@ fn nest(src: &str, tokens: Vec<Token>) -> Vec<Node> {
                 });
             }
             Token::Close => {
+                flush(&mut nodes, &mut text);
                 let after = nodes.len();
                 // `tokenize` pairs every Close with an Open, so there is always one to pop.
                 if let Some(Node::Section { end, .. }) = open.pop().map(|at| &mut nodes[at]) {
                     *end = after;
                 }
             }
-            Token::Partial { name, indent } => nodes.push(Node::Partial { name, indent }),
+            Token::Partial { name, indent } => {
+                flush(&mut nodes, &mut text);
+                nodes.push(Node::Partial { name, indent });
+            }
         }
     }
+    flush(&mut nodes, &mut text);
     nodes
 }

@@ -152,16 +152,15 @@ impl<'a> Renderer<'a, '_> {
         while let Some(frame) = self.frames.last_mut() {
             // Text and values, the bulk of most templates, render in this inner loop.
             let template = &*self.templates[frame.template];
-            let source = &*template.source;
             let mut at = frame.next;
-            while at < frame.end {
+            for node in &template.nodes[at..frame.end] {
                 budget -= 1;
                 if budget == 0 {
                     budget = CHECK_EVERY;
                     ctx.check()?;
                 }
-                match &template.nodes[at] {
-                    Node::Text(span) => self.out.push_str(span.of(source)),
+                match node {
+                    Node::Text(text) => self.out.push_str(text),
                     Node::Value { name, escape } => lookup(&self.views, name)
                         .map_err(|e| *e)?
                         .write(*escape, &mut self.out)?,
