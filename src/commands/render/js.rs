@@ -11,6 +11,7 @@
 use super::escape::escape_html;
 use crate::rpc::value::format_number;
 use crate::rpc::{Map, RpcError, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A JSON value as JavaScript sees it; also the values property access creates (a string's
 /// `length`, one of its characters) and `undefined`.
@@ -163,13 +164,18 @@ pub fn object_builtin(key: &str) -> bool {
 /// A property key as a template names it, with what JavaScript makes of it on each kind of
 /// value worked out once, when the template is parsed: a lookup then never searches the
 /// prototype lists or parses an index.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub struct Key {
     pub text: Box<str>,
     /// The key as an array (or string) index.
     index: Option<usize>,
     /// The kinds of value that inherit a built-in of this name (the `ON_*` bits).
     inherited: u8,
+    /// Where in its object's entries the key was last found: the objects of a list usually
+    /// share their layout, so the next one most likely has the key there too. Only a hint,
+    /// checked before use, and shared by the threads rendering the template: relaxed loads,
+    /// and a store only when it changes.
+    slot: AtomicUsize,
 }
 
 const ON_OBJECT: u8 = 1;
@@ -197,6 +203,51 @@ impl Key {
             text: text.into(),
             index: index(text),
             inherited,
+            slot: AtomicUsize::new(0),
+        }
+    }
+
+    /// `map[key]` when the map has the key as its own. Inlined: the slot check is a few
+    /// instructions, the search out of line.
+    #[inline(always)]
+    pub fn get<'m>(&self, map: &'m Map) -> Option<&'m Value> {
+        let slot = self.slot.load(Ordering::Relaxed);
+        match map.iter().nth(slot) {
+            Some((k, v)) if self.is(k) => Some(v),
+            _ => self.search(map),
+        }
+    }
+
+    #[inline(never)]
+    fn search<'m>(&self, map: &'m Map) -> Option<&'m Value> {
+        let (found, v) = map
+            .iter()
+            .enumerate()
+            .find_map(|(i, (k, v))| self.is(k).then_some((i, v)))?;
+        self.slot.store(found, Ordering::Relaxed);
+        Some(v)
+    }
+
+    /// Whether `other` is this key's text. The keys templates name are short: compared as at
+    /// most two overlapping words, without the call a slice comparison makes.
+    #[inline]
+    fn is(&self, other: &str) -> bool {
+        let (a, b) = (self.text.as_bytes(), other.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let n = a.len();
+        match n {
+            0 => true,
+            // The first, middle and last bytes are all of them.
+            1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+            4..=8 => {
+                word::<4>(a, 0) == word::<4>(b, 0) && word::<4>(a, n - 4) == word::<4>(b, n - 4)
+            }
+            9..=16 => {
+                word::<8>(a, 0) == word::<8>(b, 0) && word::<8>(a, n - 8) == word::<8>(b, n - 8)
+            }
+            _ => a == b,
         }
     }
 
@@ -207,6 +258,14 @@ impl Key {
     fn is_length(&self) -> bool {
         &*self.text == "length"
     }
+}
+
+/// The `N` bytes of `bytes` at `at`, as one value to compare.
+#[inline]
+fn word<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    let mut word = [0; N];
+    word.copy_from_slice(&bytes[at..at + N]);
+    word
 }
 
 /// `key` as an array index (`"0"`, `"17"`; not `"01"`, `"-1"` or `"1.0"`).
@@ -262,7 +321,7 @@ impl<'a> Js<'a> {
     /// `value[key]` for a value that is not null or undefined.
     pub fn property(self, key: &Key) -> Property<'a> {
         match self {
-            Js::Object(map) => match map.get(&key.text) {
+            Js::Object(map) => match key.get(map) {
                 Some(v) => Property::Own(Js::of(v)),
                 None if key.on(ON_OBJECT) => Property::Inherited,
                 None => Property::Absent,
@@ -404,6 +463,51 @@ fn write_joined(items: &[Value], escape: bool, out: &mut String) -> Result<(), R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_compare_equal_to_exactly_their_own_text() {
+        for len in 0..40 {
+            let text: String = (0..len).map(|i| char::from(b'a' + i as u8 % 26)).collect();
+            let key = Key::new(&text);
+            assert!(key.is(&text));
+            assert!(!key.is(&format!("{text}x")));
+            if len > 0 {
+                assert!(!key.is(&text[..len - 1]));
+            }
+            for at in 0..len {
+                let mut other = text.clone().into_bytes();
+                other[at] = b'_';
+                assert!(!key.is(std::str::from_utf8(&other).unwrap()), "{text} {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_is_found_wherever_each_object_keeps_it() {
+        let key = Key::new("k");
+        let objects: Vec<Map> = [0, 2, 2, 1, 0, 3]
+            .iter()
+            .map(|&at| {
+                let mut map = Map::new();
+                for i in 0..4 {
+                    let name = if i == at {
+                        "k".to_string()
+                    } else {
+                        format!("k{i}")
+                    };
+                    map.insert(name, Value::from(i as f64));
+                }
+                map
+            })
+            .collect();
+        for (map, at) in objects.iter().zip([0, 2, 2, 1, 0, 3]) {
+            assert_eq!(key.get(map), Some(&Value::from(at as f64)));
+        }
+        assert_eq!(key.get(&Map::new()), None);
+        let mut only_others = Map::new();
+        only_others.insert("kk", Value::Null);
+        assert_eq!(key.get(&only_others), None);
+    }
 
     #[test]
     fn numbers_are_written_as_format_number_writes_them() {

@@ -26,7 +26,7 @@ use crate::rpc::RpcError;
 #[inline(always)]
 pub fn lookup<'a>(views: &[Js<'a>], name: &Name) -> Result<Js<'a>, Box<RpcError>> {
     if let (Name::Key(key), Some(Js::Object(map))) = (name, views.last()) {
-        if let Some(value) = map.get(&key.text) {
+        if let Some(value) = key.get(map) {
             return Ok(Js::of(value));
         }
     }

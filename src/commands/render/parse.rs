@@ -41,7 +41,7 @@ impl Span {
 
 /// A name in a tag, ready for lookup: split at its dots and its keys worked out (see
 /// [`Key`]) once, when the template is parsed.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Name {
     /// `.`: the current context itself.
     Dot,
@@ -124,7 +124,7 @@ impl Indent {
     }
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Node {
     /// Text copied as is (a copy of the source's: taking a slice of the source would check
     /// its bounds and character boundaries at every render).
@@ -141,8 +141,8 @@ pub enum Node {
     Partial { name: Span, indent: Option<Indent> },
 }
 
-/// A parsed template. Immutable but for a size hint, so one `Arc<Template>` serves every
-/// thread.
+/// A parsed template. Immutable but for hints (the output's size, where each key was last
+/// found, see [`Key`]), so one `Arc<Template>` serves every thread.
 #[derive(Debug)]
 pub struct Template {
     pub source: Arc<str>,
