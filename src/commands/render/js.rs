@@ -407,7 +407,7 @@ fn write_scalar(value: Js, escape: bool, out: &mut String) -> Result<(), RpcErro
 
 /// `String(n)`. Integers, most of the numbers data holds, are written here, a digit pair at a
 /// time; `format_number` writes the others.
-fn write_number(n: f64, out: &mut String) {
+pub fn write_number(n: f64, out: &mut String) {
     // Exactly the integers `format_number` writes as plain digits (`-0` as "0"): NaN, the
     // infinities and fractions convert to an `i64` that differs from them.
     let i = n as i64;

@@ -33,7 +33,8 @@ pub fn lookup<'a>(views: &[Js<'a>], name: &Name) -> Result<Js<'a>, Box<RpcError>
     lookup_anywhere(views, name)
 }
 
-fn lookup_anywhere<'a>(views: &[Js<'a>], name: &Name) -> Result<Js<'a>, Box<RpcError>> {
+/// [`lookup`] without its inlined case, for callers that have tried that case already.
+pub fn lookup_anywhere<'a>(views: &[Js<'a>], name: &Name) -> Result<Js<'a>, Box<RpcError>> {
     match name {
         Name::Dot => Ok(views.last().copied().unwrap_or(Js::Undefined)),
         Name::Key(key) => {
