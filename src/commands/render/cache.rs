@@ -40,9 +40,17 @@ struct Entry {
     bytes: usize,
 }
 
-/// The memory a template holds, roughly: its text and its nodes.
+/// The memory a template holds, roughly: its text, its nodes and their copies of the text.
 fn footprint(template: &Template) -> usize {
-    template.source.len() + template.nodes.len() * size_of::<Node>()
+    let texts: usize = template
+        .nodes
+        .iter()
+        .map(|node| match node {
+            Node::Text(text) => text.len(),
+            _ => 0,
+        })
+        .sum();
+    template.source.len() + template.nodes.len() * size_of::<Node>() + texts
 }
 
 impl TemplateCache {

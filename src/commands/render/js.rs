@@ -11,6 +11,7 @@
 use super::escape::escape_html;
 use crate::rpc::value::format_number;
 use crate::rpc::{Map, RpcError, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A JSON value as JavaScript sees it; also the values property access creates (a string's
 /// `length`, one of its characters) and `undefined`.
@@ -155,8 +156,116 @@ const LONE_SURROGATE: &str = "render: a name indexes into a string at half of a 
      surrogate, which a Rust string cannot hold (render this template with mustache.js on the \
      main thread)";
 
-fn inherits(own_prototype: &[&str], key: &str) -> bool {
-    own_prototype.contains(&key) || OBJECT_PROTOTYPE.contains(&key)
+/// Whether every object inherits a built-in named `key`.
+pub fn object_builtin(key: &str) -> bool {
+    OBJECT_PROTOTYPE.contains(&key)
+}
+
+/// A property key as a template names it, with what JavaScript makes of it on each kind of
+/// value worked out once, when the template is parsed: a lookup then never searches the
+/// prototype lists or parses an index.
+#[derive(Debug)]
+pub struct Key {
+    pub text: Box<str>,
+    /// The key as an array (or string) index.
+    index: Option<usize>,
+    /// The kinds of value that inherit a built-in of this name (the `ON_*` bits).
+    inherited: u8,
+    /// Where in its object's entries the key was last found: the objects of a list usually
+    /// share their layout, so the next one most likely has the key there too. Only a hint,
+    /// checked before use, and shared by the threads rendering the template: relaxed loads,
+    /// and a store only when it changes.
+    slot: AtomicUsize,
+}
+
+const ON_OBJECT: u8 = 1;
+const ON_ARRAY: u8 = 2;
+const ON_STRING: u8 = 4;
+const ON_NUMBER: u8 = 8;
+
+impl Key {
+    pub fn new(text: &str) -> Key {
+        let mut inherited = 0;
+        if object_builtin(text) {
+            // Every prototype chain ends at `Object.prototype`.
+            inherited = ON_OBJECT | ON_ARRAY | ON_STRING | ON_NUMBER;
+        }
+        for (list, bit) in [
+            (ARRAY_PROTOTYPE, ON_ARRAY),
+            (STRING_PROTOTYPE, ON_STRING),
+            (NUMBER_PROTOTYPE, ON_NUMBER),
+        ] {
+            if list.contains(&text) {
+                inherited |= bit;
+            }
+        }
+        Key {
+            text: text.into(),
+            index: index(text),
+            inherited,
+            slot: AtomicUsize::new(0),
+        }
+    }
+
+    /// `map[key]` when the map has the key as its own. Inlined: the slot check is a few
+    /// instructions, the search out of line.
+    #[inline(always)]
+    pub fn get<'m>(&self, map: &'m Map) -> Option<&'m Value> {
+        let slot = self.slot.load(Ordering::Relaxed);
+        match map.iter().nth(slot) {
+            Some((k, v)) if self.is(k) => Some(v),
+            _ => self.search(map),
+        }
+    }
+
+    #[inline(never)]
+    fn search<'m>(&self, map: &'m Map) -> Option<&'m Value> {
+        let (found, v) = map
+            .iter()
+            .enumerate()
+            .find_map(|(i, (k, v))| self.is(k).then_some((i, v)))?;
+        self.slot.store(found, Ordering::Relaxed);
+        Some(v)
+    }
+
+    /// Whether `other` is this key's text. The keys templates name are short: compared as at
+    /// most two overlapping words, without the call a slice comparison makes.
+    #[inline]
+    fn is(&self, other: &str) -> bool {
+        let (a, b) = (self.text.as_bytes(), other.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let n = a.len();
+        match n {
+            0 => true,
+            // The first, middle and last bytes are all of them.
+            1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+            4..=8 => {
+                word::<4>(a, 0) == word::<4>(b, 0) && word::<4>(a, n - 4) == word::<4>(b, n - 4)
+            }
+            9..=16 => {
+                word::<8>(a, 0) == word::<8>(b, 0) && word::<8>(a, n - 8) == word::<8>(b, n - 8)
+            }
+            _ => a == b,
+        }
+    }
+
+    fn on(&self, kind: u8) -> bool {
+        self.inherited & kind != 0
+    }
+
+    fn is_length(&self) -> bool {
+        &*self.text == "length"
+    }
+}
+
+/// The `N` bytes of `bytes` at `at`, as one value to compare.
+#[inline]
+fn word<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    let mut word = [0; N];
+    word.copy_from_slice(&bytes[at..at + N]);
+    word
 }
 
 /// `key` as an array index (`"0"`, `"17"`; not `"01"`, `"-1"` or `"1.0"`).
@@ -210,43 +319,43 @@ impl<'a> Js<'a> {
     }
 
     /// `value[key]` for a value that is not null or undefined.
-    pub fn property(self, key: &str) -> Property<'a> {
+    pub fn property(self, key: &Key) -> Property<'a> {
         match self {
-            Js::Object(map) => match map.get(key) {
+            Js::Object(map) => match key.get(map) {
                 Some(v) => Property::Own(Js::of(v)),
-                None if OBJECT_PROTOTYPE.contains(&key) => Property::Inherited,
+                None if key.on(ON_OBJECT) => Property::Inherited,
                 None => Property::Absent,
             },
             Js::Array(items) => {
-                if let Some(item) = index(key).and_then(|i| items.get(i)) {
+                if let Some(item) = key.index.and_then(|i| items.get(i)) {
                     Property::Own(Js::of(item))
-                } else if key == "length" {
+                } else if key.is_length() {
                     Property::Own(Js::Number(items.len() as f64))
-                } else if inherits(ARRAY_PROTOTYPE, key) {
+                } else if key.on(ON_ARRAY) {
                     Property::Inherited
                 } else {
                     Property::Absent
                 }
             }
             Js::String(s) => {
-                if let Some(i) = index(key) {
+                if let Some(i) = key.index {
                     code_unit(s, i)
-                } else if key == "length" {
+                } else if key.is_length() {
                     Property::Own(Js::Number(s.encode_utf16().count() as f64))
-                } else if inherits(STRING_PROTOTYPE, key) {
+                } else if key.on(ON_STRING) {
                     Property::Inherited
                 } else {
                     Property::Absent
                 }
             }
-            Js::LoneSurrogate => match key {
-                "0" => Property::Own(Js::LoneSurrogate),
-                "length" => Property::Own(Js::Number(1.0)),
-                _ if inherits(STRING_PROTOTYPE, key) => Property::Inherited,
+            Js::LoneSurrogate => match key.index {
+                Some(0) => Property::Own(Js::LoneSurrogate),
+                _ if key.is_length() => Property::Own(Js::Number(1.0)),
+                _ if key.on(ON_STRING) => Property::Inherited,
                 _ => Property::Absent,
             },
-            Js::Number(_) if inherits(NUMBER_PROTOTYPE, key) => Property::Inherited,
-            Js::Bool(_) if OBJECT_PROTOTYPE.contains(&key) => Property::Inherited,
+            Js::Number(_) if key.on(ON_NUMBER) => Property::Inherited,
+            Js::Bool(_) if key.on(ON_OBJECT) => Property::Inherited,
             Js::Number(_) | Js::Bool(_) | Js::Undefined | Js::Null => Property::Absent,
         }
     }
@@ -283,7 +392,7 @@ fn write_scalar(value: Js, escape: bool, out: &mut String) -> Result<(), RpcErro
     match value {
         Js::Bool(b) => out.push_str(if b { "true" } else { "false" }),
         // Never contains a character that needs escaping.
-        Js::Number(n) => format_number(n, out),
+        Js::Number(n) => write_number(n, out),
         Js::String(s) if escape => escape_html(s, out),
         Js::String(s) => out.push_str(s),
         Js::Object(map) if map.get("toString").is_some() => {
@@ -294,6 +403,41 @@ fn write_scalar(value: Js, escape: bool, out: &mut String) -> Result<(), RpcErro
         Js::Array(_) | Js::Undefined | Js::Null => {}
     }
     Ok(())
+}
+
+/// `String(n)`. Integers, most of the numbers data holds, are written here, a digit pair at a
+/// time; `format_number` writes the others.
+pub fn write_number(n: f64, out: &mut String) {
+    // Exactly the integers `format_number` writes as plain digits (`-0` as "0"): NaN, the
+    // infinities and fractions convert to an `i64` that differs from them.
+    let i = n as i64;
+    if i as f64 != n || i.unsigned_abs() >= 1 << 53 {
+        return format_number(n, out);
+    }
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = i.unsigned_abs();
+    while rest >= 10 {
+        let pair = (rest % 100) as usize * 2;
+        rest /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if rest > 0 || at == digits.len() {
+        at -= 1;
+        digits[at] = b'0' + rest as u8;
+    }
+    if i < 0 {
+        out.push('-');
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
 }
 
 /// `String(array)`: `array.join(",")`, with null elements empty and nested arrays joined in
@@ -314,4 +458,153 @@ fn write_joined(items: &[Value], escape: bool, out: &mut String) -> Result<(), R
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_compare_equal_to_exactly_their_own_text() {
+        for len in 0..40 {
+            let text: String = (0..len).map(|i| char::from(b'a' + i as u8 % 26)).collect();
+            let key = Key::new(&text);
+            assert!(key.is(&text));
+            assert!(!key.is(&format!("{text}x")));
+            if len > 0 {
+                assert!(!key.is(&text[..len - 1]));
+            }
+            for at in 0..len {
+                let mut other = text.clone().into_bytes();
+                other[at] = b'_';
+                assert!(!key.is(std::str::from_utf8(&other).unwrap()), "{text} {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_is_found_wherever_each_object_keeps_it() {
+        let key = Key::new("k");
+        let objects: Vec<Map> = [0, 2, 2, 1, 0, 3]
+            .iter()
+            .map(|&at| {
+                let mut map = Map::new();
+                for i in 0..4 {
+                    let name = if i == at {
+                        "k".to_string()
+                    } else {
+                        format!("k{i}")
+                    };
+                    map.insert(name, Value::from(i as f64));
+                }
+                map
+            })
+            .collect();
+        for (map, at) in objects.iter().zip([0, 2, 2, 1, 0, 3]) {
+            assert_eq!(key.get(map), Some(&Value::from(at as f64)));
+        }
+        assert_eq!(key.get(&Map::new()), None);
+        let mut only_others = Map::new();
+        only_others.insert("kk", Value::Null);
+        assert_eq!(key.get(&only_others), None);
+    }
+
+    #[test]
+    fn numbers_are_written_as_format_number_writes_them() {
+        let two53 = (1u64 << 53) as f64;
+        let mut cases = vec![
+            0.0,
+            -0.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            two53 - 1.0,
+            -(two53 - 1.0),
+            two53,
+            -two53,
+            two53 + 2.0,
+            9.223372036854776e18,
+            -9.223372036854776e18,
+            1e21,
+            1e300,
+            0.5,
+            -0.1,
+            989.875,
+            1e-7,
+            5e-324,
+        ];
+        let mut power = 1.0;
+        for _ in 0..17 {
+            for n in [
+                power - 1.0,
+                power,
+                power + 1.0,
+                2.0 * power,
+                3.0 * power + 7.0,
+            ] {
+                cases.push(n);
+                cases.push(-n);
+            }
+            power *= 10.0;
+        }
+        for n in cases {
+            let (mut ours, mut theirs) = (String::from("x"), String::from("x"));
+            write_number(n, &mut ours);
+            format_number(n, &mut theirs);
+            assert_eq!(ours, theirs, "{n:e}");
+        }
+    }
+
+    #[test]
+    fn keys_worked_out_at_parse_time_find_the_built_ins_each_kind_of_value_inherits() {
+        let map = Map::new();
+        let items = [Value::Null, Value::Null];
+        let values = [
+            Js::Object(&map),
+            Js::Array(&items),
+            Js::String("ab"),
+            Js::LoneSurrogate,
+            Js::Number(1.0),
+            Js::Bool(true),
+        ];
+        let lists = [
+            OBJECT_PROTOTYPE,
+            ARRAY_PROTOTYPE,
+            STRING_PROTOTYPE,
+            NUMBER_PROTOTYPE,
+        ];
+        let others = ["0", "1", "01", "-1", "length", "x", "", "4294967295"];
+        let names = lists.iter().flat_map(|l| l.iter()).chain(&others);
+        for &name in names {
+            let key = Key::new(name);
+            for value in values {
+                let own_prototype: &[&str] = match value {
+                    Js::Array(_) => ARRAY_PROTOTYPE,
+                    Js::String(_) | Js::LoneSurrogate => STRING_PROTOTYPE,
+                    Js::Number(_) => NUMBER_PROTOTYPE,
+                    _ => &[],
+                };
+                let expected = own_prototype.contains(&name) || OBJECT_PROTOTYPE.contains(&name);
+                let inherited = matches!(value.property(&key), Property::Inherited);
+                assert_eq!(inherited, expected, "{value:?}[{name:?}]");
+            }
+        }
+        // Own properties: indexes and `length`.
+        let own = |value: Js, name| match value.property(&Key::new(name)) {
+            Property::Own(Js::Number(n)) => Some(n.to_string()),
+            Property::Own(Js::String(s)) => Some(s.to_string()),
+            Property::Own(Js::Null) => Some("null".to_string()),
+            Property::Own(Js::LoneSurrogate) => Some("lone".to_string()),
+            _ => None,
+        };
+        assert_eq!(own(Js::Array(&items), "1").as_deref(), Some("null"));
+        assert_eq!(own(Js::Array(&items), "2"), None);
+        assert_eq!(own(Js::Array(&items), "01"), None);
+        assert_eq!(own(Js::Array(&items), "length").as_deref(), Some("2"));
+        assert_eq!(own(Js::String("ab"), "1").as_deref(), Some("b"));
+        assert_eq!(own(Js::String("ab"), "length").as_deref(), Some("2"));
+        assert_eq!(own(Js::LoneSurrogate, "0").as_deref(), Some("lone"));
+        assert_eq!(own(Js::LoneSurrogate, "1"), None);
+        assert_eq!(own(Js::LoneSurrogate, "length").as_deref(), Some("1"));
+    }
 }

@@ -14,40 +14,52 @@
 //! Where mustache.js would reach a built-in inherited from a prototype (see `js.rs`), the
 //! lookup fails with a message instead.
 
-use super::js::{Js, Property};
+use super::js::{Js, Key, Property};
 use super::parse::Name;
 use crate::rpc::RpcError;
 
 /// The value of `name`, or `Js::Undefined` when no view has it. The error is boxed: a lookup
 /// runs for every tag, and a small result comes back in registers instead of through memory.
-pub fn lookup<'a>(views: &[Js<'a>], name: &Name, source: &str) -> Result<Js<'a>, Box<RpcError>> {
+///
+/// Inlined for its common case, a plain key that the innermost view, an object, has (a field
+/// of the current element of a list): the rest is out of line.
+#[inline(always)]
+pub fn lookup<'a>(views: &[Js<'a>], name: &Name) -> Result<Js<'a>, Box<RpcError>> {
+    if let (Name::Key(key), Some(Js::Object(map))) = (name, views.last()) {
+        if let Some(value) = key.get(map) {
+            return Ok(Js::of(value));
+        }
+    }
+    lookup_anywhere(views, name)
+}
+
+/// [`lookup`] without its inlined case, for callers that have tried that case already.
+pub fn lookup_anywhere<'a>(views: &[Js<'a>], name: &Name) -> Result<Js<'a>, Box<RpcError>> {
     match name {
         Name::Dot => Ok(views.last().copied().unwrap_or(Js::Undefined)),
         Name::Key(key) => {
-            let key = key.of(source);
             for &view in views.iter().rev() {
                 match view {
                     Js::Undefined | Js::Null => return Err(null_view(view, key).into()),
                     Js::Array(_) | Js::Object(_) => match view.property(key) {
                         Property::Own(value) => return Ok(value),
                         Property::Absent => {}
-                        Property::Inherited => return Err(inherited(name, source, key).into()),
+                        Property::Inherited => return Err(inherited(name, key).into()),
                     },
                     Js::Bool(_) | Js::Number(_) | Js::String(_) | Js::LoneSurrogate => {}
                 }
             }
             Ok(Js::Undefined)
         }
-        Name::Path(segments) => {
-            let last = segments.len() - 1;
+        Name::Path(keys) => {
+            let last = keys.len() - 1;
             for &view in views.iter().rev() {
                 let mut value = view;
                 let mut hit = false;
-                for (i, segment) in segments.iter().enumerate() {
+                for (i, key) in keys.iter().enumerate() {
                     if value.is_nullish() {
                         break;
                     }
-                    let key = segment.of(source);
                     let parent = value;
                     value = match parent.property(key) {
                         Property::Own(v) => {
@@ -58,7 +70,7 @@ pub fn lookup<'a>(views: &[Js<'a>], name: &Name, source: &str) -> Result<Js<'a>,
                         // A primitive's inherited last step is no hit (only own properties
                         // count there), so its value is never used.
                         Property::Inherited if i == last && !parent.is_object() => Js::Undefined,
-                        Property::Inherited => return Err(inherited(name, source, key).into()),
+                        Property::Inherited => return Err(inherited(name, key).into()),
                     };
                 }
                 if hit {
@@ -71,22 +83,24 @@ pub fn lookup<'a>(views: &[Js<'a>], name: &Name, source: &str) -> Result<Js<'a>,
 }
 
 /// The TypeError JavaScript throws for `view[key]` on null or undefined (V8's wording).
-fn null_view(view: Js, key: &str) -> RpcError {
+fn null_view(view: Js, key: &Key) -> RpcError {
     let what = if matches!(view, Js::Null) {
         "null"
     } else {
         "undefined"
     };
     RpcError::failed(format!(
-        "Cannot read properties of {what} (reading '{key}')"
+        "Cannot read properties of {what} (reading '{}')",
+        key.text
     ))
 }
 
-fn inherited(name: &Name, source: &str, key: &str) -> RpcError {
+fn inherited(name: &Name, key: &Key) -> RpcError {
+    let key = &key.text;
     RpcError::failed(format!(
         "render: the name \"{}\" reaches \"{key}\", a built-in that JavaScript values inherit; \
          mustache.js would use that built-in, which corepool does not imitate (give the data its \
          own \"{key}\" key, or render this template with mustache.js on the main thread)",
-        name.text(source)
+        name.text()
     ))
 }

@@ -22,6 +22,7 @@
 //! The result is flat: a section's children are the nodes up to its `end`, so neither building,
 //! walking nor dropping a template recurses, however deep its sections nest.
 
+use super::js::Key;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
@@ -38,15 +39,16 @@ impl Span {
     }
 }
 
-/// A name in a tag, ready for lookup.
-#[derive(Debug, PartialEq)]
+/// A name in a tag, ready for lookup: split at its dots and its keys worked out (see
+/// [`Key`]) once, when the template is parsed.
+#[derive(Debug)]
 pub enum Name {
     /// `.`: the current context itself.
     Dot,
     /// A key looked up as a whole (`a`, `.a`, or anything without an inner dot).
-    Key(Span),
-    /// A dotted name, one span per segment (`a.b.c`; `a.` has an empty last segment).
-    Path(Box<[Span]>),
+    Key(Key),
+    /// A dotted name, one key per segment (`a.b.c`; `a.` has an empty last segment).
+    Path(Box<[Key]>),
 }
 
 impl Name {
@@ -56,32 +58,21 @@ impl Name {
             return Name::Dot;
         }
         match text.find('.') {
-            Some(i) if i > 0 => {
-                let mut segments = Vec::new();
-                let mut start = span.start;
-                for segment in text.split('.') {
-                    segments.push(Span {
-                        start,
-                        end: start + segment.len(),
-                    });
-                    start += segment.len() + 1;
-                }
-                Name::Path(segments.into_boxed_slice())
-            }
-            _ => Name::Key(span),
+            Some(i) if i > 0 => Name::Path(text.split('.').map(Key::new).collect()),
+            _ => Name::Key(Key::new(text)),
         }
     }
 
     /// The name as written in the template (for error messages).
-    pub fn text<'s>(&self, source: &'s str) -> &'s str {
+    pub fn text(&self) -> String {
         match self {
-            Name::Dot => ".",
-            Name::Key(span) => span.of(source),
-            Name::Path(segments) => Span {
-                start: segments[0].start,
-                end: segments[segments.len() - 1].end,
-            }
-            .of(source),
+            Name::Dot => String::from("."),
+            Name::Key(key) => key.text.to_string(),
+            Name::Path(keys) => keys
+                .iter()
+                .map(|key| &*key.text)
+                .collect::<Vec<_>>()
+                .join("."),
         }
     }
 }
@@ -133,10 +124,11 @@ impl Indent {
     }
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Node {
-    /// Text copied as is.
-    Text(Span),
+    /// Text copied as is (a copy of the source's: taking a slice of the source would check
+    /// its bounds and character boundaries at every render).
+    Text(Box<str>),
     /// `{{name}}` (escaped) or `{{{name}}}` / `{{&name}}` (not escaped).
     Value { name: Name, escape: bool },
     /// `{{#name}}` or `{{^name}}`; its children are the nodes after it, up to `end`.
@@ -149,8 +141,8 @@ pub enum Node {
     Partial { name: Span, indent: Option<Indent> },
 }
 
-/// A parsed template. Immutable but for a size hint, so one `Arc<Template>` serves every
-/// thread.
+/// A parsed template. Immutable but for hints (the output's size, where each key was last
+/// found, see [`Key`]), so one `Arc<Template>` serves every thread.
 #[derive(Debug)]
 pub struct Template {
     pub source: Arc<str>,
@@ -396,18 +388,32 @@ fn tokenize(src: &str) -> Result<Vec<Token>, String> {
 fn nest(src: &str, tokens: Vec<Token>) -> Vec<Node> {
     let mut nodes: Vec<Node> = Vec::with_capacity(tokens.len());
     let mut open: Vec<usize> = Vec::new();
+    // The text since the last node, pushed when a node or the end comes.
+    let mut text: Option<Span> = None;
+    let flush = |nodes: &mut Vec<Node>, text: &mut Option<Span>| {
+        if let Some(span) = text.take() {
+            nodes.push(Node::Text(span.of(src).into()));
+        }
+    };
     for token in tokens {
         match token {
-            Token::Text(span) => match nodes.last_mut() {
-                Some(Node::Text(last)) if last.end == span.start => last.end = span.end,
-                _ => nodes.push(Node::Text(span)),
+            Token::Text(span) => match &mut text {
+                Some(last) if last.end == span.start => last.end = span.end,
+                _ => {
+                    flush(&mut nodes, &mut text);
+                    text = Some(span);
+                }
             },
             Token::Removed | Token::Silent => {}
-            Token::Value { name, escape } => nodes.push(Node::Value {
-                name: Name::new(src, name),
-                escape,
-            }),
+            Token::Value { name, escape } => {
+                flush(&mut nodes, &mut text);
+                nodes.push(Node::Value {
+                    name: Name::new(src, name),
+                    escape,
+                });
+            }
             Token::Open { name, inverted } => {
+                flush(&mut nodes, &mut text);
                 open.push(nodes.len());
                 nodes.push(Node::Section {
                     name: Name::new(src, name),
@@ -416,14 +422,19 @@ fn nest(src: &str, tokens: Vec<Token>) -> Vec<Node> {
                 });
             }
             Token::Close => {
+                flush(&mut nodes, &mut text);
                 let after = nodes.len();
                 // `tokenize` pairs every Close with an Open, so there is always one to pop.
                 if let Some(Node::Section { end, .. }) = open.pop().map(|at| &mut nodes[at]) {
                     *end = after;
                 }
             }
-            Token::Partial { name, indent } => nodes.push(Node::Partial { name, indent }),
+            Token::Partial { name, indent } => {
+                flush(&mut nodes, &mut text);
+                nodes.push(Node::Partial { name, indent });
+            }
         }
     }
+    flush(&mut nodes, &mut text);
     nodes
 }

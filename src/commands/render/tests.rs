@@ -313,6 +313,41 @@ fn sections_use_javascript_truthiness() {
 }
 
 #[test]
+fn a_key_the_innermost_object_lacks_comes_from_outer_views_unless_it_is_a_built_in() {
+    let data = r#"{"k":"outer","o":{"k":"inner"},"e":{},"toString":"outer","l":[{"k":1},{}]}"#;
+    assert_eq!(
+        ok(
+            "{{#o}}{{k}}{{/o}} {{#e}}{{k}}{{/e}} {{#l}}{{k}};{{/l}}",
+            data
+        ),
+        "inner outer 1;outer;"
+    );
+    // An object inherits `toString`, so the lookup stops at the innermost view.
+    let e = failure("{{#e}}{{toString}}{{/e}}", data);
+    assert!(e.message.contains("built-in"), "{}", e.message);
+    // An array inherits `map`; a string view does not stop a plain key.
+    let e = failure("{{#l}}{{map}}{{/l}}", r#"{"l":[[1]],"map":"x"}"#);
+    assert!(e.message.contains("built-in"), "{}", e.message);
+    assert_eq!(
+        ok("{{#s}}{{k}}{{/s}}", r#"{"s":"str","k":"outer"}"#),
+        "outer"
+    );
+}
+
+#[test]
+fn values_of_every_kind_in_the_innermost_object_write_as_string_does() {
+    let data = r#"{"o":{"s":"<a&b>","n":-12,"f":0.5,"t":true,"z":null,"l":[1,"<"],"m":{}},
+        "outer":"<o>"}"#;
+    assert_eq!(
+        ok(
+            "{{#o}}{{s}}|{{{s}}}|{{&s}}|{{n}}|{{f}}|{{t}}|{{z}}|{{l}}|{{{l}}}|{{m}}|{{outer}}|{{{outer}}}{{/o}}",
+            data
+        ),
+        "&lt;a&amp;b&gt;|<a&b>|<a&b>|-12|0.5|true||1,&lt;|1,<|[object Object]|&lt;o&gt;|<o>"
+    );
+}
+
+#[test]
 fn lookups_that_javascript_rejects_fail_with_its_message() {
     let e = failure("{{#list}}{{name}}{{/list}}", r#"{"list":[null]}"#);
     assert_eq!(e.message, "Cannot read properties of null (reading 'name')");

@@ -16,9 +16,10 @@
 //! JavaScript's longest string.
 
 use super::cache::TemplateCache;
-use super::js::{Js, Property};
-use super::lookup::lookup;
-use super::parse::{Node, Template};
+use super::escape::escape_html;
+use super::js::{object_builtin, write_number, Js};
+use super::lookup::{lookup, lookup_anywhere};
+use super::parse::{Name, Node, Template};
 use crate::rpc::{Context, Map, RpcError, Value};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -112,6 +113,29 @@ struct Renderer<'a, 'c> {
     length: OutputLength,
 }
 
+/// Writes `{{name}}` (escaped) or `{{{name}}}`. Inlined for the common case, a string or
+/// number that the innermost object has: straight from the data to the output.
+#[inline(always)]
+fn write_value(views: &[Js], name: &Name, escape: bool, out: &mut String) -> Result<(), RpcError> {
+    if let (Name::Key(key), Some(Js::Object(map))) = (name, views.last()) {
+        match key.get(map) {
+            Some(Value::String(s)) if escape => escape_html(s, out),
+            Some(Value::String(s)) => out.push_str(s),
+            Some(Value::Number(n)) => write_number(*n, out),
+            Some(other) => return Js::of(other).write(escape, out),
+            None => {
+                return lookup_anywhere(views, name)
+                    .map_err(|e| *e)?
+                    .write(escape, out)
+            }
+        }
+        return Ok(());
+    }
+    lookup_anywhere(views, name)
+        .map_err(|e| *e)?
+        .write(escape, out)
+}
+
 /// Renders `template` with `data` (`None` is undefined) and `partials`.
 pub fn render(
     template: Arc<Template>,
@@ -152,19 +176,18 @@ impl<'a> Renderer<'a, '_> {
         while let Some(frame) = self.frames.last_mut() {
             // Text and values, the bulk of most templates, render in this inner loop.
             let template = &*self.templates[frame.template];
-            let source = &*template.source;
             let mut at = frame.next;
-            while at < frame.end {
+            for node in &template.nodes[at..frame.end] {
                 budget -= 1;
                 if budget == 0 {
                     budget = CHECK_EVERY;
                     ctx.check()?;
                 }
-                match &template.nodes[at] {
-                    Node::Text(span) => self.out.push_str(span.of(source)),
-                    Node::Value { name, escape } => lookup(&self.views, name, source)
-                        .map_err(|e| *e)?
-                        .write(*escape, &mut self.out)?,
+                match node {
+                    Node::Text(text) => self.out.push_str(text),
+                    Node::Value { name, escape } => {
+                        write_value(&self.views, name, *escape, &mut self.out)?
+                    }
                     Node::Section { .. } | Node::Partial { .. } => break,
                 }
                 self.length.check(&self.out, MAX_STRING_LENGTH)?;
@@ -222,7 +245,7 @@ impl<'a> Renderer<'a, '_> {
                 inverted,
                 end,
             } => {
-                let value = lookup(&self.views, name, source).map_err(|e| *e)?;
+                let value = lookup(&self.views, name).map_err(|e| *e)?;
                 let (start, end) = (at + 1, *end);
                 let skip = Step::Enter {
                     start: end,
@@ -263,7 +286,7 @@ impl<'a> Renderer<'a, '_> {
                     Some(Value::String(text)) => Step::Partial { text },
                     // The command accepts only strings and null as partials.
                     Some(_) => Step::Next,
-                    None if matches!(Js::Object(partials).property(name), Property::Inherited) => {
+                    None if object_builtin(name) => {
                         return Err(RpcError::failed(format!(
                             "render: the partial \"{name}\" is not in partials, and mustache.js \
                              would take the built-in \"{name}\" that every JavaScript object \
