@@ -340,8 +340,9 @@ pub fn format_number(n: f64, out: &mut String) {
         out.push_str(if n > 0.0 { "Infinity" } else { "-Infinity" });
     } else if n == 0.0 {
         out.push('0');
-    } else if n.fract() == 0.0 && n.abs() < (1u64 << 53) as f64 {
-        // An exact integer: String(n) prints its digits (ryu's answer too, only slower).
+    } else if (n as i64) as f64 == n && (n as i64).unsigned_abs() < 1 << 53 {
+        // An exact integer (the cast round-trips only for those; no call to `trunc`): String(n)
+        // prints its digits, ryu's answer too, only slower.
         write_integer(n as i64, out);
     } else if let Some((m, k)) = short_decimal(n) {
         write_decimal(m, k, out);
@@ -399,25 +400,32 @@ fn write_decimal(mut m: i64, mut k: u32, out: &mut String) {
     }
 }
 
-/// The decimal digits of `n`.
+/// The decimal digits of `n`, two at a time, pushed straight into `out`.
 fn write_integer(n: i64, out: &mut String) {
-    let mut buf = [0u8; 20];
-    let mut at = buf.len();
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
     let mut rest = n.unsigned_abs();
-    loop {
+    while rest >= 10 {
+        let pair = (rest % 100) as usize * 2;
+        rest /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if rest > 0 || at == digits.len() {
         at -= 1;
-        buf[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
+        digits[at] = b'0' + rest as u8;
     }
     if n < 0 {
-        at -= 1;
-        buf[at] = b'-';
+        out.push('-');
     }
-    // SAFETY: `buf[at..]` holds only ASCII digits and '-', written above: valid UTF-8.
-    out.push_str(unsafe { std::str::from_utf8_unchecked(&buf[at..]) });
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
 }
 
 impl fmt::Display for Value {
@@ -457,6 +465,52 @@ mod tests {
             let mut s = String::new();
             format_number(n, &mut s);
             assert_eq!(s, want, "String({n})");
+        }
+    }
+
+    #[test]
+    fn integers_and_their_neighbours_format_like_ryu() {
+        let two53 = (1u64 << 53) as f64;
+        let mut cases = vec![
+            0.0,
+            -0.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            two53 - 1.0,
+            -(two53 - 1.0),
+            two53,
+            -two53,
+            two53 + 2.0,
+            9.223372036854776e18,
+            -9.223372036854776e18,
+            1e21,
+            1e300,
+            0.5,
+            -0.1,
+            989.875,
+            1e-7,
+            5e-324,
+        ];
+        let mut power = 1.0;
+        for _ in 0..17 {
+            for n in [
+                power - 1.0,
+                power,
+                power + 1.0,
+                2.0 * power,
+                3.0 * power + 7.0,
+            ] {
+                cases.push(n);
+                cases.push(-n);
+            }
+            power *= 10.0;
+        }
+        for n in cases {
+            let mut ours = String::from("x");
+            format_number(n, &mut ours);
+            let mut buf = ryu_js::Buffer::new();
+            assert_eq!(ours, format!("x{}", buf.format(n)), "{n:e}");
         }
     }
 

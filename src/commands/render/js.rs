@@ -392,7 +392,7 @@ fn write_scalar(value: Js, escape: bool, out: &mut String) -> Result<(), RpcErro
     match value {
         Js::Bool(b) => out.push_str(if b { "true" } else { "false" }),
         // Never contains a character that needs escaping.
-        Js::Number(n) => write_number(n, out),
+        Js::Number(n) => format_number(n, out),
         Js::String(s) if escape => escape_html(s, out),
         Js::String(s) => out.push_str(s),
         Js::Object(map) if map.get("toString").is_some() => {
@@ -403,41 +403,6 @@ fn write_scalar(value: Js, escape: bool, out: &mut String) -> Result<(), RpcErro
         Js::Array(_) | Js::Undefined | Js::Null => {}
     }
     Ok(())
-}
-
-/// `String(n)`. Integers, most of the numbers data holds, are written here, a digit pair at a
-/// time; `format_number` writes the others.
-pub fn write_number(n: f64, out: &mut String) {
-    // Exactly the integers `format_number` writes as plain digits (`-0` as "0"): NaN, the
-    // infinities and fractions convert to an `i64` that differs from them.
-    let i = n as i64;
-    if i as f64 != n || i.unsigned_abs() >= 1 << 53 {
-        return format_number(n, out);
-    }
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-        2021222324252627282930313233343536373839\
-        4041424344454647484950515253545556575859\
-        6061626364656667686970717273747576777879\
-        8081828384858687888990919293949596979899";
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = i.unsigned_abs();
-    while rest >= 10 {
-        let pair = (rest % 100) as usize * 2;
-        rest /= 100;
-        at -= 2;
-        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    }
-    if rest > 0 || at == digits.len() {
-        at -= 1;
-        digits[at] = b'0' + rest as u8;
-    }
-    if i < 0 {
-        out.push('-');
-    }
-    for &d in &digits[at..] {
-        out.push(char::from(d));
-    }
 }
 
 /// `String(array)`: `array.join(",")`, with null elements empty and nested arrays joined in
@@ -507,52 +472,6 @@ mod tests {
         let mut only_others = Map::new();
         only_others.insert("kk", Value::Null);
         assert_eq!(key.get(&only_others), None);
-    }
-
-    #[test]
-    fn numbers_are_written_as_format_number_writes_them() {
-        let two53 = (1u64 << 53) as f64;
-        let mut cases = vec![
-            0.0,
-            -0.0,
-            f64::NAN,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            two53 - 1.0,
-            -(two53 - 1.0),
-            two53,
-            -two53,
-            two53 + 2.0,
-            9.223372036854776e18,
-            -9.223372036854776e18,
-            1e21,
-            1e300,
-            0.5,
-            -0.1,
-            989.875,
-            1e-7,
-            5e-324,
-        ];
-        let mut power = 1.0;
-        for _ in 0..17 {
-            for n in [
-                power - 1.0,
-                power,
-                power + 1.0,
-                2.0 * power,
-                3.0 * power + 7.0,
-            ] {
-                cases.push(n);
-                cases.push(-n);
-            }
-            power *= 10.0;
-        }
-        for n in cases {
-            let (mut ours, mut theirs) = (String::from("x"), String::from("x"));
-            write_number(n, &mut ours);
-            format_number(n, &mut theirs);
-            assert_eq!(ours, theirs, "{n:e}");
-        }
     }
 
     #[test]

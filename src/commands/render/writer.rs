@@ -17,9 +17,10 @@
 
 use super::cache::TemplateCache;
 use super::escape::escape_html;
-use super::js::{object_builtin, write_number, Js};
+use super::js::{object_builtin, Js};
 use super::lookup::{lookup, lookup_anywhere};
 use super::parse::{Name, Node, Template};
+use crate::rpc::value::format_number;
 use crate::rpc::{Context, Map, RpcError, Value};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -121,7 +122,7 @@ fn write_value(views: &[Js], name: &Name, escape: bool, out: &mut String) -> Res
         match key.get(map) {
             Some(Value::String(s)) if escape => escape_html(s, out),
             Some(Value::String(s)) => out.push_str(s),
-            Some(Value::Number(n)) => write_number(*n, out),
+            Some(Value::Number(n)) => format_number(*n, out),
             Some(other) => return Js::of(other).write(escape, out),
             None => {
                 return lookup_anywhere(views, name)
