@@ -119,18 +119,15 @@ struct Renderer<'a, 'c> {
 #[inline(always)]
 fn write_value(views: &[Js], name: &Name, escape: bool, out: &mut String) -> Result<(), RpcError> {
     if let (Name::Key(key), Some(Js::Object(map))) = (name, views.last()) {
-        match key.get(map) {
-            Some(Value::String(s)) if escape => escape_html(s, out),
-            Some(Value::String(s)) => out.push_str(s),
-            Some(Value::Number(n)) => format_number(*n, out),
-            Some(other) => return Js::of(other).write(escape, out),
-            None => {
-                return lookup_anywhere(views, name)
-                    .map_err(|e| *e)?
-                    .write(escape, out)
+        if let Some(value) = key.get(map) {
+            match value {
+                Value::String(s) if escape => escape_html(s, out),
+                Value::String(s) => out.push_str(s),
+                Value::Number(n) => format_number(*n, out),
+                other => return Js::of(other).write(escape, out),
             }
+            return Ok(());
         }
-        return Ok(());
     }
     lookup_anywhere(views, name)
         .map_err(|e| *e)?
