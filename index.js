@@ -550,6 +550,12 @@ class Pool extends EventEmitter {
 // Serving methods implemented in JavaScript.
 
 const kResume = Symbol('resume');
+// NativeServer#rest(): what a serving thread does after a drain cycle.
+const REST_IDLE = 0;
+const REST_WORK = 1;
+// How long a serving thread runs drain cycles (and polls for calls) before its event loop gets
+// a turn.
+const REST_BUDGET_MS = 1;
 const kFinish = Symbol('finish');
 let orphanTimer = null;
 
@@ -611,7 +617,7 @@ class Server {
   #closing = null;
   #onIdle = null;
   #draining = false; // inside #drain: a handler slot freed now is refilled by its loop
-  #more = false;
+  #stretch = 0; // performance.now() when the current run of drain cycles began; 0: none
 
   constructor(nativePool, handlers, names, concurrency) {
     this.#handlers = handlers;
@@ -662,27 +668,44 @@ class Server {
     return this.#native.orphaned(tokens);
   }
 
-  /** Runs a batch, then takes more for as long as handlers finish within the loop (sync ones). */
+  /**
+   * A drain cycle: runs a batch, then takes more for as long as there is some. Every cycle
+   * ends with rest(), which on a worker_thread first polls briefly for the next call while no
+   * handler is running; calls that come meanwhile wake nobody. Once this thread has spent
+   * REST_BUDGET_MS in cycles without its event loop getting a turn, the next cycle waits for a
+   * setImmediate (and calls still wake nobody).
+   */
   #drain(jobs, stops, forgotten) {
+    if (this.#stretch === 0) {
+      this.#stretch = performance.now();
+      setImmediate(this.#endStretch); // runs once the event loop has had its turn
+    }
     this.#draining = true;
+    let owed = true; // a cycle is owed until rest() says idle (also if something throws)
     try {
       for (;;) {
-        this.#more = false;
         this.#onJobs(jobs, stops, forgotten);
-        if (!this.#more) break;
+        const r = this.#native.rest(performance.now() - this.#stretch < REST_BUDGET_MS);
+        if (r === REST_IDLE) owed = false;
+        if (r !== REST_WORK) break;
         [jobs, stops, forgotten] = this.#native.take();
       }
     } finally {
       this.#draining = false;
+      if (owed) setImmediate(this.#resume);
     }
     this.#checkIdle();
   }
 
-  /** A handler slot was freed; `more`: jobs wait for it. */
+  #resume = () => this.#drain(...this.#native.take());
+
+  #endStretch = () => {
+    this.#stretch = 0;
+  };
+
+  /** A handler slot was freed; `more`: jobs wait for it (a draining loop takes them itself). */
   #freed(more) {
-    if (!more) return;
-    if (this.#draining) this.#more = true;
-    else this.#drain(...this.#native.take());
+    if (more && !this.#draining) this.#drain(...this.#native.take());
   }
 
   #onJobs(jobs, stops, forgotten) {

@@ -3,9 +3,27 @@
 const { parentPort, threadId } = require('node:worker_threads');
 const { Pool } = require('../index.js');
 
+// This thread's own event loop at work: timer ticks, and microtasks queued by `same`.
+let ticks = 0;
+let microtasks = 0;
+setInterval(() => ticks++, 1).unref();
+
 Pool.shared().serve({
   whoami() {
     return threadId;
+  },
+  same(x) {
+    queueMicrotask(() => microtasks++);
+    return x;
+  },
+  counts() {
+    return { ticks, microtasks };
+  },
+  // Keeps this thread busy for `ms` (a CPU-bound handler).
+  busy(ms) {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+    return ms;
   },
   // What the handler got, as a string (big strings come back in whatever encoding they need).
   describe(value) {

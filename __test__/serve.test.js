@@ -199,6 +199,57 @@ describe('serving from worker_threads and the main thread', () => {
   });
 });
 
+describe('a serving worker lingers for the next call', () => {
+  test('calls at every pace around its polling window settle, and its event loop keeps running', async () => {
+    const pool = Pool.shared();
+    const worker = await startWorker();
+    try {
+      const spin = (us) => {
+        const until = process.hrtime.bigint() + BigInt(us) * 1000n;
+        while (process.hrtime.bigint() < until);
+      };
+      // One call at a time, after gaps from none to well past the polling window (50 µs).
+      const before = await pool.exec('counts');
+      let sum = 0;
+      let expected = 0;
+      for (let i = 0; i < 600; i++) {
+        spin((i * 13) % 120);
+        sum += await pool.exec('same', i);
+        expected += i;
+      }
+      expect(sum).toBe(expected);
+      // A closed loop of small calls for 300 ms: all answered.
+      const t0 = Date.now();
+      let calls = 0;
+      let wrong = 0;
+      const lane = async () => {
+        while (Date.now() - t0 < 300) {
+          const k = calls++;
+          if ((await pool.exec('same', k)) !== k) wrong++;
+        }
+      };
+      await Promise.all(Array.from({ length: 16 }, lane));
+      expect(wrong).toBe(0);
+      // A closed loop of 2 ms handlers for 300 ms never leaves the worker idle, yet its event
+      // loop gets a turn after every cycle that took more than its budget: timers fire.
+      const fed = await pool.exec('counts');
+      const t1 = Date.now();
+      const busyLane = async () => {
+        while (Date.now() - t1 < 300) await pool.exec('busy', 2);
+      };
+      await Promise.all(Array.from({ length: 4 }, busyLane));
+      const after = await pool.exec('counts');
+      expect(after.ticks - fed.ticks).toBeGreaterThanOrEqual(10);
+      // Once it is idle, every microtask its handlers queued has run.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const idle = await pool.exec('counts');
+      expect(idle.microtasks - before.microtasks).toBe(600 + calls);
+    } finally {
+      await worker.terminate();
+    }
+  });
+});
+
 describe('strategies spread served calls', () => {
   test('roundrobin cycles through the servers of a method', async () => {
     const pool = new Pool({ threads: 1, strategy: 'roundrobin' });

@@ -2,8 +2,11 @@
 //! `pool::server` for the scheduling, its invariants and departure).
 //!
 //! Wake-up: each server has one threadsafe function; the core calls it (through [`Wake`]) only
-//! when a push finds no wake-up pending, and its callback drains everything queued by then and
-//! hands it to JavaScript in one call: one wake per batch, as on the completion path.
+//! when a push finds the serving thread neither woken already nor in a drain cycle, and its
+//! callback drains everything queued by then and hands it to JavaScript in one call. The
+//! JavaScript side ends every drain cycle with `rest()` (see `Pool::rest`), which on a
+//! worker_thread first polls briefly for the next call; the main thread never polls, its event
+//! loop has other work.
 //!
 //! Teardown: an env cleanup hook, registered after the threadsafe function (hooks run in reverse
 //! order, so it runs first), calls `Pool::depart`; after that the core never wakes this server
@@ -20,7 +23,7 @@
 //! type). The native side never dereferences those views.
 
 use super::convert::{self, FromJs};
-use crate::pool::{Params, Pool, Server, Wake};
+use crate::pool::{Params, Pool, Rest, Server, Wake};
 use crate::rpc::{CancelReason, ErrorCode, Map, RpcError, Value};
 use crate::shm::SharedView;
 use napi::bindgen_prelude::*;
@@ -121,6 +124,8 @@ struct ServerCtx {
     server: Arc<Server>,
     /// Params of jobs with views, kept until the serving thread has the views.
     waiting: Mutex<HashMap<u64, Vec<Value>>>,
+    /// Served from the main thread, which never polls for calls.
+    main_thread: bool,
 }
 
 type Slot = OnceLock<Arc<ServerCtx>>;
@@ -206,6 +211,7 @@ pub(crate) fn start(
         pool,
         server,
         waiting: Mutex::new(HashMap::new()),
+        main_thread: thread == 0,
     });
     // The callback runs on this thread after we return, so the slot is filled by then.
     let _ = slot.set(ctx.clone());
@@ -416,6 +422,21 @@ impl NativeServer {
                 sys::napi_set_element(raw, array, i as u32, v);
             }
             Ok(Unknown::from_raw_unchecked(raw, array))
+        }
+    }
+
+    /// Ends a drain cycle: 0 idle (wake-ups are on again), 1 take more now, 2 take more after
+    /// the event loop has had a turn (`budget_left` was false; no wake-up will come for them).
+    #[napi(catch_unwind)]
+    pub fn rest(&self, budget_left: bool) -> u32 {
+        match self
+            .ctx
+            .pool
+            .rest(&self.ctx.server, budget_left, !self.ctx.main_thread)
+        {
+            Rest::Idle => 0,
+            Rest::Work => 1,
+            Rest::Later => 2,
         }
     }
 

@@ -34,7 +34,7 @@ mod worker;
 
 pub use job::{Control, Params};
 pub use origin::{Deliver, Origin};
-pub use server::{Announce, Batch, ServeError, Served, Server, ServerStats, Wake};
+pub use server::{Announce, Batch, Rest, ServeError, Served, Server, ServerStats, Wake};
 pub use stats::Percentiles;
 pub use strategy::Strategy;
 

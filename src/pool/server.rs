@@ -15,9 +15,14 @@
 //! - `stops`: tokens of running jobs whose handler must be told to stop (abort, destroy).
 //! - `forgotten`: tokens whose SharedArrayBuffer views the server was sent but will never run
 //!   (the job was cancelled or taken away), so the serving thread can drop them.
-//! - `wake_pending`: a wake-up is on its way. Only the push that sets it calls [`Wake::wake`];
-//!   the serving thread clears it when it drains, under the lock, so every push after a drain
-//!   either lands in the next drain or triggers the next wake: one wake per batch, none lost.
+//! - `wake_pending`: the serving thread is bound to look at the queue again: a wake-up is on
+//!   its way, or the thread is in a drain cycle (every cycle ends with [`Pool::rest`]), or a
+//!   cycle it has put off is scheduled. Only the push that sets it calls [`Wake::wake`]; only
+//!   `rest` clears it, under the lock and having seen nothing it could take, so a push either
+//!   lands in what the thread takes or triggers the next wake: one wake per cycle, none lost.
+//!   Pushes made while the thread is in a cycle wake nobody. Before it clears the flag, an idle
+//!   worker_thread's `rest` polls for a short while ([`IDLE_SPIN`], as idle native workers do),
+//!   so that a caller that sends the next call meanwhile costs no wake-up on either side.
 //!   `wake` is only ever called under the lock, after checking `accepting` (pushes) or
 //!   `departed` (stop and forget notices), and departure clears the one and sets the other under
 //!   the lock, so after [`Pool::depart`] returns no thread calls `wake` again and the bindings
@@ -57,6 +62,7 @@
 
 use super::job::{Control, Job, Params, Reply, Work, DONE, QUEUED, RUNNING};
 use super::origin::Origin;
+use super::worker::{idle_pause, IDLE_SPIN};
 use super::Shared;
 use crate::rpc::{CancelReason, ErrorCode, Outcome, RpcError, Value};
 use std::collections::{HashMap, VecDeque};
@@ -90,6 +96,14 @@ pub struct Batch {
     pub stops: Vec<u64>,
     /// Tokens whose announced views will never be used.
     pub forgotten: Vec<u64>,
+}
+
+/// What a serving thread does at the end of a drain cycle: see [`Pool::rest`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rest {
+    Idle,
+    Work,
+    Later,
 }
 
 /// A running job's remains: what settling it needs.
@@ -504,6 +518,45 @@ impl super::Pool {
     /// Drains `server`'s queue for its JavaScript thread: up to `concurrency − running` live
     /// jobs become RUNNING and are handed over; tombstones and jobs whose caller is gone on the
     /// way are dropped.
+    /// The serving thread ends a drain cycle. `Work`: there is something it can take (a job
+    /// with a free handler slot, or a notice); take it and go on. `Idle`: nothing to take, and
+    /// wake-ups are on again. `Later`: the thread is over its time budget (`budget_left`
+    /// false) and must let its event loop run, then come back by itself for another cycle;
+    /// wake-ups stay off meanwhile, so calls placed in between cannot chain callback after
+    /// callback onto the thread without its event loop getting a turn.
+    ///
+    /// With `may_poll`, budget left and no handler running, it first polls for up to
+    /// [`IDLE_SPIN`] (a caller's next call often comes that soon), yielding between rounds.
+    /// Jobs waiting for a handler slot do not count: a handler's completion takes them
+    /// ([`Pool::complete`] says when), and stop notices still wake the thread meanwhile.
+    pub fn rest(&self, server: &Server, budget_left: bool, may_poll: bool) -> Rest {
+        if !budget_left {
+            lock(&server.inner).wake_pending = true;
+            return Rest::Later;
+        }
+        let polling = may_poll && server.running_len.load(Ordering::Acquire) == 0;
+        let until = polling.then(|| Instant::now() + IDLE_SPIN);
+        loop {
+            let mut inner = lock(&server.inner);
+            let room = server.running_len.load(Ordering::Acquire) < server.concurrency;
+            if (room && !inner.queue.is_empty())
+                || !inner.stops.is_empty()
+                || !inner.forgotten.is_empty()
+            {
+                return Rest::Work;
+            }
+            if !inner.accepting || until.is_none_or(|t| Instant::now() >= t) {
+                inner.wake_pending = false;
+                return Rest::Idle;
+            }
+            // Awake and looking: a cycle started without a wake-up (a handler's completion)
+            // may have found the flag clear.
+            inner.wake_pending = true;
+            drop(inner);
+            idle_pause();
+        }
+    }
+
     pub fn take(&self, server: &Arc<Server>) -> Batch {
         let s = &self.shared;
         let _drain = lock(&server.drain);
@@ -512,7 +565,6 @@ impl super::Pool {
             .saturating_sub(server.running_len.load(Ordering::Acquire));
         let (queue, stops, mut forgotten) = {
             let mut inner = lock(&server.inner);
-            inner.wake_pending = false;
             let mut taken = Vec::new();
             let mut live = 0;
             while live < room {

@@ -23,10 +23,21 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-/// How long an idle worker polls its queue before it parks: a caller that submits again within
-/// this window (a burst, or a sequential caller's next call) costs no futex wake and no wake-up
-/// latency. Polling yields the CPU between rounds, so it does not starve the JS thread.
-const SPIN: Duration = Duration::from_micros(50);
+/// How long an idle thread of the pool (a native worker, or a JavaScript thread serving
+/// methods) polls its queue before it sleeps: a caller that submits again within this window (a
+/// burst, or a sequential caller's next call) costs no wake-up, neither its system call nor its
+/// latency. Polling yields the CPU between rounds ([`idle_pause`]), so it does not starve the
+/// threads that have work.
+pub(crate) const IDLE_SPIN: Duration = Duration::from_micros(50);
+
+/// One round of idle polling: a few pause hints, then the rest of the time slice to any thread
+/// that wants the core.
+pub(crate) fn idle_pause() {
+    for _ in 0..32 {
+        std::hint::spin_loop();
+    }
+    thread::yield_now();
+}
 
 pub(crate) struct Worker {
     pub(crate) queue: SegQueue<Job>,
@@ -136,11 +147,8 @@ fn run(s: &Shared, index: usize) {
             break;
         }
         let since = *idle_since.get_or_insert_with(Instant::now);
-        if since.elapsed() < SPIN {
-            for _ in 0..32 {
-                std::hint::spin_loop();
-            }
-            thread::yield_now();
+        if since.elapsed() < IDLE_SPIN {
+            idle_pause();
             continue;
         }
         idle_since = None;
