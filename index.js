@@ -7,6 +7,7 @@ const { EventEmitter } = require('node:events');
 const { threadId, BroadcastChannel, receiveMessageOnPort } = require('node:worker_threads');
 const os = require('node:os');
 const path = require('node:path');
+const { performance } = require('node:perf_hooks'); // the global is a getter on every use
 const { types } = require('node:util'); // realm-proof type checks, unlike instanceof
 const { platformTriple } = require('./scripts/platform.js');
 
@@ -553,9 +554,25 @@ const kResume = Symbol('resume');
 // NativeServer#rest(): what a serving thread does after a drain cycle.
 const REST_IDLE = 0;
 const REST_WORK = 1;
-// How long a serving thread runs drain cycles (and polls for calls) before its event loop gets
-// a turn.
+// How long a serving thread runs drain cycles (and polls for calls), all its servers together,
+// before its event loop gets a turn.
 const REST_BUDGET_MS = 1;
+let stretch = 0; // performance.now() when this thread's current run of drain cycles began
+
+/** Starts a run of drain cycles unless one is going on; it ends at the event loop's next turn. */
+function startStretch() {
+  if (stretch !== 0) return;
+  stretch = performance.now();
+  setImmediate(endStretch);
+}
+
+function endStretch() {
+  stretch = 0;
+}
+
+function budgetLeft() {
+  return performance.now() - stretch < REST_BUDGET_MS;
+}
 const kFinish = Symbol('finish');
 let orphanTimer = null;
 
@@ -617,14 +634,14 @@ class Server {
   #closing = null;
   #onIdle = null;
   #draining = false; // inside #drain: a handler slot freed now is refilled by its loop
-  #stretch = 0; // performance.now() when the current run of drain cycles began; 0: none
+  #resumePending = false; // a #resume is scheduled
 
   constructor(nativePool, handlers, names, concurrency) {
     this.#handlers = handlers;
     this.#table = new Map(names.map((n) => [n, handlers[n]]));
     try {
       this.#native = nativePool.serve(names, threadId, concurrency, (jobs, stops, forgotten) =>
-        this.#drain(jobs, stops, forgotten),
+        this.#drain([jobs, stops, forgotten]),
       );
     } catch (e) {
       throw new TypeError(e.message);
@@ -669,43 +686,54 @@ class Server {
   }
 
   /**
-   * A drain cycle: runs a batch, then takes more for as long as there is some. Every cycle
-   * ends with rest(), which on a worker_thread first polls briefly for the next call while no
-   * handler is running; calls that come meanwhile wake nobody. Once this thread has spent
-   * REST_BUDGET_MS in cycles without its event loop getting a turn, the next cycle waits for a
-   * setImmediate (and calls still wake nobody).
+   * Drain cycles: runs `batch` (the wake-up's, or null: take one), then takes more for as long
+   * as there is some. Every cycle ends with rest(), which on a worker_thread first polls
+   * briefly for the next call while no handler is running; calls placed during a cycle wake
+   * nobody. Once this thread has spent REST_BUDGET_MS in cycles without its event loop getting
+   * a turn, the next cycle waits for a setImmediate (and calls still wake nobody).
    */
-  #drain(jobs, stops, forgotten) {
-    if (this.#stretch === 0) {
-      this.#stretch = performance.now();
-      setImmediate(this.#endStretch); // runs once the event loop has had its turn
-    }
+  #drain(batch) {
+    startStretch();
     this.#draining = true;
     let owed = true; // a cycle is owed until rest() says idle (also if something throws)
     try {
+      let [jobs, stops, forgotten] = batch ?? this.#native.take();
       for (;;) {
         this.#onJobs(jobs, stops, forgotten);
-        const r = this.#native.rest(performance.now() - this.#stretch < REST_BUDGET_MS);
+        const r = this.#native.rest(budgetLeft());
         if (r === REST_IDLE) owed = false;
         if (r !== REST_WORK) break;
         [jobs, stops, forgotten] = this.#native.take();
       }
     } finally {
       this.#draining = false;
-      if (owed) setImmediate(this.#resume);
+      if (owed) this.#later();
     }
     this.#checkIdle();
   }
 
-  #resume = () => this.#drain(...this.#native.take());
+  /** Runs a drain cycle once the event loop has had a turn (one at a time). */
+  #later() {
+    if (this.#resumePending) return;
+    this.#resumePending = true;
+    setImmediate(this.#resume);
+  }
 
-  #endStretch = () => {
-    this.#stretch = 0;
+  #resume = () => {
+    this.#resumePending = false;
+    this.#drain(null);
   };
 
-  /** A handler slot was freed; `more`: jobs wait for it (a draining loop takes them itself). */
+  /**
+   * A handler slot was freed; `more`: jobs wait for it. A draining loop takes them itself;
+   * otherwise (an async handler settled) a cycle runs now, or after the event loop's turn once
+   * the budget is spent.
+   */
   #freed(more) {
-    if (more && !this.#draining) this.#drain(...this.#native.take());
+    if (!more || this.#draining) return;
+    startStretch();
+    if (this.#resumePending || !budgetLeft()) this.#later();
+    else this.#drain(null);
   }
 
   #onJobs(jobs, stops, forgotten) {

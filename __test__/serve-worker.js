@@ -19,8 +19,13 @@ Pool.shared().serve({
   counts() {
     return { ticks, microtasks };
   },
-  // Keeps this thread busy for `ms` (a CPU-bound handler).
+  // Keeps this thread busy for `ms` (a CPU-bound handler), sync or async.
   busy(ms) {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+    return ms;
+  },
+  async busyAsync(ms) {
     const until = performance.now() + ms;
     while (performance.now() < until);
     return ms;

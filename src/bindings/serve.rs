@@ -22,7 +22,7 @@
 //! replaced by the received typed array over the same memory (matched by address, length and
 //! type). The native side never dereferences those views.
 
-use super::convert::{self, FromJs};
+use super::convert::{self, Converted, FromJs};
 use crate::pool::{Params, Pool, Rest, Server, Wake};
 use crate::rpc::{CancelReason, ErrorCode, Map, RpcError, Value};
 use crate::shm::SharedView;
@@ -283,42 +283,60 @@ unsafe fn batch_to_js(
         let mut undefined = ptr::null_mut();
         sys::napi_get_undefined(env, &mut undefined);
         let mut jobs = ptr::null_mut();
-        sys::napi_create_array_with_length(env, batch.jobs.len() * 4, &mut jobs);
+        // Grows as jobs are set: one whose params cannot be made is settled and left out.
+        sys::napi_create_array(env, &mut jobs);
         let mut last_method: Option<(Arc<str>, sys::napi_value)> = None;
-        for (i, job) in batch.jobs.into_iter().enumerate() {
-            let base = (i * 4) as u32;
-            let method = match &last_method {
-                Some((m, v)) if Arc::ptr_eq(m, &job.method) || **m == *job.method => *v,
-                _ => {
-                    let v = convert::to_js(env, &Value::String(job.method.to_string()))?;
-                    last_method = Some((job.method.clone(), v));
-                    v
+        let mut handed = 0u32;
+        for job in batch.jobs {
+            let token = job.token;
+            let entry = (|| -> Converted<[sys::napi_value; 4]> {
+                let method = match &last_method {
+                    Some((m, v)) if Arc::ptr_eq(m, &job.method) || **m == *job.method => *v,
+                    _ => {
+                        let v = convert::to_js(env, &Value::String(job.method.to_string()))?;
+                        last_method = Some((job.method.clone(), v));
+                        v
+                    }
+                };
+                let params = match job.params {
+                    Params::Values(values) if job.views => {
+                        ctx.waiting
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(job.token, values);
+                        undefined
+                    }
+                    Params::Values(values) => convert::to_js(env, &Value::Array(values))?,
+                    // The caller's JSON.stringify text: JSON.parse in the serving thread is
+                    // faster than building the values through Node-API.
+                    Params::Json(text) => convert::text_to_js(env, &text)?,
+                };
+                let timeout = job.timeout.map_or(0.0, |t| t.as_secs_f64() * 1000.0);
+                Ok([
+                    convert::to_js(env, &Value::Number(job.token as f64))?,
+                    method,
+                    params,
+                    convert::to_js(env, &Value::Number(timeout))?,
+                ])
+            })();
+            match entry {
+                Ok(values) => {
+                    for (k, v) in values.into_iter().enumerate() {
+                        sys::napi_set_element(env, jobs, handed * 4 + k as u32, v);
+                    }
+                    handed += 1;
                 }
-            };
-            let params = match job.params {
-                Params::Values(values) if job.views => {
-                    ctx.waiting
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(job.token, values);
-                    undefined
+                // The job is running: settle it here, the handler will never see it.
+                Err(e) => {
+                    ctx.pool.complete(
+                        &ctx.server,
+                        token,
+                        Err(RpcError::invalid_params(format!(
+                            "the params cannot be made into JavaScript values on the serving \
+                             thread: {e}"
+                        ))),
+                    );
                 }
-                Params::Values(values) => convert::to_js(env, &Value::Array(values))?,
-                // The caller's JSON.stringify text: JSON.parse in the serving thread is faster
-                // than building the values through Node-API.
-                Params::Json(text) => convert::text_to_js(env, &text)?,
-            };
-            let timeout = job.timeout.map_or(0.0, |t| t.as_secs_f64() * 1000.0);
-            for (k, v) in [
-                convert::to_js(env, &Value::Number(job.token as f64))?,
-                method,
-                params,
-                convert::to_js(env, &Value::Number(timeout))?,
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                sys::napi_set_element(env, jobs, base + k as u32, v);
             }
         }
         let numbers = |xs: Vec<u64>| {

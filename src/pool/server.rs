@@ -16,13 +16,15 @@
 //! - `forgotten`: tokens whose SharedArrayBuffer views the server was sent but will never run
 //!   (the job was cancelled or taken away), so the serving thread can drop them.
 //! - `wake_pending`: the serving thread is bound to look at the queue again: a wake-up is on
-//!   its way, or the thread is in a drain cycle (every cycle ends with [`Pool::rest`]), or a
-//!   cycle it has put off is scheduled. Only the push that sets it calls [`Wake::wake`]; only
-//!   `rest` clears it, under the lock and having seen nothing it could take, so a push either
-//!   lands in what the thread takes or triggers the next wake: one wake per cycle, none lost.
-//!   Pushes made while the thread is in a cycle wake nobody. Before it clears the flag, an idle
-//!   worker_thread's `rest` polls for a short while ([`IDLE_SPIN`], as idle native workers do),
-//!   so that a caller that sends the next call meanwhile costs no wake-up on either side.
+//!   its way, or the thread is in a drain cycle (from its [`Pool::take`] to the
+//!   [`Pool::rest`] that ends every cycle), or a cycle it has put off (`Rest::Later`) is
+//!   scheduled. A push that finds it clear sets it and calls [`Wake::wake`]; `take` and a
+//!   `Later` set it too, and pushes that find it set wake nobody. Only `rest` clears it, under
+//!   the lock and having seen nothing the thread could take, so a push either lands in what the
+//!   thread takes or triggers the next wake: one wake per cycle, none lost. Before it clears
+//!   it, an idle worker_thread's `rest` polls for a short while ([`IDLE_SPIN`], as idle native
+//!   workers do), so that a caller that sends the next call meanwhile costs no wake-up on
+//!   either side.
 //!   `wake` is only ever called under the lock, after checking `accepting` (pushes) or
 //!   `departed` (stop and forget notices), and departure clears the one and sets the other under
 //!   the lock, so after [`Pool::depart`] returns no thread calls `wake` again and the bindings
@@ -515,15 +517,13 @@ impl super::Pool {
         }
     }
 
-    /// Drains `server`'s queue for its JavaScript thread: up to `concurrency − running` live
-    /// jobs become RUNNING and are handed over; tombstones and jobs whose caller is gone on the
-    /// way are dropped.
     /// The serving thread ends a drain cycle. `Work`: there is something it can take (a job
     /// with a free handler slot, or a notice); take it and go on. `Idle`: nothing to take, and
     /// wake-ups are on again. `Later`: the thread is over its time budget (`budget_left`
     /// false) and must let its event loop run, then come back by itself for another cycle;
     /// wake-ups stay off meanwhile, so calls placed in between cannot chain callback after
-    /// callback onto the thread without its event loop getting a turn.
+    /// callback onto the thread without its event loop getting a turn. (That cycle may find
+    /// nothing and poll once more for nothing: the price of keeping wake-ups off.)
     ///
     /// With `may_poll`, budget left and no handler running, it first polls for up to
     /// [`IDLE_SPIN`] (a caller's next call often comes that soon), yielding between rounds.
@@ -549,14 +549,16 @@ impl super::Pool {
                 inner.wake_pending = false;
                 return Rest::Idle;
             }
-            // Awake and looking: a cycle started without a wake-up (a handler's completion)
-            // may have found the flag clear.
-            inner.wake_pending = true;
             drop(inner);
             idle_pause();
         }
     }
 
+    /// Drains `server`'s queue for its JavaScript thread: up to `concurrency − running` live
+    /// jobs become RUNNING and are handed over; tombstones and jobs whose caller is gone on the
+    /// way are dropped. The thread is in a drain cycle from here until its [`Pool::rest`], so
+    /// calls placed meanwhile wake nobody (`wake_pending` is set, if a cycle started without a
+    /// wake-up found it clear).
     pub fn take(&self, server: &Arc<Server>) -> Batch {
         let s = &self.shared;
         let _drain = lock(&server.drain);
@@ -565,6 +567,7 @@ impl super::Pool {
             .saturating_sub(server.running_len.load(Ordering::Acquire));
         let (queue, stops, mut forgotten) = {
             let mut inner = lock(&server.inner);
+            inner.wake_pending = true;
             let mut taken = Vec::new();
             let mut live = 0;
             while live < room {
