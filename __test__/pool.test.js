@@ -256,6 +256,23 @@ describe('calls', () => {
     }
   });
 
+  test('plain objects of any realm cross, class instances of any realm are refused', async () => {
+    // The check remembers the first Object.prototype it meets on a thread; objects of other
+    // realms (a vm context, a test sandbox) must still be told apart correctly afterwards.
+    const vm = require('node:vm');
+    const other = vm.runInNewContext('({ plain: { a: 1, b: [{ c: 2 }] }, make: () => new (class Q { constructor() { this.x = 1; } })() })');
+    for (let i = 0; i < 3; i++) {
+      expect(await pool.exec('echo', { a: 1, b: [{ c: 2 }] })).toEqual({ a: 1, b: [{ c: 2 }] });
+      expect(await pool.exec('echo', other.plain)).toEqual({ a: 1, b: [{ c: 2 }] });
+      expect(await pool.exec('echo', Object.create(null))).toEqual({});
+      const e = await rejection(pool.exec('echo', other.make()));
+      expect(e.code).toBe(C.InvalidParams);
+      expect(e.message).toMatch(/instance of Q/);
+      class R {}
+      expect((await rejection(pool.exec('echo', { r: new R() }))).message).toMatch(/params\[0\]\.r is an instance of R/);
+    }
+  });
+
   test('a panicking command rejects with InternalError and the pool keeps serving', async () => {
     const e = await rejection(pool.exec('panic', 'on purpose'));
     expect(e.code).toBe(C.InternalError);

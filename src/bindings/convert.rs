@@ -39,6 +39,13 @@ pub struct FromJs {
     pub views: Vec<sys::napi_value>,
 }
 
+thread_local! {
+    /// This thread's environment and a reference to the `Object.prototype` its conversions met
+    /// first, so that later conversions recognise it with one comparison.
+    static OBJECT_PROTOTYPE: std::cell::Cell<(sys::napi_env, sys::napi_ref)> =
+        const { std::cell::Cell::new((ptr::null_mut(), ptr::null_mut())) };
+}
+
 impl FromJs {
     pub fn new(env: sys::napi_env) -> Self {
         FromJs {
@@ -276,6 +283,17 @@ impl FromJs {
     /// As for [`FromJs::value`].
     unsafe fn is_object_prototype(&mut self, proto: sys::napi_value) -> Converted<bool> {
         let env = self.env;
+        if self.object_prototype.is_null() {
+            let (cached_env, reference) = OBJECT_PROTOTYPE.with(|c| c.get());
+            if cached_env == env && !reference.is_null() {
+                // SAFETY: `reference` was made in this env (checked above) on this thread (a
+                // thread-local) and lives as long as the env. On failure the value stays null
+                // and the slow check below runs.
+                unsafe {
+                    sys::napi_get_reference_value(env, reference, &mut self.object_prototype)
+                };
+            }
+        }
         if !self.object_prototype.is_null() {
             let mut same = false;
             napi_try!(
@@ -303,6 +321,15 @@ impl FromJs {
         let plain = unsafe { constructor_name(env, proto) }.is_some_and(|n| n == "Object");
         if plain {
             self.object_prototype = proto;
+            if OBJECT_PROTOTYPE.with(|c| c.get().0) != env {
+                let mut reference = ptr::null_mut();
+                // SAFETY: live env on its JS thread (caller contract); `proto` is an object of
+                // it. The reference lives until the env is torn down (Node frees it then).
+                let made = unsafe { sys::napi_create_reference(env, proto, 1, &mut reference) };
+                if made == sys::Status::napi_ok {
+                    OBJECT_PROTOTYPE.with(|c| c.set((env, reference)));
+                }
+            }
         }
         Ok(plain)
     }
