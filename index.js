@@ -551,6 +551,8 @@ class Pool extends EventEmitter {
 // Serving methods implemented in JavaScript.
 
 const kResume = Symbol('resume');
+const kFinish = Symbol('finish');
+
 // NativeServer#rest(): what a serving thread does after a drain cycle.
 const REST_IDLE = 0;
 const REST_WORK = 1;
@@ -573,7 +575,7 @@ function endStretch() {
 function budgetLeft() {
   return performance.now() - stretch < REST_BUDGET_MS;
 }
-const kFinish = Symbol('finish');
+
 let orphanTimer = null;
 
 /** Jobs waiting for resent views whose caller has exited never get them: drop them. */

@@ -124,8 +124,6 @@ struct ServerCtx {
     server: Arc<Server>,
     /// Params of jobs with views, kept until the serving thread has the views.
     waiting: Mutex<HashMap<u64, Vec<Value>>>,
-    /// Served from the main thread, which never polls for calls.
-    main_thread: bool,
 }
 
 type Slot = OnceLock<Arc<ServerCtx>>;
@@ -211,7 +209,6 @@ pub(crate) fn start(
         pool,
         server,
         waiting: Mutex::new(HashMap::new()),
-        main_thread: thread == 0,
     });
     // The callback runs on this thread after we return, so the slot is filled by then.
     let _ = slot.set(ctx.clone());
@@ -447,11 +444,9 @@ impl NativeServer {
     /// the event loop has had a turn (`budget_left` was false; no wake-up will come for them).
     #[napi(catch_unwind)]
     pub fn rest(&self, budget_left: bool) -> u32 {
-        match self
-            .ctx
-            .pool
-            .rest(&self.ctx.server, budget_left, !self.ctx.main_thread)
-        {
+        // The main thread (threadId 0) never polls: its event loop has other work.
+        let may_poll = self.ctx.server.thread() != 0;
+        match self.ctx.pool.rest(&self.ctx.server, budget_left, may_poll) {
             Rest::Idle => 0,
             Rest::Work => 1,
             Rest::Later => 2,

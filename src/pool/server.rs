@@ -73,7 +73,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Wakes a server's JavaScript thread so that it drains its queue (the bindings call a
-/// threadsafe function). Called under the server's lock, at most once per batch.
+/// threadsafe function). Called under the server's lock, at most once per drain cycle (see
+/// `wake_pending`).
 pub trait Wake: Send + Sync {
     fn wake(&self);
 }
@@ -193,6 +194,11 @@ impl Server {
     /// The bindings' address of the serving environment (where resent views go).
     pub fn tag(&self) -> u64 {
         self.tag
+    }
+
+    /// The serving JavaScript thread's id (`threadId`: 0 for the main thread).
+    pub fn thread(&self) -> u64 {
+        self.thread
     }
 
     pub fn methods(&self) -> &[String] {
