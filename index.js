@@ -553,9 +553,8 @@ class Pool extends EventEmitter {
 const kResume = Symbol('resume');
 const kFinish = Symbol('finish');
 
-// NativeServer#rest(): what a serving thread does after a drain cycle.
+// NativeServer#rest(): what a serving thread does after a drain cycle (or the next batch).
 const REST_IDLE = 0;
-const REST_WORK = 1;
 // How long a serving thread runs drain cycles (and polls for calls), all its servers together,
 // before its event loop gets a turn.
 const REST_BUDGET_MS = 1;
@@ -642,9 +641,7 @@ class Server {
     this.#handlers = handlers;
     this.#table = new Map(names.map((n) => [n, handlers[n]]));
     try {
-      this.#native = nativePool.serve(names, threadId, concurrency, (jobs, stops, forgotten) =>
-        this.#drain([jobs, stops, forgotten]),
-      );
+      this.#native = nativePool.serve(names, threadId, concurrency, (batch) => this.#drain(batch));
     } catch (e) {
       throw new TypeError(e.message);
     }
@@ -699,13 +696,15 @@ class Server {
     this.#draining = true;
     let owed = true; // a cycle is owed until rest() says idle (also if something throws)
     try {
-      let [jobs, stops, forgotten] = batch ?? this.#native.take();
+      if (batch === null) batch = this.#native.take();
       for (;;) {
-        this.#onJobs(jobs, stops, forgotten);
-        const r = this.#native.rest(budgetLeft());
-        if (r === REST_IDLE) owed = false;
-        if (r !== REST_WORK) break;
-        [jobs, stops, forgotten] = this.#native.take();
+        this.#onJobs(batch);
+        const r = this.#native.rest(budgetLeft()); // REST_IDLE, 2 (later) or the next batch
+        if (typeof r === 'number') {
+          if (r === REST_IDLE) owed = false;
+          break;
+        }
+        batch = r;
       }
     } finally {
       this.#draining = false;
@@ -738,9 +737,16 @@ class Server {
     else this.#drain(null);
   }
 
-  #onJobs(jobs, stops, forgotten) {
-    for (const token of forgotten) receivedViews.delete(token);
-    for (const token of stops) {
+  /**
+   * A batch is one flat array: the numbers of stop notices and forgotten tokens, those tokens,
+   * then four entries per job: token, method, params, timeout (ms; 0: none).
+   */
+  #onJobs(batch) {
+    const nStops = batch[0];
+    const jobsFrom = 2 + nStops + batch[1];
+    for (let i = 2 + nStops; i < jobsFrom; i++) receivedViews.delete(batch[i]);
+    for (let i = 2; i < 2 + nStops; i++) {
+      const token = batch[i];
       const run = this.#running.get(token);
       if (run !== undefined) run.context.abort(abortError('The call was aborted', 'AbortError'));
       else if (awaitingViews.has(token)) {
@@ -748,11 +754,11 @@ class Server {
         this.#freed(this.#native.complete(token, null)); // settled already; frees its slot
       }
     }
-    for (let i = 0; i < jobs.length; i += 4) {
-      const token = jobs[i];
-      const method = jobs[i + 1];
-      let params = jobs[i + 2];
-      const timeout = jobs[i + 3];
+    for (let i = jobsFrom; i < batch.length; i += 4) {
+      const token = batch[i];
+      const method = batch[i + 1];
+      let params = batch[i + 2];
+      const timeout = batch[i + 3];
       if (typeof params === 'string') params = JSON.parse(params);
       else if (params === undefined) {
         params = this.#viewParams(token, method, timeout);

@@ -134,8 +134,8 @@ pub struct NativeServer {
     tsfn: sys::napi_threadsafe_function,
 }
 
-/// Starts serving `methods` in this environment; `on_jobs(jobs, stops, forgotten)` receives
-/// each batch. `Err` (a TypeError in JS) when a name is a native command.
+/// Starts serving `methods` in this environment; `on_jobs(batch)` receives each batch (see
+/// [`batch_to_js`]). `Err` (a TypeError in JS) when a name is a native command.
 pub(crate) fn start(
     env: Env,
     pool: Arc<Pool>,
@@ -247,13 +247,13 @@ unsafe extern "C" fn call_js(
     // Handed over even when empty (all tombstones): a closing server checks whether it is idle.
     let batch = ctx.pool.take(&ctx.server);
     // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
-    let result = unsafe { batch_to_js(env, ctx, batch) }.map(|argv| {
+    let result = unsafe { batch_to_js(env, ctx, batch) }.map(|batch| {
         let mut undefined = ptr::null_mut();
         let mut out = ptr::null_mut();
         // SAFETY: as above; `on_jobs` is the threadsafe function's JS function.
         unsafe {
             sys::napi_get_undefined(env, &mut undefined);
-            sys::napi_call_function(env, undefined, on_jobs, 3, argv.as_ptr(), &mut out);
+            sys::napi_call_function(env, undefined, on_jobs, 1, &batch, &mut out);
         }
     });
     if let Err(e) = result {
@@ -264,9 +264,10 @@ unsafe extern "C" fn call_js(
     }
 }
 
-/// A batch as `[jobs, stops, forgotten]`: `jobs` is flat, four entries per job —
-/// `token, method, params, timeoutMs (0: none)`; params are an array, the JSON text of one, or
-/// undefined while views are needed.
+/// A batch as one flat array: `nStops, nForgotten`, then the stop tokens, the forgotten tokens,
+/// and four entries per job — `token, method, params, timeoutMs (0: none)`; params are an
+/// array, the JSON text of one, or undefined while views are needed. (One array, not three: a
+/// Node-API call costs about as much as handling the usual one-job batch in JavaScript.)
 ///
 /// # Safety
 /// Must run on `env`'s JS thread.
@@ -274,16 +275,36 @@ unsafe fn batch_to_js(
     env: sys::napi_env,
     ctx: &ServerCtx,
     batch: crate::pool::Batch,
-) -> std::result::Result<[sys::napi_value; 3], String> {
+) -> std::result::Result<sys::napi_value, String> {
     // SAFETY: live env on its JS thread (caller contract) for every call below.
     unsafe {
         let mut undefined = ptr::null_mut();
         sys::napi_get_undefined(env, &mut undefined);
-        let mut jobs = ptr::null_mut();
-        // Grows as jobs are set: one whose params cannot be made is settled and left out.
-        sys::napi_create_array(env, &mut jobs);
+        let mut out = ptr::null_mut();
+        // Grows as entries are set: a job whose params cannot be made is settled and left out.
+        sys::napi_create_array(env, &mut out);
+        let mut len = 0u32;
+        let mut push = |v: sys::napi_value| {
+            sys::napi_set_element(env, out, len, v);
+            len += 1;
+        };
+        let number = |x: f64| {
+            let mut v = ptr::null_mut();
+            sys::napi_create_double(env, x, &mut v);
+            v
+        };
+        push(number(batch.stops.len() as f64));
+        push(number(batch.forgotten.len() as f64));
+        for &t in batch.stops.iter().chain(&batch.forgotten) {
+            push(number(t as f64));
+        }
+        if !batch.forgotten.is_empty() {
+            let mut waiting = ctx.waiting.lock().unwrap_or_else(|e| e.into_inner());
+            for t in &batch.forgotten {
+                waiting.remove(t);
+            }
+        }
         let mut last_method: Option<(Arc<str>, sys::napi_value)> = None;
-        let mut handed = 0u32;
         for job in batch.jobs {
             let token = job.token;
             let entry = (|| -> Converted<[sys::napi_value; 4]> {
@@ -309,20 +330,10 @@ unsafe fn batch_to_js(
                     Params::Json(text) => convert::text_to_js(env, &text)?,
                 };
                 let timeout = job.timeout.map_or(0.0, |t| t.as_secs_f64() * 1000.0);
-                Ok([
-                    convert::to_js(env, &Value::Number(job.token as f64))?,
-                    method,
-                    params,
-                    convert::to_js(env, &Value::Number(timeout))?,
-                ])
+                Ok([number(job.token as f64), method, params, number(timeout)])
             })();
             match entry {
-                Ok(values) => {
-                    for (k, v) in values.into_iter().enumerate() {
-                        sys::napi_set_element(env, jobs, handed * 4 + k as u32, v);
-                    }
-                    handed += 1;
-                }
+                Ok(values) => values.into_iter().for_each(&mut push),
                 // The job is running: settle it here, the handler will never see it.
                 Err(e) => {
                     ctx.pool.complete(
@@ -336,19 +347,7 @@ unsafe fn batch_to_js(
                 }
             }
         }
-        let numbers = |xs: Vec<u64>| {
-            let xs = xs.into_iter().map(|x| Value::Number(x as f64)).collect();
-            convert::to_js(env, &Value::Array(xs))
-        };
-        let stops = numbers(batch.stops)?;
-        let forgotten = numbers(batch.forgotten.clone())?;
-        if !batch.forgotten.is_empty() {
-            let mut waiting = ctx.waiting.lock().unwrap_or_else(|e| e.into_inner());
-            for t in &batch.forgotten {
-                waiting.remove(t);
-            }
-        }
-        Ok([jobs, stops, forgotten])
+        Ok(out)
     }
 }
 
@@ -364,6 +363,18 @@ fn resolved(v: &Value, views: &[(SharedView, sys::napi_value)]) -> bool {
 
 fn token(t: f64) -> u64 {
     t as u64
+}
+
+impl NativeServer {
+    fn batch<'e>(&self, env: Env) -> Result<Unknown<'e>> {
+        let raw = env.raw();
+        let batch = self.ctx.pool.take(&self.ctx.server);
+        // SAFETY: called from a Node-API callback on this env's JS thread.
+        let out = unsafe { batch_to_js(raw, &self.ctx, batch) }
+            .map_err(|e| Error::new(Status::GenericFailure, e))?;
+        // SAFETY: `out` is a value of this env created in this callback scope.
+        Ok(unsafe { Unknown::from_raw_unchecked(raw, out) })
+    }
 }
 
 #[napi]
@@ -420,36 +431,30 @@ impl NativeServer {
         Ok(Some(unsafe { Unknown::from_raw_unchecked(raw, out) }))
     }
 
-    /// The next batch, `[jobs, stops, forgotten]` (see `on_jobs`), as far as this server's
-    /// concurrency allows.
+    /// The next batch (see [`batch_to_js`]), as far as this server's concurrency allows.
     #[napi(catch_unwind)]
     pub fn take(&self, env: Env) -> Result<Unknown<'_>> {
-        let raw = env.raw();
-        let batch = self.ctx.pool.take(&self.ctx.server);
-        // SAFETY: a Node-API callback on this env's JS thread.
-        let argv = unsafe { batch_to_js(raw, &self.ctx, batch) }
-            .map_err(|e| Error::new(Status::GenericFailure, e))?;
-        let mut array = ptr::null_mut();
-        // SAFETY: as above; the three values were just created in this env.
-        unsafe {
-            sys::napi_create_array_with_length(raw, 3, &mut array);
-            for (i, v) in argv.into_iter().enumerate() {
-                sys::napi_set_element(raw, array, i as u32, v);
-            }
-            Ok(Unknown::from_raw_unchecked(raw, array))
-        }
+        self.batch(env)
     }
 
-    /// Ends a drain cycle: 0 idle (wake-ups are on again), 1 take more now, 2 take more after
-    /// the event loop has had a turn (`budget_left` was false; no wake-up will come for them).
+    /// Ends a drain cycle: 0 idle (wake-ups are on again), 2 take more after the event loop
+    /// has had a turn (`budget_left` was false; no wake-up will come for them), or the next
+    /// batch, taken at once (there was work).
     #[napi(catch_unwind)]
-    pub fn rest(&self, budget_left: bool) -> u32 {
+    pub fn rest(&self, env: Env, budget_left: bool) -> Result<Unknown<'_>> {
         // The main thread (threadId 0) never polls: its event loop has other work.
         let may_poll = self.ctx.server.thread() != 0;
-        match self.ctx.pool.rest(&self.ctx.server, budget_left, may_poll) {
+        let code = match self.ctx.pool.rest(&self.ctx.server, budget_left, may_poll) {
+            Rest::Work => return self.batch(env),
             Rest::Idle => 0,
-            Rest::Work => 1,
             Rest::Later => 2,
+        };
+        let raw = env.raw();
+        let mut v = ptr::null_mut();
+        // SAFETY: a Node-API callback on this env's JS thread.
+        unsafe {
+            sys::napi_create_uint32(raw, code, &mut v);
+            Ok(Unknown::from_raw_unchecked(raw, v))
         }
     }
 
