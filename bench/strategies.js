@@ -128,7 +128,7 @@ async function main() {
   suite.table('Table 6-1: worker (0-based) serving each request', table);
   suite.note(
     `Table 6-1: ${TABLE_WORKERS} workers; R1…R9 arrive ${GAP_MS} ms apart and hold their worker ${SCHEDULE.join(', ')} ms; ` +
-      "ties in leastbusy go to worker 0 in the book's pool and to a random tied worker in corepool.",
+      "ties in leastbusy go to worker 0 in the book's pool and, in corepool, to a tied worker that is still awake, else to a random one.",
   );
 
   // 2. Skewed load.

@@ -544,9 +544,9 @@ impl Shared {
     fn assign(&self, job: &Job) -> usize {
         let n = self.workers.len();
         let mut w = job.pinned.unwrap_or_else(|| {
-            self.options
-                .strategy
-                .pick(n, &self.next, |i| self.workers[i].load())
+            self.options.strategy.pick(n, &self.next, |i| {
+                (self.workers[i].load(), self.workers[i].asleep())
+            })
         });
         if !self.workers[w].alive.load(Ordering::Acquire) {
             // Its thread could not be created: worker 0 (started by the constructor) serves.

@@ -488,6 +488,38 @@ fn leastbusy_picks_the_idle_server() {
 }
 
 #[test]
+fn leastbusy_gives_ties_to_a_server_that_will_look_at_its_queue_anyway() {
+    let p = pool(Strategy::LeastBusy, usize::MAX);
+    let (o, _, rx) = origin();
+    let (a, bell_a) = serve(&p, &["m"], 1);
+    let (b, bell_b) = serve(&p, &["m"], 2);
+    // 100 rounds, each with one server asleep and the other in a drain cycle (take) or owing
+    // one (Later), both unloaded: a coin toss would give the sleeper a call in some round.
+    for i in 0..100u64 {
+        let (awake, asleep) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        assert!(
+            awake.asleep() && asleep.asleep(),
+            "round {i} began with a server awake"
+        );
+        if i % 4 < 2 {
+            assert!(p.take(awake).jobs.is_empty());
+        } else {
+            assert_eq!(p.rest(awake, false, false), Rest::Later);
+        }
+        assert!(!awake.asleep());
+        p.call(&o, i, "m", vec![Value::Number(i as f64)], None);
+        assert_eq!((awake.busy(), asleep.busy()), (1, 0), "round {i}");
+        let job = p.take(awake).jobs.pop().expect("the call");
+        p.complete(awake, job.token, Ok(Value::Null));
+        assert_eq!(p.rest(awake, true, false), Rest::Idle);
+        assert_eq!(recv(&rx).0, i);
+    }
+    // Every call went to a server that was going to look anyway: nobody was woken.
+    assert_eq!(bell_a.wakes.load(Ordering::Relaxed), 0);
+    assert_eq!(bell_b.wakes.load(Ordering::Relaxed), 0);
+}
+
+#[test]
 fn cancelling_a_queued_served_call_withdraws_it_and_a_running_one_settles_at_once() {
     let p = pool(Strategy::RoundRobin, usize::MAX);
     let (o, _, rx) = origin();

@@ -3,7 +3,8 @@
 //! workers: calls to a served method are spread among the servers of that method by the pool's
 //! strategy, each server has its own queue, and its JavaScript thread pulls the jobs when woken.
 //!
-//! State (all behind `inner`'s mutex except the load counters):
+//! State (all behind `inner`'s mutex except the load counters; `wake_pending` is an atomic so
+//! that the strategy can read it without the lock, but it too changes only under the lock):
 //! - `accepting`: true from `serve` until the server is closed or departs. It is cleared under
 //!   the same lock that every push takes, so once it is false no job can enter the queue, and
 //!   whoever cleared it can take the queue knowing it is complete.
@@ -24,7 +25,8 @@
 //!   thread takes or triggers the next wake: one wake per cycle, none lost. Before it clears
 //!   it, an idle worker_thread's `rest` polls for a short while ([`IDLE_SPIN`], as idle native
 //!   workers do), so that a caller that sends the next call meanwhile costs no wake-up on
-//!   either side.
+//!   either side; and `leastbusy` gives a tie to a server with the flag set over one without,
+//!   for the same reason (a stale read costs at most a wake-up, never a lost call).
 //!   `wake` is only ever called under the lock, after checking `accepting` (pushes) or
 //!   `departed` (stop and forget notices), and departure clears the one and sets the other under
 //!   the lock, so after [`Pool::depart`] returns no thread calls `wake` again and the bindings
@@ -124,7 +126,6 @@ struct Inner {
     queue: VecDeque<Job>,
     stops: Vec<u64>,
     forgotten: Vec<u64>,
-    wake_pending: bool,
 }
 
 pub struct Server {
@@ -145,6 +146,10 @@ pub struct Server {
     completed: AtomicU64,
     busy_ns: AtomicU64,
     departed: AtomicBool,
+    /// See the module doc. Written only under `inner`'s lock, which orders it for the protocol;
+    /// read without the lock only by the strategy, as a hint (a server that will look at its
+    /// queue anyway takes a call without a wake-up).
+    wake_pending: AtomicBool,
     waker: Box<dyn Wake>,
 }
 
@@ -216,11 +221,15 @@ impl Server {
     }
 
     /// Wakes the serving thread unless a wake-up is already pending.
-    fn wake_locked(&self, inner: &mut Inner) {
-        if !inner.wake_pending {
-            inner.wake_pending = true;
+    fn wake_locked(&self, _locked: &mut Inner) {
+        if !self.wake_pending.swap(true, Ordering::Relaxed) {
             self.waker.wake();
         }
+    }
+
+    /// False while the serving thread will look at its queue again without a wake-up.
+    pub(crate) fn asleep(&self) -> bool {
+        !self.wake_pending.load(Ordering::Relaxed)
     }
 
     /// Tells the serving thread to stop a running handler.
@@ -316,10 +325,9 @@ impl Shared {
                     break;
                 };
                 let n = entry.list.len();
-                let i = self
-                    .options
-                    .strategy
-                    .pick(n, &entry.next, |i| entry.list[i].load());
+                let i = self.options.strategy.pick(n, &entry.next, |i| {
+                    (entry.list[i].load(), entry.list[i].asleep())
+                });
                 entry.list[i].clone()
             };
             let mut inner = lock(&server.inner);
@@ -445,7 +453,6 @@ impl super::Pool {
                 queue: VecDeque::new(),
                 stops: Vec::new(),
                 forgotten: Vec::new(),
-                wake_pending: false,
             }),
             running: Mutex::new(HashMap::new()),
             drain: Mutex::new(()),
@@ -454,6 +461,7 @@ impl super::Pool {
             completed: AtomicU64::new(0),
             busy_ns: AtomicU64::new(0),
             departed: AtomicBool::new(false),
+            wake_pending: AtomicBool::new(false),
             waker: Box::new(waker),
         });
         let mut servers = s.servers_mut();
@@ -537,13 +545,14 @@ impl super::Pool {
     /// ([`Pool::complete`] says when), and stop notices still wake the thread meanwhile.
     pub fn rest(&self, server: &Server, budget_left: bool, may_poll: bool) -> Rest {
         if !budget_left {
-            lock(&server.inner).wake_pending = true;
+            let _locked = lock(&server.inner);
+            server.wake_pending.store(true, Ordering::Relaxed);
             return Rest::Later;
         }
         let polling = may_poll && server.running_len.load(Ordering::Acquire) == 0;
         let until = polling.then(|| Instant::now() + IDLE_SPIN);
         loop {
-            let mut inner = lock(&server.inner);
+            let inner = lock(&server.inner);
             let room = server.running_len.load(Ordering::Acquire) < server.concurrency;
             if (room && !inner.queue.is_empty())
                 || !inner.stops.is_empty()
@@ -552,7 +561,7 @@ impl super::Pool {
                 return Rest::Work;
             }
             if !inner.accepting || until.is_none_or(|t| Instant::now() >= t) {
-                inner.wake_pending = false;
+                server.wake_pending.store(false, Ordering::Relaxed);
                 return Rest::Idle;
             }
             drop(inner);
@@ -573,7 +582,7 @@ impl super::Pool {
             .saturating_sub(server.running_len.load(Ordering::Acquire));
         let (queue, stops, mut forgotten) = {
             let mut inner = lock(&server.inner);
-            inner.wake_pending = true;
+            server.wake_pending.store(true, Ordering::Relaxed);
             let mut taken = Vec::new();
             let mut live = 0;
             while live < room {

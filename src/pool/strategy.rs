@@ -2,10 +2,12 @@
 //!
 //! - `RoundRobin` cycles 0, 1, …, n−1 from one shared counter.
 //! - `Random` picks uniformly.
-//! - `LeastBusy` picks a worker with the fewest queued + running calls, breaking ties uniformly
-//!   at random (the book's version always favours worker 0 on ties). Loads are read with
-//!   relaxed atomics: with concurrent submitters the choice is made on a snapshot, which is the
-//!   best any scheduler without a global lock can do.
+//! - `LeastBusy` picks a worker with the fewest queued + running calls. Among those, one that
+//!   is awake (polling for work, or about to look at its queue anyway) wins over one that
+//!   sleeps, since it takes the call without a wake-up; remaining ties are broken uniformly at
+//!   random (the book's version always favours worker 0 on ties). Loads are read with relaxed
+//!   atomics: with concurrent submitters the choice is made on a snapshot, which is the best
+//!   any scheduler without a global lock can do.
 
 use std::cell::Cell;
 use std::str::FromStr;
@@ -27,13 +29,19 @@ impl Strategy {
         }
     }
 
-    /// Picks a worker among `n` (n ≥ 1); `load(i)` is worker i's queued + running count.
-    pub fn pick(self, n: usize, next: &AtomicUsize, load: impl Fn(usize) -> usize) -> usize {
+    /// Picks a worker among `n` (n ≥ 1); `load(i)` is worker i's queued + running count and
+    /// whether it sleeps (waking it costs a system call on each side).
+    pub fn pick(
+        self,
+        n: usize,
+        next: &AtomicUsize,
+        load: impl Fn(usize) -> (usize, bool),
+    ) -> usize {
         match self {
             Strategy::RoundRobin => next.fetch_add(1, Ordering::Relaxed) % n,
             Strategy::Random => random_below(n),
             Strategy::LeastBusy => {
-                let mut best = usize::MAX;
+                let mut best = (usize::MAX, true);
                 let mut pick = 0;
                 let mut ties = 0;
                 for i in 0..n {
@@ -99,7 +107,7 @@ mod tests {
     fn roundrobin_cycles() {
         let next = AtomicUsize::new(0);
         let picks: Vec<_> = (0..7)
-            .map(|_| Strategy::RoundRobin.pick(3, &next, |_| 0))
+            .map(|_| Strategy::RoundRobin.pick(3, &next, |_| (0, false)))
             .collect();
         assert_eq!(picks, [0, 1, 2, 0, 1, 2, 0]);
     }
@@ -110,7 +118,7 @@ mod tests {
         let loads = [3, 1, 4, 1, 5, 1];
         let mut seen = [0usize; 6];
         for _ in 0..6000 {
-            let w = Strategy::LeastBusy.pick(6, &next, |i| loads[i]);
+            let w = Strategy::LeastBusy.pick(6, &next, |i| (loads[i], true));
             assert_eq!(loads[w], 1, "picked a worker with more load than another");
             seen[w] += 1;
         }
@@ -124,11 +132,31 @@ mod tests {
     }
 
     #[test]
+    fn leastbusy_prefers_an_awake_worker_among_the_least_loaded() {
+        let next = AtomicUsize::new(0);
+        // (load, asleep): worker 4 is awake but busier; 1 and 3 are awake and least loaded.
+        let workers = [
+            (1, true),
+            (1, false),
+            (0, true),
+            (0, false),
+            (2, false),
+            (0, false),
+        ];
+        let mut seen = [0usize; 6];
+        for _ in 0..6000 {
+            seen[Strategy::LeastBusy.pick(6, &next, |i| workers[i])] += 1;
+        }
+        assert_eq!(seen[0] + seen[1] + seen[2] + seen[4], 0, "{seen:?}");
+        assert!(seen[3] > 2500 && seen[5] > 2500, "{seen:?}");
+    }
+
+    #[test]
     fn random_reaches_every_worker() {
         let next = AtomicUsize::new(0);
         let mut seen = [0usize; 4];
         for _ in 0..4000 {
-            seen[Strategy::Random.pick(4, &next, |_| 0)] += 1;
+            seen[Strategy::Random.pick(4, &next, |_| (0, true))] += 1;
         }
         assert!(seen.iter().all(|&c| c > 800), "{seen:?}");
     }

@@ -106,6 +106,36 @@ fn leastbusy_avoids_a_busy_worker() {
 }
 
 #[test]
+fn parked_workers_count_as_asleep_for_the_strategy_and_a_running_one_does_not() {
+    let p = pool(2, Strategy::LeastBusy);
+    let (o, rx) = origin();
+    let workers = &p.shared.workers;
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let started = Instant::now();
+        while !done() {
+            assert!(started.elapsed() < Duration::from_secs(10), "{what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    wait_for("idle workers never parked", &|| {
+        workers.iter().all(|w| w.asleep())
+    });
+    p.call(&o, 0, "sleep", sleep_params(2_000.0), None);
+    wait_for("the long call never started", &|| {
+        workers
+            .iter()
+            .any(|w| w.running.load(Ordering::Acquire) == 1)
+    });
+    let busy = workers
+        .iter()
+        .find(|w| w.running.load(Ordering::Acquire) == 1)
+        .unwrap();
+    assert!(!busy.asleep());
+    p.destroy(); // stops the long call
+    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::PoolClosed);
+}
+
+#[test]
 fn unknown_method_and_own_names_only() {
     let p = pool(1, Strategy::RoundRobin);
     let (o, rx) = origin();

@@ -72,6 +72,11 @@ impl Worker {
         self.queued.load(Ordering::Relaxed) + self.running.load(Ordering::Relaxed)
     }
 
+    /// Parked (or about to be): a call placed on it costs an unpark. A hint for the strategy.
+    pub(crate) fn asleep(&self) -> bool {
+        self.sleeping.load(Ordering::Relaxed)
+    }
+
     /// Queues a job and wakes the thread if it sleeps. `false`: the worker turned out to be
     /// dead, and the caller must settle the queue (`Shared::settle_queue`).
     #[must_use]
