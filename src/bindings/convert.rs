@@ -338,18 +338,28 @@ impl FromJs {
 /// # Safety
 /// `v` must be a string of the live `env`, on its JS thread.
 pub unsafe fn string(env: sys::napi_env, v: sys::napi_value) -> Converted<String> {
-    let mut len = 0usize;
+    // The length in UTF-16 units is known without reading the string; each unit takes at most
+    // 3 bytes of UTF-8 (a surrogate pair takes 4 for 2 units), so one write fills the buffer.
+    // Measuring the UTF-8 length first would cost a pass of its own over the string.
+    let mut units = 0usize;
     napi_try!(
-        sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut len),
+        sys::napi_get_value_string_utf16(env, v, ptr::null_mut(), 0, &mut units),
         "measuring a string"
     );
-    let mut buf = vec![0u8; len + 1];
+    let size = units
+        .checked_mul(3)
+        .and_then(|n| n.checked_add(1))
+        .ok_or_else(|| "a string too long to read".to_string())?;
+    let mut buf = vec![0u8; size];
     let mut written = 0usize;
     napi_try!(
-        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), len + 1, &mut written),
+        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), size, &mut written),
         "reading a string"
     );
     buf.truncate(written);
+    if buf.capacity() - written > 4096 {
+        buf.shrink_to_fit();
+    }
     // Node-API writes valid UTF-8 (lone surrogates become U+FFFD).
     String::from_utf8(buf).map_err(|_| "a string was not valid UTF-8".to_string())
 }
