@@ -134,7 +134,8 @@ mod tests {
     #[test]
     fn leastbusy_prefers_an_awake_worker_among_the_least_loaded() {
         let next = AtomicUsize::new(0);
-        // (load, asleep): worker 4 is awake but busier; 1 and 3 are awake and least loaded.
+        // (load, asleep): 2 is among the least loaded but asleep; 3 and 5 are too, and awake;
+        // 1 and 4 are awake but busier.
         let workers = [
             (1, true),
             (1, false),
