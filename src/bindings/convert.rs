@@ -338,8 +338,9 @@ impl FromJs {
 /// # Safety
 /// `v` must be a string of the live `env`, on its JS thread.
 pub unsafe fn string(env: sys::napi_env, v: sys::napi_value) -> Converted<String> {
-    // The length in UTF-16 units is known without reading the string; each unit takes at most
-    // 3 bytes of UTF-8 (a surrogate pair takes 4 for 2 units), so one write fills the buffer.
+    // The length in UTF-16 units is known without reading the string; a unit takes at most 3
+    // bytes of UTF-8 (a surrogate pair takes 4 for its 2 units, a lone surrogate becomes the
+    // 3-byte U+FFFD), so one write into a buffer of that size (plus Node-API's NUL) reads it.
     // Measuring the UTF-8 length first would cost a pass of its own over the string.
     let mut units = 0usize;
     napi_try!(
@@ -349,20 +350,45 @@ pub unsafe fn string(env: sys::napi_env, v: sys::napi_value) -> Converted<String
     let size = units
         .checked_mul(3)
         .and_then(|n| n.checked_add(1))
-        .ok_or_else(|| "a string too long to read".to_string())?;
-    let mut buf = vec![0u8; size];
+        .ok_or_else(|| format!("a string of {units} UTF-16 units is too long to read"))?;
+    let invalid = "a string was not valid UTF-8";
     let mut written = 0usize;
+    if size <= SMALL_STRING {
+        // Object keys and most values: a stack buffer, then one allocation of the exact size.
+        let mut stack = [0u8; SMALL_STRING];
+        napi_try!(
+            sys::napi_get_value_string_utf8(env, v, stack.as_mut_ptr().cast(), size, &mut written),
+            "reading a string"
+        );
+        let bytes = stack
+            .get(..written)
+            .ok_or_else(|| "a string was misread".to_string())?;
+        // Node-API writes valid UTF-8 (lone surrogates become U+FFFD).
+        return std::str::from_utf8(bytes)
+            .map(str::to_owned)
+            .map_err(|_| invalid.to_string());
+    }
+    let mut buf: Vec<u8> = Vec::new();
+    buf.try_reserve_exact(size)
+        .map_err(|_| format!("no memory to read a string of {units} UTF-16 units"))?;
     napi_try!(
         sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), size, &mut written),
         "reading a string"
     );
-    buf.truncate(written);
-    if buf.capacity() - written > 4096 {
+    if written >= size {
+        return Err("a string was misread".into());
+    }
+    // SAFETY: Node-API wrote `written` bytes of UTF-8 (then a NUL, left out) at the start of
+    // the buffer, within its `size` bytes of capacity (checked above).
+    unsafe { buf.set_len(written) };
+    if buf.capacity() - written > written / 8 {
         buf.shrink_to_fit();
     }
-    // Node-API writes valid UTF-8 (lone surrogates become U+FFFD).
-    String::from_utf8(buf).map_err(|_| "a string was not valid UTF-8".to_string())
+    String::from_utf8(buf).map_err(|_| invalid.to_string())
 }
+
+/// Strings whose UTF-8 surely fits this many bytes are read through the stack.
+const SMALL_STRING: usize = 256;
 
 /// The string `v` as UTF-16 code units: a plain copy on the JS thread, however the string is
 /// stored (see `rpc::text`).
