@@ -390,7 +390,7 @@ impl NativePool {
     }
 
     /// Makes this environment a server of `methods`, running at most `concurrency` calls at
-    /// once; `on_jobs(jobs, stops, forgotten)` gets each batch (see `serve.rs`). Throws for a
+    /// once; `on_jobs(batch)` gets each batch (see `serve.rs`). Throws for a
     /// native command's name.
     #[napi(catch_unwind)]
     pub fn serve(

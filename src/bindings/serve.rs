@@ -247,20 +247,14 @@ unsafe extern "C" fn call_js(
     // Handed over even when empty (all tombstones): a closing server checks whether it is idle.
     let batch = ctx.pool.take(&ctx.server);
     // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
-    let result = unsafe { batch_to_js(env, ctx, batch) }.map(|batch| {
+    // SAFETY: env is live and this is its JS thread (threadsafe-function callback); `on_jobs`
+    // is the threadsafe function's JS function.
+    unsafe {
+        let batch = batch_to_js(env, ctx, batch);
         let mut undefined = ptr::null_mut();
         let mut out = ptr::null_mut();
-        // SAFETY: as above; `on_jobs` is the threadsafe function's JS function.
-        unsafe {
-            sys::napi_get_undefined(env, &mut undefined);
-            sys::napi_call_function(env, undefined, on_jobs, 1, &batch, &mut out);
-        }
-    });
-    if let Err(e) = result {
-        let msg = std::ffi::CString::new(format!("corepool: could not hand over jobs: {e}"))
-            .unwrap_or_default();
-        // SAFETY: as above.
-        unsafe { sys::napi_throw_error(env, ptr::null(), msg.as_ptr()) };
+        sys::napi_get_undefined(env, &mut undefined);
+        sys::napi_call_function(env, undefined, on_jobs, 1, &batch, &mut out);
     }
 }
 
@@ -275,7 +269,7 @@ unsafe fn batch_to_js(
     env: sys::napi_env,
     ctx: &ServerCtx,
     batch: crate::pool::Batch,
-) -> std::result::Result<sys::napi_value, String> {
+) -> sys::napi_value {
     // SAFETY: live env on its JS thread (caller contract) for every call below.
     unsafe {
         let mut undefined = ptr::null_mut();
@@ -347,7 +341,7 @@ unsafe fn batch_to_js(
                 }
             }
         }
-        Ok(out)
+        out
     }
 }
 
@@ -366,14 +360,15 @@ fn token(t: f64) -> u64 {
 }
 
 impl NativeServer {
-    fn batch<'e>(&self, env: Env) -> Result<Unknown<'e>> {
+    fn batch(&self, env: Env) -> Unknown<'_> {
         let raw = env.raw();
         let batch = self.ctx.pool.take(&self.ctx.server);
-        // SAFETY: called from a Node-API callback on this env's JS thread.
-        let out = unsafe { batch_to_js(raw, &self.ctx, batch) }
-            .map_err(|e| Error::new(Status::GenericFailure, e))?;
-        // SAFETY: `out` is a value of this env created in this callback scope.
-        Ok(unsafe { Unknown::from_raw_unchecked(raw, out) })
+        // SAFETY: called from a Node-API callback on this env's JS thread; `out` is a value of
+        // this env created in this callback's scope.
+        unsafe {
+            let out = batch_to_js(raw, &self.ctx, batch);
+            Unknown::from_raw_unchecked(raw, out)
+        }
     }
 }
 
@@ -433,7 +428,7 @@ impl NativeServer {
 
     /// The next batch (see [`batch_to_js`]), as far as this server's concurrency allows.
     #[napi(catch_unwind)]
-    pub fn take(&self, env: Env) -> Result<Unknown<'_>> {
+    pub fn take(&self, env: Env) -> Unknown<'_> {
         self.batch(env)
     }
 
@@ -441,7 +436,7 @@ impl NativeServer {
     /// has had a turn (`budget_left` was false; no wake-up will come for them), or the next
     /// batch, taken at once (there was work).
     #[napi(catch_unwind)]
-    pub fn rest(&self, env: Env, budget_left: bool) -> Result<Unknown<'_>> {
+    pub fn rest(&self, env: Env, budget_left: bool) -> Unknown<'_> {
         // The main thread (threadId 0) never polls: its event loop has other work.
         let may_poll = self.ctx.server.thread() != 0;
         let code = match self.ctx.pool.rest(&self.ctx.server, budget_left, may_poll) {
@@ -454,7 +449,7 @@ impl NativeServer {
         // SAFETY: a Node-API callback on this env's JS thread.
         unsafe {
             sys::napi_create_uint32(raw, code, &mut v);
-            Ok(Unknown::from_raw_unchecked(raw, v))
+            Unknown::from_raw_unchecked(raw, v)
         }
     }
 
