@@ -449,16 +449,18 @@ describe('scheduling', () => {
     await pool.close();
   });
 
-  test('leastbusy never queues behind a busy worker while another is idle, and breaks ties at random', async () => {
+  test('leastbusy never queues behind a busy worker while another is idle, and breaks ties among sleeping workers at random', async () => {
     const pool = new Pool({ threads: 4, strategy: 'leastbusy' });
     const firstPicks = new Set();
     for (let round = 0; round < 40; round++) {
+      // Past the idle workers' polling window, so all sleep (an awake one would win the tie).
+      await new Promise((r) => setTimeout(r, 2));
       const before = pool.stats().workers.map((w) => w.completed);
       await pool.exec('echo', round);
       const after = pool.stats().workers.map((w) => w.completed);
       firstPicks.add(after.findIndex((c, w) => c > before[w]));
     }
-    // All idle: ties. The book's version always picks worker 0; ours spreads.
+    // All idle and asleep: ties. The book's version always picks worker 0; ours spreads.
     expect(firstPicks.size).toBeGreaterThan(1);
 
     // Three long calls occupy three workers; every short call must go to the fourth.

@@ -45,7 +45,7 @@ pub(crate) struct Worker {
     pub(crate) running: AtomicUsize,
     pub(crate) completed: AtomicU64,
     pub(crate) busy_ns: AtomicU64,
-    sleeping: AtomicBool,
+    pub(crate) sleeping: AtomicBool,
     thread: OnceLock<Thread>,
     /// False once its thread could not be created.
     pub(crate) alive: AtomicBool,
@@ -73,8 +73,10 @@ impl Worker {
     }
 
     /// Parked (or about to be): a call placed on it costs an unpark. A hint for the strategy.
+    /// A worker whose thread could not be created counts as asleep: its calls go to worker 0
+    /// (see `Shared::assign`), which must not win ties for that reason.
     pub(crate) fn asleep(&self) -> bool {
-        self.sleeping.load(Ordering::Relaxed)
+        self.sleeping.load(Ordering::Relaxed) || !self.alive.load(Ordering::Relaxed)
     }
 
     /// Queues a job and wakes the thread if it sleeps. `false`: the worker turned out to be
