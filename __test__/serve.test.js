@@ -169,6 +169,28 @@ describe('serving from worker_threads and the main thread', () => {
     expect(pool.stats().servers.some((s) => s.id === server.id)).toBe(false);
   });
 
+  test('a long method name is read whole, never cut where a multi-byte char would not fit', async () => {
+    // Names whose UTF-8 ends near the size of the buffer a name is first read into: a served
+    // prefix of the name must not answer the call.
+    const handlers = {};
+    const calls = [];
+    for (const n of [58, 59, 60, 61, 62, 63, 248, 249, 250, 251, 252, 253, 254, 255]) {
+      const name = 'm'.repeat(n);
+      handlers[name] = () => n;
+      calls.push([name, n]);
+      for (const tail of ['é', '€', '😀']) calls.push([name + tail, MethodNotFound]);
+    }
+    const server = pool.serve(handlers);
+    try {
+      for (const [method, expected] of calls) {
+        const got = await pool.exec(method).catch((e) => e.code);
+        expect([method.length, got]).toEqual([method.length, expected]);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
   test('serving a native command name, or a non-function, is a TypeError', () => {
     expect(() => pool.serve({ echo: () => 1 })).toThrow(TypeError);
     expect(() => pool.serve({ echo: () => 1 })).toThrow(/native command/);

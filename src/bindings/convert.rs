@@ -338,6 +338,73 @@ impl FromJs {
 /// # Safety
 /// `v` must be a string of the live `env`, on its JS thread.
 pub unsafe fn string(env: sys::napi_env, v: sys::napi_value) -> Converted<String> {
+    let mut stack = [0u8; SMALL_STRING];
+    // SAFETY: as for this function.
+    Ok(match unsafe { read_utf8(env, v, &mut stack) }? {
+        Utf8::Stack(s) => s.to_owned(),
+        Utf8::Heap(s) => s,
+    })
+}
+
+/// Calls `f` with the string `v` without allocating when it is short (method names).
+///
+/// # Safety
+/// `v` must be a string of the live `env`, on its JS thread.
+pub unsafe fn with_str<R>(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    f: impl FnOnce(&str) -> R,
+) -> Converted<R> {
+    let mut stack = [0u8; SMALL_STRING];
+    // SAFETY: as for this function.
+    Ok(match unsafe { read_utf8(env, v, &mut stack) }? {
+        Utf8::Stack(s) => f(s),
+        Utf8::Heap(s) => f(&s),
+    })
+}
+
+/// Strings of up to about this many bytes of UTF-8 are read through the stack.
+const SMALL_STRING: usize = 256;
+
+/// A string read as UTF-8: into the caller's stack buffer, or (too long for it) its own.
+enum Utf8<'a> {
+    Stack(&'a str),
+    Heap(String),
+}
+
+/// Reads the string `v` as UTF-8, in one pass over it when it fits `stack`, else in two.
+///
+/// # Safety
+/// `v` must be a string of the live `env`, on its JS thread.
+unsafe fn read_utf8<'a>(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    stack: &'a mut [u8; SMALL_STRING],
+) -> Converted<Utf8<'a>> {
+    let invalid = "a string was not valid UTF-8";
+    let mut written = 0usize;
+    napi_try!(
+        sys::napi_get_value_string_utf8(
+            env,
+            v,
+            stack.as_mut_ptr().cast(),
+            SMALL_STRING,
+            &mut written
+        ),
+        "reading a string"
+    );
+    // Node-API writes whole chars only, at most 4 bytes each, and at most SMALL_STRING − 1
+    // bytes: when 4 more would still have fitted, nothing was left out. (Nearer the end, a
+    // short write does not prove the string ended: the next char may just not have fitted.)
+    if written + 4 < SMALL_STRING {
+        let bytes = stack
+            .get(..written)
+            .ok_or_else(|| "a string was misread".to_string())?;
+        // Node-API writes valid UTF-8 (lone surrogates become U+FFFD).
+        return std::str::from_utf8(bytes)
+            .map(Utf8::Stack)
+            .map_err(|_| invalid.to_string());
+    }
     // The length in UTF-16 units is known without reading the string; a unit takes at most 3
     // bytes of UTF-8 (a surrogate pair takes 4 for its 2 units, a lone surrogate becomes the
     // 3-byte U+FFFD), so one write into a buffer of that size (plus Node-API's NUL) reads it.
@@ -351,23 +418,6 @@ pub unsafe fn string(env: sys::napi_env, v: sys::napi_value) -> Converted<String
         .checked_mul(3)
         .and_then(|n| n.checked_add(1))
         .ok_or_else(|| format!("a string of {units} UTF-16 units is too long to read"))?;
-    let invalid = "a string was not valid UTF-8";
-    let mut written = 0usize;
-    if size <= SMALL_STRING {
-        // Object keys and most values: a stack buffer, then one allocation of the exact size.
-        let mut stack = [0u8; SMALL_STRING];
-        napi_try!(
-            sys::napi_get_value_string_utf8(env, v, stack.as_mut_ptr().cast(), size, &mut written),
-            "reading a string"
-        );
-        let bytes = stack
-            .get(..written)
-            .ok_or_else(|| "a string was misread".to_string())?;
-        // Node-API writes valid UTF-8 (lone surrogates become U+FFFD).
-        return std::str::from_utf8(bytes)
-            .map(str::to_owned)
-            .map_err(|_| invalid.to_string());
-    }
     let mut buf: Vec<u8> = Vec::new();
     buf.try_reserve_exact(size)
         .map_err(|_| format!("no memory to read a string of {units} UTF-16 units"))?;
@@ -384,11 +434,10 @@ pub unsafe fn string(env: sys::napi_env, v: sys::napi_value) -> Converted<String
     if buf.capacity() - written > written / 8 {
         buf.shrink_to_fit();
     }
-    String::from_utf8(buf).map_err(|_| invalid.to_string())
+    String::from_utf8(buf)
+        .map(Utf8::Heap)
+        .map_err(|_| invalid.to_string())
 }
-
-/// Strings whose UTF-8 surely fits this many bytes are read through the stack.
-const SMALL_STRING: usize = 256;
 
 /// The string `v` as UTF-16 code units: a plain copy on the JS thread, however the string is
 /// stored (see `rpc::text`).
@@ -443,31 +492,6 @@ pub unsafe fn text_to_js(env: sys::napi_env, text: &JsText) -> Converted<sys::na
         }
     }
     Ok(out)
-}
-
-/// Calls `f` with the string `v` without allocating when it is short (method names).
-///
-/// # Safety
-/// `v` must be a string of the live `env`, on its JS thread.
-pub unsafe fn with_str<R>(
-    env: sys::napi_env,
-    v: sys::napi_value,
-    f: impl FnOnce(&str) -> R,
-) -> Converted<R> {
-    let mut buf = [0u8; 64];
-    let mut len = 0usize;
-    napi_try!(
-        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), buf.len(), &mut len),
-        "reading a string"
-    );
-    if len < buf.len() - 1 {
-        if let Ok(s) = std::str::from_utf8(&buf[..len]) {
-            return Ok(f(s));
-        }
-    }
-    // SAFETY: as for this function.
-    let s = unsafe { string(env, v) }?;
-    Ok(f(&s))
 }
 
 /// # Safety
