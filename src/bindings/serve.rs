@@ -246,7 +246,6 @@ unsafe extern "C" fn call_js(
     let Some(ctx) = slot.get() else { return };
     // Handed over even when empty (all tombstones): a closing server checks whether it is idle.
     let batch = ctx.pool.take(&ctx.server);
-    // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
     // SAFETY: env is live and this is its JS thread (threadsafe-function callback); `on_jobs`
     // is the threadsafe function's JS function.
     unsafe {
@@ -359,19 +358,6 @@ fn token(t: f64) -> u64 {
     t as u64
 }
 
-impl NativeServer {
-    fn batch(&self, env: Env) -> Unknown<'_> {
-        let raw = env.raw();
-        let batch = self.ctx.pool.take(&self.ctx.server);
-        // SAFETY: called from a Node-API callback on this env's JS thread; `out` is a value of
-        // this env created in this callback's scope.
-        unsafe {
-            let out = batch_to_js(raw, &self.ctx, batch);
-            Unknown::from_raw_unchecked(raw, out)
-        }
-    }
-}
-
 #[napi]
 impl NativeServer {
     #[napi(getter)]
@@ -429,7 +415,14 @@ impl NativeServer {
     /// The next batch (see [`batch_to_js`]), as far as this server's concurrency allows.
     #[napi(catch_unwind)]
     pub fn take(&self, env: Env) -> Unknown<'_> {
-        self.batch(env)
+        let raw = env.raw();
+        let batch = self.ctx.pool.take(&self.ctx.server);
+        // SAFETY: a Node-API callback on this env's JS thread (also when `rest` calls it); `out`
+        // is a value of this env created in this callback's scope.
+        unsafe {
+            let out = batch_to_js(raw, &self.ctx, batch);
+            Unknown::from_raw_unchecked(raw, out)
+        }
     }
 
     /// Ends a drain cycle: 0 idle (wake-ups are on again), 2 take more after the event loop
@@ -440,7 +433,7 @@ impl NativeServer {
         // The main thread (threadId 0) never polls: its event loop has other work.
         let may_poll = self.ctx.server.thread() != 0;
         let code = match self.ctx.pool.rest(&self.ctx.server, budget_left, may_poll) {
-            Rest::Work => return self.batch(env),
+            Rest::Work => return self.take(env),
             Rest::Idle => 0,
             Rest::Later => 2,
         };
