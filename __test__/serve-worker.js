@@ -50,6 +50,15 @@ Pool.shared().serve({
   },
   // Sets flags[0] = 1 when started; waits until the call's signal aborts, then records the
   // reason's name code in flags[1] (1 AbortError, 2 TimeoutError) and wakes the caller.
+  // A result whose conversion takes a while (`keys` properties); flags[0] = 1 just before it
+  // is returned, so the caller can terminate this thread while the result is being read.
+  bigResult(flags, keys) {
+    const result = {};
+    for (let i = 0; i < keys; i++) result[`k${i}`] = i;
+    Atomics.store(flags, 0, 1);
+    Atomics.notify(flags, 0);
+    return result;
+  },
   async hold(flags, { signal }) {
     Atomics.store(flags, 0, 1);
     Atomics.notify(flags, 0);

@@ -408,4 +408,16 @@ describe('servers going away', () => {
     await Promise.all(workers.slice(2).map((w) => w.terminate()));
     expect(await codeOf(pool.exec('slowDouble', 1))).toBe(MethodNotFound);
   }, 60_000);
+
+  test('a call whose thread is terminated while its result is being read is ServerGone', async () => {
+    // A terminating thread can no longer read JavaScript values: the call must not look like a
+    // bad result (InvalidParams).
+    const pool = Pool.shared();
+    const worker = await startWorker();
+    const flags = new Int32Array(new SharedArrayBuffer(8));
+    const code = codeOf(pool.exec('bigResult', flags, 500_000));
+    await changed(flags, 0, 0); // returned: the result is being read now
+    await worker.terminate();
+    expect(await code).toBe(ServerGone);
+  });
 });

@@ -439,6 +439,31 @@ unsafe fn read_utf8<'a>(
         .map_err(|_| invalid.to_string())
 }
 
+/// False once `env` can no longer run JavaScript: its thread is being terminated
+/// (`worker.terminate()`) or is exiting. Then every Node-API call that may run JavaScript fails
+/// with a pending-exception status although no exception is pending, so a conversion that
+/// failed says nothing about the value it was given.
+///
+/// # Safety
+/// Must run on the live `env`'s JS thread.
+pub unsafe fn can_run_js(env: sys::napi_env) -> bool {
+    let mut pending = false;
+    // SAFETY: caller contract; the out-pointers are live locals.
+    unsafe {
+        if sys::napi_is_exception_pending(env, &mut pending) != sys::Status::napi_ok {
+            return false;
+        }
+        if pending {
+            return true; // a real exception, thrown by JavaScript that did run
+        }
+        let mut array = ptr::null_mut();
+        let mut undefined = ptr::null_mut();
+        sys::napi_create_array(env, &mut array) == sys::Status::napi_ok
+            && sys::napi_get_undefined(env, &mut undefined) == sys::Status::napi_ok
+            && sys::napi_set_element(env, array, 0, undefined) == sys::Status::napi_ok
+    }
+}
+
 /// The string `v` as UTF-16 code units: a plain copy on the JS thread, however the string is
 /// stored (see `rpc::text`).
 ///

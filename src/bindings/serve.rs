@@ -327,6 +327,9 @@ unsafe fn batch_to_js(
             })();
             match entry {
                 Ok(values) => values.into_iter().for_each(&mut push),
+                // Its thread is being terminated: the job stays running, and the server's
+                // departure settles it with ServerGone, as the other calls it was running.
+                Err(_) if !convert::can_run_js(env) => {}
                 // The job is running: settle it here, the handler will never see it.
                 Err(e) => {
                     ctx.pool.complete(
@@ -459,6 +462,9 @@ impl NativeServer {
                  are copied, so write into a view the caller passed instead",
             )),
             Ok(v) => Ok(v),
+            // SAFETY: as above. Its thread is being terminated: the job stays running, and the
+            // server's departure settles it with ServerGone.
+            Err(_) if !unsafe { convert::can_run_js(env.raw()) } => return false,
             Err(why) => Err(RpcError::invalid_params(why)),
         };
         self.ctx
