@@ -6,6 +6,7 @@
 //   npm run bench                      every bench/*.js except harness.js, run.js, report.js
 //   npm run bench -- happycoin memory  only those
 //   npm run bench -- --quick           fewer and shorter runs (results in <name>.quick.json)
+//   npm run bench -- soak --seconds=120  every --flag is passed on to the benchmarks
 //
 // A benchmark that crashes, or outlives its time limit (BENCH_TIMEOUT_S, default 900 s; 240 s
 // with --quick), is reported as failed and makes the exit code 1. Goals not met do not:
@@ -19,6 +20,7 @@ const NOT_BENCHMARKS = new Set(['harness.js', 'run.js', 'report.js']);
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const wanted = args.filter((a) => !a.startsWith('--'));
+const flags = args.filter((a) => a.startsWith('--'));
 const timeoutS = Number(process.env.BENCH_TIMEOUT_S) || (quick ? 240 : 900);
 const started = Date.now();
 
@@ -48,7 +50,7 @@ function select() {
 function runOne(name) {
   return new Promise((resolve) => {
     const t0 = Date.now();
-    const child = spawn(process.execPath, ['--expose-gc', path.join(DIR, `${name}.js`), ...(quick ? ['--quick'] : [])], {
+    const child = spawn(process.execPath, ['--expose-gc', path.join(DIR, `${name}.js`), ...flags], {
       stdio: 'inherit',
     });
     let timedOut = false;
