@@ -78,15 +78,17 @@ const freeSlots = [];
 let sequence = 0;
 const RESULT_AS_JSON = 1; // settle code: the result is JSON text (big plain data, see channel.rs)
 const kSettled = Symbol('settled');
+const kStarted = Symbol('started');
 
 class Call {
-  constructor(resolve, reject, owner, keep) {
+  constructor(resolve, reject, owner) {
     this.resolve = resolve;
     this.reject = reject;
     this.owner = owner;
-    // The params stay referenced until the call settles: that keeps SharedArrayBuffers alive
-    // while native threads use them.
-    this.keep = keep;
+    // The typed arrays over SharedArrayBuffers the call was given (as the native side met them
+    // in its params), or undefined: referenced until the call settles, which keeps their memory
+    // alive while native threads use it, whatever the caller does with its params meanwhile.
+    this.keep = undefined;
     this.signal = null;
     this.onAbort = null;
     this.id = 0;
@@ -115,19 +117,77 @@ function untrack(call) {
   freeSlots.push(slot);
 }
 
+/**
+ * Starts a call: `send(id)` hands it to the native side, which from then on settles it exactly
+ * once through the channel and returns the views it must keep. Nothing is tracked before it can
+ * settle: if `send` throws all the same, the call is untracked and rejects here.
+ */
+function start(owner, send, signal, cancel) {
+  return new Promise((resolve, reject) => {
+    const call = new Call(resolve, reject, owner);
+    const id = track(call);
+    owner[kStarted]();
+    try {
+      if (signal !== undefined) {
+        call.signal = signal;
+        call.onAbort = () => cancel(id);
+        signal.addEventListener('abort', call.onAbort, { once: true });
+      }
+      call.keep = send(id);
+    } catch (e) {
+      if (tracked(id) === call) finish(call);
+      reject(new RpcError(CODES.InternalError, `corepool: the call could not be started: ${errorText(e)}`));
+    }
+  });
+}
+
+/** Takes a settled call out of flight. */
+function finish(call) {
+  untrack(call);
+  if (call.signal !== null) {
+    try {
+      call.signal.removeEventListener('abort', call.onAbort);
+    } catch {
+      // A signal whose removeEventListener throws keeps a listener that finds no call.
+    }
+  }
+  call.owner[kSettled]();
+}
+
+/**
+ * The channel's callback (src/bindings/channel.rs documents the flat batch). Each call settles
+ * in isolation, and no user code runs here: promise reactions run later, 'drain' listeners and
+ * drained() waiters from a process.nextTick (see Pool#[kSettled]), so an exception of theirs
+ * reaches the process the usual way instead of cutting this loop short.
+ */
 function settle(batch, resends) {
   if (resends !== undefined) resendViews(resends);
   for (let i = 0; i < batch.length; i += 4) {
-    const id = batch[i];
-    const call = tracked(id);
+    const call = tracked(batch[i]);
     if (call === undefined) continue;
-    untrack(call);
-    if (call.signal !== null) call.signal.removeEventListener('abort', call.onAbort);
+    finish(call);
     const code = batch[i + 1];
     if (code === 0) call.resolve(batch[i + 2]);
-    else if (code === RESULT_AS_JSON) call.resolve(JSON.parse(batch[i + 2]));
-    else call.reject(new RpcError(code, batch[i + 2], batch[i + 3]));
-    call.owner[kSettled]();
+    else if (code === RESULT_AS_JSON) {
+      let value;
+      try {
+        value = JSON.parse(batch[i + 2]);
+      } catch (e) {
+        call.reject(new RpcError(CODES.InternalError, `corepool: the result could not be read: ${errorText(e)}`));
+        continue;
+      }
+      call.resolve(value);
+    } else call.reject(new RpcError(code, batch[i + 2], batch[i + 3]));
+  }
+}
+
+/** A thrown value's message, read without letting a hostile getter throw again. */
+function errorText(e) {
+  try {
+    if (e !== null && typeof e === 'object' && typeof e.message === 'string') return e.message;
+    return String(e);
+  } catch {
+    return 'an exception that cannot be described';
   }
 }
 
@@ -188,24 +248,11 @@ function publishViews(to, token, views, resent = false) {
 }
 native.setPublisher(publishViews);
 
-/** The typed arrays over SharedArrayBuffers inside a call's params (what FromJs turns into views). */
-function collectViews(value, out = [], depth = 0) {
-  if (value === null || typeof value !== 'object' || depth > 512) return out;
-  if (ArrayBuffer.isView(value)) {
-    if (!(value instanceof DataView) && value.buffer instanceof SharedArrayBuffer) out.push(value);
-  } else if (Array.isArray(value)) {
-    for (const item of value) collectViews(item, out, depth + 1);
-  } else {
-    for (const key of Object.keys(value)) collectViews(value[key], out, depth + 1);
-  }
-  return out;
-}
-
 /** A serving thread asks for a call's views again: `[call, to, token, ...]`. */
 function resendViews(requests) {
   for (let i = 0; i < requests.length; i += 3) {
     const call = tracked(requests[i]);
-    if (call !== undefined) publishViews(requests[i + 1], requests[i + 2], collectViews(call.keep), true);
+    if (call !== undefined) publishViews(requests[i + 1], requests[i + 2], call.keep ?? [], true);
   }
 }
 
@@ -254,8 +301,8 @@ function validateOptions(options) {
   if (o.onFull !== 'reject' && o.onFull !== 'wait') {
     throw new TypeError(`corepool: options.onFull must be 'reject' or 'wait', got ${describe(o.onFull)}`);
   }
-  if (typeof o.timeout !== 'number' || !(o.timeout >= 0) || o.timeout === Infinity) {
-    throw new RangeError(`corepool: options.timeout must be a finite number of ms ≥ 0 (0 = none), got ${describe(o.timeout)}`);
+  if (typeof o.timeout !== 'number' || !(o.timeout >= 0)) {
+    throw new RangeError(`corepool: options.timeout must be a number of ms ≥ 0 (0 or Infinity: none), got ${describe(o.timeout)}`);
   }
   if (!Number.isInteger(o.niceIncrement) || o.niceIncrement < 0 || o.niceIncrement > 19) {
     throw new RangeError(`corepool: options.niceIncrement must be an integer from 0 to 19, got ${describe(o.niceIncrement)}`);
@@ -290,7 +337,14 @@ const JSON_MIN_VALUES = 32;
 const CALL_CANCELLABLE = 1;
 const CALL_JSON_PARAMS = 2;
 
-/** Counts the values in `v` if JSON text carries it unchanged, else returns -1. */
+/** Arrays longer than this never travel as JSON text (walking them here would take seconds). */
+const JSON_MAX_ELEMENTS = 2 ** 26;
+
+/**
+ * Counts the values in `v` if JSON text carries it unchanged, else returns -1 (then the
+ * value-by-value path converts it, or refuses it with the precise error). A value with a
+ * `toJSON` method is not carried unchanged: JSON would send what the method returns.
+ */
 function plainJsonSize(v, depth) {
   switch (typeof v) {
     case 'string': // JSON.stringify escapes lone surrogates; the native parse makes them U+FFFD
@@ -302,9 +356,10 @@ function plainJsonSize(v, depth) {
       return Number.isFinite(v) && (v !== 0 || 1 / v > 0) ? 1 : -1;
     case 'object': {
       if (v === null) return 1;
-      if (depth > 64) return -1;
+      if (depth > 64 || typeof v.toJSON === 'function') return -1;
       let n = 1;
       if (Array.isArray(v)) {
+        if (!(v.length <= JSON_MAX_ELEMENTS)) return -1;
         for (let i = 0; i < v.length; i++) {
           const c = plainJsonSize(v[i], depth + 1);
           if (c < 0) return -1;
@@ -329,6 +384,26 @@ function plainJsonSize(v, depth) {
   }
 }
 
+/**
+ * What to hand the native call for `params`: the array itself, or its JSON text with
+ * CALL_JSON_PARAMS (big plain data). Throws an RpcError InvalidParams when the text cannot be
+ * made (a getter that returns a BigInt on its second read, text longer than a string can be).
+ */
+function wireParams(params) {
+  let size;
+  try {
+    size = params.length > 0 ? plainJsonSize(params, 0) : 0;
+  } catch {
+    size = -1; // a getter or a trap threw: the native conversion names it precisely
+  }
+  if (size < JSON_MIN_VALUES) return [params, 0];
+  try {
+    return [JSON.stringify(params), CALL_JSON_PARAMS];
+  } catch (e) {
+    throw new RpcError(CODES.InvalidParams, `params cannot be sent: JSON.stringify threw ${errorText(e)}`);
+  }
+}
+
 function rejected(code, message) {
   return Promise.reject(new RpcError(code, message));
 }
@@ -345,6 +420,7 @@ class Pool extends EventEmitter {
   #closed = false;
   #closing = null;
   #drainWaiters = [];
+  #notifying = false;
 
   /**
    * @param {object} [options] threads, strategy, maxQueue, onFull, timeout (see README)
@@ -364,13 +440,21 @@ class Pool extends EventEmitter {
     this.#call = this.#native.caller();
   }
 
-  /** A handle on the one native pool of this process (shared by every worker_thread). */
+  /**
+   * A handle on the one native pool of this process (shared by every worker_thread). After this
+   * thread's handle was closed, the next call returns a new handle.
+   */
   static shared(options) {
     const explicit = options !== undefined;
-    if (sharedPool !== null && !explicit) return sharedPool;
+    if (sharedPool !== null && !sharedPool.#closed && !explicit) return sharedPool;
     const o = validateOptions(options);
-    const handle = native.NativePool.shared(channel, nativeOptions(o), explicit);
-    if (sharedPool !== null) return sharedPool;
+    let handle;
+    try {
+      handle = native.NativePool.shared(channel, nativeOptions(o), explicit);
+    } catch (e) {
+      throw new TypeError(e.message);
+    }
+    if (sharedPool !== null && !sharedPool.#closed) return sharedPool;
     const actual = Object.freeze({ ...o, threads: handle.threads });
     sharedPool = new Pool(actual, handle);
     return sharedPool;
@@ -382,31 +466,32 @@ class Pool extends EventEmitter {
 
   /** `exec(method, ...params)`: the book's RpcWorkerPool.exec. */
   exec(method, ...params) {
-    return this.#submit(method, params, undefined, undefined, false);
+    return this.#submit(method, params, undefined, undefined);
   }
 
   /** `call(method, params, { signal, timeout })`. */
   call(method, params, options) {
-    if (params === undefined) params = [];
-    else if (!Array.isArray(params)) params = [params];
     let timeout;
     let signal;
-    if (options !== undefined) {
-      if (options === null || typeof options !== 'object') {
-        return rejected(CODES.InvalidRequest, `call options must be an object, got ${describe(options)}`);
+    try {
+      if (params === undefined) params = [];
+      else if (!Array.isArray(params)) params = [params];
+      if (options !== undefined) {
+        if (options === null || typeof options !== 'object') {
+          return rejected(CODES.InvalidRequest, `call options must be an object, got ${describe(options)}`);
+        }
+        ({ timeout, signal } = options);
+        if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
+          return rejected(CODES.InvalidRequest, `options.signal must be an AbortSignal, got ${describe(signal)}`);
+        }
+        if (signal?.aborted) {
+          return rejected(CODES.Aborted, 'The call was aborted before it started');
+        }
       }
-      ({ timeout, signal } = options);
-      if (timeout !== undefined && (typeof timeout !== 'number' || !(timeout >= 0) || timeout === Infinity)) {
-        return rejected(CODES.InvalidRequest, `options.timeout must be a finite number of ms ≥ 0 (0 = none), got ${describe(timeout)}`);
-      }
-      if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
-        return rejected(CODES.InvalidRequest, `options.signal must be an AbortSignal, got ${describe(signal)}`);
-      }
-      if (signal?.aborted) {
-        return rejected(CODES.Aborted, 'The call was aborted before it started');
-      }
+    } catch (e) {
+      return rejected(CODES.InvalidRequest, `call options could not be read: ${errorText(e)}`);
     }
-    return this.#submit(method, params, timeout, signal ?? undefined, false);
+    return this.#submit(method, params, timeout, signal ?? undefined);
   }
 
   /** `render(template, data?, partials?)`: Mustache on a native thread, output as mustache.js 4.2.0's. */
@@ -416,19 +501,17 @@ class Pool extends EventEmitter {
 
   /** Runs `method(...params)` once on every thread; resolves with the results in thread order. */
   broadcast(method, ...params) {
-    return this.#submit(method, params, undefined, undefined, true);
+    return start(this, (id) => this.#native.broadcast(id, method, params, undefined));
   }
 
   /** A JSON-RPC 2.0 request object or batch → response object(s); never rejects. */
   request(request) {
-    if (this.#closed) return Promise.resolve(closedAnswer(request));
-    return this.#start((id) => this.#native.request(id, request), request);
+    return start(this, (id) => this.#native.request(id, request));
   }
 
   /** JSON-RPC 2.0 text → response text ('' when there is nothing to answer); never rejects. */
   handle(text) {
-    if (this.#closed) return Promise.resolve(JSON.stringify(closedAnswer(null)));
-    return this.#start((id) => this.#native.handle(id, text), undefined);
+    return start(this, (id) => this.#native.handle(id, text));
   }
 
   /** The built-in commands: `[{ name, params, summary }]`. */
@@ -504,47 +587,40 @@ class Pool extends EventEmitter {
     return this.close();
   }
 
-  #submit(method, params, timeout, signal, broadcast) {
-    if (this.#closed) return rejected(CODES.PoolClosed, 'The pool is closed');
-    return new Promise((resolve, reject) => {
-      const call = new Call(resolve, reject, this, params);
-      const id = track(call);
-      this.#inflight++;
-      if (broadcast) {
-        this.#native.broadcast(id, method, params, timeout);
-        return;
-      }
-      if (signal !== undefined) {
-        call.signal = signal;
-        call.onAbort = () => this.#native.cancel(id);
-        signal.addEventListener('abort', call.onAbort, { once: true });
-      }
-      let flags = signal !== undefined ? CALL_CANCELLABLE : 0;
-      let sent = params;
-      if (params.length > 0 && plainJsonSize(params, 0) >= JSON_MIN_VALUES) {
-        sent = JSON.stringify(params);
-        flags |= CALL_JSON_PARAMS;
-      }
-      this.#call(id, method, sent, timeout, flags);
-    });
+  #submit(method, params, timeout, signal) {
+    let sent;
+    let flags;
+    try {
+      [sent, flags] = wireParams(params);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (signal !== undefined) flags |= CALL_CANCELLABLE;
+    return start(this, (id) => this.#call(id, method, sent, timeout, flags), signal, this.#cancel);
   }
 
-  #start(send, keep) {
-    return new Promise((resolve, reject) => {
-      const id = track(new Call(resolve, reject, this, keep));
-      this.#inflight++;
-      send(id);
-    });
+  #cancel = (id) => this.#native.cancel(id);
+
+  [kStarted]() {
+    this.#inflight++;
   }
 
+  /** One of this handle's calls settled. Waiters and listeners hear of it from a nextTick. */
   [kSettled]() {
-    if (--this.#inflight === 0) {
-      const waiters = this.#drainWaiters;
-      this.#drainWaiters = [];
-      for (const w of waiters) w();
-      if (this.listenerCount('drain') > 0) this.emit('drain');
+    if (--this.#inflight === 0 && !this.#notifying) {
+      this.#notifying = true;
+      process.nextTick(this.#notifyDrained);
     }
   }
+
+  #notifyDrained = () => {
+    this.#notifying = false;
+    if (this.#inflight !== 0) return; // new calls came first: the next drain will tell
+    const waiters = this.#drainWaiters;
+    this.#drainWaiters = [];
+    for (const w of waiters) w();
+    this.emit('drain');
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -759,8 +835,14 @@ class Server {
       const method = batch[i + 1];
       let params = batch[i + 2];
       const timeout = batch[i + 3];
-      if (typeof params === 'string') params = JSON.parse(params);
-      else if (params === undefined) {
+      if (typeof params === 'string') {
+        try {
+          params = JSON.parse(params);
+        } catch (e) {
+          this.#freed(this.#native.lost(token, `corepool: the params could not be read: ${errorText(e)}`));
+          continue;
+        }
+      } else if (params === undefined) {
         params = this.#viewParams(token, method, timeout);
         if (params === null) continue;
       }
@@ -791,8 +873,10 @@ class Server {
 
   [kResume](token, waiting, views) {
     const params = this.#native.params(token, views);
-    if (params === null) this.#freed(this.#native.complete(token, null));
-    else this.#run(token, waiting.method, params, waiting.timeout);
+    if (params === null) {
+      // The caller sent every view its call holds, so this cannot happen; never answer null.
+      this.#freed(this.#native.lost(token, "corepool: the serving thread could not reach the call's shared memory"));
+    } else this.#run(token, waiting.method, params, waiting.timeout);
     this.#checkIdle();
   }
 
@@ -809,41 +893,53 @@ class Server {
     const run = new Running(context);
     this.#running.set(token, run);
     if (timeout > 0) {
-      run.timer = setTimeout(() => {
+      run.timer = setLongTimeout(() => {
         run.timer = null;
         this.#native.stop(token);
         context.abort(abortError('The call ran longer than its timeout', 'TimeoutError'));
       }, timeout);
-      run.timer.unref();
     }
     params.push(context);
     let result;
     try {
       result = this.#table.get(method).apply(this.#handlers, params);
+      // Reading `then` runs user code (a getter, a Proxy trap): inside the try.
+      if (result === null || (typeof result !== 'object' && typeof result !== 'function') || typeof result.then !== 'function') {
+        this.#finish(token, true, result);
+        return;
+      }
     } catch (e) {
       this.#finish(token, false, e);
       return;
     }
-    if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
-      result.then(
-        (v) => this.#finish(token, true, v),
-        (e) => this.#finish(token, false, e),
-      );
-    } else {
-      this.#finish(token, true, result);
-    }
+    // Adopted by a promise of our own: a thenable whose `then` throws or misbehaves settles
+    // it once, as a rejection, and nothing is left unhandled.
+    new Promise((resolve) => resolve(result)).then(
+      (v) => this.#finish(token, true, v),
+      (e) => this.#finish(token, false, e),
+    );
   }
 
+  /** Hands a handler's outcome to the native side. Never throws: it runs in promise reactions. */
   #finish(token, ok, value) {
     const run = this.#running.get(token);
     if (run === undefined) return;
     this.#running.delete(token);
-    if (run.timer !== null) clearTimeout(run.timer);
-    let more;
-    if (ok) more = this.#native.complete(token, value);
-    else {
-      const [message, data] = errorParts(value);
-      more = this.#native.fail(token, message, data);
+    if (run.timer !== null) run.timer.clear();
+    let more = false;
+    try {
+      if (ok) more = this.#native.complete(token, value);
+      else {
+        const [message, data] = errorParts(value);
+        more = this.#native.fail(token, message, data);
+      }
+    } catch (e) {
+      // Not expected (the native side turns bad values into errors): settle it all the same.
+      try {
+        more = this.#native.fail(token, `corepool: the handler's outcome could not be read: ${errorText(e)}`, {});
+      } catch {
+        // The environment is going away: its departure settles the call (ServerGone).
+      }
     }
     this.#freed(more);
     if (this.#onIdle !== null && !this.#draining) this.#checkIdle();
@@ -859,20 +955,53 @@ class Server {
   }
 }
 
-/** A thrown value → CommandFailed message and data (`name` and own enumerable fields). */
+/**
+ * A thrown value → CommandFailed message and data (`name` and own enumerable fields). Total: a
+ * getter or Proxy trap that throws while it is read leaves that part out; keys are defined, so a
+ * `__proto__` field stays a field.
+ */
 function errorParts(e) {
-  if (e !== null && (typeof e === 'object' || typeof e === 'function')) {
-    const data = { name: typeof e.name === 'string' ? e.name : 'Error' };
-    for (const key of Object.keys(e)) if (key !== 'name') data[key] = e[key];
-    const message = typeof e.message === 'string' ? e.message : String(e);
-    return [message, data];
+  if (e === null || (typeof e !== 'object' && typeof e !== 'function')) {
+    return [safely(() => String(e), 'a value that cannot be described'), safely(() => ({ value: e }), {})];
   }
-  return [String(e), { value: e }];
+  const name = safely(() => (typeof e.name === 'string' ? e.name : 'Error'), 'Error');
+  const message = safely(() => (typeof e.message === 'string' ? e.message : String(e)), 'an exception that cannot be described');
+  const data = { name };
+  for (const key of safely(() => Object.keys(e), [])) {
+    if (key === 'name') continue;
+    safely(() => Object.defineProperty(data, key, { value: e[key], enumerable: true, writable: true, configurable: true }));
+  }
+  return [message, data];
 }
 
-function closedAnswer(request) {
-  const id = request !== null && typeof request === 'object' && !Array.isArray(request) && 'id' in request ? request.id : null;
-  return { jsonrpc: '2.0', error: { code: CODES.PoolClosed, message: 'The pool is closed' }, id };
+/** `f()`, or `fallback` when it throws. */
+function safely(f, fallback) {
+  try {
+    return f();
+  } catch {
+    return fallback;
+  }
+}
+
+/** Node's timers hold at most 2^31 − 1 ms (longer ones fire after 1 ms): re-arms until `ms` passed. */
+const LONGEST_TIMER = 2 ** 31 - 1;
+
+/** An unref'd timer of any length; `clear()` cancels it. */
+function setLongTimeout(fn, ms) {
+  const until = performance.now() + ms;
+  const handle = {
+    timer: null,
+    clear() {
+      clearTimeout(handle.timer);
+    },
+  };
+  const arm = () => {
+    const left = until - performance.now();
+    handle.timer = left > LONGEST_TIMER ? setTimeout(arm, LONGEST_TIMER) : setTimeout(fn, Math.max(left, 0));
+    handle.timer.unref();
+  };
+  arm();
+  return handle;
 }
 
 /** Threads for a pool whose tasks wait `waitMs` for every `computeMs` of work: cores·(1 + wait/compute). */
@@ -934,14 +1063,26 @@ function waitSlice(array, index, value, until) {
   return true;
 }
 
-/** The same without blocking: resolves after the wake, the slice, or at once. */
+/**
+ * The same without blocking: resolves after the wake, the slice, or at once. A wait with a
+ * deadline keeps the event loop alive meanwhile, as a timer would (Atomics.waitAsync alone does
+ * not, so a process with nothing else to do would exit before the timeout); a wait without one
+ * does not, as a pending promise does not.
+ */
 async function waitSliceAsync(array, index, value, until) {
   const left = until - performance.now();
   if (left <= 0) return false;
-  const r = Atomics.waitAsync(array, index, value, Math.min(left, WAIT_SLICE_MS));
-  if (r.async) await r.value;
+  const slice = Math.min(left, WAIT_SLICE_MS);
+  const r = Atomics.waitAsync(array, index, value, slice);
+  if (r.async) {
+    const alive = until === Infinity ? null : setTimeout(noop, slice + 1);
+    await r.value;
+    if (alive !== null) clearTimeout(alive);
+  }
   return true;
 }
+
+function noop() {}
 
 function checkWord(what, array, index) {
   const kind = ArrayBuffer.isView(array) ? array.constructor.name : describe(array);
@@ -1154,6 +1295,9 @@ class RingBuffer {
       sab = new SharedArrayBuffer(RING_HEADER + sab);
     } else if (!types.isSharedArrayBuffer(sab)) {
       throw invalidParams(`RingBuffer: expected a SharedArrayBuffer or a capacity in bytes, got ${describe(sab)}`);
+    } else if (sab.growable) {
+      // The layout keeps no capacity: it is the buffer's size, which must not change under it.
+      throw invalidParams('RingBuffer: a growable SharedArrayBuffer cannot hold a ring buffer (its capacity would change); pass a fixed-length one');
     }
     try {
       [this.#write, this.#readInto] = native.shmRing(new Uint8Array(sab));

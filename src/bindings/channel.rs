@@ -17,8 +17,9 @@
 //! it returns no worker runs this environment's jobs or touches its inbox, so Node may free the
 //! threadsafe function and the environment's SharedArrayBuffers.
 
-use super::convert::{text_to_js, to_js};
+use super::convert::{text_to_js, to_js, Converted};
 use crate::pool::{Control, Deliver, Origin};
+use crate::rpc::text::too_long_for_js;
 use crate::rpc::{ErrorCode, JsText, Outcome, RpcError, Value};
 use crossbeam_queue::SegQueue;
 use napi::bindgen_prelude::*;
@@ -258,12 +259,7 @@ unsafe extern "C" fn call_js(
     }
     let n = settled.len();
     // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
-    if let Err(e) = unsafe { hand_to_js(env, settle, settled) } {
-        let msg = std::ffi::CString::new(format!("corepool: could not settle calls: {e}"))
-            .unwrap_or_default();
-        // SAFETY: as above.
-        unsafe { sys::napi_throw_error(env, ptr::null(), msg.as_ptr()) };
-    }
+    unsafe { hand_to_js(env, settle, settled) };
     if inbox.inflight.fetch_sub(n, Ordering::Relaxed) == n {
         let tsfn = inbox.tsfn.0.load(Ordering::Acquire);
         // SAFETY: JS thread of the env that owns tsfn.
@@ -316,10 +312,22 @@ impl Settlement {
     fn of(outcome: Outcome) -> Settlement {
         match outcome {
             Ok(Value::String(s)) => Settlement::Text(JsText::for_js(s)),
+            // A view is the caller's memory, lent for the call: a result cannot hand it back.
+            Ok(v) if crate::pool::has_view(&v) => Settlement::Error(RpcError::new(
+                ErrorCode::InternalError,
+                "the command's result holds a typed array over a SharedArrayBuffer, which a \
+                 result cannot carry",
+            )),
             // Big plain data: one JSON string and JSON.parse in JS beat building it value by
-            // value through Node-API by an order of magnitude.
+            // value through Node-API by an order of magnitude, unless the text is longer than
+            // a JavaScript string can be (escapes make it longer than its strings).
             Ok(v) if json_size(&v, 0) >= JSON_MIN_VALUES => {
-                Settlement::Json(JsText::for_js(crate::rpc::json::to_string(&v)))
+                let text = crate::rpc::json::to_string(&v);
+                if too_long_for_js(&text) {
+                    Settlement::Value(v)
+                } else {
+                    Settlement::Json(JsText::for_js(text))
+                }
             }
             Ok(v) => Settlement::Value(v),
             Err(e) => Settlement::Error(e),
@@ -327,52 +335,76 @@ impl Settlement {
     }
 }
 
-/// Builds the flat settle array and calls `settle(array)`.
+/// Builds the flat settle array and calls `settle(array)`. Each call settles in isolation: a
+/// result that cannot be made into a JavaScript value (a string longer than the engine allows)
+/// settles its own call with InternalError, and the others go on as usual.
 ///
 /// # Safety
 /// Must run on `env`'s JS thread with `settle` a function of that env.
-unsafe fn hand_to_js(
-    env: sys::napi_env,
-    settle: sys::napi_value,
-    settled: Vec<(u64, Settlement)>,
-) -> std::result::Result<(), String> {
+unsafe fn hand_to_js(env: sys::napi_env, settle: sys::napi_value, settled: Vec<(u64, Settlement)>) {
     let mut array = ptr::null_mut();
     let mut undefined = ptr::null_mut();
     // SAFETY: live env on its JS thread (caller contract) for every call below.
     unsafe {
         sys::napi_create_array_with_length(env, settled.len() * 4, &mut array);
         sys::napi_get_undefined(env, &mut undefined);
-        for (i, (call, outcome)) in settled.iter().enumerate() {
-            let base = (i * 4) as u32;
-            let mut id = ptr::null_mut();
-            sys::napi_create_double(env, *call as f64, &mut id);
-            sys::napi_set_element(env, array, base, id);
-            let (code, value, data) = match outcome {
-                Settlement::Value(v) => (0, to_js(env, v)?, undefined),
-                Settlement::Text(text) => (0, text_to_js(env, text)?, undefined),
-                Settlement::Json(text) => (RESULT_AS_JSON, text_to_js(env, text)?, undefined),
-                Settlement::Error(e) => {
-                    let message = to_js(env, &Value::String(e.message.clone()))?;
-                    let data = match &e.data {
-                        Some(d) => to_js(env, d)?,
-                        None => undefined,
-                    };
-                    (e.code.code(), message, data)
+        let mut at = 0u32;
+        for (call, outcome) in &settled {
+            let entry = match entry(env, undefined, outcome) {
+                Ok(entry) => entry,
+                Err(why) => {
+                    let e = RpcError::new(
+                        ErrorCode::InternalError,
+                        format!("the call's result could not be handed to JavaScript: {why}"),
+                    );
+                    match entry(env, undefined, &Settlement::Error(e)) {
+                        Ok(entry) => entry,
+                        // Nothing can be made any more (the environment is going away).
+                        Err(_) => continue,
+                    }
                 }
             };
+            let mut id = ptr::null_mut();
+            sys::napi_create_double(env, *call as f64, &mut id);
+            let (code, value, data) = entry;
             let mut c = ptr::null_mut();
             sys::napi_create_int32(env, code, &mut c);
-            sys::napi_set_element(env, array, base + 1, c);
-            sys::napi_set_element(env, array, base + 2, value);
-            sys::napi_set_element(env, array, base + 3, data);
+            for v in [id, c, value, data] {
+                sys::napi_set_element(env, array, at, v);
+                at += 1;
+            }
         }
-        let mut global = ptr::null_mut();
-        sys::napi_get_undefined(env, &mut global);
         let mut result = ptr::null_mut();
         let argv = [array];
-        sys::napi_call_function(env, global, settle, 1, argv.as_ptr(), &mut result);
+        sys::napi_call_function(env, undefined, settle, 1, argv.as_ptr(), &mut result);
     }
-    Ok(())
+}
+
+/// One settlement's `code, value, data`.
+///
+/// # Safety
+/// Must run on `env`'s JS thread.
+unsafe fn entry(
+    env: sys::napi_env,
+    undefined: sys::napi_value,
+    outcome: &Settlement,
+) -> Converted<(i32, sys::napi_value, sys::napi_value)> {
+    // SAFETY: caller contract.
+    unsafe {
+        Ok(match outcome {
+            Settlement::Value(v) => (0, to_js(env, v)?, undefined),
+            Settlement::Text(text) => (0, text_to_js(env, text)?, undefined),
+            Settlement::Json(text) => (RESULT_AS_JSON, text_to_js(env, text)?, undefined),
+            Settlement::Error(e) => {
+                let message = to_js(env, &Value::String(e.message.clone()))?;
+                let data = match &e.data {
+                    Some(d) => to_js(env, d)?,
+                    None => undefined,
+                };
+                (e.code.code(), message, data)
+            }
+        })
+    }
 }
 
 /// A result with at least this many values is handed to JS as JSON text (if JSON carries it

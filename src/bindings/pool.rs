@@ -8,13 +8,18 @@ use super::convert::{self, FromJs};
 use super::serve::{self, NativeServer};
 use crate::commands;
 use crate::pool::Origin;
-use crate::pool::{OnFull, Options, Params, Pool, Stats, Strategy, MAX_NICE_INCREMENT};
+use crate::pool::{
+    closed_error, timeout, Control, OnFull, Options, Params, Pool, Stats, Strategy,
+    MAX_NICE_INCREMENT,
+};
 use crate::rpc::{envelope, json, CancelReason, ErrorCode, JsText, RpcError, Value};
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 use std::ffi::c_void;
+use std::panic::AssertUnwindSafe;
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,6 +31,9 @@ pub struct NativePool {
     pool: Arc<Pool>,
     channel: ChannelRef,
     shared: bool,
+    /// This handle was closed (for a private pool, the pool too): calls made through it are
+    /// answered with PoolClosed.
+    closed: Arc<AtomicBool>,
 }
 
 /// The channel's shared parts (the JS object itself stays owned by index.js).
@@ -62,6 +70,8 @@ fn options(o: &PoolOptions) -> Result<Options> {
         .strategy
         .parse()
         .map_err(|e: String| Error::new(Status::InvalidArg, e))?;
+    let limit = timeout::from_ms(o.timeout_ms)
+        .map_err(|e| Error::new(Status::InvalidArg, format!("options.timeout {e}")))?;
     Ok(Options {
         threads: o.threads.max(1) as usize,
         strategy,
@@ -71,7 +81,7 @@ fn options(o: &PoolOptions) -> Result<Options> {
             usize::MAX
         },
         on_full: if o.wait { OnFull::Wait } else { OnFull::Reject },
-        timeout: (o.timeout_ms > 0.0).then(|| Duration::from_secs_f64(o.timeout_ms / 1000.0)),
+        timeout: (!limit.is_zero()).then_some(limit),
         nice_increment: o.nice_increment.min(MAX_NICE_INCREMENT) as u8,
     })
 }
@@ -87,15 +97,34 @@ fn spawn(options: Options) -> Result<Arc<Pool>> {
         })
 }
 
-/// `undefined` → the pool's default; 0 → no limit; otherwise milliseconds.
-fn timeout(ms: Option<f64>) -> Option<Duration> {
-    ms.map(|ms| {
-        if ms > 0.0 {
-            Duration::from_secs_f64(ms / 1000.0)
-        } else {
-            Duration::ZERO
+/// A call's `timeout` option: `undefined` → the pool's default (`None`); otherwise
+/// milliseconds by [`timeout::from_ms`] (zero: no limit).
+///
+/// # Safety
+/// On the JS thread of the env `v` belongs to.
+unsafe fn call_timeout(
+    env: sys::napi_env,
+    v: sys::napi_value,
+) -> std::result::Result<Option<Duration>, RpcError> {
+    let mut t = 0;
+    // SAFETY: caller contract; out-pointers are live locals.
+    unsafe { sys::napi_typeof(env, v, &mut t) };
+    let bad =
+        |why: String| RpcError::new(ErrorCode::InvalidRequest, format!("options.timeout {why}"));
+    match t {
+        sys::ValueType::napi_undefined => Ok(None),
+        sys::ValueType::napi_number => {
+            let mut ms = 0.0;
+            // SAFETY: as above; `v` is a number.
+            unsafe { sys::napi_get_value_double(env, v, &mut ms) };
+            timeout::from_ms(ms).map(Some).map_err(bad)
         }
-    })
+        _ => Err(bad(format!(
+            "must be a number of ms ≥ 0 (0 or Infinity: no limit), got a {}",
+            // SAFETY: as above.
+            type_name(&unsafe { Unknown::from_raw_unchecked(env, v) })
+        ))),
+    }
 }
 
 #[napi(object)]
@@ -207,6 +236,7 @@ impl NativePool {
             pool,
             channel: channel_ref(channel),
             shared: false,
+            closed: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -247,6 +277,7 @@ impl NativePool {
             pool,
             channel: channel_ref(channel),
             shared: true,
+            closed: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -269,6 +300,7 @@ impl NativePool {
             pool: self.pool.clone(),
             origin: self.channel.origin.clone(),
             inbox: self.channel.inbox.clone(),
+            closed: self.closed.clone(),
         });
         let data = Arc::into_raw(hot) as *mut c_void;
         let mut f = ptr::null_mut();
@@ -324,9 +356,11 @@ impl NativePool {
         }
     }
 
-    /// Answers a JSON-RPC request object or batch with response object(s).
+    /// Answers a JSON-RPC request object or batch with response object(s). Returns the typed
+    /// arrays over SharedArrayBuffers met in it (or `undefined`): the caller keeps them alive
+    /// until the call settles.
     #[napi(catch_unwind)]
-    pub fn request(&self, env: Env, id: f64, request: Unknown) {
+    pub fn request(&self, env: Env, id: f64, request: Unknown) -> Result<RawValue> {
         let ch = self.channel.channel();
         ch.track();
         let id = id as u64;
@@ -334,7 +368,11 @@ impl NativePool {
         let mut path = String::from("request");
         // SAFETY: a Node-API callback on this env's JS thread; `request` belongs to this env.
         match unsafe { from.value(request.raw(), 0, &mut path) } {
-            Ok(value) => self.pool.request(&self.channel.origin, id, value, false),
+            Ok(value) => {
+                let closed = self.closed.load(Ordering::Acquire);
+                self.pool
+                    .request(&self.channel.origin, id, value, false, closed)
+            }
             Err(why) => {
                 let e = RpcError::new(ErrorCode::InvalidRequest, format!("Invalid Request: {why}"));
                 self.channel
@@ -342,6 +380,7 @@ impl NativePool {
                     .deliver(id, Ok(envelope::error_response(Value::Null, e)));
             }
         }
+        keep(env.raw(), &from.views)
     }
 
     /// Answers JSON-RPC text with JSON text.
@@ -352,7 +391,10 @@ impl NativePool {
         let id = id as u64;
         // SAFETY: a Node-API callback on this env's JS thread; `text` belongs to this env.
         match unsafe { string_arg(env.raw(), &text) } {
-            Some(text) => self.pool.handle(&self.channel.origin, id, &text),
+            Some(text) => {
+                let closed = self.closed.load(Ordering::Acquire);
+                self.pool.handle(&self.channel.origin, id, &text, closed)
+            }
             None => {
                 let e = RpcError::new(
                     ErrorCode::InvalidRequest,
@@ -364,7 +406,7 @@ impl NativePool {
         }
     }
 
-    /// Runs `method(...params)` once on every worker.
+    /// Runs `method(...params)` once on every worker. Returns what `request` returns.
     #[napi(catch_unwind)]
     pub fn broadcast(
         &self,
@@ -372,21 +414,30 @@ impl NativePool {
         id: f64,
         method: Unknown,
         params: Unknown,
-        timeout_ms: Option<f64>,
-    ) {
+        timeout_ms: Unknown,
+    ) -> Result<RawValue> {
         let ch = self.channel.channel();
         ch.track();
         let id = id as u64;
-        match read_call(env.raw(), method, params) {
-            Ok((method, params)) => self.pool.broadcast(
-                &self.channel.origin,
-                id,
-                &method,
-                params,
-                timeout(timeout_ms),
-            ),
-            Err(e) => ch.fail(id, e),
+        let raw = env.raw();
+        let mut from = FromJs::new(raw);
+        let mut call = || -> std::result::Result<(), RpcError> {
+            if self.closed.load(Ordering::Acquire) {
+                return Err(closed_error());
+            }
+            // SAFETY: a Node-API callback on this env's JS thread; the values belong to it.
+            let timeout = unsafe { call_timeout(raw, timeout_ms.raw()) }?;
+            let method = read_method(raw, &method)?;
+            // SAFETY: as above.
+            let params = unsafe { from.params(params.raw()) }?;
+            self.pool
+                .broadcast(&self.channel.origin, id, &method, params, timeout);
+            Ok(())
+        };
+        if let Err(e) = call() {
+            ch.fail(id, e);
         }
+        keep(raw, &from.views)
     }
 
     /// Makes this environment a server of `methods`, running at most `concurrency` calls at
@@ -429,9 +480,11 @@ impl NativePool {
             .collect()
     }
 
-    /// Stops accepting calls (a shared pool's threads are process-wide: only this handle stops).
+    /// Stops accepting calls through this handle (a shared pool's threads are process-wide:
+    /// only this handle stops; a private pool stops).
     #[napi(catch_unwind)]
     pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
         if !self.shared {
             self.pool.close();
         }
@@ -449,6 +502,7 @@ impl NativePool {
     /// pool's threads (index.js rejects this handle's calls instead).
     #[napi(catch_unwind)]
     pub fn destroy(&self) {
+        self.closed.store(true, Ordering::Release);
         if !self.shared {
             self.pool.destroy();
         }
@@ -465,6 +519,7 @@ struct Hot {
     pool: Arc<Pool>,
     origin: Arc<Origin>,
     inbox: Arc<Inbox>,
+    closed: Arc<AtomicBool>,
 }
 
 /// A napi_value handed back to JS as is.
@@ -485,86 +540,100 @@ unsafe extern "C" fn hot_call(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
-    let result = std::panic::catch_unwind(|| {
+    // Exactly once per call, whatever happens: once tracked, the call settles through the
+    // channel (an error delivered here, or the job's outcome once the pool has it), and nothing
+    // is thrown into the caller's JavaScript.
+    let mut tracked: Option<(&Hot, u64)> = None;
+    let mut placed = false;
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: we are inside this function's Node-API callback.
         let (argv, data) = unsafe { super::callback_args::<5>(env, info) };
         // SAFETY: `data` is the Arc<Hot> owned by this function object, alive while it can be
         // called (see `caller`).
         let hot = unsafe { &*(data as *const Hot) };
-        // SAFETY: JS thread of the env that owns the inbox.
-        unsafe { hot.inbox.track(env) };
         let mut id = 0.0;
         let mut flags = 0u32;
-        let mut timeout_ms = None;
         // SAFETY: the argv values belong to this env; out-pointers are live locals.
         unsafe {
             sys::napi_get_value_double(env, argv[0], &mut id);
             sys::napi_get_value_uint32(env, argv[4], &mut flags);
-            let mut t = 0;
-            sys::napi_typeof(env, argv[3], &mut t);
-            if t == sys::ValueType::napi_number {
-                let mut ms = 0.0;
-                sys::napi_get_value_double(env, argv[3], &mut ms);
-                timeout_ms = Some(ms);
-            }
         }
         let id = id as u64;
-        let cancellable = flags & CALL_CANCELLABLE != 0;
-        let mut views = Vec::new();
-        let params = if flags & CALL_JSON_PARAMS != 0 {
-            // SAFETY: argv[2] belongs to this env, on its JS thread; index.js passes a string
-            // with this flag.
-            // Read as UTF-16: a copy here; the worker decodes it (see `rpc::text`).
-            match unsafe { convert::string_utf16(env, argv[2]) } {
-                Ok(units) => Params::Json(JsText::Utf16(units)),
-                Err(e) => return hot.origin.deliver(id, Err(RpcError::invalid_params(e))),
+        // SAFETY: JS thread of the env that owns the inbox.
+        unsafe { hot.inbox.track(env) };
+        tracked = Some((hot, id));
+        let mut from = FromJs::new(env);
+        let control = (|| -> std::result::Result<Option<Arc<Control>>, RpcError> {
+            if hot.closed.load(Ordering::Acquire) {
+                return Err(closed_error());
             }
-        } else {
-            let mut from = FromJs::new(env);
-            // SAFETY: argv[2] belongs to this env, on its JS thread.
-            match unsafe { from.params(argv[2]) } {
-                Ok(p) => {
-                    views = from.views;
-                    Params::Values(p)
+            // SAFETY: argv values belong to this env, on its JS thread.
+            unsafe { method_str(env, argv[1]) }?;
+            // SAFETY: as above.
+            let timeout = unsafe { call_timeout(env, argv[3]) }?;
+            let params = if flags & CALL_JSON_PARAMS != 0 {
+                // SAFETY: as above; index.js passes a string with this flag. Read as UTF-16: a
+                // copy here; the worker decodes it (see `rpc::text`).
+                Params::Json(JsText::Utf16(
+                    unsafe { convert::string_utf16(env, argv[2]) }
+                        .map_err(RpcError::invalid_params)?,
+                ))
+            } else {
+                // SAFETY: as above.
+                Params::Values(unsafe { from.params(argv[2]) }?)
+            };
+            let views = &from.views;
+            let submit = |m: &str| {
+                placed = true;
+                if views.is_empty() {
+                    return hot.pool.call(&hot.origin, id, m, params, timeout);
                 }
-                Err(e) => return hot.origin.deliver(id, Err(e)),
+                // A JS-served method gets the views from this thread's JavaScript (pool::server).
+                // SAFETY: on this env's JS thread; the views are values of this env.
+                let mut announce = |to, token| unsafe { serve::publish(env, to, token, views) };
+                hot.pool
+                    .call_announced(&hot.origin, id, m, params, timeout, &mut announce)
+            };
+            // SAFETY: argv[1] is a string of this env (checked above), on its JS thread.
+            unsafe { convert::with_str(env, argv[1], submit) }.map_err(RpcError::invalid_params)
+        })();
+        match control {
+            Ok(Some(control)) if flags & CALL_CANCELLABLE != 0 => {
+                hot.inbox
+                    .cancellable
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id, control);
             }
-        };
-        let timeout = timeout(timeout_ms);
-        let submit = |m: &str| {
-            if views.is_empty() {
-                return hot.pool.call(&hot.origin, id, m, params, timeout);
-            }
-            // A JS-served method gets the views from this thread's JavaScript (pool::server).
-            // SAFETY: on this env's JS thread; the views are values of this env.
-            let mut announce = |to, token| unsafe { serve::publish(env, to, token, &views) };
-            hot.pool
-                .call_announced(&hot.origin, id, m, params, timeout, &mut announce)
-        };
-        // SAFETY: argv[1] belongs to this env, on its JS thread.
-        let control = match unsafe { method_str(env, argv[1]) } {
-            Ok(()) => unsafe { convert::with_str(env, argv[1], submit) }.unwrap_or(None),
-            Err(e) => return hot.origin.deliver(id, Err(e)),
-        };
-        if let (Some(control), true) = (control, cancellable) {
-            hot.inbox
-                .cancellable
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id, control);
+            Ok(_) => {}
+            Err(e) if !placed => hot.origin.deliver(id, Err(e)),
+            Err(_) => {}
         }
-    });
-    if result.is_err() {
-        // SAFETY: JS thread of a live env.
-        unsafe {
-            sys::napi_throw_error(
-                env,
-                ptr::null(),
-                c"corepool: internal error in call()".as_ptr(),
-            )
-        };
+        keep(env, &from.views)
+            .map(|v| v.0)
+            .unwrap_or(ptr::null_mut())
+    }));
+    match result {
+        Ok(views) => views,
+        Err(_) => {
+            if let (Some((hot, id)), false) = (tracked, placed) {
+                let e = RpcError::new(
+                    ErrorCode::InternalError,
+                    "corepool: internal error in call()",
+                );
+                hot.origin.deliver(id, Err(e));
+            }
+            ptr::null_mut()
+        }
     }
-    ptr::null_mut()
+}
+
+/// The typed arrays a call must keep alive until it settles, as one JS array (or `undefined`).
+fn keep(env: sys::napi_env, views: &[sys::napi_value]) -> Result<RawValue> {
+    // SAFETY: called in a Node-API callback on env's JS thread with values of env.
+    unsafe { convert::views_array(env, views) }
+        .map(RawValue)
+        .map_err(|e| Error::new(Status::GenericFailure, e))
 }
 
 /// `Ok` when `v` is a string, else the InvalidRequest error for a bad method.
@@ -597,27 +666,16 @@ fn channel_ref(channel: &Channel) -> ChannelRef {
     }
 }
 
-/// The method name and params of a call, or the error that settles it.
-fn read_call(
-    env: sys::napi_env,
-    method: Unknown,
-    params: Unknown,
-) -> std::result::Result<(String, Vec<Value>), RpcError> {
-    // SAFETY: a Node-API callback on this env's JS thread; the values belong to this env.
-    let method = match unsafe { string_arg(env, &method) } {
-        Some(m) => m,
-        None => {
-            let kind = type_name(&method);
-            return Err(RpcError::new(
-                ErrorCode::InvalidRequest,
-                format!("method must be a string, got {kind}"),
-            ));
-        }
-    };
-    let mut from = FromJs::new(env);
-    // SAFETY: as above.
-    let params = unsafe { from.params(params.raw()) }?;
-    Ok((method, params))
+/// The method name of a call, or the error that settles it.
+fn read_method(env: sys::napi_env, method: &Unknown) -> std::result::Result<String, RpcError> {
+    // SAFETY: a Node-API callback on this env's JS thread; the value belongs to this env.
+    match unsafe { string_arg(env, method) } {
+        Some(m) => Ok(m),
+        None => Err(RpcError::new(
+            ErrorCode::InvalidRequest,
+            format!("method must be a string, got {}", type_name(method)),
+        )),
+    }
 }
 
 /// # Safety

@@ -35,6 +35,7 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 thread_local! {
     /// This thread's environment and a reference to its `publish(to, token, views)` function.
@@ -258,7 +259,8 @@ unsafe extern "C" fn call_js(
 }
 
 /// A batch as one flat array: `nStops, nForgotten`, then the stop tokens, the forgotten tokens,
-/// and four entries per job — `token, method, params, timeoutMs (0: none)`; params are an
+/// and four entries per job — `token, method, params, timeoutMs (0: none; what is left of the
+/// call's limit otherwise, however small)`; params are an
 /// array, the JSON text of one, or undefined while views are needed. (One array, not three: a
 /// Node-API call costs about as much as handling the usual one-job batch in JavaScript.)
 ///
@@ -322,7 +324,11 @@ unsafe fn batch_to_js(
                     // faster than building the values through Node-API.
                     Params::Json(text) => convert::text_to_js(env, &text)?,
                 };
-                let timeout = job.timeout.map_or(0.0, |t| t.as_secs_f64() * 1000.0);
+                // What is left of the limit (it counts from `take`), never 0, which says none.
+                let timeout = job.deadline.map_or(0.0, |d| {
+                    let left = d.saturating_duration_since(Instant::now()).as_secs_f64() * 1000.0;
+                    left.max(f64::MIN_POSITIVE)
+                });
                 Ok([number(job.token as f64), method, params, number(timeout)])
             })();
             match entry {
@@ -518,6 +524,16 @@ impl NativeServer {
             }
         }
         let e = RpcError::new(ErrorCode::CommandFailed, message).with_data(Value::Object(fields));
+        self.ctx
+            .pool
+            .complete(&self.ctx.server, self::token(token), Err(e))
+    }
+
+    /// Job `token` cannot be run here (its params could not be made on this thread): it settles
+    /// with InternalError saying `why`. Returns as `complete` does.
+    #[napi(catch_unwind)]
+    pub fn lost(&self, token: f64, why: String) -> bool {
+        let e = RpcError::new(ErrorCode::InternalError, why);
         self.ctx
             .pool
             .complete(&self.ctx.server, self::token(token), Err(e))

@@ -12,6 +12,11 @@
 //! accepted call settles exactly once. A cancel that finds the job RUNNING only sets the cancel
 //! reason; the command sees it through `Context::check` and the worker settles.
 //!
+//! The params live in the [`Control`], not in the queued `Job`: the thread that moves the job out
+//! of WAITING or QUEUED for good (to RUNNING: it gets them; to DONE: they are dropped there and
+//! then) is the only one that ever touches them. So a cancelled call lets go of its params at
+//! once, although its tombstone stays in a queue until a worker or server pops it.
+//!
 //! A job for a JavaScript-served method (see `server.rs`) follows the same states; there the
 //! RUNNING → DONE step is a compare-exchange too, because three parties may race for it: the
 //! serving thread completing the handler, a stop (abort, timeout, destroy) that settles at once,
@@ -19,7 +24,11 @@
 
 use super::origin::Origin;
 use super::server::Server;
-use crate::rpc::{envelope, json, CancelReason, Command, JsText, Outcome, RpcError, Value};
+use crate::rpc::text::too_long_for_js;
+use crate::rpc::{
+    envelope, json, CancelReason, Command, ErrorCode, JsText, Outcome, RpcError, Value,
+};
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -31,7 +40,7 @@ pub const DONE: u8 = 3;
 
 /// The shared, cancellable part of a job.
 pub struct Control {
-    pub(crate) state: AtomicU8,
+    state: AtomicU8,
     pub(crate) cancel: AtomicU8,
     /// The worker whose queue holds the job; written before the job becomes QUEUED.
     /// `usize::MAX` for a job of a JavaScript-served method (no worker counts it).
@@ -39,16 +48,32 @@ pub struct Control {
     /// For a served job: the server running it and the job's token, written by the serving
     /// thread before the job becomes RUNNING, so a canceller that sees RUNNING finds it.
     pub(crate) running_on: OnceLock<(Weak<Server>, u64)>,
+    /// The params until the job leaves WAITING/QUEUED for good (see the module doc).
+    params: UnsafeCell<Option<Params>>,
 }
 
+// SAFETY: every field but `params` is Sync. `params` is written once before the Control is
+// shared, then touched only by the thread whose compare-exchange moved the job out of WAITING or
+// QUEUED into RUNNING or DONE (`start`, `transition`). The state never goes back, so exactly one
+// thread ever wins such a move, and its successful AcqRel compare-exchange orders its access
+// after the write made at creation. `Drop` has `&mut self`. Params are Send (views into shared
+// memory are Send by `SharedView`'s contract).
+unsafe impl Sync for Control {}
+
 impl Control {
-    pub(crate) fn new(state: u8) -> Arc<Control> {
+    pub(crate) fn new(state: u8, params: Params) -> Arc<Control> {
         Arc::new(Control {
             state: AtomicU8::new(state),
             cancel: AtomicU8::new(0),
             worker: AtomicUsize::new(usize::MAX),
             running_on: OnceLock::new(),
+            params: UnsafeCell::new(Some(params)),
         })
+    }
+
+    /// The job's state now (a snapshot).
+    pub(crate) fn state(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
     }
 
     /// Records why the job must stop; the first reason wins.
@@ -63,11 +88,47 @@ impl Control {
         CancelReason::from_u8(self.cancel.load(Ordering::Acquire))
     }
 
-    /// Moves the job from `from` to `to`; true if this thread made the move.
+    /// Moves the job from `from` to `to`; true if this thread made the move. A move from WAITING
+    /// or QUEUED to DONE drops the params (the job will never run).
     pub(crate) fn transition(&self, from: u8, to: u8) -> bool {
-        self.state
+        debug_assert!(to != RUNNING, "start() moves a job to RUNNING");
+        let moved = self
+            .state
             .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+            .is_ok();
+        if moved && to == DONE && (from == WAITING || from == QUEUED) {
+            // SAFETY: this thread just moved the job out of WAITING/QUEUED for good (see the
+            // `Sync` impl): nobody else touches the params now or later.
+            drop(unsafe { (*self.params.get()).take() });
+        }
+        moved
+    }
+
+    /// QUEUED → RUNNING: `Some(params)` when this thread made the move and must run the job.
+    pub(crate) fn start(&self) -> Option<Params> {
+        self.state
+            .compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+            .ok()?;
+        // SAFETY: as in `transition`: this thread won the move out of QUEUED.
+        Some(unsafe { (*self.params.get()).take() }.unwrap_or(Params::Values(Vec::new())))
+    }
+
+    /// A job that is RUNNING on this thread has finished (the worker's own job: nobody races
+    /// for a native job's RUNNING → DONE).
+    pub(crate) fn done(&self) {
+        self.state.store(DONE, Ordering::Release);
+    }
+
+    /// Parks a job that was never shared yet in WAITING.
+    pub(crate) fn wait(&self) {
+        self.state.store(WAITING, Ordering::Release);
+    }
+
+    /// True when the params are gone (tests).
+    #[cfg(test)]
+    pub(crate) fn params_dropped(&self) -> bool {
+        // SAFETY: tests call this only when no thread can be moving the job any more.
+        unsafe { (*self.params.get()).is_none() }
     }
 }
 
@@ -122,7 +183,6 @@ pub enum Work {
 
 pub struct Job {
     pub(crate) work: Work,
-    pub(crate) params: Params,
     pub(crate) timeout: Option<Duration>,
     pub(crate) control: Arc<Control>,
     pub(crate) origin: Arc<Origin>,
@@ -182,10 +242,29 @@ impl Reply {
     }
 }
 
-/// A JSON-RPC answer as a value, or as text for `handle()`; "nothing" is `null` or `""`.
+/// A JSON-RPC answer as a value, or as text for `handle()`; "nothing" is `null` or `""`. Text
+/// longer than a JavaScript string can be becomes an InternalError answer (`handle()` never
+/// rejects, so it must answer with something it can hand over).
 pub(crate) fn finish_text(response: Option<Value>, text: bool) -> Value {
     match (response, text) {
-        (Some(v), true) => Value::String(json::to_string(&v)),
+        (Some(v), true) => {
+            let answer = json::to_string(&v);
+            if !too_long_for_js(&answer) {
+                return Value::String(answer);
+            }
+            let id = match &v {
+                Value::Object(m) => m.get("id").cloned().unwrap_or(Value::Null),
+                _ => Value::Null,
+            };
+            let e = RpcError::new(
+                ErrorCode::InternalError,
+                format!(
+                    "the answer ({} bytes of JSON) is too long for a JavaScript string",
+                    answer.len()
+                ),
+            );
+            Value::String(json::to_string(&envelope::error_response(id, e)))
+        }
         (Some(v), false) => v,
         (None, true) => Value::String(String::new()),
         (None, false) => Value::Null,

@@ -30,10 +30,12 @@ pub mod origin;
 pub mod server;
 pub mod stats;
 pub mod strategy;
+pub mod timeout;
 mod worker;
 
 pub use job::{Control, Params};
 pub use origin::{Deliver, Origin};
+pub(crate) use server::has_view;
 pub use server::{Announce, Batch, Rest, ServeError, Served, Server, ServerStats, Wake};
 pub use stats::Percentiles;
 pub use strategy::Strategy;
@@ -104,6 +106,10 @@ pub(crate) struct Shared {
     servers: RwLock<Servers>,
     open_servers: AtomicUsize,
     next_token: AtomicU64,
+    /// Tests: runs in `admit_waiting` between taking a job off the wait list and pushing it, so
+    /// a test can hold an admitting thread in that window while others act.
+    #[cfg(test)]
+    pub(crate) admit_pause: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
 
 /// A pool of native worker threads.
@@ -163,6 +169,8 @@ impl Pool {
             servers: RwLock::new(Servers::default()),
             open_servers: AtomicUsize::new(0),
             next_token: AtomicU64::new(1),
+            #[cfg(test)]
+            admit_pause: Mutex::new(None),
         });
         // Worker 0 starts the others (see worker.rs); if it cannot start, nothing runs.
         if let Err(e) = worker::spawn(shared.clone(), 0) {
@@ -218,19 +226,28 @@ impl Pool {
         )
     }
 
-    /// Answers one JSON-RPC request object or batch (`text`: answer as JSON text).
-    pub fn request(&self, origin: &Arc<Origin>, call: u64, request: Value, text: bool) {
+    /// Answers one JSON-RPC request object or batch (`text`: answer as JSON text). `closed`:
+    /// the caller's handle is closed (a shared pool's handle), so every request is answered
+    /// with PoolClosed, exactly as a closed pool answers it.
+    pub fn request(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        request: Value,
+        text: bool,
+        closed: bool,
+    ) {
         match request {
             Value::Array(entries) if entries.is_empty() => {
                 let e = RpcError::new(ErrorCode::InvalidRequest, "Invalid Request: empty batch");
                 let answer = envelope::error_response(Value::Null, e);
                 origin.deliver(call, Ok(job::finish_text(Some(answer), text)));
             }
-            Value::Array(entries) => self.batch(origin, call, entries, text),
+            Value::Array(entries) => self.batch(origin, call, entries, text, closed),
             single => match envelope::parse_request(single) {
                 Ok(req) => {
                     let id = req.id.clone();
-                    self.submit_request(origin, req, Reply::Response { call, id, text });
+                    self.submit_request(origin, req, Reply::Response { call, id, text }, closed);
                 }
                 Err(answer) => origin.deliver(call, Ok(job::finish_text(Some(answer), text))),
             },
@@ -238,9 +255,10 @@ impl Pool {
     }
 
     /// Answers JSON-RPC text with JSON text; text that is not JSON gets a -32700 answer.
-    pub fn handle(&self, origin: &Arc<Origin>, call: u64, text: &str) {
+    /// `closed` as for [`Pool::request`].
+    pub fn handle(&self, origin: &Arc<Origin>, call: u64, text: &str, closed: bool) {
         match json::parse(text) {
-            Ok(value) => self.request(origin, call, value, true),
+            Ok(value) => self.request(origin, call, value, true, closed),
             Err(why) => {
                 let e = RpcError::new(ErrorCode::ParseError, format!("Parse error: {why}"));
                 let answer = envelope::error_response(Value::Null, e);
@@ -250,7 +268,17 @@ impl Pool {
     }
 
     /// Submits one validated JSON-RPC request (its outcome goes to `reply`).
-    fn submit_request(&self, origin: &Arc<Origin>, req: envelope::Request, reply: Reply) {
+    fn submit_request(
+        &self,
+        origin: &Arc<Origin>,
+        req: envelope::Request,
+        reply: Reply,
+        closed: bool,
+    ) {
+        if closed {
+            reply.finish(Err(closed_error()), origin);
+            return;
+        }
         self.submit(
             origin,
             &req.method,
@@ -262,7 +290,14 @@ impl Pool {
         );
     }
 
-    fn batch(&self, origin: &Arc<Origin>, call: u64, entries: Vec<Value>, text: bool) {
+    fn batch(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        entries: Vec<Value>,
+        text: bool,
+        closed: bool,
+    ) {
         let mut ids = Vec::with_capacity(entries.len());
         let mut answers = Vec::with_capacity(entries.len());
         let mut slots = Vec::with_capacity(entries.len());
@@ -290,7 +325,7 @@ impl Pool {
         }
         for (slot, req) in requests.into_iter().enumerate() {
             if let Some(req) = req {
-                self.submit_request(origin, req, Reply::Part(collector.clone(), slot));
+                self.submit_request(origin, req, Reply::Part(collector.clone(), slot), closed);
             }
         }
     }
@@ -334,8 +369,7 @@ impl Pool {
     ) -> Option<Arc<Control>> {
         let s = &self.shared;
         if s.closed.load(Ordering::Acquire) {
-            let e = RpcError::new(ErrorCode::PoolClosed, "The pool is closed");
-            reply.finish(Err(e), origin);
+            reply.finish(Err(closed_error()), origin);
             return None;
         }
         let (work, token, views) = match s.registry.get(method) {
@@ -365,13 +399,12 @@ impl Pool {
         };
         let job = Job {
             work,
-            params,
             timeout: match timeout {
                 None => s.options.timeout,
                 Some(d) if d.is_zero() => None,
                 Some(d) => Some(d),
             },
-            control: Control::new(QUEUED),
+            control: Control::new(QUEUED, params),
             origin: origin.clone(),
             reply,
             submitted: Instant::now(),
@@ -439,13 +472,8 @@ impl Pool {
     pub fn destroy(&self) {
         let s = &self.shared;
         s.closed.store(true, Ordering::Release);
-        s.destroyed.store(true, Ordering::Release);
-        let closed = || {
-            RpcError::new(
-                ErrorCode::PoolClosed,
-                "The pool was destroyed before the call ran",
-            )
-        };
+        s.destroyed.store(true, Ordering::SeqCst);
+        let closed = destroyed_error;
         let waiting: Vec<Job> = s
             .waiting
             .lock()
@@ -507,6 +535,19 @@ impl Pool {
             wait_time: s.wait_time.percentiles(),
         }
     }
+}
+
+/// The answer of a call made after `close()` or `destroy()`.
+pub fn closed_error() -> RpcError {
+    RpcError::new(ErrorCode::PoolClosed, "The pool is closed")
+}
+
+/// The answer of a call that was queued or waiting when `destroy()` ran.
+pub(crate) fn destroyed_error() -> RpcError {
+    RpcError::new(
+        ErrorCode::PoolClosed,
+        "The pool was destroyed before the call ran",
+    )
 }
 
 impl Drop for Pool {
@@ -571,7 +612,7 @@ impl Shared {
 
     fn push(&self, w: usize, job: Job) {
         if !self.workers[w].push(job) {
-            self.mark_dead(w);
+            self.retire_worker(w);
         }
     }
 
@@ -582,15 +623,19 @@ impl Shared {
     }
 
     fn park_waiting(&self, job: Job) {
-        job.control.state.store(WAITING, Ordering::Release);
+        job.control.wait();
         let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
         waiting.push_back(job);
         self.waiting_len.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Moves waiting jobs into queues while there is room, oldest first.
+    /// Moves waiting jobs into queues while there is room, oldest first. Once the pool is
+    /// destroyed nothing is admitted (`destroy` settles the wait list); a job this thread took
+    /// off the list just before is settled where it lands (`Worker::push` and `Pool::take` see
+    /// the pool destroyed), never stranded.
     fn admit_waiting(&self) {
-        while self.waiting_len.load(Ordering::Acquire) > 0 {
+        while self.waiting_len.load(Ordering::Acquire) > 0 && !self.destroyed.load(Ordering::SeqCst)
+        {
             if !self.reserve_slot() {
                 return;
             }
@@ -624,7 +669,21 @@ impl Shared {
             }
             self.waiting_len.fetch_sub(1, Ordering::AcqRel);
             drop(waiting);
+            #[cfg(test)]
+            self.pause_for_tests();
             self.push(w, job);
+        }
+    }
+
+    #[cfg(test)]
+    fn pause_for_tests(&self) {
+        let pause = self
+            .admit_pause
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(pause) = pause {
+            pause();
         }
     }
 

@@ -66,13 +66,14 @@
 
 use super::job::{Control, Job, Params, Reply, Work, DONE, QUEUED, RUNNING};
 use super::origin::Origin;
+use super::timeout;
 use super::worker::{idle_pause, IDLE_SPIN};
 use super::Shared;
 use crate::rpc::{CancelReason, ErrorCode, Outcome, RpcError, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Wakes a server's JavaScript thread so that it drains its queue (the bindings call a
 /// threadsafe function). Called under the server's lock, at most once per drain cycle (see
@@ -87,8 +88,8 @@ pub struct Served {
     pub method: Arc<str>,
     /// Values, or the JSON text the caller sent (the serving thread parses it).
     pub params: Params,
-    /// Limit on the handler's running time, counted from now.
-    pub timeout: Option<Duration>,
+    /// When the handler must have finished (the serving thread's timer stops it then).
+    pub deadline: Option<Instant>,
     /// The params hold views the serving thread must resolve to its own objects.
     pub views: bool,
 }
@@ -335,6 +336,12 @@ impl Shared {
                 // Closed between the lookup and the lock: it has left the table, look again.
                 continue;
             }
+            if self.destroyed.load(Ordering::Acquire) {
+                // `destroy_served` empties this queue under this lock after setting the flag:
+                // a job pushed now would run after all. It never runs.
+                drop(inner);
+                break;
+            }
             if job.views {
                 if let Some(announce) = announce.as_mut() {
                     announce(server.tag, job.token);
@@ -349,7 +356,12 @@ impl Shared {
         if job.control.transition(QUEUED, DONE) {
             self.queued.fetch_sub(1, Ordering::AcqRel);
             self.release_slot();
-            job.settle(Err(RpcError::method_not_found(&method)));
+            let e = if self.destroyed.load(Ordering::Acquire) {
+                super::destroyed_error()
+            } else {
+                RpcError::method_not_found(&method)
+            };
+            job.settle(Err(e));
         }
     }
 
@@ -510,7 +522,7 @@ impl super::Pool {
         s.servers_mut().all.retain(|x| x.id != server.id);
         server.queued.fetch_sub(queued.len(), Ordering::AcqRel);
         for job in queued {
-            if job.control.state.load(Ordering::Acquire) == QUEUED {
+            if job.control.state() == QUEUED {
                 s.place_served(job, None);
             }
         }
@@ -589,7 +601,7 @@ impl super::Pool {
                 let Some(job) = inner.queue.pop_front() else {
                     break;
                 };
-                if job.control.state.load(Ordering::Acquire) == QUEUED {
+                if job.control.state() == QUEUED {
                     live += 1;
                 }
                 taken.push(job);
@@ -604,21 +616,25 @@ impl super::Pool {
         let now = Instant::now();
         for job in queue {
             server.queued.fetch_sub(1, Ordering::AcqRel);
-            let live = job.control.state.load(Ordering::Acquire) == QUEUED;
-            if !live || job.origin.is_gone() {
-                if live && job.control.transition(QUEUED, DONE) {
-                    // Nobody is listening for it any more.
-                    s.queued.fetch_sub(1, Ordering::AcqRel);
-                    s.release_slot();
-                }
+            let live = job.control.state() == QUEUED;
+            let destroyed = s.destroyed.load(Ordering::Acquire);
+            if !live || job.origin.is_gone() || destroyed {
                 if job.announced {
                     forgotten.push(job.token);
+                }
+                if live && job.control.transition(QUEUED, DONE) {
+                    s.queued.fetch_sub(1, Ordering::AcqRel);
+                    s.release_slot();
+                    if destroyed {
+                        // Placed after destroy() emptied the queues (admitted from the wait
+                        // list by a thread that raced it): it never runs.
+                        job.settle(Err(super::destroyed_error()));
+                    } // else nobody is listening for it any more
                 }
                 continue;
             }
             let Job {
                 work,
-                params,
                 timeout,
                 control,
                 origin,
@@ -640,17 +656,17 @@ impl super::Pool {
                     origin,
                     reply: Some(reply),
                     started: now,
-                    deadline: timeout.map(|t| now + t),
+                    deadline: timeout::deadline(now, timeout),
                 },
             );
             let _ = control.running_on.set((Arc::downgrade(server), token));
-            if !control.transition(QUEUED, RUNNING) {
+            let Some(params) = control.start() else {
                 lock(&server.running).remove(&token);
                 continue;
-            }
+            };
             server.running_len.fetch_add(1, Ordering::AcqRel);
             s.queued.fetch_sub(1, Ordering::AcqRel);
-            s.wait_time.record(now - submitted);
+            s.wait_time.record(now.saturating_duration_since(submitted));
             if control.reason().is_some() {
                 // Cancelled between the CAS attempts: settle it and hand nothing over.
                 s.stop_running(server, token, false);
@@ -664,7 +680,7 @@ impl super::Pool {
                 token,
                 method,
                 params,
-                timeout,
+                deadline: timeout::deadline(now, timeout),
                 views,
             });
         }

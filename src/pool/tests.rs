@@ -330,7 +330,7 @@ fn json_rpc_requests_batches_and_text() {
     let p = pool(2, Strategy::LeastBusy);
     let (o, rx) = origin();
     let text = |t: &str| {
-        p.handle(&o, 0, t);
+        p.handle(&o, 0, t, false);
         match recv(&rx).1.unwrap() {
             Value::String(s) => s,
             other => panic!("handle answered {other:?}"),
@@ -490,7 +490,7 @@ fn a_dead_worker_settles_its_queue_and_gets_no_more_jobs() {
     }
     p.call(&o, 2, "echo", vec![Value::Number(2.0)], None);
     p.call(&o, 3, "echo", vec![Value::Number(3.0)], None);
-    p.shared.mark_dead(1);
+    p.shared.retire_worker(1);
     let (id, out) = recv(&rx);
     assert_eq!((id, out.unwrap_err().code), (3, ErrorCode::InternalError));
     for i in 10..20 {
@@ -509,4 +509,76 @@ fn a_dead_worker_settles_its_queue_and_gets_no_more_jobs() {
         "only the sleep that was already running"
     );
     assert_eq!(st.queued, 0);
+}
+
+#[test]
+fn a_cancelled_call_lets_go_of_its_params_at_once() {
+    let p = pool(1, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    // The only thread is busy: the next calls stay queued.
+    p.call(&o, 0, "sleep", sleep_params(2_000.0), None);
+    let mut controls = Vec::new();
+    for id in 1..=3 {
+        let big = Value::String("x".repeat(1 << 20));
+        controls.push(p.call(&o, id, "echo", vec![big], None).unwrap());
+    }
+    for control in &controls {
+        assert!(!control.params_dropped());
+        assert!(p.cancel(control, CancelReason::Aborted));
+        // The tombstone is still in the worker's queue; its params are gone already.
+        assert!(control.params_dropped());
+    }
+    p.destroy();
+    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::PoolClosed);
+}
+
+/// A thread admitting a waiting call is held between taking it off the wait list and pushing
+/// it, while `destroy()` runs and the call's worker ends: the push must still settle it.
+#[test]
+fn a_call_admitted_while_destroy_runs_is_settled_not_stranded() {
+    let options = Options {
+        threads: 3,
+        strategy: Strategy::RoundRobin,
+        max_queue: 0,
+        on_full: OnFull::Wait,
+        ..Options::default()
+    };
+    let p = Pool::new(options, commands::registry()).unwrap();
+    let (o, rx) = origin();
+    // Round robin: the long calls hold workers 0 and 1, the short one worker 2; the fourth
+    // call waits for room and, admitted by worker 2, goes to worker 0 (the counter is at 3).
+    p.call(&o, 0, "sleep", sleep_params(60_000.0), None);
+    p.call(&o, 1, "sleep", sleep_params(60_000.0), None);
+    let (held_tx, held_rx) = channel::<()>();
+    let (go_tx, go_rx) = channel::<()>();
+    let go_rx = StdMutex::new(go_rx);
+    let held_tx = StdMutex::new(held_tx);
+    *p.shared.admit_pause.lock().unwrap() = Some(Arc::new(move || {
+        held_tx.lock().unwrap().send(()).unwrap();
+        go_rx.lock().unwrap().recv().unwrap();
+    }));
+    p.call(&o, 2, "sleep", sleep_params(20.0), None);
+    p.call(&o, 3, "echo", vec![Value::Number(3.0)], None);
+    held_rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("worker 2 admits the waiting call");
+    p.destroy();
+    // Worker 0's long call stops, and its thread ends: it will serve nothing more.
+    let until = Instant::now() + Duration::from_secs(20);
+    while p.shared.workers[0].alive.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < until,
+            "worker 0 did not end after destroy()"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    go_tx.send(()).unwrap();
+    let mut settled: Vec<(u64, Outcome)> = (0..4).map(|_| recv(&rx)).collect();
+    settled.sort_by_key(|(id, _)| *id);
+    assert_eq!(settled[3].0, 3);
+    assert_eq!(
+        settled[3].1.as_ref().unwrap_err().code,
+        ErrorCode::PoolClosed
+    );
+    assert_eq!(p.stats().queued, 0);
 }

@@ -13,7 +13,8 @@
 //! the worker sees the job or the submitter sees the flag. `park` keeps a token, so an unpark
 //! that lands just before the park is not lost either.
 
-use super::job::{Job, Work, DONE, QUEUED, RUNNING};
+use super::job::{Job, Work, DONE, QUEUED};
+use super::timeout;
 use super::Shared;
 use crate::rpc::{ErrorCode, RpcError, StopFlags};
 use crossbeam_queue::SegQueue;
@@ -107,7 +108,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, index: usize) -> std::io::Result<()> {
             let _ = shared.workers[index].thread.set(thread::current());
             for child in [2 * index + 1, 2 * index + 2] {
                 if child < shared.workers.len() && spawn(shared.clone(), child).is_err() {
-                    shared.mark_dead(child);
+                    shared.retire_worker(child);
                 }
             }
             run(&shared, index);
@@ -166,10 +167,10 @@ fn run(s: &Shared, index: usize) {
         }
         me.sleeping.store(false, Ordering::SeqCst);
     }
-    // A job pushed after shutdown (a racing submit on another thread) is settled, not lost.
-    s.settle_queue(index, || {
-        RpcError::new(ErrorCode::PoolClosed, "The pool was shut down")
-    });
+    // From here on the thread serves nobody: a job pushed now (a thread admitting a waiting
+    // call as destroy() ran) is settled by whoever sees the other side of this handshake, the
+    // pusher through `push`'s result or this thread below, never stranded.
+    s.retire_worker(index);
 }
 
 impl Shared {
@@ -184,31 +185,41 @@ impl Shared {
         }
     }
 
-    /// Marks worker `w` dead (its thread could not be created) and settles its queue.
-    pub(crate) fn mark_dead(&self, w: usize) {
+    /// Marks worker `w` as serving no more (its thread could not be created, or it ended at
+    /// shutdown) and settles its queue. Dekker-style with [`Worker::push`]: this side stores
+    /// `alive = false` then looks at the queue, a pusher pushes then loads `alive`, both with
+    /// SeqCst fences between, so a job is settled here or its pusher sees the worker gone.
+    pub(crate) fn retire_worker(&self, w: usize) {
         self.workers[w].alive.store(false, Ordering::SeqCst);
-        self.settle_queue(w, thread_failed);
+        fence(Ordering::SeqCst);
+        self.settle_queue(w, || self.no_thread_error());
     }
-}
 
-fn thread_failed() -> RpcError {
-    RpcError::new(
-        ErrorCode::InternalError,
-        "corepool could not start one of its threads",
-    )
+    /// Why a job queued on a worker without a thread never runs.
+    fn no_thread_error(&self) -> RpcError {
+        if self.destroyed.load(Ordering::Acquire) {
+            super::destroyed_error()
+        } else if self.shutdown.load(Ordering::Acquire) {
+            RpcError::new(ErrorCode::PoolClosed, "The pool was shut down")
+        } else {
+            RpcError::new(
+                ErrorCode::InternalError,
+                "corepool could not start one of its threads",
+            )
+        }
+    }
 }
 
 fn execute(s: &Shared, index: usize, job: Job) {
     let me = &s.workers[index];
-    if !job.control.transition(QUEUED, RUNNING) {
+    let Some(params) = job.control.start() else {
         return; // cancelled while queued: the canceller settled it and fixed the counters
-    }
+    };
     me.running.store(1, Ordering::Release);
     s.unqueue(index);
 
     let Job {
         work,
-        params,
         timeout,
         control,
         origin,
@@ -221,48 +232,48 @@ fn execute(s: &Shared, index: usize, job: Job) {
     };
     if !origin.enter() {
         // The caller's JS environment is gone: nobody is listening, and its memory may be.
-        control.state.store(DONE, Ordering::Release);
+        control.done();
         me.running.store(0, Ordering::Release);
         s.release_slot();
         return;
     }
     let start = Instant::now();
-    s.wait_time.record(start - submitted);
+    s.wait_time
+        .record(start.saturating_duration_since(submitted));
     let flags = StopFlags {
         cancel: &control.cancel,
         env_gone: origin.gone_flag(),
         destroyed: &s.destroyed,
     };
-    let ctx = crate::rpc::Context::new(flags, timeout.map(|t| start + t), index);
+    // Everything that runs the command or shapes its outcome is inside `catch_unwind`: a panic
+    // anywhere there is this call's InternalError, and the thread goes on serving.
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        let ctx = crate::rpc::Context::new(flags, timeout::deadline(start, timeout), index);
         ctx.check()?;
-        command.run(params.into_values()?, &ctx)
-    }));
-    let outcome = match result {
-        Ok(Ok(value)) => match ctx.stop_reason() {
+        let value = command.run(params.into_values()?, &ctx)?;
+        match ctx.stop_reason() {
             // It finished, but after it was told to stop: the stop is the answer.
             Some(reason) => Err(reason.error()),
             None => Ok(value),
-        },
-        Ok(Err(e)) => Err(e),
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(RpcError::new(
-                ErrorCode::InternalError,
-                format!("command {:?} panicked: {what}", command.name()),
-            ))
         }
-    };
+    }));
+    let outcome = result.unwrap_or_else(|payload| {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(RpcError::new(
+            ErrorCode::InternalError,
+            format!("command {:?} panicked: {what}", command.name()),
+        ))
+    });
     let elapsed = start.elapsed();
     s.run_time.record(elapsed);
     me.busy_ns
         .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
     s.record(&outcome);
-    control.state.store(DONE, Ordering::Release);
+    control.done();
     me.completed.fetch_add(1, Ordering::Relaxed);
     me.running.store(0, Ordering::Release);
     s.release_slot();

@@ -17,6 +17,17 @@ pub enum JsText {
     Utf16(Vec<u16>),
 }
 
+/// JavaScript's longest string in UTF-16 code units (V8's `String::kMaxLength` on 64-bit
+/// platforms, `buffer.constants.MAX_STRING_LENGTH` in Node 20). What is longer cannot be handed
+/// to JavaScript as one string.
+pub const MAX_JS_STRING: usize = (1 << 29) - 24;
+
+/// True when `s` has more UTF-16 code units than a JavaScript string can hold (counted only
+/// when its UTF-8 length says it might: a string has no more units than bytes).
+pub fn too_long_for_js(s: &str) -> bool {
+    s.len() > MAX_JS_STRING && s.encode_utf16().count() > MAX_JS_STRING
+}
+
 /// Strings shorter than this (in UTF-8 bytes) stay UTF-8: transcoding would not pay.
 pub const TRANSCODE_MIN_BYTES: usize = 256;
 

@@ -32,10 +32,9 @@ pub const MAX_DEPTH: usize = 10_000;
 /// Nodes rendered between two cancellation checks.
 const CHECK_EVERY: u32 = 1024;
 
-/// JavaScript's longest string in UTF-16 code units (V8's, `buffer.constants.MAX_STRING_LENGTH`
-/// in Node 20). mustache.js fails past it ("Invalid string length"); so does this, which also
-/// keeps a runaway template from taking all memory.
-const MAX_STRING_LENGTH: usize = (1 << 29) - 24;
+/// JavaScript's longest string: mustache.js fails past it ("Invalid string length"); so does
+/// this, which also keeps a runaway template from taking all memory.
+const MAX_STRING_LENGTH: usize = crate::rpc::text::MAX_JS_STRING;
 
 /// The output's length in UTF-16 code units, counted only once it might be too long: a string
 /// has no more code units than UTF-8 bytes, so below the limit in bytes it is below in units.

@@ -1,0 +1,841 @@
+//! JavaScript → [`Value`]: params of calls, results of JavaScript handlers.
+//!
+//! What crosses: JSON values; typed arrays over a SharedArrayBuffer as [`SharedView`]s (by
+//! reference: the views met are collected in [`FromJs::views`], and the call keeps those very
+//! objects referenced until it settles, which keeps the memory alive); Uint8Arrays/Buffers over
+//! ordinary memory and BigInts by value. Everything else (functions, symbols, Dates, class
+//! instances, Maps, objects with a `toJSON` method, non-shared typed arrays other than
+//! Uint8Array, cycles) is refused with an InvalidParams error that names the value's place and
+//! type, instead of being silently changed the way `JSON.stringify` would change it.
+//!
+//! Hostile values get the same treatment as any other: a getter or a Proxy trap that throws
+//! ends the conversion with an error saying where and what was thrown (the exception is
+//! cleared); a Proxy of an array is an array, as `Array.isArray` and JSON say; an array's
+//! `length` is never trusted to size an allocation: every value converted counts against
+//! [`MAX_VALUES`], an array longer than what is left is refused before a single element is
+//! read, and memory grows with what was actually converted, fallibly.
+
+use super::{napi_try, place, string, Converted};
+use crate::rpc::value::BigInt;
+use crate::rpc::{Map, RpcError, Value};
+use crate::shm::{ElementKind, SharedView};
+use napi::sys;
+use std::ptr;
+
+/// `napi_try!` for conversions: the message starts with the place in the value (`path`).
+macro_rules! at_try {
+    ($env:expr, $path:expr, $e:expr, $what:expr) => {
+        // SAFETY: the caller of the enclosing unsafe fn guarantees a live env on its JS thread
+        // and napi_values from that env; every out-pointer passed is a live local.
+        let status = unsafe { $e };
+        if status != sys::Status::napi_ok {
+            // SAFETY: as above.
+            let why = unsafe { super::failure($env, status, $what) };
+            return Err(format!("{}: {why}", place($path)));
+        }
+    };
+}
+
+/// A JavaScript nesting deeper than this is almost surely a cycle.
+pub const MAX_DEPTH: usize = 512;
+
+/// The most values one conversion makes (every array element, object entry and scalar counts
+/// one). Bulk data belongs in a SharedArrayBuffer; plain data of any size travels as JSON text
+/// (see `index.js`), which this limit does not concern.
+pub const MAX_VALUES: usize = 1 << 22;
+
+/// Room reserved up front for an array or object: more is reserved as its content arrives.
+const FIRST_RESERVE: usize = 64;
+
+/// Converts JS → Value for one env; caches `Object.prototype` for the plain-object check.
+pub struct FromJs {
+    env: sys::napi_env,
+    object_prototype: sys::napi_value,
+    /// `Array.isArray`, looked up when a Proxy first needs it.
+    is_array: sys::napi_value,
+    /// Values this conversion may still make (see [`MAX_VALUES`]).
+    budget: usize,
+    /// Every typed array over a SharedArrayBuffer met, in conversion order: the call keeps these
+    /// objects alive until it settles, and a call of a JavaScript-served method sends them to
+    /// the serving thread.
+    pub views: Vec<sys::napi_value>,
+}
+
+thread_local! {
+    /// This thread's environment and a reference to the `Object.prototype` its conversions met
+    /// first, so that later conversions recognise it with one comparison.
+    static OBJECT_PROTOTYPE: std::cell::Cell<(sys::napi_env, sys::napi_ref)> =
+        const { std::cell::Cell::new((ptr::null_mut(), ptr::null_mut())) };
+}
+
+/// Where an array's elements come from: a real array, or a Proxy whose target is one.
+#[derive(Clone, Copy)]
+enum ArrayKind {
+    Plain,
+    Proxy,
+}
+
+impl FromJs {
+    pub fn new(env: sys::napi_env) -> Self {
+        FromJs {
+            env,
+            object_prototype: ptr::null_mut(),
+            is_array: ptr::null_mut(),
+            budget: MAX_VALUES,
+            views: Vec::new(),
+        }
+    }
+
+    pub fn env(&self) -> sys::napi_env {
+        self.env
+    }
+
+    /// Converts every element of a JS array (the params of a call); any other value is the
+    /// one param.
+    ///
+    /// # Safety
+    /// Must run on the env's JS thread, with `array` a value of that env.
+    pub unsafe fn params(&mut self, array: sys::napi_value) -> Result<Vec<Value>, RpcError> {
+        let mut path = String::from("params");
+        // SAFETY: caller contract.
+        let value = unsafe { self.value(array, 0, &mut path) }.map_err(RpcError::invalid_params)?;
+        Ok(match value {
+            Value::Array(items) => items,
+            one => vec![one],
+        })
+    }
+
+    /// Converts one JS value. `path` names its place for error messages.
+    ///
+    /// # Safety
+    /// Must run on the env's JS thread, with `v` a value of that env.
+    pub unsafe fn value(
+        &mut self,
+        v: sys::napi_value,
+        depth: usize,
+        path: &mut String,
+    ) -> Converted<Value> {
+        let env = self.env;
+        self.spend(1, path)?;
+        let mut t = 0;
+        at_try!(
+            env,
+            path,
+            sys::napi_typeof(env, v, &mut t),
+            "reading a type"
+        );
+        match t {
+            sys::ValueType::napi_undefined | sys::ValueType::napi_null => Ok(Value::Null),
+            sys::ValueType::napi_boolean => {
+                let mut b = false;
+                at_try!(env, path, sys::napi_get_value_bool(env, v, &mut b), "reading a boolean");
+                Ok(Value::Bool(b))
+            }
+            sys::ValueType::napi_number => {
+                let mut n = 0.0;
+                at_try!(env, path, sys::napi_get_value_double(env, v, &mut n), "reading a number");
+                Ok(Value::Number(n))
+            }
+            // SAFETY: v is a string of this env.
+            sys::ValueType::napi_string => unsafe { string(env, v) }.map(Value::String),
+            // SAFETY: v is a bigint of this env.
+            sys::ValueType::napi_bigint => unsafe { bigint(env, v) }.map(Value::BigInt),
+            sys::ValueType::napi_function => Err(format!(
+                "{} is a function: functions (such as Mustache lambdas) cannot be sent to a \
+                 native thread; compute the value first, or render with mustache.js on the main thread",
+                place(path)
+            )),
+            sys::ValueType::napi_symbol => Err(format!(
+                "{} is a symbol, which cannot be sent",
+                place(path)
+            )),
+            sys::ValueType::napi_object => {
+                if depth >= MAX_DEPTH {
+                    return Err(format!(
+                        "{} is nested more than {MAX_DEPTH} levels deep (is the value cyclic?)",
+                        place(path)
+                    ));
+                }
+                // SAFETY: v is an object of this env.
+                unsafe { self.object(v, depth, path) }
+            }
+            _ => Err(format!("{} has a type that cannot be sent", place(path))),
+        }
+    }
+
+    /// Takes `n` values from the budget, or says why the value at `path` is too big.
+    fn spend(&mut self, n: usize, path: &str) -> Converted<()> {
+        match self.budget.checked_sub(n) {
+            Some(left) => {
+                self.budget = left;
+                Ok(())
+            }
+            None => Err(format!(
+                "{} makes the params hold more than {MAX_VALUES} values: pass bulk data in a \
+                 SharedArrayBuffer (a typed array crosses by reference)",
+                place(path)
+            )),
+        }
+    }
+
+    /// # Safety
+    /// As for [`FromJs::value`], with `v` an object.
+    unsafe fn object(
+        &mut self,
+        v: sys::napi_value,
+        depth: usize,
+        path: &mut String,
+    ) -> Converted<Value> {
+        let env = self.env;
+        let mut flag = false;
+        at_try!(
+            env,
+            path,
+            sys::napi_is_array(env, v, &mut flag),
+            "checking for an array"
+        );
+        if flag {
+            // SAFETY: v is an array of this env.
+            return unsafe { self.array(v, ArrayKind::Plain, depth, path) };
+        }
+        at_try!(
+            env,
+            path,
+            sys::napi_is_typedarray(env, v, &mut flag),
+            "checking for a typed array"
+        );
+        if flag {
+            // SAFETY: v is a typed array of this env.
+            let value = unsafe { typed_array(env, v, path) }?;
+            if let Value::View(_) = value {
+                self.views.push(v);
+            }
+            return Ok(value);
+        }
+        at_try!(
+            env,
+            path,
+            sys::napi_is_arraybuffer(env, v, &mut flag),
+            "checking for an ArrayBuffer"
+        );
+        if flag {
+            return Err(format!(
+                "{} is an ArrayBuffer: pass a typed-array view (e.g. a Uint8Array) instead",
+                place(path)
+            ));
+        }
+        at_try!(
+            env,
+            path,
+            sys::napi_is_dataview(env, v, &mut flag),
+            "checking for a DataView"
+        );
+        if flag {
+            return Err(format!(
+                "{} is a DataView: pass a typed array instead",
+                place(path)
+            ));
+        }
+        at_try!(
+            env,
+            path,
+            sys::napi_is_date(env, v, &mut flag),
+            "checking for a Date"
+        );
+        if flag {
+            return Err(format!(
+                "{} is a Date, which JSON would turn into a string: pass date.toISOString() \
+                 (or render with mustache.js on the main thread)",
+                place(path)
+            ));
+        }
+        // Only plain objects: a class instance may compute fields in getters on its prototype,
+        // which JSON.stringify would silently drop. Node-API gives a Proxy a null prototype
+        // (its trap does not run), so a null prototype may still hide a Proxy of an array.
+        let mut proto = ptr::null_mut();
+        at_try!(
+            env,
+            path,
+            sys::napi_get_prototype(env, v, &mut proto),
+            "reading its prototype"
+        );
+        let mut proto_type = 0;
+        at_try!(
+            env,
+            path,
+            sys::napi_typeof(env, proto, &mut proto_type),
+            "reading its prototype"
+        );
+        let null_proto = proto_type == sys::ValueType::napi_null;
+        // SAFETY: proto is a value of this env.
+        let plain = null_proto || unsafe { self.is_object_prototype(proto, path) }?;
+        // SAFETY: v is an object of this env.
+        if (null_proto || !plain) && unsafe { self.is_proxied_array(v, path) }? {
+            // SAFETY: v is an object of this env whose target is an array.
+            return unsafe { self.array(v, ArrayKind::Proxy, depth, path) };
+        }
+        if !plain {
+            // SAFETY: v is an object of this env.
+            let name = unsafe { constructor_name(env, v) }.unwrap_or_else(|| "an object".into());
+            return Err(format!(
+                "{} is an instance of {name}: only plain objects, arrays, numbers, strings, \
+                 booleans, null, BigInts, Uint8Arrays and typed arrays over SharedArrayBuffers \
+                 can be sent (copy the fields you need into a plain object)",
+                place(path)
+            ));
+        }
+        // SAFETY: v is an object of this env.
+        unsafe { self.refuse_to_json(v, path) }?;
+        let mut keys = ptr::null_mut();
+        at_try!(
+            env,
+            path,
+            sys::napi_get_all_property_names(
+                env,
+                v,
+                sys::KeyCollectionMode::own_only,
+                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+                sys::KeyConversion::numbers_to_strings,
+                &mut keys,
+            ),
+            "listing its keys"
+        );
+        let mut len = 0u32;
+        at_try!(
+            env,
+            path,
+            sys::napi_get_array_length(env, keys, &mut len),
+            "counting its keys"
+        );
+        // Every entry is at least one value: an object with more keys than the budget has left
+        // is refused before any is read.
+        if len as usize > self.budget {
+            return Err(format!(
+                "{} has {len} keys: more than the {MAX_VALUES} values params may hold",
+                place(path)
+            ));
+        }
+        let mut map = Map::with_capacity((len as usize).min(FIRST_RESERVE));
+        for i in 0..len {
+            let mut key = ptr::null_mut();
+            at_try!(
+                env,
+                path,
+                sys::napi_get_element(env, keys, i, &mut key),
+                "reading a key"
+            );
+            // SAFETY: key is a string of this env (numbers_to_strings).
+            let name = unsafe { string(env, key) }?;
+            let mark = path.len();
+            path.push('.');
+            path.push_str(&name);
+            let mut item = ptr::null_mut();
+            at_try!(
+                env,
+                path,
+                sys::napi_get_property(env, v, key, &mut item),
+                "reading it"
+            );
+            // SAFETY: item is a value of this env.
+            let value = unsafe { self.value(item, depth + 1, path) }?;
+            path.truncate(mark);
+            // Own enumerable keys are unique, so no duplicate check is needed.
+            map.push_unique(name, value);
+        }
+        Ok(Value::Object(map))
+    }
+
+    /// The elements of `v` (an array, or a Proxy whose target is an array), holes as `null`.
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`], with `v` an object of the given kind.
+    unsafe fn array(
+        &mut self,
+        v: sys::napi_value,
+        kind: ArrayKind,
+        depth: usize,
+        path: &mut String,
+    ) -> Converted<Value> {
+        let env = self.env;
+        // SAFETY: v is an object of this env.
+        unsafe { self.refuse_to_json(v, path) }?;
+        let len: usize = match kind {
+            ArrayKind::Plain => {
+                let mut len = 0u32;
+                at_try!(
+                    env,
+                    path,
+                    sys::napi_get_array_length(env, v, &mut len),
+                    "reading its length"
+                );
+                len as usize
+            }
+            ArrayKind::Proxy => {
+                // JSON's LengthOfArrayLike, for a length that is a number.
+                let mut length = ptr::null_mut();
+                at_try!(
+                    env,
+                    path,
+                    sys::napi_get_named_property(env, v, c"length".as_ptr(), &mut length),
+                    "reading its length"
+                );
+                let mut n = f64::NAN;
+                if unsafe { sys::napi_get_value_double(env, length, &mut n) }
+                    != sys::Status::napi_ok
+                {
+                    return Err(format!(
+                        "{} is a Proxy of an array whose length is not a number",
+                        place(path)
+                    ));
+                }
+                if n.is_nan() || n <= 0.0 {
+                    0
+                } else {
+                    n.min(usize::MAX as f64) as usize
+                }
+            }
+        };
+        if len > self.budget {
+            return Err(format!(
+                "{} is an array of {len} elements: more than the {MAX_VALUES} values params may \
+                 hold (pass bulk data in a SharedArrayBuffer: a typed array crosses by reference)",
+                place(path)
+            ));
+        }
+        let mut items: Vec<Value> = Vec::new();
+        items
+            .try_reserve_exact(len.min(FIRST_RESERVE))
+            .map_err(|_| format!("{}: out of memory", place(path)))?;
+        let mark = path.len();
+        for i in 0..len {
+            let mut item = ptr::null_mut();
+            path.truncate(mark);
+            path.push('[');
+            path.push_str(itoa(i, &mut [0; 20]));
+            path.push(']');
+            // `len` fits in u32 for a real array; a Proxy's elements are read by name.
+            at_try!(
+                env,
+                path,
+                match kind {
+                    ArrayKind::Plain => sys::napi_get_element(env, v, i as u32, &mut item),
+                    ArrayKind::Proxy => {
+                        let mut index = ptr::null_mut();
+                        let status = sys::napi_create_double(env, i as f64, &mut index);
+                        if status == sys::Status::napi_ok {
+                            sys::napi_get_property(env, v, index, &mut item)
+                        } else {
+                            status
+                        }
+                    }
+                },
+                "reading it"
+            );
+            // SAFETY: item is a value of this env.
+            let value = unsafe { self.value(item, depth + 1, path) }?;
+            items
+                .try_reserve(1)
+                .map_err(|_| format!("{}: out of memory", place(path)))?;
+            items.push(value);
+        }
+        path.truncate(mark);
+        Ok(Value::Array(items))
+    }
+
+    /// `Err` when `v` has a `toJSON` method: JSON.stringify would send what it returns, and a
+    /// call must not mean one thing as JSON text and another value by value.
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`], with `v` an object.
+    unsafe fn refuse_to_json(&mut self, v: sys::napi_value, path: &str) -> Converted<()> {
+        let env = self.env;
+        let mut f = ptr::null_mut();
+        at_try!(
+            env,
+            path,
+            sys::napi_get_named_property(env, v, c"toJSON".as_ptr(), &mut f),
+            "reading its toJSON"
+        );
+        let mut t = 0;
+        at_try!(
+            env,
+            path,
+            sys::napi_typeof(env, f, &mut t),
+            "reading its toJSON"
+        );
+        if t == sys::ValueType::napi_function {
+            return Err(format!(
+                "{} has a toJSON method, which JSON would call: send the value it returns instead",
+                place(path)
+            ));
+        }
+        Ok(())
+    }
+
+    /// True when `v`, an object whose prototype is not `Object.prototype`, is a Proxy whose
+    /// target is an array (`Array.isArray` sees through proxies; Node-API does not).
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`], with `v` an object.
+    unsafe fn is_proxied_array(&mut self, v: sys::napi_value, path: &str) -> Converted<bool> {
+        let env = self.env;
+        if self.is_array.is_null() {
+            let mut global = ptr::null_mut();
+            let mut array = ptr::null_mut();
+            at_try!(
+                env,
+                path,
+                sys::napi_get_global(env, &mut global),
+                "finding Array.isArray"
+            );
+            at_try!(
+                env,
+                path,
+                sys::napi_get_named_property(env, global, c"Array".as_ptr(), &mut array),
+                "finding Array.isArray"
+            );
+            at_try!(
+                env,
+                path,
+                sys::napi_get_named_property(env, array, c"isArray".as_ptr(), &mut self.is_array),
+                "finding Array.isArray"
+            );
+        }
+        let mut undefined = ptr::null_mut();
+        let mut answer = ptr::null_mut();
+        at_try!(
+            env,
+            path,
+            sys::napi_get_undefined(env, &mut undefined),
+            "checking for an array"
+        );
+        at_try!(
+            env,
+            path,
+            sys::napi_call_function(env, undefined, self.is_array, 1, &v, &mut answer),
+            "checking for an array"
+        );
+        let mut yes = false;
+        // Not a boolean (someone replaced Array.isArray): not an array then.
+        // SAFETY: `answer` is a value of this env.
+        unsafe { sys::napi_get_value_bool(env, answer, &mut yes) };
+        Ok(yes)
+    }
+
+    /// True when `proto` is an `Object.prototype`: of this realm or another one (a `vm`
+    /// context, a test runner's sandbox), recognised by having no prototype itself and a
+    /// `constructor` named "Object".
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`].
+    unsafe fn is_object_prototype(
+        &mut self,
+        proto: sys::napi_value,
+        path: &str,
+    ) -> Converted<bool> {
+        let env = self.env;
+        if self.object_prototype.is_null() {
+            let (cached_env, reference) = OBJECT_PROTOTYPE.with(|c| c.get());
+            if cached_env == env && !reference.is_null() {
+                // SAFETY: `reference` was made in this env (checked above) on this thread (a
+                // thread-local) and lives as long as the env. On failure the value stays null
+                // and the slow check below runs.
+                unsafe {
+                    sys::napi_get_reference_value(env, reference, &mut self.object_prototype)
+                };
+            }
+        }
+        if !self.object_prototype.is_null() {
+            let mut same = false;
+            at_try!(
+                env,
+                path,
+                sys::napi_strict_equals(env, proto, self.object_prototype, &mut same),
+                "comparing prototypes"
+            );
+            if same {
+                return Ok(true);
+            }
+        }
+        let mut parent = ptr::null_mut();
+        at_try!(
+            env,
+            path,
+            sys::napi_get_prototype(env, proto, &mut parent),
+            "reading a prototype"
+        );
+        let mut t = 0;
+        at_try!(
+            env,
+            path,
+            sys::napi_typeof(env, parent, &mut t),
+            "reading a prototype"
+        );
+        if t != sys::ValueType::napi_null {
+            return Ok(false);
+        }
+        // SAFETY: proto is an object of this env.
+        let plain = unsafe { constructor_name(env, proto) }.is_some_and(|n| n == "Object");
+        if plain {
+            self.object_prototype = proto;
+            if OBJECT_PROTOTYPE.with(|c| c.get().0) != env {
+                let mut reference = ptr::null_mut();
+                // SAFETY: live env on its JS thread (caller contract); `proto` is an object of
+                // it. The reference lives until the env is torn down (Node frees it then).
+                let made = unsafe { sys::napi_create_reference(env, proto, 1, &mut reference) };
+                if made == sys::Status::napi_ok {
+                    OBJECT_PROTOTYPE.with(|c| c.set((env, reference)));
+                }
+            }
+        }
+        Ok(plain)
+    }
+}
+
+/// The decimal digits of `n`, written into `buf` (for error paths, without an allocation).
+fn itoa(mut n: usize, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buf[at..]).unwrap_or("?")
+}
+
+/// # Safety
+/// `v` must be a bigint of the live `env`, on its JS thread.
+unsafe fn bigint(env: sys::napi_env, v: sys::napi_value) -> Converted<BigInt> {
+    let mut sign = 0i32;
+    let mut count = 0usize;
+    napi_try!(
+        env,
+        sys::napi_get_value_bigint_words(env, v, ptr::null_mut(), &mut count, ptr::null_mut()),
+        "measuring a BigInt"
+    );
+    // A BigInt's words are its content (V8 caps a BigInt at 2^30 bits).
+    let mut words: Vec<u64> = Vec::new();
+    words
+        .try_reserve_exact(count)
+        .map_err(|_| "no memory to read a BigInt".to_string())?;
+    words.resize(count, 0);
+    napi_try!(
+        env,
+        sys::napi_get_value_bigint_words(env, v, &mut sign, &mut count, words.as_mut_ptr()),
+        "reading a BigInt"
+    );
+    words.truncate(count);
+    Ok(BigInt {
+        negative: sign != 0,
+        words,
+    })
+}
+
+/// A typed array as a call param: a [`SharedView`] over a SharedArrayBuffer, a copy of a
+/// Uint8Array over ordinary memory, or an error naming `path`.
+///
+/// # Safety
+/// `v` must be a typed array of the live `env`, on its JS thread.
+pub(crate) unsafe fn typed_array(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    path: &str,
+) -> Converted<Value> {
+    let mut kind = 0;
+    let mut length = 0usize;
+    let mut data: *mut std::ffi::c_void = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    let mut offset = 0usize;
+    napi_try!(
+        env,
+        sys::napi_get_typedarray_info(
+            env,
+            v,
+            &mut kind,
+            &mut length,
+            &mut data,
+            &mut buffer,
+            &mut offset
+        ),
+        "reading a typed array"
+    );
+    let kind = match kind {
+        sys::TypedarrayType::int8_array => ElementKind::Int8,
+        sys::TypedarrayType::uint8_array => ElementKind::Uint8,
+        sys::TypedarrayType::uint8_clamped_array => ElementKind::Uint8Clamped,
+        sys::TypedarrayType::int16_array => ElementKind::Int16,
+        sys::TypedarrayType::uint16_array => ElementKind::Uint16,
+        sys::TypedarrayType::int32_array => ElementKind::Int32,
+        sys::TypedarrayType::uint32_array => ElementKind::Uint32,
+        sys::TypedarrayType::float32_array => ElementKind::Float32,
+        sys::TypedarrayType::float64_array => ElementKind::Float64,
+        sys::TypedarrayType::bigint64_array => ElementKind::BigInt64,
+        sys::TypedarrayType::biguint64_array => ElementKind::BigUint64,
+        _ => {
+            return Err(format!(
+                "{} is a typed array of an unknown kind",
+                place(path)
+            ))
+        }
+    };
+    // `napi_is_arraybuffer` is false for a SharedArrayBuffer (V8's IsArrayBuffer).
+    let mut plain = false;
+    napi_try!(
+        env,
+        sys::napi_is_arraybuffer(env, buffer, &mut plain),
+        "checking the buffer kind"
+    );
+    if plain {
+        if kind == ElementKind::Uint8 {
+            let mut bytes = Vec::new();
+            if length > 0 && !data.is_null() {
+                bytes
+                    .try_reserve_exact(length)
+                    .map_err(|_| format!("{}: no memory to copy {length} bytes", place(path)))?;
+                // SAFETY: Node-API reports `data` valid for `length` bytes of this Uint8Array;
+                // we are on the JS thread, so nothing detaches or writes it while we copy.
+                bytes.extend_from_slice(unsafe {
+                    std::slice::from_raw_parts(data as *const u8, length)
+                });
+            }
+            return Ok(Value::Bytes(bytes));
+        }
+        return Err(format!(
+            "{} is a {} over an ordinary ArrayBuffer: pass it over a SharedArrayBuffer \
+             (shared by reference) or as a plain array",
+            place(path),
+            kind.js_name()
+        ));
+    }
+    let ptr = if length == 0 || data.is_null() {
+        // An empty view is never dereferenced; any aligned non-null address will do.
+        kind.size() as *mut u8
+    } else {
+        data as *mut u8
+    };
+    // SAFETY: `ptr` is the view's first element (Node-API adjusts it by byteOffset), valid for
+    // `length` elements of the SharedArrayBuffer, whose memory never moves (a growable one only
+    // grows). The call that carries the view keeps this very typed array referenced until it
+    // settles (FromJs::views, index.js), and a departing environment waits for its running jobs
+    // (pool::origin), so the memory outlives every use of the view.
+    match unsafe { SharedView::new(ptr, length, kind) } {
+        Some(view) => Ok(Value::View(view)),
+        None => Err(format!(
+            "{} is not aligned for its element type",
+            place(path)
+        )),
+    }
+}
+
+/// The memory of typed array `v`, shared or not, as a view for use during the current
+/// Node-API callback only, and whether it lies in a SharedArrayBuffer. For arguments that
+/// native code reads or fills synchronously (a ring buffer's `write(data)`); memory that native
+/// code keeps must come from [`typed_array`], which accepts only SharedArrayBuffers.
+///
+/// # Safety
+/// `v` must be a value of the live `env`, on its JS thread, and the view must not be used after
+/// the callback returns (an ordinary ArrayBuffer may then be detached or collected).
+pub(crate) unsafe fn view_for_call(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    what: &str,
+) -> Converted<(SharedView, bool)> {
+    let mut kind = 0;
+    let mut length = 0usize;
+    let mut data: *mut std::ffi::c_void = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    let mut offset = 0usize;
+    // SAFETY: live env and value (caller contract); out-pointers are live locals. Node-API
+    // answers napi_invalid_arg when `v` is not a typed array.
+    let status = unsafe {
+        sys::napi_get_typedarray_info(
+            env,
+            v,
+            &mut kind,
+            &mut length,
+            &mut data,
+            &mut buffer,
+            &mut offset,
+        )
+    };
+    if status != sys::Status::napi_ok || kind != sys::TypedarrayType::uint8_array {
+        return Err(format!("{what} must be a Uint8Array"));
+    }
+    let mut plain = false;
+    napi_try!(
+        env,
+        sys::napi_is_arraybuffer(env, buffer, &mut plain),
+        "checking the buffer kind"
+    );
+    let ptr = if length == 0 || data.is_null() {
+        // An empty view is never dereferenced; any non-null address will do.
+        ptr::NonNull::<u8>::dangling().as_ptr()
+    } else {
+        data as *mut u8
+    };
+    // SAFETY: Node-API reports `ptr` valid for `length` bytes of the Uint8Array; the caller
+    // uses the view only while this callback runs, when the array's buffer cannot be detached
+    // or collected (the argument keeps it alive, and only this JS thread could detach it).
+    match unsafe { SharedView::new(ptr, length, ElementKind::Uint8) } {
+        Some(view) => Ok((view, !plain)),
+        None => Err(format!("{what} could not be read")),
+    }
+}
+
+/// The memory a typed array over a SharedArrayBuffer views, to match it with a
+/// [`Value::View`] of the same memory; `None` for any other value.
+///
+/// # Safety
+/// `v` must be a value of the live `env`, on its JS thread.
+pub unsafe fn shared_view_of(env: sys::napi_env, v: sys::napi_value) -> Option<SharedView> {
+    let mut is_typed = false;
+    // SAFETY: live env and value (caller contract).
+    unsafe { sys::napi_is_typedarray(env, v, &mut is_typed) };
+    if !is_typed {
+        return None;
+    }
+    // SAFETY: as above; v is a typed array. Only its address is used: the view is compared,
+    // never dereferenced.
+    match unsafe { typed_array(env, v, "") } {
+        Ok(Value::View(view)) => Some(view),
+        _ => None,
+    }
+}
+
+/// The name of `v`'s constructor, when reading it runs no getter that throws (a thrown
+/// exception is cleared).
+///
+/// # Safety
+/// `v` must be an object of the live `env`, on its JS thread.
+unsafe fn constructor_name(env: sys::napi_env, v: sys::napi_value) -> Option<String> {
+    let mut ctor = ptr::null_mut();
+    let mut name = ptr::null_mut();
+    // SAFETY: live env, v an object (caller contract).
+    unsafe {
+        if sys::napi_get_named_property(env, v, c"constructor".as_ptr(), &mut ctor)
+            != sys::Status::napi_ok
+        {
+            super::take_exception_quietly(env);
+            return None;
+        }
+        let mut t = 0;
+        sys::napi_typeof(env, ctor, &mut t);
+        if t != sys::ValueType::napi_function && t != sys::ValueType::napi_object {
+            return None;
+        }
+        if sys::napi_get_named_property(env, ctor, c"name".as_ptr(), &mut name)
+            != sys::Status::napi_ok
+        {
+            super::take_exception_quietly(env);
+            return None;
+        }
+        sys::napi_typeof(env, name, &mut t);
+        if t != sys::ValueType::napi_string {
+            return None;
+        }
+        string(env, name).ok().filter(|s| !s.is_empty())
+    }
+}

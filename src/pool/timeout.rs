@@ -1,0 +1,81 @@
+//! Time limits on calls, as JavaScript gives them: a number of milliseconds (an `f64`).
+//!
+//! One rule for a call's `timeout` and for the pool's default: `0` and `Infinity` mean no
+//! limit; any other positive number is a limit of at least one nanosecond (so `1e-9` is a tiny
+//! limit, never "none"); a limit too long for a [`Duration`] or for the clock (`1e22`,
+//! `Number.MAX_VALUE`) can never be reached and is kept as [`Duration::MAX`], which no deadline
+//! is made of. NaN and negative numbers are refused.
+
+use std::time::{Duration, Instant};
+
+/// The limit `ms` milliseconds, [`Duration::ZERO`] for none; `Err` says what is wrong.
+pub fn from_ms(ms: f64) -> Result<Duration, String> {
+    if ms.is_nan() || ms < 0.0 {
+        return Err(format!(
+            "must be a number of ms ≥ 0 (0 or Infinity: no limit), got {ms}"
+        ));
+    }
+    if ms == 0.0 || ms == f64::INFINITY {
+        return Ok(Duration::ZERO);
+    }
+    let nanos = (ms * 1e6).ceil();
+    // `as` saturates: every limit past u64::MAX ns (584 years) is the same unreachable one.
+    Ok(if nanos >= u64::MAX as f64 {
+        Duration::MAX
+    } else {
+        Duration::from_nanos((nanos as u64).max(1))
+    })
+}
+
+/// When a call started at `start` with `limit` must stop; `None` when the limit is none or
+/// lies past what the clock can represent.
+pub fn deadline(start: Instant, limit: Option<Duration>) -> Option<Instant> {
+    limit
+        .filter(|l| !l.is_zero())
+        .and_then(|l| start.checked_add(l))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_and_infinity_are_no_limit() {
+        assert_eq!(from_ms(0.0), Ok(Duration::ZERO));
+        assert_eq!(from_ms(-0.0), Ok(Duration::ZERO));
+        assert_eq!(from_ms(f64::INFINITY), Ok(Duration::ZERO));
+    }
+
+    #[test]
+    fn tiny_limits_are_limits() {
+        for ms in [1e-9, f64::MIN_POSITIVE, 5e-324, 1e-6] {
+            let d = from_ms(ms).unwrap();
+            assert!(!d.is_zero(), "{ms} ms became no limit");
+            assert!(d <= Duration::from_nanos(1), "{ms} ms became {d:?}");
+        }
+        assert_eq!(from_ms(1.5).unwrap(), Duration::from_micros(1500));
+    }
+
+    #[test]
+    fn huge_limits_never_overflow_the_clock() {
+        let now = Instant::now();
+        for ms in [1e13, 1e16, 1e22, 1e300, f64::MAX] {
+            let d = from_ms(ms).unwrap();
+            assert!(d >= Duration::from_secs(300 * 365 * 86_400), "{ms}");
+            // Either a far deadline or none; never a panic.
+            if let Some(at) = deadline(now, Some(d)) {
+                assert!(at > now);
+            }
+        }
+        assert_eq!(deadline(now, Some(Duration::MAX)), None);
+        assert_eq!(deadline(now, Some(Duration::ZERO)), None);
+        assert_eq!(deadline(now, None), None);
+    }
+
+    #[test]
+    fn nan_and_negatives_are_refused() {
+        for ms in [f64::NAN, -1.0, -1e-9, f64::NEG_INFINITY] {
+            assert!(from_ms(ms).is_err(), "{ms}");
+        }
+    }
+}
