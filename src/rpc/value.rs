@@ -7,9 +7,15 @@
 //! the pool comes back looking the same.
 
 use crate::shm::SharedView;
+use std::borrow::Borrow;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 /// An object's entries, in insertion order. Keys are unique.
+///
+/// Building one from many entries that may repeat keys (a parse, `collect()`) goes through
+/// [`KeyIndex`], in time linear in the entries; [`Map::insert`] alone scans.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Map {
     entries: Vec<(Key, Value)>,
@@ -75,6 +81,7 @@ impl Key {
 
     /// Whether this key is `key`.
     pub(crate) fn is(&self, key: &str) -> bool {
+        count_comparison();
         let wanted = key.as_bytes();
         match self {
             // Length and first byte rule out nearly every other key without a call. (No probe
@@ -111,6 +118,7 @@ impl Key {
 
 impl PartialEq for Key {
     fn eq(&self, other: &Key) -> bool {
+        count_comparison();
         match (self, other) {
             // Fixed-size compares, no call: the padding is zeros in both.
             (Key::Inline { len: a, bytes: x }, Key::Inline { len: b, bytes: y }) => {
@@ -120,6 +128,41 @@ impl PartialEq for Key {
             // are on the heap.
             _ => self.as_str() == other.as_str(),
         }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Key comparisons made on this thread, so that tests can bound the work of building an
+    /// object (a count, not a time: counts do not depend on the machine or its load). A probe
+    /// of a `KeyIndex` compares `str`s, uncounted: one per look-up, in expectation.
+    static COMPARISONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many keys this thread has compared so far.
+#[cfg(test)]
+pub(crate) fn key_comparisons() -> u64 {
+    COMPARISONS.get()
+}
+
+#[inline(always)]
+fn count_comparison() {
+    #[cfg(test)]
+    COMPARISONS.set(COMPARISONS.get() + 1);
+}
+
+impl Eq for Key {}
+
+// As `str` hashes, so that `Borrow<str>` holds and an index of keys can be probed with a `&str`.
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl Borrow<str> for Key {
+    fn borrow(&self) -> &str {
+        self.as_str()
     }
 }
 
@@ -142,10 +185,11 @@ impl Map {
 
     /// A map of `entries`, whose keys the caller knows are unique.
     pub(crate) fn from_unique(entries: Vec<(Key, Value)>) -> Self {
-        debug_assert!(entries
-            .iter()
-            .enumerate()
-            .all(|(i, (k, _))| entries[..i].iter().all(|(earlier, _)| earlier != k)));
+        // Hashed: comparing each key with the earlier ones made debug builds quadratic.
+        debug_assert!({
+            let mut seen = HashSet::with_capacity(entries.len());
+            entries.iter().all(|(k, _)| seen.insert(k.as_str()))
+        });
         Self { entries }
     }
 
@@ -159,6 +203,7 @@ impl Map {
     }
 
     /// Sets a key, replacing an earlier value in place (JavaScript's and JSON.parse's rule).
+    /// Linear in the map's size: to build a big map, `collect()` the entries.
     pub fn insert(&mut self, key: impl Into<String>, value: Value) {
         let key = Key::from_string(key.into());
         match self.entries.iter_mut().find(|(k, _)| *k == key) {
@@ -190,13 +235,97 @@ impl Map {
     }
 }
 
+/// A repeated key keeps its first position and takes the last value, as with `insert`.
 impl FromIterator<(String, Value)> for Map {
     fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Self {
-        let mut map = Map::new();
+        let iter = iter.into_iter();
+        let mut map = MapBuilder::with_capacity(iter.size_hint().0);
         for (k, v) in iter {
             map.insert(k, v);
         }
-        map
+        map.finish()
+    }
+}
+
+/// A map built from entries read in order, where a repeated key keeps its first position and
+/// takes the last value (JSON.parse's rule), in expected constant time per entry.
+pub(crate) struct MapBuilder {
+    entries: Vec<(Key, Value)>,
+    index: KeyIndex,
+}
+
+impl MapBuilder {
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Self {
+            entries: Vec::with_capacity(n),
+            index: KeyIndex::default(),
+        }
+    }
+
+    pub(crate) fn insert(&mut self, key: String, value: Value) {
+        match KeyIndex::find(&self.entries, |(k, _)| k, &key, || &mut self.index) {
+            Some(earlier) => self.entries[earlier].1 = value,
+            None => self.entries.push((Key::from_string(key), value)),
+        }
+    }
+
+    pub(crate) fn finish(self) -> Map {
+        Map::from_unique(self.entries)
+    }
+}
+
+/// Objects of up to this many keys find a repeated key by comparing it with each earlier one:
+/// for the small objects nearly all JSON is made of, that beats hashing it.
+const SCAN_LIMIT: usize = 16;
+
+/// Finds whether an object being built already has a key, and where: by a scan while the
+/// object is small, then through a hash index, built once it passes [`SCAN_LIMIT`] keys and
+/// brought up to date on each look-up, so that a big object costs expected constant time per
+/// key instead of a scan of all the earlier ones (80,000 keys took seconds).
+#[derive(Default)]
+pub(crate) struct KeyIndex {
+    /// Where each of the object's first `len()` keys is. Hashed with std's `RandomState`
+    /// (SipHash with a random key per map), not Fx: the keys come from whoever sends the
+    /// request, and a hash whose collisions can be computed offline would let them make every
+    /// key of a big object collide and bring the quadratic time back.
+    positions: Option<HashMap<Key, usize>>,
+}
+
+impl KeyIndex {
+    /// Where `key` is among the object's keys so far, `items` (distinct keys, read through
+    /// `key_of`). Past [`SCAN_LIMIT`] items, `index` gives the object's index: the same one on
+    /// every call for one object, whose items must only grow at the end. (A closure, so that
+    /// a caller can keep indexes apart from its small objects, which never need one.)
+    #[inline(always)]
+    pub(crate) fn find<'i, T>(
+        items: &[T],
+        key_of: impl Fn(&T) -> &Key,
+        key: &str,
+        index: impl FnOnce() -> &'i mut KeyIndex,
+    ) -> Option<usize> {
+        if items.len() <= SCAN_LIMIT {
+            items.iter().position(|item| key_of(item).is(key))
+        } else {
+            index().find_indexed(items, key_of, key)
+        }
+    }
+
+    #[inline(never)]
+    fn find_indexed<T>(
+        &mut self,
+        items: &[T],
+        key_of: impl Fn(&T) -> &Key,
+        key: &str,
+    ) -> Option<usize> {
+        let positions = self
+            .positions
+            .get_or_insert_with(|| HashMap::with_capacity(2 * items.len()));
+        let known = positions.len();
+        debug_assert!(known <= items.len(), "the items shrank");
+        for (at, item) in items.iter().enumerate().skip(known) {
+            positions.insert(key_of(item).clone(), at);
+        }
+        positions.get(key).copied()
     }
 }
 
@@ -566,6 +695,36 @@ mod tests {
         let keys: Vec<_> = m.iter().map(|(k, _)| k).collect();
         assert_eq!(keys, ["b", "a"]);
         assert_eq!(m.get("b"), Some(&Value::Number(3.0)));
+    }
+
+    #[test]
+    fn collecting_a_big_map_compares_each_key_a_bounded_number_of_times() {
+        let n = 50_000;
+        let key = |i: usize| match i % 3 {
+            0 => format!("a-key-longer-than-inline-{i}"),
+            _ => format!("k{i}"),
+        };
+        // Every key once, then every hundredth again: first position, last value.
+        let pairs = (0..n)
+            .map(|i| (key(i), Value::Number(i as f64)))
+            .chain((0..n).step_by(100).map(|i| (key(i), Value::from("again"))));
+        let before = key_comparisons();
+        let map: Map = pairs.collect();
+        let compared = key_comparisons() - before;
+        assert!(
+            compared < 8 * n as u64,
+            "{compared} key comparisons for {n} keys"
+        );
+        assert_eq!(map.len(), n);
+        for (i, (k, v)) in map.iter().enumerate() {
+            assert_eq!(k, key(i));
+            let last = if i % 100 == 0 {
+                Value::from("again")
+            } else {
+                Value::Number(i as f64)
+            };
+            assert_eq!(*v, last, "{k}");
+        }
     }
 
     #[test]

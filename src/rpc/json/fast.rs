@@ -9,9 +9,10 @@
 //! serde_json refuses the text.
 //!
 //! Why not serde_json alone: through its visitor, every array grows by doubling, every key is
-//! checked against the earlier ones through `Map::insert`, and the per-value dispatch costs
-//! more than the scanning. Here values collect on two scratch stacks shared by the whole parse,
-//! and each array or object is moved out in one allocation of its exact size when it closes.
+//! allocated as a `String` before it is looked up among the earlier ones, and the per-value
+//! dispatch costs more than the scanning. Here values collect on two scratch stacks shared by
+//! the whole parse, and each array or object is moved out in one allocation of its exact size
+//! when it closes. A repeated key is found as `Map`'s builder finds it (`KeyIndex`).
 //!
 //! Numbers: JSON's grammar is checked here, then integers and decimals of up to 15 digits
 //! without an exponent are converted directly (one exact integer, one correctly rounded
@@ -19,7 +20,7 @@
 //! serde_json's `float_roundtrip` parsing round the exact decimal value correctly (to nearest,
 //! ties to even), as JavaScript's `JSON.parse` does, so the three agree on every number.
 
-use crate::rpc::value::{Key, Map, Value};
+use crate::rpc::value::{Key, KeyIndex, Map, Value};
 use std::borrow::Cow;
 
 /// Deepest nesting of arrays and objects taken here; serde_json stops at 128, so deeper texts
@@ -59,6 +60,10 @@ pub fn parse(text: &str) -> Option<Value> {
     // through a temporary), then taken by the array or object it is in when that closes.
     let mut values: Vec<Value> = Vec::new();
     let mut keys: Vec<Key> = Vec::new();
+    // The key indexes of the open objects too big to scan, innermost last, each with where its
+    // object's keys start on `keys` (which tells the objects apart: a nested object's keys
+    // start after its parent's). Apart from `opens`, so that small objects do not carry them.
+    let mut indexes: Vec<(usize, KeyIndex)> = Vec::new();
     'value: loop {
         p.skip_space();
         values.reserve(1);
@@ -164,7 +169,13 @@ pub fn parse(text: &str) -> Option<Value> {
                             p.at += 1;
                             p.skip_space();
                             let key = p.key()?;
-                            match keys[*first_key..].iter().position(|k| k.is(key.as_str())) {
+                            let first = *first_key;
+                            match KeyIndex::find(
+                                &keys[first..],
+                                |k| k,
+                                key.as_str(),
+                                || index_of(&mut indexes, first),
+                            ) {
                                 Some(earlier) => *repeat = Some(earlier),
                                 None => {
                                     keys.reserve(1);
@@ -182,6 +193,9 @@ pub fn parse(text: &str) -> Option<Value> {
                                 .zip(&mut keys[*first_key..])
                                 .map(|(value, key)| (std::mem::replace(key, Key::EMPTY), value))
                                 .collect();
+                            if indexes.last().is_some_and(|(of, _)| of == first_key) {
+                                indexes.pop();
+                            }
                             keys.truncate(*first_key);
                             opens.pop();
                             push_reserved(&mut values, Value::Object(Map::from_unique(entries)));
@@ -192,6 +206,16 @@ pub fn parse(text: &str) -> Option<Value> {
             }
         }
     }
+}
+
+/// The key index of the innermost open object, whose keys start at `first_key`; made on its
+/// first use.
+fn index_of(indexes: &mut Vec<(usize, KeyIndex)>, first_key: usize) -> &mut KeyIndex {
+    if indexes.last().is_none_or(|(of, _)| *of != first_key) {
+        indexes.push((first_key, KeyIndex::default()));
+    }
+    let innermost = indexes.len() - 1;
+    &mut indexes[innermost].1
 }
 
 /// `stack.push(item)` where room for `item` was reserved before it was built. Through
