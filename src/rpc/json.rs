@@ -8,6 +8,8 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
 mod fast;
+#[cfg(test)]
+mod property_tests;
 
 /// Parses JSON text. The error message is serde_json's (line and column included). A lone
 /// surrogate escape (as `JSON.stringify` writes a lone surrogate) becomes U+FFFD.
