@@ -5,7 +5,7 @@
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { platformTriple } = require('./platform.js');
+const { platformTriple } = require('../lib/platform.js');
 
 const root = path.join(__dirname, '..');
 const profile = process.argv.includes('--debug') ? 'debug' : 'release';

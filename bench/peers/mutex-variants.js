@@ -9,7 +9,7 @@
 const path = require('node:path');
 const root = path.join(__dirname, '..', '..');
 const { Mutex } = require(root);
-const { platformTriple } = require(path.join(root, 'scripts', 'platform.js'));
+const { platformTriple } = require(path.join(root, 'lib', 'platform.js'));
 const { BookMutex } = require('./book-mutex.js');
 
 const native = require(path.join(root, `corepool.${platformTriple()}.node`));

@@ -17,6 +17,7 @@
 //! it returns no worker runs this environment's jobs or touches its inbox, so Node may free the
 //! threadsafe function and the environment's SharedArrayBuffers.
 
+use super::contract::{JSON_MAX_DEPTH, JSON_MIN_VALUES, RESULT_AS_JSON};
 use super::convert::{text_to_js, to_js, Converted};
 use crate::pool::{Control, Deliver, Origin};
 use crate::rpc::text::too_long_for_js;
@@ -407,18 +408,14 @@ unsafe fn entry(
     }
 }
 
-/// A result with at least this many values is handed to JS as JSON text (if JSON carries it
-/// unchanged), with this code instead of 0.
-const JSON_MIN_VALUES: usize = 32;
-const RESULT_AS_JSON: i32 = 1;
-
 /// Counts the values in `v` when JSON text carries it unchanged (finite numbers other than -0,
-/// no views, bytes or BigInts, nesting under 64 levels); `0` when JSON cannot carry it.
+/// no views, bytes or BigInts, nesting under JSON_MAX_DEPTH levels); `0` when JSON cannot
+/// carry it. JavaScript counts params by the same rule (see `contract::JSON_MIN_VALUES`).
 fn json_size(v: &Value, depth: usize) -> usize {
     match v {
         Value::Null | Value::Bool(_) | Value::String(_) => 1,
         Value::Number(n) => usize::from(n.is_finite() && (*n != 0.0 || n.is_sign_positive())),
-        Value::Array(items) if depth < 64 => {
+        Value::Array(items) if depth < JSON_MAX_DEPTH => {
             let mut n = 1;
             for item in items {
                 match json_size(item, depth + 1) {
@@ -428,7 +425,7 @@ fn json_size(v: &Value, depth: usize) -> usize {
             }
             n
         }
-        Value::Object(map) if depth < 64 => {
+        Value::Object(map) if depth < JSON_MAX_DEPTH => {
             let mut n = 1;
             for (_, item) in map.iter() {
                 match json_size(item, depth + 1) {
@@ -440,22 +437,4 @@ fn json_size(v: &Value, depth: usize) -> usize {
         }
         _ => 0,
     }
-}
-
-/// The error table, for `RpcError.codes` in JavaScript.
-#[napi(object)]
-pub struct ErrorCodeInfo {
-    pub name: String,
-    pub code: i32,
-}
-
-#[napi]
-pub fn error_codes() -> Vec<ErrorCodeInfo> {
-    ErrorCode::ALL
-        .iter()
-        .map(|c| ErrorCodeInfo {
-            name: c.name().to_string(),
-            code: c.code(),
-        })
-        .collect()
 }

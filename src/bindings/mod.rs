@@ -2,6 +2,7 @@
 //! completion channel; no scheduling or protocol logic lives here.
 
 pub mod channel;
+pub mod contract;
 pub mod convert;
 pub mod pool;
 pub mod serve;

@@ -4,13 +4,14 @@
 //! RpcErrors delivered like any other outcome, so `exec`/`call` never throw synchronously.
 
 use super::channel::{Channel, Inbox};
+use super::contract::{CALL_CANCELLABLE, CALL_JSON_PARAMS};
 use super::convert::{self, FromJs};
 use super::serve::{self, NativeServer};
 use crate::commands;
 use crate::pool::Origin;
 use crate::pool::{
     closed_error, timeout, Control, OnFull, Options, Params, Pool, Stats, Strategy,
-    MAX_NICE_INCREMENT,
+    MAX_NICE_INCREMENT, MAX_THREADS,
 };
 use crate::rpc::{envelope, json, CancelReason, ErrorCode, JsText, RpcError, Value};
 use napi::bindgen_prelude::*;
@@ -72,6 +73,24 @@ fn options(o: &PoolOptions) -> Result<Options> {
         .map_err(|e: String| Error::new(Status::InvalidArg, e))?;
     let limit = timeout::from_ms(o.timeout_ms)
         .map_err(|e| Error::new(Status::InvalidArg, format!("options.timeout {e}")))?;
+    if o.threads as usize > MAX_THREADS {
+        return Err(Error::new(
+            Status::InvalidArg,
+            format!(
+                "options.threads must be at most {MAX_THREADS}, got {}",
+                o.threads
+            ),
+        ));
+    }
+    if o.nice_increment > MAX_NICE_INCREMENT {
+        return Err(Error::new(
+            Status::InvalidArg,
+            format!(
+                "options.niceIncrement must be at most {MAX_NICE_INCREMENT}, got {}",
+                o.nice_increment
+            ),
+        ));
+    }
     Ok(Options {
         threads: o.threads.max(1) as usize,
         strategy,
@@ -82,7 +101,7 @@ fn options(o: &PoolOptions) -> Result<Options> {
         },
         on_full: if o.wait { OnFull::Wait } else { OnFull::Reject },
         timeout: (!limit.is_zero()).then_some(limit),
-        nice_increment: o.nice_increment.min(MAX_NICE_INCREMENT) as u8,
+        nice_increment: o.nice_increment as u8,
     })
 }
 
@@ -508,11 +527,6 @@ impl NativePool {
         }
     }
 }
-
-/// `flags` bits of the hot `call` function (index.js sets them).
-const CALL_CANCELLABLE: u32 = 1;
-/// `params` is the JSON text of the params array (plain data only; see index.js).
-const CALL_JSON_PARAMS: u32 = 2;
 
 /// What the hot `call` function needs, owned by the function object.
 struct Hot {

@@ -22,6 +22,7 @@
 //! replaced by the received typed array over the same memory (matched by address, length and
 //! type). The native side never dereferences those views.
 
+use super::contract::{REST_IDLE, REST_LATER};
 use super::convert::{self, Converted, FromJs};
 use crate::pool::{Params, Pool, Rest, Server, Wake};
 use crate::rpc::{CancelReason, ErrorCode, Map, RpcError, Value};
@@ -434,17 +435,17 @@ impl NativeServer {
         }
     }
 
-    /// Ends a drain cycle: 0 idle (wake-ups are on again), 2 take more after the event loop
-    /// has had a turn (`budget_left` was false; no wake-up will come for them), or the next
-    /// batch, taken at once (there was work).
+    /// Ends a drain cycle: REST_IDLE (wake-ups are on again), REST_LATER: take more after the
+    /// event loop has had a turn (`budget_left` was false; no wake-up will come for them), or
+    /// the next batch, taken at once (there was work).
     #[napi(catch_unwind)]
     pub fn rest(&self, env: Env, budget_left: bool) -> Unknown<'_> {
         // The main thread (threadId 0) never polls: its event loop has other work.
         let may_poll = self.ctx.server.thread() != 0;
         let code = match self.ctx.pool.rest(&self.ctx.server, budget_left, may_poll) {
             Rest::Work => return self.take(env),
-            Rest::Idle => 0,
-            Rest::Later => 2,
+            Rest::Idle => REST_IDLE,
+            Rest::Later => REST_LATER,
         };
         let raw = env.raw();
         let mut v = ptr::null_mut();

@@ -74,6 +74,9 @@ pub struct Options {
 /// The largest nice increment: nice values end at 19.
 pub const MAX_NICE_INCREMENT: u32 = 19;
 
+/// Most threads a pool may have (a bound on what a mistyped option can start).
+pub const MAX_THREADS: usize = 1024;
+
 impl Default for Options {
     fn default() -> Self {
         Options {

@@ -21,6 +21,9 @@ pub enum Strategy {
 }
 
 impl Strategy {
+    /// Every strategy, in the order the docs list them.
+    pub const ALL: [Strategy; 3] = [Strategy::RoundRobin, Strategy::Random, Strategy::LeastBusy];
+
     pub fn name(self) -> &'static str {
         match self {
             Strategy::RoundRobin => "roundrobin",
@@ -67,14 +70,19 @@ impl Strategy {
 impl FromStr for Strategy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "roundrobin" => Ok(Strategy::RoundRobin),
-            "random" => Ok(Strategy::Random),
-            "leastbusy" => Ok(Strategy::LeastBusy),
-            other => Err(format!(
-                "unknown strategy {other:?}: expected 'roundrobin', 'random' or 'leastbusy'"
-            )),
-        }
+        Strategy::ALL
+            .into_iter()
+            .find(|st| st.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<String> = Strategy::ALL
+                    .iter()
+                    .map(|st| format!("'{}'", st.name()))
+                    .collect();
+                format!(
+                    "unknown strategy {s:?}: expected one of {}",
+                    names.join(", ")
+                )
+            })
     }
 }
 

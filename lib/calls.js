@@ -1,0 +1,142 @@
+'use strict';
+// The calls in flight of this environment (the main thread or a worker_thread) and its
+// completion channel: a call is tracked from the moment the native side can settle it until it
+// settles, exactly once, through `settle`. This module owns the call table.
+
+const { native, contract } = require('./native.js');
+const { RpcError, CODES, errorText } = require('./errors.js');
+const views = require('./views.js');
+
+// Calls in flight, by slot. A call's id is `slot + SLOTS * n`, with `n` counting calls: unique
+// among the calls in flight, and a late or repeated settlement for a finished call (whose slot
+// may hold a newer call by then) is told apart by the id stored in the Call.
+//
+// Why not a Map keyed by id: ids only grow, so V8 rehashes a small Map every few inserts, and a
+// table it replaces keeps its entries. Once such a table has been promoted to the old
+// generation, everything its entries reach (the Call, its promise, the caller's awaiting async
+// function and its request objects) survives every scavenge until the next full GC. Under HTTP
+// load that made each scavenge copy and promote ~250 KB and pause the event loop 1–2 ms instead
+// of 0.3. This array only grows, to the most calls ever in flight at once, and its slots are
+// reused last-freed first.
+const SLOTS = 2 ** 26; // at most this many calls in flight per thread (~20 GB of Calls)
+const SEQUENCES = 2 ** 26; // ids stay below 2^52, exact as numbers and as u64
+const calls = []; // slot → Call | undefined
+const freeSlots = [];
+let sequence = 0;
+
+/** What a call's owner (a Pool handle) is told: a call started, a call settled. */
+const kStarted = Symbol('started');
+const kSettled = Symbol('settled');
+
+class Call {
+  constructor(resolve, reject, owner) {
+    this.resolve = resolve;
+    this.reject = reject;
+    this.owner = owner;
+    // The typed arrays over SharedArrayBuffers the call was given (as the native side met them
+    // in its params), or undefined: referenced until the call settles, which keeps their memory
+    // alive while native threads use it, whatever the caller does with its params meanwhile.
+    this.keep = undefined;
+    this.signal = null;
+    this.onAbort = null;
+    this.id = 0;
+  }
+}
+
+/** Puts `call` in flight and returns its id. */
+function track(call) {
+  const slot = freeSlots.length > 0 ? freeSlots.pop() : calls.length;
+  if (slot >= SLOTS) throw new RangeError(`corepool: more than ${SLOTS} calls in flight on one thread`);
+  sequence = sequence === SEQUENCES - 1 ? 0 : sequence + 1;
+  call.id = slot + SLOTS * sequence;
+  calls[slot] = call;
+  return call.id;
+}
+
+/** The call in flight with this id, or undefined. */
+function tracked(id) {
+  const call = calls[id % SLOTS];
+  return call !== undefined && call.id === id ? call : undefined;
+}
+
+function untrack(call) {
+  const slot = call.id % SLOTS;
+  calls[slot] = undefined;
+  freeSlots.push(slot);
+}
+
+/**
+ * Starts a call of `owner`: `send(id)` hands it to the native side, which from then on settles
+ * it exactly once through the channel and returns the views it must keep. Nothing is tracked
+ * before it can settle: if `send` throws all the same, the call is untracked and rejects here.
+ * `cancel(id)` runs when `signal` aborts.
+ */
+function start(owner, send, signal, cancel) {
+  return new Promise((resolve, reject) => {
+    const call = new Call(resolve, reject, owner);
+    const id = track(call);
+    owner[kStarted]();
+    try {
+      if (signal !== undefined) {
+        call.signal = signal;
+        call.onAbort = () => cancel(id);
+        signal.addEventListener('abort', call.onAbort, { once: true });
+      }
+      call.keep = send(id);
+    } catch (e) {
+      if (tracked(id) === call) finish(call);
+      reject(new RpcError(CODES.InternalError, `corepool: the call could not be started: ${errorText(e)}`));
+    }
+  });
+}
+
+/** Takes a settled call out of flight. */
+function finish(call) {
+  untrack(call);
+  if (call.signal !== null) {
+    try {
+      call.signal.removeEventListener('abort', call.onAbort);
+    } catch {
+      // A signal whose removeEventListener throws keeps a listener that finds no call.
+    }
+  }
+  call.owner[kSettled]();
+}
+
+/**
+ * The channel's callback (src/bindings/channel.rs documents the flat batch). Each call settles
+ * in isolation, and no user code runs here: promise reactions run later, and owners tell their
+ * listeners from a process.nextTick, so an exception of theirs reaches the process the usual
+ * way instead of cutting this loop short.
+ */
+function settle(batch, resends) {
+  if (resends !== undefined) views.resend(resends, keptViews);
+  for (let i = 0; i < batch.length; i += 4) {
+    const call = tracked(batch[i]);
+    if (call === undefined) continue;
+    finish(call);
+    const code = batch[i + 1];
+    if (code === 0) call.resolve(batch[i + 2]);
+    else if (code === contract.resultAsJson) {
+      let value;
+      try {
+        value = JSON.parse(batch[i + 2]);
+      } catch (e) {
+        call.reject(new RpcError(CODES.InternalError, `corepool: the result could not be read: ${errorText(e)}`));
+        continue;
+      }
+      call.resolve(value);
+    } else call.reject(new RpcError(code, batch[i + 2], batch[i + 3]));
+  }
+}
+
+/** The views call `id` keeps ([] when it has none), or undefined once it settled. */
+function keptViews(id) {
+  const call = tracked(id);
+  return call === undefined ? undefined : (call.keep ?? []);
+}
+
+/** This environment's completion channel. */
+const channel = new native.Channel(settle);
+
+module.exports = { start, kStarted, kSettled, channel };

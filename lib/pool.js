@@ -1,0 +1,228 @@
+'use strict';
+// Pool: the handle JavaScript holds on a native pool — a private one, or the process-wide one of
+// Pool.shared(). It starts calls (lib/calls.js settles them), and tells its listeners when no
+// call of its own is in flight.
+
+const { EventEmitter } = require('node:events');
+const { native, contract } = require('./native.js');
+const { CODES, rejected, describe, errorText } = require('./errors.js');
+const { validateOptions, nativeOptions } = require('./options.js');
+const { start, kStarted, kSettled, channel } = require('./calls.js');
+const { wireParams } = require('./params.js');
+const { Server } = require('./serve.js');
+const views = require('./views.js');
+
+/** This thread's handle on Pool.shared(), until it is closed. */
+let sharedPool = null;
+
+class Pool extends EventEmitter {
+  #native;
+  #call;
+  #inflight = 0;
+  #closed = false;
+  #closing = null;
+  #drainWaiters = [];
+  #notifying = false;
+
+  /**
+   * @param {object} [options] threads, strategy, maxQueue, onFull, timeout (see README)
+   */
+  constructor(options, nativePool) {
+    super();
+    if (nativePool !== undefined) {
+      // Pool.shared(): options were validated there.
+      this.options = options;
+      this.#native = nativePool;
+      this.#call = nativePool.caller();
+      return;
+    }
+    this.options = validateOptions(options);
+    const o = this.options;
+    this.#native = new native.NativePool(channel, nativeOptions(o));
+    this.#call = this.#native.caller();
+  }
+
+  /**
+   * A handle on the one native pool of this process (shared by every worker_thread). After this
+   * thread's handle was closed, the next call returns a new handle.
+   */
+  static shared(options) {
+    const explicit = options !== undefined;
+    if (sharedPool !== null && !sharedPool.#closed && !explicit) return sharedPool;
+    const o = validateOptions(options);
+    let handle;
+    try {
+      handle = native.NativePool.shared(channel, nativeOptions(o), explicit);
+    } catch (e) {
+      throw new TypeError(e.message);
+    }
+    if (sharedPool !== null && !sharedPool.#closed) return sharedPool;
+    const actual = Object.freeze({ ...o, threads: handle.threads });
+    sharedPool = new Pool(actual, handle);
+    return sharedPool;
+  }
+
+  get threads() {
+    return this.#native.threads;
+  }
+
+  /** `exec(method, ...params)`: the book's RpcWorkerPool.exec. */
+  exec(method, ...params) {
+    return this.#submit(method, params, undefined, undefined);
+  }
+
+  /** `call(method, params, { signal, timeout })`. */
+  call(method, params, options) {
+    let timeout;
+    let signal;
+    try {
+      if (params === undefined) params = [];
+      else if (!Array.isArray(params)) params = [params];
+      if (options !== undefined) {
+        if (options === null || typeof options !== 'object') {
+          return rejected(CODES.InvalidRequest, `call options must be an object, got ${describe(options)}`);
+        }
+        ({ timeout, signal } = options);
+        if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
+          return rejected(CODES.InvalidRequest, `options.signal must be an AbortSignal, got ${describe(signal)}`);
+        }
+        if (signal?.aborted) {
+          return rejected(CODES.Aborted, 'The call was aborted before it started');
+        }
+      }
+    } catch (e) {
+      return rejected(CODES.InvalidRequest, `call options could not be read: ${errorText(e)}`);
+    }
+    return this.#submit(method, params, timeout, signal ?? undefined);
+  }
+
+  /** `render(template, data?, partials?)`: Mustache on a native thread, output as mustache.js 4.2.0's. */
+  render(...params) {
+    return this.exec('render', ...params);
+  }
+
+  /** Runs `method(...params)` once on every thread; resolves with the results in thread order. */
+  broadcast(method, ...params) {
+    return start(this, (id) => this.#native.broadcast(id, method, params, undefined));
+  }
+
+  /** A JSON-RPC 2.0 request object or batch → response object(s); never rejects. */
+  request(request) {
+    return start(this, (id) => this.#native.request(id, request));
+  }
+
+  /** JSON-RPC 2.0 text → response text ('' when there is nothing to answer); never rejects. */
+  handle(text) {
+    return start(this, (id) => this.#native.handle(id, text));
+  }
+
+  /** The built-in commands: `[{ name, params, summary }]`. */
+  methods() {
+    return this.#native.methods();
+  }
+
+  stats() {
+    return this.#native.stats();
+  }
+
+  /**
+   * Serves the methods of `handlers` (an object of functions) from this thread: calls to them
+   * from any thread are scheduled among the threads serving them. At most `concurrency` calls
+   * (default 1) run at once on this server; the others wait in its queue. Returns a Server.
+   */
+  serve(handlers, options) {
+    if (handlers === null || typeof handlers !== 'object') {
+      throw new TypeError(`corepool: serve() takes an object of functions, got ${describe(handlers)}`);
+    }
+    const names = Object.keys(handlers);
+    if (names.length === 0) throw new TypeError('corepool: serve() needs at least one method');
+    for (const name of names) {
+      if (typeof handlers[name] !== 'function') {
+        throw new TypeError(`corepool: serve(): handler '${name}' must be a function, got ${describe(handlers[name])}`);
+      }
+    }
+    let concurrency = 1;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object') {
+        throw new TypeError(`corepool: serve() options must be an object, got ${describe(options)}`);
+      }
+      for (const key of Object.keys(options)) {
+        if (key !== 'concurrency') throw new TypeError(`corepool: unknown serve() option '${key}' (expected concurrency)`);
+      }
+      if (options.concurrency !== undefined) concurrency = options.concurrency;
+      if (concurrency !== Infinity && !(Number.isInteger(concurrency) && concurrency >= 1)) {
+        throw new RangeError(`corepool: serve() options.concurrency must be a whole number ≥ 1 or Infinity, got ${describe(concurrency)}`);
+      }
+    }
+    views.open(); // before registering: views sent to this thread must find the channel open
+    return new Server(this.#native, handlers, names, concurrency);
+  }
+
+  /** Resolves when no call made through this handle is queued or running. */
+  drained() {
+    if (this.#inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+  }
+
+  /** Finishes every accepted call, then stops; later calls reject with PoolClosed. */
+  close() {
+    if (this.#closing) return this.#closing;
+    this.#closed = true;
+    this.#native.close();
+    this.#closing = this.drained().then(() => this.#native.shutdown());
+    return this.#closing;
+  }
+
+  /** Rejects queued calls (PoolClosed), stops running ones cooperatively, then stops. */
+  destroy() {
+    this.#closed = true;
+    if (this.#native.isShared) {
+      // The shared threads serve the whole process; this handle just stops and lets its calls finish.
+      return this.close();
+    }
+    this.#native.destroy();
+    if (!this.#closing) this.#closing = this.drained();
+    return this.#closing;
+  }
+
+  [Symbol.asyncDispose]() {
+    return this.close();
+  }
+
+  #submit(method, params, timeout, signal) {
+    let sent;
+    let flags;
+    try {
+      [sent, flags] = wireParams(params);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (signal !== undefined) flags |= contract.callFlags.cancellable;
+    return start(this, (id) => this.#call(id, method, sent, timeout, flags), signal, this.#cancel);
+  }
+
+  #cancel = (id) => this.#native.cancel(id);
+
+  [kStarted]() {
+    this.#inflight++;
+  }
+
+  /** One of this handle's calls settled. Waiters and listeners hear of it from a nextTick. */
+  [kSettled]() {
+    if (--this.#inflight === 0 && !this.#notifying) {
+      this.#notifying = true;
+      process.nextTick(this.#notifyDrained);
+    }
+  }
+
+  #notifyDrained = () => {
+    this.#notifying = false;
+    if (this.#inflight !== 0) return; // new calls came first: the next drain will tell
+    const waiters = this.#drainWaiters;
+    this.#drainWaiters = [];
+    for (const w of waiters) w();
+    this.emit('drain');
+  };
+}
+
+module.exports = { Pool };

@@ -1,0 +1,362 @@
+'use strict';
+// Serving methods implemented in JavaScript from this thread (Pool#serve): the Server, the drain
+// cycles that run its jobs (scheduling and wake-ups are native: src/bindings/serve.rs and
+// src/pool/server.rs), and what a handler's outcome becomes.
+
+const { threadId } = require('node:worker_threads');
+const { performance } = require('node:perf_hooks'); // the global is a getter on every use
+const { contract } = require('./native.js');
+const { errorText } = require('./errors.js');
+const views = require('./views.js');
+
+// How long a serving thread runs drain cycles (and polls for calls), all its servers together,
+// before its event loop gets a turn.
+const REST_BUDGET_MS = 1;
+let stretch = 0; // performance.now() when this thread's current run of drain cycles began
+
+/** Starts a run of drain cycles unless one is going on; it ends at the event loop's next turn. */
+function startStretch() {
+  if (stretch !== 0) return;
+  stretch = performance.now();
+  setImmediate(endStretch);
+}
+
+function endStretch() {
+  stretch = 0;
+}
+
+function budgetLeft() {
+  return performance.now() - stretch < REST_BUDGET_MS;
+}
+
+function abortError(message, name) {
+  const e = new Error(message);
+  e.name = name;
+  return e;
+}
+
+/** The last argument of every handler call: `{ signal }` (made on first use). */
+class CallContext {
+  #controller = null;
+  #reason = undefined;
+  get signal() {
+    if (this.#controller === null) {
+      this.#controller = new AbortController();
+      if (this.#reason !== undefined) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
+  abort(reason) {
+    if (this.#reason !== undefined) return;
+    this.#reason = reason;
+    if (this.#controller !== null) this.#controller.abort(reason);
+  }
+}
+
+class Running {
+  constructor(context) {
+    this.context = context;
+    this.timer = null;
+  }
+}
+
+/** What `serve()` returns: this thread's registration as a server of some methods. */
+class Server {
+  #native;
+  #handlers;
+  #table;
+  #running = new Map(); // token → Running
+  #closing = null;
+  #onIdle = null;
+  #draining = false; // inside #drain: a handler slot freed now is refilled by its loop
+  #resumePending = false; // a #resume is scheduled
+
+  constructor(nativePool, handlers, names, concurrency) {
+    this.#handlers = handlers;
+    this.#table = new Map(names.map((n) => [n, handlers[n]]));
+    try {
+      this.#native = nativePool.serve(names, threadId, concurrency, (batch) => this.#drain(batch));
+    } catch (e) {
+      throw new TypeError(e.message);
+    }
+    this.methods = Object.freeze([...names]);
+    this.concurrency = concurrency;
+  }
+
+  get id() {
+    return this.#native.id;
+  }
+
+  /** Stops taking new calls; resolves once the calls it already has are finished. */
+  close() {
+    if (this.#closing !== null) return this.#closing;
+    this.#native.close();
+    this.#closing = new Promise((resolve) => {
+      this.#onIdle = resolve;
+    });
+    this.#checkIdle();
+    return this.#closing;
+  }
+
+  /** Keeps this thread alive while it serves (the default). */
+  ref() {
+    if (this.#onIdle !== null || this.#closing === null) this.#native.ref();
+    return this;
+  }
+
+  /** Lets this thread exit while serving when nothing else keeps it alive. */
+  unref() {
+    this.#native.unref();
+    return this;
+  }
+
+  [Symbol.asyncDispose]() {
+    return this.close();
+  }
+
+  orphans(tokens) {
+    return this.#native.orphaned(tokens);
+  }
+
+  /**
+   * Drain cycles: runs `batch` (the wake-up's, or null: take one), then takes more for as long
+   * as there is some. Every cycle ends with rest(), which on a worker_thread first polls
+   * briefly for the next call while no handler is running; calls placed during a cycle wake
+   * nobody. Once this thread has spent REST_BUDGET_MS in cycles without its event loop getting
+   * a turn, the next cycle waits for a setImmediate (and calls still wake nobody).
+   */
+  #drain(batch) {
+    startStretch();
+    this.#draining = true;
+    let owed = true; // a cycle is owed until rest() says idle (also if something throws)
+    try {
+      if (batch === null) batch = this.#native.take();
+      for (;;) {
+        this.#onJobs(batch);
+        const r = this.#native.rest(budgetLeft()); // contract.rest.idle or .later, or the next batch
+        if (typeof r === 'number') {
+          if (r === contract.rest.idle) owed = false;
+          break;
+        }
+        batch = r;
+      }
+    } finally {
+      this.#draining = false;
+      if (owed) this.#later();
+    }
+    this.#checkIdle();
+  }
+
+  /** Runs a drain cycle once the event loop has had a turn (one at a time). */
+  #later() {
+    if (this.#resumePending) return;
+    this.#resumePending = true;
+    setImmediate(this.#resume);
+  }
+
+  #resume = () => {
+    this.#resumePending = false;
+    this.#drain(null);
+  };
+
+  /**
+   * A handler slot was freed; `more`: jobs wait for it. A draining loop takes them itself;
+   * otherwise (an async handler settled) a cycle runs now, or after the event loop's turn once
+   * the budget is spent.
+   */
+  #freed(more) {
+    if (!more || this.#draining) return;
+    startStretch();
+    if (this.#resumePending || !budgetLeft()) this.#later();
+    else this.#drain(null);
+  }
+
+  /**
+   * A batch is one flat array: the numbers of stop notices and forgotten tokens, those tokens,
+   * then four entries per job: token, method, params, timeout (ms; 0: none).
+   */
+  #onJobs(batch) {
+    const nStops = batch[0];
+    const jobsFrom = 2 + nStops + batch[1];
+    for (let i = 2 + nStops; i < jobsFrom; i++) views.forget(batch[i]);
+    for (let i = 2; i < 2 + nStops; i++) {
+      const token = batch[i];
+      const run = this.#running.get(token);
+      if (run !== undefined) run.context.abort(abortError('The call was aborted', 'AbortError'));
+      else if (views.stopAwaiting(token)) {
+        this.#freed(this.#native.complete(token, null)); // settled already; frees its slot
+      }
+    }
+    for (let i = jobsFrom; i < batch.length; i += 4) {
+      const token = batch[i];
+      const method = batch[i + 1];
+      let params = batch[i + 2];
+      const timeout = batch[i + 3];
+      if (typeof params === 'string') {
+        try {
+          params = JSON.parse(params);
+        } catch (e) {
+          this.#freed(this.#native.lost(token, `corepool: the params could not be read: ${errorText(e)}`));
+          continue;
+        }
+      } else if (params === undefined) {
+        params = this.#viewParams(token, method, timeout);
+        if (params === null) continue;
+      }
+      this.#run(token, method, params, timeout);
+    }
+  }
+
+  /** The params of a job with views, or null while waiting for them to be resent. */
+  #viewParams(token, method, timeout) {
+    const sent = views.takeReceived(token);
+    if (sent !== undefined) {
+      const params = this.#native.params(token, sent);
+      if (params !== null) return params;
+    }
+    if (!this.#native.resend(token)) {
+      this.#freed(this.#native.complete(token, null)); // its caller is gone: nobody listens
+      return null;
+    }
+    views.awaitResend(
+      token,
+      this,
+      (resent) => this.#viewsCame(token, method, timeout, resent),
+      () => this.#orphaned(token),
+    );
+    return null;
+  }
+
+  /** The resent views of a job that waited for them have come. */
+  #viewsCame(token, method, timeout, resent) {
+    const params = this.#native.params(token, resent);
+    if (params === null) {
+      // The caller sent every view its call holds, so this cannot happen; never answer null.
+      this.#freed(this.#native.lost(token, "corepool: the serving thread could not reach the call's shared memory"));
+    } else this.#run(token, method, params, timeout);
+    this.#checkIdle();
+  }
+
+  /** A job waiting for views whose caller is gone: it completes, its outcome is dropped. */
+  #orphaned(token) {
+    this.#freed(this.#native.complete(token, null));
+    this.#checkIdle();
+  }
+
+  #run(token, method, params, timeout) {
+    const context = new CallContext();
+    const run = new Running(context);
+    this.#running.set(token, run);
+    if (timeout > 0) {
+      run.timer = setLongTimeout(() => {
+        run.timer = null;
+        this.#native.stop(token);
+        context.abort(abortError('The call ran longer than its timeout', 'TimeoutError'));
+      }, timeout);
+    }
+    params.push(context);
+    let result;
+    try {
+      result = this.#table.get(method).apply(this.#handlers, params);
+      // Reading `then` runs user code (a getter, a Proxy trap): inside the try.
+      if (result === null || (typeof result !== 'object' && typeof result !== 'function') || typeof result.then !== 'function') {
+        this.#finish(token, true, result);
+        return;
+      }
+    } catch (e) {
+      this.#finish(token, false, e);
+      return;
+    }
+    // Adopted by a promise of our own: a thenable whose `then` throws or misbehaves settles
+    // it once, as a rejection, and nothing is left unhandled.
+    new Promise((resolve) => resolve(result)).then(
+      (v) => this.#finish(token, true, v),
+      (e) => this.#finish(token, false, e),
+    );
+  }
+
+  /** Hands a handler's outcome to the native side. Never throws: it runs in promise reactions. */
+  #finish(token, ok, value) {
+    const run = this.#running.get(token);
+    if (run === undefined) return;
+    this.#running.delete(token);
+    if (run.timer !== null) run.timer.clear();
+    let more = false;
+    try {
+      if (ok) more = this.#native.complete(token, value);
+      else {
+        const [message, data] = errorParts(value);
+        more = this.#native.fail(token, message, data);
+      }
+    } catch (e) {
+      // Not expected (the native side turns bad values into errors): settle it all the same.
+      try {
+        more = this.#native.fail(token, `corepool: the handler's outcome could not be read: ${errorText(e)}`, {});
+      } catch {
+        // The environment is going away: its departure settles the call (ServerGone).
+      }
+    }
+    this.#freed(more);
+    if (this.#onIdle !== null && !this.#draining) this.#checkIdle();
+  }
+
+  #checkIdle() {
+    if (this.#onIdle === null || this.#native.busy !== 0) return;
+    const resolve = this.#onIdle;
+    this.#onIdle = null;
+    this.#native.depart();
+    this.#native.unref();
+    resolve();
+  }
+}
+
+/**
+ * A thrown value → CommandFailed message and data (`name` and own enumerable fields). Total: a
+ * getter or Proxy trap that throws while it is read leaves that part out; keys are defined, so a
+ * `__proto__` field stays a field.
+ */
+function errorParts(e) {
+  if (e === null || (typeof e !== 'object' && typeof e !== 'function')) {
+    return [safely(() => String(e), 'a value that cannot be described'), safely(() => ({ value: e }), {})];
+  }
+  const name = safely(() => (typeof e.name === 'string' ? e.name : 'Error'), 'Error');
+  const message = safely(() => (typeof e.message === 'string' ? e.message : String(e)), 'an exception that cannot be described');
+  const data = { name };
+  for (const key of safely(() => Object.keys(e), [])) {
+    if (key === 'name') continue;
+    safely(() => Object.defineProperty(data, key, { value: e[key], enumerable: true, writable: true, configurable: true }));
+  }
+  return [message, data];
+}
+
+/** `f()`, or `fallback` when it throws. */
+function safely(f, fallback) {
+  try {
+    return f();
+  } catch {
+    return fallback;
+  }
+}
+
+/** Node's timers hold at most 2^31 − 1 ms (longer ones fire after 1 ms): re-arms until `ms` passed. */
+const LONGEST_TIMER = 2 ** 31 - 1;
+
+/** An unref'd timer of any length; `clear()` cancels it. */
+function setLongTimeout(fn, ms) {
+  const until = performance.now() + ms;
+  const handle = {
+    timer: null,
+    clear() {
+      clearTimeout(handle.timer);
+    },
+  };
+  const arm = () => {
+    const left = until - performance.now();
+    handle.timer = left > LONGEST_TIMER ? setTimeout(arm, LONGEST_TIMER) : setTimeout(fn, Math.max(left, 0));
+    handle.timer.unref();
+  };
+  arm();
+  return handle;
+}
+
+module.exports = { Server };

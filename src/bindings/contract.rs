@@ -1,0 +1,94 @@
+//! The contract between the JavaScript side (`lib/`) and this addon: every name, code, flag and
+//! limit both sides use is defined once, in Rust, and handed to JavaScript at load
+//! ([`contract`]). `lib/` holds none of these numbers itself.
+//!
+//! The flat arrays that cross the boundary are documented where they are built: the settle
+//! batch in `channel.rs` (`Channel::new`), the serving thread's job batch in `serve.rs`
+//! (`batch_to_js`).
+
+use crate::pool::{Strategy, MAX_NICE_INCREMENT, MAX_THREADS};
+use crate::rpc::ErrorCode;
+use napi_derive::napi;
+
+/// `flags` bit of the hot call function: the call carries an AbortSignal (keep its control).
+pub(crate) const CALL_CANCELLABLE: u32 = 1;
+/// `flags` bit of the hot call function: `params` is the JSON text of the params array.
+pub(crate) const CALL_JSON_PARAMS: u32 = 2;
+/// Settle code of a result handed over as JSON text (code 0: the value itself).
+pub(crate) const RESULT_AS_JSON: i32 = 1;
+/// Params or results of at least this many plain JSON values travel as JSON text, which costs
+/// far less than building them value by value through Node-API. The rule that counts them is
+/// `json_size` (`channel.rs`) here and `plainJsonSize` (`lib/params.js`) in JavaScript: values
+/// JSON text carries unchanged (finite numbers but -0, strings, booleans, null, plain arrays and
+/// objects, nesting under JSON_MAX_DEPTH levels); anything else counts as "not plain".
+pub(crate) const JSON_MIN_VALUES: usize = 32;
+/// Values nested this deep or deeper are not "plain" for that rule (the JSON text path is
+/// for ordinary data; deep values take the value path, which reports cycles precisely).
+pub(crate) const JSON_MAX_DEPTH: usize = 64;
+/// `NativeServer#rest()` answers: the thread may sleep (wake-ups are on again).
+pub(crate) const REST_IDLE: u32 = 0;
+/// `NativeServer#rest()` answers: come back after the event loop has had a turn.
+pub(crate) const REST_LATER: u32 = 2;
+
+#[napi(object)]
+pub struct ErrorCodeInfo {
+    pub name: String,
+    pub code: i32,
+}
+
+#[napi(object)]
+pub struct CallFlags {
+    pub cancellable: u32,
+    pub json_params: u32,
+}
+
+#[napi(object)]
+pub struct RestCodes {
+    pub idle: u32,
+    pub later: u32,
+}
+
+#[napi(object)]
+pub struct Contract {
+    /// The error table (`src/rpc/error.rs`), for `RpcError.codes`.
+    pub error_codes: Vec<ErrorCodeInfo>,
+    /// The `strategy` option's names.
+    pub strategies: Vec<String>,
+    /// Most threads a pool may have.
+    pub max_threads: u32,
+    /// Largest `niceIncrement`.
+    pub max_nice_increment: u32,
+    pub call_flags: CallFlags,
+    pub result_as_json: i32,
+    pub json_min_values: u32,
+    pub json_max_depth: u32,
+    pub rest: RestCodes,
+}
+
+/// The contract, once per environment at load.
+#[napi]
+pub fn contract() -> Contract {
+    Contract {
+        error_codes: ErrorCode::ALL
+            .iter()
+            .map(|c| ErrorCodeInfo {
+                name: c.name().to_string(),
+                code: c.code(),
+            })
+            .collect(),
+        strategies: Strategy::ALL.iter().map(|s| s.name().to_string()).collect(),
+        max_threads: MAX_THREADS as u32,
+        max_nice_increment: MAX_NICE_INCREMENT,
+        call_flags: CallFlags {
+            cancellable: CALL_CANCELLABLE,
+            json_params: CALL_JSON_PARAMS,
+        },
+        result_as_json: RESULT_AS_JSON,
+        json_min_values: JSON_MIN_VALUES as u32,
+        json_max_depth: JSON_MAX_DEPTH as u32,
+        rest: RestCodes {
+            idle: REST_IDLE,
+            later: REST_LATER,
+        },
+    }
+}
