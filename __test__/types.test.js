@@ -24,3 +24,10 @@ test('the README documents every export', () => {
   const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
   for (const name of declared) expect([name, readme.includes(`\`${name}`)]).toEqual([name, true]);
 });
+
+test("index.d.ts's Strategy names are the native contract's", () => {
+  const { contract } = require('../lib/native.js');
+  const union = dts.match(/^export type Strategy = (.*);$/m)[1];
+  const names = [...union.matchAll(/'(\w+)'/g)].map((m) => m[1]);
+  expect(names).toEqual(contract.strategies);
+});
