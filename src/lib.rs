@@ -4,6 +4,7 @@
 //! `bindings` is the only module that speaks Node-API.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod bindings;
 pub mod commands;

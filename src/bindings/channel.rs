@@ -19,6 +19,7 @@
 
 use super::contract::{JSON_MAX_DEPTH, JSON_MIN_VALUES, RESULT_AS_JSON};
 use super::convert::{text_to_js, to_js, Converted};
+use super::tsfn::{self, Tsfn};
 use crate::pool::{Control, Deliver, Origin};
 use crate::rpc::text::too_long_for_js;
 use crate::rpc::{ErrorCode, JsText, Outcome, RpcError, Value};
@@ -41,16 +42,12 @@ pub(crate) struct Inbox {
     /// `(call, to, token)`: send call's views to serving environment `to` for job `token`.
     resends: SegQueue<(u64, u64, u64)>,
     wake_pending: AtomicBool,
-    tsfn: AtomicTsfn,
+    tsfn: Tsfn,
     /// Calls submitted from this environment and not yet settled (touched on its JS thread only).
     inflight: AtomicUsize,
     /// Controls of calls that carry an AbortSignal, by call id (JS thread only).
     pub(crate) cancellable: Mutex<HashMap<u64, Arc<Control>>>,
 }
-
-/// A raw threadsafe-function handle, shareable across threads (Node-API allows calling it from
-/// any thread; ref/unref only from the JS thread, which is where we do them).
-struct AtomicTsfn(std::sync::atomic::AtomicPtr<sys::napi_threadsafe_function__>);
 
 struct InboxSink(Arc<Inbox>);
 
@@ -85,15 +82,8 @@ impl Inbox {
     /// from the environment's JS thread.
     unsafe fn wake(&self) {
         if !self.wake_pending.swap(true, Ordering::AcqRel) {
-            let tsfn = self.tsfn.0.load(Ordering::Acquire);
-            // SAFETY: live by this function's contract; callable from any thread.
-            unsafe {
-                sys::napi_call_threadsafe_function(
-                    tsfn,
-                    ptr::null_mut(),
-                    sys::ThreadsafeFunctionCallMode::nonblocking,
-                )
-            };
+            // SAFETY: live by this function's contract.
+            unsafe { self.tsfn.call() };
         }
     }
 }
@@ -120,43 +110,29 @@ impl Channel {
             queue: SegQueue::new(),
             resends: SegQueue::new(),
             wake_pending: AtomicBool::new(false),
-            tsfn: AtomicTsfn(std::sync::atomic::AtomicPtr::new(ptr::null_mut())),
+            tsfn: Tsfn::unset(),
             inflight: AtomicUsize::new(0),
             cancellable: Mutex::new(HashMap::new()),
         });
-        let mut name = ptr::null_mut();
-        let mut tsfn = ptr::null_mut();
-        let context = Arc::into_raw(inbox.clone()) as *mut c_void;
-        // SAFETY: we are in a Node-API callback on this env's JS thread; `settle` is a value of
-        // this env (Node-API checks it is a function); `context` is a leaked Arc<Inbox> that
-        // `finalize_inbox` reclaims exactly once when Node finalizes the threadsafe function.
-        let status = unsafe {
-            sys::napi_create_string_utf8(raw_env, c"corepool".as_ptr(), 8, &mut name);
-            sys::napi_create_threadsafe_function(
+        // SAFETY: a Node-API callback on this env's JS thread; `settle` is a value of this env
+        // (Node-API checks it is a function); `call_js` reads its context as an Inbox. It starts
+        // unref'd: an idle pool never keeps Node alive.
+        let made = unsafe {
+            inbox.tsfn.create(
                 raw_env,
                 settle.raw(),
-                ptr::null_mut(),
-                name,
-                0,
-                1,
-                context,
-                Some(finalize_inbox),
-                context,
-                Some(call_js),
-                &mut tsfn,
+                c"corepool",
+                inbox.clone(),
+                call_js,
+                false,
             )
         };
-        if status != sys::Status::napi_ok {
-            // SAFETY: creation failed, so Node will never call finalize: reclaim the Arc here.
-            drop(unsafe { Arc::from_raw(context as *const Inbox) });
+        if !made {
             return Err(Error::new(
                 Status::InvalidArg,
                 "corepool: Channel needs a settle function",
             ));
         }
-        // SAFETY: tsfn was just created on this env's JS thread.
-        unsafe { sys::napi_unref_threadsafe_function(raw_env, tsfn) };
-        inbox.tsfn.0.store(tsfn, Ordering::Release);
 
         let origin = Arc::new(Origin::new(InboxSink(inbox.clone())));
         let hook_data = Arc::into_raw(origin.clone()) as *mut c_void;
@@ -200,10 +176,8 @@ impl Inbox {
     /// Must run on the JS thread of `env`, the environment that owns this inbox.
     pub(crate) unsafe fn track(&self, env: sys::napi_env) {
         if self.inflight.fetch_add(1, Ordering::Relaxed) == 0 {
-            let tsfn = self.tsfn.0.load(Ordering::Acquire);
-            // SAFETY: JS thread of the owning env (caller contract); tsfn is live while the env
-            // is (Node finalizes it only at env teardown).
-            unsafe { sys::napi_ref_threadsafe_function(env, tsfn) };
+            // SAFETY: JS thread of the owning env (caller contract).
+            unsafe { self.tsfn.keep_alive(env, true) };
         }
     }
 }
@@ -212,11 +186,6 @@ unsafe extern "C" fn retire_origin(data: *mut c_void) {
     // SAFETY: `data` is the Arc<Origin> leaked in `Channel::new`, reclaimed only here.
     let origin = unsafe { Arc::from_raw(data as *const Origin) };
     origin.retire();
-}
-
-unsafe extern "C" fn finalize_inbox(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
-    // SAFETY: `data` is the Arc<Inbox> leaked in `Channel::new`; Node finalizes once.
-    drop(unsafe { Arc::from_raw(data as *const Inbox) });
 }
 
 unsafe extern "C" fn call_js(
@@ -228,9 +197,8 @@ unsafe extern "C" fn call_js(
     if env.is_null() || settle.is_null() {
         return; // the threadsafe function is being torn down
     }
-    // SAFETY: `context` is the Arc<Inbox> owned by the threadsafe function, alive until its
-    // finalizer, which cannot run during this callback.
-    let inbox = unsafe { &*(context as *const Inbox) };
+    // SAFETY: the channel's threadsafe function was created with an Arc<Inbox>.
+    let inbox: &Inbox = unsafe { tsfn::context(context) };
     inbox.wake_pending.swap(false, Ordering::AcqRel);
     if !inbox.resends.is_empty() {
         // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
@@ -262,9 +230,8 @@ unsafe extern "C" fn call_js(
     // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
     unsafe { hand_to_js(env, settle, settled) };
     if inbox.inflight.fetch_sub(n, Ordering::Relaxed) == n {
-        let tsfn = inbox.tsfn.0.load(Ordering::Acquire);
-        // SAFETY: JS thread of the env that owns tsfn.
-        unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
+        // SAFETY: JS thread of the env that owns the function.
+        unsafe { inbox.tsfn.keep_alive(env, false) };
     }
 }
 

@@ -7,6 +7,7 @@ pub mod convert;
 pub mod pool;
 pub mod serve;
 pub mod shm;
+pub(crate) mod tsfn;
 
 use napi::sys;
 

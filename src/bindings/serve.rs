@@ -24,6 +24,7 @@
 
 use super::contract::{REST_IDLE, REST_LATER};
 use super::convert::{self, Converted, FromJs};
+use super::tsfn::{self, Tsfn};
 use crate::pool::{Params, Pool, Rest, Server, Wake};
 use crate::rpc::{CancelReason, ErrorCode, Map, RpcError, Value};
 use crate::shm::SharedView;
@@ -34,7 +35,6 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -101,22 +101,15 @@ pub(crate) unsafe fn publish(env: sys::napi_env, to: u64, token: u64, views: &[s
     }
 }
 
-/// A threadsafe function pointer, callable from any thread.
-struct TsfnWake(AtomicPtr<sys::napi_threadsafe_function__>);
+/// A server's threadsafe function, as the core's [`Wake`].
+struct Waker(Arc<Tsfn>);
 
-impl Wake for Arc<TsfnWake> {
+impl Wake for Waker {
     fn wake(&self) {
-        let tsfn = self.0.load(Ordering::Acquire);
         // SAFETY: the core calls `wake` only before `Pool::depart` returns (see
         // `pool::server`), and `depart` runs in the env cleanup hook, before Node finalizes the
-        // threadsafe function; `tsfn` is set before the server is registered.
-        unsafe {
-            sys::napi_call_threadsafe_function(
-                tsfn,
-                ptr::null_mut(),
-                sys::ThreadsafeFunctionCallMode::nonblocking,
-            )
-        };
+        // threadsafe function; it is created before the server is registered.
+        unsafe { self.0.call() };
     }
 }
 
@@ -133,7 +126,7 @@ type Slot = OnceLock<Arc<ServerCtx>>;
 #[napi]
 pub struct NativeServer {
     ctx: Arc<ServerCtx>,
-    tsfn: sys::napi_threadsafe_function,
+    tsfn: Arc<Tsfn>,
 }
 
 /// Starts serving `methods` in this environment; `on_jobs(batch)` receives each batch (see
@@ -148,37 +141,27 @@ pub(crate) fn start(
 ) -> Result<NativeServer> {
     let raw_env = env.raw();
     let slot: Arc<Slot> = Arc::new(OnceLock::new());
-    let context = Arc::into_raw(slot.clone()) as *mut c_void;
-    let mut name = ptr::null_mut();
-    let mut tsfn = ptr::null_mut();
+    let tsfn = Arc::new(Tsfn::unset());
     // SAFETY: a Node-API callback on this env's JS thread; `on_jobs` is a value of this env
-    // (Node-API checks it is a function); `context` is a leaked Arc<Slot> reclaimed exactly
-    // once by `finalize_slot` when Node finalizes the threadsafe function.
-    let status = unsafe {
-        sys::napi_create_string_utf8(raw_env, c"corepool-serve".as_ptr(), 14, &mut name);
-        sys::napi_create_threadsafe_function(
+    // (Node-API checks it is a function); `call_js` reads its context as a Slot. Serving keeps
+    // the thread alive by default, like a listening socket.
+    let made = unsafe {
+        tsfn.create(
             raw_env,
             on_jobs.raw(),
-            ptr::null_mut(),
-            name,
-            0,
-            1,
-            context,
-            Some(finalize_slot),
-            context,
-            Some(call_js),
-            &mut tsfn,
+            c"corepool-serve",
+            slot.clone(),
+            call_js,
+            true,
         )
     };
-    if status != sys::Status::napi_ok {
-        // SAFETY: creation failed, so Node never calls finalize: reclaim the Arc here.
-        drop(unsafe { Arc::from_raw(context as *const Slot) });
+    if !made {
         return Err(Error::new(
             Status::InvalidArg,
             "corepool: serve needs a jobs callback",
         ));
     }
-    let waker = Arc::new(TsfnWake(AtomicPtr::new(tsfn)));
+    let waker = Waker(tsfn.clone());
     let concurrency = if concurrency.is_finite() {
         concurrency.max(1.0) as usize
     } else {
@@ -188,13 +171,8 @@ pub(crate) fn start(
     let server = match pool.serve(methods, tag, tag, concurrency, waker) {
         Ok(server) => server,
         Err(e) => {
-            // SAFETY: tsfn was created above on this thread and is not shared with the core.
-            unsafe {
-                sys::napi_release_threadsafe_function(
-                    tsfn,
-                    sys::ThreadsafeFunctionReleaseMode::release,
-                )
-            };
+            // SAFETY: the core refused the server, so nothing will call the function.
+            unsafe { tsfn.release() };
             let why = match e {
                 crate::pool::ServeError::Native(name) => format!(
                     "corepool: {name:?} is a native command; a method is served natively or by \
@@ -228,11 +206,6 @@ unsafe extern "C" fn depart_hook(data: *mut c_void) {
     ctx.pool.depart(&ctx.server);
 }
 
-unsafe extern "C" fn finalize_slot(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
-    // SAFETY: `data` is the Arc<Slot> leaked in `start`; Node finalizes once.
-    drop(unsafe { Arc::from_raw(data as *const Slot) });
-}
-
 unsafe extern "C" fn call_js(
     env: sys::napi_env,
     on_jobs: sys::napi_value,
@@ -242,9 +215,8 @@ unsafe extern "C" fn call_js(
     if env.is_null() || on_jobs.is_null() {
         return; // being torn down
     }
-    // SAFETY: `context` is the Arc<Slot> owned by the threadsafe function, alive until its
-    // finalizer, which cannot run during this callback.
-    let slot = unsafe { &*(context as *const Slot) };
+    // SAFETY: a server's threadsafe function is created with an Arc<Slot>.
+    let slot: &Slot = unsafe { tsfn::context(context) };
     let Some(ctx) = slot.get() else { return };
     // Handed over even when empty (all tombstones): a closing server checks whether it is idle.
     let batch = ctx.pool.take(&ctx.server);
@@ -583,14 +555,14 @@ impl NativeServer {
     /// Keeps this thread's event loop alive while serving (the default).
     #[napi(js_name = "ref", catch_unwind)]
     pub fn ref_(&self, env: Env) {
-        // SAFETY: JS thread of the env that created tsfn; it lives until env teardown.
-        unsafe { sys::napi_ref_threadsafe_function(env.raw(), self.tsfn) };
+        // SAFETY: JS thread of the env that created the function.
+        unsafe { self.tsfn.keep_alive(env.raw(), true) };
     }
 
     /// Lets this thread exit while serving if nothing else keeps it alive.
     #[napi(catch_unwind)]
     pub fn unref(&self, env: Env) {
         // SAFETY: as for `ref_`.
-        unsafe { sys::napi_unref_threadsafe_function(env.raw(), self.tsfn) };
+        unsafe { self.tsfn.keep_alive(env.raw(), false) };
     }
 }

@@ -380,9 +380,10 @@ impl FromJs {
                     "reading its length"
                 );
                 let mut n = f64::NAN;
-                if unsafe { sys::napi_get_value_double(env, length, &mut n) }
-                    != sys::Status::napi_ok
-                {
+                // SAFETY: live env on its JS thread (caller contract); `length` is a value of
+                // it; a non-number answers napi_number_expected.
+                let read = unsafe { sys::napi_get_value_double(env, length, &mut n) };
+                if read != sys::Status::napi_ok {
                     return Err(format!(
                         "{} is a Proxy of an array whose length is not a number",
                         place(path)
