@@ -12,6 +12,8 @@ const { types } = require('node:util'); // realm-proof type checks, unlike insta
 const { invalidParams, describe } = require('../errors.js');
 
 const WAIT_SLICE_MS = 10;
+/** Longer than any wait slice, and within a Node timer's range (2^31 − 1 ms). */
+const KEEP_ALIVE_MS = 2 ** 31 - 1;
 
 function checkTimeout(what, timeoutMs) {
   if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0)) {
@@ -44,7 +46,9 @@ async function waitSliceAsync(array, index, value, until) {
   const slice = Math.min(left, WAIT_SLICE_MS);
   const r = Atomics.waitAsync(array, index, value, slice);
   if (r.async) {
-    const alive = until === Infinity ? null : setTimeout(noop, slice + 1);
+    // Held until the wait has resolved, however late V8's timeout task runs: a timer that
+    // expired first would let a loaded process exit before the wait comes back.
+    const alive = until === Infinity ? null : setTimeout(noop, KEEP_ALIVE_MS);
     await r.value;
     if (alive !== null) clearTimeout(alive);
   }
