@@ -25,6 +25,7 @@
 //! views into SharedArrayBuffers safe is in `origin.rs`; the worker loop is in `worker.rs`; JS
 //! servers, their queues and their departure are in `server.rs`.
 
+mod idle;
 pub mod job;
 pub mod origin;
 pub mod server;

@@ -64,10 +64,10 @@
 //! ([`Pool::resend`] → [`super::Deliver::resend`]). The native side never dereferences a view
 //! of a served job: the serving thread's own SharedArrayBuffer objects keep the memory alive.
 
+use super::idle::{idle_pause, IDLE_SPIN};
 use super::job::{Control, Job, Params, Reply, Work, DONE, QUEUED, RUNNING};
 use super::origin::Origin;
 use super::timeout;
-use super::worker::{idle_pause, IDLE_SPIN};
 use super::Shared;
 use crate::rpc::{CancelReason, ErrorCode, Outcome, RpcError, Value};
 use std::collections::{HashMap, VecDeque};

@@ -13,6 +13,7 @@
 //! the worker sees the job or the submitter sees the flag. `park` keeps a token, so an unpark
 //! that lands just before the park is not lost either.
 
+use super::idle::{idle_pause, IDLE_SPIN};
 use super::job::{Job, Work, DONE, QUEUED};
 use super::timeout;
 use super::Shared;
@@ -22,23 +23,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
-use std::time::{Duration, Instant};
-
-/// How long an idle thread of the pool (a native worker, or a JavaScript thread serving
-/// methods) polls its queue before it sleeps: a caller that submits again within this window (a
-/// burst, or a sequential caller's next call) costs no wake-up, neither its system call nor its
-/// latency. Polling yields the CPU between rounds ([`idle_pause`]), so it does not starve the
-/// threads that have work.
-pub(crate) const IDLE_SPIN: Duration = Duration::from_micros(50);
-
-/// One round of idle polling: a few pause hints, then the rest of the time slice to any thread
-/// that wants the core.
-pub(crate) fn idle_pause() {
-    for _ in 0..32 {
-        std::hint::spin_loop();
-    }
-    thread::yield_now();
-}
+use std::time::Instant;
 
 pub(crate) struct Worker {
     pub(crate) queue: SegQueue<Job>,
