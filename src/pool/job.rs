@@ -1,16 +1,16 @@
 //! A job: one call on its way through the pool, and what happens to its outcome.
 //!
-//! States of a job's [`Control`] (one `AtomicU8`):
+//! States of a job's [`Control`] (one private `AtomicU8`; each arrow is one named method):
 //! ```text
-//!   WAITING ──admit──► QUEUED ──worker pops──► RUNNING ──► DONE
+//!   WAITING ──admit──► QUEUED ──start──► RUNNING ──finish / try_finish──► DONE
 //!      │                  │
-//!      └──── cancel ──────┴──────────────────────────────► DONE
+//!      └─withdraw_waiting─┴─withdraw_queued─────────────────────────────► DONE
 //! ```
-//! Every transition out of WAITING or QUEUED is a compare-exchange, so exactly one thread (the
-//! admitting thread, the worker, or a canceller) owns each step; the one that moves a job to DONE
-//! (or to RUNNING, which later ends in DONE) is the one that settles it. That is why every
-//! accepted call settles exactly once. A cancel that finds the job RUNNING only sets the cancel
-//! reason; the command sees it through `Context::check` and the worker settles.
+//! Every move out of WAITING or QUEUED is a compare-exchange, so exactly one thread (the
+//! admitting thread, the worker or server, or a canceller) owns each step; the one that moves a
+//! job to DONE (or to RUNNING, which later ends in DONE) is the one that settles it. That is why
+//! every accepted call settles exactly once. A cancel that finds the job RUNNING only sets the
+//! cancel reason; the command sees it through `Context::check` and the worker settles.
 //!
 //! The params live in the [`Control`], not in the queued `Job`: the thread that moves the job out
 //! of WAITING or QUEUED for good (to RUNNING: it gets them; to DONE: they are dropped there and
@@ -18,12 +18,11 @@
 //! once, although its tombstone stays in a queue until a worker or server pops it.
 //!
 //! A job for a JavaScript-served method (see `server.rs`) follows the same states; there the
-//! RUNNING → DONE step is a compare-exchange too, because three parties may race for it: the
-//! serving thread completing the handler, a stop (abort, timeout, destroy) that settles at once,
-//! and the serving thread's departure.
+//! RUNNING → DONE step is a compare-exchange too ([`Control::try_finish`]), because three
+//! parties may race for it: the serving thread completing the handler, a stop (abort, timeout,
+//! destroy) that settles at once, and the serving thread's departure.
 
 use super::origin::Origin;
-use super::server::Server;
 use crate::rpc::text::too_long_for_js;
 use crate::rpc::{
     envelope, json, CancelReason, Command, ErrorCode, JsText, Outcome, RpcError, Value,
@@ -33,47 +32,67 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-pub const WAITING: u8 = 0;
-pub const QUEUED: u8 = 1;
-pub const RUNNING: u8 = 2;
-pub const DONE: u8 = 3;
+const WAITING: u8 = 0;
+const QUEUED: u8 = 1;
+const RUNNING: u8 = 2;
+const DONE: u8 = 3;
 
-/// The shared, cancellable part of a job.
+/// The shared, cancellable part of a job: its state word (private; every move is a named
+/// method below), its cancel reason, where it is, and its params until it leaves the queues.
 pub struct Control {
     state: AtomicU8,
-    pub(crate) cancel: AtomicU8,
+    cancel: AtomicU8,
     /// The worker whose queue holds the job; written before the job becomes QUEUED.
     /// `usize::MAX` for a job of a JavaScript-served method (no worker counts it).
-    pub(crate) worker: AtomicUsize,
-    /// For a served job: the server running it and the job's token, written by the serving
-    /// thread before the job becomes RUNNING, so a canceller that sees RUNNING finds it.
-    pub(crate) running_on: OnceLock<(Weak<Server>, u64)>,
+    worker: AtomicUsize,
+    /// For a served job: what runs it and the job's token, written by the serving thread before
+    /// the job becomes RUNNING, so a canceller that sees RUNNING finds it.
+    runner: OnceLock<(Weak<dyn Runner>, u64)>,
     /// The params until the job leaves WAITING/QUEUED for good (see the module doc).
     params: UnsafeCell<Option<Params>>,
 }
 
 // SAFETY: every field but `params` is Sync. `params` is written once before the Control is
 // shared, then touched only by the thread whose compare-exchange moved the job out of WAITING or
-// QUEUED into RUNNING or DONE (`start`, `transition`). The state never goes back, so exactly one
+// QUEUED into RUNNING or DONE (`start`, `leave`). The state never goes back, so exactly one
 // thread ever wins such a move, and its successful AcqRel compare-exchange orders its access
 // after the write made at creation. `Drop` has `&mut self`. Params are Send (views into shared
 // memory are Send by `SharedView`'s contract).
 unsafe impl Sync for Control {}
 
+/// What runs a served job once it is RUNNING (its server, see `server.rs`). A canceller that
+/// finds the job RUNNING asks it to stop. A trait, so that jobs need not know the servers.
+pub(crate) trait Runner: Send + Sync {
+    /// Ends running job `token` now (RUNNING → DONE) if it still runs, and tells its handler to
+    /// stop. `Some`: this call ended it, and the caller settles it.
+    fn stop(&self, token: u64) -> Option<Stopped>;
+}
+
+/// A running served job that a stop ended: what settling it takes.
+pub(crate) struct Stopped {
+    pub(crate) reply: Reply,
+    pub(crate) origin: Arc<Origin>,
+    pub(crate) reason: Option<CancelReason>,
+}
+
+impl Stopped {
+    /// Settles the call with its stop reason (Aborted if none was recorded).
+    pub(crate) fn settle(self) {
+        let e = self.reason.unwrap_or(CancelReason::Aborted).error();
+        self.reply.finish(Err(e), &self.origin);
+    }
+}
+
 impl Control {
-    pub(crate) fn new(state: u8, params: Params) -> Arc<Control> {
+    /// A new job's control, in QUEUED (not shared yet: see [`Control::park`]).
+    pub(crate) fn new(params: Params) -> Arc<Control> {
         Arc::new(Control {
-            state: AtomicU8::new(state),
+            state: AtomicU8::new(QUEUED),
             cancel: AtomicU8::new(0),
             worker: AtomicUsize::new(usize::MAX),
-            running_on: OnceLock::new(),
+            runner: OnceLock::new(),
             params: UnsafeCell::new(Some(params)),
         })
-    }
-
-    /// The job's state now (a snapshot).
-    pub(crate) fn state(&self) -> u8 {
-        self.state.load(Ordering::Acquire)
     }
 
     /// Records why the job must stop; the first reason wins.
@@ -88,15 +107,66 @@ impl Control {
         CancelReason::from_u8(self.cancel.load(Ordering::Acquire))
     }
 
-    /// Moves the job from `from` to `to`; true if this thread made the move. A move from WAITING
-    /// or QUEUED to DONE drops the params (the job will never run).
-    pub(crate) fn transition(&self, from: u8, to: u8) -> bool {
-        debug_assert!(to != RUNNING, "start() moves a job to RUNNING");
+    /// The word a running command polls (`Context::check`) for the cancel reason.
+    pub(crate) fn cancel_flag(&self) -> &AtomicU8 {
+        &self.cancel
+    }
+
+    /// Records the worker whose queue the job goes to; before it can be seen QUEUED there.
+    pub(crate) fn set_worker(&self, w: usize) {
+        self.worker.store(w, Ordering::Release);
+    }
+
+    /// The worker recorded by [`Control::set_worker`]; `None` for a served job.
+    pub(crate) fn worker(&self) -> Option<usize> {
+        let w = self.worker.load(Ordering::Acquire);
+        (w != usize::MAX).then_some(w)
+    }
+
+    /// Records what runs this served job (and its token there); before [`Control::start`].
+    pub(crate) fn set_runner(&self, runner: Weak<dyn Runner>, token: u64) {
+        let _ = self.runner.set((runner, token));
+    }
+
+    /// What runs this served job, if it has started and its runner still exists.
+    pub(crate) fn runner(&self) -> Option<(Arc<dyn Runner>, u64)> {
+        let (runner, token) = self.runner.get()?;
+        Some((runner.upgrade()?, *token))
+    }
+
+    /// A job about to wait for room (`onFull: 'wait'`) that was never shared yet: QUEUED →
+    /// WAITING, a plain store (the wait list publishes it under its lock).
+    pub(crate) fn park(&self) {
+        self.state.store(WAITING, Ordering::Release);
+    }
+
+    /// WAITING → QUEUED: the job got a `maxQueue` slot. False if a canceller withdrew it first.
+    pub(crate) fn admit(&self) -> bool {
+        self.state
+            .compare_exchange(WAITING, QUEUED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// WAITING → DONE: the job leaves the wait list unrun (cancelled, or the pool destroyed).
+    /// True if this thread made the move, and so settles it; its params are dropped now.
+    pub(crate) fn withdraw_waiting(&self) -> bool {
+        self.leave(WAITING)
+    }
+
+    /// QUEUED → DONE: the job leaves its queue unrun (cancelled, destroyed, no thread or server
+    /// left, its caller gone). True if this thread made the move, and so settles it (or drops
+    /// it, when nobody listens); its params are dropped now, its tombstone stays queued.
+    pub(crate) fn withdraw_queued(&self) -> bool {
+        self.leave(QUEUED)
+    }
+
+    /// Moves the job from `from` (WAITING or QUEUED) to DONE, dropping its params.
+    fn leave(&self, from: u8) -> bool {
         let moved = self
             .state
-            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(from, DONE, Ordering::AcqRel, Ordering::Acquire)
             .is_ok();
-        if moved && to == DONE && (from == WAITING || from == QUEUED) {
+        if moved {
             // SAFETY: this thread just moved the job out of WAITING/QUEUED for good (see the
             // `Sync` impl): nobody else touches the params now or later.
             drop(unsafe { (*self.params.get()).take() });
@@ -104,24 +174,33 @@ impl Control {
         moved
     }
 
+    /// True while the job is QUEUED (a snapshot: a canceller may withdraw it at any time, so
+    /// the answer only says the job was live, and a move out of QUEUED must still be won).
+    pub(crate) fn is_queued(&self) -> bool {
+        self.state.load(Ordering::Acquire) == QUEUED
+    }
+
     /// QUEUED → RUNNING: `Some(params)` when this thread made the move and must run the job.
     pub(crate) fn start(&self) -> Option<Params> {
         self.state
             .compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
             .ok()?;
-        // SAFETY: as in `transition`: this thread won the move out of QUEUED.
+        // SAFETY: as in `leave`: this thread won the move out of QUEUED.
         Some(unsafe { (*self.params.get()).take() }.unwrap_or(Params::Values(Vec::new())))
     }
 
-    /// A job that is RUNNING on this thread has finished (the worker's own job: nobody races
-    /// for a native job's RUNNING → DONE).
-    pub(crate) fn done(&self) {
+    /// RUNNING → DONE for a native job, by the worker that started it: nobody else moves a
+    /// native job out of RUNNING, so this is a plain store.
+    pub(crate) fn finish(&self) {
         self.state.store(DONE, Ordering::Release);
     }
 
-    /// Parks a job that was never shared yet in WAITING.
-    pub(crate) fn wait(&self) {
-        self.state.store(WAITING, Ordering::Release);
+    /// RUNNING → DONE for a served job, a compare-exchange: the handler's completion, a stop and
+    /// the server's departure race for it. True if this thread won, and so settles the call.
+    pub(crate) fn try_finish(&self) -> bool {
+        self.state
+            .compare_exchange(RUNNING, DONE, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// True when the params are gone (tests).

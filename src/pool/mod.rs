@@ -42,7 +42,7 @@ pub use stats::Percentiles;
 pub use strategy::Strategy;
 
 use crate::rpc::{envelope, json, ErrorCode, Outcome, Registry, RpcError, Value};
-use job::{CollectKind, Collector, Job, Reply, Work, DONE, QUEUED, WAITING};
+use job::{CollectKind, Collector, Job, Reply, Work};
 use server::Servers;
 use stats::Histogram;
 use std::collections::VecDeque;
@@ -408,7 +408,7 @@ impl Pool {
                 Some(d) if d.is_zero() => None,
                 Some(d) => Some(d),
             },
-            control: Control::new(QUEUED, params),
+            control: Control::new(params),
             origin: origin.clone(),
             reply,
             submitted: Instant::now(),
@@ -485,14 +485,14 @@ impl Pool {
             .drain(..)
             .collect();
         for job in waiting {
-            if job.control.transition(WAITING, DONE) {
+            if job.control.withdraw_waiting() {
                 s.waiting_len.fetch_sub(1, Ordering::AcqRel);
                 job.settle(Err(closed()));
             }
         }
         for (w, worker) in s.workers.iter().enumerate() {
             while let Some(job) = worker.queue.pop() {
-                if job.control.transition(QUEUED, DONE) {
+                if job.control.withdraw_queued() {
                     s.unqueue(w);
                     s.release_slot();
                     job.settle(Err(closed()));
@@ -599,7 +599,7 @@ impl Shared {
         }
         self.workers[w].queued.fetch_add(1, Ordering::AcqRel);
         self.queued.fetch_add(1, Ordering::AcqRel);
-        job.control.worker.store(w, Ordering::Release);
+        job.control.set_worker(w);
         w
     }
 
@@ -627,7 +627,7 @@ impl Shared {
     }
 
     fn park_waiting(&self, job: Job) {
-        job.control.wait();
+        job.control.park();
         let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
         waiting.push_back(job);
         self.waiting_len.fetch_add(1, Ordering::AcqRel);
@@ -652,7 +652,7 @@ impl Shared {
             if let Work::Served(_) = job.work {
                 // Counted as queued before it can be seen QUEUED (a canceller uncounts it).
                 self.queued.fetch_add(1, Ordering::AcqRel);
-                if !job.control.transition(WAITING, QUEUED) {
+                if !job.control.admit() {
                     drop(waiting);
                     self.queued.fetch_sub(1, Ordering::AcqRel);
                     self.admitted.fetch_sub(1, Ordering::AcqRel);
@@ -665,7 +665,7 @@ impl Shared {
             }
             let w = self.assign(&job);
             // A job cancelled while waiting was already counted out of waiting_len.
-            if !job.control.transition(WAITING, QUEUED) {
+            if !job.control.admit() {
                 drop(waiting);
                 self.unqueue(w);
                 self.admitted.fetch_sub(1, Ordering::AcqRel);
@@ -694,15 +694,14 @@ impl Shared {
     /// Takes a cancelled job out of WAITING or QUEUED; true if this thread did (and so must
     /// settle it).
     fn withdraw(&self, control: &Control) -> bool {
-        if control.transition(WAITING, DONE) {
+        if control.withdraw_waiting() {
             self.waiting_len.fetch_sub(1, Ordering::AcqRel);
             return true;
         }
-        if control.transition(QUEUED, DONE) {
+        if control.withdraw_queued() {
             // `assign` wrote the index before the job could become QUEUED; a served job has
             // none (its server uncounts the tombstone when it drains it).
-            let w = control.worker.load(Ordering::Acquire);
-            if w < self.workers.len() {
+            if let Some(w) = control.worker() {
                 self.workers[w].queued.fetch_sub(1, Ordering::AcqRel);
             }
             self.queued.fetch_sub(1, Ordering::AcqRel);

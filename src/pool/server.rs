@@ -65,14 +65,14 @@
 //! of a served job: the serving thread's own SharedArrayBuffer objects keep the memory alive.
 
 use super::idle::{idle_pause, IDLE_SPIN};
-use super::job::{Control, Job, Params, Reply, Work, DONE, QUEUED, RUNNING};
+use super::job::{Control, Job, Params, Reply, Runner, Stopped, Work};
 use super::origin::Origin;
 use super::timeout;
 use super::Shared;
 use crate::rpc::{CancelReason, ErrorCode, Outcome, RpcError, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
 
 /// Wakes a server's JavaScript thread so that it drains its queue (the bindings call a
@@ -243,6 +243,26 @@ impl Server {
         }
     }
 
+    /// Ends running job `token` now if it still runs (RUNNING → DONE), and tells its handler to
+    /// stop when `notify`. `Some`: this call ended it, and the caller settles it.
+    fn stop_running(&self, token: u64, notify: bool) -> Option<Stopped> {
+        let won = {
+            let mut running = lock(&self.running);
+            match running.get_mut(&token) {
+                Some(run) if run.control.try_finish() => run.reply.take().map(|reply| Stopped {
+                    reply,
+                    origin: run.origin.clone(),
+                    reason: run.control.reason(),
+                }),
+                _ => None,
+            }
+        };
+        if notify {
+            self.notify_stop(token);
+        }
+        won
+    }
+
     fn stats(&self, open: bool) -> ServerStats {
         ServerStats {
             id: self.id,
@@ -254,6 +274,12 @@ impl Server {
             completed: self.completed.load(Ordering::Relaxed),
             busy_ms: self.busy_ns.load(Ordering::Relaxed) as f64 / 1e6,
         }
+    }
+}
+
+impl Runner for Server {
+    fn stop(&self, token: u64) -> Option<Stopped> {
+        self.stop_running(token, true)
     }
 }
 
@@ -353,7 +379,7 @@ impl Shared {
             server.wake_locked(&mut inner);
             return;
         }
-        if job.control.transition(QUEUED, DONE) {
+        if job.control.withdraw_queued() {
             self.queued.fetch_sub(1, Ordering::AcqRel);
             self.release_slot();
             let e = if self.destroyed.load(Ordering::Acquire) {
@@ -368,31 +394,18 @@ impl Shared {
     /// Settles a running served job now with its stop reason (if it is still running), and
     /// tells its handler to stop when `notify`.
     fn stop_running(&self, server: &Server, token: u64, notify: bool) {
-        let won = {
-            let mut running = lock(&server.running);
-            match running.get_mut(&token) {
-                Some(run) if run.control.transition(RUNNING, DONE) => run
-                    .reply
-                    .take()
-                    .map(|reply| (reply, run.origin.clone(), run.control.reason())),
-                _ => None,
-            }
-        };
-        if notify {
-            server.notify_stop(token);
-        }
-        if let Some((reply, origin, reason)) = won {
-            let e = reason.unwrap_or(CancelReason::Aborted).error();
+        if let Some(stopped) = server.stop_running(token, notify) {
             self.failed.fetch_add(1, Ordering::Relaxed);
-            reply.finish(Err(e), &origin);
+            stopped.settle();
         }
     }
 
     /// A canceller found a served job RUNNING: settle it and tell its handler.
     pub(crate) fn cancel_running(&self, control: &Control) {
-        if let Some((server, token)) = control.running_on.get() {
-            if let Some(server) = server.upgrade() {
-                self.stop_running(&server, *token, true);
+        if let Some((runner, token)) = control.runner() {
+            if let Some(stopped) = runner.stop(token) {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                stopped.settle();
             }
         }
     }
@@ -417,7 +430,7 @@ impl Shared {
                 jobs
             };
             for job in jobs {
-                if job.control.transition(QUEUED, DONE) {
+                if job.control.withdraw_queued() {
                     self.queued.fetch_sub(1, Ordering::AcqRel);
                     self.release_slot();
                     job.settle(Err(closed()));
@@ -522,14 +535,14 @@ impl super::Pool {
         s.servers_mut().all.retain(|x| x.id != server.id);
         server.queued.fetch_sub(queued.len(), Ordering::AcqRel);
         for job in queued {
-            if job.control.state() == QUEUED {
+            if job.control.is_queued() {
                 s.place_served(job, None);
             }
         }
         let running: Vec<Running> = lock(&server.running).drain().map(|(_, r)| r).collect();
         for mut run in running {
             server.running_len.fetch_sub(1, Ordering::AcqRel);
-            if run.control.transition(RUNNING, DONE) {
+            if run.control.try_finish() {
                 if let Some(reply) = run.reply.take() {
                     let e = RpcError::new(
                         ErrorCode::ServerGone,
@@ -601,7 +614,7 @@ impl super::Pool {
                 let Some(job) = inner.queue.pop_front() else {
                     break;
                 };
-                if job.control.state() == QUEUED {
+                if job.control.is_queued() {
                     live += 1;
                 }
                 taken.push(job);
@@ -616,13 +629,13 @@ impl super::Pool {
         let now = Instant::now();
         for job in queue {
             server.queued.fetch_sub(1, Ordering::AcqRel);
-            let live = job.control.state() == QUEUED;
+            let live = job.control.is_queued();
             let destroyed = s.destroyed.load(Ordering::Acquire);
             if !live || job.origin.is_gone() || destroyed {
                 if job.announced {
                     forgotten.push(job.token);
                 }
-                if live && job.control.transition(QUEUED, DONE) {
+                if live && job.control.withdraw_queued() {
                     s.queued.fetch_sub(1, Ordering::AcqRel);
                     s.release_slot();
                     if destroyed {
@@ -647,7 +660,7 @@ impl super::Pool {
             let Work::Served(method) = work else {
                 unreachable!("servers hold served jobs only")
             };
-            // Visible in `running` (and through `running_on`) before it is RUNNING, so a
+            // Visible in `running` (and through its runner) before it is RUNNING, so a
             // canceller that sees RUNNING finds it.
             lock(&server.running).insert(
                 token,
@@ -659,7 +672,8 @@ impl super::Pool {
                     deadline: timeout::deadline(now, timeout),
                 },
             );
-            let _ = control.running_on.set((Arc::downgrade(server), token));
+            let runner: Weak<Server> = Arc::downgrade(server);
+            control.set_runner(runner, token);
             let Some(params) = control.start() else {
                 lock(&server.running).remove(&token);
                 continue;
@@ -721,7 +735,7 @@ impl super::Pool {
             return; // unknown token: already settled by departure
         };
         s.run_time.record(run.started.elapsed());
-        if !run.control.transition(RUNNING, DONE) {
+        if !run.control.try_finish() {
             return; // a stop settled it
         }
         let outcome = match run.control.reason() {

@@ -14,7 +14,7 @@
 //! that lands just before the park is not lost either.
 
 use super::idle::{idle_pause, IDLE_SPIN};
-use super::job::{Job, Work, DONE, QUEUED};
+use super::job::{Job, Work};
 use super::timeout;
 use super::Shared;
 use crate::rpc::{ErrorCode, RpcError, StopFlags};
@@ -162,7 +162,7 @@ impl Shared {
     /// Settles every job still queued on worker `w` with `error()`.
     pub(crate) fn settle_queue(&self, w: usize, error: impl Fn() -> RpcError) {
         while let Some(job) = self.workers[w].queue.pop() {
-            if job.control.transition(QUEUED, DONE) {
+            if job.control.withdraw_queued() {
                 self.unqueue(w);
                 self.release_slot();
                 job.settle(Err(error()));
@@ -217,7 +217,7 @@ fn execute(s: &Shared, index: usize, job: Job) {
     };
     if !origin.enter() {
         // The caller's JS environment is gone: nobody is listening, and its memory may be.
-        control.done();
+        control.finish();
         me.running.store(0, Ordering::Release);
         s.release_slot();
         return;
@@ -226,7 +226,7 @@ fn execute(s: &Shared, index: usize, job: Job) {
     s.wait_time
         .record(start.saturating_duration_since(submitted));
     let flags = StopFlags {
-        cancel: &control.cancel,
+        cancel: control.cancel_flag(),
         env_gone: origin.gone_flag(),
         destroyed: &s.destroyed,
     };
@@ -258,7 +258,7 @@ fn execute(s: &Shared, index: usize, job: Job) {
     me.busy_ns
         .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
     s.record(&outcome);
-    control.done();
+    control.finish();
     me.completed.fetch_add(1, Ordering::Relaxed);
     me.running.store(0, Ordering::Release);
     s.release_slot();
