@@ -251,37 +251,64 @@ impl From<Vec<Value>> for Params {
     }
 }
 
-/// What runs a job.
-#[derive(Clone)]
-pub enum Work {
-    /// A native command, on a worker thread.
-    Native(Arc<dyn Command>),
-    /// A method implemented in JavaScript, on a thread that serves it.
-    Served(Arc<str>),
-}
-
-pub struct Job {
-    pub(crate) work: Work,
-    pub(crate) timeout: Option<Duration>,
+/// What every job has, whichever kind: its control, where its outcome goes, and its timing.
+pub(crate) struct JobCore {
     pub(crate) control: Arc<Control>,
     pub(crate) origin: Arc<Origin>,
     pub(crate) reply: Reply,
     pub(crate) submitted: Instant,
-    /// Set for broadcast jobs: they must run on this worker.
-    pub(crate) pinned: Option<usize>,
-    /// Served jobs: a process-wide unique number naming the job to its server (0 for native).
-    pub(crate) token: u64,
-    /// Served jobs: the params hold views into SharedArrayBuffers, which the serving thread
-    /// needs as JS objects of its own (see `server.rs`).
-    pub(crate) views: bool,
-    /// Served jobs: the caller sent the views to the server the job was placed on.
-    pub(crate) announced: bool,
+    /// The limit on its running time (counted from its start), if any.
+    pub(crate) timeout: Option<Duration>,
 }
 
-impl Job {
+impl JobCore {
     /// Settles the job with `outcome` (the caller owns the job's final transition).
     pub(crate) fn settle(self, outcome: Outcome) {
         self.reply.finish(outcome, &self.origin);
+    }
+}
+
+/// A job of a native command, on a worker's queue (see `worker.rs`).
+pub(crate) struct NativeJob {
+    pub(crate) core: JobCore,
+    pub(crate) command: Arc<dyn Command>,
+    /// Set for broadcast jobs: they must run on this worker.
+    pub(crate) pinned: Option<usize>,
+}
+
+/// A job of a method implemented in JavaScript, on a server's queue (see `server.rs`).
+pub(crate) struct ServedJob {
+    pub(crate) core: JobCore,
+    pub(crate) method: Arc<str>,
+    /// A process-wide unique number naming the job to its server.
+    pub(crate) token: u64,
+    /// The params hold views into SharedArrayBuffers, which the serving thread needs as JS
+    /// objects of its own (see `server.rs`).
+    pub(crate) views: bool,
+    /// The caller sent the views to the server the job was placed on.
+    pub(crate) announced: bool,
+}
+
+/// A job of either kind: what the `onFull: 'wait'` list holds until the job is admitted.
+pub(crate) enum Job {
+    Native(NativeJob),
+    Served(ServedJob),
+}
+
+impl Job {
+    pub(crate) fn control(&self) -> &Control {
+        match self {
+            Job::Native(job) => &job.core.control,
+            Job::Served(job) => &job.core.control,
+        }
+    }
+
+    /// Settles the job with `outcome` (the caller owns the job's final transition).
+    pub(crate) fn settle(self, outcome: Outcome) {
+        match self {
+            Job::Native(job) => job.core.settle(outcome),
+            Job::Served(job) => job.core.settle(outcome),
+        }
     }
 }
 

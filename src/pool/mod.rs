@@ -42,7 +42,7 @@ pub use stats::Percentiles;
 pub use strategy::Strategy;
 
 use crate::rpc::{envelope, json, ErrorCode, Outcome, Registry, RpcError, Value};
-use job::{CollectKind, Collector, Job, Reply, Work};
+use job::{CollectKind, Collector, Job, JobCore, NativeJob, Reply, ServedJob};
 use server::Servers;
 use stats::Histogram;
 use std::collections::VecDeque;
@@ -376,15 +376,16 @@ impl Pool {
             reply.finish(Err(closed_error()), origin);
             return None;
         }
-        let (work, token, views) = match s.registry.get(method) {
-            Some(command) => (Work::Native(command.clone()), 0, false),
+        // The native command, or the served job's token and whether its params hold views.
+        let target = match s.registry.get(method) {
+            Some(command) => Ok(command.clone()),
             None if pinned.is_none() && s.is_served(method) => {
                 let token = s.next_token.fetch_add(1, Ordering::Relaxed);
                 let views = match &params {
                     Params::Values(values) => values.iter().any(server::has_view),
                     Params::Json(_) => false,
                 };
-                (Work::Served(method.into()), token, views)
+                Err((token, views))
             }
             None if s.is_served(method) => {
                 let e = RpcError::new(
@@ -401,8 +402,7 @@ impl Pool {
                 return None;
             }
         };
-        let job = Job {
-            work,
+        let core = JobCore {
             timeout: match timeout {
                 None => s.options.timeout,
                 Some(d) if d.is_zero() => None,
@@ -412,12 +412,22 @@ impl Pool {
             origin: origin.clone(),
             reply,
             submitted: Instant::now(),
-            pinned,
-            token,
-            views,
-            announced: false,
         };
-        let control = job.control.clone();
+        let control = core.control.clone();
+        let job = match target {
+            Ok(command) => Job::Native(NativeJob {
+                core,
+                command,
+                pinned,
+            }),
+            Err((token, views)) => Job::Served(ServedJob {
+                core,
+                method: method.into(),
+                token,
+                views,
+                announced: false,
+            }),
+        };
         if pinned.is_some() {
             s.reserve_slot_unbounded();
             s.place(job, None);
@@ -485,17 +495,17 @@ impl Pool {
             .drain(..)
             .collect();
         for job in waiting {
-            if job.control.withdraw_waiting() {
+            if job.control().withdraw_waiting() {
                 s.waiting_len.fetch_sub(1, Ordering::AcqRel);
                 job.settle(Err(closed()));
             }
         }
         for (w, worker) in s.workers.iter().enumerate() {
             while let Some(job) = worker.queue.pop() {
-                if job.control.withdraw_queued() {
+                if job.core.control.withdraw_queued() {
                     s.unqueue(w);
                     s.release_slot();
-                    job.settle(Err(closed()));
+                    job.core.settle(Err(closed()));
                 }
             }
         }
@@ -586,7 +596,7 @@ impl Shared {
 
     /// Picks the job's worker by strategy (or its pin) and counts the job in that worker's
     /// load. The index is written before the job can be seen as QUEUED by a canceller.
-    fn assign(&self, job: &Job) -> usize {
+    fn assign(&self, job: &NativeJob) -> usize {
         let n = self.workers.len();
         let mut w = job.pinned.unwrap_or_else(|| {
             self.options.strategy.pick(n, &self.next, |i| {
@@ -599,22 +609,25 @@ impl Shared {
         }
         self.workers[w].queued.fetch_add(1, Ordering::AcqRel);
         self.queued.fetch_add(1, Ordering::AcqRel);
-        job.control.set_worker(w);
+        job.core.control.set_worker(w);
         w
     }
 
     /// Puts a new job (with a reserved slot) on its worker's queue and wakes that worker.
     fn place(&self, job: Job, announce: Option<Announce>) {
-        if let Work::Served(_) = job.work {
-            self.queued.fetch_add(1, Ordering::AcqRel);
-            self.place_served(job, announce);
-            return;
+        match job {
+            Job::Served(job) => {
+                self.queued.fetch_add(1, Ordering::AcqRel);
+                self.place_served(job, announce);
+            }
+            Job::Native(job) => {
+                let w = self.assign(&job);
+                self.push(w, job);
+            }
         }
-        let w = self.assign(&job);
-        self.push(w, job);
     }
 
-    fn push(&self, w: usize, job: Job) {
+    fn push(&self, w: usize, job: NativeJob) {
         if !self.workers[w].push(job) {
             self.retire_worker(w);
         }
@@ -627,7 +640,7 @@ impl Shared {
     }
 
     fn park_waiting(&self, job: Job) {
-        job.control.park();
+        job.control().park();
         let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
         waiting.push_back(job);
         self.waiting_len.fetch_add(1, Ordering::AcqRel);
@@ -649,23 +662,26 @@ impl Shared {
                 self.admitted.fetch_sub(1, Ordering::AcqRel);
                 return;
             };
-            if let Work::Served(_) = job.work {
-                // Counted as queued before it can be seen QUEUED (a canceller uncounts it).
-                self.queued.fetch_add(1, Ordering::AcqRel);
-                if !job.control.admit() {
+            let job = match job {
+                Job::Served(job) => {
+                    // Counted as queued before it can be seen QUEUED (a canceller uncounts it).
+                    self.queued.fetch_add(1, Ordering::AcqRel);
+                    if !job.core.control.admit() {
+                        drop(waiting);
+                        self.queued.fetch_sub(1, Ordering::AcqRel);
+                        self.admitted.fetch_sub(1, Ordering::AcqRel);
+                        continue;
+                    }
+                    self.waiting_len.fetch_sub(1, Ordering::AcqRel);
                     drop(waiting);
-                    self.queued.fetch_sub(1, Ordering::AcqRel);
-                    self.admitted.fetch_sub(1, Ordering::AcqRel);
+                    self.place_served(job, None);
                     continue;
                 }
-                self.waiting_len.fetch_sub(1, Ordering::AcqRel);
-                drop(waiting);
-                self.place_served(job, None);
-                continue;
-            }
+                Job::Native(job) => job,
+            };
             let w = self.assign(&job);
             // A job cancelled while waiting was already counted out of waiting_len.
-            if !job.control.admit() {
+            if !job.core.control.admit() {
                 drop(waiting);
                 self.unqueue(w);
                 self.admitted.fetch_sub(1, Ordering::AcqRel);

@@ -65,7 +65,7 @@
 //! of a served job: the serving thread's own SharedArrayBuffer objects keep the memory alive.
 
 use super::idle::{idle_pause, IDLE_SPIN};
-use super::job::{Control, Job, Params, Reply, Runner, Stopped, Work};
+use super::job::{Control, JobCore, Params, Reply, Runner, ServedJob, Stopped};
 use super::origin::Origin;
 use super::timeout;
 use super::Shared;
@@ -124,7 +124,7 @@ struct Running {
 
 struct Inner {
     accepting: bool,
-    queue: VecDeque<Job>,
+    queue: VecDeque<ServedJob>,
     stops: Vec<u64>,
     forgotten: Vec<u64>,
 }
@@ -336,17 +336,14 @@ impl Shared {
     /// Places a QUEUED served job (already counted in `queued` and holding a slot) on a server
     /// of its method, announcing its views when `announce` is given. With no server left, the
     /// job settles with MethodNotFound.
-    pub(crate) fn place_served(&self, mut job: Job, mut announce: Option<Announce>) {
-        let Work::Served(method) = job.work.clone() else {
-            unreachable!("place_served is for served jobs")
-        };
+    pub(crate) fn place_served(&self, mut job: ServedJob, mut announce: Option<Announce>) {
         job.announced = false;
         loop {
             let server = {
                 let servers = self.servers();
                 let Some(entry) = servers
                     .by_method
-                    .get(&*method)
+                    .get(&*job.method)
                     .filter(|e| !e.list.is_empty())
                 else {
                     break;
@@ -379,15 +376,15 @@ impl Shared {
             server.wake_locked(&mut inner);
             return;
         }
-        if job.control.withdraw_queued() {
+        if job.core.control.withdraw_queued() {
             self.queued.fetch_sub(1, Ordering::AcqRel);
             self.release_slot();
             let e = if self.destroyed.load(Ordering::Acquire) {
                 super::destroyed_error()
             } else {
-                RpcError::method_not_found(&method)
+                RpcError::method_not_found(&job.method)
             };
-            job.settle(Err(e));
+            job.core.settle(Err(e));
         }
     }
 
@@ -414,9 +411,9 @@ impl Shared {
     pub(crate) fn destroy_served(&self, closed: impl Fn() -> RpcError) {
         let servers: Vec<Arc<Server>> = self.servers().all.clone();
         for server in servers {
-            let jobs: Vec<Job> = {
+            let jobs: Vec<ServedJob> = {
                 let mut inner = lock(&server.inner);
-                let jobs: Vec<Job> = inner.queue.drain(..).collect();
+                let jobs: Vec<ServedJob> = inner.queue.drain(..).collect();
                 server.queued.fetch_sub(jobs.len(), Ordering::AcqRel);
                 let forgotten: Vec<u64> = jobs
                     .iter()
@@ -430,10 +427,10 @@ impl Shared {
                 jobs
             };
             for job in jobs {
-                if job.control.withdraw_queued() {
+                if job.core.control.withdraw_queued() {
                     self.queued.fetch_sub(1, Ordering::AcqRel);
                     self.release_slot();
-                    job.settle(Err(closed()));
+                    job.core.settle(Err(closed()));
                 }
             }
             let tokens: Vec<u64> = lock(&server.running).keys().copied().collect();
@@ -525,7 +522,7 @@ impl super::Pool {
         let s = &self.shared;
         let _drain = lock(&server.drain);
         self.unserve(server);
-        let queued: Vec<Job> = {
+        let queued: Vec<ServedJob> = {
             let mut inner = lock(&server.inner);
             server.departed.store(true, Ordering::Release);
             inner.stops.clear();
@@ -535,7 +532,7 @@ impl super::Pool {
         s.servers_mut().all.retain(|x| x.id != server.id);
         server.queued.fetch_sub(queued.len(), Ordering::AcqRel);
         for job in queued {
-            if job.control.is_queued() {
+            if job.core.control.is_queued() {
                 s.place_served(job, None);
             }
         }
@@ -614,7 +611,7 @@ impl super::Pool {
                 let Some(job) = inner.queue.pop_front() else {
                     break;
                 };
-                if job.control.is_queued() {
+                if job.core.control.is_queued() {
                     live += 1;
                 }
                 taken.push(job);
@@ -629,37 +626,37 @@ impl super::Pool {
         let now = Instant::now();
         for job in queue {
             server.queued.fetch_sub(1, Ordering::AcqRel);
-            let live = job.control.is_queued();
+            let live = job.core.control.is_queued();
             let destroyed = s.destroyed.load(Ordering::Acquire);
-            if !live || job.origin.is_gone() || destroyed {
+            if !live || job.core.origin.is_gone() || destroyed {
                 if job.announced {
                     forgotten.push(job.token);
                 }
-                if live && job.control.withdraw_queued() {
+                if live && job.core.control.withdraw_queued() {
                     s.queued.fetch_sub(1, Ordering::AcqRel);
                     s.release_slot();
                     if destroyed {
                         // Placed after destroy() emptied the queues (admitted from the wait
                         // list by a thread that raced it): it never runs.
-                        job.settle(Err(super::destroyed_error()));
+                        job.core.settle(Err(super::destroyed_error()));
                     } // else nobody is listening for it any more
                 }
                 continue;
             }
-            let Job {
-                work,
-                timeout,
-                control,
-                origin,
-                reply,
-                submitted,
+            let ServedJob {
+                core:
+                    JobCore {
+                        control,
+                        origin,
+                        reply,
+                        submitted,
+                        timeout,
+                    },
+                method,
                 token,
                 views,
                 ..
             } = job;
-            let Work::Served(method) = work else {
-                unreachable!("servers hold served jobs only")
-            };
             // Visible in `running` (and through its runner) before it is RUNNING, so a
             // canceller that sees RUNNING finds it.
             lock(&server.running).insert(

@@ -14,7 +14,7 @@
 //! that lands just before the park is not lost either.
 
 use super::idle::{idle_pause, IDLE_SPIN};
-use super::job::{Job, Work};
+use super::job::{JobCore, NativeJob};
 use super::timeout;
 use super::Shared;
 use crate::rpc::{ErrorCode, RpcError, StopFlags};
@@ -26,7 +26,7 @@ use std::thread::{self, Thread};
 use std::time::Instant;
 
 pub(crate) struct Worker {
-    pub(crate) queue: SegQueue<Job>,
+    pub(crate) queue: SegQueue<NativeJob>,
     pub(crate) queued: AtomicUsize,
     pub(crate) running: AtomicUsize,
     pub(crate) completed: AtomicU64,
@@ -68,7 +68,7 @@ impl Worker {
     /// Queues a job and wakes the thread if it sleeps. `false`: the worker turned out to be
     /// dead, and the caller must settle the queue (`Shared::settle_queue`).
     #[must_use]
-    pub(crate) fn push(&self, job: Job) -> bool {
+    pub(crate) fn push(&self, job: NativeJob) -> bool {
         self.queue.push(job);
         fence(Ordering::SeqCst);
         if self.sleeping.load(Ordering::SeqCst) {
@@ -162,10 +162,10 @@ impl Shared {
     /// Settles every job still queued on worker `w` with `error()`.
     pub(crate) fn settle_queue(&self, w: usize, error: impl Fn() -> RpcError) {
         while let Some(job) = self.workers[w].queue.pop() {
-            if job.control.withdraw_queued() {
+            if job.core.control.withdraw_queued() {
                 self.unqueue(w);
                 self.release_slot();
-                job.settle(Err(error()));
+                job.core.settle(Err(error()));
             }
         }
     }
@@ -195,26 +195,26 @@ impl Shared {
     }
 }
 
-fn execute(s: &Shared, index: usize, job: Job) {
+fn execute(s: &Shared, index: usize, job: NativeJob) {
     let me = &s.workers[index];
-    let Some(params) = job.control.start() else {
+    let Some(params) = job.core.control.start() else {
         return; // cancelled while queued: the canceller settled it and fixed the counters
     };
     me.running.store(1, Ordering::Release);
     s.unqueue(index);
 
-    let Job {
-        work,
-        timeout,
-        control,
-        origin,
-        reply,
-        submitted,
+    let NativeJob {
+        core:
+            JobCore {
+                control,
+                origin,
+                reply,
+                submitted,
+                timeout,
+            },
+        command,
         ..
     } = job;
-    let Work::Native(command) = work else {
-        unreachable!("jobs of served methods are placed on servers, never on workers")
-    };
     if !origin.enter() {
         // The caller's JS environment is gone: nobody is listening, and its memory may be.
         control.finish();
