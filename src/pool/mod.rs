@@ -2,10 +2,10 @@
 //! a queue for every call at submit time.
 //!
 //! State and invariants:
-//! - `queued` counts jobs sitting in worker queues in state QUEUED; each worker's own `queued`
-//!   counts its share. Both are incremented before a job becomes QUEUED and decremented by the
-//!   thread that moves it out of QUEUED (the worker that starts it, or a canceller), so they
-//!   never underflow and are exact when the pool is quiet.
+//! - The pool's `queued` count (`stats::Counters`) counts jobs sitting in queues in state
+//!   QUEUED; each worker's own `queued` counts its share. Both are incremented before a job
+//!   becomes QUEUED and decremented by the thread that moves it out of QUEUED (the worker that
+//!   starts it, or a canceller), so they never underflow and are exact when the pool is quiet.
 //! - `admitted` counts jobs placed on a worker queue and not finished (queued + running).
 //!   `maxQueue` bounds the jobs that wait for a thread, so `admitted ≤ maxQueue + threads`
 //!   (`maxQueue: 0` = a call runs only if a thread is free, as in Piscina). Over the bound,
@@ -27,6 +27,8 @@
 
 mod idle;
 pub mod job;
+mod lifecycle;
+mod options;
 pub mod origin;
 pub mod server;
 pub mod stats;
@@ -35,78 +37,36 @@ pub mod timeout;
 mod worker;
 
 pub use job::{Control, Params};
+pub use lifecycle::closed_error;
+pub(crate) use lifecycle::destroyed_error;
+pub use options::{OnFull, Options, MAX_NICE_INCREMENT, MAX_THREADS};
 pub use origin::{Deliver, Origin};
 pub(crate) use server::has_view;
 pub use server::{Announce, Batch, Rest, ServeError, Served, Server, ServerStats, Wake};
 pub use stats::Percentiles;
 pub use strategy::Strategy;
 
-use crate::rpc::{envelope, json, ErrorCode, Outcome, Registry, RpcError, Value};
+use crate::rpc::{envelope, json, ErrorCode, Registry, RpcError, Value};
 use job::{CollectKind, Collector, Job, JobCore, NativeJob, Reply, ServedJob};
+use lifecycle::Lifecycle;
 use server::Servers;
-use stats::Histogram;
+use stats::Counters;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use worker::Worker;
-
-/// What `onFull` says to do when `maxQueue` is reached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OnFull {
-    Reject,
-    Wait,
-}
-
-#[derive(Clone, Debug)]
-pub struct Options {
-    pub threads: usize,
-    pub strategy: Strategy,
-    /// Most jobs waiting in queues (not running); `usize::MAX` for no bound.
-    pub max_queue: usize,
-    pub on_full: OnFull,
-    /// Default limit on a call's running time.
-    pub timeout: Option<Duration>,
-    /// How much lower than the process the worker threads' scheduling priority is (a nice
-    /// increment, 0..=19; see `worker::lower_priority`).
-    pub nice_increment: u8,
-}
-
-/// The largest nice increment: nice values end at 19.
-pub const MAX_NICE_INCREMENT: u32 = 19;
-
-/// Most threads a pool may have (a bound on what a mistyped option can start).
-pub const MAX_THREADS: usize = 1024;
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            threads: num_cpus::get().max(1),
-            strategy: Strategy::LeastBusy,
-            max_queue: usize::MAX,
-            on_full: OnFull::Reject,
-            timeout: None,
-            nice_increment: 0,
-        }
-    }
-}
 
 pub(crate) struct Shared {
     workers: Box<[Worker]>,
     registry: Registry,
     options: Options,
     next: AtomicUsize,
-    queued: AtomicUsize,
     admitted: AtomicUsize,
     waiting: Mutex<VecDeque<Job>>,
     waiting_len: AtomicUsize,
-    closed: AtomicBool,
-    destroyed: AtomicBool,
-    shutdown: AtomicBool,
-    completed: AtomicU64,
-    failed: AtomicU64,
-    run_time: Histogram,
-    wait_time: Histogram,
+    lifecycle: Lifecycle,
+    counters: Counters,
     servers: RwLock<Servers>,
     open_servers: AtomicUsize,
     next_token: AtomicU64,
@@ -159,17 +119,11 @@ impl Pool {
                 ..options
             },
             next: AtomicUsize::new(0),
-            queued: AtomicUsize::new(0),
             admitted: AtomicUsize::new(0),
             waiting: Mutex::new(VecDeque::new()),
             waiting_len: AtomicUsize::new(0),
-            closed: AtomicBool::new(false),
-            destroyed: AtomicBool::new(false),
-            shutdown: AtomicBool::new(false),
-            completed: AtomicU64::new(0),
-            failed: AtomicU64::new(0),
-            run_time: Histogram::default(),
-            wait_time: Histogram::default(),
+            lifecycle: Lifecycle::default(),
+            counters: Counters::default(),
             servers: RwLock::new(Servers::default()),
             open_servers: AtomicUsize::new(0),
             next_token: AtomicU64::new(1),
@@ -372,7 +326,7 @@ impl Pool {
         announce: Option<Announce>,
     ) -> Option<Arc<Control>> {
         let s = &self.shared;
-        if s.closed.load(Ordering::Acquire) {
+        if s.lifecycle.is_closed() {
             reply.finish(Err(closed_error()), origin);
             return None;
         }
@@ -474,19 +428,18 @@ impl Pool {
 
     /// Stops accepting calls; everything accepted still runs.
     pub fn close(&self) {
-        self.shared.closed.store(true, Ordering::Release);
+        self.shared.lifecycle.close();
     }
 
     pub fn is_closed(&self) -> bool {
-        self.shared.closed.load(Ordering::Acquire)
+        self.shared.lifecycle.is_closed()
     }
 
     /// Closes the pool, settles every queued and waiting call with PoolClosed, asks running
     /// calls to stop, and lets the threads exit.
     pub fn destroy(&self) {
         let s = &self.shared;
-        s.closed.store(true, Ordering::Release);
-        s.destroyed.store(true, Ordering::SeqCst);
+        s.lifecycle.destroy();
         let closed = destroyed_error;
         let waiting: Vec<Job> = s
             .waiting
@@ -537,31 +490,18 @@ impl Pool {
         Stats {
             threads: workers.len(),
             strategy: s.options.strategy,
-            queued: s.queued.load(Ordering::Relaxed),
+            queued: s.counters.queued(),
             waiting: s.waiting_len.load(Ordering::Relaxed),
             running: workers.iter().map(|w| w.running).sum::<usize>()
                 + servers.iter().map(|sv| sv.running).sum::<usize>(),
-            completed: s.completed.load(Ordering::Relaxed),
-            failed: s.failed.load(Ordering::Relaxed),
+            completed: s.counters.completed(),
+            failed: s.counters.failed(),
             workers,
             servers,
-            run_time: s.run_time.percentiles(),
-            wait_time: s.wait_time.percentiles(),
+            run_time: s.counters.run_time(),
+            wait_time: s.counters.wait_time(),
         }
     }
-}
-
-/// The answer of a call made after `close()` or `destroy()`.
-pub fn closed_error() -> RpcError {
-    RpcError::new(ErrorCode::PoolClosed, "The pool is closed")
-}
-
-/// The answer of a call that was queued or waiting when `destroy()` ran.
-pub(crate) fn destroyed_error() -> RpcError {
-    RpcError::new(
-        ErrorCode::PoolClosed,
-        "The pool was destroyed before the call ran",
-    )
 }
 
 impl Drop for Pool {
@@ -608,7 +548,7 @@ impl Shared {
             w = 0;
         }
         self.workers[w].queued.fetch_add(1, Ordering::AcqRel);
-        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.counters.add_queued();
         job.core.control.set_worker(w);
         w
     }
@@ -617,7 +557,7 @@ impl Shared {
     fn place(&self, job: Job, announce: Option<Announce>) {
         match job {
             Job::Served(job) => {
-                self.queued.fetch_add(1, Ordering::AcqRel);
+                self.counters.add_queued();
                 self.place_served(job, announce);
             }
             Job::Native(job) => {
@@ -636,7 +576,7 @@ impl Shared {
     /// Undoes the queue counters of a job that left worker `w`'s queue.
     fn unqueue(&self, w: usize) {
         self.workers[w].queued.fetch_sub(1, Ordering::AcqRel);
-        self.queued.fetch_sub(1, Ordering::AcqRel);
+        self.counters.sub_queued();
     }
 
     fn park_waiting(&self, job: Job) {
@@ -651,8 +591,7 @@ impl Shared {
     /// off the list just before is settled where it lands (`Worker::push` and `Pool::take` see
     /// the pool destroyed), never stranded.
     fn admit_waiting(&self) {
-        while self.waiting_len.load(Ordering::Acquire) > 0 && !self.destroyed.load(Ordering::SeqCst)
-        {
+        while self.waiting_len.load(Ordering::Acquire) > 0 && !self.lifecycle.is_destroyed() {
             if !self.reserve_slot() {
                 return;
             }
@@ -665,10 +604,10 @@ impl Shared {
             let job = match job {
                 Job::Served(job) => {
                     // Counted as queued before it can be seen QUEUED (a canceller uncounts it).
-                    self.queued.fetch_add(1, Ordering::AcqRel);
+                    self.counters.add_queued();
                     if !job.core.control.admit() {
                         drop(waiting);
-                        self.queued.fetch_sub(1, Ordering::AcqRel);
+                        self.counters.sub_queued();
                         self.admitted.fetch_sub(1, Ordering::AcqRel);
                         continue;
                     }
@@ -720,7 +659,7 @@ impl Shared {
             if let Some(w) = control.worker() {
                 self.workers[w].queued.fetch_sub(1, Ordering::AcqRel);
             }
-            self.queued.fetch_sub(1, Ordering::AcqRel);
+            self.counters.sub_queued();
             self.release_slot();
             return true;
         }
@@ -728,17 +667,10 @@ impl Shared {
     }
 
     fn stop_threads(&self) {
-        self.shutdown.store(true, Ordering::Release);
+        self.lifecycle.stop_threads();
         for w in self.workers.iter() {
             w.wake();
         }
-    }
-
-    fn record(&self, outcome: &Outcome) {
-        match outcome {
-            Ok(_) => self.completed.fetch_add(1, Ordering::Relaxed),
-            Err(_) => self.failed.fetch_add(1, Ordering::Relaxed),
-        };
     }
 }
 

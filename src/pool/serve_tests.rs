@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::commands;
-use crate::rpc::CancelReason;
+use crate::rpc::{CancelReason, Outcome};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{channel, Receiver, Sender};

@@ -359,7 +359,7 @@ impl Shared {
                 // Closed between the lookup and the lock: it has left the table, look again.
                 continue;
             }
-            if self.destroyed.load(Ordering::Acquire) {
+            if self.lifecycle.is_destroyed() {
                 // `destroy_served` empties this queue under this lock after setting the flag:
                 // a job pushed now would run after all. It never runs.
                 drop(inner);
@@ -377,9 +377,9 @@ impl Shared {
             return;
         }
         if job.core.control.withdraw_queued() {
-            self.queued.fetch_sub(1, Ordering::AcqRel);
+            self.counters.sub_queued();
             self.release_slot();
-            let e = if self.destroyed.load(Ordering::Acquire) {
+            let e = if self.lifecycle.is_destroyed() {
                 super::destroyed_error()
             } else {
                 RpcError::method_not_found(&job.method)
@@ -392,7 +392,7 @@ impl Shared {
     /// tells its handler to stop when `notify`.
     fn stop_running(&self, server: &Server, token: u64, notify: bool) {
         if let Some(stopped) = server.stop_running(token, notify) {
-            self.failed.fetch_add(1, Ordering::Relaxed);
+            self.counters.add_failed();
             stopped.settle();
         }
     }
@@ -401,7 +401,7 @@ impl Shared {
     pub(crate) fn cancel_running(&self, control: &Control) {
         if let Some((runner, token)) = control.runner() {
             if let Some(stopped) = runner.stop(token) {
-                self.failed.fetch_add(1, Ordering::Relaxed);
+                self.counters.add_failed();
                 stopped.settle();
             }
         }
@@ -428,7 +428,7 @@ impl Shared {
             };
             for job in jobs {
                 if job.core.control.withdraw_queued() {
-                    self.queued.fetch_sub(1, Ordering::AcqRel);
+                    self.counters.sub_queued();
                     self.release_slot();
                     job.core.settle(Err(closed()));
                 }
@@ -545,7 +545,7 @@ impl super::Pool {
                         ErrorCode::ServerGone,
                         "The JavaScript thread serving the call exited before it finished",
                     );
-                    s.failed.fetch_add(1, Ordering::Relaxed);
+                    s.counters.add_failed();
                     reply.finish(Err(e), &run.origin);
                 }
             }
@@ -627,13 +627,13 @@ impl super::Pool {
         for job in queue {
             server.queued.fetch_sub(1, Ordering::AcqRel);
             let live = job.core.control.is_queued();
-            let destroyed = s.destroyed.load(Ordering::Acquire);
+            let destroyed = s.lifecycle.is_destroyed();
             if !live || job.core.origin.is_gone() || destroyed {
                 if job.announced {
                     forgotten.push(job.token);
                 }
                 if live && job.core.control.withdraw_queued() {
-                    s.queued.fetch_sub(1, Ordering::AcqRel);
+                    s.counters.sub_queued();
                     s.release_slot();
                     if destroyed {
                         // Placed after destroy() emptied the queues (admitted from the wait
@@ -676,8 +676,9 @@ impl super::Pool {
                 continue;
             };
             server.running_len.fetch_add(1, Ordering::AcqRel);
-            s.queued.fetch_sub(1, Ordering::AcqRel);
-            s.wait_time.record(now.saturating_duration_since(submitted));
+            s.counters.sub_queued();
+            s.counters
+                .record_wait(now.saturating_duration_since(submitted));
             if control.reason().is_some() {
                 // Cancelled between the CAS attempts: settle it and hand nothing over.
                 s.stop_running(server, token, false);
@@ -731,7 +732,7 @@ impl super::Pool {
         let Some(mut run) = self.finish_running(server, token) else {
             return; // unknown token: already settled by departure
         };
-        s.run_time.record(run.started.elapsed());
+        s.counters.record_run(run.started.elapsed());
         if !run.control.try_finish() {
             return; // a stop settled it
         }
@@ -742,7 +743,7 @@ impl super::Pool {
                 _ => outcome,
             },
         };
-        s.record(&outcome);
+        s.counters.record(&outcome);
         if let Some(reply) = run.reply.take() {
             reply.finish(outcome, &run.origin);
         }

@@ -1,11 +1,85 @@
 //! Lock-free counters and latency histograms for `pool.stats()`.
 //!
+//! [`Counters`] holds the pool-wide figures. Nothing in the pool decides anything from them:
+//! they are kept exact by the threads that move jobs (see `job.rs`) and only read for
+//! `stats()`, with relaxed loads (a snapshot).
+//!
 //! A histogram has log-linear buckets over microseconds: 8 sub-buckets per power of two, so a
 //! reported percentile is within 12.5% of the true value. Recording is one relaxed
 //! `fetch_add`; reading sums the buckets (a snapshot that may be a few records behind).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::rpc::Outcome;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
+
+/// The pool-wide counters.
+#[derive(Default)]
+pub(crate) struct Counters {
+    /// Jobs in worker and server queues in state QUEUED. Incremented before a job becomes
+    /// QUEUED and decremented by the thread that moves it out of QUEUED (the worker or server
+    /// that starts it, or whoever withdraws it), so it never underflows and is exact when the
+    /// pool is quiet.
+    queued: AtomicUsize,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    /// How long jobs ran.
+    run_time: Histogram,
+    /// How long jobs waited from submission to their start.
+    wait_time: Histogram,
+}
+
+impl Counters {
+    /// A job is about to become QUEUED.
+    pub(crate) fn add_queued(&self) {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A job left QUEUED (started or withdrawn).
+    pub(crate) fn sub_queued(&self) {
+        self.queued.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Counts a settled job by its outcome.
+    pub(crate) fn record(&self, outcome: &Outcome) {
+        match outcome {
+            Ok(_) => self.completed.fetch_add(1, Ordering::Relaxed),
+            Err(_) => self.failed.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Counts a job settled with an error outside [`Counters::record`] (a stop, a departure).
+    pub(crate) fn add_failed(&self) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_run(&self, d: Duration) {
+        self.run_time.record(d);
+    }
+
+    pub(crate) fn record_wait(&self, d: Duration) {
+        self.wait_time.record(d);
+    }
+
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn completed(&self) -> u64 {
+        self.completed.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn failed(&self) -> u64 {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn run_time(&self) -> Percentiles {
+        self.run_time.percentiles()
+    }
+
+    pub(crate) fn wait_time(&self) -> Percentiles {
+        self.wait_time.percentiles()
+    }
+}
 
 const SUB: usize = 8;
 const BUCKETS: usize = 64 * SUB;

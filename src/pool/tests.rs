@@ -1,6 +1,6 @@
 use super::*;
 use crate::commands;
-use crate::rpc::{CancelReason, Map};
+use crate::rpc::{CancelReason, Map, Outcome};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Mutex as StdMutex;
 

@@ -136,7 +136,7 @@ fn run(s: &Shared, index: usize) {
             execute(s, index, job);
             continue;
         }
-        if s.shutdown.load(Ordering::Acquire) {
+        if s.lifecycle.is_stopping() {
             break;
         }
         let since = *idle_since.get_or_insert_with(Instant::now);
@@ -147,7 +147,7 @@ fn run(s: &Shared, index: usize) {
         idle_since = None;
         me.sleeping.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        if me.queue.is_empty() && !s.shutdown.load(Ordering::SeqCst) {
+        if me.queue.is_empty() && !s.lifecycle.is_stopping() {
             thread::park();
         }
         me.sleeping.store(false, Ordering::SeqCst);
@@ -177,21 +177,7 @@ impl Shared {
     pub(crate) fn retire_worker(&self, w: usize) {
         self.workers[w].alive.store(false, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        self.settle_queue(w, || self.no_thread_error());
-    }
-
-    /// Why a job queued on a worker without a thread never runs.
-    fn no_thread_error(&self) -> RpcError {
-        if self.destroyed.load(Ordering::Acquire) {
-            super::destroyed_error()
-        } else if self.shutdown.load(Ordering::Acquire) {
-            RpcError::new(ErrorCode::PoolClosed, "The pool was shut down")
-        } else {
-            RpcError::new(
-                ErrorCode::InternalError,
-                "corepool could not start one of its threads",
-            )
-        }
+        self.settle_queue(w, || self.lifecycle.no_thread_error());
     }
 }
 
@@ -223,12 +209,12 @@ fn execute(s: &Shared, index: usize, job: NativeJob) {
         return;
     }
     let start = Instant::now();
-    s.wait_time
-        .record(start.saturating_duration_since(submitted));
+    s.counters
+        .record_wait(start.saturating_duration_since(submitted));
     let flags = StopFlags {
         cancel: control.cancel_flag(),
         env_gone: origin.gone_flag(),
-        destroyed: &s.destroyed,
+        destroyed: s.lifecycle.destroyed_flag(),
     };
     // Everything that runs the command or shapes its outcome is inside `catch_unwind`: a panic
     // anywhere there is this call's InternalError, and the thread goes on serving.
@@ -254,10 +240,10 @@ fn execute(s: &Shared, index: usize, job: NativeJob) {
         ))
     });
     let elapsed = start.elapsed();
-    s.run_time.record(elapsed);
+    s.counters.record_run(elapsed);
     me.busy_ns
         .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
-    s.record(&outcome);
+    s.counters.record(&outcome);
     control.finish();
     me.completed.fetch_add(1, Ordering::Relaxed);
     me.running.store(0, Ordering::Release);
