@@ -6,12 +6,9 @@
 //!   QUEUED; each worker's own `queued` counts its share. Both are incremented before a job
 //!   becomes QUEUED and decremented by the thread that moves it out of QUEUED (the worker that
 //!   starts it, or a canceller), so they never underflow and are exact when the pool is quiet.
-//! - `admitted` counts jobs placed on a worker queue and not finished (queued + running).
-//!   `maxQueue` bounds the jobs that wait for a thread, so `admitted ≤ maxQueue + threads`
-//!   (`maxQueue: 0` = a call runs only if a thread is free, as in Piscina). Over the bound,
-//!   `onFull: 'reject'` settles the call with QueueFull; `onFull: 'wait'` parks the job in the
-//!   FIFO `waiting` list (state WAITING), and every time a job finishes or is withdrawn one
-//!   waiting job is admitted. A new call never overtakes a waiting one.
+//! - `maxQueue`, `onFull` and the wait list are admission's (`admission.rs`): a job holds a
+//!   slot from its placement on a queue until it finishes or is withdrawn, and a job over the
+//!   bound is refused or waits its turn in a FIFO list.
 //! - A closed pool accepts no new call; a destroyed pool also settles every queued and waiting
 //!   job with PoolClosed and asks running ones to stop (they see it in `Context::check`).
 //! - Cancelled jobs stay in their queue as tombstones (state DONE) and are skipped when popped.
@@ -25,6 +22,7 @@
 //! views into SharedArrayBuffers safe is in `origin.rs`; the worker loop is in `worker.rs`; JS
 //! servers, their queues and their departure are in `server.rs`.
 
+mod admission;
 mod idle;
 pub mod job;
 mod lifecycle;
@@ -47,13 +45,13 @@ pub use stats::Percentiles;
 pub use strategy::Strategy;
 
 use crate::rpc::{envelope, json, ErrorCode, Registry, RpcError, Value};
+use admission::Admission;
 use job::{CollectKind, Collector, Job, JobCore, NativeJob, Reply, ServedJob};
 use lifecycle::Lifecycle;
 use server::Servers;
 use stats::Counters;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use worker::Worker;
 
@@ -62,18 +60,11 @@ pub(crate) struct Shared {
     registry: Registry,
     options: Options,
     next: AtomicUsize,
-    admitted: AtomicUsize,
-    waiting: Mutex<VecDeque<Job>>,
-    waiting_len: AtomicUsize,
+    admission: Admission,
     lifecycle: Lifecycle,
     counters: Counters,
     servers: RwLock<Servers>,
-    open_servers: AtomicUsize,
     next_token: AtomicU64,
-    /// Tests: runs in `admit_waiting` between taking a job off the wait list and pushing it, so
-    /// a test can hold an admitting thread in that window while others act.
-    #[cfg(test)]
-    pub(crate) admit_pause: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
 
 /// A pool of native worker threads.
@@ -119,16 +110,11 @@ impl Pool {
                 ..options
             },
             next: AtomicUsize::new(0),
-            admitted: AtomicUsize::new(0),
-            waiting: Mutex::new(VecDeque::new()),
-            waiting_len: AtomicUsize::new(0),
+            admission: Admission::new(&options, n),
             lifecycle: Lifecycle::default(),
             counters: Counters::default(),
             servers: RwLock::new(Servers::default()),
-            open_servers: AtomicUsize::new(0),
             next_token: AtomicU64::new(1),
-            #[cfg(test)]
-            admit_pause: Mutex::new(None),
         });
         // Worker 0 starts the others (see worker.rs); if it cannot start, nothing runs.
         if let Err(e) = worker::spawn(shared.clone(), 0) {
@@ -383,29 +369,24 @@ impl Pool {
             }),
         };
         if pinned.is_some() {
-            s.reserve_slot_unbounded();
+            s.admission.reserve_unbounded();
             s.place(job, None);
             return Some(control);
         }
-        let wait = s.options.on_full == OnFull::Wait;
-        if wait && s.waiting_len.load(Ordering::Acquire) > 0 {
+        let wait = s.admission.waits();
+        if wait && s.admission.has_waiting() {
             // Others are already waiting for room: queue up behind them.
-            s.park_waiting(job);
+            s.admission.park(job);
             s.admit_waiting();
             return Some(control);
         }
-        if !s.reserve_slot() {
+        if !s.admission.reserve() {
             if wait {
-                s.park_waiting(job);
+                s.admission.park(job);
                 s.admit_waiting();
                 return Some(control);
             }
-            let max = s.options.max_queue;
-            let e = RpcError::new(
-                ErrorCode::QueueFull,
-                format!("The queue is full (maxQueue = {max})"),
-            );
-            job.settle(Err(e));
+            job.settle(Err(s.admission.full_error()));
             return None;
         }
         s.place(job, announce);
@@ -441,18 +422,7 @@ impl Pool {
         let s = &self.shared;
         s.lifecycle.destroy();
         let closed = destroyed_error;
-        let waiting: Vec<Job> = s
-            .waiting
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-            .collect();
-        for job in waiting {
-            if job.control().withdraw_waiting() {
-                s.waiting_len.fetch_sub(1, Ordering::AcqRel);
-                job.settle(Err(closed()));
-            }
-        }
+        s.admission.withdraw_all(|job| job.settle(Err(closed())));
         for (w, worker) in s.workers.iter().enumerate() {
             while let Some(job) = worker.queue.pop() {
                 if job.core.control.withdraw_queued() {
@@ -491,7 +461,7 @@ impl Pool {
             threads: workers.len(),
             strategy: s.options.strategy,
             queued: s.counters.queued(),
-            waiting: s.waiting_len.load(Ordering::Relaxed),
+            waiting: s.admission.waiting(),
             running: workers.iter().map(|w| w.running).sum::<usize>()
                 + servers.iter().map(|sv| sv.running).sum::<usize>(),
             completed: s.counters.completed(),
@@ -511,25 +481,9 @@ impl Drop for Pool {
 }
 
 impl Shared {
-    /// Takes a slot if `maxQueue` allows (see the module doc for the bound).
-    fn reserve_slot(&self) -> bool {
-        let threads = self.workers.len() + self.open_servers.load(Ordering::Acquire);
-        let limit = self.options.max_queue.saturating_add(threads);
-        if self.admitted.fetch_add(1, Ordering::AcqRel) >= limit {
-            self.admitted.fetch_sub(1, Ordering::AcqRel);
-            return false;
-        }
-        true
-    }
-
-    fn reserve_slot_unbounded(&self) {
-        self.admitted.fetch_add(1, Ordering::AcqRel);
-    }
-
     /// Gives back the slot of a job that finished or was withdrawn, and lets a waiting job in.
     fn release_slot(&self) {
-        self.admitted.fetch_sub(1, Ordering::AcqRel);
-        if self.waiting_len.load(Ordering::Acquire) > 0 {
+        if self.admission.release() {
             self.admit_waiting();
         }
     }
@@ -579,78 +533,46 @@ impl Shared {
         self.counters.sub_queued();
     }
 
-    fn park_waiting(&self, job: Job) {
-        job.control().park();
-        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        waiting.push_back(job);
-        self.waiting_len.fetch_add(1, Ordering::AcqRel);
-    }
-
     /// Moves waiting jobs into queues while there is room, oldest first. Once the pool is
     /// destroyed nothing is admitted (`destroy` settles the wait list); a job this thread took
     /// off the list just before is settled where it lands (`Worker::push` and `Pool::take` see
     /// the pool destroyed), never stranded.
     fn admit_waiting(&self) {
-        while self.waiting_len.load(Ordering::Acquire) > 0 && !self.lifecycle.is_destroyed() {
-            if !self.reserve_slot() {
-                return;
-            }
-            let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(job) = waiting.pop_front() else {
-                drop(waiting);
-                self.admitted.fetch_sub(1, Ordering::AcqRel);
+        while self.admission.has_waiting() && !self.lifecycle.is_destroyed() {
+            let Some((job, admitting)) = self.admission.next() else {
                 return;
             };
-            let job = match job {
+            match job {
                 Job::Served(job) => {
                     // Counted as queued before it can be seen QUEUED (a canceller uncounts it).
                     self.counters.add_queued();
-                    if !job.core.control.admit() {
-                        drop(waiting);
+                    if !admitting.admit(&job.core.control) {
                         self.counters.sub_queued();
-                        self.admitted.fetch_sub(1, Ordering::AcqRel);
+                        self.admission.unreserve();
                         continue;
                     }
-                    self.waiting_len.fetch_sub(1, Ordering::AcqRel);
-                    drop(waiting);
                     self.place_served(job, None);
-                    continue;
                 }
-                Job::Native(job) => job,
-            };
-            let w = self.assign(&job);
-            // A job cancelled while waiting was already counted out of waiting_len.
-            if !job.core.control.admit() {
-                drop(waiting);
-                self.unqueue(w);
-                self.admitted.fetch_sub(1, Ordering::AcqRel);
-                continue;
+                Job::Native(job) => {
+                    let w = self.assign(&job);
+                    // A job cancelled while waiting was already counted out of the list.
+                    if !admitting.admit(&job.core.control) {
+                        self.unqueue(w);
+                        self.admission.unreserve();
+                        continue;
+                    }
+                    #[cfg(test)]
+                    self.admission.pause_for_tests();
+                    self.push(w, job);
+                }
             }
-            self.waiting_len.fetch_sub(1, Ordering::AcqRel);
-            drop(waiting);
-            #[cfg(test)]
-            self.pause_for_tests();
-            self.push(w, job);
-        }
-    }
-
-    #[cfg(test)]
-    fn pause_for_tests(&self) {
-        let pause = self
-            .admit_pause
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if let Some(pause) = pause {
-            pause();
         }
     }
 
     /// Takes a cancelled job out of WAITING or QUEUED; true if this thread did (and so must
     /// settle it).
     fn withdraw(&self, control: &Control) -> bool {
-        if control.withdraw_waiting() {
-            self.waiting_len.fetch_sub(1, Ordering::AcqRel);
+        if self.admission.withdraw(control) {
             return true;
         }
         if control.withdraw_queued() {

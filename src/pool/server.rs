@@ -496,7 +496,7 @@ impl super::Pool {
                 .push(server.clone());
         }
         servers.all.push(server.clone());
-        s.open_servers.fetch_add(1, Ordering::AcqRel);
+        s.admission.server_opened();
         Ok(server)
     }
 
@@ -511,7 +511,7 @@ impl super::Pool {
         }
         inner.accepting = false;
         drop(inner);
-        s.open_servers.fetch_sub(1, Ordering::AcqRel);
+        s.admission.server_closed();
         true
     }
 

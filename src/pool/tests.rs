@@ -553,7 +553,7 @@ fn a_call_admitted_while_destroy_runs_is_settled_not_stranded() {
     let (go_tx, go_rx) = channel::<()>();
     let go_rx = StdMutex::new(go_rx);
     let held_tx = StdMutex::new(held_tx);
-    *p.shared.admit_pause.lock().unwrap() = Some(Arc::new(move || {
+    p.shared.admission.set_pause(Arc::new(move || {
         held_tx.lock().unwrap().send(()).unwrap();
         go_rx.lock().unwrap().recv().unwrap();
     }));
