@@ -1,12 +1,14 @@
 'use strict';
 // Property-based tests of the JS API (issue 13, "make the classes impossible"), with fast-check.
 //
-// Hostile values — getters, Proxies, cycles, sparse arrays of length 2^32−1, lone
-// surrogates, shared views, … — sent through every entry point settle exactly once, with what
-// JSON.parse(JSON.stringify(x)) would give as amended by the README's Values table, or with an
-// RpcError of a documented code; request() and handle() never reject; the pool closes and is
-// idle afterwards. The oracle works from a description of each value, never from corepool's
-// answers.
+// 1. Hostile values — getters, Proxies, cycles, sparse arrays of length 2^32−1, lone
+//    surrogates, shared views, … — sent through every entry point settle exactly once, with
+//    what JSON.parse(JSON.stringify(x)) would give as amended by the README's Values table, or
+//    with an RpcError of a documented code; request() and handle() never reject; the pool
+//    closes and is idle afterwards. The oracle works from a description of each value, never
+//    from corepool's answers.
+// 2. Random interleavings of calls, aborts, timeouts, close() and destroy() (and worker_threads
+//    terminated mid-call) against a model that says which outcomes each call may have.
 //
 // COREPOOL_PROPERTY_RUNS=<n> multiplies the number of runs (default 1: about 15 s in all).
 // A failure prints fast-check's seed and path; replay it with
@@ -1207,5 +1209,205 @@ describe('1. hostile values through every entry point settle once, with what JSO
       }),
       200,
     );
+  }, LIMIT_MS);
+});
+// ---------------------------------------------------------------------------------------------
+// 2. Lifecycle interleavings against a model.
+
+const configArb = fc.record({
+  threads: fc.integer({ min: 1, max: 3 }),
+  maxQueue: fc.constantFrom(0, 1, 2, 3, Infinity),
+  onFull: fc.constantFrom('reject', 'wait'),
+  strategy: fc.constantFrom('roundrobin', 'random', 'leastbusy'),
+  end: fc.constantFrom('close', 'destroy'),
+});
+
+const opArb = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      op: fc.constant('submit'),
+      method: fc.constantFrom('sleep', 'echo'),
+      ms: fc.integer({ min: 0, max: 5 }),
+      timeout: fc.option(fc.constantFrom(1e-9, 0.01, 1, 3), { freq: 3, nil: undefined }),
+      abortable: fc.boolean(),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('abort'), which: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('await'), which: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('tick'), ms: fc.integer({ min: 0, max: 3 }) }) },
+  { weight: 1, arbitrary: fc.constant({ op: 'close' }) },
+  { weight: 1, arbitrary: fc.constant({ op: 'destroy' }) },
+);
+
+/**
+ * The model's view of one call: the outcomes it may have (`ok` or codes), which grows as
+ * operations happen while the call has not been seen to settle.
+ */
+function modelCall(index, op, allowed) {
+  return { index, op, allowed, rec: null, controller: null };
+}
+
+function judgeModelCall(c) {
+  const o = c.rec.outcome;
+  const expectValue = c.op.method === 'sleep' ? c.op.ms : c.index;
+  const codes = new Set([...c.allowed].filter((a) => a !== 'ok'));
+  const check = c.allowed.has('ok') ? (a) => (a === expectValue ? null : `expected ${expectValue}, got ${show(a)}`) : null;
+  const why = judge(c.rec, { check, codes });
+  return why === null ? null : `call #${c.index} ${c.op.method}(${c.op.ms}) ${show({ timeout: c.op.timeout, abortable: c.op.abortable })}: ${why} (outcome ${show(o)})`;
+}
+
+describe('2. lifecycle interleavings against a model', () => {
+  test('calls, aborts, timeouts, close() and destroy() in any order: every call settles once, as the model allows', async () => {
+    await check(
+      fc.asyncProperty(configArb, fc.array(opArb, { minLength: 1, maxLength: 30 }), async (cfg, ops) => {
+        const pool = new Pool({ threads: cfg.threads, maxQueue: cfg.maxQueue, onFull: cfg.onFull, strategy: cfg.strategy });
+        const calls = [];
+        const ends = []; // close()/destroy(): { what, rec, before: the calls it must wait for }
+        const problems = [];
+        let phase = 'open';
+        const unsettled = () => calls.filter((c) => c.rec.settled === 0);
+        const end = (what) => {
+          if (what === 'destroy') for (const c of unsettled()) c.allowed.add(C.PoolClosed);
+          if (phase !== 'destroyed') phase = what === 'destroy' ? 'destroyed' : 'closed';
+          // close() waits for the calls accepted before it; later ones are refused (PoolClosed).
+          const before = calls.filter((c) => c.allowed.has('ok'));
+          const rec = follow(() => pool[what]());
+          rec.done.then(() => {
+            const early = before.filter((c) => c.rec.settled === 0);
+            if (early.length > 0) problems.push(`${what}() resolved before calls ${early.map((c) => `#${c.index}`).join(', ')} settled`);
+          });
+          ends.push({ what, rec });
+        };
+        for (const op of ops) {
+          switch (op.op) {
+            case 'submit': {
+              const allowed = new Set();
+              if (phase !== 'open') allowed.add(C.PoolClosed);
+              else {
+                allowed.add('ok');
+                if (op.timeout !== undefined) allowed.add(C.Timeout);
+                // QueueFull only when the bound may be reached: every call not yet seen to
+                // settle may still hold a thread or a place in the queue.
+                if (cfg.onFull === 'reject' && unsettled().length >= cfg.threads + cfg.maxQueue) allowed.add(C.QueueFull);
+              }
+              const c = modelCall(calls.length, op, allowed);
+              const options = {};
+              if (op.timeout !== undefined) options.timeout = op.timeout;
+              if (op.abortable) {
+                c.controller = new AbortController();
+                options.signal = c.controller.signal;
+              }
+              c.rec = follow(() => pool.call(op.method, [op.method === 'sleep' ? op.ms : c.index], options));
+              calls.push(c);
+              break;
+            }
+            case 'abort': {
+              const abortable = calls.filter((c) => c.controller !== null);
+              if (abortable.length === 0) break;
+              const c = abortable[op.which % abortable.length];
+              if (c.rec.settled === 0) c.allowed.add(C.Aborted);
+              c.controller.abort();
+              break;
+            }
+            case 'await': {
+              if (calls.length === 0) break;
+              const c = calls[op.which % calls.length];
+              if (!(await within(c.rec.done, DEADLINE_MS))) problems.push(`call #${c.index} did not settle within ${DEADLINE_MS} ms`);
+              break;
+            }
+            case 'tick':
+              await new Promise((resolve) => (op.ms === 0 ? setImmediate(resolve) : setTimeout(resolve, op.ms)));
+              break;
+            default:
+              end(op.op);
+          }
+        }
+        problems.push(...(await allSettled(Object.fromEntries(calls.map((c) => [`call #${c.index}`, c.rec])))));
+        if (phase === 'open') end(cfg.end);
+        problems.push(...(await allSettled(Object.fromEntries(ends.map((e, i) => [`${e.what}() #${i}`, e.rec])))));
+        for (const e of ends) {
+          const o = e.rec.outcome;
+          if (o && !('value' in o)) problems.push(`${e.what}() did not resolve: ${show(o)}`);
+        }
+        for (const c of calls) {
+          if (c.rec.settled !== 1) continue;
+          const why = judgeModelCall(c);
+          if (why !== null) problems.push(why);
+        }
+        const s = pool.stats();
+        if (s.queued !== 0 || s.running !== 0) problems.push(`after ${ends.map((e) => e.what).join(', ')}: queued ${s.queued}, running ${s.running}`);
+        if (problems.length > 0) throw new Error(problems.join('\n'));
+      }),
+      500,
+    );
+  }, LIMIT_MS);
+
+  test('terminating a worker_thread with calls in flight on Pool.shared() and a method it serves: no crash, every call settles as allowed', async () => {
+    const shared = Pool.shared();
+    try {
+      await check(
+        fc.asyncProperty(
+          fc.record({
+            alsoHere: fc.boolean(), // this thread serves prop_hold too
+            inflight: fc.integer({ min: 0, max: 40 }),
+            holds: fc.array(fc.record({ ms: fc.integer({ min: 0, max: 20 }), timeout: fc.option(fc.constantFrom(1, 5, 1e22), { nil: undefined }) }), { minLength: 1, maxLength: 12 }),
+            terminateAfter: fc.integer({ min: 0, max: 10 }),
+            during: fc.integer({ min: 0, max: 4 }), // calls made while terminate() runs
+          }),
+          async (r) => {
+            const problems = [];
+            const worker = new Worker(path.join(__dirname, 'fixtures', 'property-worker.js'), { workerData: { serve: ['prop_hold'] } });
+            await new Promise((resolve, reject) => {
+              worker.once('message', resolve);
+              worker.once('error', reject);
+            });
+            worker.postMessage({ inflight: r.inflight });
+            await new Promise((resolve) => worker.once('message', resolve));
+            const here = r.alsoHere
+              ? shared.serve(
+                  {
+                    prop_hold(ms) {
+                      return new Promise((resolve) => setTimeout(resolve, ms, ms));
+                    },
+                  },
+                  { concurrency: Infinity },
+                )
+              : null;
+            const calls = [];
+            const hold = (h, phase) => {
+              const codes = new Set();
+              let ok = true;
+              if (h.timeout !== undefined && h.timeout < 1e9) codes.add(C.Timeout);
+              if (phase !== 'after') codes.add(C.ServerGone); // it was running on the worker
+              if (!r.alsoHere) codes.add(C.MethodNotFound); // re-dispatched, or sent, with no server left
+              if (phase === 'after' && !r.alsoHere) ok = false;
+              const options = h.timeout === undefined ? undefined : { timeout: h.timeout };
+              calls.push({ name: `prop_hold(${h.ms}) ${phase} ${show(options)}`, rec: follow(() => shared.call('prop_hold', [h.ms], options)), expect: { check: ok ? (a) => (a === h.ms ? null : `expected ${h.ms}, got ${show(a)}`) : null, codes } });
+            };
+            const echo = (i) => calls.push({ name: `echo ${i}`, rec: follow(() => shared.exec('echo', { i })), expect: { check: (a) => (isPlainObject(a) && a.i === i ? null : `expected { i: ${i} }, got ${show(a)}`), codes: new Set() } });
+            r.holds.forEach((h, i) => (hold(h, 'before'), echo(i)));
+            await new Promise((resolve) => setTimeout(resolve, r.terminateAfter));
+            const terminated = worker.terminate();
+            for (let i = 0; i < r.during; i++) hold(r.holds[i % r.holds.length], 'during');
+            await terminated;
+            hold(r.holds[0], 'after');
+            problems.push(...(await allSettled(Object.fromEntries(calls.map((c, i) => [`${i}: ${c.name}`, c.rec])))));
+            for (const c of calls) {
+              if (c.rec.settled !== 1) continue;
+              const why = judge(c.rec, c.expect);
+              if (why !== null) problems.push(`${c.name}: ${why}`);
+            }
+            if (here !== null && !(await within(here.close(), DEADLINE_MS))) problems.push('server.close() on this thread did not resolve');
+            const busy = await idle(shared);
+            if (busy !== null) problems.push(`after the worker was terminated: ${busy}`);
+            if (problems.length > 0) throw new Error(`${problems.join('\n')}\nrun: ${show(r)}`);
+          },
+        ),
+        15,
+      );
+    } finally {
+      await shared.close();
+    }
   }, LIMIT_MS);
 });
