@@ -1,26 +1,30 @@
-//! The scheduler: a fixed set of worker threads, one queue each, and the strategy that picks
-//! a queue for every call at submit time.
+//! The pool: native worker threads and JavaScript threads that serve methods, one queue each,
+//! and the strategy that picks a queue for every call at submit time. [`Pool`] is the API the
+//! bindings use; the state and the steps behind it are the scheduler's.
 //!
-//! State and invariants:
-//! - The pool's `queued` count (`stats::Counters`) counts jobs sitting in queues in state
-//!   QUEUED; each worker's own `queued` counts its share. Both are incremented before a job
-//!   becomes QUEUED and decremented by the thread that moves it out of QUEUED (the worker that
-//!   starts it, or a canceller), so they never underflow and are exact when the pool is quiet.
-//! - `maxQueue`, `onFull` and the wait list are admission's (`admission.rs`): a job holds a
-//!   slot from its placement on a queue until it finishes or is withdrawn, and a job over the
-//!   bound is refused or waits its turn in a FIFO list.
+//! Where things are (each module says in its first lines what state it keeps and which
+//! orderings make it correct; `README.md` gives the whole protocol with its proofs):
+//! - `scheduler.rs`: the owners below, put together, and every step that moves a job from one
+//!   owner to another (submit, admission of waiting jobs, cancel, destroy, the worker loop
+//!   around a native job, take/complete/depart of served jobs);
+//! - `job.rs`: a job's two kinds around one core, its state machine ([`Control`]) and where its
+//!   outcome goes;
+//! - `admission.rs`: the `maxQueue` bound and the `onFull: 'wait'` list;
+//! - `worker.rs`: native worker threads, their queues, sleep/wake and retirement;
+//! - `server.rs`: JavaScript threads serving methods, their queues and drain cycles;
+//! - `origin.rs`: the handshake that makes a caller's environment safe to tear down;
+//! - `lifecycle.rs`, `options.rs`, `stats.rs`, `strategy.rs`, `timeout.rs`, `idle.rs`: flags,
+//!   settings, counters, the pick, time limits and idle polling.
+//!
+//! Rules every part keeps:
+//! - A method is a native command (the registry) or served by JavaScript threads, never both:
+//!   `serve` refuses native names, and a call is routed by the registry first. Served jobs
+//!   count in `queued` and in the `maxQueue` bound like native ones; each open server counts
+//!   as one more thread in the bound.
 //! - A closed pool accepts no new call; a destroyed pool also settles every queued and waiting
 //!   job with PoolClosed and asks running ones to stop (they see it in `Context::check`).
 //! - Cancelled jobs stay in their queue as tombstones (state DONE) and are skipped when popped.
-//!
-//! - A method is a native command (the registry) or served by JavaScript threads (`server.rs`),
-//!   never both: `serve` refuses native names, and a call is routed by the registry first.
-//!   Served jobs count in `queued` and `admitted` like native ones; each open server counts as
-//!   one more thread in the `maxQueue` bound.
-//!
-//! Job states and who settles are described in `job.rs`; the environment handshake that makes
-//! views into SharedArrayBuffers safe is in `origin.rs`; the worker loop is in `worker.rs`; JS
-//! servers, their queues and their departure are in `server.rs`.
+//! - Every accepted call settles exactly once.
 
 mod admission;
 mod idle;
@@ -28,6 +32,7 @@ pub mod job;
 mod lifecycle;
 mod options;
 pub mod origin;
+mod scheduler;
 pub mod server;
 pub mod stats;
 pub mod strategy;
@@ -36,100 +41,37 @@ mod worker;
 
 pub use job::{Control, Params};
 pub use lifecycle::closed_error;
-pub(crate) use lifecycle::destroyed_error;
 pub use options::{OnFull, Options, MAX_NICE_INCREMENT, MAX_THREADS};
 pub use origin::{Deliver, Origin};
 pub(crate) use server::has_view;
-pub use server::{Announce, Batch, Rest, ServeError, Served, Server, ServerStats, Wake};
-pub use stats::Percentiles;
+pub use server::{Announce, Batch, Rest, ServeError, Served, Server, Wake};
+pub use stats::{Percentiles, ServerStats, Stats, WorkerStats};
 pub use strategy::Strategy;
 
-use crate::rpc::{envelope, json, ErrorCode, Registry, RpcError, Value};
-use admission::Admission;
-use job::{CollectKind, Collector, Job, JobCore, NativeJob, Reply, ServedJob};
-use lifecycle::Lifecycle;
-use server::Servers;
-use stats::Counters;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
-use worker::Worker;
+use crate::rpc::{envelope, json, CancelReason, ErrorCode, Outcome, Registry, RpcError, Value};
+use job::{CollectKind, Collector, Reply};
+use scheduler::Scheduler;
+use std::sync::Arc;
+use std::time::Duration;
 
-pub(crate) struct Shared {
-    workers: Box<[Worker]>,
-    registry: Registry,
-    options: Options,
-    next: AtomicUsize,
-    admission: Admission,
-    lifecycle: Lifecycle,
-    counters: Counters,
-    servers: RwLock<Servers>,
-    next_token: AtomicU64,
-}
-
-/// A pool of native worker threads.
+/// A pool of native worker threads, and of the JavaScript threads that serve methods.
 pub struct Pool {
-    shared: Arc<Shared>,
-}
-
-/// One worker's counters, for `stats()`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WorkerStats {
-    pub id: usize,
-    pub queued: usize,
-    pub running: usize,
-    pub completed: u64,
-    pub busy_ms: f64,
-}
-
-#[derive(Clone, Debug)]
-pub struct Stats {
-    pub threads: usize,
-    pub strategy: Strategy,
-    pub queued: usize,
-    pub waiting: usize,
-    pub running: usize,
-    pub completed: u64,
-    pub failed: u64,
-    pub workers: Vec<WorkerStats>,
-    /// JavaScript threads serving methods.
-    pub servers: Vec<ServerStats>,
-    pub run_time: Percentiles,
-    pub wait_time: Percentiles,
+    scheduler: Arc<Scheduler>,
 }
 
 impl Pool {
     /// Starts `options.threads` workers (at least one) running the commands in `registry`.
     pub fn new(options: Options, registry: Registry) -> std::io::Result<Pool> {
-        let n = options.threads.max(1);
-        let shared = Arc::new(Shared {
-            workers: (0..n).map(|_| Worker::default()).collect(),
-            registry,
-            options: Options {
-                threads: n,
-                ..options
-            },
-            next: AtomicUsize::new(0),
-            admission: Admission::new(&options, n),
-            lifecycle: Lifecycle::default(),
-            counters: Counters::default(),
-            servers: RwLock::new(Servers::default()),
-            next_token: AtomicU64::new(1),
-        });
-        // Worker 0 starts the others (see worker.rs); if it cannot start, nothing runs.
-        if let Err(e) = worker::spawn(shared.clone(), 0) {
-            shared.stop_threads();
-            return Err(e);
-        }
-        Ok(Pool { shared })
+        let scheduler = Scheduler::start(options, registry)?;
+        Ok(Pool { scheduler })
     }
 
     pub fn options(&self) -> &Options {
-        &self.shared.options
+        self.scheduler.options()
     }
 
     pub fn registry(&self) -> &Registry {
-        &self.shared.registry
+        self.scheduler.registry()
     }
 
     /// Runs `method` with `params`; the outcome goes to `origin` as call `call`.
@@ -144,7 +86,8 @@ impl Pool {
         timeout: Option<Duration>,
     ) -> Option<Arc<Control>> {
         let reply = Reply::Call(call);
-        self.submit(origin, method, params.into(), timeout, reply, None, None)
+        self.scheduler
+            .submit(origin, method, params.into(), timeout, reply, None, None)
     }
 
     /// As [`Pool::call`]; when a JavaScript-served call with views is placed on a server from
@@ -159,7 +102,7 @@ impl Pool {
         announce: Announce,
     ) -> Option<Arc<Control>> {
         let reply = Reply::Call(call);
-        self.submit(
+        self.scheduler.submit(
             origin,
             method,
             params.into(),
@@ -223,7 +166,7 @@ impl Pool {
             reply.finish(Err(closed_error()), origin);
             return;
         }
-        self.submit(
+        self.scheduler.submit(
             origin,
             &req.method,
             req.params.into(),
@@ -284,11 +227,11 @@ impl Pool {
         params: Vec<Value>,
         timeout: Option<Duration>,
     ) {
-        let n = self.shared.workers.len();
+        let n = self.scheduler.worker_count();
         let collector = Collector::new(call, CollectKind::Broadcast, vec![None; n]);
         for w in 0..n {
             let reply = Reply::Part(collector.clone(), w);
-            self.submit(
+            self.scheduler.submit(
                 origin,
                 method,
                 Params::Values(params.clone()),
@@ -300,299 +243,120 @@ impl Pool {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn submit(
-        &self,
-        origin: &Arc<Origin>,
-        method: &str,
-        params: Params,
-        timeout: Option<Duration>,
-        reply: Reply,
-        pinned: Option<usize>,
-        announce: Option<Announce>,
-    ) -> Option<Arc<Control>> {
-        let s = &self.shared;
-        if s.lifecycle.is_closed() {
-            reply.finish(Err(closed_error()), origin);
-            return None;
-        }
-        // The native command, or the served job's token and whether its params hold views.
-        let target = match s.registry.get(method) {
-            Some(command) => Ok(command.clone()),
-            None if pinned.is_none() && s.is_served(method) => {
-                let token = s.next_token.fetch_add(1, Ordering::Relaxed);
-                let views = match &params {
-                    Params::Values(values) => values.iter().any(server::has_view),
-                    Params::Json(_) => false,
-                };
-                Err((token, views))
-            }
-            None if s.is_served(method) => {
-                let e = RpcError::new(
-                    ErrorCode::InvalidRequest,
-                    format!(
-                        "broadcast runs native commands only; {method:?} is served by JavaScript"
-                    ),
-                );
-                reply.finish(Err(e), origin);
-                return None;
-            }
-            None => {
-                reply.finish(Err(RpcError::method_not_found(method)), origin);
-                return None;
-            }
-        };
-        let core = JobCore {
-            timeout: match timeout {
-                None => s.options.timeout,
-                Some(d) if d.is_zero() => None,
-                Some(d) => Some(d),
-            },
-            control: Control::new(params),
-            origin: origin.clone(),
-            reply,
-            submitted: Instant::now(),
-        };
-        let control = core.control.clone();
-        let job = match target {
-            Ok(command) => Job::Native(NativeJob {
-                core,
-                command,
-                pinned,
-            }),
-            Err((token, views)) => Job::Served(ServedJob {
-                core,
-                method: method.into(),
-                token,
-                views,
-                announced: false,
-            }),
-        };
-        if pinned.is_some() {
-            s.admission.reserve_unbounded();
-            s.place(job, None);
-            return Some(control);
-        }
-        let wait = s.admission.waits();
-        if wait && s.admission.has_waiting() {
-            // Others are already waiting for room: queue up behind them.
-            s.admission.park(job);
-            s.admit_waiting();
-            return Some(control);
-        }
-        if !s.admission.reserve() {
-            if wait {
-                s.admission.park(job);
-                s.admit_waiting();
-                return Some(control);
-            }
-            job.settle(Err(s.admission.full_error()));
-            return None;
-        }
-        s.place(job, announce);
-        Some(control)
-    }
-
     /// Asks a call to stop. A queued or waiting call is removed at once and this returns
     /// `true`: the caller must then settle it (the job will never run). A running call is
     /// asked to stop cooperatively and settles through its worker; this returns `false`.
     /// A running call of a JavaScript-served method settles at once (the handler is told to
     /// stop, see `server.rs`), also returning `false`.
-    pub fn cancel(&self, control: &Control, reason: crate::rpc::CancelReason) -> bool {
-        control.set_reason(reason);
-        if self.shared.withdraw(control) {
-            return true;
-        }
-        self.shared.cancel_running(control);
-        false
+    pub fn cancel(&self, control: &Control, reason: CancelReason) -> bool {
+        self.scheduler.cancel(control, reason)
     }
 
     /// Stops accepting calls; everything accepted still runs.
     pub fn close(&self) {
-        self.shared.lifecycle.close();
+        self.scheduler.close();
     }
 
     pub fn is_closed(&self) -> bool {
-        self.shared.lifecycle.is_closed()
+        self.scheduler.is_closed()
     }
 
     /// Closes the pool, settles every queued and waiting call with PoolClosed, asks running
     /// calls to stop, and lets the threads exit.
     pub fn destroy(&self) {
-        let s = &self.shared;
-        s.lifecycle.destroy();
-        let closed = destroyed_error;
-        s.admission.withdraw_all(|job| job.settle(Err(closed())));
-        for (w, worker) in s.workers.iter().enumerate() {
-            while let Some(job) = worker.queue.pop() {
-                if job.core.control.withdraw_queued() {
-                    s.unqueue(w);
-                    s.release_slot();
-                    job.core.settle(Err(closed()));
-                }
-            }
-        }
-        s.destroy_served(closed);
-        s.stop_threads();
+        self.scheduler.destroy();
     }
 
     /// Lets the threads exit once their queues are empty (after `close()` and a drain).
     pub fn shutdown(&self) {
         self.close();
-        self.shared.stop_threads();
+        self.scheduler.stop_threads();
     }
 
     pub fn stats(&self) -> Stats {
-        let s = &self.shared;
-        let servers = self.server_stats();
-        let workers: Vec<WorkerStats> = s
-            .workers
-            .iter()
-            .enumerate()
-            .map(|(id, w)| WorkerStats {
-                id,
-                queued: w.queued.load(Ordering::Relaxed),
-                running: w.running.load(Ordering::Relaxed),
-                completed: w.completed.load(Ordering::Relaxed),
-                busy_ms: w.busy_ns.load(Ordering::Relaxed) as f64 / 1e6,
-            })
-            .collect();
-        Stats {
-            threads: workers.len(),
-            strategy: s.options.strategy,
-            queued: s.counters.queued(),
-            waiting: s.admission.waiting(),
-            running: workers.iter().map(|w| w.running).sum::<usize>()
-                + servers.iter().map(|sv| sv.running).sum::<usize>(),
-            completed: s.counters.completed(),
-            failed: s.counters.failed(),
-            workers,
-            servers,
-            run_time: s.counters.run_time(),
-            wait_time: s.counters.wait_time(),
-        }
+        self.scheduler.stats()
+    }
+
+    /// Makes a JavaScript thread a server of `methods`. `tag` is the bindings' address of its
+    /// environment, `thread` its thread id (for stats), `waker` wakes it when jobs arrive.
+    /// At most `concurrency` (≥ 1) of its calls run at once; the others wait in its queue.
+    pub fn serve(
+        &self,
+        methods: Vec<String>,
+        tag: u64,
+        thread: u64,
+        concurrency: usize,
+        waker: impl Wake + 'static,
+    ) -> Result<Arc<Server>, ServeError> {
+        self.scheduler
+            .serve(methods, tag, thread, concurrency, Box::new(waker))
+    }
+
+    /// Stops giving `server` new calls; what it has queued or running still finishes there.
+    /// Returns false if it was already closed.
+    pub fn unserve(&self, server: &Server) -> bool {
+        self.scheduler.unserve(server)
+    }
+
+    /// The serving environment is gone (or a closed server is done): its queued jobs go to the
+    /// other servers of their method, its running ones settle with ServerGone. Idempotent.
+    /// After it returns, the server's [`Wake`] is never called again.
+    pub fn depart(&self, server: &Arc<Server>) {
+        self.scheduler.depart(server);
+    }
+
+    /// The serving thread ends a drain cycle: see [`Rest`] and `Server::rest` for what each
+    /// answer asks of it.
+    pub fn rest(&self, server: &Server, budget_left: bool, may_poll: bool) -> Rest {
+        server.rest(budget_left, may_poll)
+    }
+
+    /// Drains `server`'s queue for its JavaScript thread: up to `concurrency − running` live
+    /// jobs become RUNNING and are handed over; tombstones and jobs whose caller is gone on the
+    /// way are dropped. The thread is in a drain cycle from here until its [`Pool::rest`], so
+    /// calls placed meanwhile wake nobody (`wake_pending` is set, if a cycle started without a
+    /// wake-up found it clear).
+    pub fn take(&self, server: &Arc<Server>) -> Batch {
+        self.scheduler.take(server)
+    }
+
+    /// The handler of job `token` finished with `outcome`. Settles the call unless a stop or
+    /// the caller's departure got there first; a handler that returns after its deadline or
+    /// after a stop was asked gets the stop as its answer, as native commands do.
+    /// Returns true when the serving thread should [`Pool::take`] again (jobs wait and a
+    /// handler slot is free).
+    pub fn complete(&self, server: &Server, token: u64, outcome: Outcome) -> bool {
+        self.scheduler.complete(server, token, outcome)
+    }
+
+    /// The serving thread stops job `token` (its timeout fired): the call settles now with
+    /// `reason`; the handler keeps counting as running until it completes.
+    pub fn stop(&self, server: &Server, token: u64, reason: CancelReason) {
+        self.scheduler.stop(server, token, reason);
+    }
+
+    /// The serving thread has no views for job `token`: ask its caller to send them. `false`
+    /// when that cannot happen (the job is settled or its caller is gone): the serving thread
+    /// should complete the job (the outcome is dropped).
+    pub fn resend(&self, server: &Server, token: u64) -> bool {
+        server.resend(token)
+    }
+
+    /// Of these running jobs, the ones whose caller's environment is gone (a job waiting for
+    /// resent views never gets them then).
+    pub fn orphaned(&self, server: &Server, tokens: &[u64]) -> Vec<u64> {
+        server.orphaned(tokens)
+    }
+
+    /// Counters of every server not yet departed.
+    pub fn server_stats(&self) -> Vec<ServerStats> {
+        self.scheduler.server_stats()
     }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
         self.shutdown();
-    }
-}
-
-impl Shared {
-    /// Gives back the slot of a job that finished or was withdrawn, and lets a waiting job in.
-    fn release_slot(&self) {
-        if self.admission.release() {
-            self.admit_waiting();
-        }
-    }
-
-    /// Picks the job's worker by strategy (or its pin) and counts the job in that worker's
-    /// load. The index is written before the job can be seen as QUEUED by a canceller.
-    fn assign(&self, job: &NativeJob) -> usize {
-        let n = self.workers.len();
-        let mut w = job.pinned.unwrap_or_else(|| {
-            self.options.strategy.pick(n, &self.next, |i| {
-                (self.workers[i].load(), self.workers[i].asleep())
-            })
-        });
-        if !self.workers[w].alive.load(Ordering::Acquire) {
-            // Its thread could not be created: worker 0 (started by the constructor) serves.
-            w = 0;
-        }
-        self.workers[w].queued.fetch_add(1, Ordering::AcqRel);
-        self.counters.add_queued();
-        job.core.control.set_worker(w);
-        w
-    }
-
-    /// Puts a new job (with a reserved slot) on its worker's queue and wakes that worker.
-    fn place(&self, job: Job, announce: Option<Announce>) {
-        match job {
-            Job::Served(job) => {
-                self.counters.add_queued();
-                self.place_served(job, announce);
-            }
-            Job::Native(job) => {
-                let w = self.assign(&job);
-                self.push(w, job);
-            }
-        }
-    }
-
-    fn push(&self, w: usize, job: NativeJob) {
-        if !self.workers[w].push(job) {
-            self.retire_worker(w);
-        }
-    }
-
-    /// Undoes the queue counters of a job that left worker `w`'s queue.
-    fn unqueue(&self, w: usize) {
-        self.workers[w].queued.fetch_sub(1, Ordering::AcqRel);
-        self.counters.sub_queued();
-    }
-
-    /// Moves waiting jobs into queues while there is room, oldest first. Once the pool is
-    /// destroyed nothing is admitted (`destroy` settles the wait list); a job this thread took
-    /// off the list just before is settled where it lands (`Worker::push` and `Pool::take` see
-    /// the pool destroyed), never stranded.
-    fn admit_waiting(&self) {
-        while self.admission.has_waiting() && !self.lifecycle.is_destroyed() {
-            let Some((job, admitting)) = self.admission.next() else {
-                return;
-            };
-            match job {
-                Job::Served(job) => {
-                    // Counted as queued before it can be seen QUEUED (a canceller uncounts it).
-                    self.counters.add_queued();
-                    if !admitting.admit(&job.core.control) {
-                        self.counters.sub_queued();
-                        self.admission.unreserve();
-                        continue;
-                    }
-                    self.place_served(job, None);
-                }
-                Job::Native(job) => {
-                    let w = self.assign(&job);
-                    // A job cancelled while waiting was already counted out of the list.
-                    if !admitting.admit(&job.core.control) {
-                        self.unqueue(w);
-                        self.admission.unreserve();
-                        continue;
-                    }
-                    #[cfg(test)]
-                    self.admission.pause_for_tests();
-                    self.push(w, job);
-                }
-            }
-        }
-    }
-
-    /// Takes a cancelled job out of WAITING or QUEUED; true if this thread did (and so must
-    /// settle it).
-    fn withdraw(&self, control: &Control) -> bool {
-        if self.admission.withdraw(control) {
-            return true;
-        }
-        if control.withdraw_queued() {
-            // `assign` wrote the index before the job could become QUEUED; a served job has
-            // none (its server uncounts the tombstone when it drains it).
-            if let Some(w) = control.worker() {
-                self.workers[w].queued.fetch_sub(1, Ordering::AcqRel);
-            }
-            self.counters.sub_queued();
-            self.release_slot();
-            return true;
-        }
-        false
-    }
-
-    fn stop_threads(&self) {
-        self.lifecycle.stop_threads();
-        for w in self.workers.iter() {
-            w.wake();
-        }
     }
 }
 

@@ -4,9 +4,10 @@ use super::*;
 use crate::commands;
 use crate::rpc::{CancelReason, Outcome};
 use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Condvar, Mutex as StdMutex};
+use std::time::Instant;
 
 /// Records outcomes and resend requests.
 struct Sink {

@@ -12,13 +12,13 @@
 //!   until the server drains them, as on native workers. A drain hands over at most
 //!   `concurrency − running` jobs: the rest stay queued, where the strategy sees them as load,
 //!   a canceller withdraws them and a departure moves them to other servers. The serving thread
-//!   drains again as its handlers finish ([`Pool::complete`] says when there is more).
+//!   drains again as its handlers finish (`Pool::complete` says when there is more).
 //! - `stops`: tokens of running jobs whose handler must be told to stop (abort, destroy).
 //! - `forgotten`: tokens whose SharedArrayBuffer views the server was sent but will never run
 //!   (the job was cancelled or taken away), so the serving thread can drop them.
 //! - `wake_pending`: the serving thread is bound to look at the queue again: a wake-up is on
-//!   its way, or the thread is in a drain cycle (from its [`Pool::take`] to the
-//!   [`Pool::rest`] that ends every cycle), or a cycle it has put off (`Rest::Later`) is
+//!   its way, or the thread is in a drain cycle (from its `Pool::take` to the
+//!   `Pool::rest` that ends every cycle), or a cycle it has put off (`Rest::Later`) is
 //!   scheduled. A push that finds it clear sets it and calls [`Wake::wake`]; `take` and a
 //!   `Later` set it too, and pushes that find it set wake nobody. Only `rest` clears it, under
 //!   the lock and having seen nothing the thread could take, so a push either lands in what the
@@ -29,12 +29,12 @@
 //!   for the same reason (a stale read costs at most a wake-up, never a lost call).
 //!   `wake` is only ever called under the lock, after checking `accepting` (pushes) or
 //!   `departed` (stop and forget notices), and departure clears the one and sets the other under
-//!   the lock, so after [`Pool::depart`] returns no thread calls `wake` again and the bindings
+//!   the lock, so after `Pool::depart` returns no thread calls `wake` again and the bindings
 //!   may free what it uses.
 //! - `running`: jobs handed to JavaScript and not finished, by token. Inserting before the
 //!   QUEUED → RUNNING step and removing exactly once (completion or departure) makes the
 //!   removal the one place that gives back the job's `maxQueue` slot and the server's load.
-//! - `drain`: held through the whole of [`Pool::take`] and of [`Pool::depart`]. A job `take`
+//! - `drain`: held through the whole of `Pool::take` and of `Pool::depart`. A job `take`
 //!   has popped from `queue` is in neither `queue` nor `running` until `take` has moved it; if
 //!   `depart` ran in that gap it would find the job in neither and nobody would settle it. The
 //!   bindings call both on the serving thread, so the lock is never contended there; it makes
@@ -61,18 +61,19 @@
 //! job, the bindings send the views to the chosen server just before the push (`announce`);
 //! a job placed later by another thread (admitted from the `onFull: 'wait'` list, or moved off
 //! a departed server) is not announced, and its server asks the caller to send them
-//! ([`Pool::resend`] → [`super::Deliver::resend`]). The native side never dereferences a view
+//! (`Pool::resend` → `Deliver::resend`). The native side never dereferences a view
 //! of a served job: the serving thread's own SharedArrayBuffer objects keep the memory alive.
 
 use super::idle::{idle_pause, IDLE_SPIN};
-use super::job::{Control, JobCore, Params, Reply, Runner, ServedJob, Stopped};
+use super::job::{Control, Params, Reply, Runner, ServedJob, Stopped};
+use super::lifecycle::Lifecycle;
 use super::origin::Origin;
-use super::timeout;
-use super::Shared;
+use super::stats::{Counters, ServerStats};
+use super::strategy::Strategy;
 use crate::rpc::{CancelReason, ErrorCode, Outcome, RpcError, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::time::Instant;
 
 /// Wakes a server's JavaScript thread so that it drains its queue (the bindings call a
@@ -104,7 +105,7 @@ pub struct Batch {
     pub forgotten: Vec<u64>,
 }
 
-/// What a serving thread does at the end of a drain cycle: see [`Pool::rest`].
+/// What a serving thread does at the end of a drain cycle: see [`Server::rest`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rest {
     Idle,
@@ -112,14 +113,65 @@ pub enum Rest {
     Later,
 }
 
+/// Why `serve` refused.
+#[derive(Debug, PartialEq)]
+pub enum ServeError {
+    /// The method is a native command: a name is served natively or by JavaScript, not both.
+    Native(String),
+    /// No methods were given.
+    Empty,
+}
+
+/// A caller's hook that sends a job's views to the chosen server before the push:
+/// `announce(server_tag, token)`.
+pub type Announce<'a> = &'a mut dyn FnMut(u64, u64);
+
 /// A running job's remains: what settling it needs.
-struct Running {
+pub(crate) struct Running {
     control: Arc<Control>,
     origin: Arc<Origin>,
     /// Taken by whoever wins RUNNING → DONE.
     reply: Option<Reply>,
     started: Instant,
     deadline: Option<Instant>,
+}
+
+impl Running {
+    /// The handler finished with `outcome`: settles the call unless a stop or the server's
+    /// departure got there first. A handler that returns after its deadline or after a stop
+    /// was asked gets the stop as its answer, as native commands do.
+    pub(crate) fn complete(mut self, outcome: Outcome, counters: &Counters) {
+        counters.record_run(self.started.elapsed());
+        if !self.control.try_finish() {
+            return; // a stop settled it
+        }
+        let outcome = match self.control.reason() {
+            Some(reason) => Err(reason.error()),
+            None => match self.deadline {
+                Some(d) if Instant::now() >= d => Err(CancelReason::Timeout.error()),
+                _ => outcome,
+            },
+        };
+        counters.record(&outcome);
+        if let Some(reply) = self.reply.take() {
+            reply.finish(outcome, &self.origin);
+        }
+    }
+
+    /// Its server departed before the handler finished: settles the call with ServerGone,
+    /// unless a stop got there first.
+    pub(crate) fn abandon(mut self, counters: &Counters) {
+        if self.control.try_finish() {
+            if let Some(reply) = self.reply.take() {
+                let e = RpcError::new(
+                    ErrorCode::ServerGone,
+                    "The JavaScript thread serving the call exited before it finished",
+                );
+                counters.add_failed();
+                reply.finish(Err(e), &self.origin);
+            }
+        }
+    }
 }
 
 struct Inner {
@@ -138,7 +190,7 @@ pub struct Server {
     concurrency: usize,
     inner: Mutex<Inner>,
     running: Mutex<HashMap<u64, Running>>,
-    /// Held through a whole [`Pool::take`] and a whole [`Pool::depart`] (see the module doc).
+    /// Held through a whole `Pool::take` and a whole `Pool::depart` (see the module doc).
     drain: Mutex<()>,
     /// Entries in `queue` (tombstones included until drained).
     queued: AtomicUsize,
@@ -154,28 +206,42 @@ pub struct Server {
     waker: Box<dyn Wake>,
 }
 
-/// One server's counters, for `stats()`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ServerStats {
-    pub id: u64,
-    /// The serving thread's id as the bindings gave it (`threadId` in Node).
-    pub thread: u64,
-    pub methods: Vec<String>,
-    /// False once closed: it finishes what it has but gets nothing new.
-    pub open: bool,
-    pub queued: usize,
-    pub running: usize,
-    pub completed: u64,
-    pub busy_ms: f64,
+/// One drain of a server's queue ([`Server::begin_take`]): the jobs taken off it, the notices
+/// for the serving thread, and the server's `drain` lock, held until the drain is over.
+pub(crate) struct Take<'a> {
+    server: &'a Server,
+    taken: std::vec::IntoIter<ServedJob>,
+    stops: Vec<u64>,
+    forgotten: Vec<u64>,
+    _drain: MutexGuard<'a, ()>,
 }
 
-/// Why `serve` refused.
-#[derive(Debug, PartialEq)]
-pub enum ServeError {
-    /// The method is a native command: a name is served natively or by JavaScript, not both.
-    Native(String),
-    /// No methods were given.
-    Empty,
+impl Take<'_> {
+    /// How many jobs were taken off the queue (live ones and tombstones).
+    pub(crate) fn len(&self) -> usize {
+        self.taken.len()
+    }
+
+    /// The next job taken off the queue, counted out of the server's queue.
+    pub(crate) fn next_job(&mut self) -> Option<ServedJob> {
+        let job = self.taken.next()?;
+        self.server.queued.fetch_sub(1, Ordering::AcqRel);
+        Some(job)
+    }
+
+    /// The serving thread may drop the views it was sent for job `token`.
+    pub(crate) fn forget(&mut self, token: u64) {
+        self.forgotten.push(token);
+    }
+
+    /// Ends the drain (its lock is let go) with `jobs` to hand over.
+    pub(crate) fn finish(self, jobs: Vec<Served>) -> Batch {
+        Batch {
+            jobs,
+            stops: self.stops,
+            forgotten: self.forgotten,
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -193,6 +259,39 @@ pub(crate) fn has_view(v: &Value) -> bool {
 }
 
 impl Server {
+    /// A new server of `methods` (see `Pool::serve`).
+    pub(crate) fn new(
+        methods: Vec<String>,
+        tag: u64,
+        thread: u64,
+        concurrency: usize,
+        waker: Box<dyn Wake>,
+    ) -> Arc<Server> {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Arc::new(Server {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            tag,
+            thread,
+            methods,
+            concurrency: concurrency.max(1),
+            inner: Mutex::new(Inner {
+                accepting: true,
+                queue: VecDeque::new(),
+                stops: Vec::new(),
+                forgotten: Vec::new(),
+            }),
+            running: Mutex::new(HashMap::new()),
+            drain: Mutex::new(()),
+            queued: AtomicUsize::new(0),
+            running_len: AtomicUsize::new(0),
+            completed: AtomicU64::new(0),
+            busy_ns: AtomicU64::new(0),
+            departed: AtomicBool::new(false),
+            wake_pending: AtomicBool::new(false),
+            waker,
+        })
+    }
+
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -233,6 +332,48 @@ impl Server {
         !self.wake_pending.load(Ordering::Relaxed)
     }
 
+    /// Queues a QUEUED job (counted in the pool's `queued`, holding a slot) and wakes the
+    /// serving thread, announcing the job's views first when `announce` is given. Refused,
+    /// with the job handed back, when the server no longer accepts or the pool is destroyed
+    /// (`destroy` empties this queue under this lock after setting the flag: a job pushed then
+    /// would run after all).
+    fn push(
+        &self,
+        mut job: ServedJob,
+        announce: &mut Option<Announce>,
+        lifecycle: &Lifecycle,
+    ) -> Push {
+        let mut inner = lock(&self.inner);
+        if !inner.accepting {
+            return Push::Closed(job);
+        }
+        if lifecycle.is_destroyed() {
+            drop(inner);
+            return Push::Destroyed(job);
+        }
+        if job.views {
+            if let Some(announce) = announce.as_mut() {
+                announce(self.tag, job.token);
+                job.announced = true;
+            }
+        }
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        inner.queue.push_back(job);
+        self.wake_locked(&mut inner);
+        Push::Queued
+    }
+
+    /// Stops giving this server new jobs (it has left the method table). False if it was
+    /// already closed.
+    pub(crate) fn close(&self) -> bool {
+        let mut inner = lock(&self.inner);
+        if !inner.accepting {
+            return false;
+        }
+        inner.accepting = false;
+        true
+    }
+
     /// Tells the serving thread to stop a running handler.
     fn notify_stop(&self, token: u64) {
         let mut inner = lock(&self.inner);
@@ -245,7 +386,7 @@ impl Server {
 
     /// Ends running job `token` now if it still runs (RUNNING → DONE), and tells its handler to
     /// stop when `notify`. `Some`: this call ended it, and the caller settles it.
-    fn stop_running(&self, token: u64, notify: bool) -> Option<Stopped> {
+    pub(crate) fn stop_running(&self, token: u64, notify: bool) -> Option<Stopped> {
         let won = {
             let mut running = lock(&self.running);
             match running.get_mut(&token) {
@@ -263,7 +404,216 @@ impl Server {
         won
     }
 
-    fn stats(&self, open: bool) -> ServerStats {
+    /// Records why running job `token` must stop (the first reason wins).
+    pub(crate) fn set_reason(&self, token: u64, reason: CancelReason) {
+        if let Some(run) = lock(&self.running).get(&token) {
+            run.control.set_reason(reason);
+        }
+    }
+
+    /// The tokens of the jobs running now.
+    pub(crate) fn running_tokens(&self) -> Vec<u64> {
+        lock(&self.running).keys().copied().collect()
+    }
+
+    /// Begins a drain cycle for the serving thread (see `Pool::take`): takes the `drain` lock,
+    /// marks the thread as bound to look again (`wake_pending`), and takes up to
+    /// `concurrency − running` live jobs off the queue (with the tombstones met on the way)
+    /// and the pending notices.
+    pub(crate) fn begin_take(&self) -> Take<'_> {
+        let drain = lock(&self.drain);
+        let room = self
+            .concurrency
+            .saturating_sub(self.running_len.load(Ordering::Acquire));
+        let mut inner = lock(&self.inner);
+        self.wake_pending.store(true, Ordering::Relaxed);
+        let mut taken = Vec::new();
+        let mut live = 0;
+        while live < room {
+            let Some(job) = inner.queue.pop_front() else {
+                break;
+            };
+            if job.core.control.is_queued() {
+                live += 1;
+            }
+            taken.push(job);
+        }
+        let stops = std::mem::take(&mut inner.stops);
+        let forgotten = std::mem::take(&mut inner.forgotten);
+        drop(inner);
+        Take {
+            server: self,
+            taken: taken.into_iter(),
+            stops,
+            forgotten,
+            _drain: drain,
+        }
+    }
+
+    /// Hands job `token` to the serving thread: records it as running (before it is RUNNING,
+    /// so that a canceller that sees RUNNING finds it, here and through its runner), then moves
+    /// it QUEUED → RUNNING. `Some(params)`: it runs; `None`: a canceller withdrew it first and
+    /// nothing is recorded.
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        token: u64,
+        control: &Arc<Control>,
+        origin: Arc<Origin>,
+        reply: Reply,
+        started: Instant,
+        deadline: Option<Instant>,
+    ) -> Option<Params> {
+        lock(&self.running).insert(
+            token,
+            Running {
+                control: control.clone(),
+                origin,
+                reply: Some(reply),
+                started,
+                deadline,
+            },
+        );
+        let runner: Weak<Server> = Arc::downgrade(self);
+        control.set_runner(runner, token);
+        let Some(params) = control.start() else {
+            lock(&self.running).remove(&token);
+            return None;
+        };
+        self.running_len.fetch_add(1, Ordering::AcqRel);
+        Some(params)
+    }
+
+    /// Removes running job `token`'s record, counting it as done on this server; the caller
+    /// gives back its slot. `None`: unknown token (departure took it).
+    pub(crate) fn finish_running(&self, token: u64) -> Option<Running> {
+        let run = lock(&self.running).remove(&token)?;
+        self.running_len.fetch_sub(1, Ordering::AcqRel);
+        self.completed.fetch_add(1, Ordering::Relaxed);
+        let busy = run.started.elapsed();
+        self.busy_ns
+            .fetch_add(busy.as_nanos() as u64, Ordering::Relaxed);
+        Some(run)
+    }
+
+    /// True when the serving thread should take again: jobs wait and a handler slot is free.
+    pub(crate) fn more_to_take(&self) -> bool {
+        self.queued.load(Ordering::Acquire) > 0
+            && self.running_len.load(Ordering::Acquire) < self.concurrency
+    }
+
+    /// Departure: the serving thread is gone. No stop or forget notice will be sent again, and
+    /// the queue (every job in it, tombstones included) is handed to the caller. Call with
+    /// the `drain` lock held ([`Server::lock_drain`]), after [`Server::close`].
+    pub(crate) fn depart_queue(&self) -> Vec<ServedJob> {
+        let queued: Vec<ServedJob> = {
+            let mut inner = lock(&self.inner);
+            self.departed.store(true, Ordering::Release);
+            inner.stops.clear();
+            inner.forgotten.clear();
+            inner.queue.drain(..).collect()
+        };
+        self.queued.fetch_sub(queued.len(), Ordering::AcqRel);
+        queued
+    }
+
+    /// Departure: every running job's record, for the caller to settle and release.
+    pub(crate) fn depart_running(&self) -> Vec<Running> {
+        let running: Vec<Running> = lock(&self.running).drain().map(|(_, r)| r).collect();
+        self.running_len.fetch_sub(running.len(), Ordering::AcqRel);
+        running
+    }
+
+    /// The lock held through a whole `Pool::take` and a whole `Pool::depart`.
+    pub(crate) fn lock_drain(&self) -> MutexGuard<'_, ()> {
+        lock(&self.drain)
+    }
+
+    /// `destroy()`: empties the queue and hands its jobs to the caller; the serving thread is
+    /// told to forget the views it was sent for them.
+    pub(crate) fn drain_queue(&self) -> Vec<ServedJob> {
+        let mut inner = lock(&self.inner);
+        let jobs: Vec<ServedJob> = inner.queue.drain(..).collect();
+        self.queued.fetch_sub(jobs.len(), Ordering::AcqRel);
+        let forgotten: Vec<u64> = jobs
+            .iter()
+            .filter(|j| j.announced)
+            .map(|j| j.token)
+            .collect();
+        if !forgotten.is_empty() && !self.departed.load(Ordering::Acquire) {
+            inner.forgotten.extend(forgotten);
+            self.wake_locked(&mut inner);
+        }
+        jobs
+    }
+
+    /// The serving thread ends a drain cycle. `Work`: there is something it can take (a job
+    /// with a free handler slot, or a notice); take it and go on. `Idle`: nothing to take, and
+    /// wake-ups are on again. `Later`: the thread is over its time budget (`budget_left`
+    /// false) and must let its event loop run, then come back by itself for another cycle;
+    /// wake-ups stay off meanwhile, so calls placed in between cannot chain callback after
+    /// callback onto the thread without its event loop getting a turn. (That cycle may find
+    /// nothing and poll once more for nothing: the price of keeping wake-ups off.)
+    ///
+    /// With `may_poll`, budget left and no handler running, it first polls for up to
+    /// [`IDLE_SPIN`] (a caller's next call often comes that soon), yielding between rounds.
+    /// Jobs waiting for a handler slot do not count: a handler's completion takes them
+    /// (`Pool::complete` says when), and stop notices still wake the thread meanwhile.
+    pub(crate) fn rest(&self, budget_left: bool, may_poll: bool) -> Rest {
+        if !budget_left {
+            let _locked = lock(&self.inner);
+            self.wake_pending.store(true, Ordering::Relaxed);
+            return Rest::Later;
+        }
+        let polling = may_poll && self.running_len.load(Ordering::Acquire) == 0;
+        let until = polling.then(|| Instant::now() + IDLE_SPIN);
+        loop {
+            let inner = lock(&self.inner);
+            let room = self.running_len.load(Ordering::Acquire) < self.concurrency;
+            if (room && !inner.queue.is_empty())
+                || !inner.stops.is_empty()
+                || !inner.forgotten.is_empty()
+            {
+                return Rest::Work;
+            }
+            if !inner.accepting || until.is_none_or(|t| Instant::now() >= t) {
+                self.wake_pending.store(false, Ordering::Relaxed);
+                return Rest::Idle;
+            }
+            drop(inner);
+            idle_pause();
+        }
+    }
+
+    /// The serving thread has no views for job `token`: ask its caller to send them. `false`
+    /// when that cannot happen (the job is settled or its caller is gone): the serving thread
+    /// should complete the job (the outcome is dropped).
+    pub(crate) fn resend(&self, token: u64) -> bool {
+        let (origin, call) = {
+            let running = lock(&self.running);
+            match running.get(&token) {
+                Some(run) => match &run.reply {
+                    Some(reply) => (run.origin.clone(), reply.call()),
+                    None => return false,
+                },
+                None => return false,
+            }
+        };
+        origin.resend(call, self.tag, token)
+    }
+
+    /// Of these running jobs, the ones whose caller's environment is gone (a job waiting for
+    /// resent views never gets them then).
+    pub(crate) fn orphaned(&self, tokens: &[u64]) -> Vec<u64> {
+        let running = lock(&self.running);
+        tokens
+            .iter()
+            .copied()
+            .filter(|t| running.get(t).is_none_or(|r| r.origin.is_gone()))
+            .collect()
+    }
+
+    fn stats(&self) -> ServerStats {
+        let open = lock(&self.inner).accepting;
         ServerStats {
             id: self.id,
             thread: self.thread,
@@ -283,6 +633,15 @@ impl Runner for Server {
     }
 }
 
+/// What became of a job pushed on a server.
+enum Push {
+    Queued,
+    /// Refused, closed between the lookup and the lock: it has left the table, look again.
+    Closed(ServedJob),
+    /// Refused, the pool is destroyed: the job never runs.
+    Destroyed(ServedJob),
+}
+
 /// The servers of one method and the round-robin counter they share.
 #[derive(Default)]
 struct MethodServers {
@@ -290,512 +649,126 @@ struct MethodServers {
     next: AtomicUsize,
 }
 
-/// Every server of a pool: the open ones by method, and all not yet departed (for stats).
+/// The method table: the open servers by method, and all not yet departed (for stats).
 #[derive(Default)]
-pub(crate) struct Servers {
+struct Table {
     by_method: HashMap<String, MethodServers>,
     all: Vec<Arc<Server>>,
 }
 
+/// Every server of a pool, and the tokens that name served jobs to them.
+pub(crate) struct Servers {
+    table: RwLock<Table>,
+    next_token: AtomicU64,
+}
+
+impl Default for Servers {
+    fn default() -> Self {
+        Servers {
+            table: RwLock::new(Table::default()),
+            next_token: AtomicU64::new(1),
+        }
+    }
+}
+
 impl Servers {
+    fn read(&self) -> RwLockReadGuard<'_, Table> {
+        self.table.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Table> {
+        self.table.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Some open server serves `method`.
     pub(crate) fn serves(&self, method: &str) -> bool {
-        self.by_method
+        self.read()
+            .by_method
             .get(method)
             .is_some_and(|m| !m.list.is_empty())
     }
 
-    fn remove(&mut self, server: &Server) {
+    /// A new job's token: unique in the process.
+    pub(crate) fn next_token(&self) -> u64 {
+        self.next_token.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Enters an open server in the table under each of its methods.
+    pub(crate) fn add(&self, server: &Arc<Server>) {
+        let mut table = self.write();
         for m in &server.methods {
-            if let Some(entry) = self.by_method.get_mut(m.as_str()) {
-                entry.list.retain(|s| s.id != server.id);
-                if entry.list.is_empty() {
-                    self.by_method.remove(m.as_str());
-                }
-            }
-        }
-    }
-}
-
-/// A caller's hook that sends a job's views to the chosen server before the push:
-/// `announce(server_tag, token)`.
-pub type Announce<'a> = &'a mut dyn FnMut(u64, u64);
-
-impl Shared {
-    fn servers(&self) -> std::sync::RwLockReadGuard<'_, Servers> {
-        self.servers.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn servers_mut(&self) -> std::sync::RwLockWriteGuard<'_, Servers> {
-        self.servers.write().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub(crate) fn is_served(&self, method: &str) -> bool {
-        self.servers().serves(method)
-    }
-
-    /// Places a QUEUED served job (already counted in `queued` and holding a slot) on a server
-    /// of its method, announcing its views when `announce` is given. With no server left, the
-    /// job settles with MethodNotFound.
-    pub(crate) fn place_served(&self, mut job: ServedJob, mut announce: Option<Announce>) {
-        job.announced = false;
-        loop {
-            let server = {
-                let servers = self.servers();
-                let Some(entry) = servers
-                    .by_method
-                    .get(&*job.method)
-                    .filter(|e| !e.list.is_empty())
-                else {
-                    break;
-                };
-                let n = entry.list.len();
-                let i = self.options.strategy.pick(n, &entry.next, |i| {
-                    (entry.list[i].load(), entry.list[i].asleep())
-                });
-                entry.list[i].clone()
-            };
-            let mut inner = lock(&server.inner);
-            if !inner.accepting {
-                // Closed between the lookup and the lock: it has left the table, look again.
-                continue;
-            }
-            if self.lifecycle.is_destroyed() {
-                // `destroy_served` empties this queue under this lock after setting the flag:
-                // a job pushed now would run after all. It never runs.
-                drop(inner);
-                break;
-            }
-            if job.views {
-                if let Some(announce) = announce.as_mut() {
-                    announce(server.tag, job.token);
-                    job.announced = true;
-                }
-            }
-            server.queued.fetch_add(1, Ordering::AcqRel);
-            inner.queue.push_back(job);
-            server.wake_locked(&mut inner);
-            return;
-        }
-        if job.core.control.withdraw_queued() {
-            self.counters.sub_queued();
-            self.release_slot();
-            let e = if self.lifecycle.is_destroyed() {
-                super::destroyed_error()
-            } else {
-                RpcError::method_not_found(&job.method)
-            };
-            job.core.settle(Err(e));
-        }
-    }
-
-    /// Settles a running served job now with its stop reason (if it is still running), and
-    /// tells its handler to stop when `notify`.
-    fn stop_running(&self, server: &Server, token: u64, notify: bool) {
-        if let Some(stopped) = server.stop_running(token, notify) {
-            self.counters.add_failed();
-            stopped.settle();
-        }
-    }
-
-    /// A canceller found a served job RUNNING: settle it and tell its handler.
-    pub(crate) fn cancel_running(&self, control: &Control) {
-        if let Some((runner, token)) = control.runner() {
-            if let Some(stopped) = runner.stop(token) {
-                self.counters.add_failed();
-                stopped.settle();
-            }
-        }
-    }
-
-    /// `destroy()`: settles every queued served job with PoolClosed and stops running ones.
-    pub(crate) fn destroy_served(&self, closed: impl Fn() -> RpcError) {
-        let servers: Vec<Arc<Server>> = self.servers().all.clone();
-        for server in servers {
-            let jobs: Vec<ServedJob> = {
-                let mut inner = lock(&server.inner);
-                let jobs: Vec<ServedJob> = inner.queue.drain(..).collect();
-                server.queued.fetch_sub(jobs.len(), Ordering::AcqRel);
-                let forgotten: Vec<u64> = jobs
-                    .iter()
-                    .filter(|j| j.announced)
-                    .map(|j| j.token)
-                    .collect();
-                if !forgotten.is_empty() && !server.departed.load(Ordering::Acquire) {
-                    inner.forgotten.extend(forgotten);
-                    server.wake_locked(&mut inner);
-                }
-                jobs
-            };
-            for job in jobs {
-                if job.core.control.withdraw_queued() {
-                    self.counters.sub_queued();
-                    self.release_slot();
-                    job.core.settle(Err(closed()));
-                }
-            }
-            let tokens: Vec<u64> = lock(&server.running).keys().copied().collect();
-            for token in tokens {
-                if let Some(run) = lock(&server.running).get(&token) {
-                    run.control.set_reason(CancelReason::Destroyed);
-                }
-                self.stop_running(&server, token, true);
-            }
-        }
-    }
-}
-
-impl super::Pool {
-    /// Makes a JavaScript thread a server of `methods`. `tag` is the bindings' address of its
-    /// environment, `thread` its thread id (for stats), `waker` wakes it when jobs arrive.
-    /// At most `concurrency` (≥ 1) of its calls run at once; the others wait in its queue.
-    pub fn serve(
-        &self,
-        methods: Vec<String>,
-        tag: u64,
-        thread: u64,
-        concurrency: usize,
-        waker: impl Wake + 'static,
-    ) -> Result<Arc<Server>, ServeError> {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-        let s = &self.shared;
-        if methods.is_empty() {
-            return Err(ServeError::Empty);
-        }
-        if let Some(native) = methods.iter().find(|m| s.registry.get(m).is_some()) {
-            return Err(ServeError::Native(native.clone()));
-        }
-        let server = Arc::new(Server {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            tag,
-            thread,
-            methods,
-            concurrency: concurrency.max(1),
-            inner: Mutex::new(Inner {
-                accepting: true,
-                queue: VecDeque::new(),
-                stops: Vec::new(),
-                forgotten: Vec::new(),
-            }),
-            running: Mutex::new(HashMap::new()),
-            drain: Mutex::new(()),
-            queued: AtomicUsize::new(0),
-            running_len: AtomicUsize::new(0),
-            completed: AtomicU64::new(0),
-            busy_ns: AtomicU64::new(0),
-            departed: AtomicBool::new(false),
-            wake_pending: AtomicBool::new(false),
-            waker: Box::new(waker),
-        });
-        let mut servers = s.servers_mut();
-        for m in &server.methods {
-            servers
+            table
                 .by_method
                 .entry(m.clone())
                 .or_default()
                 .list
                 .push(server.clone());
         }
-        servers.all.push(server.clone());
-        s.admission.server_opened();
-        Ok(server)
+        table.all.push(server.clone());
     }
 
-    /// Stops giving `server` new calls; what it has queued or running still finishes there.
-    /// Returns false if it was already closed.
-    pub fn unserve(&self, server: &Server) -> bool {
-        let s = &self.shared;
-        s.servers_mut().remove(server);
-        let mut inner = lock(&server.inner);
-        if !inner.accepting {
-            return false;
-        }
-        inner.accepting = false;
-        drop(inner);
-        s.admission.server_closed();
-        true
-    }
-
-    /// The serving environment is gone (or a closed server is done): its queued jobs go to the
-    /// other servers of their method, its running ones settle with ServerGone. Idempotent.
-    /// After it returns, the server's [`Wake`] is never called again.
-    pub fn depart(&self, server: &Arc<Server>) {
-        let s = &self.shared;
-        let _drain = lock(&server.drain);
-        self.unserve(server);
-        let queued: Vec<ServedJob> = {
-            let mut inner = lock(&server.inner);
-            server.departed.store(true, Ordering::Release);
-            inner.stops.clear();
-            inner.forgotten.clear();
-            inner.queue.drain(..).collect()
-        };
-        s.servers_mut().all.retain(|x| x.id != server.id);
-        server.queued.fetch_sub(queued.len(), Ordering::AcqRel);
-        for job in queued {
-            if job.core.control.is_queued() {
-                s.place_served(job, None);
-            }
-        }
-        let running: Vec<Running> = lock(&server.running).drain().map(|(_, r)| r).collect();
-        for mut run in running {
-            server.running_len.fetch_sub(1, Ordering::AcqRel);
-            if run.control.try_finish() {
-                if let Some(reply) = run.reply.take() {
-                    let e = RpcError::new(
-                        ErrorCode::ServerGone,
-                        "The JavaScript thread serving the call exited before it finished",
-                    );
-                    s.counters.add_failed();
-                    reply.finish(Err(e), &run.origin);
+    /// Takes a server out of its methods' lists (it gets no new jobs; stats still list it).
+    pub(crate) fn remove(&self, server: &Server) {
+        let mut table = self.write();
+        for m in &server.methods {
+            if let Some(entry) = table.by_method.get_mut(m.as_str()) {
+                entry.list.retain(|s| s.id != server.id);
+                if entry.list.is_empty() {
+                    table.by_method.remove(m.as_str());
                 }
             }
-            s.release_slot();
         }
     }
 
-    /// The serving thread ends a drain cycle. `Work`: there is something it can take (a job
-    /// with a free handler slot, or a notice); take it and go on. `Idle`: nothing to take, and
-    /// wake-ups are on again. `Later`: the thread is over its time budget (`budget_left`
-    /// false) and must let its event loop run, then come back by itself for another cycle;
-    /// wake-ups stay off meanwhile, so calls placed in between cannot chain callback after
-    /// callback onto the thread without its event loop getting a turn. (That cycle may find
-    /// nothing and poll once more for nothing: the price of keeping wake-ups off.)
-    ///
-    /// With `may_poll`, budget left and no handler running, it first polls for up to
-    /// [`IDLE_SPIN`] (a caller's next call often comes that soon), yielding between rounds.
-    /// Jobs waiting for a handler slot do not count: a handler's completion takes them
-    /// ([`Pool::complete`] says when), and stop notices still wake the thread meanwhile.
-    pub fn rest(&self, server: &Server, budget_left: bool, may_poll: bool) -> Rest {
-        if !budget_left {
-            let _locked = lock(&server.inner);
-            server.wake_pending.store(true, Ordering::Relaxed);
-            return Rest::Later;
-        }
-        let polling = may_poll && server.running_len.load(Ordering::Acquire) == 0;
-        let until = polling.then(|| Instant::now() + IDLE_SPIN);
+    /// Forgets a departed server altogether.
+    pub(crate) fn forget(&self, server: &Server) {
+        self.write().all.retain(|x| x.id != server.id);
+    }
+
+    /// Every server not yet departed.
+    pub(crate) fn all(&self) -> Vec<Arc<Server>> {
+        self.read().all.clone()
+    }
+
+    /// Places a QUEUED served job on a server of its method picked by `strategy`, announcing
+    /// its views when `announce` is given. `Err` hands the job back when no server took it:
+    /// none serves the method any more, or the pool is destroyed. (Handed back by value:
+    /// boxing it would allocate on the submit path.)
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn place(
+        &self,
+        mut job: ServedJob,
+        mut announce: Option<Announce>,
+        strategy: Strategy,
+        lifecycle: &Lifecycle,
+    ) -> Result<(), ServedJob> {
+        job.announced = false;
         loop {
-            let inner = lock(&server.inner);
-            let room = server.running_len.load(Ordering::Acquire) < server.concurrency;
-            if (room && !inner.queue.is_empty())
-                || !inner.stops.is_empty()
-                || !inner.forgotten.is_empty()
-            {
-                return Rest::Work;
-            }
-            if !inner.accepting || until.is_none_or(|t| Instant::now() >= t) {
-                server.wake_pending.store(false, Ordering::Relaxed);
-                return Rest::Idle;
-            }
-            drop(inner);
-            idle_pause();
-        }
-    }
-
-    /// Drains `server`'s queue for its JavaScript thread: up to `concurrency − running` live
-    /// jobs become RUNNING and are handed over; tombstones and jobs whose caller is gone on the
-    /// way are dropped. The thread is in a drain cycle from here until its [`Pool::rest`], so
-    /// calls placed meanwhile wake nobody (`wake_pending` is set, if a cycle started without a
-    /// wake-up found it clear).
-    pub fn take(&self, server: &Arc<Server>) -> Batch {
-        let s = &self.shared;
-        let _drain = lock(&server.drain);
-        let room = server
-            .concurrency
-            .saturating_sub(server.running_len.load(Ordering::Acquire));
-        let (queue, stops, mut forgotten) = {
-            let mut inner = lock(&server.inner);
-            server.wake_pending.store(true, Ordering::Relaxed);
-            let mut taken = Vec::new();
-            let mut live = 0;
-            while live < room {
-                let Some(job) = inner.queue.pop_front() else {
-                    break;
+            let server = {
+                let table = self.read();
+                let Some(entry) = table
+                    .by_method
+                    .get(&*job.method)
+                    .filter(|e| !e.list.is_empty())
+                else {
+                    return Err(job);
                 };
-                if job.core.control.is_queued() {
-                    live += 1;
-                }
-                taken.push(job);
-            }
-            (
-                taken,
-                std::mem::take(&mut inner.stops),
-                std::mem::take(&mut inner.forgotten),
-            )
-        };
-        let mut jobs = Vec::with_capacity(queue.len());
-        let now = Instant::now();
-        for job in queue {
-            server.queued.fetch_sub(1, Ordering::AcqRel);
-            let live = job.core.control.is_queued();
-            let destroyed = s.lifecycle.is_destroyed();
-            if !live || job.core.origin.is_gone() || destroyed {
-                if job.announced {
-                    forgotten.push(job.token);
-                }
-                if live && job.core.control.withdraw_queued() {
-                    s.counters.sub_queued();
-                    s.release_slot();
-                    if destroyed {
-                        // Placed after destroy() emptied the queues (admitted from the wait
-                        // list by a thread that raced it): it never runs.
-                        job.core.settle(Err(super::destroyed_error()));
-                    } // else nobody is listening for it any more
-                }
-                continue;
-            }
-            let ServedJob {
-                core:
-                    JobCore {
-                        control,
-                        origin,
-                        reply,
-                        submitted,
-                        timeout,
-                    },
-                method,
-                token,
-                views,
-                ..
-            } = job;
-            // Visible in `running` (and through its runner) before it is RUNNING, so a
-            // canceller that sees RUNNING finds it.
-            lock(&server.running).insert(
-                token,
-                Running {
-                    control: control.clone(),
-                    origin,
-                    reply: Some(reply),
-                    started: now,
-                    deadline: timeout::deadline(now, timeout),
-                },
-            );
-            let runner: Weak<Server> = Arc::downgrade(server);
-            control.set_runner(runner, token);
-            let Some(params) = control.start() else {
-                lock(&server.running).remove(&token);
-                continue;
+                let n = entry.list.len();
+                let i = strategy.pick(n, &entry.next, |i| {
+                    (entry.list[i].load(), entry.list[i].asleep())
+                });
+                entry.list[i].clone()
             };
-            server.running_len.fetch_add(1, Ordering::AcqRel);
-            s.counters.sub_queued();
-            s.counters
-                .record_wait(now.saturating_duration_since(submitted));
-            if control.reason().is_some() {
-                // Cancelled between the CAS attempts: settle it and hand nothing over.
-                s.stop_running(server, token, false);
-                self.finish_running(server, token);
-                if views {
-                    forgotten.push(token);
-                }
-                continue;
+            match server.push(job, &mut announce, lifecycle) {
+                Push::Queued => return Ok(()),
+                Push::Closed(refused) => job = refused,
+                Push::Destroyed(refused) => return Err(refused),
             }
-            jobs.push(Served {
-                token,
-                method,
-                params,
-                deadline: timeout::deadline(now, timeout),
-                views,
-            });
         }
-        Batch {
-            jobs,
-            stops,
-            forgotten,
-        }
-    }
-
-    /// Removes a running job's record: its slot and the server's load are given back.
-    fn finish_running(&self, server: &Server, token: u64) -> Option<Running> {
-        let run = lock(&server.running).remove(&token)?;
-        server.running_len.fetch_sub(1, Ordering::AcqRel);
-        server.completed.fetch_add(1, Ordering::Relaxed);
-        let busy = run.started.elapsed();
-        server
-            .busy_ns
-            .fetch_add(busy.as_nanos() as u64, Ordering::Relaxed);
-        self.shared.release_slot();
-        Some(run)
-    }
-
-    /// The handler of job `token` finished with `outcome`. Settles the call unless a stop or
-    /// the caller's departure got there first; a handler that returns after its deadline or
-    /// after a stop was asked gets the stop as its answer, as native commands do.
-    /// Returns true when the serving thread should [`Pool::take`] again (jobs wait and a
-    /// handler slot is free).
-    pub fn complete(&self, server: &Server, token: u64, outcome: Outcome) -> bool {
-        self.settle_running(server, token, outcome);
-        server.queued.load(Ordering::Acquire) > 0
-            && server.running_len.load(Ordering::Acquire) < server.concurrency
-    }
-
-    fn settle_running(&self, server: &Server, token: u64, outcome: Outcome) {
-        let s = &self.shared;
-        let Some(mut run) = self.finish_running(server, token) else {
-            return; // unknown token: already settled by departure
-        };
-        s.counters.record_run(run.started.elapsed());
-        if !run.control.try_finish() {
-            return; // a stop settled it
-        }
-        let outcome = match run.control.reason() {
-            Some(reason) => Err(reason.error()),
-            None => match run.deadline {
-                Some(d) if Instant::now() >= d => Err(CancelReason::Timeout.error()),
-                _ => outcome,
-            },
-        };
-        s.counters.record(&outcome);
-        if let Some(reply) = run.reply.take() {
-            reply.finish(outcome, &run.origin);
-        }
-    }
-
-    /// The serving thread stops job `token` (its timeout fired): the call settles now with
-    /// `reason`; the handler keeps counting as running until it completes.
-    pub fn stop(&self, server: &Server, token: u64, reason: CancelReason) {
-        if let Some(run) = lock(&server.running).get(&token) {
-            run.control.set_reason(reason);
-        }
-        self.shared.stop_running(server, token, false);
-    }
-
-    /// The serving thread has no views for job `token`: ask its caller to send them. `false`
-    /// when that cannot happen (the job is settled or its caller is gone): the serving thread
-    /// should complete the job (the outcome is dropped).
-    pub fn resend(&self, server: &Server, token: u64) -> bool {
-        let (origin, call) = {
-            let running = lock(&server.running);
-            match running.get(&token) {
-                Some(run) => match &run.reply {
-                    Some(reply) => (run.origin.clone(), reply.call()),
-                    None => return false,
-                },
-                None => return false,
-            }
-        };
-        origin.resend(call, server.tag, token)
-    }
-
-    /// Of these running jobs, the ones whose caller's environment is gone (a job waiting for
-    /// resent views never gets them then).
-    pub fn orphaned(&self, server: &Server, tokens: &[u64]) -> Vec<u64> {
-        let running = lock(&server.running);
-        tokens
-            .iter()
-            .copied()
-            .filter(|t| running.get(t).is_none_or(|r| r.origin.is_gone()))
-            .collect()
     }
 
     /// Counters of every server not yet departed.
-    pub fn server_stats(&self) -> Vec<ServerStats> {
-        self.shared
-            .servers()
-            .all
-            .iter()
-            .map(|sv| {
-                let open = lock(&sv.inner).accepting;
-                sv.stats(open)
-            })
-            .collect()
+    pub(crate) fn stats(&self) -> Vec<ServerStats> {
+        self.read().all.iter().map(|sv| sv.stats()).collect()
     }
 }

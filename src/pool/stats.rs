@@ -8,9 +8,52 @@
 //! reported percentile is within 12.5% of the true value. Recording is one relaxed
 //! `fetch_add`; reading sums the buckets (a snapshot that may be a few records behind).
 
+use super::strategy::Strategy;
 use crate::rpc::Outcome;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
+
+/// What `pool.stats()` reports.
+#[derive(Clone, Debug)]
+pub struct Stats {
+    pub threads: usize,
+    pub strategy: Strategy,
+    pub queued: usize,
+    pub waiting: usize,
+    pub running: usize,
+    pub completed: u64,
+    pub failed: u64,
+    pub workers: Vec<WorkerStats>,
+    /// JavaScript threads serving methods.
+    pub servers: Vec<ServerStats>,
+    pub run_time: Percentiles,
+    pub wait_time: Percentiles,
+}
+
+/// One worker's counters, for `stats()`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerStats {
+    pub id: usize,
+    pub queued: usize,
+    pub running: usize,
+    pub completed: u64,
+    pub busy_ms: f64,
+}
+
+/// One server's counters, for `stats()`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerStats {
+    pub id: u64,
+    /// The serving thread's id as the bindings gave it (`threadId` in Node).
+    pub thread: u64,
+    pub methods: Vec<String>,
+    /// False once closed: it finishes what it has but gets nothing new.
+    pub open: bool,
+    pub queued: usize,
+    pub running: usize,
+    pub completed: u64,
+    pub busy_ms: f64,
+}
 
 /// The pool-wide counters.
 #[derive(Default)]

@@ -3,6 +3,7 @@ use crate::commands;
 use crate::rpc::{CancelReason, Map, Outcome};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Mutex as StdMutex;
+use std::time::Instant;
 
 struct ToChannel(StdMutex<Sender<(u64, Outcome)>>);
 
@@ -109,7 +110,7 @@ fn leastbusy_avoids_a_busy_worker() {
 fn leastbusy_gives_a_tie_to_the_worker_that_is_not_parked() {
     let p = pool(4, Strategy::LeastBusy);
     let (o, rx) = origin();
-    let workers = &p.shared.workers;
+    let workers = p.scheduler.workers();
     let all_parked = || {
         let started = Instant::now();
         while !workers.iter().all(|w| w.asleep()) {
@@ -126,10 +127,10 @@ fn leastbusy_gives_a_tie_to_the_worker_that_is_not_parked() {
         all_parked();
         let target = (i % 4) as usize;
         // It looks as if it still polled: the tie is its, and the push does not unpark it.
-        workers[target].sleeping.store(false, Ordering::SeqCst);
+        workers[target].pretend_sleeping(false);
         let before: Vec<u64> = p.stats().workers.iter().map(|w| w.completed).collect();
         p.call(&o, i, "echo", vec![Value::Number(i as f64)], None);
-        workers[target].sleeping.store(true, Ordering::SeqCst);
+        workers[target].pretend_sleeping(true);
         workers[target].wake();
         let (id, out) = recv(&rx);
         assert_eq!((id, out.unwrap()), (i, Value::Number(i as f64)));
@@ -490,7 +491,7 @@ fn a_dead_worker_settles_its_queue_and_gets_no_more_jobs() {
     }
     p.call(&o, 2, "echo", vec![Value::Number(2.0)], None);
     p.call(&o, 3, "echo", vec![Value::Number(3.0)], None);
-    p.shared.retire_worker(1);
+    p.scheduler.retire_worker(1);
     let (id, out) = recv(&rx);
     assert_eq!((id, out.unwrap_err().code), (3, ErrorCode::InternalError));
     for i in 10..20 {
@@ -553,7 +554,7 @@ fn a_call_admitted_while_destroy_runs_is_settled_not_stranded() {
     let (go_tx, go_rx) = channel::<()>();
     let go_rx = StdMutex::new(go_rx);
     let held_tx = StdMutex::new(held_tx);
-    p.shared.admission.set_pause(Arc::new(move || {
+    p.scheduler.admission().set_pause(Arc::new(move || {
         held_tx.lock().unwrap().send(()).unwrap();
         go_rx.lock().unwrap().recv().unwrap();
     }));
@@ -565,7 +566,7 @@ fn a_call_admitted_while_destroy_runs_is_settled_not_stranded() {
     p.destroy();
     // Worker 0's long call stops, and its thread ends: it will serve nothing more.
     let until = Instant::now() + Duration::from_secs(20);
-    while p.shared.workers[0].alive.load(Ordering::SeqCst) {
+    while p.scheduler.workers()[0].is_alive() {
         assert!(
             Instant::now() < until,
             "worker 0 did not end after destroy()"

@@ -1,40 +1,46 @@
-//! A worker: one OS thread, its queue, and its counters.
+//! A worker: one OS thread, its queue of native jobs, its counters, and the handshakes that
+//! let it sleep without losing a job.
 //!
 //! Start-up: threads are started as a tree (the constructor starts worker 0; worker k starts
-//! 2k+1 and 2k+2), so n threads are up after ~log2(n) thread creations instead of n in a row.
-//! Jobs may be queued for a worker before its thread runs; it serves them when it starts. If
-//! a thread cannot be created, its worker is marked dead: its queue is settled with
-//! InternalError and `Shared::assign` sends later jobs elsewhere. A push that races with the
-//! marking re-checks `alive` after pushing (SeqCst on both sides), so no job is stranded.
+//! 2k+1 and 2k+2, [`Workers::children`]), so n threads are up after ~log2(n) thread creations
+//! instead of n in a row. Jobs may be queued for a worker before its thread runs; it serves
+//! them when it starts. If a thread cannot be created, its worker is retired: its queue is
+//! settled with InternalError and [`Workers::pick`] sends later jobs to worker 0.
 //!
 //! Sleeping and waking (no lost wake-up): an idle worker spins briefly, then sets `sleeping`,
 //! issues a SeqCst fence and looks at its queue once more before parking; a submitter pushes,
 //! issues a SeqCst fence and unparks the worker if it reads `sleeping`. With both fences, either
 //! the worker sees the job or the submitter sees the flag. `park` keeps a token, so an unpark
 //! that lands just before the park is not lost either.
+//!
+//! Retirement (no stranded job): [`Worker::retire`] stores `alive = false`, issues a SeqCst
+//! fence, and then the retiring thread empties the queue; [`Worker::push`] pushes, issues a
+//! SeqCst fence and reads `alive`. Either the retiring thread sees the job, or the pusher sees
+//! the worker gone and empties the queue itself.
 
 use super::idle::{idle_pause, IDLE_SPIN};
-use super::job::{JobCore, NativeJob};
-use super::timeout;
-use super::Shared;
-use crate::rpc::{ErrorCode, RpcError, StopFlags};
+use super::job::NativeJob;
+use super::lifecycle::Lifecycle;
+use super::stats::WorkerStats;
+use super::strategy::Strategy;
 use crossbeam_queue::SegQueue;
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::thread::{self, Thread};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub(crate) struct Worker {
-    pub(crate) queue: SegQueue<NativeJob>,
-    pub(crate) queued: AtomicUsize,
-    pub(crate) running: AtomicUsize,
-    pub(crate) completed: AtomicU64,
-    pub(crate) busy_ns: AtomicU64,
-    pub(crate) sleeping: AtomicBool,
+    queue: SegQueue<NativeJob>,
+    /// Jobs counted into this worker's queue and not yet out of QUEUED (see `stats::Counters`).
+    queued: AtomicUsize,
+    /// 1 while it runs a job.
+    running: AtomicUsize,
+    completed: AtomicU64,
+    busy_ns: AtomicU64,
+    sleeping: AtomicBool,
     thread: OnceLock<Thread>,
-    /// False once its thread could not be created.
-    pub(crate) alive: AtomicBool,
+    /// False once its thread could not be created, or has ended.
+    alive: AtomicBool,
 }
 
 impl Default for Worker {
@@ -60,13 +66,42 @@ impl Worker {
 
     /// Parked (or about to be): a call placed on it costs an unpark. A hint for the strategy.
     /// A worker whose thread could not be created counts as asleep: its calls go to worker 0
-    /// (see `Shared::assign`), which must not win ties for that reason.
+    /// (see [`Workers::pick`]), which must not win ties for that reason.
     pub(crate) fn asleep(&self) -> bool {
         self.sleeping.load(Ordering::Relaxed) || !self.alive.load(Ordering::Relaxed)
     }
 
+    pub(crate) fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
+    }
+
+    /// A job is about to be pushed here (it counts as this worker's load from now on).
+    pub(crate) fn add_queued(&self) {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A job counted here left QUEUED (started or withdrawn).
+    pub(crate) fn sub_queued(&self) {
+        self.queued.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// The thread runs a job (`true`) or no longer does (`false`).
+    pub(crate) fn set_running(&self, running: bool) {
+        self.running.store(usize::from(running), Ordering::Release);
+    }
+
+    /// Adds a job's running time to the worker's busy time.
+    pub(crate) fn add_busy(&self, elapsed: Duration) {
+        self.busy_ns
+            .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_completed(&self) {
+        self.completed.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Queues a job and wakes the thread if it sleeps. `false`: the worker turned out to be
-    /// dead, and the caller must settle the queue (`Shared::settle_queue`).
+    /// retired, and the caller must settle the queue (the scheduler's `settle_queue`).
     #[must_use]
     pub(crate) fn push(&self, job: NativeJob) -> bool {
         self.queue.push(job);
@@ -77,26 +112,156 @@ impl Worker {
         self.alive.load(Ordering::SeqCst)
     }
 
+    /// Takes the oldest job off the queue (tombstones included).
+    pub(crate) fn pop(&self) -> Option<NativeJob> {
+        self.queue.pop()
+    }
+
     pub(crate) fn wake(&self) {
         if let Some(t) = self.thread.get() {
             t.unpark();
         }
     }
+
+    /// Records the calling thread as this worker's (for [`Worker::wake`]).
+    pub(crate) fn register_thread(&self) {
+        let _ = self.thread.set(thread::current());
+    }
+
+    /// The worker thread's loop: runs every job it pops with `run`, idles when the queue is
+    /// empty (spins for [`IDLE_SPIN`], then sleeps until a push wakes it), and returns once the
+    /// pool stops its threads and the queue is empty.
+    pub(crate) fn serve(&self, lifecycle: &Lifecycle, mut run: impl FnMut(NativeJob)) {
+        let mut idle_since: Option<Instant> = None;
+        loop {
+            if let Some(job) = self.queue.pop() {
+                idle_since = None;
+                run(job);
+                continue;
+            }
+            if lifecycle.is_stopping() {
+                break;
+            }
+            let since = *idle_since.get_or_insert_with(Instant::now);
+            if since.elapsed() < IDLE_SPIN {
+                idle_pause();
+                continue;
+            }
+            idle_since = None;
+            self.sleeping.store(true, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            if self.queue.is_empty() && !lifecycle.is_stopping() {
+                thread::park();
+            }
+            self.sleeping.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// Marks the worker as serving no more (its thread could not be created, or it ended).
+    /// The caller then empties the queue: see the module doc for why no job is stranded.
+    pub(crate) fn retire(&self) {
+        self.alive.store(false, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    fn stats(&self, id: usize) -> WorkerStats {
+        WorkerStats {
+            id,
+            queued: self.queued.load(Ordering::Relaxed),
+            running: self.running.load(Ordering::Relaxed),
+            completed: self.completed.load(Ordering::Relaxed),
+            busy_ms: self.busy_ns.load(Ordering::Relaxed) as f64 / 1e6,
+        }
+    }
+
+    /// Tests: makes the worker look awake (or asleep) to the strategy and to pushers.
+    #[cfg(test)]
+    pub(crate) fn pretend_sleeping(&self, sleeping: bool) {
+        self.sleeping.store(sleeping, Ordering::SeqCst);
+    }
 }
 
-/// Starts worker `index`'s thread, which first starts its children in the tree.
-pub(crate) fn spawn(shared: Arc<Shared>, index: usize) -> std::io::Result<()> {
+/// The pool's workers, and the round-robin counter they share.
+pub(crate) struct Workers {
+    list: Box<[Worker]>,
+    next: AtomicUsize,
+}
+
+impl std::ops::Index<usize> for Workers {
+    type Output = Worker;
+    fn index(&self, w: usize) -> &Worker {
+        &self.list[w]
+    }
+}
+
+impl Workers {
+    pub(crate) fn new(n: usize) -> Workers {
+        Workers {
+            list: (0..n).map(|_| Worker::default()).collect(),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Worker> {
+        self.list.iter()
+    }
+
+    /// The worker a job goes to: its pin, or the one `strategy` picks; worker 0 (started by
+    /// the constructor) instead of a worker whose thread could not be created.
+    pub(crate) fn pick(&self, strategy: Strategy, pinned: Option<usize>) -> usize {
+        let w = pinned.unwrap_or_else(|| {
+            strategy.pick(self.list.len(), &self.next, |i| {
+                (self.list[i].load(), self.list[i].asleep())
+            })
+        });
+        if self.list[w].is_alive() {
+            w
+        } else {
+            0
+        }
+    }
+
+    /// The workers whose threads worker `index`'s thread starts.
+    pub(crate) fn children(&self, index: usize) -> impl Iterator<Item = usize> {
+        let n = self.list.len();
+        [2 * index + 1, 2 * index + 2]
+            .into_iter()
+            .filter(move |&c| c < n)
+    }
+
+    /// Wakes every thread (to see that the pool stops them).
+    pub(crate) fn wake_all(&self) {
+        for w in self.list.iter() {
+            w.wake();
+        }
+    }
+
+    pub(crate) fn stats(&self) -> Vec<WorkerStats> {
+        self.list
+            .iter()
+            .enumerate()
+            .map(|(id, w)| w.stats(id))
+            .collect()
+    }
+}
+
+/// Starts a thread named after worker `index` that runs `body` at `nice_increment` levels
+/// below the process's priority.
+pub(crate) fn spawn(
+    index: usize,
+    nice_increment: u8,
+    body: impl FnOnce() + Send + 'static,
+) -> std::io::Result<()> {
     thread::Builder::new()
         .name(format!("corepool-{index}"))
         .spawn(move || {
-            lower_priority(shared.options.nice_increment);
-            let _ = shared.workers[index].thread.set(thread::current());
-            for child in [2 * index + 1, 2 * index + 2] {
-                if child < shared.workers.len() && spawn(shared.clone(), child).is_err() {
-                    shared.retire_worker(child);
-                }
-            }
-            run(&shared, index);
+            lower_priority(nice_increment);
+            body();
         })
         .map(|_| ())
 }
@@ -126,128 +291,3 @@ fn lower_priority(increment: u8) {
 
 #[cfg(not(target_os = "linux"))]
 fn lower_priority(_increment: u8) {}
-
-fn run(s: &Shared, index: usize) {
-    let me = &s.workers[index];
-    let mut idle_since: Option<Instant> = None;
-    loop {
-        if let Some(job) = me.queue.pop() {
-            idle_since = None;
-            execute(s, index, job);
-            continue;
-        }
-        if s.lifecycle.is_stopping() {
-            break;
-        }
-        let since = *idle_since.get_or_insert_with(Instant::now);
-        if since.elapsed() < IDLE_SPIN {
-            idle_pause();
-            continue;
-        }
-        idle_since = None;
-        me.sleeping.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if me.queue.is_empty() && !s.lifecycle.is_stopping() {
-            thread::park();
-        }
-        me.sleeping.store(false, Ordering::SeqCst);
-    }
-    // From here on the thread serves nobody: a job pushed now (a thread admitting a waiting
-    // call as destroy() ran) is settled by whoever sees the other side of this handshake, the
-    // pusher through `push`'s result or this thread below, never stranded.
-    s.retire_worker(index);
-}
-
-impl Shared {
-    /// Settles every job still queued on worker `w` with `error()`.
-    pub(crate) fn settle_queue(&self, w: usize, error: impl Fn() -> RpcError) {
-        while let Some(job) = self.workers[w].queue.pop() {
-            if job.core.control.withdraw_queued() {
-                self.unqueue(w);
-                self.release_slot();
-                job.core.settle(Err(error()));
-            }
-        }
-    }
-
-    /// Marks worker `w` as serving no more (its thread could not be created, or it ended at
-    /// shutdown) and settles its queue. Dekker-style with [`Worker::push`]: this side stores
-    /// `alive = false` then looks at the queue, a pusher pushes then loads `alive`, both with
-    /// SeqCst fences between, so a job is settled here or its pusher sees the worker gone.
-    pub(crate) fn retire_worker(&self, w: usize) {
-        self.workers[w].alive.store(false, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        self.settle_queue(w, || self.lifecycle.no_thread_error());
-    }
-}
-
-fn execute(s: &Shared, index: usize, job: NativeJob) {
-    let me = &s.workers[index];
-    let Some(params) = job.core.control.start() else {
-        return; // cancelled while queued: the canceller settled it and fixed the counters
-    };
-    me.running.store(1, Ordering::Release);
-    s.unqueue(index);
-
-    let NativeJob {
-        core:
-            JobCore {
-                control,
-                origin,
-                reply,
-                submitted,
-                timeout,
-            },
-        command,
-        ..
-    } = job;
-    if !origin.enter() {
-        // The caller's JS environment is gone: nobody is listening, and its memory may be.
-        control.finish();
-        me.running.store(0, Ordering::Release);
-        s.release_slot();
-        return;
-    }
-    let start = Instant::now();
-    s.counters
-        .record_wait(start.saturating_duration_since(submitted));
-    let flags = StopFlags {
-        cancel: control.cancel_flag(),
-        env_gone: origin.gone_flag(),
-        destroyed: s.lifecycle.destroyed_flag(),
-    };
-    // Everything that runs the command or shapes its outcome is inside `catch_unwind`: a panic
-    // anywhere there is this call's InternalError, and the thread goes on serving.
-    let result = panic::catch_unwind(AssertUnwindSafe(|| {
-        let ctx = crate::rpc::Context::new(flags, timeout::deadline(start, timeout), index);
-        ctx.check()?;
-        let value = command.run(params.into_values()?, &ctx)?;
-        match ctx.stop_reason() {
-            // It finished, but after it was told to stop: the stop is the answer.
-            Some(reason) => Err(reason.error()),
-            None => Ok(value),
-        }
-    }));
-    let outcome = result.unwrap_or_else(|payload| {
-        let what = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        Err(RpcError::new(
-            ErrorCode::InternalError,
-            format!("command {:?} panicked: {what}", command.name()),
-        ))
-    });
-    let elapsed = start.elapsed();
-    s.counters.record_run(elapsed);
-    me.busy_ns
-        .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
-    s.counters.record(&outcome);
-    control.finish();
-    me.completed.fetch_add(1, Ordering::Relaxed);
-    me.running.store(0, Ordering::Release);
-    s.release_slot();
-    reply.finish(outcome, &origin);
-    origin.leave();
-}

@@ -1,0 +1,656 @@
+//! The scheduler: the pool's shared state, one owner per concern, and the steps that move a
+//! job from one owner to the next (rayon-core's `Registry` plays this part there).
+//!
+//! It owns:
+//! - [`Options`] and the command [`Registry`] (read-only);
+//! - [`Lifecycle`]: the closed/destroyed/stopping flags;
+//! - [`Admission`]: the `maxQueue` bound and the `onFull: 'wait'` list;
+//! - [`Workers`]: the native threads, their queues, sleep and retirement;
+//! - [`Servers`]: the JavaScript threads that serve methods, and their queues;
+//! - [`Counters`]: the figures `stats()` reports.
+//!
+//! The owners do not know each other; everything that crosses two of them happens here: a
+//! call's route (native command or served method) and admission at submit, placement on a
+//! worker or server, the release of a slot that admits a waiting job, cancel, destroy, the
+//! worker threads' loop around each native job, and the served jobs' take, completion and
+//! departure. Which thread moves a job through which state, and why each call settles exactly
+//! once, is in `README.md`.
+
+use super::admission::Admission;
+use super::job::{Control, Job, JobCore, NativeJob, Params, Reply, ServedJob};
+use super::lifecycle::{closed_error, destroyed_error, Lifecycle};
+use super::options::Options;
+use super::origin::Origin;
+use super::server::{
+    has_view, Announce, Batch, Running, ServeError, Served, Server, Servers, Wake,
+};
+use super::stats::{Counters, ServerStats, Stats};
+use super::timeout;
+use super::worker::{self, Workers};
+use crate::rpc::{CancelReason, ErrorCode, Outcome, Registry, RpcError, StopFlags};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(crate) struct Scheduler {
+    options: Options,
+    registry: Registry,
+    lifecycle: Lifecycle,
+    admission: Admission,
+    workers: Workers,
+    servers: Servers,
+    counters: Counters,
+}
+
+impl Scheduler {
+    /// Builds the pool's state and starts its threads: worker 0 here, which starts the others
+    /// (see `worker.rs`). If worker 0 cannot start, nothing runs and this fails.
+    pub(crate) fn start(options: Options, registry: Registry) -> std::io::Result<Arc<Scheduler>> {
+        let n = options.threads.max(1);
+        let options = Options {
+            threads: n,
+            ..options
+        };
+        let s = Arc::new(Scheduler {
+            admission: Admission::new(&options, n),
+            workers: Workers::new(n),
+            options,
+            registry,
+            lifecycle: Lifecycle::default(),
+            servers: Servers::default(),
+            counters: Counters::default(),
+        });
+        if let Err(e) = Scheduler::spawn_worker(&s, 0) {
+            s.stop_threads();
+            return Err(e);
+        }
+        Ok(s)
+    }
+
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
+    }
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub(crate) fn worker_count(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Runs `method` with `params`; the outcome goes to `reply`. `timeout`: `None` uses the
+    /// pool's default, a zero duration means no limit. `pinned`: a broadcast's job for that
+    /// worker. Returns the job's control when it was accepted.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn submit(
+        &self,
+        origin: &Arc<Origin>,
+        method: &str,
+        params: Params,
+        timeout: Option<Duration>,
+        reply: Reply,
+        pinned: Option<usize>,
+        announce: Option<Announce>,
+    ) -> Option<Arc<Control>> {
+        if self.lifecycle.is_closed() {
+            reply.finish(Err(closed_error()), origin);
+            return None;
+        }
+        // The native command, or the served job's token and whether its params hold views.
+        let target = match self.registry.get(method) {
+            Some(command) => Ok(command.clone()),
+            None if pinned.is_none() && self.servers.serves(method) => {
+                let token = self.servers.next_token();
+                let views = match &params {
+                    Params::Values(values) => values.iter().any(has_view),
+                    Params::Json(_) => false,
+                };
+                Err((token, views))
+            }
+            None if self.servers.serves(method) => {
+                let e = RpcError::new(
+                    ErrorCode::InvalidRequest,
+                    format!(
+                        "broadcast runs native commands only; {method:?} is served by JavaScript"
+                    ),
+                );
+                reply.finish(Err(e), origin);
+                return None;
+            }
+            None => {
+                reply.finish(Err(RpcError::method_not_found(method)), origin);
+                return None;
+            }
+        };
+        let core = JobCore {
+            timeout: match timeout {
+                None => self.options.timeout,
+                Some(d) if d.is_zero() => None,
+                Some(d) => Some(d),
+            },
+            control: Control::new(params),
+            origin: origin.clone(),
+            reply,
+            submitted: Instant::now(),
+        };
+        let control = core.control.clone();
+        let job = match target {
+            Ok(command) => Job::Native(NativeJob {
+                core,
+                command,
+                pinned,
+            }),
+            Err((token, views)) => Job::Served(ServedJob {
+                core,
+                method: method.into(),
+                token,
+                views,
+                announced: false,
+            }),
+        };
+        if pinned.is_some() {
+            self.admission.reserve_unbounded();
+            self.place(job, None);
+            return Some(control);
+        }
+        let wait = self.admission.waits();
+        if wait && self.admission.has_waiting() {
+            // Others are already waiting for room: queue up behind them.
+            self.admission.park(job);
+            self.admit_waiting();
+            return Some(control);
+        }
+        if !self.admission.reserve() {
+            if wait {
+                self.admission.park(job);
+                self.admit_waiting();
+                return Some(control);
+            }
+            job.settle(Err(self.admission.full_error()));
+            return None;
+        }
+        self.place(job, announce);
+        Some(control)
+    }
+
+    /// Puts a new job (with a reserved slot) on a worker's or a server's queue.
+    fn place(&self, job: Job, announce: Option<Announce>) {
+        match job {
+            Job::Served(job) => {
+                self.counters.add_queued();
+                self.place_served(job, announce);
+            }
+            Job::Native(job) => {
+                let w = self.assign(&job);
+                self.push(w, job);
+            }
+        }
+    }
+
+    /// Picks the job's worker by strategy (or its pin) and counts the job in that worker's
+    /// load. The index is written before the job can be seen as QUEUED by a canceller.
+    fn assign(&self, job: &NativeJob) -> usize {
+        let w = self.workers.pick(self.options.strategy, job.pinned);
+        self.workers[w].add_queued();
+        self.counters.add_queued();
+        job.core.control.set_worker(w);
+        w
+    }
+
+    /// Pushes a job assigned to worker `w`; if the worker turned out to be retired, settles
+    /// its queue (the push's side of the retirement handshake, see `worker.rs`).
+    fn push(&self, w: usize, job: NativeJob) {
+        if !self.workers[w].push(job) {
+            self.retire_worker(w);
+        }
+    }
+
+    /// Undoes the queue counters of a job that left worker `w`'s queue.
+    fn unqueue(&self, w: usize) {
+        self.workers[w].sub_queued();
+        self.counters.sub_queued();
+    }
+
+    /// Gives back the slot of a job that finished or was withdrawn, and lets a waiting job in.
+    fn release_slot(&self) {
+        if self.admission.release() {
+            self.admit_waiting();
+        }
+    }
+
+    /// Moves waiting jobs into queues while there is room, oldest first. Once the pool is
+    /// destroyed nothing is admitted (`destroy` settles the wait list); a job this thread took
+    /// off the list just before is settled where it lands (`Worker::push` and `take` see the
+    /// pool destroyed), never stranded.
+    fn admit_waiting(&self) {
+        while self.admission.has_waiting() && !self.lifecycle.is_destroyed() {
+            let Some((job, admitting)) = self.admission.next() else {
+                return;
+            };
+            match job {
+                Job::Served(job) => {
+                    // Counted as queued before it can be seen QUEUED (a canceller uncounts it).
+                    self.counters.add_queued();
+                    if !admitting.admit(&job.core.control) {
+                        self.counters.sub_queued();
+                        self.admission.unreserve();
+                        continue;
+                    }
+                    self.place_served(job, None);
+                }
+                Job::Native(job) => {
+                    let w = self.assign(&job);
+                    // A job cancelled while waiting was already counted out of the list.
+                    if !admitting.admit(&job.core.control) {
+                        self.unqueue(w);
+                        self.admission.unreserve();
+                        continue;
+                    }
+                    #[cfg(test)]
+                    self.admission.pause_for_tests();
+                    self.push(w, job);
+                }
+            }
+        }
+    }
+
+    /// Asks a call to stop (see `Pool::cancel`): true when it was withdrawn from WAITING or
+    /// QUEUED and the caller must settle it.
+    pub(crate) fn cancel(&self, control: &Control, reason: CancelReason) -> bool {
+        control.set_reason(reason);
+        if self.withdraw(control) {
+            return true;
+        }
+        self.cancel_running(control);
+        false
+    }
+
+    /// Takes a cancelled job out of WAITING or QUEUED; true if this thread did (and so must
+    /// settle it).
+    fn withdraw(&self, control: &Control) -> bool {
+        if self.admission.withdraw(control) {
+            return true;
+        }
+        if control.withdraw_queued() {
+            // `assign` wrote the index before the job could become QUEUED; a served job has
+            // none (its server uncounts the tombstone when it drains it).
+            if let Some(w) = control.worker() {
+                self.workers[w].sub_queued();
+            }
+            self.counters.sub_queued();
+            self.release_slot();
+            return true;
+        }
+        false
+    }
+
+    /// A canceller found a served job RUNNING: settle it and tell its handler. (A running
+    /// native job sees the cancel reason through `Context::check`.)
+    fn cancel_running(&self, control: &Control) {
+        if let Some((runner, token)) = control.runner() {
+            if let Some(stopped) = runner.stop(token) {
+                self.counters.add_failed();
+                stopped.settle();
+            }
+        }
+    }
+
+    pub(crate) fn close(&self) {
+        self.lifecycle.close();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lifecycle.is_closed()
+    }
+
+    /// Closes the pool, settles every queued and waiting call with PoolClosed, asks running
+    /// calls to stop, and lets the threads exit.
+    pub(crate) fn destroy(&self) {
+        self.lifecycle.destroy();
+        let closed = destroyed_error;
+        self.admission.withdraw_all(|job| job.settle(Err(closed())));
+        for w in 0..self.workers.len() {
+            self.settle_queue(w, closed);
+        }
+        self.destroy_served(closed);
+        self.stop_threads();
+    }
+
+    /// Lets the threads exit once their queues are empty.
+    pub(crate) fn stop_threads(&self) {
+        self.lifecycle.stop_threads();
+        self.workers.wake_all();
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let servers = self.server_stats();
+        let workers = self.workers.stats();
+        Stats {
+            threads: workers.len(),
+            strategy: self.options.strategy,
+            queued: self.counters.queued(),
+            waiting: self.admission.waiting(),
+            running: workers.iter().map(|w| w.running).sum::<usize>()
+                + servers.iter().map(|sv| sv.running).sum::<usize>(),
+            completed: self.counters.completed(),
+            failed: self.counters.failed(),
+            workers,
+            servers,
+            run_time: self.counters.run_time(),
+            wait_time: self.counters.wait_time(),
+        }
+    }
+
+    // Native workers.
+
+    /// Starts worker `index`'s thread, which first starts its children in the tree.
+    fn spawn_worker(s: &Arc<Scheduler>, index: usize) -> std::io::Result<()> {
+        let s = s.clone();
+        worker::spawn(index, s.options.nice_increment, move || {
+            s.workers[index].register_thread();
+            for child in s.workers.children(index) {
+                if Scheduler::spawn_worker(&s, child).is_err() {
+                    s.retire_worker(child);
+                }
+            }
+            s.workers[index].serve(&s.lifecycle, |job| s.execute(index, job));
+            // From here on the thread serves nobody: a job pushed now (a thread admitting a
+            // waiting call as destroy() ran) is settled by whoever sees the other side of this
+            // handshake, the pusher through `push`'s result or this thread, never stranded.
+            s.retire_worker(index);
+        })
+    }
+
+    /// Marks worker `w` as serving no more (its thread could not be created, or it ended at
+    /// shutdown) and settles its queue; see `worker.rs` for the handshake with pushers.
+    pub(crate) fn retire_worker(&self, w: usize) {
+        self.workers[w].retire();
+        self.settle_queue(w, || self.lifecycle.no_thread_error());
+    }
+
+    /// Settles every job still queued on worker `w` with `error()`.
+    fn settle_queue(&self, w: usize, error: impl Fn() -> RpcError) {
+        while let Some(job) = self.workers[w].pop() {
+            if job.core.control.withdraw_queued() {
+                self.unqueue(w);
+                self.release_slot();
+                job.core.settle(Err(error()));
+            }
+        }
+    }
+
+    /// Runs one native job popped by worker `index`, unless it was withdrawn, and settles it.
+    fn execute(&self, index: usize, job: NativeJob) {
+        let me = &self.workers[index];
+        let Some(params) = job.core.control.start() else {
+            return; // cancelled while queued: the canceller settled it and fixed the counters
+        };
+        me.set_running(true);
+        self.unqueue(index);
+
+        let NativeJob {
+            core:
+                JobCore {
+                    control,
+                    origin,
+                    reply,
+                    submitted,
+                    timeout,
+                },
+            command,
+            ..
+        } = job;
+        if !origin.enter() {
+            // The caller's JS environment is gone: nobody is listening, and its memory may be.
+            control.finish();
+            me.set_running(false);
+            self.release_slot();
+            return;
+        }
+        let start = Instant::now();
+        self.counters
+            .record_wait(start.saturating_duration_since(submitted));
+        let flags = StopFlags {
+            cancel: control.cancel_flag(),
+            env_gone: origin.gone_flag(),
+            destroyed: self.lifecycle.destroyed_flag(),
+        };
+        // Everything that runs the command or shapes its outcome is inside `catch_unwind`: a
+        // panic anywhere there is this call's InternalError, and the thread goes on serving.
+        let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            let ctx = crate::rpc::Context::new(flags, timeout::deadline(start, timeout), index);
+            ctx.check()?;
+            let value = command.run(params.into_values()?, &ctx)?;
+            match ctx.stop_reason() {
+                // It finished, but after it was told to stop: the stop is the answer.
+                Some(reason) => Err(reason.error()),
+                None => Ok(value),
+            }
+        }));
+        let outcome = result.unwrap_or_else(|payload| {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(RpcError::new(
+                ErrorCode::InternalError,
+                format!("command {:?} panicked: {what}", command.name()),
+            ))
+        });
+        let elapsed = start.elapsed();
+        self.counters.record_run(elapsed);
+        me.add_busy(elapsed);
+        self.counters.record(&outcome);
+        control.finish();
+        me.add_completed();
+        me.set_running(false);
+        self.release_slot();
+        reply.finish(outcome, &origin);
+        origin.leave();
+    }
+
+    // JavaScript servers (see `server.rs`).
+
+    /// Makes a JavaScript thread a server of `methods` (see `Pool::serve`).
+    pub(crate) fn serve(
+        &self,
+        methods: Vec<String>,
+        tag: u64,
+        thread: u64,
+        concurrency: usize,
+        waker: Box<dyn Wake>,
+    ) -> Result<Arc<Server>, ServeError> {
+        if methods.is_empty() {
+            return Err(ServeError::Empty);
+        }
+        if let Some(native) = methods.iter().find(|m| self.registry.get(m).is_some()) {
+            return Err(ServeError::Native(native.clone()));
+        }
+        let server = Server::new(methods, tag, thread, concurrency, waker);
+        // Counted in the bound before it is in the table: a call that finds it there also
+        // finds it counted.
+        self.admission.server_opened();
+        self.servers.add(&server);
+        Ok(server)
+    }
+
+    /// Stops giving `server` new calls (see `Pool::unserve`). False if it was already closed.
+    pub(crate) fn unserve(&self, server: &Server) -> bool {
+        self.servers.remove(server);
+        if !server.close() {
+            return false;
+        }
+        self.admission.server_closed();
+        true
+    }
+
+    /// Places a QUEUED served job (already counted in `queued` and holding a slot) on a server
+    /// of its method, announcing its views when `announce` is given. With no server left, the
+    /// job settles with MethodNotFound (PoolClosed once the pool is destroyed).
+    fn place_served(&self, job: ServedJob, announce: Option<Announce>) {
+        let strategy = self.options.strategy;
+        let Err(job) = self.servers.place(job, announce, strategy, &self.lifecycle) else {
+            return;
+        };
+        if job.core.control.withdraw_queued() {
+            self.counters.sub_queued();
+            self.release_slot();
+            let e = if self.lifecycle.is_destroyed() {
+                destroyed_error()
+            } else {
+                RpcError::method_not_found(&job.method)
+            };
+            job.core.settle(Err(e));
+        }
+    }
+
+    /// Settles a running served job now with its stop reason (if it is still running), and
+    /// tells its handler to stop when `notify`.
+    fn stop_running(&self, server: &Server, token: u64, notify: bool) {
+        if let Some(stopped) = server.stop_running(token, notify) {
+            self.counters.add_failed();
+            stopped.settle();
+        }
+    }
+
+    /// `destroy()`: settles every queued served job with PoolClosed and stops running ones.
+    fn destroy_served(&self, closed: impl Fn() -> RpcError) {
+        for server in self.servers.all() {
+            for job in server.drain_queue() {
+                if job.core.control.withdraw_queued() {
+                    self.counters.sub_queued();
+                    self.release_slot();
+                    job.core.settle(Err(closed()));
+                }
+            }
+            for token in server.running_tokens() {
+                server.set_reason(token, CancelReason::Destroyed);
+                self.stop_running(&server, token, true);
+            }
+        }
+    }
+
+    /// The serving environment is gone (see `Pool::depart`): its queued jobs go to the other
+    /// servers of their method, its running ones settle with ServerGone. Idempotent.
+    pub(crate) fn depart(&self, server: &Arc<Server>) {
+        let _drain = server.lock_drain();
+        self.unserve(server);
+        let queued = server.depart_queue();
+        self.servers.forget(server);
+        for job in queued {
+            if job.core.control.is_queued() {
+                self.place_served(job, None);
+            }
+        }
+        for run in server.depart_running() {
+            run.abandon(&self.counters);
+            self.release_slot();
+        }
+    }
+
+    /// Drains `server`'s queue for its JavaScript thread (see `Pool::take`).
+    pub(crate) fn take(&self, server: &Arc<Server>) -> Batch {
+        let mut take = server.begin_take();
+        let mut jobs = Vec::with_capacity(take.len());
+        let now = Instant::now();
+        while let Some(job) = take.next_job() {
+            let live = job.core.control.is_queued();
+            let destroyed = self.lifecycle.is_destroyed();
+            if !live || job.core.origin.is_gone() || destroyed {
+                if job.announced {
+                    take.forget(job.token);
+                }
+                if live && job.core.control.withdraw_queued() {
+                    self.counters.sub_queued();
+                    self.release_slot();
+                    if destroyed {
+                        // Placed after destroy() emptied the queues (admitted from the wait
+                        // list by a thread that raced it): it never runs.
+                        job.core.settle(Err(destroyed_error()));
+                    } // else nobody is listening for it any more
+                }
+                continue;
+            }
+            let ServedJob {
+                core:
+                    JobCore {
+                        control,
+                        origin,
+                        reply,
+                        submitted,
+                        timeout,
+                    },
+                method,
+                token,
+                views,
+                ..
+            } = job;
+            let deadline = timeout::deadline(now, timeout);
+            let Some(params) = server.start(token, &control, origin, reply, now, deadline) else {
+                continue;
+            };
+            self.counters.sub_queued();
+            self.counters
+                .record_wait(now.saturating_duration_since(submitted));
+            if control.reason().is_some() {
+                // Cancelled between the CAS attempts: settle it and hand nothing over.
+                self.stop_running(server, token, false);
+                self.finish_running(server, token);
+                if views {
+                    take.forget(token);
+                }
+                continue;
+            }
+            jobs.push(Served {
+                token,
+                method,
+                params,
+                deadline,
+                views,
+            });
+        }
+        take.finish(jobs)
+    }
+
+    /// Removes a running job's record: its slot and the server's load are given back.
+    fn finish_running(&self, server: &Server, token: u64) -> Option<Running> {
+        let run = server.finish_running(token)?;
+        self.release_slot();
+        Some(run)
+    }
+
+    /// The handler of job `token` finished (see `Pool::complete`). True when the serving
+    /// thread should take again.
+    pub(crate) fn complete(&self, server: &Server, token: u64, outcome: Outcome) -> bool {
+        // `None`: unknown token, already settled by departure.
+        if let Some(run) = self.finish_running(server, token) {
+            run.complete(outcome, &self.counters);
+        }
+        server.more_to_take()
+    }
+
+    /// The serving thread stops job `token` (its timeout fired): the call settles now with
+    /// `reason`; the handler keeps counting as running until it completes.
+    pub(crate) fn stop(&self, server: &Server, token: u64, reason: CancelReason) {
+        server.set_reason(token, reason);
+        self.stop_running(server, token, false);
+    }
+
+    pub(crate) fn server_stats(&self) -> Vec<ServerStats> {
+        self.servers.stats()
+    }
+
+    /// Tests: the workers.
+    #[cfg(test)]
+    pub(crate) fn workers(&self) -> &Workers {
+        &self.workers
+    }
+
+    /// Tests: admission.
+    #[cfg(test)]
+    pub(crate) fn admission(&self) -> &Admission {
+        &self.admission
+    }
+}
