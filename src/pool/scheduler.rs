@@ -28,6 +28,7 @@ use super::stats::{Counters, ServerStats, Stats};
 use super::timeout;
 use super::worker::{self, Workers};
 use crate::rpc::{CancelReason, ErrorCode, Outcome, Registry, RpcError, StopFlags};
+use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -223,7 +224,15 @@ impl Scheduler {
     /// destroyed nothing is admitted (`destroy` settles the wait list); a job this thread took
     /// off the list just before is settled where it lands (`Worker::push` and `take` see the
     /// pool destroyed), never stranded.
+    ///
+    /// Not reentrant: a job admitted here may settle at once (no server left for its method,
+    /// its worker retired) and give its slot back, and the admission that release would start
+    /// is left to this loop, which looks for room again before it ends. Otherwise every such
+    /// job would nest one more call, and a long wait list would overflow the stack.
     fn admit_waiting(&self) {
+        let Some(_admitting) = AdmittingHere::enter(self) else {
+            return; // this thread is in the loop below already, further up its stack
+        };
         while self.admission.has_waiting() && !self.lifecycle.is_destroyed() {
             let Some((job, admitting)) = self.admission.next() else {
                 return;
@@ -652,5 +661,37 @@ impl Scheduler {
     #[cfg(test)]
     pub(crate) fn admission(&self) -> &Admission {
         &self.admission
+    }
+}
+
+thread_local! {
+    /// The scheduler whose `admit_waiting` loop runs on this thread (null: none).
+    static ADMITTING: Cell<*const Scheduler> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Marks this thread as running `admit_waiting` for one scheduler, until dropped.
+struct AdmittingHere {
+    /// What the mark was before (another pool's loop further up the stack, or none).
+    outer: *const Scheduler,
+}
+
+impl AdmittingHere {
+    /// `None` when this thread already runs `admit_waiting` for `s`.
+    fn enter(s: &Scheduler) -> Option<AdmittingHere> {
+        let me: *const Scheduler = s;
+        ADMITTING.with(|a| {
+            let outer = a.get();
+            if outer == me {
+                return None;
+            }
+            a.set(me);
+            Some(AdmittingHere { outer })
+        })
+    }
+}
+
+impl Drop for AdmittingHere {
+    fn drop(&mut self) {
+        ADMITTING.with(|a| a.set(self.outer));
     }
 }

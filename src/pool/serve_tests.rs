@@ -921,3 +921,53 @@ fn stress_cancels_completions_and_a_departure_settle_each_call_once() {
         assert_eq!(st.servers.len(), 2);
     }
 }
+
+/// Every waiting call of a method whose last server goes away settles with MethodNotFound, one
+/// after another as each gives its slot back. That chain runs in a loop, not as a recursion one
+/// level per call: 100,000 waiting calls used to overflow the stack and abort the process.
+#[test]
+fn a_long_wait_list_settles_when_its_method_loses_its_servers() {
+    let options = Options {
+        threads: 1,
+        strategy: Strategy::RoundRobin,
+        max_queue: 0,
+        on_full: OnFull::Wait,
+        ..Options::default()
+    };
+    let p = Pool::new(options, commands::registry()).unwrap();
+    let (o, _, rx) = origin();
+    let n = 100_000u64;
+    // Closed with one call running: its completion sets the chain off.
+    let (closed, _bell) = serve(&p, &["m"], 1);
+    for i in 0..n {
+        p.call(&o, i, "m", vec![], None);
+    }
+    assert_eq!(p.stats().waiting, n as usize - 2);
+    let running = p.take(&closed).jobs;
+    assert_eq!(running.len(), 2);
+    p.unserve(&closed);
+    p.complete(&closed, running[0].token, Ok(Value::Null));
+    p.complete(&closed, running[1].token, Ok(Value::Null));
+    let mut not_found = 0;
+    for _ in 0..n {
+        match recv(&rx).1 {
+            Ok(_) => {}
+            Err(e) => {
+                assert_eq!(e.code, ErrorCode::MethodNotFound);
+                not_found += 1;
+            }
+        }
+    }
+    assert_eq!(not_found, n - 2);
+    // Departed with its calls queued: placing them again fails, and so does every waiting one.
+    let (departing, _bell) = serve(&p, &["m"], 2);
+    for i in 0..n {
+        p.call(&o, i, "m", vec![], None);
+    }
+    p.depart(&departing);
+    for _ in 0..n {
+        assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::MethodNotFound);
+    }
+    let st = p.stats();
+    assert_eq!((st.queued, st.waiting, st.running), (0, 0, 0));
+}
