@@ -16,6 +16,8 @@
 //!   by [`Admitting::admit`], withdrawn by [`Admission::withdraw`] or at `destroy()`) is counted
 //!   out by the thread whose compare-exchange moved it, so exactly once. A withdrawn job stays
 //!   in the list as a tombstone until it is popped.
+//!
+//! `README.md` §3 says why no waiting job is stranded and why admission is not reentrant.
 
 use super::job::{Control, Job};
 use super::options::{OnFull, Options};

@@ -21,6 +21,8 @@
 //! RUNNING → DONE step is a compare-exchange too ([`Control::try_finish`]), because three
 //! parties may race for it: the serving thread completing the handler, a stop (abort, timeout,
 //! destroy) that settles at once, and the serving thread's departure.
+//!
+//! `README.md` §2 lists who makes each move and proves the exactly-once claim.
 
 use super::origin::Origin;
 use crate::rpc::text::too_long_for_js;

@@ -6,13 +6,13 @@
 //! - `destroyed` (`destroy()`, after `closed`): queued and waiting jobs settle with PoolClosed,
 //!   running native commands see it through `Context::check` and stop, and from then on no job
 //!   is admitted from the wait list or placed on a server. A job that a thread was placing as
-//!   the flag went up is settled where it lands (see `README.md`, "Destroy").
+//!   the flag went up is settled where it lands (`README.md` §4).
 //! - `stopping` (`shutdown()`, `destroy()`, dropping the pool): worker threads exit once their
 //!   queues are empty.
 //!
-//! `destroyed` and `stopping` are read with SeqCst: the worker's last look before it parks
-//! and the admission loop order these reads with their own SeqCst operations (on x86 and
-//! AArch64 such a load costs what an Acquire load costs).
+//! `destroyed` and `stopping` are read with SeqCst everywhere, the strongest ordering one of
+//! their readers uses (the worker's last look at `stopping` before it parks follows a SeqCst
+//! fence); on x86 and AArch64 such a load costs what an Acquire load costs.
 
 use crate::rpc::{ErrorCode, RpcError};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -12,6 +12,7 @@
 //! `gone` (and never touches the memory), or `retire` sees the worker active and waits for it.
 //! After `retire` returns, no job from this origin runs or delivers again, so the environment's
 //! buffers and its completion channel can be freed.
+//! (`README.md` §7 puts it beside the pool's other handshakes.)
 
 use crate::rpc::Outcome;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -16,31 +16,18 @@
 //! - `stops`: tokens of running jobs whose handler must be told to stop (abort, destroy).
 //! - `forgotten`: tokens whose SharedArrayBuffer views the server was sent but will never run
 //!   (the job was cancelled or taken away), so the serving thread can drop them.
-//! - `wake_pending`: the serving thread is bound to look at the queue again: a wake-up is on
-//!   its way, or the thread is in a drain cycle (from its `Pool::take` to the
-//!   `Pool::rest` that ends every cycle), or a cycle it has put off (`Rest::Later`) is
-//!   scheduled. A push that finds it clear sets it and calls [`Wake::wake`]; `take` and a
-//!   `Later` set it too, and pushes that find it set wake nobody. Only `rest` clears it, under
-//!   the lock and having seen nothing the thread could take, so a push either lands in what the
-//!   thread takes or triggers the next wake: one wake per cycle, none lost. Before it clears
-//!   it, an idle worker_thread's `rest` polls for a short while ([`IDLE_SPIN`], as idle native
-//!   workers do), so that a caller that sends the next call meanwhile costs no wake-up on
-//!   either side; and `leastbusy` gives a tie to a server with the flag set over one without,
-//!   for the same reason (a stale read costs at most a wake-up, never a lost call).
-//!   `wake` is only ever called under the lock, after checking `accepting` (pushes) or
-//!   `departed` (stop and forget notices), and departure clears the one and sets the other under
-//!   the lock, so after `Pool::depart` returns no thread calls `wake` again and the bindings
-//!   may free what it uses.
+//! - `wake_pending`: the serving thread is bound to look at the queue again (a wake-up is on
+//!   its way, a drain cycle runs, or a `Rest::Later` cycle is due). A push that finds it clear
+//!   sets it and calls [`Wake::wake`]; only `rest` clears it, under the lock and having seen
+//!   nothing the thread could take: one wake per cycle, none lost (`README.md` §6, V1–V2).
+//!   `wake` is only called under the lock, after checking `accepting` (pushes) or `departed`
+//!   (notices), so after `Pool::depart` returns it is never called again.
 //! - `running`: jobs handed to JavaScript and not finished, by token. Inserting before the
 //!   QUEUED → RUNNING step and removing exactly once (completion or departure) makes the
 //!   removal the one place that gives back the job's `maxQueue` slot and the server's load.
-//! - `drain`: held through the whole of `Pool::take` and of `Pool::depart`. A job `take`
-//!   has popped from `queue` is in neither `queue` nor `running` until `take` has moved it; if
-//!   `depart` ran in that gap it would find the job in neither and nobody would settle it. The
-//!   bindings call both on the serving thread, so the lock is never contended there; it makes
-//!   the pair safe from any threads. Lock order: `drain` before any `inner` or `running`
-//!   (`depart` places jobs on other servers' queues while holding its own `drain`, and no code
-//!   takes a `drain` while holding an `inner` or a `running`).
+//! - `drain`: held through the whole of `Pool::take` and of `Pool::depart`, so that a job
+//!   `take` has popped is always in `queue` or `running` when `depart` looks (`README.md` §6,
+//!   V3). Lock order: `drain` before any `inner` or `running`.
 //!
 //! Settling a running job is a RUNNING → DONE compare-exchange (see `job.rs`): the handler's
 //! completion, a stop (the caller's abort, a timeout seen by the serving thread, `destroy()`)

@@ -16,7 +16,7 @@
 //! Retirement (no stranded job): [`Worker::retire`] stores `alive = false`, issues a SeqCst
 //! fence, and then the retiring thread empties the queue; [`Worker::push`] pushes, issues a
 //! SeqCst fence and reads `alive`. Either the retiring thread sees the job, or the pusher sees
-//! the worker gone and empties the queue itself.
+//! the worker gone and empties the queue itself. `README.md` §4–§5 gives both proofs.
 
 use super::idle::{idle_pause, IDLE_SPIN};
 use super::job::NativeJob;
