@@ -1106,6 +1106,10 @@ const ENTRIES = {
           } catch (error) {
             thrown = error.message;
           }
+        } else {
+          // No one value to render: mustache.js may throw for some of them ('{{.}}' of an
+          // object whose toString is not a function), and then so does the native renderer.
+          codes.add(C.CommandFailed);
         }
         if (thrown !== null) {
           // Where mustache.js throws, the native renderer fails the same way (CommandFailed).
