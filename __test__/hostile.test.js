@@ -198,7 +198,7 @@ describe('4. destroy() racing admission from the wait list', () => {
         const calls = Array.from({ length: 60 }, (_, i) => pool.exec('sleep', i % 3).then(() => settled++, () => settled++));
         await new Promise((r) => setTimeout(r, round % 5));
         const destroyed = pool.destroy();
-        const deadline = new Promise((r) => setTimeout(r, 5000, 'hung'));
+        const deadline = new Promise((r) => setTimeout(r, 5000, 'hung').unref());
         if ((await Promise.race([Promise.all(calls).then(() => destroyed), deadline])) === 'hung') unsettled += 60 - settled;
       }
       out({ unsettled });
@@ -289,7 +289,7 @@ describe('7. hostile thrown values and results in served methods', () => {
         ok(x) { return x + 1; },
       }, { concurrency: 1 });
       const code = async (p) => { try { await p; return 'resolved'; } catch (e) { return e.code; } };
-      const deadline = (p) => Promise.race([p, new Promise((r) => setTimeout(r, 3000, 'hung'))]);
+      const deadline = (p) => Promise.race([p, new Promise((r) => setTimeout(r, 3000, 'hung').unref())]);
       const got = {};
       for (const m of ['badMessage', 'proxy', 'badThen', 'asyncBad', 'rejectProxy', 'badResult']) {
         got[m] = await deadline(code(pool.call(m, [], { timeout: 1000 })));
@@ -349,8 +349,8 @@ describe('9. nothing thrown between tracking and submission leaks a call', () =>
       results.bigGetter = await code(pool.exec('echo', { rows: second, get x() { throw new Error('late'); } }));
       results.requestGetter = (await pool.request({ jsonrpc: '2.0', method: 'echo', get id() { throw new Error('id'); } })).error.code;
       results.broadcastTrap = await code(pool.broadcast('echo', trap));
-      const drained = await Promise.race([pool.drained().then(() => 'drained'), new Promise((r) => setTimeout(r, 3000, 'leaked'))]);
-      const closed = await Promise.race([pool.close().then(() => 'closed'), new Promise((r) => setTimeout(r, 3000, 'leaked'))]);
+      const drained = await Promise.race([pool.drained().then(() => 'drained'), new Promise((r) => setTimeout(r, 3000, 'leaked').unref())]);
+      const closed = await Promise.race([pool.close().then(() => 'closed'), new Promise((r) => setTimeout(r, 3000, 'leaked').unref())]);
       out({ ...results, drained, closed });
       `,
       { timeoutMs: 60_000 },
@@ -395,7 +395,7 @@ describe('10. user callbacks never run inside the settle loop', () => {
       let settled = 0;
       for (let round = 0; round < 20; round++) {
         const calls = [a.exec('echo', round), ...Array.from({ length: 20 }, (_, i) => b.exec('echo', i))];
-        await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 3000))]).then((v) => { if (v) settled += v.length; });
+        await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 3000).unref())]).then((v) => { if (v) settled += v.length; });
       }
       await new Promise((r) => setTimeout(r, 20));
       await a.close(); await b.close();
@@ -521,5 +521,125 @@ describe('15. smaller inconsistencies', () => {
     expect(m.tryLock()).toBe(true);
     m.unlock();
     expect(s.tryAcquire()).toBe(true);
+  });
+});
+
+describe('review of the fixes: what a polluted prototype, a Proxy or a getter can still do', () => {
+  test('an Array.prototype index setter that drops values cannot free a call’s shared memory', async () => {
+    const r = await child(
+      `
+      const pool = new Pool({ threads: 2 });
+      const reference = await pool.exec('happycoin', { attempts: 200000, seed: 7 });
+      // Keeps whatever corepool puts in arrays of one element to itself (the views it keeps).
+      Object.defineProperty(Array.prototype, '0', { configurable: true, get() { return undefined; },
+        set(v) { if (this.length === 1) return; Object.defineProperty(this, '0', { value: v, writable: true, enumerable: true, configurable: true }); } });
+      const opts = { attempts: 200000, seed: 7 };
+      const calls = [];
+      let junk = [];
+      let dirty = 0;
+      const inspect = () => { dirty += junk.filter((a) => a.some((x) => x !== 0n)).length; junk = []; };
+      for (let i = 0; i < 100; i++) {
+        opts.into = new BigUint64Array(new SharedArrayBuffer(4096));
+        calls.push(pool.exec('happycoin', opts).then((res) => res.count, (e) => 'rejected'));
+        opts.into = null;
+        for (let j = 0; j < 100; j++) junk.push(new BigUint64Array(new SharedArrayBuffer(4096)));
+        if (i % 20 === 0) { global.gc(); await new Promise((r) => setTimeout(r, 1)); inspect(); }
+      }
+      const counts = await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 30000, null))]);
+      inspect();
+      delete Array.prototype[0];
+      out({ settled: counts !== null, dirty });
+      process.exit(0);
+      `,
+      { args: ['--expose-gc'] },
+    );
+    // Memory safety holds (no crash, no write into freed memory); that calls settle under such a
+    // prototype is not promised (README, Limits).
+    expect(clean(r).dirty).toBe(0);
+  });
+
+  test('a served job whose params cannot be made fails alone; the rest of its batch runs', async () => {
+    const r = await child(`
+      const pool = new Pool({ threads: 1 });
+      const server = pool.serve({ f(...a) { return a.length - 1; } }, { concurrency: 8 });
+      await pool.exec('f', 1);
+      // Makes building a 3-element array throw on the serving thread (this thread, here).
+      Object.defineProperty(Array.prototype, '0', { configurable: true, get() {},
+        set(v) { if (this.length === 3) throw new Error('no'); Object.defineProperty(this, '0', { value: v, writable: true, enumerable: true, configurable: true }); } });
+      const view = new Int32Array(new SharedArrayBuffer(8));
+      const code = (p) => p.then((v) => v, (e) => e.code);
+      const calls = [code(pool.exec('f', 1, view, 3)), code(pool.exec('f', 'a')), code(pool.exec('f', 'b'))];
+      const got = await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 5000, 'hung').unref())]);
+      delete Array.prototype[0];
+      await server.close();
+      out(got);
+    `);
+    expect(clean(r)).toEqual([C.InvalidParams, 1, 1]);
+  });
+
+  test('a toJSON on Array.prototype or Object.prototype (inherited) refuses nothing', async () => {
+    const r = await child(`
+      const pool = new Pool({ threads: 1 });
+      const o = (p) => p.then((v) => v, (e) => 'rejected ' + e.code);
+      Object.defineProperty(Array.prototype, 'toJSON', { value() { return Array.from(this); }, configurable: true, writable: true });
+      const arrays = [await o(pool.exec('echo', 1)), await o(pool.exec('echo', { a: [1] })), (await pool.request({ jsonrpc: '2.0', method: 'echo', params: [1], id: 1 })).result, await o(pool.broadcast('echo', 1))];
+      delete Array.prototype.toJSON;
+      Object.defineProperty(Object.prototype, 'toJSON', { value() { return this; }, configurable: true, writable: true });
+      const objects = [await o(pool.exec('echo', { a: 1 })), await o(pool.exec('square_sum', 4))];
+      delete Object.prototype.toJSON;
+      await pool.close();
+      out({ arrays, objects });
+    `);
+    const got = clean(r);
+    expect(got.arrays).toEqual([1, { a: [1] }, 1, [1]]);
+    expect(got.objects[0]).toEqual({ a: 1 });
+    expect(typeof got.objects[1]).toBe('number');
+  });
+
+  test('a Proxy of a Map, a Set, a class instance or a Promise is refused like what it stands for', async () => {
+    const pool = new Pool({ threads: 1 });
+    class Point {
+      x = 3;
+    }
+    for (const v of [new Proxy(new Map([['k', 1]]), {}), new Proxy(new Set([1]), {}), new Proxy(new Point(), {}), new Proxy(Promise.resolve(1), {})]) {
+      const got = await outcome(pool.exec('echo', v));
+      expect(got.code).toBe(C.InvalidParams);
+      expect(got.message).toMatch(/instance of/);
+    }
+    // A Proxy of a plain object still crosses, through its traps.
+    expect(await pool.exec('echo', new Proxy({ a: 1 }, {}))).toEqual({ a: 1 });
+    await pool.close();
+  });
+
+  test('a signal that fires while the call is being sent (a getter in its params) aborts it', async () => {
+    const pool = new Pool({ threads: 1 });
+    const ac = new AbortController();
+    const params = [300];
+    Object.defineProperty(params, 0, { get: () => (ac.abort(), 300), enumerable: true });
+    expect(await outcome(pool.call('sleep', params, { signal: ac.signal }))).toMatchObject({ code: C.Aborted });
+    await pool.close();
+  });
+
+  test('a value that reaches one object 2^30 times is refused without walking it', async () => {
+    const r = await child(`
+      const pool = new Pool({ threads: 1 });
+      let o = { leaf: 1 };
+      for (let i = 0; i < 30; i++) o = { a: o, b: o };
+      const got = await Promise.race([pool.exec('echo', o).then(() => 'resolved', (e) => e.code), new Promise((r) => setTimeout(r, 50000, 'hung').unref())]);
+      await pool.close();
+      out(got);
+    `);
+    expect(clean(r)).toBe(C.InvalidParams);
+  });
+
+  test.each(['close', 'destroy'])('a private pool that serves methods lets the process exit after %s()', async (how) => {
+    const r = await child(`
+      const pool = new Pool({ threads: 1 });
+      pool.serve({ f(x) { return x; } });
+      const v = await pool.exec('f', 1);
+      await pool.${how}();
+      out(v);
+    `);
+    expect(clean(r)).toBe(1);
   });
 });

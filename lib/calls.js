@@ -5,7 +5,7 @@
 
 const { native, contract } = require('./native.js');
 const { RpcError, CODES, errorText } = require('./errors.js');
-const views = require('./views.js');
+require('./views.js'); // registers this environment's publisher of views
 
 // Calls in flight, by slot. A call's id is `slot + SLOTS * n`, with `n` counting calls: unique
 // among the calls in flight, and a late or repeated settlement for a finished call (whose slot
@@ -33,10 +33,6 @@ class Call {
     this.resolve = resolve;
     this.reject = reject;
     this.owner = owner;
-    // The typed arrays over SharedArrayBuffers the call was given (as the native side met them
-    // in its params), or undefined: referenced until the call settles, which keeps their memory
-    // alive while native threads use it, whatever the caller does with its params meanwhile.
-    this.keep = undefined;
     this.signal = null;
     this.onAbort = null;
     this.id = 0;
@@ -67,9 +63,10 @@ function untrack(call) {
 
 /**
  * Starts a call of `owner`: `send(id)` hands it to the native side, which from then on settles
- * it exactly once through the channel and returns the views it must keep. Nothing is tracked
- * before it can settle: if `send` throws all the same, the call is untracked and rejects here.
- * `cancel(id)` runs when `signal` aborts.
+ * it exactly once through the channel (and keeps the call's shared memory alive until then).
+ * Nothing is tracked before it can settle: if `send` throws all the same, the call is untracked
+ * and rejects here. `cancel(id)` runs when `signal` aborts, also when it aborted while the call
+ * was being sent (a getter in the params may abort it).
  */
 function start(owner, send, signal, cancel) {
   return new Promise((resolve, reject) => {
@@ -82,7 +79,8 @@ function start(owner, send, signal, cancel) {
         call.onAbort = () => cancel(id);
         signal.addEventListener('abort', call.onAbort, { once: true });
       }
-      call.keep = send(id);
+      send(id);
+      if (signal !== undefined && signal.aborted) cancel(id);
     } catch (e) {
       if (tracked(id) === call) finish(call);
       reject(new RpcError(CODES.InternalError, `corepool: the call could not be started: ${errorText(e)}`));
@@ -109,8 +107,7 @@ function finish(call) {
  * listeners from a process.nextTick, so an exception of theirs reaches the process the usual
  * way instead of cutting this loop short.
  */
-function settle(batch, resends) {
-  if (resends !== undefined) views.resend(resends, keptViews);
+function settle(batch) {
   for (let i = 0; i < batch.length; i += 4) {
     const call = tracked(batch[i]);
     if (call === undefined) continue;
@@ -128,12 +125,6 @@ function settle(batch, resends) {
       call.resolve(value);
     } else call.reject(new RpcError(code, batch[i + 2], batch[i + 3]));
   }
-}
-
-/** The views call `id` keeps ([] when it has none), or undefined once it settled. */
-function keptViews(id) {
-  const call = tracked(id);
-  return call === undefined ? undefined : (call.keep ?? []);
 }
 
 /** This environment's completion channel. */

@@ -8,15 +8,24 @@
 const { contract } = require('./native.js');
 const { RpcError, CODES, errorText } = require('./errors.js');
 
-/** Arrays longer than this never travel as JSON text (walking them here would take seconds). */
-const JSON_MAX_ELEMENTS = 2 ** 26;
+/**
+ * Plain data of more values than this is refused: walking it here already takes seconds, and a
+ * value that reaches one object many times may hold 2^64 of them. (Values that take the
+ * value-by-value path have a smaller limit, the contract's maxValues, checked natively.)
+ */
+const JSON_MAX_VALUES = 2 ** 24;
+/** Values plainJsonSize may still visit in the current walk. */
+let budget = 0;
+/** plainJsonSize's answer when the params hold more values than a call may carry. */
+const TOO_MANY = -2;
 
 /**
  * Counts the values in `v` if JSON text carries it unchanged, else returns -1 (then the
- * value-by-value path converts it, or refuses it with the precise error). A value with a
- * `toJSON` method is not carried unchanged: JSON would send what the method returns.
+ * value-by-value path converts it, or refuses it with the precise error), or TOO_MANY. A value
+ * with a `toJSON` method is not carried unchanged: JSON would send what the method returns.
  */
 function plainJsonSize(v, depth) {
+  if (--budget < 0) return TOO_MANY;
   switch (typeof v) {
     case 'string': // JSON.stringify escapes lone surrogates; the native parse makes them U+FFFD
     case 'boolean':
@@ -30,10 +39,10 @@ function plainJsonSize(v, depth) {
       if (depth >= contract.jsonMaxDepth || typeof v.toJSON === 'function') return -1;
       let n = 1;
       if (Array.isArray(v)) {
-        if (!(v.length <= JSON_MAX_ELEMENTS)) return -1;
+        if (!(v.length <= budget)) return TOO_MANY;
         for (let i = 0; i < v.length; i++) {
           const c = plainJsonSize(v[i], depth + 1);
-          if (c < 0) return -1;
+          if (c < 0) return c;
           n += c;
         }
         return n;
@@ -45,7 +54,7 @@ function plainJsonSize(v, depth) {
         // JSON drops a key whose value is undefined; the value-by-value path keeps it (as null).
         if (item === undefined) return -1;
         const c = plainJsonSize(item, depth + 1);
-        if (c < 0) return -1;
+        if (c < 0) return c;
         n += c;
       }
       return n;
@@ -63,9 +72,14 @@ function plainJsonSize(v, depth) {
 function wireParams(params) {
   let size;
   try {
+    budget = JSON_MAX_VALUES;
     size = params.length > 0 ? plainJsonSize(params, 0) : 0;
   } catch {
     size = -1; // a getter or a trap threw: the native conversion names it precisely
+  }
+  if (size === TOO_MANY) {
+    // Walked no further than that: a value that reaches one object many times may hold 2^64.
+    throw new RpcError(CODES.InvalidParams, `params hold more than the ${JSON_MAX_VALUES} values a call may carry: pass bulk data in a SharedArrayBuffer`);
   }
   if (size < contract.jsonMinValues) return [params, 0];
   try {

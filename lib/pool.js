@@ -23,6 +23,7 @@ class Pool extends EventEmitter {
   #closing = null;
   #drainWaiters = [];
   #notifying = false;
+  #servers = [];
 
   /**
    * @param {object} [options] threads, strategy, maxQueue, onFull, timeout (see README)
@@ -155,7 +156,11 @@ class Pool extends EventEmitter {
       }
     }
     views.open(); // before registering: views sent to this thread must find the channel open
-    return new Server(this.#native, handlers, names, concurrency);
+    const server = new Server(this.#native, handlers, names, concurrency);
+    // A private pool's servers can get no call once it is closed: they stop with it (a shared
+    // pool's serve the rest of the process).
+    if (!this.#native.isShared) this.#servers.push(server);
+    return server;
   }
 
   /** Resolves when no call made through this handle is queued or running. */
@@ -169,8 +174,14 @@ class Pool extends EventEmitter {
     if (this.#closing) return this.#closing;
     this.#closed = true;
     this.#native.close();
-    this.#closing = this.drained().then(() => this.#native.shutdown());
+    this.#closing = this.drained().then(() => this.#stop());
     return this.#closing;
+  }
+
+  /** After the last call: the servers of a private pool stop, then its threads. */
+  async #stop() {
+    await Promise.all(this.#servers.map((s) => s.close()));
+    this.#native.shutdown();
   }
 
   /** Rejects queued calls (PoolClosed), stops running ones cooperatively, then stops. */
@@ -181,7 +192,7 @@ class Pool extends EventEmitter {
       return this.close();
     }
     this.#native.destroy();
-    if (!this.#closing) this.#closing = this.drained();
+    if (!this.#closing) this.#closing = this.drained().then(() => this.#stop());
     return this.#closing;
   }
 

@@ -189,21 +189,37 @@ class Server {
     }
     for (let i = jobsFrom; i < batch.length; i += 4) {
       const token = batch[i];
-      const method = batch[i + 1];
-      let params = batch[i + 2];
-      const timeout = batch[i + 3];
-      if (typeof params === 'string') {
-        try {
-          params = JSON.parse(params);
-        } catch (e) {
-          this.#freed(this.#native.lost(token, `corepool: the params could not be read: ${errorText(e)}`));
-          continue;
-        }
-      } else if (params === undefined) {
-        params = this.#viewParams(token, method, timeout);
-        if (params === null) continue;
+      // Each job in isolation: whatever goes wrong with one, the others of the batch run.
+      try {
+        this.#start(token, batch[i + 1], batch[i + 2], batch[i + 3]);
+      } catch (e) {
+        this.#lose(token, `corepool: the call could not be started on the serving thread: ${errorText(e)}`);
       }
-      this.#run(token, method, params, timeout);
+    }
+  }
+
+  #start(token, method, params, timeout) {
+    if (typeof params === 'string') {
+      try {
+        params = JSON.parse(params);
+      } catch (e) {
+        this.#lose(token, `corepool: the params could not be read: ${errorText(e)}`);
+        return;
+      }
+    } else if (params === undefined) {
+      params = this.#viewParams(token, method, timeout);
+      if (params === null) return;
+    }
+    this.#run(token, method, params, timeout);
+  }
+
+  /** Settles job `token` with InternalError: it cannot run here. */
+  #lose(token, why) {
+    if (this.#running.has(token)) return; // it did start: its handler settles it
+    try {
+      this.#freed(this.#native.lost(token, why));
+    } catch {
+      // The environment is going away: its departure settles the call (ServerGone).
     }
   }
 
@@ -212,6 +228,10 @@ class Server {
     const sent = views.takeReceived(token);
     if (sent !== undefined) {
       const params = this.#native.params(token, sent);
+      if (params === false) {
+        this.#freed(true); // settled natively: its slot is free
+        return null;
+      }
       if (params !== null) return params;
     }
     if (!this.#native.resend(token)) {
@@ -230,7 +250,8 @@ class Server {
   /** The resent views of a job that waited for them have come. */
   #viewsCame(token, method, timeout, resent) {
     const params = this.#native.params(token, resent);
-    if (params === null) {
+    if (params === false) this.#freed(true);
+    else if (params === null) {
       // The caller sent every view its call holds, so this cannot happen; never answer null.
       this.#freed(this.#native.lost(token, "corepool: the serving thread could not reach the call's shared memory"));
     } else this.#run(token, method, params, timeout);

@@ -50,8 +50,11 @@ function drain() {
   while ((m = receiveMessageOnPort(channel)) !== undefined) onMessage(m.message);
 }
 
-/** Called by the native side just before it queues a job with views on serving thread `to`. */
-function publish(to, token, views, resent = false) {
+/**
+ * Called by the native side just before it queues a job with views on serving thread `to`, and
+ * again when that thread asks for them (`resent`).
+ */
+function publish(to, token, views, resent) {
   try {
     if (to === threadId) arrived(token, views, resent);
     else open().postMessage({ to, token, views, resent });
@@ -60,15 +63,6 @@ function publish(to, token, views, resent = false) {
   }
 }
 native.setPublisher(publish);
-
-/** Serving threads ask for calls' views again: `[call, to, token, ...]`; `viewsOf(call)` gives
- *  what a call of this environment keeps (undefined once it settled). */
-function resend(requests, viewsOf) {
-  for (let i = 0; i < requests.length; i += 3) {
-    const views = viewsOf(requests[i]);
-    if (views !== undefined) publish(requests[i + 1], requests[i + 2], views, true);
-  }
-}
 
 /** The views sent for job `token` before it arrived, if any (taken out). */
 function takeReceived(token) {
@@ -123,4 +117,4 @@ function checkOrphans() {
   }
 }
 
-module.exports = { open, publish, resend, takeReceived, forget, awaitResend, stopAwaiting };
+module.exports = { open, takeReceived, forget, awaitResend, stopAwaiting };

@@ -10,8 +10,9 @@
 //! Liveness: the threadsafe function is unref'd (weak) while nothing is in flight, so an idle
 //! pool never keeps Node alive; the first call in flight refs it, the last settlement unrefs it.
 //! Resend requests (a JS server asks this environment to send a call's SharedArrayBuffer views
-//! again, see `pool::server`) travel the same way in a queue of their own, handed to the same
-//! callback as its second argument; they are rare and do not count as settlements.
+//! again, see `pool::server`) travel the same way in a queue of their own; the callback sends
+//! those views itself, from the references that keep a call's views alive (`Inbox::keep`).
+//! They are rare and do not count as settlements.
 //!
 //! Teardown: an env cleanup hook retires the environment's `Origin` (see `pool::origin`): after
 //! it returns no worker runs this environment's jobs or touches its inbox, so Node may free the
@@ -47,7 +48,19 @@ pub(crate) struct Inbox {
     inflight: AtomicUsize,
     /// Controls of calls that carry an AbortSignal, by call id (JS thread only).
     pub(crate) cancellable: Mutex<HashMap<u64, Arc<Control>>>,
+    /// References to the typed arrays over SharedArrayBuffers each call was given, by call id:
+    /// they keep the memory alive until the call settles (JS thread only; see `keep`).
+    kept: Mutex<HashMap<u64, KeptViews>>,
 }
+
+/// Strong references to a call's views. `napi_ref`s are plain pointers that only their
+/// environment's JS thread may use.
+struct KeptViews(Vec<sys::napi_ref>);
+
+// SAFETY: the references are created, read and deleted only on the JS thread of the
+// environment that owns the inbox (`keep`, `resend_views`, `let_go`); the Mutex around them
+// only makes the Inbox shareable with pool threads, which never touch this field.
+unsafe impl Send for KeptViews {}
 
 struct InboxSink(Arc<Inbox>);
 
@@ -101,8 +114,7 @@ impl Channel {
     /// `settle(batch)` receives a flat array: for each settled call, four entries
     /// `id, code, value, data` — code 0 with the result as value, code 1 with the result's
     /// JSON text as value, or an error code with the message as value and the error data
-    /// (or undefined). Resend requests come as `settle([], requests)`, three entries
-    /// `call, to, token` each.
+    /// (or undefined).
     #[napi(constructor, catch_unwind)]
     pub fn new(env: Env, settle: Unknown) -> Result<Channel> {
         let raw_env = env.raw();
@@ -113,6 +125,7 @@ impl Channel {
             tsfn: Tsfn::unset(),
             inflight: AtomicUsize::new(0),
             cancellable: Mutex::new(HashMap::new()),
+            kept: Mutex::new(HashMap::new()),
         });
         // SAFETY: a Node-API callback on this env's JS thread; `settle` is a value of this env
         // (Node-API checks it is a function); `call_js` reads its context as an Inbox. It starts
@@ -169,6 +182,58 @@ impl Channel {
 }
 
 impl Inbox {
+    /// Keeps `views` (the typed arrays over SharedArrayBuffers call `id` was given) alive until
+    /// the call settles, whatever JavaScript does with them meanwhile: this, not any JS
+    /// object, is what keeps a call's shared memory allocated while pool threads use it.
+    /// `false` when a reference could not be made (the call must not be placed then).
+    ///
+    /// # Safety
+    /// Must run on the JS thread of `env`, the environment that owns this inbox, with `views`
+    /// values of `env`, before the call can settle.
+    pub(crate) unsafe fn keep(
+        &self,
+        env: sys::napi_env,
+        id: u64,
+        views: &[sys::napi_value],
+    ) -> bool {
+        if views.is_empty() {
+            return true;
+        }
+        let mut refs = Vec::with_capacity(views.len());
+        for &v in views {
+            let mut r = ptr::null_mut();
+            // SAFETY: on env's JS thread with `v` of env (caller contract).
+            if unsafe { sys::napi_create_reference(env, v, 1, &mut r) } != sys::Status::napi_ok {
+                // SAFETY: as above; these were made just now.
+                unsafe { delete_refs(env, refs) };
+                return false;
+            }
+            refs.push(r);
+        }
+        self.kept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, KeptViews(refs));
+        true
+    }
+
+    /// The calls `settled` settled: their views may go.
+    ///
+    /// # Safety
+    /// Must run on the JS thread of `env`, the environment that owns this inbox.
+    unsafe fn let_go(&self, env: sys::napi_env, settled: &[u64]) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.is_empty() {
+            return;
+        }
+        for call in settled {
+            if let Some(views) = kept.remove(call) {
+                // SAFETY: made by `keep` on this env's JS thread (caller contract).
+                unsafe { delete_refs(env, views.0) };
+            }
+        }
+    }
+
     /// Counts a call as in flight; the first one refs the threadsafe function, which keeps
     /// the event loop alive until the last settlement unrefs it.
     ///
@@ -179,6 +244,15 @@ impl Inbox {
             // SAFETY: JS thread of the owning env (caller contract).
             unsafe { self.tsfn.keep_alive(env, true) };
         }
+    }
+}
+
+/// # Safety
+/// On `env`'s JS thread, with references made in `env`.
+unsafe fn delete_refs(env: sys::napi_env, refs: Vec<sys::napi_ref>) {
+    for r in refs {
+        // SAFETY: caller contract; each reference is deleted once (it is moved in here).
+        unsafe { sys::napi_delete_reference(env, r) };
     }
 }
 
@@ -202,7 +276,7 @@ unsafe extern "C" fn call_js(
     inbox.wake_pending.swap(false, Ordering::AcqRel);
     if !inbox.resends.is_empty() {
         // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
-        unsafe { hand_resends_to_js(env, settle, inbox) };
+        unsafe { resend_views(env, inbox) };
     }
     let mut settled = Vec::new();
     while settled.len() < MAX_BATCH {
@@ -227,39 +301,43 @@ unsafe extern "C" fn call_js(
         }
     }
     let n = settled.len();
+    let calls: Vec<u64> = settled.iter().map(|(call, _)| *call).collect();
     // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
     unsafe { hand_to_js(env, settle, settled) };
+    // SAFETY: as above.
+    unsafe { inbox.let_go(env, &calls) };
     if inbox.inflight.fetch_sub(n, Ordering::Relaxed) == n {
         // SAFETY: JS thread of the env that owns the function.
         unsafe { inbox.tsfn.keep_alive(env, false) };
     }
 }
 
-/// Calls `settle([], [call, to, token, ...])` with the queued resend requests.
+/// Sends the views of each call a serving thread asked for again (`(call, to, token)`), from
+/// the references that keep them alive; a call that settled meanwhile has none any more, and
+/// its job is settled too (the server drops it).
 ///
 /// # Safety
-/// Must run on `env`'s JS thread with `settle` a function of that env.
-unsafe fn hand_resends_to_js(env: sys::napi_env, settle: sys::napi_value, inbox: &Inbox) {
-    let mut flat = Vec::new();
+/// Must run on `env`'s JS thread.
+unsafe fn resend_views(env: sys::napi_env, inbox: &Inbox) {
     while let Some((call, to, token)) = inbox.resends.pop() {
-        flat.extend([call as f64, to as f64, token as f64]);
-    }
-    // SAFETY: live env on its JS thread (caller contract) for every call below.
-    unsafe {
-        let mut empty = ptr::null_mut();
-        sys::napi_create_array_with_length(env, 0, &mut empty);
-        let mut requests = ptr::null_mut();
-        sys::napi_create_array_with_length(env, flat.len(), &mut requests);
-        for (i, n) in flat.iter().enumerate() {
-            let mut v = ptr::null_mut();
-            sys::napi_create_double(env, *n, &mut v);
-            sys::napi_set_element(env, requests, i as u32, v);
-        }
-        let mut undefined = ptr::null_mut();
-        sys::napi_get_undefined(env, &mut undefined);
-        let mut result = ptr::null_mut();
-        let argv = [empty, requests];
-        sys::napi_call_function(env, undefined, settle, 2, argv.as_ptr(), &mut result);
+        let views: Vec<sys::napi_value> = {
+            let kept = inbox.kept.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(refs) = kept.get(&call) else {
+                continue;
+            };
+            refs.0
+                .iter()
+                .filter_map(|&r| {
+                    let mut v = ptr::null_mut();
+                    // SAFETY: references made on this env's JS thread, still alive (deleted
+                    // only when the call settles, on this thread).
+                    let ok = unsafe { sys::napi_get_reference_value(env, r, &mut v) };
+                    (ok == sys::Status::napi_ok && !v.is_null()).then_some(v)
+                })
+                .collect()
+        };
+        // SAFETY: on env's JS thread with values of env.
+        unsafe { super::serve::publish(env, to, token, &views, true) };
     }
 }
 

@@ -6,6 +6,7 @@
 //! batch in `channel.rs` (`Channel::new`), the serving thread's job batch in `serve.rs`
 //! (`batch_to_js`).
 
+use super::convert::from_js::MAX_VALUES;
 use crate::pool::{Strategy, MAX_NICE_INCREMENT, MAX_THREADS};
 use crate::rpc::ErrorCode;
 use napi_derive::napi;
@@ -62,6 +63,8 @@ pub struct Contract {
     pub result_as_json: i32,
     pub json_min_values: u32,
     pub json_max_depth: u32,
+    /// Most values the params of one call may hold, on either path.
+    pub max_values: u32,
     pub rest: RestCodes,
 }
 
@@ -86,6 +89,7 @@ pub fn contract() -> Contract {
         result_as_json: RESULT_AS_JSON,
         json_min_values: JSON_MIN_VALUES as u32,
         json_max_depth: JSON_MAX_DEPTH as u32,
+        max_values: MAX_VALUES as u32,
         rest: RestCodes {
             idle: REST_IDLE,
             later: REST_LATER,

@@ -375,11 +375,9 @@ impl NativePool {
         }
     }
 
-    /// Answers a JSON-RPC request object or batch with response object(s). Returns the typed
-    /// arrays over SharedArrayBuffers met in it (or `undefined`): the caller keeps them alive
-    /// until the call settles.
+    /// Answers a JSON-RPC request object or batch with response object(s).
     #[napi(catch_unwind)]
-    pub fn request(&self, env: Env, id: f64, request: Unknown) -> Result<RawValue> {
+    pub fn request(&self, env: Env, id: f64, request: Unknown) {
         let ch = self.channel.channel();
         ch.track();
         let id = id as u64;
@@ -387,6 +385,10 @@ impl NativePool {
         let mut path = String::from("request");
         // SAFETY: a Node-API callback on this env's JS thread; `request` belongs to this env.
         match unsafe { from.value(request.raw(), 0, &mut path) } {
+            // SAFETY: on this env's JS thread, before the call can settle.
+            Ok(_) if !unsafe { self.channel.inbox.keep(env.raw(), id, &from.views) } => {
+                ch.fail(id, cannot_keep())
+            }
             Ok(value) => {
                 let closed = self.closed.load(Ordering::Acquire);
                 self.pool
@@ -399,7 +401,6 @@ impl NativePool {
                     .deliver(id, Ok(envelope::error_response(Value::Null, e)));
             }
         }
-        keep(env.raw(), &from.views)
     }
 
     /// Answers JSON-RPC text with JSON text.
@@ -425,7 +426,7 @@ impl NativePool {
         }
     }
 
-    /// Runs `method(...params)` once on every worker. Returns what `request` returns.
+    /// Runs `method(...params)` once on every worker.
     #[napi(catch_unwind)]
     pub fn broadcast(
         &self,
@@ -434,7 +435,7 @@ impl NativePool {
         method: Unknown,
         params: Unknown,
         timeout_ms: Unknown,
-    ) -> Result<RawValue> {
+    ) {
         let ch = self.channel.channel();
         ch.track();
         let id = id as u64;
@@ -449,6 +450,10 @@ impl NativePool {
             let method = read_method(raw, &method)?;
             // SAFETY: as above.
             let params = unsafe { from.params(params.raw()) }?;
+            // SAFETY: on this env's JS thread, before the call can settle.
+            if !unsafe { self.channel.inbox.keep(raw, id, &from.views) } {
+                return Err(cannot_keep());
+            }
             self.pool
                 .broadcast(&self.channel.origin, id, &method, params, timeout);
             Ok(())
@@ -456,7 +461,6 @@ impl NativePool {
         if let Err(e) = call() {
             ch.fail(id, e);
         }
-        keep(raw, &from.views)
     }
 
     /// Makes this environment a server of `methods`, running at most `concurrency` calls at
@@ -556,7 +560,7 @@ unsafe extern "C" fn hot_call(
 ) -> sys::napi_value {
     // Exactly once per call, whatever happens: once tracked, the call settles through the
     // channel (an error delivered here, or the job's outcome once the pool has it), and nothing
-    // is thrown into the caller's JavaScript.
+    // is thrown into the caller's JavaScript; `placed` says it is answered one way or the other.
     let mut tracked: Option<(&Hot, u64)> = None;
     let mut placed = false;
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -596,6 +600,10 @@ unsafe extern "C" fn hot_call(
                 // SAFETY: as above.
                 Params::Values(unsafe { from.params(argv[2]) }?)
             };
+            // SAFETY: on this env's JS thread, before the call can settle.
+            if !unsafe { hot.inbox.keep(env, id, &from.views) } {
+                return Err(cannot_keep());
+            }
             let views = &from.views;
             let submit = |m: &str| {
                 placed = true;
@@ -604,7 +612,8 @@ unsafe extern "C" fn hot_call(
                 }
                 // A JS-served method gets the views from this thread's JavaScript (pool::server).
                 // SAFETY: on this env's JS thread; the views are values of this env.
-                let mut announce = |to, token| unsafe { serve::publish(env, to, token, views) };
+                let mut announce =
+                    |to, token| unsafe { serve::publish(env, to, token, views, false) };
                 hot.pool
                     .call_announced(&hot.origin, id, m, params, timeout, &mut announce)
             };
@@ -620,34 +629,51 @@ unsafe extern "C" fn hot_call(
                     .insert(id, control);
             }
             Ok(_) => {}
-            Err(e) if !placed => hot.origin.deliver(id, Err(e)),
+            Err(e) if !placed => {
+                placed = true; // answered: the error settles it
+                hot.origin.deliver(id, Err(e));
+            }
             Err(_) => {}
         }
-        keep(env, &from.views)
-            .map(|v| v.0)
-            .unwrap_or(ptr::null_mut())
+        ptr::null_mut()
     }));
     match result {
-        Ok(views) => views,
+        Ok(undefined) => undefined,
         Err(_) => {
-            if let (Some((hot, id)), false) = (tracked, placed) {
-                let e = RpcError::new(
-                    ErrorCode::InternalError,
-                    "corepool: internal error in call()",
-                );
-                hot.origin.deliver(id, Err(e));
+            match (tracked, placed) {
+                // Tracked but neither placed nor answered: answer it now.
+                (Some((hot, id)), false) => {
+                    let e = RpcError::new(
+                        ErrorCode::InternalError,
+                        "corepool: internal error in call()",
+                    );
+                    hot.origin.deliver(id, Err(e));
+                }
+                // Not tracked: nothing will settle it, so the JavaScript side must (it rejects
+                // the call when this throws).
+                (None, _) => {
+                    // SAFETY: JS thread of a live env, inside this function's callback.
+                    unsafe {
+                        sys::napi_throw_error(
+                            env,
+                            ptr::null(),
+                            c"corepool: internal error in call()".as_ptr(),
+                        )
+                    };
+                }
+                _ => {}
             }
             ptr::null_mut()
         }
     }
 }
 
-/// The typed arrays a call must keep alive until it settles, as one JS array (or `undefined`).
-fn keep(env: sys::napi_env, views: &[sys::napi_value]) -> Result<RawValue> {
-    // SAFETY: called in a Node-API callback on env's JS thread with values of env.
-    unsafe { convert::views_array(env, views) }
-        .map(RawValue)
-        .map_err(|e| Error::new(Status::GenericFailure, e))
+/// A call whose views could not be kept alive is not placed (its environment is going away).
+fn cannot_keep() -> RpcError {
+    RpcError::new(
+        ErrorCode::InternalError,
+        "corepool: the call's shared memory could not be kept alive",
+    )
 }
 
 /// `Ok` when `v` is a string, else the InvalidRequest error for a bad method.

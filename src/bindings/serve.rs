@@ -23,7 +23,7 @@
 //! type). The native side never dereferences those views.
 
 use super::contract::{REST_IDLE, REST_LATER};
-use super::convert::{self, Converted, FromJs};
+use super::convert::{self, from_js::MAX_VALUES, Converted, FromJs};
 use super::tsfn::{self, Tsfn};
 use crate::pool::{Params, Pool, Rest, Server, Wake};
 use crate::rpc::{CancelReason, ErrorCode, Map, RpcError, Value};
@@ -44,9 +44,9 @@ thread_local! {
         const { Cell::new((ptr::null_mut(), ptr::null_mut())) };
 }
 
-/// Registers this environment's `publish(to, token, views)`, which sends a call's typed arrays
-/// over SharedArrayBuffers to serving environment `to` for job `token`. index.js calls it once
-/// at load.
+/// Registers this environment's `publish(to, token, views, resent)`, which sends a call's typed
+/// arrays over SharedArrayBuffers to serving environment `to` for job `token` (`resent`: asked
+/// for again). lib/views.js calls it once at load.
 #[napi(catch_unwind)]
 pub fn set_publisher(env: Env, publish: Unknown) -> Result<()> {
     let raw = env.raw();
@@ -66,7 +66,13 @@ pub fn set_publisher(env: Env, publish: Unknown) -> Result<()> {
 ///
 /// # Safety
 /// Must run on `env`'s JS thread, with `views` values of that env.
-pub(crate) unsafe fn publish(env: sys::napi_env, to: u64, token: u64, views: &[sys::napi_value]) {
+pub(crate) unsafe fn publish(
+    env: sys::napi_env,
+    to: u64,
+    token: u64,
+    views: &[sys::napi_value],
+    resent: bool,
+) {
     let (penv, reference) = PUBLISHER.with(|p| p.get());
     if penv != env || reference.is_null() {
         return; // no publisher: the server will ask for the views (resend)
@@ -84,13 +90,15 @@ pub(crate) unsafe fn publish(env: sys::napi_env, to: u64, token: u64, views: &[s
         }
         let mut a = ptr::null_mut();
         let mut b = ptr::null_mut();
+        let mut c = ptr::null_mut();
         sys::napi_create_double(env, to as f64, &mut a);
         sys::napi_create_double(env, token as f64, &mut b);
+        sys::napi_get_boolean(env, resent, &mut c);
         let mut undefined = ptr::null_mut();
         sys::napi_get_undefined(env, &mut undefined);
-        let argv = [a, b, array];
+        let argv = [a, b, array, c];
         let mut result = ptr::null_mut();
-        sys::napi_call_function(env, undefined, f, 3, argv.as_ptr(), &mut result);
+        sys::napi_call_function(env, undefined, f, 4, argv.as_ptr(), &mut result);
         // publish() catches its own errors; never let one escape into the caller's exec().
         let mut pending = false;
         sys::napi_is_exception_pending(env, &mut pending);
@@ -354,9 +362,10 @@ impl NativeServer {
     }
 
     /// The params of job `token`, with its views replaced by `views` (typed arrays of this
-    /// environment); `null` when some view has no match yet.
+    /// environment); `null` when some view has no match yet; `false` when the params cannot be
+    /// made here (the job is settled with InvalidParams then: drop it).
     #[napi(catch_unwind)]
-    pub fn params(&self, env: Env, token: f64, views: Unknown) -> Result<Option<Unknown<'_>>> {
+    pub fn params(&self, env: Env, token: f64, views: Unknown) -> Result<Unknown<'_>> {
         let raw = env.raw();
         let token = self::token(token);
         let mut mine = Vec::new();
@@ -367,7 +376,9 @@ impl NativeServer {
             let mut len = 0u32;
             // SAFETY: as above; `views` is an array.
             unsafe { sys::napi_get_array_length(raw, views.raw(), &mut len) };
-            for i in 0..len {
+            // Any thread may post on the views channel: a job has at most as many views as
+            // values, so no longer list is read.
+            for i in 0..len.min(MAX_VALUES as u32) {
                 let mut item = ptr::null_mut();
                 // SAFETY: as above; i < length.
                 unsafe { sys::napi_get_element(raw, views.raw(), i, &mut item) };
@@ -377,21 +388,36 @@ impl NativeServer {
                 }
             }
         }
+        let mut out = ptr::null_mut();
         let mut waiting = self.ctx.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(params) = waiting.get(&token) else {
-            return Ok(None);
+        let params = match waiting.get(&token) {
+            Some(params) if resolved(&Value::Array(params.clone()), &mine) => {
+                let params = Value::Array(params.clone());
+                waiting.remove(&token);
+                params
+            }
+            _ => {
+                // SAFETY: as above.
+                unsafe { sys::napi_get_null(raw, &mut out) };
+                // SAFETY: `out` is a value of this env created in this callback scope.
+                return Ok(unsafe { Unknown::from_raw_unchecked(raw, out) });
+            }
         };
-        let params = Value::Array(params.clone());
-        if !resolved(&params, &mine) {
-            return Ok(None);
-        }
-        waiting.remove(&token);
         drop(waiting);
         // SAFETY: as above; every object in `mine` is a value of this env.
-        let out = unsafe { convert::to_js_with(raw, &params, &mine) }
-            .map_err(|e| Error::new(Status::GenericFailure, e))?;
+        match unsafe { convert::to_js_with(raw, &params, &mine) } {
+            Ok(made) => out = made,
+            Err(why) => {
+                let e = RpcError::invalid_params(format!(
+                    "the params cannot be made into JavaScript values on the serving thread: {why}"
+                ));
+                self.ctx.pool.complete(&self.ctx.server, token, Err(e));
+                // SAFETY: as above.
+                unsafe { sys::napi_get_boolean(raw, false, &mut out) };
+            }
+        }
         // SAFETY: `out` is a value of this env created in this callback scope.
-        Ok(Some(unsafe { Unknown::from_raw_unchecked(raw, out) }))
+        Ok(unsafe { Unknown::from_raw_unchecked(raw, out) })
     }
 
     /// The next batch (see [`batch_to_js`]), as far as this server's concurrency allows.

@@ -40,19 +40,18 @@ macro_rules! at_try {
 pub const MAX_DEPTH: usize = 512;
 
 /// The most values one conversion makes (every array element, object entry and scalar counts
-/// one). Bulk data belongs in a SharedArrayBuffer; plain data of any size travels as JSON text
-/// (see `index.js`), which this limit does not concern.
+/// one), and the most the params of one call may hold on the JSON-text path too (see
+/// `contract::Contract::max_values`). Bulk data belongs in a SharedArrayBuffer.
 pub const MAX_VALUES: usize = 1 << 22;
 
 /// Room reserved up front for an array or object: more is reserved as its content arrives.
 const FIRST_RESERVE: usize = 64;
 
-/// Converts JS → Value for one env; caches `Object.prototype` for the plain-object check.
+/// Converts JS → Value for one env.
 pub struct FromJs {
     env: sys::napi_env,
-    object_prototype: sys::napi_value,
-    /// `Array.isArray`, looked up when a Proxy first needs it.
-    is_array: sys::napi_value,
+    /// What the conversion looks things up with, taken from [`CACHE`] on first use.
+    known: [sys::napi_value; KNOWN],
     /// Values this conversion may still make (see [`MAX_VALUES`]).
     budget: usize,
     /// Every typed array over a SharedArrayBuffer met, in conversion order: the call keeps these
@@ -61,11 +60,27 @@ pub struct FromJs {
     pub views: Vec<sys::napi_value>,
 }
 
+/// The values a conversion looks things up with, by index into `FromJs::known`.
+const OBJECT_PROTOTYPE: usize = 0;
+const TO_JSON: usize = 1;
+const IS_ARRAY: usize = 2;
+const GET_PROTOTYPE_OF: usize = 3;
+const KNOWN: usize = 4;
+
 thread_local! {
-    /// This thread's environment and a reference to the `Object.prototype` its conversions met
-    /// first, so that later conversions recognise it with one comparison.
-    static OBJECT_PROTOTYPE: std::cell::Cell<(sys::napi_env, sys::napi_ref)> =
-        const { std::cell::Cell::new((ptr::null_mut(), ptr::null_mut())) };
+    /// This thread's environment and references to what its conversions look things up with,
+    /// made on first use: the `Object.prototype` met first (then recognised with one
+    /// comparison), the key `"toJSON"`, and `Array.isArray` and `Object.getPrototypeOf` (taken
+    /// from the global object then: a program that replaces them later changes nothing here).
+    static CACHE: std::cell::Cell<(sys::napi_env, [sys::napi_ref; KNOWN])> =
+        const { std::cell::Cell::new((ptr::null_mut(), [ptr::null_mut(); KNOWN])) };
+}
+
+/// What an object is for crossing: see [`FromJs::through_proxy`].
+enum Shape {
+    Plain,
+    Array,
+    Instance,
 }
 
 /// Where an array's elements come from: a real array, or a Proxy whose target is one.
@@ -79,8 +94,7 @@ impl FromJs {
     pub fn new(env: sys::napi_env) -> Self {
         FromJs {
             env,
-            object_prototype: ptr::null_mut(),
-            is_array: ptr::null_mut(),
+            known: [ptr::null_mut(); KNOWN],
             budget: MAX_VALUES,
             views: Vec::new(),
         }
@@ -97,8 +111,19 @@ impl FromJs {
     /// Must run on the env's JS thread, with `array` a value of that env.
     pub unsafe fn params(&mut self, array: sys::napi_value) -> Result<Vec<Value>, RpcError> {
         let mut path = String::from("params");
-        // SAFETY: caller contract.
-        let value = unsafe { self.value(array, 0, &mut path) }.map_err(RpcError::invalid_params)?;
+        let mut is_array = false;
+        // SAFETY: caller contract; a failure leaves `is_array` false (converted as one value).
+        unsafe { sys::napi_is_array(self.env, array, &mut is_array) };
+        // The params array is the call's own container, not a value sent (index.js builds it
+        // for exec()): it is not asked for a toJSON.
+        let value = if is_array {
+            // SAFETY: caller contract; `array` is an array.
+            unsafe { self.array(array, ArrayKind::Plain, 0, &mut path, false) }
+        } else {
+            // SAFETY: caller contract.
+            unsafe { self.value(array, 0, &mut path) }
+        }
+        .map_err(RpcError::invalid_params)?;
         Ok(match value {
             Value::Array(items) => items,
             one => vec![one],
@@ -196,7 +221,7 @@ impl FromJs {
         );
         if flag {
             // SAFETY: v is an array of this env.
-            return unsafe { self.array(v, ArrayKind::Plain, depth, path) };
+            return unsafe { self.array(v, ArrayKind::Plain, depth, path, true) };
         }
         at_try!(
             env,
@@ -266,23 +291,32 @@ impl FromJs {
             sys::napi_typeof(env, proto, &mut proto_type),
             "reading its prototype"
         );
-        let null_proto = proto_type == sys::ValueType::napi_null;
-        // SAFETY: proto is a value of this env.
-        let plain = null_proto || unsafe { self.is_object_prototype(proto, path) }?;
-        // SAFETY: v is an object of this env.
-        if (null_proto || !plain) && unsafe { self.is_proxied_array(v, path) }? {
-            // SAFETY: v is an object of this env whose target is an array.
-            return unsafe { self.array(v, ArrayKind::Proxy, depth, path) };
-        }
-        if !plain {
+        let kind = if proto_type == sys::ValueType::napi_null {
+            // A null-prototype object, or a Proxy (Node-API shows none for one): ask JavaScript,
+            // whose Array.isArray and Object.getPrototypeOf see through proxies.
             // SAFETY: v is an object of this env.
-            let name = unsafe { constructor_name(env, v) }.unwrap_or_else(|| "an object".into());
-            return Err(format!(
-                "{} is an instance of {name}: only plain objects, arrays, numbers, strings, \
-                 booleans, null, BigInts, Uint8Arrays and typed arrays over SharedArrayBuffers \
-                 can be sent (copy the fields you need into a plain object)",
-                place(path)
-            ));
+            unsafe { self.through_proxy(v, path) }?
+        // SAFETY: proto is a value of this env.
+        } else if unsafe { self.is_object_prototype(proto, path) }? {
+            Shape::Plain
+        } else {
+            Shape::Instance
+        };
+        match kind {
+            Shape::Plain => {}
+            // SAFETY: v is an object of this env whose target is an array.
+            Shape::Array => return unsafe { self.array(v, ArrayKind::Proxy, depth, path, true) },
+            Shape::Instance => {
+                // SAFETY: v is an object of this env.
+                let name =
+                    unsafe { constructor_name(env, v) }.unwrap_or_else(|| "an object".into());
+                return Err(format!(
+                    "{} is an instance of {name}: only plain objects, arrays, numbers, strings, \
+                     booleans, null, BigInts, Uint8Arrays and typed arrays over \
+                     SharedArrayBuffers can be sent (copy the fields you need into a plain object)",
+                    place(path)
+                ));
+            }
         }
         // SAFETY: v is an object of this env.
         unsafe { self.refuse_to_json(v, path) }?;
@@ -355,10 +389,13 @@ impl FromJs {
         kind: ArrayKind,
         depth: usize,
         path: &mut String,
+        to_json_matters: bool,
     ) -> Converted<Value> {
         let env = self.env;
-        // SAFETY: v is an object of this env.
-        unsafe { self.refuse_to_json(v, path) }?;
+        if to_json_matters {
+            // SAFETY: v is an object of this env.
+            unsafe { self.refuse_to_json(v, path) }?;
+        }
         let len: usize = match kind {
             ArrayKind::Plain => {
                 let mut len = 0u32;
@@ -443,18 +480,33 @@ impl FromJs {
         Ok(Value::Array(items))
     }
 
-    /// `Err` when `v` has a `toJSON` method: JSON.stringify would send what it returns, and a
-    /// call must not mean one thing as JSON text and another value by value.
+    /// `Err` when `v` has a `toJSON` method of its own: JSON.stringify would send what it
+    /// returns, and a call must not mean one thing as JSON text and another value by value.
+    /// (An inherited one is left alone: a program that puts `toJSON` on `Object.prototype` or
+    /// `Array.prototype` would otherwise have every call refused. JavaScript sends such a value
+    /// value by value too, never as JSON text, see lib/params.js.)
     ///
     /// # Safety
     /// As for [`FromJs::value`], with `v` an object.
     unsafe fn refuse_to_json(&mut self, v: sys::napi_value, path: &str) -> Converted<()> {
         let env = self.env;
+        // SAFETY: caller contract.
+        let key = unsafe { self.known(TO_JSON, path) }?;
+        let mut own = false;
+        at_try!(
+            env,
+            path,
+            sys::napi_has_own_property(env, v, key, &mut own),
+            "looking for its toJSON"
+        );
+        if !own {
+            return Ok(());
+        }
         let mut f = ptr::null_mut();
         at_try!(
             env,
             path,
-            sys::napi_get_named_property(env, v, c"toJSON".as_ptr(), &mut f),
+            sys::napi_get_property(env, v, key, &mut f),
             "reading its toJSON"
         );
         let mut t = 0;
@@ -473,54 +525,152 @@ impl FromJs {
         Ok(())
     }
 
-    /// True when `v`, an object whose prototype is not `Object.prototype`, is a Proxy whose
-    /// target is an array (`Array.isArray` sees through proxies; Node-API does not).
+    /// What a null-prototype object is once proxies are seen through: a Proxy of an array, a
+    /// plain object (null prototype or `Object.prototype`), or an instance of something else
+    /// (a Proxy of a Map, a class instance…), as `Array.isArray` and `Object.getPrototypeOf`
+    /// say (their traps run here, and may throw).
     ///
     /// # Safety
     /// As for [`FromJs::value`], with `v` an object.
-    unsafe fn is_proxied_array(&mut self, v: sys::napi_value, path: &str) -> Converted<bool> {
+    unsafe fn through_proxy(&mut self, v: sys::napi_value, path: &str) -> Converted<Shape> {
         let env = self.env;
-        if self.is_array.is_null() {
-            let mut global = ptr::null_mut();
-            let mut array = ptr::null_mut();
-            at_try!(
-                env,
-                path,
-                sys::napi_get_global(env, &mut global),
-                "finding Array.isArray"
-            );
-            at_try!(
-                env,
-                path,
-                sys::napi_get_named_property(env, global, c"Array".as_ptr(), &mut array),
-                "finding Array.isArray"
-            );
-            at_try!(
-                env,
-                path,
-                sys::napi_get_named_property(env, array, c"isArray".as_ptr(), &mut self.is_array),
-                "finding Array.isArray"
-            );
-        }
         let mut undefined = ptr::null_mut();
-        let mut answer = ptr::null_mut();
         at_try!(
             env,
             path,
             sys::napi_get_undefined(env, &mut undefined),
-            "checking for an array"
+            "checking its kind"
         );
+        // SAFETY: caller contract.
+        let is_array = unsafe { self.known(IS_ARRAY, path) }?;
+        let mut answer = ptr::null_mut();
         at_try!(
             env,
             path,
-            sys::napi_call_function(env, undefined, self.is_array, 1, &v, &mut answer),
+            sys::napi_call_function(env, undefined, is_array, 1, &v, &mut answer),
             "checking for an array"
         );
         let mut yes = false;
-        // Not a boolean (someone replaced Array.isArray): not an array then.
-        // SAFETY: `answer` is a value of this env.
+        // SAFETY: `answer` is a value of this env; a non-boolean leaves `yes` false.
         unsafe { sys::napi_get_value_bool(env, answer, &mut yes) };
-        Ok(yes)
+        if yes {
+            return Ok(Shape::Array);
+        }
+        // SAFETY: caller contract.
+        let get_prototype_of = unsafe { self.known(GET_PROTOTYPE_OF, path) }?;
+        let mut proto = ptr::null_mut();
+        at_try!(
+            env,
+            path,
+            sys::napi_call_function(env, undefined, get_prototype_of, 1, &v, &mut proto),
+            "reading its prototype"
+        );
+        let mut t = 0;
+        at_try!(
+            env,
+            path,
+            sys::napi_typeof(env, proto, &mut t),
+            "reading its prototype"
+        );
+        // SAFETY: `proto` is a value of this env.
+        Ok(
+            if t == sys::ValueType::napi_null || unsafe { self.is_object_prototype(proto, path) }? {
+                Shape::Plain
+            } else {
+                Shape::Instance
+            },
+        )
+    }
+
+    /// `known[which]`, from the environment's cache, made on first use.
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`].
+    unsafe fn known(&mut self, which: usize, path: &str) -> Converted<sys::napi_value> {
+        let env = self.env;
+        if !self.known[which].is_null() {
+            return Ok(self.known[which]);
+        }
+        let (cached_env, refs) = CACHE.with(|c| c.get());
+        if cached_env == env && !refs[which].is_null() {
+            // SAFETY: references made in this env (checked) on this thread (a thread-local),
+            // alive as long as the env. On failure the value is looked up again below.
+            unsafe { sys::napi_get_reference_value(env, refs[which], &mut self.known[which]) };
+            if !self.known[which].is_null() {
+                return Ok(self.known[which]);
+            }
+        }
+        let mut value = ptr::null_mut();
+        match which {
+            TO_JSON => {
+                at_try!(
+                    env,
+                    path,
+                    sys::napi_create_string_utf8(env, c"toJSON".as_ptr(), 6, &mut value),
+                    "making a key"
+                );
+            }
+            IS_ARRAY | GET_PROTOTYPE_OF => {
+                let (holder, name) = if which == IS_ARRAY {
+                    (c"Array", c"isArray")
+                } else {
+                    (c"Object", c"getPrototypeOf")
+                };
+                let mut global = ptr::null_mut();
+                let mut object = ptr::null_mut();
+                at_try!(
+                    env,
+                    path,
+                    sys::napi_get_global(env, &mut global),
+                    "finding a builtin"
+                );
+                at_try!(
+                    env,
+                    path,
+                    sys::napi_get_named_property(env, global, holder.as_ptr(), &mut object),
+                    "finding a builtin"
+                );
+                at_try!(
+                    env,
+                    path,
+                    sys::napi_get_named_property(env, object, name.as_ptr(), &mut value),
+                    "finding a builtin"
+                );
+            }
+            // Object.prototype is recognised by `is_object_prototype` and remembered there.
+            _ => return Ok(ptr::null_mut()),
+        }
+        // SAFETY: as for this function; `value` is a value of this env.
+        unsafe { self.remember(which, value) };
+        Ok(value)
+    }
+
+    /// Keeps `value` as `known[which]` for this conversion and, by reference, for the
+    /// environment's later ones.
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`], with `value` a value of this env.
+    unsafe fn remember(&mut self, which: usize, value: sys::napi_value) {
+        let env = self.env;
+        self.known[which] = value;
+        let (cached_env, mut refs) = CACHE.with(|c| c.get());
+        if cached_env != env {
+            // Another environment used this thread before (Node runs one at a time per thread):
+            // its references died with it.
+            refs = [ptr::null_mut(); KNOWN];
+        }
+        if !refs[which].is_null() {
+            return;
+        }
+        let mut reference = ptr::null_mut();
+        // SAFETY: live env on its JS thread (caller contract); `value` belongs to it. The
+        // reference lives until the env is torn down (Node frees it then).
+        if unsafe { sys::napi_create_reference(env, value, 1, &mut reference) }
+            == sys::Status::napi_ok
+        {
+            refs[which] = reference;
+            CACHE.with(|c| c.set((env, refs)));
+        }
     }
 
     /// True when `proto` is an `Object.prototype`: of this realm or another one (a `vm`
@@ -535,23 +685,25 @@ impl FromJs {
         path: &str,
     ) -> Converted<bool> {
         let env = self.env;
-        if self.object_prototype.is_null() {
-            let (cached_env, reference) = OBJECT_PROTOTYPE.with(|c| c.get());
-            if cached_env == env && !reference.is_null() {
-                // SAFETY: `reference` was made in this env (checked above) on this thread (a
-                // thread-local) and lives as long as the env. On failure the value stays null
-                // and the slow check below runs.
+        if self.known[OBJECT_PROTOTYPE].is_null() {
+            let (cached_env, refs) = CACHE.with(|c| c.get());
+            if cached_env == env && !refs[OBJECT_PROTOTYPE].is_null() {
+                // SAFETY: as in `known`. On failure the slow check below runs.
                 unsafe {
-                    sys::napi_get_reference_value(env, reference, &mut self.object_prototype)
+                    sys::napi_get_reference_value(
+                        env,
+                        refs[OBJECT_PROTOTYPE],
+                        &mut self.known[OBJECT_PROTOTYPE],
+                    )
                 };
             }
         }
-        if !self.object_prototype.is_null() {
+        if !self.known[OBJECT_PROTOTYPE].is_null() {
             let mut same = false;
             at_try!(
                 env,
                 path,
-                sys::napi_strict_equals(env, proto, self.object_prototype, &mut same),
+                sys::napi_strict_equals(env, proto, self.known[OBJECT_PROTOTYPE], &mut same),
                 "comparing prototypes"
             );
             if same {
@@ -577,17 +729,9 @@ impl FromJs {
         }
         // SAFETY: proto is an object of this env.
         let plain = unsafe { constructor_name(env, proto) }.is_some_and(|n| n == "Object");
-        if plain {
-            self.object_prototype = proto;
-            if OBJECT_PROTOTYPE.with(|c| c.get().0) != env {
-                let mut reference = ptr::null_mut();
-                // SAFETY: live env on its JS thread (caller contract); `proto` is an object of
-                // it. The reference lives until the env is torn down (Node frees it then).
-                let made = unsafe { sys::napi_create_reference(env, proto, 1, &mut reference) };
-                if made == sys::Status::napi_ok {
-                    OBJECT_PROTOTYPE.with(|c| c.set((env, reference)));
-                }
-            }
+        if plain && self.known[OBJECT_PROTOTYPE].is_null() {
+            // SAFETY: as for this function; `proto` is a value of this env.
+            unsafe { self.remember(OBJECT_PROTOTYPE, proto) };
         }
         Ok(plain)
     }

@@ -13,7 +13,7 @@ pub mod to_js;
 
 pub use from_js::{shared_view_of, FromJs};
 pub(crate) use from_js::{typed_array, view_for_call};
-pub use to_js::{text_to_js, to_js, to_js_with, views_array};
+pub use to_js::{text_to_js, to_js, to_js_with};
 
 use napi::sys;
 use std::ptr;
@@ -81,7 +81,7 @@ pub(crate) unsafe fn describe_thrown(env: sys::napi_env, e: sys::napi_value) -> 
     unsafe { sys::napi_typeof(env, e, &mut t) };
     let text = match t {
         // SAFETY: `e` is a string of this env.
-        sys::ValueType::napi_string => unsafe { string(env, e) }.unwrap_or_default(),
+        sys::ValueType::napi_string => unsafe { prefix(env, e) },
         sys::ValueType::napi_number
         | sys::ValueType::napi_boolean
         | sys::ValueType::napi_bigint
@@ -92,7 +92,7 @@ pub(crate) unsafe fn describe_thrown(env: sys::napi_env, e: sys::napi_value) -> 
             // SAFETY: as above.
             unsafe {
                 if sys::napi_coerce_to_string(env, e, &mut s) == sys::Status::napi_ok {
-                    string(env, s).unwrap_or_default()
+                    prefix(env, s)
                 } else {
                     take_exception_quietly(env);
                     "a primitive".into()
@@ -153,8 +153,26 @@ unsafe fn string_property(
         if t != sys::ValueType::napi_string {
             return None;
         }
-        string(env, v).ok()
+        Some(prefix(env, v))
     }
+}
+
+/// The start of the string `v`, for a message: never more than a few hundred bytes are read,
+/// however long the string is.
+///
+/// # Safety
+/// `v` must be a string of the live `env`, on its JS thread.
+unsafe fn prefix(env: sys::napi_env, v: sys::napi_value) -> String {
+    let mut buf = [0u8; 256];
+    let mut written = 0usize;
+    // SAFETY: caller contract; Node-API writes at most buf.len() − 1 bytes of whole chars.
+    let status = unsafe {
+        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), buf.len(), &mut written)
+    };
+    if status != sys::Status::napi_ok {
+        return String::new();
+    }
+    String::from_utf8_lossy(&buf[..written.min(buf.len())]).into_owned()
 }
 
 /// Clears a pending exception without looking at it.

@@ -220,35 +220,3 @@ unsafe fn make_text(env: sys::napi_env, text: &JsText) -> Converted<sys::napi_va
     }
     Ok(out)
 }
-
-/// A JS array of `views` (what a call must keep alive), or `undefined` when there are none.
-///
-/// # Safety
-/// Must run on the env's JS thread, with the `views` values of that env.
-pub unsafe fn views_array(
-    env: sys::napi_env,
-    views: &[sys::napi_value],
-) -> Converted<sys::napi_value> {
-    let mut out = ptr::null_mut();
-    if views.is_empty() {
-        napi_try!(
-            env,
-            sys::napi_get_undefined(env, &mut out),
-            "creating undefined"
-        );
-        return Ok(out);
-    }
-    napi_try!(
-        env,
-        sys::napi_create_array_with_length(env, views.len(), &mut out),
-        "creating an array"
-    );
-    for (i, v) in views.iter().enumerate() {
-        napi_try!(
-            env,
-            sys::napi_set_element(env, out, i as u32, *v),
-            "filling an array"
-        );
-    }
-    Ok(out)
-}
