@@ -699,9 +699,12 @@ function spec(d) {
       const isArray = d.of.t === 'array';
       switch (d.trap) {
         case 'none':
-        case 'getPrototypeOf':
         case 'has':
           return target; // neither JSON.stringify nor the conversion needs these traps
+        case 'getPrototypeOf':
+          // An array is one by Array.isArray (no trap); any other Proxy is asked its prototype, to
+          // refuse what it stands for when that is refused (a Proxy of a Map): JSON asks nothing.
+          return isArray ? target : refuse('a Proxy whose getPrototypeOf trap throws');
         case 'get':
         case 'revoked':
           return refuse(`a Proxy whose ${d.trap} trap throws`);

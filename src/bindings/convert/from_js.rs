@@ -482,9 +482,11 @@ impl FromJs {
 
     /// `Err` when `v` has a `toJSON` method of its own: JSON.stringify would send what it
     /// returns, and a call must not mean one thing as JSON text and another value by value.
-    /// (An inherited one is left alone: a program that puts `toJSON` on `Object.prototype` or
-    /// `Array.prototype` would otherwise have every call refused. JavaScript sends such a value
-    /// value by value too, never as JSON text, see lib/params.js.)
+    /// The method is looked up as JSON.stringify looks it up (a getter or a Proxy's `get` trap
+    /// runs, and may throw); an inherited one is left alone: a program that puts `toJSON` on
+    /// `Object.prototype` or `Array.prototype` would otherwise have every call refused.
+    /// (JavaScript sends a value with any `toJSON` value by value, never as JSON text, see
+    /// lib/params.js, so both paths agree.)
     ///
     /// # Safety
     /// As for [`FromJs::value`], with `v` an object.
@@ -492,16 +494,6 @@ impl FromJs {
         let env = self.env;
         // SAFETY: caller contract.
         let key = unsafe { self.known(TO_JSON, path) }?;
-        let mut own = false;
-        at_try!(
-            env,
-            path,
-            sys::napi_has_own_property(env, v, key, &mut own),
-            "looking for its toJSON"
-        );
-        if !own {
-            return Ok(());
-        }
         let mut f = ptr::null_mut();
         at_try!(
             env,
@@ -516,7 +508,17 @@ impl FromJs {
             sys::napi_typeof(env, f, &mut t),
             "reading its toJSON"
         );
-        if t == sys::ValueType::napi_function {
+        if t != sys::ValueType::napi_function {
+            return Ok(());
+        }
+        let mut own = false;
+        at_try!(
+            env,
+            path,
+            sys::napi_has_own_property(env, v, key, &mut own),
+            "looking for its toJSON"
+        );
+        if own {
             return Err(format!(
                 "{} has a toJSON method, which JSON would call: send the value it returns instead",
                 place(path)
