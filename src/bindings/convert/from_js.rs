@@ -44,6 +44,10 @@ pub const MAX_DEPTH: usize = 512;
 /// `contract::Contract::max_values`). Bulk data belongs in a SharedArrayBuffer.
 pub const MAX_VALUES: usize = 1 << 22;
 
+/// From this depth on, the objects being converted are remembered to find cycles (data nested
+/// less deeply pays nothing for it).
+const CYCLE_WATCH_DEPTH: usize = 32;
+
 /// Room reserved up front for an array or object: more is reserved as its content arrives.
 const FIRST_RESERVE: usize = 64;
 
@@ -54,6 +58,8 @@ pub struct FromJs {
     known: [sys::napi_value; KNOWN],
     /// Values this conversion may still make (see [`MAX_VALUES`]).
     budget: usize,
+    /// The objects being converted at depth [`CYCLE_WATCH_DEPTH`] and below, outermost first.
+    deep_ancestors: Vec<sys::napi_value>,
     /// Every typed array over a SharedArrayBuffer met, in conversion order: the call keeps these
     /// objects alive until it settles, and a call of a JavaScript-served method sends them to
     /// the serving thread.
@@ -96,6 +102,7 @@ impl FromJs {
             env,
             known: [ptr::null_mut(); KNOWN],
             budget: MAX_VALUES,
+            deep_ancestors: Vec::new(),
             views: Vec::new(),
         }
     }
@@ -177,12 +184,38 @@ impl FromJs {
             sys::ValueType::napi_object => {
                 if depth >= MAX_DEPTH {
                     return Err(format!(
-                        "{} is nested more than {MAX_DEPTH} levels deep (is the value cyclic?)",
+                        "{} is nested more than {MAX_DEPTH} levels deep",
                         place(path)
                     ));
                 }
+                if depth < CYCLE_WATCH_DEPTH {
+                    // SAFETY: v is an object of this env.
+                    return unsafe { self.object(v, depth, path) };
+                }
+                // Deep down, look for a cycle: a cyclic value comes back to an object it holds
+                // within one turn of the cycle, so it is refused here and not after MAX_DEPTH
+                // levels of converting the same values again (a big string in a cycle would be
+                // copied hundreds of times).
+                for &above in &self.deep_ancestors {
+                    let mut same = false;
+                    at_try!(
+                        env,
+                        path,
+                        sys::napi_strict_equals(env, v, above, &mut same),
+                        "comparing it"
+                    );
+                    if same {
+                        return Err(format!(
+                            "{} is cyclic: it holds an object that holds it",
+                            place(path)
+                        ));
+                    }
+                }
+                self.deep_ancestors.push(v);
                 // SAFETY: v is an object of this env.
-                unsafe { self.object(v, depth, path) }
+                let converted = unsafe { self.object(v, depth, path) };
+                self.deep_ancestors.pop();
+                converted
             }
             _ => Err(format!("{} has a type that cannot be sent", place(path))),
         }
