@@ -634,7 +634,7 @@ impl Scheduler {
     /// thread should take again.
     pub(crate) fn complete(&self, server: &Server, token: u64, outcome: Outcome) -> bool {
         // `None`: unknown token, already settled by departure.
-        if let Some(run) = self.finish_running(server, token) {
+        if let Some(mut run) = self.finish_running(server, token) {
             run.complete(outcome, &self.counters);
         }
         server.more_to_take()

@@ -127,7 +127,7 @@ impl Running {
     /// The handler finished with `outcome`: settles the call unless a stop or the server's
     /// departure got there first. A handler that returns after its deadline or after a stop
     /// was asked gets the stop as its answer, as native commands do.
-    pub(crate) fn complete(mut self, outcome: Outcome, counters: &Counters) {
+    pub(crate) fn complete(&mut self, outcome: Outcome, counters: &Counters) {
         counters.record_run(self.started.elapsed());
         if !self.control.try_finish() {
             return; // a stop settled it
