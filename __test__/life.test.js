@@ -3,7 +3,7 @@
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
 const { Pool, RpcError } = require('..');
-const { lifeStep, randomGrid, bands } = require('./workers/life-grid.js');
+const { lifeStep, randomGrid } = require('./workers/life-grid.js');
 
 const INVALID_PARAMS = RpcError.codes.InvalidParams;
 jest.setTimeout(90_000);

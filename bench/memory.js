@@ -16,7 +16,7 @@
 //   node bench/memory.js [--quick]
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { Suite, quick, fmt, median, round } = require('./harness');
+const { Suite, fmt, median, round } = require('./harness');
 
 const SIZES = [0, 1, 2, 4, 8, 16];
 const KINDS = ['corepool', 'worker_threads', 'piscina'];

@@ -55,7 +55,7 @@ class Pool extends EventEmitter {
     try {
       handle = native.NativePool.shared(channel, nativeOptions(o), explicit);
     } catch (e) {
-      throw new TypeError(e.message);
+      throw new TypeError(e.message, { cause: e });
     }
     if (sharedPool !== null && !sharedPool.#closed) return sharedPool;
     const actual = Object.freeze({ ...o, threads: handle.threads });

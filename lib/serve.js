@@ -77,7 +77,7 @@ class Server {
     try {
       this.#native = nativePool.serve(names, threadId, concurrency, (batch) => this.#drain(batch));
     } catch (e) {
-      throw new TypeError(e.message);
+      throw new TypeError(e.message, { cause: e });
     }
     this.methods = Object.freeze([...names]);
     this.concurrency = concurrency;

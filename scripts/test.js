@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npm test`: formatting, lints, the Rust core's tests, a fresh build of the addon, and the
-// jest suite. Ends with one line "N passed, N failed" (tests plus the pass/fail checks).
+// `npm test`: formatting and lints (Rust and JavaScript), the Rust core's tests, a fresh build
+// of the addon, and the jest suite. Ends with one line "N passed, N failed" (tests plus the
+// pass/fail checks).
 'use strict';
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -43,12 +44,13 @@ function cargoCounts(r) {
 }
 
 step('cargo fmt', 'cargo', ['fmt', '--check']);
+step('eslint', process.execPath, [require.resolve('eslint/bin/eslint.js'), '--max-warnings=0', '.']);
 step('cargo clippy', 'cargo', ['clippy', '--all-targets', '--', '-D', 'warnings']);
 step('cargo test', 'cargo', ['test'], cargoCounts);
 const built = step('build addon', process.execPath, [path.join('scripts', 'build.js')]);
 if (built) {
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-jest-')), 'results.json');
-  step('jest', process.execPath, [require.resolve('jest/bin/jest'), '--json', `--outputFile=${out}`, ...jestArgs], (r) => {
+  step('jest', process.execPath, [require.resolve('jest/bin/jest'), '--json', `--outputFile=${out}`, ...jestArgs], () => {
     try {
       const j = JSON.parse(fs.readFileSync(out, 'utf8'));
       // A suite that fails to run has no test results: count it as a failure.
