@@ -102,15 +102,28 @@ impl Admission {
         self.open_servers.fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// Takes a slot if `maxQueue` allows (see the module doc for the bound).
+    /// Takes a slot if `maxQueue` allows (see the module doc for the bound). It fails only
+    /// when the slots are all held: the count is raised only below the limit (a compare-exchange
+    /// loop), never raised and undone, so a reservation racing with one that fails cannot fail
+    /// for it. SeqCst, with `release` and `park`: see README.md §3, A4.
     pub(crate) fn reserve(&self) -> bool {
         let threads = self.workers + self.open_servers.load(Ordering::Acquire);
         let limit = self.max_queue.saturating_add(threads);
-        if self.admitted.fetch_add(1, Ordering::AcqRel) >= limit {
-            self.admitted.fetch_sub(1, Ordering::AcqRel);
-            return false;
+        let mut held = self.admitted.load(Ordering::SeqCst);
+        loop {
+            if held >= limit {
+                return false;
+            }
+            match self.admitted.compare_exchange_weak(
+                held,
+                held + 1,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => return true,
+                Err(now) => held = now,
+            }
         }
-        true
     }
 
     /// Takes a slot whatever the bound (a broadcast's jobs).
@@ -126,13 +139,13 @@ impl Admission {
     /// Gives back the slot of a job that finished or was withdrawn. True when jobs wait for
     /// room: the caller must then admit them (the scheduler's `release_slot` does).
     pub(crate) fn release(&self) -> bool {
-        self.admitted.fetch_sub(1, Ordering::AcqRel);
+        self.admitted.fetch_sub(1, Ordering::SeqCst);
         self.has_waiting()
     }
 
     /// Some jobs wait for room.
     pub(crate) fn has_waiting(&self) -> bool {
-        self.waiting_len.load(Ordering::Acquire) > 0
+        self.waiting_len.load(Ordering::SeqCst) > 0
     }
 
     /// Jobs waiting for room (a snapshot, for `stats()`).
@@ -145,7 +158,7 @@ impl Admission {
         job.control().park();
         let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
         waiting.push_back(job);
-        self.waiting_len.fetch_add(1, Ordering::AcqRel);
+        self.waiting_len.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Takes a slot and the oldest waiting job, with the list's lock; `None` (nothing taken)
