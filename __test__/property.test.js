@@ -193,7 +193,7 @@ const KEYS = [
 const keyArb = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...KEYS) }, { weight: 2, arbitrary: fc.string({ maxLength: 5 }) }, { weight: 1, arbitrary: codeUnits(3, surrogatey) });
 const bytesArb = fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 8 });
 
-/** A string of n copies of a unit (a cycle converts it 512 times before it is refused: keep n small inside values). */
+/** A string of n copies of a unit (a cycle converts it some 33 times before it is refused: keep n small inside values). */
 const bigString = (max) =>
   fc.record({ t: fc.constant('big string'), unit: fc.constantFrom('x', 'é', '\u{1F600}', '\ud800', '"\\\n\u0001', '<&>'), n: fc.integer({ min: 200, max }) });
 
@@ -1218,6 +1218,32 @@ describe('1. hostile values through every entry point settle once, with what JSO
     );
   }, LIMIT_MS);
 });
+describe('1b. handle() of JSON text nested deeper than 100 levels', () => {
+  // request() takes values nested up to 512 levels (the README's limit); handle() must take the
+  // same requests as JSON text, lone surrogate escapes included, and answer them the same way.
+  const deepArb = fc.record({
+    t: fc.constant('array'),
+    items: fc.tuple(
+      fc.record({ t: fc.constant('deep'), via: fc.constantFrom('array', 'object', 'both'), depth: fc.integer({ min: 99, max: MAX_NESTING - 10 }), leaf: jsonLeaf }),
+      jsonLeaf,
+    ),
+  });
+
+  test('answers what request() answers (up to 512 levels, lone surrogates as U+FFFD)', async () => {
+    await check(
+      fc.asyncProperty(deepArb, idArb, async (d, id) => {
+        const pool = new Pool({ threads: 1 });
+        const calls = sendText(pool, d, id, Infinity);
+        const problems = await allSettled(Object.fromEntries(calls.map((c) => [c.name, c.rec])));
+        for (const c of calls) if (c.rec.settled === 1) problems.push(...[c.judge()].filter((w) => w !== null).map((w) => `${c.name}: ${w}`));
+        await within(pool.close(), DEADLINE_MS);
+        fail(`value: ${show(d)}`, problems);
+      }),
+      50,
+    );
+  }, LIMIT_MS);
+});
+
 // ---------------------------------------------------------------------------------------------
 // 2. Lifecycle interleavings against a model.
 

@@ -229,8 +229,13 @@ impl Params {
             Params::Values(v) => Ok(v),
             Params::Json(text) => {
                 let parsed = match text.to_utf8() {
-                    Some(utf8) => json::parse(&utf8),
-                    None => Err("the text holds a lone surrogate".to_string()),
+                    Some(utf8) => json::parse(&utf8).map_err(|e| match e {
+                        json::Unparsed::NotJson(why) => format!("params are not valid JSON: {why}"),
+                        too_deep => format!("params are not valid here: {too_deep}"),
+                    }),
+                    None => {
+                        Err("params are not valid JSON: the text holds a lone surrogate".into())
+                    }
                 };
                 match parsed {
                     Ok(Value::Array(items)) => Ok(items),
@@ -238,9 +243,7 @@ impl Params {
                         "params must be a JSON array, got {}",
                         other.kind()
                     ))),
-                    Err(why) => Err(RpcError::invalid_params(format!(
-                        "params are not valid JSON: {why}"
-                    ))),
+                    Err(why) => Err(RpcError::invalid_params(why)),
                 }
             }
         }

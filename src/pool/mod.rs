@@ -144,14 +144,19 @@ impl Pool {
     /// Answers JSON-RPC text with JSON text; text that is not JSON gets a -32700 answer.
     /// `closed` as for [`Pool::request`].
     pub fn handle(&self, origin: &Arc<Origin>, call: u64, text: &str, closed: bool) {
-        match json::parse(text) {
-            Ok(value) => self.request(origin, call, value, true, closed),
-            Err(why) => {
-                let e = RpcError::new(ErrorCode::ParseError, format!("Parse error: {why}"));
-                let answer = envelope::error_response(Value::Null, e);
-                origin.deliver(call, Ok(job::finish_text(Some(answer), true)));
+        let e = match json::parse(text) {
+            Ok(value) => return self.request(origin, call, value, true, closed),
+            Err(json::Unparsed::NotJson(why)) => {
+                RpcError::new(ErrorCode::ParseError, format!("Parse error: {why}"))
             }
-        }
+            // JSON, but deeper than any value may be: as request() answers such a value.
+            Err(too_deep) => RpcError::new(
+                ErrorCode::InvalidRequest,
+                format!("Invalid Request: {too_deep}"),
+            ),
+        };
+        let answer = envelope::error_response(Value::Null, e);
+        origin.deliver(call, Ok(job::finish_text(Some(answer), true)));
     }
 
     /// Submits one validated JSON-RPC request (its outcome goes to `reply`).

@@ -3,7 +3,7 @@
 //! (non-finite numbers become `null`; views become `null`; BigInts become decimal strings,
 //! since `JSON.stringify` would throw on them and a JSON-RPC answer must still be sent).
 
-use super::value::{format_number, MapBuilder, Value};
+use super::value::{format_number, MapBuilder, Value, MAX_NESTING};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
@@ -11,13 +11,64 @@ mod fast;
 #[cfg(test)]
 mod property_tests;
 
-/// Parses JSON text. The error message is serde_json's (line and column included). A lone
-/// surrogate escape (as `JSON.stringify` writes a lone surrogate) becomes U+FFFD.
-pub fn parse(text: &str) -> Result<Value, String> {
+/// Parses JSON text as `JSON.parse` does, up to [`MAX_NESTING`] levels: a lone surrogate escape
+/// (as `JSON.stringify` writes a lone surrogate) becomes U+FFFD, a number out of range is
+/// ±Infinity. For text that is not JSON, the message is serde_json's (line and column).
+pub fn parse(text: &str) -> Result<Value, Unparsed> {
     match fast::parse(text) {
         Some(value) => Ok(value),
-        None => serde_json::from_str(text).map_err(|e| e.to_string()),
+        None if nested_deeper_than(text, MAX_NESTING) => Err(Unparsed::TooDeep),
+        None => serde_json::from_str(text).map_err(|e| Unparsed::NotJson(e.to_string())),
     }
+}
+
+/// Why a text gave no value.
+#[derive(Debug, PartialEq)]
+pub enum Unparsed {
+    /// It is not JSON (serde_json's message).
+    NotJson(String),
+    /// It is JSON nested deeper than values may be ([`MAX_NESTING`]).
+    TooDeep,
+}
+
+impl std::fmt::Display for Unparsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unparsed::NotJson(why) => f.write_str(why),
+            Unparsed::TooDeep => write!(f, "it is nested more than {MAX_NESTING} levels deep"),
+        }
+    }
+}
+
+/// True when brackets outside strings open more than `limit` deep somewhere in `text` (only
+/// asked of a text the parser gave up on, to say why).
+fn nested_deeper_than(text: &str, limit: usize) -> bool {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in text.as_bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Appends the JSON text of `value` to `out`.
@@ -248,7 +299,16 @@ mod tests {
     fn agrees_with_serde(text: &str) {
         match (parse(text), serde(text)) {
             (Ok(a), Ok(b)) => assert!(same(&a, &b), "{text:?}: {a:?} vs {b:?}"),
-            (Err(a), Err(b)) => assert_eq!(a, b, "{text:?}"),
+            (Err(a), Err(b)) => assert_eq!(a, Unparsed::NotJson(b), "{text:?}"),
+            // serde_json refuses what JSON.parse reads as ±Infinity: a lone number out of range.
+            (Ok(Value::Array(a)), Err(b)) if b.starts_with("number out of range") => {
+                let sign = if text.trim_start_matches('[').starts_with('-') {
+                    -1.0
+                } else {
+                    1.0
+                };
+                assert_eq!(a, vec![Value::Number(sign * f64::INFINITY)], "{text:?}");
+            }
             (a, b) => panic!("{text:?}: {a:?} vs {b:?}"),
         }
     }
@@ -369,7 +429,9 @@ mod tests {
         for text in texts {
             agrees_with_serde(text);
         }
-        for depth in [1, 99, 100, 101, 127, 128, 129, 300] {
+        // serde_json stops at 128 levels; JSON.parse does not, and neither does this below
+        // MAX_NESTING.
+        for depth in [1, 99, 100, 101, 127] {
             agrees_with_serde(&format!("{}{}", "[".repeat(depth), "]".repeat(depth)));
             agrees_with_serde(&format!("{}1{}", "[".repeat(depth), "]".repeat(depth)));
             agrees_with_serde(&format!(
@@ -378,6 +440,38 @@ mod tests {
                 "}".repeat(depth)
             ));
         }
+    }
+
+    #[test]
+    fn nesting_is_taken_up_to_max_nesting_and_refused_as_too_deep_past_it() {
+        let depth_of = |mut v: &Value| {
+            let mut d = 0;
+            while let Value::Array(items) = v {
+                d += 1;
+                match items.first() {
+                    Some(inner) => v = inner,
+                    None => break,
+                }
+            }
+            d
+        };
+        for depth in [128, 129, 300, MAX_NESTING] {
+            let text = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+            assert_eq!(depth_of(&parse(&text).unwrap()), depth);
+            let objects = format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
+            assert!(parse(&objects).is_ok(), "{depth}");
+        }
+        for depth in [MAX_NESTING + 1, 10_000] {
+            let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            assert_eq!(parse(&text), Err(Unparsed::TooDeep));
+            // Brackets inside strings do not count.
+            let quoted = format!("[\"{}\"]", "[".repeat(depth));
+            assert!(parse(&quoted).is_ok());
+        }
+        // Text that is not JSON, however deep, is not JSON.
+        let broken = format!("{}x{}", "[".repeat(600), "]".repeat(600));
+        assert_eq!(parse(&broken), Err(Unparsed::TooDeep));
+        assert!(matches!(parse("[1,]"), Err(Unparsed::NotJson(_))));
     }
 
     #[test]
@@ -447,18 +541,15 @@ mod tests {
             .replace("-Infinity", "0")
             .replace("Infinity", "0")
             .replace("NaN", "0");
-        let fast = fast::parse(&text).unwrap_or_else(|| {
-            // Some exponent pushed a number out of range: check the others one by one.
-            Value::Array(Vec::new())
-        });
-        if let Value::Array(items) = &fast {
-            if items.is_empty() {
+        let fast = fast::parse(&text).expect("JSON numbers parse");
+        match serde(&text) {
+            Ok(theirs) => assert!(same(&fast, &theirs)),
+            // Some exponent pushed a number out of range: check them one by one.
+            Err(_) => {
                 for n in text[1..text.len() - 1].split(',') {
                     agrees_with_serde(&format!("[{n}]"));
                 }
-                return;
             }
         }
-        assert!(same(&fast, &serde(&text).unwrap()));
     }
 }

@@ -266,6 +266,11 @@ impl MapBuilder {
 /// and first byte (`field_1`, `field_2`, …), less.
 pub(crate) const SCAN_LIMIT: usize = 32;
 
+/// Values nest at most this deep: deeper params, results and JSON texts are refused (far deeper
+/// than data is, and deep enough that every walk over a value stays well within a thread's
+/// stack).
+pub const MAX_NESTING: usize = 512;
+
 /// Finds whether an object being built already has a key, and where: by a scan while the
 /// object has at most [`SCAN_LIMIT`] keys, then through a hash table made then, so that a big
 /// object costs expected constant time per key instead of a scan of all the earlier ones

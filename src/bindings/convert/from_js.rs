@@ -36,8 +36,8 @@ macro_rules! at_try {
     };
 }
 
-/// A JavaScript nesting deeper than this is almost surely a cycle.
-pub const MAX_DEPTH: usize = 512;
+/// Values nest at most this deep (cycles are found sooner, see [`CYCLE_WATCH_DEPTH`]).
+pub const MAX_DEPTH: usize = crate::rpc::value::MAX_NESTING;
 
 /// The most values one conversion makes (every array element, object entry and scalar counts
 /// one), and the most the params of one call may hold on the JSON-text path too (see

@@ -1,12 +1,12 @@
 //! A direct JSON text → `Value` parser for the common case, with serde_json behind it.
 //!
-//! It takes only what it is sure of and gives up (`None`) on anything else: an error of any
-//! kind, a number out of `f64`'s range, nesting deeper than [`MAX_DEPTH`]. The caller then
-//! parses the text with serde_json, so errors, their messages and every rare case stay
-//! serde_json's; what this parser returns must be what serde_json would have given, and the
-//! tests in `json.rs` hold it to that. One deliberate difference: a lone surrogate escape
-//! becomes U+FFFD (what a JavaScript string's lone surrogate becomes in native code), where
-//! serde_json refuses the text.
+//! It takes what `JSON.parse` takes, up to [`MAX_NESTING`] levels, and gives up (`None`) on
+//! anything else: an error of any kind, deeper nesting. The caller then asks serde_json for the
+//! error and its message. What this parser returns is what serde_json would give, and the
+//! tests in `json.rs` hold it to that, where serde_json takes the text at all; it also takes
+//! what `JSON.parse` takes and serde_json does not: a lone surrogate escape becomes U+FFFD
+//! (what a JavaScript string's lone surrogate becomes in native code), a number out of
+//! `f64`'s range is ±Infinity (`1e400`), and nesting goes past serde_json's 128 levels.
 //!
 //! Why not serde_json alone: through its visitor, every array grows by doubling, every key is
 //! allocated as a `String` before it is looked up among the earlier ones, and the per-value
@@ -20,12 +20,8 @@
 //! serde_json's `float_roundtrip` parsing round the exact decimal value correctly (to nearest,
 //! ties to even), as JavaScript's `JSON.parse` does, so the three agree on every number.
 
-use crate::rpc::value::{Key, KeyIndex, Map, Value, SCAN_LIMIT};
+use crate::rpc::value::{Key, KeyIndex, Map, Value, MAX_NESTING, SCAN_LIMIT};
 use std::borrow::Cow;
-
-/// Deepest nesting of arrays and objects taken here; serde_json stops at 128, so deeper texts
-/// go to it (for its answer or its error).
-const MAX_DEPTH: usize = 100;
 
 /// An array or object being parsed: where its items start on the scratch stacks. An object's
 /// values are on the same stack as arrays' items and its keys on a stack of their own, zipped
@@ -68,15 +64,15 @@ pub fn parse(text: &str) -> Option<Value> {
         p.skip_space();
         values.reserve(1);
         match *p.bytes.get(p.at)? {
+            // An array or object opened inside MAX_NESTING open ones would be one level too
+            // deep, empty or not.
+            b'{' | b'[' if opens.len() >= MAX_NESTING => return None,
             b'{' => {
                 p.at += 1;
                 p.skip_space();
                 if p.eat(b'}') {
                     push_reserved(&mut values, Value::Object(Map::new()));
                 } else {
-                    if opens.len() >= MAX_DEPTH {
-                        return None;
-                    }
                     opens.push(Open::Object {
                         start: values.len(),
                         keys: keys.len(),
@@ -94,9 +90,6 @@ pub fn parse(text: &str) -> Option<Value> {
                 if p.eat(b']') {
                     push_reserved(&mut values, Value::Array(Vec::new()));
                 } else {
-                    if opens.len() >= MAX_DEPTH {
-                        return None;
-                    }
                     opens.push(Open::Array {
                         start: values.len(),
                     });
@@ -471,9 +464,8 @@ impl<'t> Parser<'t> {
             let n = integer as f64 / POWERS_OF_TEN[scale];
             return Some(if negative { -n } else { n });
         }
-        let n: f64 = self.text[start..self.at].parse().ok()?;
-        // Out of range: serde_json's error.
-        n.is_finite().then_some(n)
+        // Out of range is ±Infinity, as in JSON.parse.
+        self.text[start..self.at].parse().ok()
     }
 
     /// One or more decimal digits.
