@@ -3,7 +3,8 @@
 //! (non-finite numbers become `null`; views become `null`; BigInts become decimal strings,
 //! since `JSON.stringify` would throw on them and a JSON-RPC answer must still be sent).
 
-use super::value::{format_number, MapBuilder, Value, MAX_NESTING};
+use super::number::format_number;
+use super::value::{MapBuilder, Value, MAX_NESTING};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 

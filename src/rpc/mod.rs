@@ -5,6 +5,7 @@ pub mod command;
 pub mod envelope;
 pub mod error;
 pub mod json;
+pub mod number;
 pub mod params;
 pub mod text;
 pub mod value;

@@ -69,7 +69,7 @@ pub fn string<'v>(what: &str, value: &'v Value) -> Result<&'v str, RpcError> {
 
 fn js(n: f64) -> String {
     let mut s = String::new();
-    super::value::format_number(n, &mut s);
+    super::number::format_number(n, &mut s);
     s
 }
 

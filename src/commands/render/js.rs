@@ -9,7 +9,7 @@
 //! might differ. The lists are Node 20's.
 
 use super::escape::escape_html;
-use crate::rpc::value::format_number;
+use crate::rpc::number::format_number;
 use crate::rpc::{Map, RpcError, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -20,7 +20,7 @@ use super::escape::escape_html;
 use super::js::{object_builtin, Js};
 use super::lookup::{lookup, lookup_anywhere};
 use super::parse::{Name, Node, Template};
-use crate::rpc::value::format_number;
+use crate::rpc::number::format_number;
 use crate::rpc::{Context, Map, RpcError, Value};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

@@ -10,7 +10,8 @@
 //! every later run.
 
 use super::{fast, write_string};
-use crate::rpc::value::{format_number, Map, Value};
+use crate::rpc::number::format_number;
+use crate::rpc::value::{Map, Value};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::select;
