@@ -1,6 +1,12 @@
-//! Decimal text of a `BigInt` (for JSON output, where BigInts travel as strings).
+//! JavaScript's BigInt: the type values carry, and its decimal text (for JSON output, where
+//! BigInts travel as strings).
 
-use super::value::BigInt;
+/// An arbitrary-precision integer, as JavaScript's BigInt: sign and little-endian 64-bit words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BigInt {
+    pub negative: bool,
+    pub words: Vec<u64>,
+}
 
 /// Decimal digits of `b`, with a leading `-` when negative and non-zero.
 pub fn to_decimal(b: &BigInt) -> String {

@@ -6,6 +6,7 @@
 //! Objects keep their keys in insertion order, as JavaScript does, so a value that goes through
 //! the pool comes back looking the same.
 
+use super::bigint::BigInt;
 use crate::shm::SharedView;
 use std::collections::HashSet;
 use std::fmt;
@@ -405,13 +406,6 @@ impl KeyTable {
             }
         }
     }
-}
-
-/// An arbitrary-precision integer, as JavaScript's BigInt: sign and little-endian 64-bit words.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BigInt {
-    pub negative: bool,
-    pub words: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -16,7 +16,7 @@
 //! read, and memory grows with what was actually converted, fallibly.
 
 use super::{napi_try, place, string, Converted};
-use crate::rpc::value::BigInt;
+use crate::rpc::bigint::BigInt;
 use crate::rpc::{Map, RpcError, Value};
 use crate::shm::{ElementKind, SharedView};
 use napi::sys;

@@ -420,7 +420,7 @@ fn set_delimiters_follow_mustache_js() {
 
 #[test]
 fn non_json_data_is_refused_with_its_path() {
-    let bigint = Value::BigInt(crate::rpc::value::BigInt {
+    let bigint = Value::BigInt(crate::rpc::bigint::BigInt {
         negative: false,
         words: vec![1],
     });
