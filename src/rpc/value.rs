@@ -533,15 +533,6 @@ impl From<Map> for Value {
     }
 }
 
-impl fmt::Display for Value {
-    /// JSON text, as `JSON.stringify` writes it (views print as `null`, BigInts as strings).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut s = String::new();
-        super::json::write(self, &mut s);
-        f.write_str(&s)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
