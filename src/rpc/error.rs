@@ -4,6 +4,7 @@
 //! names and numbers are never written twice.
 
 use super::value::Value;
+use crate::shm;
 use std::fmt;
 
 macro_rules! codes {
@@ -107,6 +108,13 @@ impl fmt::Display for RpcError {
 
 impl std::error::Error for RpcError {}
 
+/// Shared memory refuses only memory its caller passed (see `shm::error`): the params were wrong.
+impl From<shm::Error> for RpcError {
+    fn from(e: shm::Error) -> Self {
+        RpcError::invalid_params(e.message)
+    }
+}
+
 pub type Outcome = Result<Value, RpcError>;
 
 #[cfg(test)]
@@ -123,5 +131,18 @@ mod tests {
         seen.dedup();
         assert_eq!(seen.len(), ErrorCode::ALL.len());
         assert_eq!(ErrorCode::MethodNotFound.code(), -32601);
+    }
+
+    #[test]
+    fn shared_memory_refusals_are_invalid_params_with_their_message() {
+        let bytes = shm::view::leaked_view(8, shm::ElementKind::Uint8);
+        let refused = shm::SharedWord::new("Mutex", bytes, 0).unwrap_err();
+        let e = RpcError::from(refused.clone());
+        assert_eq!(e.code, ErrorCode::InvalidParams);
+        assert_eq!(e.message, refused.message);
+        assert!(
+            e.message.starts_with("Mutex: expected an Int32Array"),
+            "{e}"
+        );
     }
 }

@@ -34,9 +34,9 @@
 //! exactly those with `Atomics.notify` on the length word. Every operation that took the lock
 //! is followed by `Atomics.notify` on the lock word, as the mutex protocol requires.
 
+use super::error::Error;
 use super::mutex::{Mutex, NotLocked};
 use super::view::{ElementKind, SharedView, SharedWord};
-use crate::rpc::RpcError;
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -92,22 +92,22 @@ pub struct RingBuffer {
 impl RingBuffer {
     /// The ring buffer laid out over `region` (typically a view of a whole SharedArrayBuffer):
     /// it must start 4-aligned and hold the 16-byte header and at least one data byte.
-    pub fn new(region: &SharedView) -> Result<RingBuffer, RpcError> {
+    pub fn new(region: &SharedView) -> Result<RingBuffer, Error> {
         let bytes = region.byte_len();
         if bytes <= HEADER_BYTES {
-            return Err(RpcError::invalid_params(format!(
+            return Err(Error::new(format!(
                 "RingBuffer: needs more than {HEADER_BYTES} bytes (header + data), got {bytes}"
             )));
         }
         let capacity = bytes - HEADER_BYTES;
         if capacity > u32::MAX as usize {
-            return Err(RpcError::invalid_params(format!(
+            return Err(Error::new(format!(
                 "RingBuffer: capacity {capacity} does not fit the 32-bit header"
             )));
         }
         let meta = region
             .sub_view(0, 4, ElementKind::Int32)
-            .ok_or_else(|| RpcError::invalid_params("RingBuffer: memory must start 4-aligned"))?;
+            .ok_or_else(|| Error::new("RingBuffer: memory must start 4-aligned"))?;
         let data = region
             .sub_view(HEADER_BYTES, capacity, ElementKind::Uint8)
             .expect("the data region lies inside the view");

@@ -17,7 +17,7 @@
 //! into SharedArrayBuffers work the same way. Ordering between threads comes from a lock word or
 //! from the pool's job hand-off (submit and settle are release/acquire), not from these copies.
 
-use crate::rpc::RpcError;
+use super::error::Error;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering};
 
@@ -351,15 +351,15 @@ pub struct SharedWord {
 impl SharedWord {
     /// Element `index` of `view`, which must be an Int32Array. `what` names the caller in the
     /// error message (e.g. `"Mutex"`).
-    pub fn new(what: &str, view: SharedView, index: usize) -> Result<SharedWord, RpcError> {
+    pub fn new(what: &str, view: SharedView, index: usize) -> Result<SharedWord, Error> {
         if view.kind() != ElementKind::Int32 {
-            return Err(RpcError::invalid_params(format!(
+            return Err(Error::new(format!(
                 "{what}: expected an Int32Array over a SharedArrayBuffer, got {}",
                 view.kind().js_name()
             )));
         }
         if index >= view.len() {
-            return Err(RpcError::invalid_params(format!(
+            return Err(Error::new(format!(
                 "{what}: index {index} is out of range for an Int32Array of length {}",
                 view.len()
             )));
@@ -477,7 +477,6 @@ mod tests {
         let bytes = byte_view(&mut backing);
         let ints = bytes.sub_view(0, 4, ElementKind::Int32).unwrap();
         let e = SharedWord::new("Mutex", bytes, 0).unwrap_err();
-        assert_eq!(e.code, crate::rpc::ErrorCode::InvalidParams);
         assert!(e.message.contains("got Uint8Array"), "{}", e.message);
         let e = SharedWord::new("Mutex", ints.clone(), 4).unwrap_err();
         assert!(
