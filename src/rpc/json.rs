@@ -3,6 +3,7 @@
 //! (non-finite numbers become `null`; views become `null`; BigInts become decimal strings,
 //! since `JSON.stringify` would throw on them and a JSON-RPC answer must still be sent).
 
+use super::bigint;
 use super::number::format_number;
 use super::value::{MapBuilder, Value, MAX_NESTING};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -109,13 +110,13 @@ pub fn write(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(&b.to_string());
+                format_number(f64::from(*b), out);
             }
             out.push(']');
         }
         Value::BigInt(b) => {
             out.push('"');
-            out.push_str(&super::bigint::to_decimal(b));
+            bigint::write_decimal(b, out);
             out.push('"');
         }
     }
@@ -210,6 +211,20 @@ mod tests {
             to_string(&v),
             r#"{"b":[1,2.5,0,1e+21,true,null,"x\n\"y\u0001"],"a":{"c":{}}}"#
         );
+    }
+
+    #[test]
+    fn bytes_write_as_arrays_and_bigints_as_decimal_strings() {
+        let bytes = Value::Bytes(vec![0, 7, 10, 99, 100, 255]);
+        assert_eq!(to_string(&bytes), "[0,7,10,99,100,255]");
+        assert_eq!(to_string(&Value::Bytes(Vec::new())), "[]");
+        let big = |negative, words| Value::BigInt(bigint::BigInt { negative, words });
+        let value = Value::Array(vec![
+            big(true, vec![0, 1]),
+            big(false, vec![]),
+            big(true, vec![5]),
+        ]);
+        assert_eq!(to_string(&value), r#"["-18446744073709551616","0","-5"]"#);
     }
 
     #[test]
