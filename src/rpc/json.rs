@@ -122,22 +122,50 @@ pub fn write(value: &Value, out: &mut String) {
     }
 }
 
-/// JSON string quoting as `JSON.stringify` does it.
-fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
+/// The bytes a JSON string cannot hold as themselves: the quote, the backslash and the control
+/// characters. All are ASCII, so each is a whole character, and so is every run between them.
+const ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
     }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+/// How `JSON.stringify` writes each control character: the five with a short escape, the
+/// others as `\u00xx`, in lowercase hex.
+#[rustfmt::skip]
+const CONTROL_ESCAPES: [&str; 0x20] = [
+    "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007",
+    "\\b",     "\\t",     "\\n",     "\\u000b", "\\f",     "\\r",     "\\u000e", "\\u000f",
+    "\\u0010", "\\u0011", "\\u0012", "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017",
+    "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f",
+];
+
+/// JSON string quoting as `JSON.stringify` does it: each run of bytes that need no escape is
+/// copied whole, so that text with few escapes costs a scan and a copy.
+fn write_string(s: &str, out: &mut String) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let mut run = 0;
+    for (at, &b) in s.as_bytes().iter().enumerate() {
+        if !ESCAPED[b as usize] {
+            continue;
+        }
+        // `run` is 0 or just past an escaped byte, `at` is at one: character boundaries both.
+        out.push_str(&s[run..at]);
+        out.push_str(match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            _ => CONTROL_ESCAPES[b as usize],
+        });
+        run = at + 1;
+    }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 
@@ -211,6 +239,35 @@ mod tests {
             to_string(&v),
             r#"{"b":[1,2.5,0,1e+21,true,null,"x\n\"y\u0001"],"a":{"c":{}}}"#
         );
+    }
+
+    #[test]
+    fn every_escaped_character_is_written_as_json_stringify_writes_it() {
+        // What JSON.stringify (ECMAScript's QuoteJSONString; printed by Node 20) makes of the 32
+        // control characters, the quote and the backslash, in that order: the writer's table is
+        // held to this text, not to itself.
+        let stringified = r#""\u0000\u0001\u0002\u0003\u0004\u0005\u0006\u0007\b\t\n\u000b\f\r\u000e\u000f\u0010\u0011\u0012\u0013\u0014\u0015\u0016\u0017\u0018\u0019\u001a\u001b\u001c\u001d\u001e\u001f\"\\""#;
+        let escaped: Vec<char> = (0..0x20u8).map(char::from).chain(['"', '\\']).collect();
+        let all: String = escaped.iter().collect();
+        assert_eq!(to_string(&Value::from(all)), stringified);
+        // That text cut into one escape per character.
+        let mut escapes = Vec::new();
+        let mut rest = &stringified[1..stringified.len() - 1];
+        while !rest.is_empty() {
+            let len = if rest[1..].starts_with('u') { 6 } else { 2 };
+            escapes.push(&rest[..len]);
+            rest = &rest[len..];
+        }
+        assert_eq!(escapes.len(), escaped.len());
+        // Each one at both ends, twice in a row, and between runs of plain ASCII and of
+        // characters JSON.stringify leaves alone (DEL, U+2028, non-ASCII).
+        let plain = "plain text, long enough to span a few words";
+        let alone = "\u{7f}\u{2028}é😀";
+        for (c, e) in escaped.into_iter().zip(escapes) {
+            let s = format!("{c}{plain}{c}{c}{alone}{c}x{c}");
+            let want = format!("\"{e}{plain}{e}{e}{alone}{e}x{e}\"");
+            assert_eq!(to_string(&Value::from(s)), want, "{c:?}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Property tests of both JSON parsers: on random texts with random keys (often repeated,
 //! sometimes many, spelled with and without escapes), the fast path and serde_json's path each
 //! give exactly what `JSON.parse` gives, where a repeated key keeps its first position and
-//! takes its last value; serde_json's own `Value` of the text agrees on every value.
+//! takes its last value; serde_json's own `Value` of the text agrees on every value. And of the
+//! writer: strings come out byte for byte as serde_json, and so `JSON.stringify`, writes them.
 //!
 //! The properties run [`CASES`] cases each (the one of big objects [`WIDE_CASES`]), a few
 //! seconds in all; `PROPTEST_CASES=100000 cargo test --lib rpc::json::property_tests` runs
@@ -205,6 +206,11 @@ fn string() -> impl Strategy<Value = String> {
     vec(char, 0..30).prop_map(|chars| chars.into_iter().collect())
 }
 
+/// ASCII only, so that control characters, quotes and backslashes come often, side by side.
+fn ascii() -> impl Strategy<Value = String> {
+    vec((0..0x80u8).prop_map(char::from), 0..40).prop_map(|chars| chars.into_iter().collect())
+}
+
 /// Finite numbers: integers, short decimals (the fast path converts those itself) and any
 /// double. Each is written as JavaScript prints it, which reads back as the same double.
 fn number() -> impl Strategy<Value = f64> {
@@ -309,5 +315,18 @@ proptest! {
             .collect();
         let collected: Map = pairs.iter().cloned().collect();
         prop_assert_eq!(collected, first_position_last_value(pairs));
+    }
+
+    /// The writer quotes strings as serde_json does, which escapes what JSON.stringify escapes,
+    /// the same way (lone surrogates aside, which JSON.stringify escapes and a `str` cannot
+    /// hold).
+    #[test]
+    fn strings_are_written_as_json_stringify_writes_them(
+        s in prop_oneof![string(), ascii()],
+    ) {
+        let mut ours = String::from("x");
+        write_string(&s, &mut ours);
+        let theirs = serde_json::to_string(&s).expect("a string always serializes");
+        prop_assert_eq!(&ours[1..], theirs.as_str());
     }
 }
