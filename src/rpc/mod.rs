@@ -1,4 +1,11 @@
 //! The protocol: values, errors, commands and the JSON-RPC 2.0 envelope. No threads, no napi.
+//!
+//! Each module imports only modules of the layers before its own (and `crate::shm`, for views
+//! and for the one conversion of its errors), so none of them forms a circle:
+//! 1. [`number`] (JavaScript's Number→String), [`bigint`], [`text`];
+//! 2. [`value`];
+//! 3. [`error`] (with `From<shm::Error>`), [`json`] (parsing and writing);
+//! 4. [`params`], [`envelope`], [`command`].
 
 pub mod bigint;
 pub mod command;
