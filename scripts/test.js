@@ -44,7 +44,10 @@ function cargoCounts(r) {
 }
 
 step('cargo fmt', 'cargo', ['fmt', '--check']);
-step('eslint', process.execPath, [require.resolve('eslint/bin/eslint.js'), '--max-warnings=0', '.']);
+// eslint's exports map hides bin/; its package.json names the entry point.
+const eslintPkg = require.resolve('eslint/package.json');
+const eslintBin = path.join(path.dirname(eslintPkg), require(eslintPkg).bin.eslint);
+step('eslint', process.execPath, [eslintBin, '--max-warnings=0', '.']);
 step('cargo clippy', 'cargo', ['clippy', '--all-targets', '--', '-D', 'warnings']);
 step('cargo test', 'cargo', ['test'], cargoCounts);
 const built = step('build addon', process.execPath, [path.join('scripts', 'build.js')]);
