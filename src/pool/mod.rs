@@ -57,13 +57,22 @@ use std::time::Duration;
 /// A pool of native worker threads, and of the JavaScript threads that serve methods.
 pub struct Pool {
     scheduler: Arc<Scheduler>,
+    id: u64,
 }
 
 impl Pool {
-    /// Starts `options.threads` workers (at least one) running the commands in `registry`.
+    /// Starts `options.threads` workers running the commands in `registry` (none: the pool
+    /// only schedules calls to JavaScript servers).
     pub fn new(options: Options, registry: Registry) -> std::io::Result<Pool> {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let scheduler = Scheduler::start(options, registry)?;
-        Ok(Pool { scheduler })
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Pool { scheduler, id })
+    }
+
+    /// A number naming this pool in the process, unique among its pools.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     pub fn options(&self) -> &Options {
@@ -233,6 +242,14 @@ impl Pool {
         timeout: Option<Duration>,
     ) {
         let n = self.scheduler.worker_count();
+        if n == 0 {
+            let e = RpcError::new(
+                ErrorCode::MethodNotFound,
+                "broadcast runs native commands, and this pool runs no native threads",
+            );
+            origin.deliver(call, Err(e));
+            return;
+        }
         let collector = Collector::new(call, CollectKind::Broadcast, vec![None; n]);
         for w in 0..n {
             let reply = Reply::Part(collector.clone(), w);
@@ -295,6 +312,21 @@ impl Pool {
     ) -> Result<Arc<Server>, ServeError> {
         self.scheduler
             .serve(methods, tag, thread, concurrency, Box::new(waker))
+    }
+
+    /// Says which methods servers of this pool will serve although none may be up yet or any
+    /// more (a pool of JavaScript workers started from a file): calls to them wait for a
+    /// server instead of failing with MethodNotFound. `None`: any method that is not a native
+    /// command (the methods are not known yet); calls waiting for a method no longer expected
+    /// fail with MethodNotFound.
+    pub fn expect(&self, methods: Option<Vec<String>>) {
+        self.scheduler.expect(methods);
+    }
+
+    /// Calls waiting for a server that will not come (see [`Pool::expect`]) settle with
+    /// `error`, and no server is expected any more.
+    pub fn fail_expected(&self, error: RpcError) {
+        self.scheduler.fail_expected(error);
     }
 
     /// Stops giving `server` new calls; what it has queued or running still finishes there.

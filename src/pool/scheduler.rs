@@ -22,7 +22,7 @@ use super::lifecycle::{closed_error, destroyed_error, Lifecycle};
 use super::options::Options;
 use super::origin::Origin;
 use super::server::{
-    has_view, Announce, Batch, Running, ServeError, Served, Server, Servers, Wake,
+    has_view, Announce, Batch, Hold, Running, ServeError, Served, Server, Servers, Wake,
 };
 use super::stats::{Counters, ServerStats, Stats};
 use super::timeout;
@@ -45,13 +45,10 @@ pub(crate) struct Scheduler {
 
 impl Scheduler {
     /// Builds the pool's state and starts its threads: worker 0 here, which starts the others
-    /// (see `worker.rs`). If worker 0 cannot start, nothing runs and this fails.
+    /// (see `worker.rs`). If worker 0 cannot start, nothing runs and this fails. A pool of no
+    /// native threads (`threads: 0`) only schedules calls to JavaScript servers.
     pub(crate) fn start(options: Options, registry: Registry) -> std::io::Result<Arc<Scheduler>> {
-        let n = options.threads.max(1);
-        let options = Options {
-            threads: n,
-            ..options
-        };
+        let n = options.threads;
         let s = Arc::new(Scheduler {
             admission: Admission::new(&options, n),
             workers: Workers::new(n),
@@ -61,9 +58,11 @@ impl Scheduler {
             servers: Servers::default(),
             counters: Counters::default(),
         });
-        if let Err(e) = Scheduler::spawn_worker(&s, 0) {
-            s.stop_threads();
-            return Err(e);
+        if n > 0 {
+            if let Err(e) = Scheduler::spawn_worker(&s, 0) {
+                s.stop_threads();
+                return Err(e);
+            }
         }
         Ok(s)
     }
@@ -100,6 +99,17 @@ impl Scheduler {
         }
         // The native command, or the served job's token and whether its params hold views.
         let target = match self.registry.get(method) {
+            Some(_) if self.workers.len() == 0 => {
+                let e = RpcError::new(
+                    ErrorCode::MethodNotFound,
+                    format!(
+                        "{method:?} is a native command, and this pool runs no native threads \
+                         (it serves the methods of its JavaScript workers)"
+                    ),
+                );
+                reply.finish(Err(e), origin);
+                return None;
+            }
             Some(command) => Ok(command.clone()),
             None if pinned.is_none() && self.servers.serves(method) => {
                 let token = self.servers.next_token();
@@ -481,8 +491,54 @@ impl Scheduler {
         // Counted in the bound before it is in the table: a call that finds it there also
         // finds it counted.
         self.admission.server_opened();
-        self.servers.add(&server);
+        for job in self.servers.add(&server) {
+            // Jobs that waited for a server of these methods (see `expect`).
+            if job.core.control.is_queued() {
+                self.place_served(job, None);
+            }
+        }
+        // In a pool of JavaScript workers (one that expects its servers), the calls queued on
+        // the other servers of these methods are placed again, now that there is one more to
+        // run them: a worker that starts under load takes its share of what waits, not only of
+        // what comes next. (Elsewhere a server's queue keeps its order: servers that serve
+        // the same methods from different threads may count on it.)
+        if !self.servers.expects_servers() {
+            return Ok(server);
+        }
+        for other in self.servers.all() {
+            if other.id() == server.id()
+                || !other.methods().iter().any(|m| server.methods().contains(m))
+            {
+                continue;
+            }
+            for job in other.drain_queue() {
+                if job.core.control.is_queued() {
+                    self.place_served(job, None);
+                }
+            }
+        }
         Ok(server)
+    }
+
+    /// Says which methods servers of this pool will serve, although none may be up yet or
+    /// any more: calls to them wait for a server instead of failing with MethodNotFound.
+    /// `None`: any method (not known yet). Calls waiting for a method no longer expected fail.
+    pub(crate) fn expect(&self, methods: Option<Vec<String>>) {
+        for job in self.servers.expect(methods) {
+            self.settle_unserved(job);
+        }
+    }
+
+    /// Calls waiting for a server that will not come fail with `error` (the task file could
+    /// not be loaded, or the pool stops expecting servers).
+    pub(crate) fn fail_expected(&self, error: RpcError) {
+        for job in self.servers.expect_nothing() {
+            if job.core.control.withdraw_queued() {
+                self.counters.sub_queued();
+                self.release_slot();
+                job.core.settle(Err(error.clone()));
+            }
+        }
     }
 
     /// Stops giving `server` new calls (see `Pool::unserve`). False if it was already closed.
@@ -498,11 +554,32 @@ impl Scheduler {
     /// Places a QUEUED served job (already counted in `queued` and holding a slot) on a server
     /// of its method, announcing its views when `announce` is given. With no server left, the
     /// job settles with MethodNotFound (PoolClosed once the pool is destroyed).
-    fn place_served(&self, job: ServedJob, announce: Option<Announce>) {
+    fn place_served(&self, job: ServedJob, mut announce: Option<Announce>) {
         let strategy = self.options.strategy;
-        let Err(job) = self.servers.place(job, announce, strategy, &self.lifecycle) else {
-            return;
+        let mut job = job;
+        let job = loop {
+            let Err(unplaced) = self
+                .servers
+                .place(job, announce.take(), strategy, &self.lifecycle)
+            else {
+                return;
+            };
+            if self.lifecycle.is_destroyed() {
+                break unplaced;
+            }
+            // No server for its method now: it waits for one if one is expected.
+            match self.servers.hold(unplaced) {
+                Hold::Held => return,
+                Hold::Retry(again) => job = again,
+                Hold::Unserved(unserved) => break unserved,
+            }
         };
+        self.settle_unserved(job);
+    }
+
+    /// Settles a queued served job that no server will take: MethodNotFound (PoolClosed once
+    /// the pool is destroyed).
+    fn settle_unserved(&self, job: ServedJob) {
         if job.core.control.withdraw_queued() {
             self.counters.sub_queued();
             self.release_slot();
@@ -526,6 +603,7 @@ impl Scheduler {
 
     /// `destroy()`: settles every queued served job with PoolClosed and stops running ones.
     fn destroy_served(&self, closed: impl Fn() -> RpcError) {
+        self.fail_expected(closed());
         for server in self.servers.all() {
             for job in server.drain_queue() {
                 if job.core.control.withdraw_queued() {

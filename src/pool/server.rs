@@ -58,7 +58,7 @@ use super::origin::Origin;
 use super::stats::{Counters, ServerStats};
 use super::strategy::Strategy;
 use crate::rpc::{CancelReason, ErrorCode, Outcome, RpcError, Value};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::time::Instant;
@@ -647,6 +647,47 @@ struct Table {
 pub(crate) struct Servers {
     table: RwLock<Table>,
     next_token: AtomicU64,
+    /// Methods that servers of this pool will serve although none may be up now (a pool of
+    /// JavaScript workers started from a file), and the jobs that wait for one.
+    expected: Mutex<Expected>,
+}
+
+/// What the pool expects servers for: see [`Servers::expect`].
+#[derive(Default)]
+enum Expect {
+    #[default]
+    Nothing,
+    /// Any method that is not a native command (until the methods are known).
+    Any,
+    Only(HashSet<String>),
+}
+
+#[derive(Default)]
+struct Expected {
+    methods: Expect,
+    /// QUEUED jobs of expected methods that found no server, oldest first (cancelled ones stay
+    /// as tombstones until taken out).
+    pending: VecDeque<ServedJob>,
+}
+
+impl Expected {
+    fn covers(&self, method: &str) -> bool {
+        match &self.methods {
+            Expect::Nothing => false,
+            Expect::Any => true,
+            Expect::Only(set) => set.contains(method),
+        }
+    }
+}
+
+/// What [`Servers::hold`] did with a job that found no server.
+pub(crate) enum Hold {
+    /// It waits for a server of its method.
+    Held,
+    /// A server of its method came meanwhile: place it again.
+    Retry(ServedJob),
+    /// Nobody serves its method, and nobody will.
+    Unserved(ServedJob),
 }
 
 impl Default for Servers {
@@ -654,6 +695,7 @@ impl Default for Servers {
         Servers {
             table: RwLock::new(Table::default()),
             next_token: AtomicU64::new(1),
+            expected: Mutex::new(Expected::default()),
         }
     }
 }
@@ -667,12 +709,63 @@ impl Servers {
         self.table.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Some open server serves `method`.
+    /// Some open server serves `method`, or one is expected to.
     pub(crate) fn serves(&self, method: &str) -> bool {
+        self.has_server(method) || lock(&self.expected).covers(method)
+    }
+
+    fn has_server(&self, method: &str) -> bool {
         self.read()
             .by_method
             .get(method)
             .is_some_and(|m| !m.list.is_empty())
+    }
+
+    /// Says which methods this pool's servers will serve: `None` for any (not yet known),
+    /// `Some(methods)` once known. Jobs waiting for a method no longer expected are handed back
+    /// (to be settled with MethodNotFound).
+    pub(crate) fn expect(&self, methods: Option<Vec<String>>) -> Vec<ServedJob> {
+        let mut expected = lock(&self.expected);
+        expected.methods = match methods {
+            None => Expect::Any,
+            Some(methods) => Expect::Only(methods.into_iter().collect()),
+        };
+        let mut unserved = Vec::new();
+        for job in std::mem::take(&mut expected.pending) {
+            if expected.covers(&job.method) {
+                expected.pending.push_back(job);
+            } else {
+                unserved.push(job);
+            }
+        }
+        unserved
+    }
+
+    /// Servers are expected: this is a pool of JavaScript workers (see [`Servers::expect`]).
+    pub(crate) fn expects_servers(&self) -> bool {
+        !matches!(lock(&self.expected).methods, Expect::Nothing)
+    }
+
+    /// Expects no server any more: the jobs that waited for one are handed back.
+    pub(crate) fn expect_nothing(&self) -> Vec<ServedJob> {
+        let mut expected = lock(&self.expected);
+        expected.methods = Expect::Nothing;
+        expected.pending.drain(..).collect()
+    }
+
+    /// Keeps a job that found no server, if its method is expected. Under the same lock as
+    /// [`Servers::add`] takes the pending jobs for a new server, and after looking at the
+    /// table once more: a server that came meanwhile is found here or finds the job there.
+    pub(crate) fn hold(&self, job: ServedJob) -> Hold {
+        let mut expected = lock(&self.expected);
+        if !expected.covers(&job.method) {
+            return Hold::Unserved(job);
+        }
+        if self.has_server(&job.method) {
+            return Hold::Retry(job);
+        }
+        expected.pending.push_back(job);
+        Hold::Held
     }
 
     /// A new job's token: unique in the process.
@@ -680,18 +773,34 @@ impl Servers {
         self.next_token.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Enters an open server in the table under each of its methods.
-    pub(crate) fn add(&self, server: &Arc<Server>) {
-        let mut table = self.write();
-        for m in &server.methods {
-            table
-                .by_method
-                .entry(m.clone())
-                .or_default()
-                .list
-                .push(server.clone());
+    /// Enters an open server in the table under each of its methods, and hands back the
+    /// pending jobs of those methods (to be placed now; see [`Servers::hold`]).
+    pub(crate) fn add(&self, server: &Arc<Server>) -> Vec<ServedJob> {
+        {
+            let mut table = self.write();
+            for m in &server.methods {
+                table
+                    .by_method
+                    .entry(m.clone())
+                    .or_default()
+                    .list
+                    .push(server.clone());
+            }
+            table.all.push(server.clone());
         }
-        table.all.push(server.clone());
+        let mut expected = lock(&self.expected);
+        if expected.pending.is_empty() {
+            return Vec::new();
+        }
+        let mut now = Vec::new();
+        for job in std::mem::take(&mut expected.pending) {
+            if server.methods.iter().any(|m| **m == *job.method) {
+                now.push(job);
+            } else {
+                expected.pending.push_back(job);
+            }
+        }
+        now
     }
 
     /// Takes a server out of its methods' lists (it gets no new jobs; stats still list it).
