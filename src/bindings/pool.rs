@@ -27,6 +27,11 @@ use std::time::Duration;
 /// The process-wide pool behind `Pool.shared()`: every environment gets a handle to it.
 static SHARED: Mutex<Option<Arc<Pool>>> = Mutex::new(None);
 
+/// Private pools that other environments may attach to (`NativePool.attach`), by id: a pool of
+/// JavaScript workers started from a file is a private pool its workers serve. Weak: the pool
+/// lives as long as its own handles do.
+static ATTACHABLE: Mutex<Vec<(u64, std::sync::Weak<Pool>)>> = Mutex::new(Vec::new());
+
 #[napi]
 pub struct NativePool {
     pool: Arc<Pool>,
@@ -92,7 +97,7 @@ fn options(o: &PoolOptions) -> Result<Options> {
         ));
     }
     Ok(Options {
-        threads: o.threads.max(1) as usize,
+        threads: o.threads as usize,
         strategy,
         max_queue: if o.max_queue.is_finite() {
             o.max_queue.max(0.0) as usize
@@ -105,15 +110,20 @@ fn options(o: &PoolOptions) -> Result<Options> {
     })
 }
 
+/// Starts a pool. One of no native threads has no native commands either: its methods are
+/// all its JavaScript servers' (a task file may export a function named `render`).
 fn spawn(options: Options) -> Result<Arc<Pool>> {
-    Pool::new(options, commands::registry())
-        .map(Arc::new)
-        .map_err(|e| {
-            Error::new(
-                Status::GenericFailure,
-                format!("corepool: could not start threads: {e}"),
-            )
-        })
+    let registry = if options.threads == 0 {
+        crate::rpc::Registry::new()
+    } else {
+        commands::registry()
+    };
+    Pool::new(options, registry).map(Arc::new).map_err(|e| {
+        Error::new(
+            Status::GenericFailure,
+            format!("corepool: could not start threads: {e}"),
+        )
+    })
 }
 
 /// A call's `timeout` option: `undefined` → the pool's default (`None`); otherwise
@@ -251,6 +261,10 @@ impl NativePool {
     #[napi(constructor, catch_unwind)]
     pub fn new(channel: &Channel, options: PoolOptions) -> Result<Self> {
         let pool = spawn(self::options(&options)?)?;
+        let mut attachable = ATTACHABLE.lock().unwrap_or_else(|e| e.into_inner());
+        attachable.retain(|(_, pool)| pool.strong_count() > 0);
+        attachable.push((pool.id(), Arc::downgrade(&pool)));
+        drop(attachable);
         Ok(NativePool {
             pool,
             channel: channel_ref(channel),
@@ -308,6 +322,52 @@ impl NativePool {
     #[napi(getter)]
     pub fn is_shared(&self) -> bool {
         self.shared
+    }
+
+    /// The pool's id, for `attach` from another environment.
+    #[napi(getter)]
+    pub fn id(&self) -> f64 {
+        self.pool.id() as f64
+    }
+
+    /// A handle, for this environment, on the private pool `id` made in another one (its
+    /// JavaScript workers attach to serve it). Like a shared handle, closing it closes only
+    /// the handle. Throws when the pool is gone.
+    #[napi(factory, catch_unwind)]
+    pub fn attach(channel: &Channel, id: f64) -> Result<Self> {
+        let pool = ATTACHABLE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(pool_id, _)| *pool_id as f64 == id)
+            .and_then(|(_, pool)| pool.upgrade())
+            .ok_or_else(|| {
+                Error::new(
+                    Status::InvalidArg,
+                    format!("corepool: no pool {id} to attach to"),
+                )
+            })?;
+        Ok(NativePool {
+            pool,
+            channel: channel_ref(channel),
+            shared: true,
+            closed: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Calls to `methods` (undefined: any method not native) wait for a server instead of
+    /// failing with MethodNotFound: the pool's JavaScript workers will serve them.
+    #[napi(catch_unwind)]
+    pub fn expect(&self, methods: Option<Vec<String>>) {
+        self.pool.expect(methods);
+    }
+
+    /// Calls waiting for a server fail with InternalError `message`, and none is expected any
+    /// more (the workers' task file could not be loaded).
+    #[napi(catch_unwind)]
+    pub fn fail_expected(&self, message: String) {
+        self.pool
+            .fail_expected(RpcError::new(ErrorCode::InternalError, message));
     }
 
     /// A function `call(id, method, params, timeoutMs, flags)` bound to this pool: the
@@ -371,6 +431,99 @@ impl NativePool {
                 self.channel
                     .channel()
                     .fail(id, CancelReason::Aborted.error());
+            }
+        }
+    }
+
+    /// `cancel` for many calls at once (a `map` that stops).
+    #[napi(catch_unwind)]
+    pub fn cancel_many(&self, ids: Float64Array) {
+        for &id in ids.iter() {
+            self.cancel(id);
+        }
+    }
+
+    /// Starts one call of `method` per item of `items[from..from + ids.length]`, call `ids[i]`
+    /// with the one param `items[from + i]`: what `map` sends in one crossing instead of one
+    /// per item. Each call settles through the channel on its own, as `exec`'s do; with
+    /// `cancellable`, each can be cancelled by id.
+    #[napi(catch_unwind)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn call_many(
+        &self,
+        env: Env,
+        ids: Float64Array,
+        method: String,
+        items: Unknown,
+        from: u32,
+        timeout_ms: Unknown,
+        cancellable: bool,
+    ) {
+        let raw = env.raw();
+        let ch = self.channel.channel();
+        let inbox = &self.channel.inbox;
+        // SAFETY: a Node-API callback on this env's JS thread; the value belongs to it.
+        let timeout = unsafe { call_timeout(raw, timeout_ms.raw()) };
+        for (i, &id) in ids.iter().enumerate() {
+            ch.track();
+            let id = id as u64;
+            let timeout = match &timeout {
+                Ok(t) => *t,
+                Err(e) => {
+                    ch.fail(id, e.clone());
+                    continue;
+                }
+            };
+            if self.closed.load(Ordering::Acquire) {
+                ch.fail(id, closed_error());
+                continue;
+            }
+            let mut item = ptr::null_mut();
+            // SAFETY: as above; a missing element (or a failed read) is `undefined` or an error.
+            let read = unsafe { sys::napi_get_element(raw, items.raw(), from + i as u32, &mut item) };
+            if read != sys::Status::napi_ok {
+                // SAFETY: as above.
+                let why = unsafe { convert::failure(raw, read, "reading an item") };
+                ch.fail(id, RpcError::invalid_params(why));
+                continue;
+            }
+            let mut from_js = FromJs::new(raw);
+            // SAFETY: as above; `item` is a value of this env.
+            let params = match unsafe { from_js.params_of_one(item) } {
+                Ok(params) => params,
+                Err(e) => {
+                    ch.fail(id, e);
+                    continue;
+                }
+            };
+            // SAFETY: on this env's JS thread, before the call can settle.
+            if !unsafe { inbox.keep(raw, id, &from_js.views) } {
+                ch.fail(id, cannot_keep());
+                continue;
+            }
+            let views = &from_js.views;
+            let control = if views.is_empty() {
+                self.pool
+                    .call(&self.channel.origin, id, &method, params, timeout)
+            } else {
+                // SAFETY: on this env's JS thread; the views are values of this env.
+                let mut announce =
+                    |to, token| unsafe { serve::publish(raw, to, token, views, false) };
+                self.pool.call_announced(
+                    &self.channel.origin,
+                    id,
+                    &method,
+                    params,
+                    timeout,
+                    &mut announce,
+                )
+            };
+            if let (Some(control), true) = (control, cancellable) {
+                inbox
+                    .cancellable
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id, control);
             }
         }
     }

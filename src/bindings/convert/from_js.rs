@@ -137,6 +137,17 @@ impl FromJs {
         })
     }
 
+    /// The params of a call that has the one param `value` (an item of `map`).
+    ///
+    /// # Safety
+    /// Must run on the env's JS thread, with `value` a value of that env.
+    pub unsafe fn params_of_one(&mut self, value: sys::napi_value) -> Result<Vec<Value>, RpcError> {
+        let mut path = String::from("item");
+        // SAFETY: caller contract.
+        let value = unsafe { self.value(value, 0, &mut path) }.map_err(RpcError::invalid_params)?;
+        Ok(vec![value])
+    }
+
     /// Converts one JS value. `path` names its place for error messages.
     ///
     /// # Safety
