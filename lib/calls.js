@@ -88,6 +88,31 @@ function start(owner, send, signal, cancel) {
   });
 }
 
+/**
+ * Starts calls of `owner` given as objects of the shape of a Call (`resolve(value)` and
+ * `reject(error)` may be methods): tracks each, then `send(ids)` hands them to the native side
+ * in one crossing (a Float64Array of their ids), which settles each through the channel. If
+ * `send` throws, each rejects.
+ */
+function startMany(owner, many, send) {
+  const ids = new Float64Array(many.length);
+  for (let i = 0; i < many.length; i++) {
+    ids[i] = track(many[i]);
+    owner[kStarted]();
+  }
+  try {
+    send(ids);
+  } catch (e) {
+    const error = new RpcError(CODES.InternalError, `corepool: the calls could not be started: ${errorText(e)}`);
+    for (const call of many) {
+      if (tracked(call.id) !== call) continue;
+      finish(call);
+      call.reject(error);
+    }
+  }
+  return ids;
+}
+
 /** Takes a settled call out of flight. */
 function finish(call) {
   untrack(call);
@@ -130,4 +155,4 @@ function settle(batch) {
 /** This environment's completion channel. */
 const channel = new native.Channel(settle);
 
-module.exports = { start, kStarted, kSettled, channel };
+module.exports = { start, startMany, kStarted, kSettled, channel };

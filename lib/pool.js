@@ -1,5 +1,6 @@
 'use strict';
-// Pool: the handle JavaScript holds on a native pool — a private one, or the process-wide one of
+// Pool: the handle JavaScript holds on a native pool — a private one (of native threads, or of
+// JavaScript workers started from a task file: lib/workers.js), or the process-wide one of
 // Pool.shared(). It starts calls (lib/calls.js settles them), and tells its listeners when no
 // call of its own is in flight.
 
@@ -9,11 +10,17 @@ const { CODES, rejected, describe, errorText } = require('./errors.js');
 const { validateOptions, nativeOptions } = require('./options.js');
 const { start, kStarted, kSettled, channel } = require('./calls.js');
 const { wireParams } = require('./params.js');
+const { map } = require('./map.js');
 const { Server } = require('./serve.js');
+const { TaskWorkers } = require('./workers.js');
 const views = require('./views.js');
 
 /** This thread's handle on Pool.shared(), until it is closed. */
 let sharedPool = null;
+/** The native handle a Pool made by this module takes (Pool.shared(), attach()), instead of making one. */
+let handing = null;
+/** Pool.#around, for attach() (set by Pool's static block). */
+let around;
 
 class Pool extends EventEmitter {
   #native;
@@ -24,23 +31,41 @@ class Pool extends EventEmitter {
   #drainWaiters = [];
   #notifying = false;
   #servers = [];
+  #workers = null;
 
   /**
-   * @param {object} [options] threads, strategy, maxQueue, onFull, timeout (see README)
+   * @param {object} [options] threads, strategy, maxQueue, onFull, timeout; with `filename`, a
+   *   pool of JavaScript workers serving that file's functions (see README)
    */
-  constructor(options, nativePool) {
+  constructor(options) {
     super();
-    if (nativePool !== undefined) {
-      // Pool.shared(): options were validated there.
+    if (handing !== null) {
+      // Pool.shared() or attach(): options were validated there.
       this.options = options;
-      this.#native = nativePool;
-      this.#call = nativePool.caller();
+      this.#native = handing;
+      handing = null;
+      this.#call = this.#native.caller();
       return;
     }
     this.options = validateOptions(options);
     const o = this.options;
     this.#native = new native.NativePool(channel, nativeOptions(o));
     this.#call = this.#native.caller();
+    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, () => this.#inflight);
+  }
+
+  /** A Pool of this module's making around a native handle. */
+  static #around(options, handle) {
+    handing = handle;
+    try {
+      return new Pool(options);
+    } finally {
+      handing = null;
+    }
+  }
+
+  static {
+    around = (options, handle) => Pool.#around(options, handle);
   }
 
   /**
@@ -59,12 +84,13 @@ class Pool extends EventEmitter {
     }
     if (sharedPool !== null && !sharedPool.#closed) return sharedPool;
     const actual = Object.freeze({ ...o, threads: handle.threads });
-    sharedPool = new Pool(actual, handle);
+    sharedPool = Pool.#around(actual, handle);
     return sharedPool;
   }
 
+  /** Native threads, or for a pool started from a task file, its JavaScript workers (now). */
   get threads() {
-    return this.#native.threads;
+    return this.#workers === null ? this.#native.threads : this.#workers.size;
   }
 
   /** `exec(method, ...params)`: the book's RpcWorkerPool.exec. */
@@ -95,6 +121,34 @@ class Pool extends EventEmitter {
       return rejected(CODES.InvalidRequest, `call options could not be read: ${errorText(e)}`);
     }
     return this.#submit(method, params, timeout, signal ?? undefined);
+  }
+
+  /**
+   * Piscina's `run(task, { name, signal, timeout })`: calls the task file's function `name`
+   * (`'default'`: the function the file exports as a whole) with `task`.
+   */
+  run(task, options) {
+    let name = 'default';
+    if (options !== null && typeof options === 'object') {
+      try {
+        ({ name = 'default' } = options);
+        const { name: _name, ...rest } = options;
+        options = rest;
+      } catch (e) {
+        return rejected(CODES.InvalidRequest, `run options could not be read: ${errorText(e)}`);
+      }
+    }
+    return this.call(name, [task], options);
+  }
+
+  /**
+   * `map(method, inputs, { settle, onProgress, signal, timeout, concurrency })`: `method` once
+   * per input (its one param), results in input order. Rejects with the first error, unless
+   * `settle: 'all'` (then each result is `{ status, value | reason }`, as Promise.allSettled
+   * gives). `onProgress(done, total, { index, input, value | error })` after each input.
+   */
+  map(method, inputs, options) {
+    return map(this, this.#native, method, inputs, options);
   }
 
   /** `render(template, data?, partials?)`: Mustache on a native thread, output as mustache.js 4.2.0's. */
@@ -163,6 +217,15 @@ class Pool extends EventEmitter {
     return server;
   }
 
+  /**
+   * Resolves when the pool's threads are up: at once for native threads; for a pool started
+   * from a task file, once minThreads workers serve (rejects with InternalError if the file
+   * cannot be loaded). Calls need not wait for it: they wait for the workers by themselves.
+   */
+  ready() {
+    return this.#workers === null ? Promise.resolve() : this.#workers.ready();
+  }
+
   /** Resolves when no call made through this handle is queued or running. */
   drained() {
     if (this.#inflight === 0) return Promise.resolve();
@@ -178,9 +241,10 @@ class Pool extends EventEmitter {
     return this.#closing;
   }
 
-  /** After the last call: the servers of a private pool stop, then its threads. */
+  /** After the last call: the servers and workers of a private pool stop, then its threads. */
   async #stop() {
     await Promise.all(this.#servers.map((s) => s.close()));
+    if (this.#workers !== null) await this.#workers.stop();
     this.#native.shutdown();
   }
 
@@ -209,7 +273,9 @@ class Pool extends EventEmitter {
       return Promise.reject(e);
     }
     if (signal !== undefined) flags |= contract.callFlags.cancellable;
-    return start(this, (id) => this.#call(id, method, sent, timeout, flags), signal, this.#cancel);
+    const call = start(this, (id) => this.#call(id, method, sent, timeout, flags), signal, this.#cancel);
+    if (this.#workers !== null) this.#workers.load();
+    return call;
   }
 
   #cancel = (id) => this.#native.cancel(id);
@@ -236,4 +302,9 @@ class Pool extends EventEmitter {
   };
 }
 
-module.exports = { Pool };
+/** A task file's worker_thread: a handle on the pool `id` it serves (lib/task-worker.js). */
+function attach(id) {
+  return around(Object.freeze({}), native.NativePool.attach(channel, id));
+}
+
+module.exports = { Pool, attach };

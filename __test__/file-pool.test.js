@@ -1,0 +1,152 @@
+'use strict';
+// new Pool({ filename }): a pool of JavaScript workers serving a task file's functions, the way
+// Piscina users expect, scheduled by the native pool.
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { Pool, RpcError } = require('..');
+
+const C = RpcError.codes;
+const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
+
+async function outcome(promise) {
+  try {
+    return { value: await promise };
+  } catch (e) {
+    return { code: e instanceof RpcError ? e.code : `not an RpcError: ${e?.constructor?.name}`, message: String(e?.message) };
+  }
+}
+
+describe('a pool of JavaScript workers from a task file', () => {
+  test('calls made before the workers are ready wait for them; the file’s functions answer', async () => {
+    const pool = new Pool({ filename: task('basic.js'), threads: 2 });
+    // Made at once, while the workers still load the file: none fails with MethodNotFound.
+    const sums = await Promise.all(Array.from({ length: 50 }, (_, i) => pool.exec('add', { a: i, b: 1 })));
+    expect(sums).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    expect(pool.threads).toBe(2);
+    expect(pool.stats().threads).toBe(0); // no native threads unless asked for
+    await pool.ready(); // both workers serve
+    expect(new Set(await Promise.all(Array.from({ length: 40 }, () => pool.exec('who')))).size).toBe(2);
+    await pool.close();
+  });
+
+  test('a name the file does not export is MethodNotFound, also for calls made before it loaded', async () => {
+    const pool = new Pool({ filename: task('basic.js'), threads: 1 });
+    const early = pool.exec('nope');
+    expect((await outcome(early)).code).toBe(C.MethodNotFound);
+    expect((await outcome(pool.exec('nope'))).code).toBe(C.MethodNotFound);
+    // Native command names mean the file's functions here (the pool runs no native commands).
+    expect(await pool.exec('render', 'x')).toBe('served x');
+    await pool.close();
+  });
+
+  test('errors, timeouts, aborts and queue limits work as for native commands', async () => {
+    const pool = new Pool({ filename: task('basic.js'), threads: 1, maxQueue: 1 });
+    await pool.exec('add', { a: 0, b: 0 }); // loaded: one server, so room for 1 running + 1 queued
+    const calls = [pool.exec('slow', 100), pool.exec('slow', 1), pool.exec('slow', 1)];
+    const codes = (await Promise.all(calls.map(outcome))).map((o) => o.code ?? 'ok');
+    expect(codes).toEqual(['ok', 'ok', C.QueueFull]);
+    const failed = await outcome(pool.exec('fail', 'boom'));
+    expect(failed).toMatchObject({ code: C.CommandFailed, message: 'boom' });
+    expect((await outcome(pool.call('slow', [500], { timeout: 20 }))).code).toBe(C.Timeout);
+    const ac = new AbortController();
+    const aborted = pool.call('slow', [500], { signal: ac.signal });
+    setTimeout(() => ac.abort(), 20);
+    expect((await outcome(aborted)).code).toBe(C.Aborted);
+    await pool.close();
+  });
+
+  test('ES modules: named exports, and the default export through run() as in Piscina', async () => {
+    const pool = new Pool({ filename: task('esm.mjs'), threads: 1 });
+    expect(await pool.exec('double', 21)).toBe(42);
+    expect(await pool.run({ x: 1 })).toEqual({ task: { x: 1 }, kind: 'default' });
+    expect(await pool.run(4, { name: 'double' })).toBe(8);
+    await pool.close();
+    const cjs = new Pool({ filename: task('cjs-default.js'), threads: 1 });
+    expect(await cjs.run({ a: 6, b: 7 })).toBe(42);
+    await cjs.close();
+  });
+
+  test('workerData, env and argv reach the task file; resourceLimits are applied', async () => {
+    const pool = new Pool({
+      filename: task('basic.js'),
+      threads: 1,
+      workerData: { hello: [1, 2] },
+      env: { COREPOOL_TEST: 'yes' },
+      argv: ['--flag'],
+      resourceLimits: { maxOldGenerationSizeMb: 64 },
+    });
+    expect(await pool.exec('data')).toEqual({ workerData: { hello: [1, 2] }, env: 'yes', argv: ['--flag'] });
+    await pool.close();
+  });
+
+  test('a file that cannot be loaded fails the calls waiting for it and later ones, with its error', async () => {
+    const pool = new Pool({ filename: task('broken.js'), threads: 2 });
+    const first = await outcome(pool.exec('anything', 1));
+    expect(first.code).toBe(C.InternalError);
+    expect(first.message).toMatch(/this task file is broken/);
+    expect((await outcome(pool.ready())).message).toMatch(/this task file is broken/);
+    expect((await outcome(pool.exec('anything', 2))).code).toBe(C.MethodNotFound);
+    await pool.close();
+  });
+
+  test('a worker that crashes is replaced: its queued calls run elsewhere, its running one is ServerGone, no call runs twice', async () => {
+    const pool = new Pool({ filename: task('basic.js'), threads: 2, strategy: 'roundrobin' });
+    await pool.exec('add', { a: 1, b: 1 }); // loaded
+    const counters = new Int32Array(new SharedArrayBuffer(4 * 400));
+    const calls = [];
+    for (let round = 0; round < 4; round++) {
+      for (let i = 0; i < 100; i++) calls.push(outcome(pool.exec('count', counters, round * 100 + i, i % 10 === 0 ? 5 : 0)));
+      calls.push(outcome(pool.exec('crash')));
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    const results = await Promise.all(calls);
+    const done = results.filter((r) => 'value' in r && typeof r.value === 'number');
+    // Every call settled: with its value, or ServerGone (it ran on a crashing worker, or was the crash).
+    for (const r of results) if (!('value' in r)) expect(r.code).toBe(C.ServerGone);
+    for (const r of done) expect(counters[r.value]).toBe(1);
+    for (let i = 0; i < 400; i++) expect(counters[i]).toBeLessThanOrEqual(1);
+    expect(done.length).toBeGreaterThan(300);
+    expect(pool.threads).toBe(2); // replaced
+    expect(await pool.exec('add', { a: 2, b: 3 })).toBe(5);
+    await pool.close();
+  }, 30_000);
+
+  test('minThreads..maxThreads: more workers under load, back to minThreads when idle', async () => {
+    const pool = new Pool({ filename: task('basic.js'), minThreads: 1, maxThreads: 3, idleTimeout: 50 });
+    expect(pool.threads).toBe(1);
+    await Promise.all(Array.from({ length: 30 }, () => pool.exec('slow', 30)));
+    expect(pool.threads).toBeGreaterThan(1);
+    const until = Date.now() + 10_000;
+    while (pool.threads > 1 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(pool.threads).toBe(1);
+    expect(await pool.exec('add', { a: 1, b: 2 })).toBe(3);
+    await pool.close();
+  }, 20_000);
+
+  test('bad options are refused with errors naming them', () => {
+    expect(() => new Pool({ filename: 42 })).toThrow(/options\.filename/);
+    expect(() => new Pool({ minThreads: 1 })).toThrow(/options\.minThreads is for a pool of JavaScript workers/);
+    expect(() => new Pool({ filename: task('basic.js'), minThreads: 4, maxThreads: 2 })).toThrow(RangeError);
+    expect(() => new Pool({ filename: task('basic.js'), threads: 2, maxThreads: 4 })).toThrow(/not both/);
+    expect(() => new Pool({ filename: task('basic.js'), concurrency: 0 })).toThrow(/options\.concurrency/);
+  });
+
+  test.each(['close', 'destroy'])('a script that uses a file pool exits after %s(), and also when it never closes it', async (how) => {
+    const run = (body) =>
+      new Promise((resolve) => {
+        const code = `const { Pool } = require(${JSON.stringify(path.join(__dirname, '..'))});
+          (async () => { const pool = new Pool({ filename: ${JSON.stringify(task('basic.js'))}, threads: 2 });
+          console.log(await pool.exec('add', { a: 2, b: 2 })); ${body} })();`;
+        const p = spawn(process.execPath, ['-e', code]);
+        let out = '';
+        p.stdout.on('data', (d) => (out += d));
+        const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
+        p.on('close', (status) => {
+          clearTimeout(timer);
+          resolve({ status, out: out.trim() });
+        });
+      });
+    expect(await run(`await pool.${how}();`)).toEqual({ status: 0, out: '4' });
+    expect(await run('')).toEqual({ status: 0, out: '4' });
+  }, 30_000);
+});

@@ -1,0 +1,48 @@
+'use strict';
+// The worker_thread of a pool of JavaScript workers (lib/workers.js starts it): it loads the
+// task file, serves the file's exported functions on its pool (attached by id: the pool's
+// scheduler is native and process-wide), and tells the pool it is ready and what it serves.
+// The task file sees its own `workerData`, as with any worker_thread.
+
+const workerThreads = require('node:worker_threads');
+const { syncBuiltinESMExports } = require('node:module');
+const { pathToFileURL } = require('node:url');
+const { attach } = require('./pool.js');
+
+const { __corepool: own, user } = workerThreads.workerData;
+workerThreads.workerData = user;
+syncBuiltinESMExports();
+
+/** The functions a task file offers: its named exports, and its default export's (a function
+ *  exported as the whole module is the method `default`, as Piscina calls it). */
+function methodsOf(namespace) {
+  const handlers = Object.create(null);
+  const add = (name, f) => {
+    if (typeof f === 'function' && !(name in handlers)) handlers[name] = f;
+  };
+  for (const [name, value] of Object.entries(namespace)) {
+    if (name !== 'default' && name !== 'module.exports') add(name, value);
+  }
+  const main = namespace.default;
+  if (typeof main === 'function') add('default', main);
+  else if (main !== null && typeof main === 'object') {
+    for (const [name, value] of Object.entries(main)) add(name, value);
+  }
+  return handlers;
+}
+
+(async () => {
+  const handlers = methodsOf(await import(pathToFileURL(own.filename).href));
+  const methods = Object.keys(handlers);
+  if (methods.length === 0) throw new Error(`${own.filename} exports no function`);
+  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency });
+  const port = workerThreads.parentPort;
+  port.on('message', (m) => {
+    // The pool retires this worker: new calls go elsewhere, the ones it has finish here.
+    if (m !== null && typeof m === 'object' && m.corepool === 'retire') {
+      server.close().then(() => port.postMessage({ corepool: 'retired' }));
+    }
+  });
+  port.unref();
+  port.postMessage({ corepool: 'ready', methods });
+})();

@@ -1,0 +1,166 @@
+'use strict';
+// The worker_threads of a pool started from a task file (`new Pool({ filename })`): they serve
+// the file's exported functions, and the pool's native scheduler spreads calls among them.
+//
+// - Start-up: the pool expects a server for any method until the first worker says what the
+//   file exports, so calls made meanwhile wait for it (natively, in the pool's queue) instead
+//   of failing with MethodNotFound; a call to a name the file does not export fails then.
+// - A worker that exits or crashes is replaced; its queued calls wait for the next server of
+//   their method (or go to another worker), the ones it was running reject with ServerGone.
+// - If the file cannot be loaded before any worker was ready, the calls waiting for one fail
+//   with that error, and so do later calls: nothing is retried in a loop.
+// - minThreads..maxThreads: one more worker starts when every ready one is busy and calls are
+//   waiting; a worker above minThreads that served nothing for idleTimeout ms is stopped.
+// - The workers never keep the process alive by themselves (an idle pool lets Node exit); the
+//   calls in flight do, through the pool's channel.
+
+const path = require('node:path');
+const { Worker } = require('node:worker_threads');
+const { RpcError, CODES, errorText } = require('./errors.js');
+
+const BOOTSTRAP = path.join(__dirname, 'task-worker.js');
+
+class TaskWorkers {
+  #native;
+  #options;
+  #inflight;
+  /** Worker → { ready, retiring, thread, idleSince, completed } */
+  #workers = new Map();
+  #everReady = false;
+  #failure = null;
+  #stopping = false;
+  #idleTimer = null;
+  /** Resolves ready() promises once minThreads workers are ready (or loading failed). */
+  #readyWaiters = [];
+
+  /**
+   * @param nativePool the pool's native handle
+   * @param options its resolved options
+   * @param inflight () => the pool's calls in flight (queued or running)
+   */
+  constructor(nativePool, options, inflight) {
+    this.#native = nativePool;
+    this.#options = options;
+    this.#inflight = inflight;
+    nativePool.expect(undefined);
+    for (let i = 0; i < options.minThreads; i++) this.#spawn();
+    if (options.maxThreads > options.minThreads) {
+      this.#idleTimer = setInterval(() => this.#shrink(), Math.max(Math.min(options.idleTimeout, 1000), 20));
+      this.#idleTimer.unref();
+    }
+  }
+
+  /** Resolves once minThreads workers serve; rejects with the load error if the file cannot be loaded. */
+  ready() {
+    return new Promise((resolve, reject) => {
+      this.#readyWaiters.push({ resolve, reject });
+      this.#tellReady();
+    });
+  }
+
+  #tellReady() {
+    if (this.#failure === null && this.#count((s) => s.ready && !s.retiring) < this.#options.minThreads) return;
+    const waiters = this.#readyWaiters;
+    this.#readyWaiters = [];
+    for (const w of waiters) {
+      if (this.#failure === null) w.resolve();
+      else w.reject(new RpcError(CODES.InternalError, this.#failure));
+    }
+  }
+
+  /** Workers that serve or are starting (not retiring). */
+  get size() {
+    return this.#count((s) => !s.retiring);
+  }
+
+  #count(test) {
+    let n = 0;
+    for (const state of this.#workers.values()) if (test(state)) n++;
+    return n;
+  }
+
+  /** Calls came (or a worker got ready): one more worker starts when the ready ones are all busy. */
+  load() {
+    if (this.#stopping || this.#failure !== null) return;
+    if (this.#count((s) => !s.ready) > 0 || this.size >= this.#options.maxThreads) return;
+    if (this.#inflight() > this.#count((s) => s.ready && !s.retiring) * this.#options.concurrency) this.#spawn();
+  }
+
+  /** Stops every worker (the pool has no call left for them, or was destroyed). */
+  async stop() {
+    this.#stopping = true;
+    if (this.#idleTimer !== null) clearInterval(this.#idleTimer);
+    await Promise.all([...this.#workers.keys()].map((w) => w.terminate()));
+  }
+
+  #spawn() {
+    const o = this.#options;
+    const worker = new Worker(BOOTSTRAP, {
+      workerData: {
+        __corepool: { pool: this.#native.id, filename: o.filename, concurrency: o.concurrency },
+        user: o.workerData,
+      },
+      resourceLimits: o.resourceLimits,
+      env: o.env,
+      argv: o.argv,
+      execArgv: o.execArgv,
+    });
+    const state = { ready: false, retiring: false, thread: worker.threadId, idleSince: Date.now(), completed: 0 };
+    this.#workers.set(worker, state);
+    worker.on('message', (m) => {
+      if (m === null || typeof m !== 'object') return;
+      if (m.corepool === 'ready' && !state.ready) {
+        state.ready = true;
+        state.idleSince = Date.now();
+        if (!this.#everReady) {
+          this.#everReady = true;
+          // Now the pool knows what it serves: calls to any other name fail.
+          this.#native.expect(m.methods);
+        }
+        this.load();
+        this.#tellReady();
+      } else if (m.corepool === 'retired') {
+        worker.terminate(); // its server has finished every call it had
+      }
+    });
+    worker.on('error', (e) => {
+      if (!state.ready && !this.#everReady && this.#failure === null) {
+        this.#failure = `corepool: the task file ${o.filename} could not be loaded: ${errorText(e)}`;
+        this.#native.failExpected(this.#failure);
+        this.#tellReady();
+      }
+    });
+    worker.on('exit', () => {
+      this.#workers.delete(worker);
+      if (!this.#stopping && this.#failure === null && this.size < o.minThreads) this.#spawn();
+    });
+    // After the listeners: adding a 'message' listener refs the worker's port again.
+    worker.unref();
+  }
+
+  /**
+   * Retires the workers above minThreads that served no call for idleTimeout ms: each closes
+   * its server (the calls it has still finish there, new ones go elsewhere) and exits once
+   * that is done, so retiring a worker never costs a call.
+   */
+  #shrink() {
+    const o = this.#options;
+    if (this.#stopping || this.size <= o.minThreads) return;
+    const servers = new Map(this.#native.stats().servers.map((s) => [s.thread, s]));
+    const now = Date.now();
+    for (const [worker, state] of this.#workers) {
+      if (this.size <= o.minThreads) break;
+      const s = servers.get(state.thread);
+      if (!state.ready || state.retiring || s === undefined) continue;
+      if (s.queued + s.running > 0 || s.completed !== state.completed) {
+        state.completed = s.completed;
+        state.idleSince = now;
+      } else if (now - state.idleSince >= o.idleTimeout) {
+        state.retiring = true;
+        worker.postMessage({ corepool: 'retire' });
+      }
+    }
+  }
+}
+
+module.exports = { TaskWorkers };
