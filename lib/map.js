@@ -1,22 +1,37 @@
 'use strict';
-// Pool#map(method, inputs, options): one call of `method` per input, results in input order.
-// Inputs cross in chunks, many calls per crossing into native code (NativePool#callMany), and
-// each call settles through the channel like any other; no Promise is made per input. At most
-// `concurrency` calls are in flight; the next chunk goes out as earlier ones settle.
+// Pool#map(method, inputs, options): one call of `method` per input, results in input order,
+// with as few crossings into native code as possible:
+// - a native command's inputs go in chunks, each chunk one native job that runs the command
+//   once per input (src/pool/each.rs): one crossing, one job and one settlement per chunk;
+// - a JavaScript-served method's inputs go one call each, many calls per crossing
+//   (NativePool#callMany), each settling on its own.
+// No Promise is made per input. At most `concurrency` inputs are in flight; the next chunk
+// goes out as earlier ones settle.
 //
-// The settle loop never runs user code (lib/calls.js): an input's outcome is recorded there,
-// and onProgress, the next chunk and the map's own promise follow from a microtask.
+// The settle loop never runs user code (lib/calls.js): outcomes are recorded there, and
+// onProgress, the next chunk and the map's own promise follow from a microtask.
 
 const { RpcError, CODES, rejected, describe, errorText } = require('./errors.js');
+const { performance } = require('node:perf_hooks');
 const { startMany } = require('./calls.js');
 
-/** Calls sent in one crossing at most. */
-const CHUNK = 512;
-/** Calls in flight at most, by default. */
-const CONCURRENCY = 4096;
+/** Inputs sent in one crossing at most. */
+const CHUNK = 1024;
+/**
+ * A native chunk runs its inputs one after the other on one thread, so its size adapts to how
+ * long they take: it starts at one input, and each chunk that settles sets the next size so
+ * that a chunk takes about CHUNK_MS (at most 4 times the last size, at most CHUNK). Tiny
+ * inputs soon go a thousand to a chunk; long ones stay one to a chunk, run in parallel, and
+ * their first error is known as soon as it happens.
+ */
+const CHUNK_MS = 2;
+/** Native chunks in flight per thread: one running, one queued behind it. */
+const CHUNKS_PER_THREAD = 2;
+/** Inputs in flight at most, by default. */
+const CONCURRENCY = 8192;
 const OPTION_NAMES = new Set(['settle', 'onProgress', 'signal', 'timeout', 'concurrency']);
 
-/** One input's call, tracked as a call of the pool (lib/calls.js settles it). */
+/** One input's call (a served method's), tracked as a call of the pool. */
 class Item {
   constructor(run, index) {
     this.run = run;
@@ -36,6 +51,27 @@ class Item {
   }
 }
 
+/** A chunk of inputs run natively as one call: it settles with `{ results, errors }`. */
+class Chunk {
+  constructor(run, index, size) {
+    this.run = run;
+    this.index = index; // of its first input
+    this.size = size;
+    this.owner = run.owner;
+    this.signal = null;
+    this.onAbort = null;
+    this.id = 0;
+  }
+
+  resolve(value) {
+    this.run.chunkSettled(this, value);
+  }
+
+  reject(error) {
+    this.run.chunkFailed(this, error);
+  }
+}
+
 class MapRun {
   #native;
   #method;
@@ -48,8 +84,13 @@ class MapRun {
   #results;
   #next = 0;
   #done = 0;
-  #inflight = new Map(); // id → Item
-  #settledItems = []; // waiting for the microtask that reports them
+  #inflight = new Set(); // Items and Chunks
+  #inflightInputs = 0;
+  #chunkSize;
+  #chunksInFlight;
+  #cancellable;
+  #retry = []; // chunks that failed as a whole, to send again input by input
+  #settledItems = []; // index, ok, value: waiting for the microtask that reports them
   #flushing = false;
   #over = false;
   #resolve;
@@ -67,6 +108,12 @@ class MapRun {
     this.#timeout = o.timeout;
     this.#concurrency = o.concurrency;
     this.#results = new Array(inputs.length);
+    // A native command's inputs go in chunks (0: one call each).
+    this.#chunkSize = nativePool.runsNatively(method) ? 1 : 0;
+    this.#chunksInFlight = CHUNKS_PER_THREAD * Math.max(nativePool.threads, 1);
+    // Calls are cancellable (a native control kept per call) only when something may cancel
+    // them before they end: a signal, or a first error that ends the map.
+    this.#cancellable = o.signal !== undefined || !this.#settleAll;
     this.promise = new Promise((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -81,29 +128,98 @@ class MapRun {
 
   /** Sends the next chunks while there is room. */
   #send() {
-    while (!this.#over && this.#next < this.#inputs.length && this.#inflight.size < this.#concurrency) {
+    while (!this.#over && this.#next < this.#inputs.length && this.#inflightInputs < this.#concurrency) {
       const from = this.#next;
-      const n = Math.min(CHUNK, this.#concurrency - this.#inflight.size, this.#inputs.length - from);
-      const items = new Array(n);
-      for (let i = 0; i < n; i++) items[i] = new Item(this, from + i);
-      this.#next += n;
-      for (const item of items) this.#inflight.set(item, true);
-      startMany(this.owner, items, (ids) => this.#native.callMany(ids, this.#method, this.#inputs, from, this.#timeout, true));
+      const room = Math.min(this.#concurrency - this.#inflightInputs, this.#inputs.length - from);
+      if (this.#chunkSize > 0) {
+        if (this.#inflight.size >= this.#chunksInFlight) return;
+        const n = Math.min(room, this.#chunkSize);
+        this.#sendChunk(from, n);
+      } else {
+        const n = Math.min(room, CHUNK);
+        this.#sendItems(from, n);
+      }
     }
+  }
+
+  #sendChunk(from, n) {
+    const chunk = new Chunk(this, from, n);
+    chunk.sent = performance.now();
+    this.#next += n;
+    this.#inflightInputs += n;
+    this.#inflight.add(chunk);
+    startMany(this.owner, [chunk], (ids) => this.#native.callChunk(ids[0], this.#method, this.#inputs, from, n, this.#timeout, this.#cancellable));
+  }
+
+  /** One call per input (a served method's, or a chunk's inputs again one by one). */
+  #sendItems(from, n, indexes) {
+    const items = new Array(n);
+    for (let i = 0; i < n; i++) items[i] = new Item(this, indexes === undefined ? from + i : indexes[i]);
+    if (indexes === undefined) this.#next += n;
+    this.#inflightInputs += n;
+    for (const item of items) this.#inflight.add(item);
+    if (indexes === undefined) {
+      startMany(this.owner, items, (ids) => this.#native.callMany(ids, this.#method, this.#inputs, from, this.#timeout, this.#cancellable));
+    } else {
+      // Inputs taken out of order (a chunk that failed as a whole): one crossing each.
+      for (const item of items) {
+        startMany(this.owner, [item], (ids) => this.#native.callMany(ids, this.#method, this.#inputs, item.index, this.#timeout, this.#cancellable));
+      }
+    }
+  }
+
+  /** A chunk's calls all ran: `{ results, errors: [[index, code, message, data?], …] }`. */
+  chunkSettled(chunk, outcome) {
+    this.#inflight.delete(chunk);
+    this.#inflightInputs -= chunk.size;
+    if (this.#over) return;
+    const ms = Math.max(performance.now() - chunk.sent, 0.001);
+    this.#chunkSize = Math.max(1, Math.min(CHUNK, chunk.size * 4, Math.round((chunk.size * CHUNK_MS) / ms)));
+    const { results, errors } = outcome;
+    const failed = new Map(errors.map(([i, code, message, data]) => [i, new RpcError(code, message, data)]));
+    for (let i = 0; i < chunk.size; i++) {
+      const error = failed.get(i);
+      if (error === undefined) this.#record(chunk.index + i, true, results[i]);
+      else this.#record(chunk.index + i, false, error);
+      if (this.#over) return;
+    }
+  }
+
+  /** A chunk failed as a whole. An input that cannot cross fails its whole chunk: its inputs
+   *  are sent again one call each, so that each gets its own outcome. */
+  chunkFailed(chunk, error) {
+    this.#inflight.delete(chunk);
+    this.#inflightInputs -= chunk.size;
+    if (this.#over) return;
+    if (error.code === CODES.InvalidParams && chunk.size > 1) {
+      this.#retry.push(chunk);
+      this.#schedule();
+      return;
+    }
+    for (let i = 0; i < chunk.size && !this.#over; i++) this.#record(chunk.index + i, false, error);
   }
 
   /** An input's call settled (from the settle loop: records it, reports later). */
   settled(item, ok, value) {
     this.#inflight.delete(item);
+    this.#inflightInputs--;
     if (this.#over) return;
-    if (this.#settleAll) this.#results[item.index] = ok ? { status: 'fulfilled', value } : { status: 'rejected', reason: value };
-    else if (ok) this.#results[item.index] = value;
+    this.#record(item.index, ok, value);
+  }
+
+  #record(index, ok, value) {
+    if (this.#settleAll) this.#results[index] = ok ? { status: 'fulfilled', value } : { status: 'rejected', reason: value };
+    else if (ok) this.#results[index] = value;
     else {
       this.#fail(value);
       return;
     }
     this.#done++;
-    this.#settledItems.push(item, ok, value);
+    this.#settledItems.push(index, ok, value);
+    this.#schedule();
+  }
+
+  #schedule() {
     if (!this.#flushing) {
       this.#flushing = true;
       queueMicrotask(this.#flush);
@@ -118,8 +234,8 @@ class MapRun {
       const total = this.#inputs.length;
       let done = this.#done - settled.length / 3;
       for (let i = 0; i < settled.length && !this.#over; i += 3) {
-        const item = settled[i];
-        const info = { index: item.index, input: this.#inputs[item.index] };
+        const index = settled[i];
+        const info = { index, input: this.#inputs[index] };
         if (settled[i + 1]) info.value = settled[i + 2];
         else info.error = settled[i + 2];
         try {
@@ -130,6 +246,9 @@ class MapRun {
       }
     }
     if (this.#over) return;
+    for (const chunk of this.#retry.splice(0)) {
+      this.#sendItems(chunk.index, chunk.size, Array.from({ length: chunk.size }, (_, i) => chunk.index + i));
+    }
     if (this.#done === this.#inputs.length) this.#end();
     else this.#send();
   };
@@ -147,7 +266,7 @@ class MapRun {
     this.#unlisten();
     if (this.#inflight.size > 0) {
       try {
-        this.#native.cancelMany(Float64Array.from(this.#inflight.keys(), (item) => item.id));
+        this.#native.cancelMany(Float64Array.from(this.#inflight, (call) => call.id));
       } catch {
         // They run to the end instead; their outcomes are ignored.
       }
@@ -171,6 +290,9 @@ function map(owner, nativePool, method, inputs, options) {
   let list;
   let o;
   try {
+    if (!Array.isArray(inputs) && (inputs === null || typeof inputs !== 'object' || typeof inputs[Symbol.iterator] !== 'function')) {
+      return rejected(CODES.InvalidRequest, `map inputs must be an array or an iterable, got ${describe(inputs)}`);
+    }
     list = Array.isArray(inputs) ? inputs : Array.from(inputs);
     o = mapOptions(options);
   } catch (e) {

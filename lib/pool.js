@@ -129,16 +129,15 @@ class Pool extends EventEmitter {
    */
   run(task, options) {
     let name = 'default';
+    let rest = options;
     if (options !== null && typeof options === 'object') {
       try {
-        ({ name = 'default' } = options);
-        const { name: _name, ...rest } = options;
-        options = rest;
+        ({ name = 'default', ...rest } = options);
       } catch (e) {
         return rejected(CODES.InvalidRequest, `run options could not be read: ${errorText(e)}`);
       }
     }
-    return this.call(name, [task], options);
+    return this.call(name, [task], rest);
   }
 
   /**

@@ -480,7 +480,8 @@ impl NativePool {
             }
             let mut item = ptr::null_mut();
             // SAFETY: as above; a missing element (or a failed read) is `undefined` or an error.
-            let read = unsafe { sys::napi_get_element(raw, items.raw(), from + i as u32, &mut item) };
+            let read =
+                unsafe { sys::napi_get_element(raw, items.raw(), from + i as u32, &mut item) };
             if read != sys::Status::napi_ok {
                 // SAFETY: as above.
                 let why = unsafe { convert::failure(raw, read, "reading an item") };
@@ -525,6 +526,93 @@ impl NativePool {
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(id, control);
             }
+        }
+    }
+
+    /// True when `method` is a native command this pool runs (a `map` of it goes in chunks).
+    #[napi]
+    pub fn runs_natively(&self, method: String) -> bool {
+        self.pool.runs_natively(&method)
+    }
+
+    /// One call `id` that runs the native command `method` once per item of
+    /// `items[from..from + count]` (see `pool::each`): a chunk of a `map`. It settles with
+    /// `{ results, errors }`, or with the error of the whole chunk.
+    #[napi(catch_unwind)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn call_chunk(
+        &self,
+        env: Env,
+        id: f64,
+        method: String,
+        items: Unknown,
+        from: u32,
+        count: u32,
+        timeout_ms: Unknown,
+        cancellable: bool,
+    ) {
+        let raw = env.raw();
+        let ch = self.channel.channel();
+        let inbox = &self.channel.inbox;
+        ch.track();
+        let id = id as u64;
+        let mut from_js = FromJs::new(raw);
+        let mut convert = || -> std::result::Result<(Vec<Value>, Option<Duration>), RpcError> {
+            if self.closed.load(Ordering::Acquire) {
+                return Err(closed_error());
+            }
+            // SAFETY: a Node-API callback on this env's JS thread; the values belong to it.
+            let timeout = unsafe { call_timeout(raw, timeout_ms.raw()) }?;
+            let mut values = Vec::new();
+            values
+                .try_reserve_exact(count as usize)
+                .map_err(|_| RpcError::invalid_params("no memory for the map's items"))?;
+            for i in from..from.saturating_add(count) {
+                let mut item = ptr::null_mut();
+                // SAFETY: as above; an element past the end is `undefined`.
+                let read = unsafe { sys::napi_get_element(raw, items.raw(), i, &mut item) };
+                if read != sys::Status::napi_ok {
+                    // SAFETY: as above.
+                    let why = unsafe { convert::failure(raw, read, "reading an item") };
+                    return Err(RpcError::invalid_params(why));
+                }
+                // One conversion for the chunk: its budget bounds what all its items hold.
+                // SAFETY: as above; `item` is a value of this env.
+                let mut path = format!("inputs[{i}]");
+                values.push(
+                    unsafe { from_js.value(item, 0, &mut path) }
+                        .map_err(RpcError::invalid_params)?,
+                );
+            }
+            Ok((values, timeout))
+        };
+        let (values, timeout) = match convert() {
+            Ok(converted) => converted,
+            Err(e) => return ch.fail(id, e),
+        };
+        // SAFETY: on this env's JS thread, before the call can settle.
+        if !unsafe { inbox.keep(raw, id, &from_js.views) } {
+            return ch.fail(id, cannot_keep());
+        }
+        match self
+            .pool
+            .call_each(&self.channel.origin, id, &method, values, timeout)
+        {
+            Ok(Some(control)) if cancellable => {
+                inbox
+                    .cancellable
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id, control);
+            }
+            Ok(_) => {}
+            Err(_) => ch.fail(
+                id,
+                RpcError::new(
+                    ErrorCode::InternalError,
+                    format!("corepool: {method:?} is not a native command of this pool"),
+                ),
+            ),
         }
     }
 

@@ -27,6 +27,7 @@
 //! - Every accepted call settles exactly once.
 
 mod admission;
+mod each;
 mod idle;
 pub mod job;
 mod lifecycle;
@@ -97,6 +98,41 @@ impl Pool {
         let reply = Reply::Call(call);
         self.scheduler
             .submit(origin, method, params.into(), timeout, reply, None, None)
+    }
+
+    /// True when `method` is a native command this pool has threads to run.
+    pub fn runs_natively(&self, method: &str) -> bool {
+        self.scheduler.native_command(method).is_some()
+    }
+
+    /// Runs the native command `method` once per item of `items` (each item its one param), in
+    /// one job: a chunk of a `map` (see `each.rs` for what the call settles with). `Err` hands
+    /// the items back when `method` is not a native command of this pool (a served method's
+    /// items go one call each). `item_timeout` as `timeout` in [`Pool::call`], for each item.
+    #[allow(clippy::result_large_err)]
+    pub fn call_each(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        method: &str,
+        items: Vec<Value>,
+        item_timeout: Option<Duration>,
+    ) -> Result<Option<Arc<Control>>, Vec<Value>> {
+        let Some(command) = self.scheduler.native_command(method) else {
+            return Err(items);
+        };
+        let item_timeout = match item_timeout {
+            None => self.options().timeout,
+            Some(d) => Some(d),
+        };
+        let each = Arc::new(each::Each {
+            command,
+            item_timeout,
+        });
+        let reply = Reply::Call(call);
+        Ok(self
+            .scheduler
+            .submit_command(origin, each, Params::Values(items), reply))
     }
 
     /// As [`Pool::call`]; when a JavaScript-served call with views is placed on a server from

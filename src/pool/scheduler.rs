@@ -79,6 +79,14 @@ impl Scheduler {
         self.workers.len()
     }
 
+    /// The native command `method`, when this pool has it and threads to run it.
+    pub(crate) fn native_command(&self, method: &str) -> Option<Arc<dyn crate::rpc::Command>> {
+        if self.workers.len() == 0 {
+            return None;
+        }
+        self.registry.get(method).cloned()
+    }
+
     /// Runs `method` with `params`; the outcome goes to `reply`. `timeout`: `None` uses the
     /// pool's default, a zero duration means no limit. `pinned`: a broadcast's job for that
     /// worker. Returns the job's control when it was accepted.
@@ -145,7 +153,6 @@ impl Scheduler {
             reply,
             submitted: Instant::now(),
         };
-        let control = core.control.clone();
         let job = match target {
             Ok(command) => Job::Native(NativeJob {
                 core,
@@ -160,7 +167,44 @@ impl Scheduler {
                 announced: false,
             }),
         };
-        if pinned.is_some() {
+        self.enqueue(job, announce)
+    }
+
+    /// Runs `command` itself (not a registered one: a map's chunk, see `each.rs`) with
+    /// `params`, with no limit of its own; the outcome goes to `reply`.
+    pub(crate) fn submit_command(
+        &self,
+        origin: &Arc<Origin>,
+        command: Arc<dyn crate::rpc::Command>,
+        params: Params,
+        reply: Reply,
+    ) -> Option<Arc<Control>> {
+        if self.lifecycle.is_closed() {
+            reply.finish(Err(closed_error()), origin);
+            return None;
+        }
+        let core = JobCore {
+            timeout: None,
+            control: Control::new(params),
+            origin: origin.clone(),
+            reply,
+            submitted: Instant::now(),
+        };
+        let job = Job::Native(NativeJob {
+            core,
+            command,
+            pinned: None,
+        });
+        self.enqueue(job, None)
+    }
+
+    /// Admits a new job under `maxQueue` (or parks it, or refuses it) and places it.
+    fn enqueue(&self, job: Job, announce: Option<Announce>) -> Option<Arc<Control>> {
+        let (control, pinned) = match &job {
+            Job::Native(j) => (j.core.control.clone(), j.pinned.is_some()),
+            Job::Served(j) => (j.core.control.clone(), false),
+        };
+        if pinned {
             self.admission.reserve_unbounded();
             self.place(job, None);
             return Some(control);
@@ -448,15 +492,7 @@ impl Scheduler {
             }
         }));
         let outcome = result.unwrap_or_else(|payload| {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(RpcError::new(
-                ErrorCode::InternalError,
-                format!("command {:?} panicked: {what}", command.name()),
-            ))
+            Err(crate::rpc::command::panicked(command.name(), &*payload))
         });
         let elapsed = start.elapsed();
         self.counters.record_run(elapsed);

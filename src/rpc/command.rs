@@ -127,6 +127,25 @@ impl<'a> Context<'a> {
     pub fn worker(&self) -> usize {
         self.worker
     }
+
+    /// The same context with a deadline of its own (one item of a map's chunk, which has a
+    /// limit per item): it stops for the call's reasons, or at `deadline`.
+    pub fn with_deadline(&self, deadline: Option<Instant>) -> Context<'a> {
+        Context { deadline, ..*self }
+    }
+}
+
+/// The error of a command that panicked, with what it panicked with.
+pub fn panicked(command: &str, payload: &(dyn std::any::Any + Send)) -> RpcError {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    RpcError::new(
+        ErrorCode::InternalError,
+        format!("command {command:?} panicked: {what}"),
+    )
 }
 
 /// A native command. Implement it and add one line to `commands::registry()`.

@@ -1,0 +1,119 @@
+'use strict';
+// Pool#map: one call per input, results in input order, native commands in chunks.
+const path = require('node:path');
+const { Pool, RpcError } = require('..');
+
+const C = RpcError.codes;
+
+async function outcome(promise) {
+  try {
+    return { value: await promise };
+  } catch (e) {
+    return { code: e instanceof RpcError ? e.code : `not an RpcError: ${e?.constructor?.name}`, message: String(e?.message) };
+  }
+}
+
+describe('map over a native command', () => {
+  const pool = new Pool({ threads: 2 });
+  afterAll(() => pool.close());
+
+  test('100,000 inputs: every result in input order', async () => {
+    const inputs = Array.from({ length: 100_000 }, (_, i) => ({ i, s: `v${i}` }));
+    const out = await pool.map('echo', inputs);
+    expect(out.length).toBe(inputs.length);
+    out.forEach((v, i) => expect(v).toEqual(inputs[i]));
+  });
+
+  test('onProgress after each input: done counts 1..n, with the input and its value or error', async () => {
+    const seen = [];
+    const out = await pool.map('fibonacci', [10, 20, -1, 30], {
+      settle: 'all',
+      onProgress: (done, total, info) => seen.push([done, total, info.index, info.input, 'value' in info, 'error' in info]),
+    });
+    expect(seen.map((s) => s[0])).toEqual([1, 2, 3, 4]);
+    expect(seen.every((s) => s[1] === 4)).toBe(true);
+    expect(seen.map((s) => s[2]).sort()).toEqual([0, 1, 2, 3]);
+    const bad = seen.find((s) => s[2] === 2);
+    expect(bad.slice(3)).toEqual([-1, false, true]);
+    expect(out[0]).toEqual({ status: 'fulfilled', value: '55' });
+    expect(out[2].status).toBe('rejected');
+    expect(out[2].reason).toBeInstanceOf(RpcError);
+    expect(out[2].reason.code).toBe(C.InvalidParams);
+  });
+
+  test('by default the first error rejects the map, and the inputs still running are cancelled', async () => {
+    const started = Date.now();
+    const got = await outcome(pool.map('sleep', [2000, 'x', 2000, 2000], { concurrency: 4 }));
+    expect(got.code).toBe(C.InvalidParams);
+    await pool.drained(); // the sleeps were cancelled, not run to the end
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+
+  test('an input that cannot cross fails alone; the others of its chunk still run', async () => {
+    const inputs = Array.from({ length: 50 }, (_, i) => (i === 17 ? () => 1 : i));
+    const out = await pool.map('echo', inputs, { settle: 'all' });
+    out.forEach((r, i) => {
+      if (i === 17) expect(r.reason.code).toBe(C.InvalidParams);
+      else expect(r).toEqual({ status: 'fulfilled', value: i });
+    });
+  });
+
+  test('a per-input timeout, a signal, a closed pool', async () => {
+    const timed = await pool.map('sleep', [1, 300, 1], { settle: 'all', timeout: 50 });
+    expect(timed.map((r) => r.value ?? r.reason.code)).toEqual([1, C.Timeout, 1]);
+    const ac = new AbortController();
+    const aborted = pool.map('sleep', [500, 500, 500], { signal: ac.signal });
+    setTimeout(() => ac.abort(), 20);
+    expect((await outcome(aborted)).code).toBe(C.Aborted);
+    expect((await outcome(pool.map('echo', [1], { signal: AbortSignal.abort() }))).code).toBe(C.Aborted);
+    const closed = new Pool({ threads: 1 });
+    await closed.close();
+    expect((await outcome(closed.map('echo', [1, 2]))).code).toBe(C.PoolClosed);
+  });
+
+  test('a throwing onProgress rejects the map with what it threw; inputs of any iterable', async () => {
+    const boom = new Error('progress');
+    const got = await pool.map('echo', [1, 2, 3], { onProgress: () => { throw boom; } }).catch((e) => e);
+    expect(got).toBe(boom);
+    expect(await pool.map('echo', new Set([1, 2]))).toEqual([1, 2]);
+    expect(await pool.map('echo', (function* () { yield 'a'; yield 'b'; })())).toEqual(['a', 'b']);
+    expect(await pool.map('echo', [])).toEqual([]);
+  });
+
+  test('bad arguments reject with InvalidRequest, never throw', async () => {
+    expect((await outcome(pool.map(42, [1]))).code).toBe(C.InvalidRequest);
+    expect((await outcome(pool.map('echo', 42))).code).toBe(C.InvalidRequest);
+    expect((await outcome(pool.map('echo', [1], { settle: 'some' }))).code).toBe(C.InvalidRequest);
+    expect((await outcome(pool.map('echo', [1], { timout: 5 }))).code).toBe(C.InvalidRequest);
+    expect((await outcome(pool.map('echo', [1], { concurrency: 0 }))).code).toBe(C.InvalidRequest);
+    expect((await outcome(pool.map('nope', [1, 2]))).code).toBe(C.MethodNotFound);
+  });
+});
+
+describe('map over a JavaScript method', () => {
+  test('a file pool: ordered results, at most `concurrency` inputs in flight', async () => {
+    const pool = new Pool({ filename: path.join(__dirname, 'fixtures', 'tasks', 'basic.js'), threads: 2 });
+    const inputs = Array.from({ length: 300 }, (_, i) => ({ a: i, b: 1 }));
+    expect(await pool.map('add', inputs)).toEqual(inputs.map(({ a }) => a + 1));
+    let inflight = 0;
+    let most = 0;
+    const out = await pool.map('slow', Array.from({ length: 40 }, () => 2), {
+      concurrency: 3,
+      onProgress: () => {
+        inflight--;
+      },
+    });
+    expect(out).toEqual(Array(40).fill(2));
+    // Checked from stats while another map runs: never more than 3 of its calls at once.
+    const watched = pool.map('slow', Array.from({ length: 30 }, () => 5), { concurrency: 3 });
+    const timer = setInterval(() => {
+      const st = pool.stats();
+      most = Math.max(most, st.queued + st.running);
+    }, 1);
+    await watched;
+    clearInterval(timer);
+    expect(most).toBeLessThanOrEqual(3);
+    expect(inflight).toBe(-40);
+    await pool.close();
+  });
+});
