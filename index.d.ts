@@ -40,6 +40,28 @@ export interface PoolOptions {
    * comes first when cores are short. Linux only (elsewhere ignored). Default 0.
    */
   niceIncrement?: number;
+  /**
+   * A task file (CommonJS or ES module, path or file: URL): the pool runs JavaScript workers
+   * that serve its exported functions, as Piscina does. `run(task, { name })` and
+   * `call(name, ...)` reach them. Without it, the options below are refused.
+   */
+  filename?: string | URL;
+  /** Workers kept running (default: `threads`, or maxThreads when only that is given). */
+  minThreads?: number;
+  /** Workers at most; more start while calls wait (default: `threads`). */
+  maxThreads?: number;
+  /** Ms a worker above minThreads stays idle before it is retired. Default 1000. */
+  idleTimeout?: number;
+  /** Calls one worker runs at once (async functions overlap). Default 1. */
+  concurrency?: number;
+  /** Native threads beside the workers, for the built-in commands. Default 0. */
+  nativeThreads?: number;
+  resourceLimits?: import('node:worker_threads').ResourceLimits;
+  env?: Record<string, string> | typeof import('node:worker_threads').SHARE_ENV;
+  argv?: unknown[];
+  execArgv?: string[];
+  /** Given to the workers as `require('node:worker_threads').workerData`. */
+  workerData?: unknown;
 }
 
 export interface ResolvedPoolOptions {
@@ -56,6 +78,35 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Limit on this call's running time in ms (0 = none); overrides the pool's. */
   timeout?: number;
+}
+
+export interface RunOptions extends CallOptions {
+  /** The task file's export to call; 'default' (the default) is its default export. */
+  name?: string;
+}
+
+export type MapOutcome<T> = { status: 'fulfilled'; value: T } | { status: 'rejected'; reason: RpcError };
+
+export interface MapProgressItem<I, T> {
+  index: number;
+  input: I;
+  value?: T;
+  error?: RpcError;
+}
+
+export interface MapOptions<I = unknown, T = unknown> {
+  /** 'reject' (default): the first error rejects the map and stops the rest; 'all': every
+   *  input settles and the result is one `{ status, value | reason }` per input. */
+  settle?: 'reject' | 'all';
+  /** After each input settles, from a microtask. If it throws, the map stops and rejects
+   *  with what it threw. */
+  onProgress?: (done: number, total: number, item: MapProgressItem<I, T>) => void;
+  /** Aborting stops the inputs not yet run and rejects the map with Aborted. */
+  signal?: AbortSignal;
+  /** Limit in ms on each input's running time (0 = none); overrides the pool's. */
+  timeout?: number;
+  /** Inputs in flight at most (default 8192). */
+  concurrency?: number;
 }
 
 export interface Latency {
@@ -170,8 +221,16 @@ export declare class Pool extends EventEmitter {
   readonly options: ResolvedPoolOptions;
   readonly threads: number;
   exec<M extends keyof BuiltinMethods>(method: M, ...params: Parameters<BuiltinMethods[M]>): Promise<ReturnType<BuiltinMethods[M]>>;
-  exec(method: string, ...params: Param[]): Promise<unknown>;
-  call(method: string, params?: Param[] | Param, options?: CallOptions): Promise<unknown>;
+  /** Any other method (served or a task file's); a built-in's name takes the typed form above. */
+  exec<T = unknown, M extends string = string>(method: M & (string extends M ? unknown : M extends keyof BuiltinMethods ? never : unknown), ...params: Param[]): Promise<T>;
+  call<T = unknown>(method: string, params?: Param[] | Param, options?: CallOptions): Promise<T>;
+  /** Piscina's run: the task file's function `name` (default 'default') with `task`. */
+  run<T = unknown>(task: Param, options?: RunOptions): Promise<T>;
+  /** `method` once per input, results in input order; native commands run in chunks. */
+  map<I extends Param = Param, T = unknown>(method: string, inputs: ArrayLike<I>, options: MapOptions<I, T> & { settle: 'all' }): Promise<MapOutcome<T>[]>;
+  map<I extends Param = Param, T = unknown>(method: string, inputs: ArrayLike<I>, options?: MapOptions<I, T>): Promise<T[]>;
+  /** Resolves when a task-file pool's first workers have loaded it (rejects if it fails to load). */
+  ready(): Promise<void>;
   /** Mustache on a native thread; output identical to mustache.js 4.2.0 for JSON data. */
   render(template: string, data?: Param, partials?: MustachePartials): Promise<string>;
   request(request: JsonRpcRequest): Promise<JsonRpcResponse | undefined>;

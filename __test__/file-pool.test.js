@@ -123,6 +123,17 @@ describe('a pool of JavaScript workers from a task file', () => {
     await pool.close();
   }, 20_000);
 
+  test('filename may be a file: URL, as import.meta.url gives', async () => {
+    const { pathToFileURL } = require('node:url');
+    for (const filename of [pathToFileURL(task('basic.js')), pathToFileURL(task('basic.js')).href]) {
+      const pool = new Pool({ filename, threads: 1 });
+      expect(pool.options.filename).toBe(task('basic.js'));
+      expect(await pool.exec('add', { a: 1, b: 2 })).toBe(3);
+      await pool.close();
+    }
+    expect(() => new Pool({ filename: 'file://elsewhere/x.js' })).toThrow(/options\.filename is not a file URL/);
+  });
+
   test('bad options are refused with errors naming them', () => {
     expect(() => new Pool({ filename: 42 })).toThrow(/options\.filename/);
     expect(() => new Pool({ minThreads: 1 })).toThrow(/options\.minThreads is for a pool of JavaScript workers/);

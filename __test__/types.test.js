@@ -17,8 +17,20 @@ test('every Pool method in index.js has a declaration', () => {
   const methods = Object.getOwnPropertyNames(Pool.prototype).filter((m) => m !== 'constructor');
   const poolDecl = dts.slice(dts.indexOf('export declare class Pool'));
   const body = poolDecl.slice(0, poolDecl.indexOf('\n}\n'));
-  for (const m of methods) expect([m, body.includes(`${m}(`) || body.includes(`get ${m}`) || body.includes(`readonly ${m}`)]).toEqual([m, true]);
+  const declares = (m) => new RegExp(`^  (?:get |readonly )?${m}\\b`, 'm').test(body);
+  for (const m of methods) expect([m, declares(m)]).toEqual([m, true]);
 });
+
+test('index.d.ts compiles under tsc --strict, accepts the documented uses and refuses the wrong ones', () => {
+  // __test__/types/usage.ts: each @ts-expect-error there must be an error, or tsc fails.
+  const { spawnSync } = require('node:child_process');
+  const tscPkg = require.resolve('typescript/package.json');
+  const tsc = path.join(path.dirname(tscPkg), require(tscPkg).bin.tsc);
+  const args = ['--noEmit', '--strict', '--target', 'es2022', '--lib', 'es2022,esnext.disposable', '--module', 'commonjs', '--types', 'node'];
+  const r = spawnSync(process.execPath, [tsc, ...args, path.join(__dirname, 'types', 'usage.ts')], { encoding: 'utf8' });
+  expect(r.stdout + r.stderr).toBe('');
+  expect(r.status).toBe(0);
+}, 60_000);
 
 test('the README documents every export', () => {
   const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');

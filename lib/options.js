@@ -4,6 +4,7 @@
 
 const os = require('node:os');
 const path = require('node:path');
+const { fileURLToPath } = require('node:url');
 const { contract } = require('./native.js');
 const { describe } = require('./errors.js');
 
@@ -85,8 +86,16 @@ function maxQueue(value, threads) {
 
 /** A pool of JavaScript workers: `threads` are its workers (or minThreads..maxThreads of them). */
 function fileOptions(o, given) {
-  if (typeof o.filename !== 'string' || o.filename === '') {
-    throw new TypeError(`corepool: options.filename must be the path of a task file, got ${describe(o.filename)}`);
+  let filename = o.filename;
+  if (filename instanceof URL || (typeof filename === 'string' && filename.startsWith('file:'))) {
+    try {
+      filename = fileURLToPath(filename);
+    } catch (e) {
+      throw new TypeError(`corepool: options.filename is not a file URL: ${e.message}`, { cause: e });
+    }
+  }
+  if (typeof filename !== 'string' || filename === '') {
+    throw new TypeError(`corepool: options.filename must be the path or file: URL of a task file, got ${describe(o.filename)}`);
   }
   const f = { ...FILE_DEFAULTS, ...given };
   if (given.threads !== undefined && (given.minThreads !== undefined || given.maxThreads !== undefined)) {
@@ -114,7 +123,7 @@ function fileOptions(o, given) {
     if (f[key] !== undefined && !Array.isArray(f[key])) throw new TypeError(`corepool: options.${key} must be an array, got ${describe(f[key])}`);
   }
   return {
-    filename: path.resolve(o.filename),
+    filename: path.resolve(filename),
     threads: minThreads,
     minThreads,
     maxThreads,

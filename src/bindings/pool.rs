@@ -577,12 +577,10 @@ impl NativePool {
                     return Err(RpcError::invalid_params(why));
                 }
                 // One conversion for the chunk: its budget bounds what all its items hold.
-                // SAFETY: as above; `item` is a value of this env.
                 let mut path = format!("inputs[{i}]");
-                values.push(
-                    unsafe { from_js.value(item, 0, &mut path) }
-                        .map_err(RpcError::invalid_params)?,
-                );
+                // SAFETY: as above; `item` is a value of this env.
+                let value = unsafe { from_js.value(item, 0, &mut path) };
+                values.push(value.map_err(RpcError::invalid_params)?);
             }
             Ok((values, timeout))
         };

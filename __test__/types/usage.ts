@@ -1,0 +1,37 @@
+// Compiled by __test__/types.test.js with tsc --strict: the declarations must accept what the
+// README shows and refuse what the code refuses (each @ts-expect-error must be an error).
+import { Pool, RpcError, type MapOutcome } from '../..';
+
+async function main(): Promise<void> {
+  const pool = new Pool({ threads: 2, strategy: 'roundrobin', maxQueue: 'auto', timeout: 1000 });
+  const fib: string = await pool.exec('fibonacci', 30);
+  const echoed: unknown = await pool.exec('echo', { a: 1 });
+  const mine = await pool.exec('myMethod', 1, 'two', [3]);
+  const typed = await pool.exec<{ total: number }>('sum', [1, 2]);
+  const total: number = typed.total;
+  const html: string = await pool.render('{{a}}', { a: 1 });
+  const called = await pool.call<string>('echo', ['x'], { timeout: 10, signal: AbortSignal.timeout(100) });
+  const squares: number[] = await pool.map<number, number>('fibonacci', [1, 2, 3], {
+    concurrency: 2,
+    onProgress: (done, all, item) => console.log(done, all, item.index, item.input + 1, item.value, item.error?.code),
+  });
+  const settled: MapOutcome<number>[] = await pool.map<number, number>('fibonacci', [1, 2], { settle: 'all' });
+  for (const s of settled) if (s.status === 'rejected') console.log(s.reason instanceof RpcError, s.reason.code);
+
+  const files = new Pool({ filename: new URL('file:///tasks.js'), minThreads: 1, maxThreads: 4, idleTimeout: 500, concurrency: 2 });
+  await files.ready();
+  const ran = await files.run<number>({ a: 1 }, { name: 'add', timeout: 100 });
+  const byDefault: unknown = await files.run({ a: 1 });
+  await using disposable = new Pool({ filename: '/tasks.mjs', nativeThreads: 1, workerData: { x: 1 }, env: { A: 'b' } });
+
+  // @ts-expect-error settle is 'reject' or 'all'
+  await pool.map('fibonacci', [1], { settle: 'some' });
+  // @ts-expect-error run options name the export, as a string
+  await files.run(1, { name: 3 });
+  // @ts-expect-error strategies are the contract's names
+  new Pool({ strategy: 'fastest' });
+  // @ts-expect-error a built-in command's params are typed
+  await pool.exec('fibonacci', 'thirty');
+  console.log(echoed, mine, fib, total, html, called, squares, ran, byDefault, disposable.threads);
+}
+void main;
