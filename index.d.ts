@@ -73,11 +73,27 @@ export interface ResolvedPoolOptions {
   readonly niceIncrement: number;
 }
 
-export interface CallOptions {
+export interface CallOptions<P = any> {
   /** Aborting removes a queued call, or asks a running one to stop (RpcError Aborted). */
   signal?: AbortSignal;
   /** Limit on this call's running time in ms (0 = none); overrides the pool's. */
   timeout?: number;
+  /**
+   * Hears how far the call has come: reports of a native command's Context (happycoin:
+   * `HappycoinProgress`) or of a handler's `ctx.progress(value)`; in order, merged when they
+   * come faster than the listener runs, never after the call settled.
+   */
+  onProgress?: (value: P) => void;
+}
+
+/** What `happycoin` reports to an `onProgress` listener. */
+export interface HappycoinProgress {
+  /** Numbers tried so far. */
+  done: number;
+  /** Numbers it will try in all. */
+  attempts: number;
+  /** Happycoins found so far. */
+  coins: number;
 }
 
 export interface RunOptions extends CallOptions {
@@ -223,7 +239,7 @@ export declare class Pool extends EventEmitter {
   exec<M extends keyof BuiltinMethods>(method: M, ...params: Parameters<BuiltinMethods[M]>): Promise<ReturnType<BuiltinMethods[M]>>;
   /** Any other method (served or a task file's); a built-in's name takes the typed form above. */
   exec<T = unknown, M extends string = string>(method: M & (string extends M ? unknown : M extends keyof BuiltinMethods ? never : unknown), ...params: Param[]): Promise<T>;
-  call<T = unknown>(method: string, params?: Param[] | Param, options?: CallOptions): Promise<T>;
+  call<T = unknown, P = any>(method: string, params?: Param[] | Param, options?: CallOptions<P>): Promise<T>;
   /** Piscina's run: the task file's function `name` (default 'default') with `task`. */
   run<T = unknown>(task: Param, options?: RunOptions): Promise<T>;
   /** `method` once per input, results in input order; native commands run in chunks. */
@@ -263,6 +279,9 @@ export declare class Pool extends EventEmitter {
 export interface ServeContext {
   /** Aborts when the caller's AbortSignal fires, the call's timeout passes or the pool is destroyed. */
   readonly signal: AbortSignal;
+  /** Sends plain data to a caller listening with `onProgress`; nothing when nobody listens or
+   *  after the call settled. A function or a SharedArrayBuffer view in it is a TypeError. */
+  progress(value: Param): void;
 }
 
 /** A handler: the call's params, then a `ServeContext`; returns (or resolves to) the result. */

@@ -7,6 +7,7 @@
 //   piscina      the book's happycoin-piscina.js: N tasks on a Piscina pool of N threads
 //   corepool     N exec('happycoin', { attempts: draws / N }) calls, results merged
 //   corepool 1 thread    one call on a 1-thread pool (for the parallel-efficiency figure)
+//   corepool + onProgress  as corepool, each call with a progress listener (what listening costs)
 //   c-pthreads   the book's C program shape (bench/peers/happycoin.c), cc -O2 -pthread
 //   c-pthreads 1 thread  the control for that figure on a machine shared with other work
 // Rows try different amounts and are scaled to 10M: JS rows 1M (--quick: 50k), corepool 50M
@@ -113,8 +114,11 @@ async function main() {
   const pool1 = new Pool({ threads: 1 });
   const c = buildC('happycoin');
 
-  const mineCorepool = async (p, calls, draws) => {
-    const results = await Promise.all(split(draws, calls).map((attempts) => p.exec('happycoin', { attempts })));
+  let reports = 0;
+  const onProgress = () => reports++;
+  const mineCorepool = async (p, calls, draws, listen = false) => {
+    const options = listen ? { onProgress } : undefined;
+    const results = await Promise.all(split(draws, calls).map((attempts) => p.call('happycoin', [{ attempts }], options)));
     return results.flatMap((r) => r.coins);
   };
   const minePiscina = async (draws) => {
@@ -137,6 +141,7 @@ async function main() {
     { label: 'piscina', threads: CORES, draws: JS_DRAWS, run: async (n) => ({ coins: await minePiscina(n) }) },
     { label: 'corepool', threads: CORES, draws: COREPOOL_DRAWS, run: async (n) => ({ coins: await mineCorepool(pool, CORES, n) }) },
     { label: 'corepool 1 thread', threads: 1, draws: COREPOOL_DRAWS, run: async (n) => ({ coins: await mineCorepool(pool1, 1, n) }) },
+    { label: 'corepool + onProgress', threads: CORES, draws: COREPOOL_DRAWS, run: async (n) => ({ coins: await mineCorepool(pool, CORES, n, true) }) },
   ];
   if (c.exe) {
     rows.push({ label: 'c-pthreads', threads: CORES, draws: C_DRAWS, run: async (n) => cOnce(c.exe, CORES, n) });
@@ -171,6 +176,9 @@ async function main() {
   const speedup = suite.ratio(`corepool ${CORES}-thread speed-up over 1 thread (goal 0.9·${CORES})`, 'corepool', 'corepool 1 thread', 0.9 * CORES);
   if (speedup) suite.note(`corepool parallel efficiency: ${(speedup.value / CORES).toFixed(2)} (goal ≥ 0.9)`);
   if (c.exe) suite.ratio(`c-pthreads ${CORES}-thread speed-up over 1 thread (control)`, 'c-pthreads', 'c-pthreads 1 thread');
+  // Reports go at most every 20 ms per call: listening must cost next to nothing.
+  suite.ratio('corepool with a progress listener vs without (time without / time with)', 'corepool + onProgress', 'corepool', 0.97);
+  suite.note(`progress: ${fmt(reports)} reports heard in the + onProgress runs.`);
 
   const core = suite.results.corepool.median;
   suite.table(

@@ -36,8 +36,12 @@ class Call {
     this.signal = null;
     this.onAbort = null;
     this.id = 0;
+    this.onProgress = null;
+    this.progress = NO_PROGRESS; // the latest report not yet given to onProgress
   }
 }
+
+const NO_PROGRESS = Symbol('no progress');
 
 /** Puts `call` in flight and returns its id. */
 function track(call) {
@@ -66,11 +70,13 @@ function untrack(call) {
  * it exactly once through the channel (and keeps the call's shared memory alive until then).
  * Nothing is tracked before it can settle: if `send` throws all the same, the call is untracked
  * and rejects here. `cancel(id)` runs when `signal` aborts, also when it aborted while the call
- * was being sent (a getter in the params may abort it).
+ * was being sent (a getter in the params may abort it). `onProgress(value)` gets the call's
+ * progress reports, if any (see `progressed`).
  */
-function start(owner, send, signal, cancel) {
+function start(owner, send, signal, cancel, onProgress) {
   return new Promise((resolve, reject) => {
     const call = new Call(resolve, reject, owner);
+    if (onProgress !== undefined) call.onProgress = onProgress;
     const id = track(call);
     owner[kStarted]();
     try {
@@ -136,8 +142,12 @@ function settle(batch) {
   for (let i = 0; i < batch.length; i += 4) {
     const call = tracked(batch[i]);
     if (call === undefined) continue;
-    finish(call);
     const code = batch[i + 1];
+    if (code === contract.progress) {
+      progressed(call, batch[i + 2]);
+      continue;
+    }
+    finish(call);
     if (code === 0) call.resolve(batch[i + 2]);
     else if (code === contract.resultAsJson) {
       let value;
@@ -149,6 +159,32 @@ function settle(batch) {
       }
       call.resolve(value);
     } else call.reject(new RpcError(code, batch[i + 2], batch[i + 3]));
+  }
+}
+
+/**
+ * A progress report of a call in flight: the listener gets it from a microtask (queued before
+ * the call's own settlement, which follows reports in the batch, so a listener never hears of
+ * progress after the caller saw the result). Reports that come faster than microtasks run are
+ * merged: the listener gets the latest. A listener that throws does not change the call's
+ * outcome; its exception is reported as uncaught, as an EventEmitter listener's would be.
+ */
+function progressed(call, value) {
+  if (call.onProgress === null) return;
+  const scheduled = call.progress !== NO_PROGRESS;
+  call.progress = value;
+  if (!scheduled) queueMicrotask(() => tellProgress(call));
+}
+
+function tellProgress(call) {
+  const value = call.progress;
+  call.progress = NO_PROGRESS;
+  try {
+    call.onProgress(value);
+  } catch (e) {
+    process.nextTick(() => {
+      throw e;
+    });
   }
 }
 

@@ -98,10 +98,11 @@ class Pool extends EventEmitter {
     return this.#submit(method, params, undefined, undefined);
   }
 
-  /** `call(method, params, { signal, timeout })`. */
+  /** `call(method, params, { signal, timeout, onProgress })`. */
   call(method, params, options) {
     let timeout;
     let signal;
+    let onProgress;
     try {
       if (params === undefined) params = [];
       else if (!Array.isArray(params)) params = [params];
@@ -109,9 +110,12 @@ class Pool extends EventEmitter {
         if (options === null || typeof options !== 'object') {
           return rejected(CODES.InvalidRequest, `call options must be an object, got ${describe(options)}`);
         }
-        ({ timeout, signal } = options);
+        ({ timeout, signal, onProgress } = options);
         if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
           return rejected(CODES.InvalidRequest, `options.signal must be an AbortSignal, got ${describe(signal)}`);
+        }
+        if (onProgress !== undefined && typeof onProgress !== 'function') {
+          return rejected(CODES.InvalidRequest, `options.onProgress must be a function, got ${describe(onProgress)}`);
         }
         if (signal?.aborted) {
           return rejected(CODES.Aborted, 'The call was aborted before it started');
@@ -120,7 +124,7 @@ class Pool extends EventEmitter {
     } catch (e) {
       return rejected(CODES.InvalidRequest, `call options could not be read: ${errorText(e)}`);
     }
-    return this.#submit(method, params, timeout, signal ?? undefined);
+    return this.#submit(method, params, timeout, signal ?? undefined, onProgress);
   }
 
   /**
@@ -263,7 +267,7 @@ class Pool extends EventEmitter {
     return this.close();
   }
 
-  #submit(method, params, timeout, signal) {
+  #submit(method, params, timeout, signal, onProgress) {
     let sent;
     let flags;
     try {
@@ -272,7 +276,8 @@ class Pool extends EventEmitter {
       return Promise.reject(e);
     }
     if (signal !== undefined) flags |= contract.callFlags.cancellable;
-    const call = start(this, (id) => this.#call(id, method, sent, timeout, flags), signal, this.#cancel);
+    if (onProgress !== undefined) flags |= contract.callFlags.progress;
+    const call = start(this, (id) => this.#call(id, method, sent, timeout, flags), signal, this.#cancel, onProgress);
     if (this.#workers !== null) this.#workers.load();
     return call;
   }

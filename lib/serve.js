@@ -35,10 +35,25 @@ function abortError(message, name) {
   return e;
 }
 
-/** The last argument of every handler call: `{ signal }` (made on first use). */
+/** The last argument of every handler call: `{ signal, progress(value) }`. */
 class CallContext {
   #controller = null;
   #reason = undefined;
+  #report; // (value) => why-not | null, when the caller listens to progress; else null
+
+  constructor(report) {
+    this.#report = report;
+  }
+
+  /**
+   * Reports how far the call has come to a caller that listens (`call(…, { onProgress })`);
+   * nothing at all otherwise. Plain data only; a value that cannot be sent is a TypeError.
+   */
+  progress(value) {
+    if (this.#report === null || this.#reason !== undefined) return;
+    const why = this.#report(value);
+    if (why !== null && why !== undefined) throw new TypeError(`corepool: ${why}`);
+  }
   get signal() {
     if (this.#controller === null) {
       this.#controller = new AbortController();
@@ -173,7 +188,8 @@ class Server {
 
   /**
    * A batch is one flat array: the numbers of stop notices and forgotten tokens, those tokens,
-   * then four entries per job: token, method, params, timeout (ms; 0: none).
+   * then five entries per job: token, method, params, timeout (ms; 0: none), watched (the
+   * caller listens to progress).
    */
   #onJobs(batch) {
     const nStops = batch[0];
@@ -187,18 +203,18 @@ class Server {
         this.#freed(this.#native.complete(token, null)); // settled already; frees its slot
       }
     }
-    for (let i = jobsFrom; i < batch.length; i += 4) {
+    for (let i = jobsFrom; i < batch.length; i += 5) {
       const token = batch[i];
       // Each job in isolation: whatever goes wrong with one, the others of the batch run.
       try {
-        this.#start(token, batch[i + 1], batch[i + 2], batch[i + 3]);
+        this.#start(token, batch[i + 1], batch[i + 2], batch[i + 3], batch[i + 4]);
       } catch (e) {
         this.#lose(token, `corepool: the call could not be started on the serving thread: ${errorText(e)}`);
       }
     }
   }
 
-  #start(token, method, params, timeout) {
+  #start(token, method, params, timeout, watched) {
     if (typeof params === 'string') {
       try {
         params = JSON.parse(params);
@@ -207,10 +223,10 @@ class Server {
         return;
       }
     } else if (params === undefined) {
-      params = this.#viewParams(token, method, timeout);
+      params = this.#viewParams(token, method, timeout, watched);
       if (params === null) return;
     }
-    this.#run(token, method, params, timeout);
+    this.#run(token, method, params, timeout, watched);
   }
 
   /** Settles job `token` with InternalError: it cannot run here. */
@@ -224,7 +240,7 @@ class Server {
   }
 
   /** The params of a job with views, or null while waiting for them to be resent. */
-  #viewParams(token, method, timeout) {
+  #viewParams(token, method, timeout, watched) {
     const sent = views.takeReceived(token);
     if (sent !== undefined) {
       const params = this.#native.params(token, sent);
@@ -241,20 +257,20 @@ class Server {
     views.awaitResend(
       token,
       this,
-      (resent) => this.#viewsCame(token, method, timeout, resent),
+      (resent) => this.#viewsCame(token, method, timeout, watched, resent),
       () => this.#orphaned(token),
     );
     return null;
   }
 
   /** The resent views of a job that waited for them have come. */
-  #viewsCame(token, method, timeout, resent) {
+  #viewsCame(token, method, timeout, watched, resent) {
     const params = this.#native.params(token, resent);
     if (params === false) this.#freed(true);
     else if (params === null) {
       // The caller sent every view its call holds, so this cannot happen; never answer null.
       this.#freed(this.#native.lost(token, "corepool: the serving thread could not reach the call's shared memory"));
-    } else this.#run(token, method, params, timeout);
+    } else this.#run(token, method, params, timeout, watched);
     this.#checkIdle();
   }
 
@@ -264,8 +280,8 @@ class Server {
     this.#checkIdle();
   }
 
-  #run(token, method, params, timeout) {
-    const context = new CallContext();
+  #run(token, method, params, timeout, watched) {
+    const context = new CallContext(watched ? (value) => (this.#running.has(token) ? this.#native.progress(token, value) : null) : null);
     const run = new Running(context);
     this.#running.set(token, run);
     if (timeout > 0) {

@@ -1,6 +1,6 @@
 // Compiled by __test__/types.test.js with tsc --strict: the declarations must accept what the
 // README shows and refuse what the code refuses (each @ts-expect-error must be an error).
-import { Pool, RpcError, type MapOutcome } from '../..';
+import { Pool, RpcError, type MapOutcome, type HappycoinProgress, type ServeContext } from '../..';
 
 async function main(): Promise<void> {
   const pool = new Pool({ threads: 2, strategy: 'roundrobin', maxQueue: 'auto', timeout: 1000 });
@@ -35,3 +35,19 @@ async function main(): Promise<void> {
   console.log(echoed, mine, fib, total, html, called, squares, ran, byDefault, disposable.threads);
 }
 void main;
+
+async function progress(pool: Pool): Promise<void> {
+  const r = await pool.call<{ count: number }, HappycoinProgress>('happycoin', [{ attempts: 1e6 }], {
+    onProgress: (p) => console.log(p.done / p.attempts, p.coins),
+  });
+  console.log(r.count);
+  pool.serve({
+    steps: async (n: number, ctx: ServeContext) => {
+      ctx.progress({ step: 1, of: n });
+      return n;
+    },
+  });
+  // @ts-expect-error onProgress is a function
+  await pool.call('echo', [1], { onProgress: 3 });
+}
+void progress;

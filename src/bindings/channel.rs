@@ -18,7 +18,7 @@
 //! it returns no worker runs this environment's jobs or touches its inbox, so Node may free the
 //! threadsafe function and the environment's SharedArrayBuffers.
 
-use super::contract::{JSON_MAX_DEPTH, JSON_MIN_VALUES, RESULT_AS_JSON};
+use super::contract::{JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RESULT_AS_JSON};
 use super::convert::{text_to_js, to_js, Converted};
 use super::tsfn::{self, Tsfn};
 use crate::pool::{Control, Deliver, Origin};
@@ -48,6 +48,9 @@ pub(crate) struct Inbox {
     inflight: AtomicUsize,
     /// Controls of calls that carry an AbortSignal, by call id (JS thread only).
     pub(crate) cancellable: Mutex<HashMap<u64, Arc<Control>>>,
+    /// The latest progress report of each call that reported since the last callback (see
+    /// `call_js` for why a report is never handed over after its call's settlement).
+    progress: Mutex<HashMap<u64, Value>>,
     /// References to the typed arrays over SharedArrayBuffers each call was given, by call id:
     /// they keep the memory alive until the call settles (JS thread only; see `keep`).
     kept: Mutex<HashMap<u64, KeptViews>>,
@@ -76,6 +79,17 @@ impl Deliver for InboxSink {
         self.0.resends.push((call, to, token));
         self.wake();
     }
+
+    fn progress(&self, call: u64, value: Value) {
+        // The latest report replaces one not yet handed over: at most one per call waits.
+        let replaced = lock(&self.0.progress).insert(call, value);
+        drop(replaced); // outside the lock
+        self.wake();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl InboxSink {
@@ -125,6 +139,7 @@ impl Channel {
             tsfn: Tsfn::unset(),
             inflight: AtomicUsize::new(0),
             cancellable: Mutex::new(HashMap::new()),
+            progress: Mutex::new(HashMap::new()),
             kept: Mutex::new(HashMap::new()),
         });
         // SAFETY: a Node-API callback on this env's JS thread; `settle` is a value of this env
@@ -289,7 +304,16 @@ unsafe extern "C" fn call_js(
         // SAFETY: we are on the JS thread, inside the threadsafe function's own callback.
         unsafe { inbox.wake() };
     }
+    // Progress is taken after the settlements were popped, and handed over before them: a
+    // report made before its call's outcome was delivered is in the map by now (the producer
+    // inserted it before pushing the outcome), so no report ever follows its settlement.
+    let reports = std::mem::take(&mut *lock(&inbox.progress));
+    if settled.is_empty() && reports.is_empty() {
+        return;
+    }
     if settled.is_empty() {
+        // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
+        unsafe { hand_to_js(env, settle, reports_first(reports, settled)) };
         return;
     }
     {
@@ -303,13 +327,31 @@ unsafe extern "C" fn call_js(
     let n = settled.len();
     let calls: Vec<u64> = settled.iter().map(|(call, _)| *call).collect();
     // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
-    unsafe { hand_to_js(env, settle, settled) };
+    unsafe { hand_to_js(env, settle, reports_first(reports, settled)) };
     // SAFETY: as above.
     unsafe { inbox.let_go(env, &calls) };
     if inbox.inflight.fetch_sub(n, Ordering::Relaxed) == n {
         // SAFETY: JS thread of the env that owns the function.
         unsafe { inbox.tsfn.keep_alive(env, false) };
     }
+}
+
+/// The progress reports, then the settlements: one batch.
+fn reports_first(
+    reports: HashMap<u64, Value>,
+    settled: Vec<(u64, Settlement)>,
+) -> Vec<(u64, Settlement)> {
+    if reports.is_empty() {
+        return settled;
+    }
+    let mut batch = Vec::with_capacity(reports.len() + settled.len());
+    batch.extend(
+        reports
+            .into_iter()
+            .map(|(call, v)| (call, Settlement::Progress(v))),
+    );
+    batch.extend(settled);
+    batch
 }
 
 /// Sends the views of each call a serving thread asked for again (`(call, to, token)`), from
@@ -352,6 +394,8 @@ enum Settlement {
     /// Settle code 1 (`RESULT_AS_JSON`) with this JSON text.
     Json(JsText),
     Error(RpcError),
+    /// Not a settlement: a progress report (code `PROGRESS`) of a call still running.
+    Progress(Value),
 }
 
 impl Settlement {
@@ -398,6 +442,9 @@ unsafe fn hand_to_js(env: sys::napi_env, settle: sys::napi_value, settled: Vec<(
         for (call, outcome) in &settled {
             let entry = match entry(env, undefined, outcome) {
                 Ok(entry) => entry,
+                // A report that cannot be made into a value is skipped: it is advisory, and the
+                // call has not settled.
+                Err(_) if matches!(outcome, Settlement::Progress(_)) => continue,
                 Err(why) => {
                     let e = RpcError::new(
                         ErrorCode::InternalError,
@@ -441,6 +488,7 @@ unsafe fn entry(
             Settlement::Value(v) => (0, to_js(env, v)?, undefined),
             Settlement::Text(text) => (0, text_to_js(env, text)?, undefined),
             Settlement::Json(text) => (RESULT_AS_JSON, text_to_js(env, text)?, undefined),
+            Settlement::Progress(v) => (PROGRESS, to_js(env, v)?, undefined),
             Settlement::Error(e) => {
                 let message = to_js(env, &Value::String(e.message.clone()))?;
                 let data = match &e.data {

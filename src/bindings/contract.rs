@@ -15,8 +15,12 @@ use napi_derive::napi;
 pub(crate) const CALL_CANCELLABLE: u32 = 1;
 /// `flags` bit of the hot call function: `params` is the JSON text of the params array.
 pub(crate) const CALL_JSON_PARAMS: u32 = 2;
+/// `flags` bit of the hot call function: the caller listens to the call's progress.
+pub(crate) const CALL_PROGRESS: u32 = 4;
 /// Settle code of a result handed over as JSON text (code 0: the value itself).
 pub(crate) const RESULT_AS_JSON: i32 = 1;
+/// Code of a settle-batch entry that reports a call's progress (the call does not settle).
+pub(crate) const PROGRESS: i32 = 2;
 /// Params or results of at least this many plain JSON values travel as JSON text, which costs
 /// far less than building them value by value through Node-API. The rule that counts them is
 /// `json_size` (`channel.rs`) here and `plainJsonSize` (`lib/params.js`) in JavaScript: values
@@ -41,6 +45,7 @@ pub struct ErrorCodeInfo {
 pub struct CallFlags {
     pub cancellable: u32,
     pub json_params: u32,
+    pub progress: u32,
 }
 
 #[napi(object)]
@@ -61,6 +66,7 @@ pub struct Contract {
     pub max_nice_increment: u32,
     pub call_flags: CallFlags,
     pub result_as_json: i32,
+    pub progress: i32,
     pub json_min_values: u32,
     pub json_max_depth: u32,
     /// Most values the params of one call may hold, on either path.
@@ -85,8 +91,10 @@ pub fn contract() -> Contract {
         call_flags: CallFlags {
             cancellable: CALL_CANCELLABLE,
             json_params: CALL_JSON_PARAMS,
+            progress: CALL_PROGRESS,
         },
         result_as_json: RESULT_AS_JSON,
+        progress: PROGRESS,
         json_min_values: JSON_MIN_VALUES as u32,
         json_max_depth: JSON_MAX_DEPTH as u32,
         max_values: MAX_VALUES as u32,

@@ -4,7 +4,7 @@
 //! RpcErrors delivered like any other outcome, so `exec`/`call` never throw synchronously.
 
 use super::channel::{Channel, Inbox};
-use super::contract::{CALL_CANCELLABLE, CALL_JSON_PARAMS};
+use super::contract::{CALL_CANCELLABLE, CALL_JSON_PARAMS, CALL_PROGRESS};
 use super::convert::{self, FromJs};
 use super::serve::{self, NativeServer};
 use crate::commands;
@@ -844,15 +844,31 @@ unsafe extern "C" fn hot_call(
                 return Err(cannot_keep());
             }
             let views = &from.views;
+            let watched = flags & CALL_PROGRESS != 0;
             let submit = |m: &str| {
                 placed = true;
                 if views.is_empty() {
-                    return hot.pool.call(&hot.origin, id, m, params, timeout);
+                    return if watched {
+                        hot.pool
+                            .call_watched(&hot.origin, id, m, params, timeout, None)
+                    } else {
+                        hot.pool.call(&hot.origin, id, m, params, timeout)
+                    };
                 }
                 // A JS-served method gets the views from this thread's JavaScript (pool::server).
                 // SAFETY: on this env's JS thread; the views are values of this env.
                 let mut announce =
                     |to, token| unsafe { serve::publish(env, to, token, views, false) };
+                if watched {
+                    return hot.pool.call_watched(
+                        &hot.origin,
+                        id,
+                        m,
+                        params,
+                        timeout,
+                        Some(&mut announce),
+                    );
+                }
                 hot.pool
                     .call_announced(&hot.origin, id, m, params, timeout, &mut announce)
             };

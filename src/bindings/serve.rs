@@ -240,8 +240,9 @@ unsafe extern "C" fn call_js(
 }
 
 /// A batch as one flat array: `nStops, nForgotten`, then the stop tokens, the forgotten tokens,
-/// and four entries per job — `token, method, params, timeoutMs (0: none; what is left of the
-/// call's limit otherwise, however small)`; params are an
+/// and five entries per job — `token, method, params, timeoutMs (0: none; what is left of the
+/// call's limit otherwise, however small), watched (the caller listens to progress)`; params
+/// are an
 /// array, the JSON text of one, or undefined while views are needed. (One array, not three: a
 /// Node-API call costs about as much as handling the usual one-job batch in JavaScript.)
 ///
@@ -283,7 +284,7 @@ unsafe fn batch_to_js(
         let mut last_method: Option<(Arc<str>, sys::napi_value)> = None;
         for job in batch.jobs {
             let token = job.token;
-            let entry = (|| -> Converted<[sys::napi_value; 4]> {
+            let entry = (|| -> Converted<[sys::napi_value; 5]> {
                 let method = match &last_method {
                     Some((m, v)) if Arc::ptr_eq(m, &job.method) || **m == *job.method => *v,
                     _ => {
@@ -310,7 +311,15 @@ unsafe fn batch_to_js(
                     let left = d.saturating_duration_since(Instant::now()).as_secs_f64() * 1000.0;
                     left.max(f64::MIN_POSITIVE)
                 });
-                Ok([number(job.token as f64), method, params, number(timeout)])
+                let mut watched = ptr::null_mut();
+                sys::napi_get_boolean(env, job.watched, &mut watched);
+                Ok([
+                    number(job.token as f64),
+                    method,
+                    params,
+                    number(timeout),
+                    watched,
+                ])
             })();
             match entry {
                 Ok(values) => values.into_iter().for_each(&mut push),
@@ -475,6 +484,28 @@ impl NativeServer {
         self.ctx
             .pool
             .complete(&self.ctx.server, self::token(token), outcome)
+    }
+
+    /// The handler of job `token` reports progress (`ctx.progress(value)`; lib/serve.js calls
+    /// this only when the caller listens). `Some(why)` when `value` cannot be sent: it must be
+    /// plain data, without typed arrays over SharedArrayBuffers.
+    #[napi(catch_unwind)]
+    pub fn progress(&self, env: Env, token: f64, value: Unknown) -> Option<String> {
+        let mut from = FromJs::new(env.raw());
+        let mut path = String::from("progress");
+        // SAFETY: a Node-API callback on this env's JS thread; `value` belongs to this env.
+        match unsafe { from.value(value.raw(), 0, &mut path) } {
+            Ok(_) if !from.views.is_empty() => {
+                Some("a progress value cannot hold a typed array over a SharedArrayBuffer".into())
+            }
+            Ok(v) => {
+                self.ctx
+                    .pool
+                    .progress(&self.ctx.server, self::token(token), v);
+                None
+            }
+            Err(why) => Some(why),
+        }
     }
 
     /// The handler of job `token` threw or rejected: CommandFailed with `message` and `data`

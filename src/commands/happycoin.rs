@@ -75,6 +75,13 @@ impl Command for Happycoin {
             }
             done += n;
             ctx.check()?;
+            ctx.progress(|| {
+                let mut report = Map::with_capacity(3);
+                report.push_unique("done".into(), Value::Number(done as f64));
+                report.push_unique("attempts".into(), Value::Number(attempts as f64));
+                report.push_unique("coins".into(), Value::Number(coins.len() as f64));
+                Value::Object(report)
+            });
         }
 
         let mut result = Map::with_capacity(2);

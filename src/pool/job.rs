@@ -321,6 +321,8 @@ impl Job {
 pub enum Reply {
     /// `exec`/`call`: the outcome as is.
     Call(u64),
+    /// As `Call`, for a caller that listens to the call's progress (see [`Progress`]).
+    Watched(u64),
     /// One JSON-RPC request (`request`/`handle`): a response object, or nothing for a
     /// notification (`id: None`); `text` turns it into JSON text.
     Response {
@@ -336,20 +338,40 @@ impl Reply {
     /// The id of the call this reply settles.
     pub(crate) fn call(&self) -> u64 {
         match self {
-            Reply::Call(call) | Reply::Response { call, .. } => *call,
+            Reply::Call(call) | Reply::Watched(call) | Reply::Response { call, .. } => *call,
             Reply::Part(collector, _) => collector.call,
+        }
+    }
+
+    /// The call whose caller listens to its progress, if this reply settles one.
+    pub(crate) fn watched(&self) -> Option<u64> {
+        match self {
+            Reply::Watched(call) => Some(*call),
+            _ => None,
         }
     }
 
     pub(crate) fn finish(self, outcome: Outcome, origin: &Origin) {
         match self {
-            Reply::Call(call) => origin.deliver(call, outcome),
+            Reply::Call(call) | Reply::Watched(call) => origin.deliver(call, outcome),
             Reply::Response { call, id, text } => {
                 let response = id.map(|id| envelope::response(id, outcome));
                 origin.deliver(call, Ok(finish_text(response, text)));
             }
             Reply::Part(collector, slot) => collector.fill(slot, outcome, origin),
         }
+    }
+}
+
+/// Where a running native command's progress goes: its caller's origin, as call `call`.
+pub(crate) struct Progress<'a> {
+    pub(crate) origin: &'a Origin,
+    pub(crate) call: u64,
+}
+
+impl crate::rpc::Report for Progress<'_> {
+    fn report(&self, value: Value) {
+        self.origin.progress(self.call, value);
     }
 }
 

@@ -100,6 +100,30 @@ impl Pool {
             .submit(origin, method, params.into(), timeout, reply, None, None)
     }
 
+    /// As [`Pool::call_announced`] (with `announce` optional), for a caller that listens to
+    /// the call's progress: a native command's `Context::progress` and a JavaScript handler's
+    /// `ctx.progress(value)` reach `origin` through [`Deliver::progress`].
+    pub fn call_watched(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        method: &str,
+        params: impl Into<Params>,
+        timeout: Option<Duration>,
+        announce: Option<Announce>,
+    ) -> Option<Arc<Control>> {
+        let reply = Reply::Watched(call);
+        self.scheduler.submit(
+            origin,
+            method,
+            params.into(),
+            timeout,
+            reply,
+            None,
+            announce,
+        )
+    }
+
     /// True when `method` is a native command this pool has threads to run.
     pub fn runs_natively(&self, method: &str) -> bool {
         self.scheduler.native_command(method).is_some()
@@ -400,6 +424,12 @@ impl Pool {
     /// handler slot is free).
     pub fn complete(&self, server: &Server, token: u64, outcome: Outcome) -> bool {
         self.scheduler.complete(server, token, outcome)
+    }
+
+    /// The handler of job `token` reports progress (`ctx.progress(value)`); see
+    /// [`Pool::call_watched`].
+    pub fn progress(&self, server: &Server, token: u64, value: Value) {
+        server.progress(token, value);
     }
 
     /// The serving thread stops job `token` (its timeout fired): the call settles now with

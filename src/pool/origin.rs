@@ -14,7 +14,7 @@
 //! buffers and its completion channel can be freed.
 //! (`README.md` §7 puts it beside the pool's other handshakes.)
 
-use crate::rpc::Outcome;
+use crate::rpc::{Outcome, Value};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -27,6 +27,11 @@ pub trait Deliver: Send + Sync {
     /// ignores the request; the job then waits until its caller is gone or it is stopped.
     fn resend(&self, call: u64, to: u64, token: u64) {
         let _ = (call, to, token);
+    }
+
+    /// Call `call` reports progress (its caller listens). The default drops it.
+    fn progress(&self, call: u64, value: Value) {
+        let _ = (call, value);
     }
 }
 
@@ -64,6 +69,14 @@ impl Origin {
     pub fn deliver(&self, call: u64, outcome: Outcome) {
         if self.enter() {
             self.sink.deliver(call, outcome);
+            self.leave();
+        }
+    }
+
+    /// Forwards a progress report of call `call` unless the origin is gone.
+    pub fn progress(&self, call: u64, value: Value) {
+        if self.enter() {
+            self.sink.progress(call, value);
             self.leave();
         }
     }

@@ -17,7 +17,7 @@
 //! once, is in `README.md`.
 
 use super::admission::Admission;
-use super::job::{Control, Job, JobCore, NativeJob, Params, Reply, ServedJob};
+use super::job::{Control, Job, JobCore, NativeJob, Params, Progress, Reply, ServedJob};
 use super::lifecycle::{closed_error, destroyed_error, Lifecycle};
 use super::options::Options;
 use super::origin::Origin;
@@ -481,8 +481,15 @@ impl Scheduler {
         };
         // Everything that runs the command or shapes its outcome is inside `catch_unwind`: a
         // panic anywhere there is this call's InternalError, and the thread goes on serving.
+        let progress = reply.watched().map(|call| Progress {
+            origin: &origin,
+            call,
+        });
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
-            let ctx = crate::rpc::Context::new(flags, timeout::deadline(start, timeout), index);
+            let mut ctx = crate::rpc::Context::new(flags, timeout::deadline(start, timeout), index);
+            if let Some(progress) = &progress {
+                ctx = ctx.reporting_to(progress);
+            }
             ctx.check()?;
             let value = command.run(params.into_values()?, &ctx)?;
             match ctx.stop_reason() {
@@ -711,6 +718,7 @@ impl Scheduler {
                 ..
             } = job;
             let deadline = timeout::deadline(now, timeout);
+            let watched = reply.watched().is_some();
             let Some(params) = server.start(token, &control, origin, reply, now, deadline) else {
                 continue;
             };
@@ -732,6 +740,7 @@ impl Scheduler {
                 params,
                 deadline,
                 views,
+                watched,
             });
         }
         take.finish(jobs)

@@ -80,6 +80,8 @@ pub struct Served {
     pub deadline: Option<Instant>,
     /// The params hold views the serving thread must resolve to its own objects.
     pub views: bool,
+    /// The caller listens to the call's progress (see [`Server::progress`]).
+    pub watched: bool,
 }
 
 /// What one drain hands to the serving thread.
@@ -389,6 +391,22 @@ impl Server {
             self.notify_stop(token);
         }
         won
+    }
+
+    /// The handler of running job `token` reports progress: it goes to the caller if the
+    /// caller listens and the job still runs (a report after the call settled is dropped).
+    pub(crate) fn progress(&self, token: u64, value: Value) {
+        let target = match lock(&self.running).get(&token) {
+            Some(run) => run
+                .reply
+                .as_ref()
+                .and_then(Reply::watched)
+                .map(|call| (run.origin.clone(), call)),
+            None => None,
+        };
+        if let Some((origin, call)) = target {
+            origin.progress(call, value);
+        }
     }
 
     /// Records why running job `token` must stop (the first reason wins).

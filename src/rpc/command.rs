@@ -8,7 +8,7 @@
 use super::error::{ErrorCode, RpcError};
 use super::value::Value;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,16 @@ impl CancelReason {
     }
 }
 
+/// Where a running call's progress goes when its caller listens (`call(…, { onProgress })`).
+/// Reports are advisory: the receiver keeps only the latest value per call.
+pub trait Report: Sync {
+    fn report(&self, value: Value);
+}
+
+/// A call reports progress at most this often; reports in between are skipped (the next one
+/// carries the news), so a command may report at every checkpoint, however frequent.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(20);
+
 /// What a running command can ask of the pool.
 pub struct Context<'a> {
     cancel: &'a AtomicU8,
@@ -58,6 +68,12 @@ pub struct Context<'a> {
     destroyed: &'a AtomicBool,
     deadline: Option<Instant>,
     worker: usize,
+    /// Set only when the caller listens (with the instant the context began reporting): a
+    /// command's `progress` is one branch otherwise.
+    progress: Option<(&'a dyn Report, Instant)>,
+    /// When the next report may go, in ns after that instant (0: the first goes at once). An
+    /// atomic, so that a context stays shareable with threads a command starts.
+    next_report: AtomicU64,
 }
 
 /// The flags a running call watches: its own cancel reason, its caller's environment, its pool.
@@ -80,6 +96,46 @@ impl<'a> Context<'a> {
             destroyed,
             deadline,
             worker,
+            progress: None,
+            next_report: AtomicU64::new(0),
+        }
+    }
+
+    /// The same context, reporting progress to `to` (its caller listens).
+    pub fn reporting_to(self, to: &'a dyn Report) -> Self {
+        Context {
+            progress: Some((to, Instant::now())),
+            ..self
+        }
+    }
+
+    /// True when the caller listens to progress: a command may skip work that only feeds
+    /// [`Context::progress`] otherwise.
+    pub fn wants_progress(&self) -> bool {
+        self.progress.is_some()
+    }
+
+    /// Reports how far the call has come (any value: a count, `{ done, of }`, …). `value` is
+    /// made only when the caller listens and [`PROGRESS_INTERVAL`] has passed since the last
+    /// report, so a command can call this at every checkpoint of its loop: without a listener
+    /// it costs one branch.
+    pub fn progress(&self, value: impl FnOnce() -> Value) {
+        let Some((to, since)) = self.progress else {
+            return;
+        };
+        let now = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let next = self.next_report.load(Ordering::Relaxed);
+        if now < next {
+            return;
+        }
+        let after = now.saturating_add(PROGRESS_INTERVAL.as_nanos() as u64);
+        // One reporter per interval, also when threads of the command race for it.
+        if self
+            .next_report
+            .compare_exchange(next, after, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            to.report(value());
         }
     }
 
@@ -131,7 +187,15 @@ impl<'a> Context<'a> {
     /// The same context with a deadline of its own (one item of a map's chunk, which has a
     /// limit per item): it stops for the call's reasons, or at `deadline`.
     pub fn with_deadline(&self, deadline: Option<Instant>) -> Context<'a> {
-        Context { deadline, ..*self }
+        Context {
+            cancel: self.cancel,
+            env_gone: self.env_gone,
+            destroyed: self.destroyed,
+            deadline,
+            worker: self.worker,
+            progress: self.progress,
+            next_report: AtomicU64::new(self.next_report.load(Ordering::Relaxed)),
+        }
     }
 }
 
@@ -190,5 +254,84 @@ impl Registry {
 
     pub fn commands(&self) -> impl Iterator<Item = &Arc<dyn Command>> {
         self.order.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    struct Collect(Mutex<Vec<Value>>);
+    impl Report for Collect {
+        fn report(&self, value: Value) {
+            self.0.lock().unwrap().push(value);
+        }
+    }
+
+    fn flags() -> (AtomicU8, AtomicBool, AtomicBool) {
+        (
+            AtomicU8::new(0),
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+        )
+    }
+
+    #[test]
+    fn without_a_listener_progress_never_makes_its_value() {
+        let (cancel, env_gone, destroyed) = flags();
+        let ctx = Context::new(
+            StopFlags {
+                cancel: &cancel,
+                env_gone: &env_gone,
+                destroyed: &destroyed,
+            },
+            None,
+            0,
+        );
+        assert!(!ctx.wants_progress());
+        for _ in 0..1000 {
+            ctx.progress(|| unreachable!("nobody listens"));
+        }
+    }
+
+    #[test]
+    fn reports_go_at_once_then_at_most_once_per_interval() {
+        let (cancel, env_gone, destroyed) = flags();
+        let to = Collect(Mutex::new(Vec::new()));
+        let ctx = Context::new(
+            StopFlags {
+                cancel: &cancel,
+                env_gone: &env_gone,
+                destroyed: &destroyed,
+            },
+            None,
+            0,
+        )
+        .reporting_to(&to);
+        assert!(ctx.wants_progress());
+        let start = Instant::now();
+        let mut made = 0;
+        let mut i = 0;
+        while start.elapsed() < PROGRESS_INTERVAL * 5 {
+            i += 1;
+            ctx.progress(|| {
+                made += 1;
+                Value::Number(i as f64)
+            });
+        }
+        let reports = to.0.lock().unwrap();
+        assert_eq!(reports.len(), made, "a value is made only to be sent");
+        assert_eq!(
+            reports[0],
+            Value::Number(1.0),
+            "the first report goes at once"
+        );
+        // Five intervals long: the first report, then one per interval at most.
+        assert!((2..=6).contains(&made), "{made} reports in 5 intervals");
+        assert!(
+            i > 1000,
+            "the loop ran {i} times: most reports were skipped"
+        );
     }
 }
