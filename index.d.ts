@@ -243,8 +243,8 @@ export declare class Pool extends EventEmitter {
   /** Piscina's run: the task file's function `name` (default 'default') with `task`. */
   run<T = unknown>(task: Param, options?: RunOptions): Promise<T>;
   /** `method` once per input, results in input order; native commands run in chunks. */
-  map<I extends Param = Param, T = unknown>(method: string, inputs: ArrayLike<I>, options: MapOptions<I, T> & { settle: 'all' }): Promise<MapOutcome<T>[]>;
-  map<I extends Param = Param, T = unknown>(method: string, inputs: ArrayLike<I>, options?: MapOptions<I, T>): Promise<T[]>;
+  map<I extends Param = Param, T = unknown>(method: string, inputs: readonly I[] | Iterable<I>, options: MapOptions<I, T> & { settle: 'all' }): Promise<MapOutcome<T>[]>;
+  map<I extends Param = Param, T = unknown>(method: string, inputs: readonly I[] | Iterable<I>, options?: MapOptions<I, T>): Promise<T[]>;
   /** Resolves when a task-file pool's first workers have loaded it (rejects if it fails to load). */
   ready(): Promise<void>;
   /** Mustache on a native thread; output identical to mustache.js 4.2.0 for JSON data. */

@@ -48,3 +48,28 @@ test('guessing-game: the worker finds the secret by bisection, taking turns with
   expect(out).toMatch(`guessed 777 in ${guesses.length} tries`);
   for (const g of guesses.slice(0, -1)) expect(g[3]).toBe(Number(g[2]) < 777 ? 'higher' : 'lower');
 });
+
+test('invoices: eight orders on four workers, in order, the bad one failed, progress after each', async () => {
+  const out = await example('invoices');
+  expect(out.match(/^\d+ of 8 done$/gm)).toEqual(Array.from({ length: 8 }, (_, i) => `${i + 1} of 8 done`));
+  const lines = out.match(/^order \d+: .*$/gm);
+  expect(lines).toEqual([
+    'order 1001: 60.00 €',
+    'order 1002: 150.00 €',
+    'order 1003: 96.00 €',
+    'order 1004: failed: invalid amount',
+    'order 1005: 288.00 €',
+    'order 1006: 42.00 €',
+    'order 1007: 108.00 €',
+    'order 1008: 18.00 €',
+  ]);
+  expect(out).toMatch(/^total 762\.00 €, 1 failed$/m);
+});
+
+test('invoices: an invoice over 1 s fails on its own; the others are invoiced', async () => {
+  const out = await example('invoices', ['--slow', '1006']);
+  expect(out).toMatch(/^order 1006: failed: .*(timeout|timed out)/m);
+  expect(out).toMatch(/^order 1007: 108\.00 €$/m);
+  expect(out).toMatch(/^total 720\.00 €, 2 failed$/m);
+  expect(out.match(/^\d+ of 8 done$/gm)).toHaveLength(8);
+});

@@ -117,3 +117,34 @@ describe('map over a JavaScript method', () => {
     await pool.close();
   });
 });
+
+describe('map and a bounded queue (maxQueue, onFull: reject)', () => {
+  const tasks = path.join(__dirname, 'fixtures', 'tasks', 'basic.js');
+
+  test('a map never floods the queue it is given: every input runs once, none gets QueueFull', async () => {
+    const counters = new Int32Array(new SharedArrayBuffer(4 * 60));
+    const files = new Pool({ filename: tasks, threads: 2, maxQueue: 2 });
+    const served = await files.map('countOne', Array.from({ length: 60 }, (_, i) => [counters, i, 1]), { settle: 'all' });
+    expect(served.filter((r) => r.status === 'rejected').map((r) => r.reason.code)).toEqual([]);
+    expect(served.map((r) => r.value)).toEqual(Array.from({ length: 60 }, (_, i) => i));
+    expect([...counters]).toEqual(Array(60).fill(1)); // each ran once
+    await files.close();
+
+    const native = new Pool({ threads: 2, maxQueue: 0 });
+    const slept = await native.map('sleep', Array.from({ length: 40 }, () => 1), { settle: 'all' });
+    expect(slept.map((r) => r.status)).toEqual(Array(40).fill('fulfilled'));
+    await native.close();
+  });
+
+  test('when other callers hold the whole queue, the map’s inputs get QueueFull as their calls would', async () => {
+    const pool = new Pool({ threads: 1, maxQueue: 1 });
+    const running = pool.exec('sleep', 300);
+    const queued = pool.exec('sleep', 1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const r = await outcome(pool.map('echo', [1, 2, 3]));
+    expect(r.code).toBe(C.QueueFull);
+    await Promise.all([running, queued]);
+    expect(await pool.map('echo', [1, 2, 3])).toEqual([1, 2, 3]);
+    await pool.close();
+  });
+});

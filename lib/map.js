@@ -90,6 +90,9 @@ class MapRun {
   #chunksInFlight;
   #cancellable;
   #retry = []; // chunks that failed as a whole, to send again input by input
+  #again = []; // { from, n } (a native chunk) or { indexes } (calls): the pool had no room
+  #cap; // inputs in flight at most: `concurrency`, lowered while the pool's queue is full
+  #chunkCap;
   #settledItems = []; // index, ok, value: waiting for the microtask that reports them
   #flushing = false;
   #over = false;
@@ -107,10 +110,12 @@ class MapRun {
     this.#signal = o.signal;
     this.#timeout = o.timeout;
     this.#concurrency = o.concurrency;
+    this.#cap = o.concurrency;
     this.#results = new Array(inputs.length);
     // A native command's inputs go in chunks (0: one call each).
     this.#chunkSize = nativePool.runsNatively(method) ? 1 : 0;
     this.#chunksInFlight = CHUNKS_PER_THREAD * Math.max(nativePool.threads, 1);
+    this.#chunkCap = this.#chunksInFlight;
     // Calls are cancellable (a native control kept per call) only when something may cancel
     // them before they end: a signal, or a first error that ends the map.
     this.#cancellable = o.signal !== undefined || !this.#settleAll;
@@ -126,15 +131,22 @@ class MapRun {
     else this.#send();
   }
 
-  /** Sends the next chunks while there is room. */
+  /** Sends what the pool had no room for, then the next chunks, while there is room. */
   #send() {
-    while (!this.#over && this.#next < this.#inputs.length && this.#inflightInputs < this.#concurrency) {
+    while (!this.#over && this.#again.length > 0 && this.#inflightInputs < this.#cap) {
+      const again = this.#again[0];
+      if (again.indexes === undefined && this.#inflight.size >= this.#chunkCap) return;
+      this.#again.shift();
+      if (again.indexes === undefined) this.#sendChunk(again.from, again.n, false);
+      else this.#sendItems(0, again.indexes.length, again.indexes);
+    }
+    while (!this.#over && this.#next < this.#inputs.length && this.#inflightInputs < this.#cap) {
       const from = this.#next;
-      const room = Math.min(this.#concurrency - this.#inflightInputs, this.#inputs.length - from);
+      const room = Math.min(this.#cap - this.#inflightInputs, this.#inputs.length - from);
       if (this.#chunkSize > 0) {
-        if (this.#inflight.size >= this.#chunksInFlight) return;
+        if (this.#inflight.size >= this.#chunkCap) return;
         const n = Math.min(room, this.#chunkSize);
-        this.#sendChunk(from, n);
+        this.#sendChunk(from, n, true);
       } else {
         const n = Math.min(room, CHUNK);
         this.#sendItems(from, n);
@@ -142,10 +154,30 @@ class MapRun {
     }
   }
 
-  #sendChunk(from, n) {
+  /**
+   * The pool's queue had no room for these inputs (QueueFull, `onFull: 'reject'`): while other
+   * inputs of this map are in flight, they are sent again when those make room, and the map
+   * keeps no more in flight than the pool took. With none in flight, the queue is full of
+   * other callers' work, and QueueFull is their outcome. True if they will be sent again.
+   */
+  #noRoom(again) {
+    if (this.#inflightInputs === 0) return false;
+    this.#cap = Math.max(1, this.#inflightInputs);
+    this.#chunkCap = Math.max(1, this.#inflight.size);
+    this.#again.push(again);
+    return true;
+  }
+
+  /** An input settled (or a chunk): one more may be in flight, up to `concurrency`. */
+  #roomGrows() {
+    if (this.#cap < this.#concurrency) this.#cap++;
+    if (this.#chunkCap < this.#chunksInFlight) this.#chunkCap++;
+  }
+
+  #sendChunk(from, n, fresh) {
     const chunk = new Chunk(this, from, n);
     chunk.sent = performance.now();
-    this.#next += n;
+    if (fresh) this.#next += n;
     this.#inflightInputs += n;
     this.#inflight.add(chunk);
     startMany(this.owner, [chunk], (ids) => this.#native.callChunk(ids[0], this.#method, this.#inputs, from, n, this.#timeout, this.#cancellable));
@@ -173,6 +205,7 @@ class MapRun {
     this.#inflight.delete(chunk);
     this.#inflightInputs -= chunk.size;
     if (this.#over) return;
+    this.#roomGrows();
     const ms = Math.max(performance.now() - chunk.sent, 0.001);
     this.#chunkSize = Math.max(1, Math.min(CHUNK, chunk.size * 4, Math.round((chunk.size * CHUNK_MS) / ms)));
     const { results, errors } = outcome;
@@ -196,6 +229,7 @@ class MapRun {
       this.#schedule();
       return;
     }
+    if (error.code === CODES.QueueFull && this.#noRoom({ from: chunk.index, n: chunk.size })) return;
     for (let i = 0; i < chunk.size && !this.#over; i++) this.#record(chunk.index + i, false, error);
   }
 
@@ -204,6 +238,8 @@ class MapRun {
     this.#inflight.delete(item);
     this.#inflightInputs--;
     if (this.#over) return;
+    if (!ok && value.code === CODES.QueueFull && this.#noRoom({ indexes: [item.index] })) return;
+    this.#roomGrows();
     this.#record(item.index, ok, value);
   }
 
