@@ -73,3 +73,15 @@ test('invoices: an invoice over 1 s fails on its own; the others are invoiced', 
   expect(out).toMatch(/^total 720\.00 €, 2 failed$/m);
   expect(out.match(/^\d+ of 8 done$/gm)).toHaveLength(8);
 });
+
+test('npm start (demo): mines with progress, compares with JS workers, renders, serves, says where next', async () => {
+  const out = await example('demo', ['--draws', '4000000']);
+  const [, tried, coins] = out.match(/^ {3}100% {2}(\S+) tried {2}(\d+) coins/m);
+  expect(tried).toBe('4.00M');
+  expect(Number(coins)).toBeGreaterThan(0);
+  expect(out).toMatch(/corepool is \d+× faster, measured just now/);
+  expect(out).toMatch(/<h1>Happycoins &amp; friends<\/h1><ul><li>\d+<\/li>/);
+  expect(out).toMatch(new RegExp(`Hello, Katelyn: ${coins} coins mined today\\.`));
+  expect(out).toMatch(/^Next: README\.md/m);
+  expect(out.split('\n').length).toBeLessThan(25); // one screenful
+});
