@@ -124,6 +124,7 @@ pub fn write(value: &Value, out: &mut String) {
 
 /// The bytes a JSON string cannot hold as themselves: the quote, the backslash and the control
 /// characters. All are ASCII, so each is a whole character, and so is every run between them.
+/// The writer escapes them; the parser (`fast.rs`) stops its plain runs at them.
 const ESCAPED: [bool; 256] = {
     let mut table = [false; 256];
     let mut b = 0;

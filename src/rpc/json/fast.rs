@@ -20,6 +20,7 @@
 //! serde_json's `float_roundtrip` parsing round the exact decimal value correctly (to nearest,
 //! ties to even), as JavaScript's `JSON.parse` does, so the three agree on every number.
 
+use super::ESCAPED;
 use crate::rpc::value::{Key, KeyIndex, Map, Value, MAX_NESTING, SCAN_LIMIT};
 use std::borrow::Cow;
 
@@ -259,19 +260,6 @@ const POWERS_OF_TEN: [f64; 16] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 ];
 
-/// Bytes that end the plain run of a string: the quote, the backslash, control characters.
-const STRING_STOP: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};
-
 impl<'t> Parser<'t> {
     fn skip_space(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.at) {
@@ -333,7 +321,7 @@ impl<'t> Parser<'t> {
     fn string(&mut self) -> Option<Cow<'t, str>> {
         let start = self.at;
         let mut at = self.skip_plain(start);
-        while !STRING_STOP[*self.bytes.get(at)? as usize] {
+        while !ESCAPED[*self.bytes.get(at)? as usize] {
             at += 1;
         }
         if self.bytes[at] == b'"' {
@@ -345,7 +333,7 @@ impl<'t> Parser<'t> {
         let mut run = start;
         loop {
             at = self.skip_plain(at);
-            while !STRING_STOP[*self.bytes.get(at)? as usize] {
+            while !ESCAPED[*self.bytes.get(at)? as usize] {
                 at += 1;
             }
             out.push_str(&self.text[run..at]);
