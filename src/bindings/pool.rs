@@ -10,7 +10,7 @@ use super::serve::{self, NativeServer};
 use crate::commands;
 use crate::pool::Origin;
 use crate::pool::{
-    closed_error, timeout, Control, OnFull, Options, Params, Pool, Stats, Strategy,
+    closed_error, timeout, Caller, Control, OnFull, Options, Params, Pool, Stats, Strategy,
     MAX_NICE_INCREMENT, MAX_THREADS,
 };
 use crate::rpc::{envelope, json, CancelReason, ErrorCode, JsText, RpcError, Value};
@@ -503,22 +503,15 @@ impl NativePool {
                 continue;
             }
             let views = &from_js.views;
-            let control = if views.is_empty() {
-                self.pool
-                    .call(&self.channel.origin, id, &method, params, timeout)
-            } else {
-                // SAFETY: on this env's JS thread; the views are values of this env.
-                let mut announce =
-                    |to, token| unsafe { serve::publish(raw, to, token, views, false) };
-                self.pool.call_announced(
-                    &self.channel.origin,
-                    id,
-                    &method,
-                    params,
-                    timeout,
-                    &mut announce,
-                )
+            // SAFETY: on this env's JS thread; the views are values of this env.
+            let mut announce = |to, token| unsafe { serve::publish(raw, to, token, views, false) };
+            let caller = Caller {
+                watches_progress: false,
+                announce: (!views.is_empty()).then_some(&mut announce as _),
             };
+            let control =
+                self.pool
+                    .call_as(&self.channel.origin, id, &method, params, timeout, caller);
             if let (Some(control), true) = (control, cancellable) {
                 inbox
                     .cancellable
@@ -844,33 +837,19 @@ unsafe extern "C" fn hot_call(
                 return Err(cannot_keep());
             }
             let views = &from.views;
-            let watched = flags & CALL_PROGRESS != 0;
+            let watches_progress = flags & CALL_PROGRESS != 0;
             let submit = |m: &str| {
                 placed = true;
-                if views.is_empty() {
-                    return if watched {
-                        hot.pool
-                            .call_watched(&hot.origin, id, m, params, timeout, None)
-                    } else {
-                        hot.pool.call(&hot.origin, id, m, params, timeout)
-                    };
-                }
                 // A JS-served method gets the views from this thread's JavaScript (pool::server).
                 // SAFETY: on this env's JS thread; the views are values of this env.
                 let mut announce =
                     |to, token| unsafe { serve::publish(env, to, token, views, false) };
-                if watched {
-                    return hot.pool.call_watched(
-                        &hot.origin,
-                        id,
-                        m,
-                        params,
-                        timeout,
-                        Some(&mut announce),
-                    );
-                }
+                let caller = Caller {
+                    watches_progress,
+                    announce: (!views.is_empty()).then_some(&mut announce as _),
+                };
                 hot.pool
-                    .call_announced(&hot.origin, id, m, params, timeout, &mut announce)
+                    .call_as(&hot.origin, id, m, params, timeout, caller)
             };
             // SAFETY: argv[1] is a string of this env (checked above), on its JS thread.
             unsafe { convert::with_str(env, argv[1], submit) }.map_err(RpcError::invalid_params)

@@ -56,6 +56,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A pool of native worker threads, and of the JavaScript threads that serve methods.
+/// What the calling side adds to a call beyond its method, params and timeout.
+#[derive(Default)]
+pub struct Caller<'a> {
+    /// The caller listens to the call's progress: a native command's `Context::progress` and
+    /// a JavaScript handler's `ctx.progress(value)` reach its origin ([`Deliver::progress`]).
+    pub watches_progress: bool,
+    /// When a JavaScript-served call with views is placed on a server from this thread,
+    /// `announce(server_tag, token)` runs just before the push (see `server.rs`).
+    pub announce: Option<Announce<'a>>,
+}
+
 pub struct Pool {
     scheduler: Arc<Scheduler>,
     id: u64,
@@ -95,24 +106,24 @@ impl Pool {
         params: impl Into<Params>,
         timeout: Option<Duration>,
     ) -> Option<Arc<Control>> {
-        let reply = Reply::Call(call);
-        self.scheduler
-            .submit(origin, method, params.into(), timeout, reply, None, None)
+        self.call_as(origin, call, method, params, timeout, Caller::default())
     }
 
-    /// As [`Pool::call_announced`] (with `announce` optional), for a caller that listens to
-    /// the call's progress: a native command's `Context::progress` and a JavaScript handler's
-    /// `ctx.progress(value)` reach `origin` through [`Deliver::progress`].
-    pub fn call_watched(
+    /// As [`Pool::call`], with what the caller's side adds (see [`Caller`]).
+    pub fn call_as(
         &self,
         origin: &Arc<Origin>,
         call: u64,
         method: &str,
         params: impl Into<Params>,
         timeout: Option<Duration>,
-        announce: Option<Announce>,
+        caller: Caller,
     ) -> Option<Arc<Control>> {
-        let reply = Reply::Watched(call);
+        let reply = if caller.watches_progress {
+            Reply::Watched(call)
+        } else {
+            Reply::Call(call)
+        };
         self.scheduler.submit(
             origin,
             method,
@@ -120,7 +131,7 @@ impl Pool {
             timeout,
             reply,
             None,
-            announce,
+            caller.announce,
         )
     }
 
@@ -157,29 +168,6 @@ impl Pool {
         Ok(self
             .scheduler
             .submit_command(origin, each, Params::Values(items), reply))
-    }
-
-    /// As [`Pool::call`]; when a JavaScript-served call with views is placed on a server from
-    /// this thread, `announce(server_tag, token)` runs just before the push (see `server.rs`).
-    pub fn call_announced(
-        &self,
-        origin: &Arc<Origin>,
-        call: u64,
-        method: &str,
-        params: impl Into<Params>,
-        timeout: Option<Duration>,
-        announce: Announce,
-    ) -> Option<Arc<Control>> {
-        let reply = Reply::Call(call);
-        self.scheduler.submit(
-            origin,
-            method,
-            params.into(),
-            timeout,
-            reply,
-            None,
-            Some(announce),
-        )
     }
 
     /// Answers one JSON-RPC request object or batch (`text`: answer as JSON text). `closed`:

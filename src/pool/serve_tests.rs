@@ -24,6 +24,14 @@ impl Deliver for Arc<Sink> {
     }
 }
 
+/// A caller that announces views through `announce`.
+fn announcing(announce: &mut dyn FnMut(u64, u64)) -> Caller<'_> {
+    Caller {
+        announce: Some(announce),
+        ..Caller::default()
+    }
+}
+
 fn origin() -> (Arc<Origin>, Arc<Sink>, Receiver<(u64, Outcome)>) {
     let (tx, rx) = channel();
     let sink = Arc::new(Sink {
@@ -596,17 +604,22 @@ fn views_are_announced_to_the_chosen_server_or_resent_on_request() {
     let mut words = vec![0u32; 4];
     let (server, _bell) = serve(&p, &["m"], 7);
     let mut announced = vec![];
-    p.call_announced(
+    p.call_as(
         &o,
         1,
         "m",
         vec![Value::Array(vec![view_param(&mut words)])],
         None,
-        &mut |to, token| announced.push((to, token)),
+        announcing(&mut |to, token| announced.push((to, token))),
     );
-    p.call_announced(&o, 2, "m", vec![], None, &mut |_, _| {
-        panic!("no views, nothing to announce")
-    });
+    p.call_as(
+        &o,
+        2,
+        "m",
+        vec![],
+        None,
+        announcing(&mut |_, _| panic!("no views, nothing to announce")),
+    );
     let jobs = p.take(&server).jobs;
     assert!(jobs[0].views && !jobs[1].views);
     assert_eq!(announced, [(7, jobs[0].token)]);
@@ -625,13 +638,13 @@ fn views_are_announced_to_the_chosen_server_or_resent_on_request() {
     );
     // Announced then cancelled while queued: the server is told to forget the views.
     let c = p
-        .call_announced(
+        .call_as(
             &o,
             3,
             "m",
             vec![view_param(&mut words)],
             None,
-            &mut |_, _| {},
+            announcing(&mut |_, _| {}),
         )
         .unwrap();
     assert!(p.cancel(&c, CancelReason::Aborted));
