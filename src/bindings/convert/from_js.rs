@@ -160,14 +160,8 @@ impl FromJs {
     ) -> Converted<Value> {
         let env = self.env;
         self.spend(1, path)?;
-        let mut t = 0;
-        at_try!(
-            env,
-            path,
-            sys::napi_typeof(env, v, &mut t),
-            "reading a type"
-        );
-        match t {
+        // SAFETY: caller contract.
+        match unsafe { type_of(env, v, path, "reading a type") }? {
             sys::ValueType::napi_undefined | sys::ValueType::napi_null => Ok(Value::Null),
             sys::ValueType::napi_boolean => {
                 let mut b = false;
@@ -321,20 +315,8 @@ impl FromJs {
         // Only plain objects: a class instance may compute fields in getters on its prototype,
         // which JSON.stringify would silently drop. Node-API gives a Proxy a null prototype
         // (its trap does not run), so a null prototype may still hide a Proxy of an array.
-        let mut proto = ptr::null_mut();
-        at_try!(
-            env,
-            path,
-            sys::napi_get_prototype(env, v, &mut proto),
-            "reading its prototype"
-        );
-        let mut proto_type = 0;
-        at_try!(
-            env,
-            path,
-            sys::napi_typeof(env, proto, &mut proto_type),
-            "reading its prototype"
-        );
+        // SAFETY: caller contract; `v` is an object.
+        let (proto, proto_type) = unsafe { prototype_of(env, v, path, "reading its prototype") }?;
         let kind = if proto_type == sys::ValueType::napi_null {
             // A null-prototype object, or a Proxy (Node-API shows none for one): ask JavaScript,
             // whose Array.isArray and Object.getPrototypeOf see through proxies.
@@ -545,14 +527,9 @@ impl FromJs {
             sys::napi_get_property(env, v, key, &mut f),
             "reading its toJSON"
         );
-        let mut t = 0;
-        at_try!(
-            env,
-            path,
-            sys::napi_typeof(env, f, &mut t),
-            "reading its toJSON"
-        );
-        if t != sys::ValueType::napi_function {
+        // SAFETY: `f` is a value of this env.
+        if unsafe { type_of(env, f, path, "reading its toJSON") }? != sys::ValueType::napi_function
+        {
             return Ok(());
         }
         let mut own = false;
@@ -611,13 +588,8 @@ impl FromJs {
             sys::napi_call_function(env, undefined, get_prototype_of, 1, &v, &mut proto),
             "reading its prototype"
         );
-        let mut t = 0;
-        at_try!(
-            env,
-            path,
-            sys::napi_typeof(env, proto, &mut t),
-            "reading its prototype"
-        );
+        // SAFETY: `proto` is a value of this env.
+        let t = unsafe { type_of(env, proto, path, "reading its prototype") }?;
         // SAFETY: `proto` is a value of this env.
         Ok(
             if t == sys::ValueType::napi_null || unsafe { self.is_object_prototype(proto, path) }? {
@@ -756,20 +728,8 @@ impl FromJs {
                 return Ok(true);
             }
         }
-        let mut parent = ptr::null_mut();
-        at_try!(
-            env,
-            path,
-            sys::napi_get_prototype(env, proto, &mut parent),
-            "reading a prototype"
-        );
-        let mut t = 0;
-        at_try!(
-            env,
-            path,
-            sys::napi_typeof(env, parent, &mut t),
-            "reading a prototype"
-        );
+        // SAFETY: `proto` is an object of this env.
+        let (_, t) = unsafe { prototype_of(env, proto, path, "reading a prototype") }?;
         if t != sys::ValueType::napi_null {
             return Ok(false);
         }
@@ -781,6 +741,38 @@ impl FromJs {
         }
         Ok(plain)
     }
+}
+
+/// `typeof v`, as Node-API names it; `what` says what was being done, for the error.
+///
+/// # Safety
+/// On `env`'s JS thread, with `v` a value of `env`.
+unsafe fn type_of(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    path: &str,
+    what: &str,
+) -> Converted<sys::napi_valuetype> {
+    let mut t = 0;
+    at_try!(env, path, sys::napi_typeof(env, v, &mut t), what);
+    Ok(t)
+}
+
+/// The prototype of object `v` and its type (`napi_null` at the end of a chain, and for a
+/// Proxy, whose trap Node-API does not run).
+///
+/// # Safety
+/// On `env`'s JS thread, with `v` an object of `env`.
+unsafe fn prototype_of(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    path: &str,
+    what: &str,
+) -> Converted<(sys::napi_value, sys::napi_valuetype)> {
+    let mut proto = ptr::null_mut();
+    at_try!(env, path, sys::napi_get_prototype(env, v, &mut proto), what);
+    // SAFETY: `proto` is a value of this env.
+    Ok((proto, unsafe { type_of(env, proto, path, what) }?))
 }
 
 /// The decimal digits of `n`, written into `buf` (for error paths, without an allocation).
