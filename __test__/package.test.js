@@ -1,46 +1,179 @@
 'use strict';
-// The packed tarball must install and load with no build step: with this machine's npm, and
-// with npm 12, which does not run dependencies' install scripts unless approved.
+// What a consumer gets: the packed tarball carries the license, docs, types and the prebuilt
+// binary and nothing of the tests; installing it from a registry runs no script, prints no
+// install-script warning (npm 11 warns, npm 12 blocks) and needs no build step; and where no
+// binary fits, the error names the build command, which builds one from the packed sources.
+const crypto = require('node:crypto');
 const fs = require('node:fs');
+const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
-const { execFileSync } = require('node:child_process');
+const { execFile, execFileSync } = require('node:child_process');
+const { loadAddon } = require('../lib/native.js');
+const { platformTriple } = require('../lib/platform.js');
 
 const root = path.join(__dirname, '..');
 const NPM12 = 'npm@12.2.0';
+const binary = `corepool.${platformTriple()}.node`;
+// The consumer-side build shares the clone's cargo target, so only corepool itself compiles.
+const cargoTarget = process.env.CARGO_TARGET_DIR || path.join(root, 'target');
 
-function sh(cmd, args, cwd) {
-  return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 240000 });
+/** Runs a command without blocking the event loop (the registry below answers from it). */
+function run(cmd, args, cwd, env = {}) {
+  return new Promise((resolve, reject) => {
+    const options = { cwd, encoding: 'utf8', timeout: 240_000, env: { ...process.env, ...env } };
+    execFile(cmd, args, options, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${cmd} ${args.join(' ')} failed (${error.code ?? error.signal}):\n${stdout}${stderr}`));
+      else resolve({ stdout, stderr });
+    });
+  });
 }
 
-let tarball;
-let workdir;
+/**
+ * A registry that serves one package, as the public registry serves a published one: a
+ * consumer's `npm install corepool` takes the registry path through npm, where a `prepare`
+ * script is a step of the author's, never run for the consumer (npm lists it as an unapproved
+ * script only for tarball files and git, whose packages npm may have to prepare itself).
+ */
+function serveRegistry(manifest, tarballBytes) {
+  const integrity = `sha512-${crypto.createHash('sha512').update(tarballBytes).digest('base64')}`;
+  const shasum = crypto.createHash('sha1').update(tarballBytes).digest('hex');
+  const server = http.createServer((req, res) => {
+    const base = `http://127.0.0.1:${server.address().port}`;
+    if (req.url === `/${manifest.name}`) {
+      const version = { ...manifest, dist: { tarball: `${base}/package.tgz`, integrity, shasum } };
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ name: manifest.name, 'dist-tags': { latest: manifest.version }, versions: { [manifest.version]: version } }));
+    } else if (req.url === '/package.tgz') {
+      res.end(tarballBytes);
+    } else {
+      res.statusCode = 404;
+      res.end('{}');
+    }
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${server.address().port}/`, close: () => server.close() }));
+  });
+}
 
-beforeAll(() => {
+let workdir;
+let packed; // npm pack --json's entry: { filename, files: [{ path }] }
+let manifest; // the package.json inside the tarball
+let registry;
+
+beforeAll(async () => {
   workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-pack-'));
-  const out = JSON.parse(sh('npm', ['pack', '--json', '--pack-destination', workdir], root));
-  tarball = path.join(workdir, out[0].filename);
-  const files = out[0].files.map((f) => f.path);
-  expect(files).toContain('corepool.linux-x64-gnu.node');
-  expect(files).toContain('index.js');
-  expect(files).toContain('index.d.ts');
-});
+  // --ignore-scripts: pack the binary this test run built; `prepare` would rebuild it first.
+  const { stdout } = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', workdir], root);
+  [packed] = JSON.parse(stdout);
+  const tarball = path.join(workdir, packed.filename);
+  execFileSync('tar', ['-xzf', tarball, '-C', workdir]);
+  manifest = JSON.parse(fs.readFileSync(path.join(workdir, 'package', 'package.json'), 'utf8'));
+  registry = await serveRegistry(manifest, fs.readFileSync(tarball));
+}, 120_000);
 
 afterAll(() => {
+  registry?.close();
   if (workdir) fs.rmSync(workdir, { recursive: true, force: true });
 });
 
-const cjs = "const { Pool } = require('corepool'); new Pool({ threads: 1 }).exec('fibonacci', 90).then((v) => console.log('cjs', v));";
-const esm = "import { Pool, RpcError } from 'corepool'; const p = new Pool({ threads: 1 }); console.log('esm', await p.exec('echo', 7), typeof RpcError.codes.Timeout);";
+/** A new project with corepool installed from the registry; returns its directory and npm's output. */
+async function consumer(npm = []) {
+  const project = fs.mkdtempSync(path.join(workdir, 'app-'));
+  fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
+  const cmd = npm.length ? 'npx' : 'npm';
+  const cache = path.join(project, '.npm-cache');
+  const { stdout, stderr } = await run(cmd, [...npm, 'install', '--no-audit', '--no-fund', '--cache', cache, '--registry', registry.url, 'corepool'], project);
+  return { project, output: stdout + stderr };
+}
+
+test('the tarball carries the license, readme, changelog, types and binary, and no tests or benchmarks', () => {
+  const files = packed.files.map((f) => f.path);
+  for (const wanted of ['LICENSE', 'README.md', 'CHANGELOG.md', 'index.d.ts', 'index.js', binary, 'scripts/build.js', 'Cargo.lock']) {
+    expect([wanted, files.includes(wanted)]).toEqual([wanted, true]);
+  }
+  const testsOrBench = files.filter((f) => /^(__test__|bench|examples|\.ci)\/|(^|\/|_)tests\.rs$|-regressions\//.test(f));
+  expect(testsOrBench).toEqual([]);
+  expect(fs.readFileSync(path.join(workdir, 'package', 'LICENSE'), 'utf8')).toMatch(/^MIT License\n\nCopyright \(c\) \d{4} the corepool contributors\n/);
+});
+
+test('the packed package.json runs nothing at install and names the repository, keywords and build command', () => {
+  for (const script of ['preinstall', 'install', 'postinstall']) expect([script, manifest.scripts?.[script]]).toEqual([script, undefined]);
+  expect(manifest.license).toBe('MIT');
+  expect(manifest.repository.url).toMatch(/^git\+https:\/\//);
+  expect(manifest.keywords.length).toBeGreaterThan(0);
+  expect(manifest.exports['./package.json']).toBe('./package.json');
+  expect(manifest.bin['corepool-build']).toBe('scripts/build.js');
+});
+
+const cjs = "const { Pool } = require('corepool'); const p = new Pool({ threads: 1 }); p.exec('echo', 1).then((v) => console.log('cjs', v, require('corepool/package.json').name));";
+const esm = "import { Pool, RpcError } from 'corepool'; const p = new Pool({ threads: 1 }); console.log('esm', await p.exec('fibonacci', 90), typeof RpcError.codes.Timeout);";
 
 test.each([
   ['npm', []],
-  ['npx', ['-y', NPM12]],
-])('the tarball installs with %s %s and loads with require and import', (cmd, prefix) => {
-  const project = fs.mkdtempSync(path.join(workdir, 'app-'));
-  fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
-  sh(cmd, [...prefix, 'install', '--no-audit', '--no-fund', tarball], project);
-  expect(fs.existsSync(path.join(project, 'node_modules', 'corepool', 'corepool.linux-x64-gnu.node'))).toBe(true);
-  expect(sh(process.execPath, ['-e', cjs], project).trim()).toBe('cjs 2880067194370816120');
-  expect(sh(process.execPath, ['--input-type=module', '-e', esm], project).trim()).toBe('esm 7 number');
-}, 300000);
+  [NPM12, ['-y', NPM12]],
+])('installed from a registry with %s, corepool prints no install-script warning and loads with require and import', async (_name, npm) => {
+  const { project, output } = await consumer(npm);
+  expect(output).not.toMatch(/install[- ]scripts?/i);
+  expect(fs.existsSync(path.join(project, 'node_modules', 'corepool', binary))).toBe(true);
+  // No build ran: cargo's output directory would be there.
+  expect(fs.existsSync(path.join(project, 'node_modules', 'corepool', 'target'))).toBe(false);
+  expect((await run(process.execPath, ['-e', cjs], project)).stdout.trim()).toBe('cjs 1 corepool');
+  expect((await run(process.execPath, ['--input-type=module', '-e', esm], project)).stdout.trim()).toBe('esm 2880067194370816120 number');
+}, 300_000);
+
+test('with no binary for its platform, corepool names the build command, and that command builds one from the packed sources', async () => {
+  const { project } = await consumer();
+  fs.rmSync(path.join(project, 'node_modules', 'corepool', binary));
+  const failed = await run(process.execPath, ['-e', "require('corepool')"], project).then(
+    () => 'loaded',
+    (e) => e.message,
+  );
+  expect(failed).toMatch(`no native binary for ${platformTriple()}`);
+  expect(failed).toMatch('npx --no corepool-build');
+  await run('npx', ['--no', 'corepool-build'], project, { CARGO_TARGET_DIR: cargoTarget });
+  expect((await run(process.execPath, ['-e', cjs], project)).stdout.trim()).toBe('cjs 1 corepool');
+}, 600_000);
+
+test('the loader says how to build from source on a platform with no binary', () => {
+  const triple = platformTriple({ platform: 'linux', arch: 'riscv64', glibc: false });
+  expect(triple).toBe('linux-riscv64-musl');
+  expect(() => loadAddon(triple)).toThrow('corepool: no native binary for linux-riscv64-musl (looked for corepool.linux-riscv64-musl.node and the package corepool-linux-riscv64-musl)');
+  let message;
+  try {
+    loadAddon(triple);
+  } catch (e) {
+    message = e.message;
+  }
+  expect(message).toMatch('\n  npx --no corepool-build\n');
+  const script = message.match(/which runs: node (.+)$/)[1];
+  expect(script).toBe(path.join(root, 'scripts', 'build.js'));
+  expect(fs.existsSync(script)).toBe(true);
+});
+
+test('a binary that is there but does not load on this system is reported with the build command', () => {
+  const dir = fs.mkdtempSync(path.join(workdir, 'broken-'));
+  fs.writeFileSync(path.join(dir, 'corepool.linux-x64-gnu.node'), 'not a shared library');
+  let error;
+  try {
+    loadAddon('linux-x64-gnu', dir);
+  } catch (e) {
+    error = e;
+  }
+  expect(error.message).toMatch(/^corepool: corepool\.linux-x64-gnu\.node does not load on this system: /);
+  expect(error.message).toMatch('npx --no corepool-build');
+  expect(error.cause.code).toBe('ERR_DLOPEN_FAILED');
+});
+
+test('platform triples follow the napi-rs names', () => {
+  expect(platformTriple({ platform: 'linux', arch: 'x64', glibc: true })).toBe('linux-x64-gnu');
+  expect(platformTriple({ platform: 'linux', arch: 'arm64', glibc: false })).toBe('linux-arm64-musl');
+  expect(platformTriple({ platform: 'darwin', arch: 'arm64' })).toBe('darwin-arm64');
+  expect(platformTriple({ platform: 'win32', arch: 'x64' })).toBe('win32-x64-msvc');
+});
+
+test("the README's Rust version for building from source is Cargo.toml's rust-version", () => {
+  const rustVersion = fs.readFileSync(path.join(root, 'Cargo.toml'), 'utf8').match(/^rust-version = "([\d.]+)"$/m)[1];
+  const install = fs.readFileSync(path.join(root, 'README.md'), 'utf8').split('\n## Install\n')[1].split('\n## ')[0];
+  expect(install).toMatch(`Rust ${rustVersion} or newer`);
+});

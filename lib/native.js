@@ -2,31 +2,50 @@
 // The addon, loaded the way napi-rs loaders do, and the contract it hands over at load: every
 // name, code, flag and limit shared by this side and Rust is defined in Rust
 // (src/bindings/contract.rs) and read from here.
+//
+// Where the binary comes from: the published package carries corepool.<triple>.node for the
+// targets built before publishing, a corepool-<triple> package may carry it for others, and a
+// clone builds it in npm's `prepare` step. Installing never runs a build, so when no binary
+// fits this system the error says how to build one from source: the package's own
+// `corepool-build` command (scripts/build.js), which writes the file this loader looks for first.
 
 const path = require('node:path');
 const { platformTriple } = require('./platform.js');
 
-function load() {
-  const triple = platformTriple();
-  const local = path.join(__dirname, '..', `corepool.${triple}.node`);
-  const tried = [];
+const packageRoot = path.join(__dirname, '..');
+
+function buildFromSource() {
+  return (
+    'Build it from source (needs Rust, https://rustup.rs) from your project directory:\n' +
+    '  npx --no corepool-build\n' +
+    `which runs: node ${path.join(packageRoot, 'scripts', 'build.js')}`
+  );
+}
+
+/** The addon for `triple`, from `dir`'s corepool.<triple>.node or the corepool-<triple> package. */
+function loadAddon(triple = platformTriple(), dir = packageRoot) {
+  const local = path.join(dir, `corepool.${triple}.node`);
   for (const candidate of [local, `corepool-${triple}`]) {
     try {
       return require(candidate);
     } catch (e) {
-      if (e.code !== 'MODULE_NOT_FOUND' && !/cannot open shared object|no such file/i.test(e.message)) throw e;
-      tried.push(candidate === local ? path.basename(local) : candidate);
+      // A binary that is there but does not load (linked against a newer glibc than this
+      // system's, say) is replaced by a build from source just as well as a missing one.
+      if (e.code === 'ERR_DLOPEN_FAILED') {
+        throw new Error(`corepool: ${path.basename(candidate)} does not load on this system: ${e.message}\n${buildFromSource()}`, {
+          cause: e,
+        });
+      }
+      if (e.code !== 'MODULE_NOT_FOUND') throw e;
     }
   }
   throw new Error(
-    `corepool: no native binary for ${triple} (looked for ${tried.join(' and ')}).\n` +
-      'Build it from source (needs Rust, https://rustup.rs):\n' +
-      '  npm install-scripts approve corepool && npm rebuild corepool\n' +
-      '(with npm 11 or older: npm rebuild corepool)',
+    `corepool: no native binary for ${triple} (looked for ${path.basename(local)} and the package corepool-${triple}).\n` +
+      buildFromSource(),
   );
 }
 
-const native = load();
+const native = loadAddon();
 const contract = Object.freeze(native.contract());
 
-module.exports = { native, contract };
+module.exports = { native, contract, loadAddon };

@@ -1,13 +1,18 @@
 'use strict';
-// The napi-rs name of this platform (linux-x64-gnu, linux-arm64-musl, darwin-arm64,
+// The napi-rs name of a platform (linux-x64-gnu, linux-arm64-musl, darwin-arm64,
 // win32-x64-msvc…): the suffix of the addon's file name and of its per-platform package.
 
-function platformTriple() {
+/** The facts about this process's platform that its triple is made of. */
+function hostPlatform() {
   const { platform, arch } = process;
-  if (platform === 'linux') {
-    const glibc = process.report?.getReport?.().header?.glibcVersionRuntime;
-    return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`;
-  }
+  // Only Linux has two C libraries to tell apart; a report is costly, so ask nowhere else.
+  const glibc = platform === 'linux' && Boolean(process.report?.getReport?.().header?.glibcVersionRuntime);
+  return { platform, arch, glibc };
+}
+
+/** The triple of `host` (this process's platform by default). */
+function platformTriple({ platform, arch, glibc } = hostPlatform()) {
+  if (platform === 'linux') return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`;
   if (platform === 'win32') return `win32-${arch}-msvc`;
   return `${platform}-${arch}`;
 }

@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // Builds the release addon with cargo and puts it where index.js looks for it:
 // ./corepool.<platform-triple>.node (the napi-rs naming, e.g. corepool.linux-x64-gnu.node).
+// It runs as `npm run build`, as npm's `prepare` step in a clone (`npm install`/`npm ci`, and
+// before `npm pack`/`npm publish`), and as the installed package's `corepool-build` command:
+// the build from source on a platform the package has no binary for.
 'use strict';
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
