@@ -78,11 +78,17 @@ impl Mutex {
     pub fn lock(&self, timeout: Option<Duration>) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut backoff = Backoff::new();
+        self.lock_with(|| backoff.snooze(deadline))
+    }
+
+    /// Takes the lock, calling `wait` each time it is found taken; `wait` waits a little and
+    /// returns `false` to give up (deadline passed, call cancelled), and then so does this.
+    pub fn lock_with(&self, mut wait: impl FnMut() -> bool) -> bool {
         loop {
             if self.word.load(Ordering::Relaxed) == UNLOCKED && self.try_lock() {
                 return true;
             }
-            if !backoff.snooze(deadline) {
+            if !wait() {
                 return false;
             }
         }
@@ -98,6 +104,11 @@ impl Mutex {
 
     pub fn is_locked(&self) -> bool {
         self.word.load(Ordering::Acquire) == LOCKED
+    }
+
+    /// The word's address (the order `lock_all` takes locks in).
+    pub fn address(&self) -> usize {
+        self.word.address()
     }
 }
 

@@ -57,14 +57,25 @@ impl Semaphore {
     pub fn acquire(&self, timeout: Option<Duration>) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut backoff = Backoff::new();
+        self.acquire_with(|| backoff.snooze(deadline))
+    }
+
+    /// Takes a permit, calling `wait` each time none is free; `wait` waits a little and returns
+    /// `false` to give up, and then so does this.
+    pub fn acquire_with(&self, mut wait: impl FnMut() -> bool) -> bool {
         loop {
             if self.try_acquire() {
                 return true;
             }
-            if !backoff.snooze(deadline) {
+            if !wait() {
                 return false;
             }
         }
+    }
+
+    /// The word's address (the order `lock_all` takes locks in).
+    pub fn address(&self) -> usize {
+        self.word.address()
     }
 
     /// Gives a permit back. Fails only when the count is already `i32::MAX`.

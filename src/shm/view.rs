@@ -382,6 +382,93 @@ impl SharedWord {
     pub fn compare_exchange(&self, current: i32, new: i32) -> Result<i32, i32> {
         self.view.compare_exchange_i32(self.index, current, new)
     }
+
+    /// The word's address: the same in every thread of the process.
+    pub fn address(&self) -> usize {
+        self.view.ptr.as_ptr() as usize + self.index * 4
+    }
+}
+
+/// A run of consecutive Int32 elements of shared memory: the words of a lock that needs more
+/// than one (a reentrant mutex's owner and count, a fair mutex's tickets and slots).
+///
+/// Every operation is sequentially consistent. The lock protocols built on these words share
+/// them with JavaScript, whose `Atomics` are all sequentially consistent, and some of them rely
+/// on it: a store followed by a load of another word must not be reordered (the fair mutex's
+/// hand-over races a waiter's withdrawal that way, see `fair_mutex`).
+#[derive(Clone, Debug)]
+pub struct SharedWords {
+    view: SharedView,
+}
+
+impl SharedWords {
+    /// Elements `index .. index + count` of `view`, which must be an Int32Array holding them all.
+    /// `what` names the caller in the error message (e.g. `"FairMutex"`).
+    pub fn new(
+        what: &str,
+        view: &SharedView,
+        index: usize,
+        count: usize,
+    ) -> Result<SharedWords, Error> {
+        let first = SharedWord::new(what, view.clone(), index)?;
+        let fits = index
+            .checked_add(count)
+            .is_some_and(|end| end <= first.view.len());
+        if !fits {
+            return Err(Error::new(format!(
+                "{what}: index {index} leaves room for {} of the {count} Int32 elements it needs (the array has {})",
+                first.view.len() - index,
+                first.view.len()
+            )));
+        }
+        let words = view
+            .sub_view(index * 4, count, ElementKind::Int32)
+            .expect("checked: the words lie inside the view");
+        Ok(SharedWords { view: words })
+    }
+
+    /// How many words.
+    pub fn len(&self) -> usize {
+        self.view.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.view.is_empty()
+    }
+
+    /// The address of the first word: the same in every thread of the process, so it orders
+    /// locks the same way everywhere (`lock_all`).
+    pub fn address(&self) -> usize {
+        self.view.ptr.as_ptr() as usize
+    }
+
+    #[inline]
+    pub fn load(&self, i: usize) -> i32 {
+        self.view.load_i32(i, Ordering::SeqCst)
+    }
+
+    #[inline]
+    pub fn store(&self, i: usize, value: i32) {
+        self.view.store_i32(i, value, Ordering::SeqCst)
+    }
+
+    #[inline]
+    pub fn swap(&self, i: usize, value: i32) -> i32 {
+        self.view.atomic_i32(i).swap(value, Ordering::SeqCst)
+    }
+
+    /// Wrapping add, as `Atomics.add` does on an Int32Array; returns the value before.
+    #[inline]
+    pub fn fetch_add(&self, i: usize, delta: i32) -> i32 {
+        self.view.atomic_i32(i).fetch_add(delta, Ordering::SeqCst)
+    }
+
+    #[inline]
+    pub fn compare_exchange(&self, i: usize, current: i32, new: i32) -> Result<i32, i32> {
+        self.view
+            .atomic_i32(i)
+            .compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst)
+    }
 }
 
 /// Test memory that lives for the rest of the process, so views of it can go to any thread.
