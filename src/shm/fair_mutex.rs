@@ -1,11 +1,13 @@
-//! A fair (FIFO) mutex: a ticket lock whose waiters may give up, on 35 Int32 words.
+//! A fair (FIFO) mutex: a ticket lock whose waiters may give up, on 36 Int32 words.
 //!
 //! ```text
 //!   word 0            NEXT      the next ticket to hand out
 //!   word 1            SERVING   the ticket whose turn it is
 //!   word 2            OWNER     the holder's agent id, 0 while free or being handed over
-//!   words 3 .. 3+16   MARKS     per slot: EMPTY (0) or the mark of a ticket that gave up
-//!   words 19 .. 35    TURNS     per slot: bumped when SERVING reaches a ticket of that slot;
+//!   word 3            NATIVE    1 once a native agent has queued on it (never cleared)
+//!   words 4 .. 20     MARKS     per slot: EMPTY (0) or the mark of a ticket that gave up
+//!   words 20 .. 36    TURNS     per slot: bumped when SERVING reaches a ticket of that slot
+//!                               (and, by a JavaScript unlock, the ticket after it);
 //!                               JavaScript waiters sleep on their slot's word
 //! ```
 //!
@@ -52,7 +54,8 @@
 //! sleep on their slot's TURNS word (read it, check SERVING, then `Atomics.wait(turn, seen)`:
 //! a hand-over between the check and the wait changes the word, so the wait returns at once).
 //! A native unlock cannot notify them: they sleep in slices and look again, in short slices
-//! while the OWNER is native.
+//! once NATIVE is set (any hand-over to them may then come from a native agent), and a
+//! JavaScript waiter next in line behind a native OWNER polls longer before sleeping.
 //!
 //! A ticket lock hands over in order even when the next agent is not running: with more
 //! threads than cores, each hand-over may wait for a thread to be scheduled. That is the price
@@ -66,14 +69,18 @@ use std::time::{Duration, Instant};
 pub const NEXT: usize = 0;
 pub const SERVING: usize = 1;
 pub const OWNER: usize = 2;
+pub const NATIVE: usize = 3;
 /// Slots for marks and turn words: tickets out at once beyond this many can still wait, but
 /// one may have to wait for a slot before it can give up. A power of two.
 pub const SLOTS: usize = 16;
-pub const MARKS: usize = 3;
+pub const MARKS: usize = 4;
 pub const TURNS: usize = MARKS + SLOTS;
 /// The mutex's words.
 pub const WORDS: usize = TURNS + SLOTS;
 const EMPTY: i32 = 0;
+/// How long (in yields) a native waiter next in line keeps looking before it lets its caller
+/// wait: a critical section usually ends within a few.
+const NEXT_IN_LINE_YIELDS: u32 = 64;
 
 const _: () = assert!(SLOTS.is_power_of_two());
 
@@ -140,9 +147,12 @@ impl FairMutex {
         mut wait: impl FnMut() -> bool,
     ) -> Result<bool, LockError> {
         self.refuse_reentry(agent)?;
+        if agent.is_native() && self.words.load(NATIVE) == 0 {
+            self.words.store(NATIVE, 1);
+        }
         let ticket = self.words.fetch_add(NEXT, 1);
         loop {
-            if self.words.load(SERVING) == ticket {
+            if self.next_in_line(ticket) {
                 return self.hold(agent);
             }
             if !wait() {
@@ -153,6 +163,23 @@ impl FairMutex {
                 };
             }
         }
+    }
+
+    /// True once `ticket` is served. While it is next in line, yields the core a while first
+    /// instead of returning to the caller's `wait`, which may sleep for up to a millisecond:
+    /// the holder is in its critical section, and everyone behind waits for this ticket.
+    fn next_in_line(&self, ticket: i32) -> bool {
+        for _ in 0..NEXT_IN_LINE_YIELDS {
+            let serving = self.words.load(SERVING);
+            if serving == ticket {
+                return true;
+            }
+            if ticket.wrapping_sub(serving) != 1 {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+        self.words.load(SERVING) == ticket
     }
 
     /// Takes the lock for `agent`, waiting at most `timeout` (`None`: no limit).
