@@ -9,6 +9,7 @@
 use super::convert::from_js::MAX_VALUES;
 use crate::pool::{Strategy, MAX_NICE_INCREMENT, MAX_THREADS};
 use crate::rpc::ErrorCode;
+use crate::shm::{agent, fair_mutex, owned_mutex, reentrant_mutex};
 use napi_derive::napi;
 
 /// `flags` bit of the hot call function: the call carries an AbortSignal (keep its control).
@@ -54,6 +55,31 @@ pub struct RestCodes {
     pub later: u32,
 }
 
+/// The lock words' layouts and flags (`src/shm/agent.rs` and the lock modules state them);
+/// `lib/shm/` reads every index and bit from here.
+#[napi(object)]
+pub struct LockLayout {
+    /// Set in native agents' ids (they cannot `Atomics.notify`).
+    pub native_agent: i32,
+    /// Ids are below this; `word & (idLimit - 1)` is a lock word's id part.
+    pub id_limit: i32,
+    /// OwnedMutex (and a ReentrantMutex's owner word): the "a JS thread may sleep here" flag.
+    pub waiters: i32,
+    pub owned_words: u32,
+    pub reentrant_words: u32,
+    /// ReentrantMutex: the word after the owner word holds the count.
+    pub reentrant_count: u32,
+    pub fair_words: u32,
+    pub fair_next: u32,
+    pub fair_serving: u32,
+    pub fair_owner: u32,
+    /// FairMutex: set once a native agent has queued (JavaScript waiters then poll sooner).
+    pub fair_native: u32,
+    pub fair_slots: u32,
+    pub fair_marks: u32,
+    pub fair_turns: u32,
+}
+
 #[napi(object)]
 pub struct Contract {
     /// The error table (`src/rpc/error.rs`), for `RpcError.codes`.
@@ -72,6 +98,7 @@ pub struct Contract {
     /// Most values the params of one call may hold, on either path.
     pub max_values: u32,
     pub rest: RestCodes,
+    pub locks: LockLayout,
 }
 
 /// The contract, once per environment at load.
@@ -101,6 +128,22 @@ pub fn contract() -> Contract {
         rest: RestCodes {
             idle: REST_IDLE,
             later: REST_LATER,
+        },
+        locks: LockLayout {
+            native_agent: agent::NATIVE,
+            id_limit: agent::ID_LIMIT,
+            waiters: owned_mutex::WAITERS,
+            owned_words: owned_mutex::WORDS as u32,
+            reentrant_words: reentrant_mutex::WORDS as u32,
+            reentrant_count: reentrant_mutex::COUNT as u32,
+            fair_words: fair_mutex::WORDS as u32,
+            fair_next: fair_mutex::NEXT as u32,
+            fair_serving: fair_mutex::SERVING as u32,
+            fair_owner: fair_mutex::OWNER as u32,
+            fair_native: fair_mutex::NATIVE as u32,
+            fair_slots: fair_mutex::SLOTS as u32,
+            fair_marks: fair_mutex::MARKS as u32,
+            fair_turns: fair_mutex::TURNS as u32,
         },
     }
 }

@@ -1,5 +1,10 @@
-//! Node-API glue for the shared-memory toolkit (`Mutex`, `Semaphore`, `RingBuffer` in
-//! index.js): the protocols live in `crate::shm`, this file only hands them to JavaScript.
+//! Node-API glue for the shared-memory toolkit (`lib/shm/`): the protocols live in
+//! `crate::shm`, this file only hands them to JavaScript.
+//!
+//! The locks run their compare-exchanges inline in JavaScript (a native call would cost more
+//! than the operation); from here they need only what JavaScript cannot make itself: agent ids
+//! from the process-wide counter (`lockAgent`) and the address of a lock's words, checked to fit
+//! (`shmAddress`), which orders `lockAll`. Their layouts come through the contract.
 //!
 //! Each constructor (`shmMutex`, `shmSemaphore`, `shmRing`) checks its typed array once, turns
 //! it into a [`SharedView`] through `convert` (SharedArrayBuffers only), and returns an array
@@ -20,7 +25,8 @@ use super::convert;
 use super::pool::RawValue;
 use crate::rpc::Value;
 use crate::shm::{
-    ElementKind, Moved, Mutex, RingBuffer, RingError, Semaphore, SharedView, SharedWord,
+    Agent, ElementKind, Moved, Mutex, RingBuffer, RingError, Semaphore, SharedView, SharedWord,
+    SharedWords,
 };
 use napi::bindgen_prelude::*;
 use napi::sys;
@@ -80,6 +86,28 @@ pub fn shm_semaphore(env: Env, array: Unknown, index: f64) -> Result<RawValue> {
         }),
     ];
     bind(env, Arc::new(Semaphore::new(word)), &array, &functions)
+}
+
+/// A new JavaScript agent id (`shm::agent`): `lib/shm/agent.js` asks once per thread, and for
+/// the async contexts it opens.
+#[napi(catch_unwind)]
+pub fn lock_agent() -> Result<i32> {
+    Agent::new_js()
+        .map(Agent::id)
+        .map_err(|e| Error::new(Status::GenericFailure, format!("corepool: {e}")))
+}
+
+/// The address of `array[index]`, after checking that the array is an Int32Array over a
+/// SharedArrayBuffer holding `words` elements from `index` (messages start with `what`). The
+/// address is a lock's place in the order `lockAll` takes locks in (`shm::lock_all`); user
+/// space addresses fit a double exactly on the platforms corepool builds for.
+#[napi(catch_unwind)]
+pub fn shm_address(env: Env, what: String, array: Unknown, index: f64, words: u32) -> Result<f64> {
+    let view = shared_view(env, &what, &array)?;
+    let index = whole_index(&what, index)?;
+    let words =
+        SharedWords::new(&what, &view, index, words as usize).map_err(|e| invalid(e.message))?;
+    Ok(words.address() as f64)
 }
 
 /// The largest ring whose byte counts, doubled, still fit the int32 the bound functions answer.
@@ -213,14 +241,19 @@ fn shared_view(env: Env, what: &str, array: &Unknown) -> Result<SharedView> {
     }
 }
 
-fn word(env: Env, what: &str, array: &Unknown, index: f64) -> Result<SharedWord> {
-    let view = shared_view(env, what, array)?;
+fn whole_index(what: &str, index: f64) -> Result<usize> {
     if !(index.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&index)) {
         return Err(invalid(format!(
             "{what}: index must be a whole number ≥ 0, got {index}"
         )));
     }
-    SharedWord::new(what, view, index as usize).map_err(|e| invalid(e.message))
+    Ok(index as usize)
+}
+
+fn word(env: Env, what: &str, array: &Unknown, index: f64) -> Result<SharedWord> {
+    let view = shared_view(env, what, array)?;
+    let index = whole_index(what, index)?;
+    SharedWord::new(what, view, index).map_err(|e| invalid(e.message))
 }
 
 fn kind_name(v: &Unknown) -> &'static str {

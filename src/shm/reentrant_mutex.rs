@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 /// The mutex's words: owner, count.
 pub const WORDS: usize = 2;
 const OWNER: usize = 0;
-const COUNT: usize = 1;
+pub const COUNT: usize = 1;
 
 /// A reentrant mutex. Cheap to clone: clones use the same words.
 #[derive(Clone, Debug)]
