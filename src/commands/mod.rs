@@ -4,6 +4,7 @@ mod echo;
 mod fibonacci;
 mod happycoin;
 mod life;
+mod locked_add;
 mod panic;
 mod render;
 mod sleep;
@@ -23,6 +24,7 @@ pub fn registry() -> Registry {
         .register(happycoin::Happycoin)
         .register(render::Render)
         .register(life::Life)
+        .register(locked_add::LockedAdd)
         .register(panic::Panic);
     r
 }
