@@ -213,6 +213,24 @@ export interface HappycoinResult {
   coins?: string[];
 }
 
+/** A shared-memory lock as the `locked_add` command takes it: the words of the lock of that kind at `index`. */
+export interface LockedAddLock {
+  kind: 'mutex' | 'semaphore' | 'owned' | 'reentrant' | 'fair';
+  array: Int32Array;
+  index?: number;
+}
+
+export interface LockedAddParams {
+  /** 1 to 16 locks, taken as lockAll takes them. */
+  locks: LockedAddLock[];
+  /** Three Int32s from `counterIndex`: total, inside now, most inside at once. */
+  counter: Int32Array;
+  counterIndex?: number;
+  times: number;
+  /** Holds of each reentrant mutex per entry (1 to 64). */
+  depth?: number;
+}
+
 /** Partial templates by name, for `render` (null renders nothing, like a missing name). */
 export type MustachePartials = { [name: string]: string | null };
 
@@ -226,6 +244,8 @@ export interface BuiltinMethods {
   render(template: string, data?: Param, partials?: MustachePartials): string;
   /** One Game of Life step for rows rowStart..rowEnd; resolves with the number of rows done. */
   life(params: LifeParams): number;
+  /** Adds 1 to a shared counter `times` times under shared-memory locks, from a native thread; resolves with `times`. */
+  locked_add(params: LockedAddParams): number;
   panic(message?: string): never;
 }
 
@@ -336,16 +356,22 @@ export declare class RpcError extends Error {
 /** cores · (1 + waitMs / computeMs), rounded, at least 1. */
 export declare function poolSize(options?: { cores?: number; waitMs?: number; computeMs?: number }): number;
 
+/** Options of the blocking locks. */
+export interface SpinOptions {
+  /** Polls of a taken lock before a blocking lock()/acquire() sleeps (0 to 1,000,000; default 100). */
+  spin?: number;
+}
+
 /** The book's mutex on one Int32 word of a SharedArrayBuffer: 0 unlocked, 1 locked. Blocking
  *  methods use Atomics.wait (for worker_threads); the *Async ones never block the event loop. */
 export declare class Mutex {
   /** Throws RpcError InvalidParams unless `int32Array` is over a SharedArrayBuffer and `index` in range. */
-  constructor(int32Array: Int32Array, index?: number);
+  constructor(int32Array: Int32Array, index?: number, options?: SpinOptions);
   tryLock(): boolean;
   /** false when the lock stayed taken for `timeoutMs` (default: wait as long as it takes). */
   lock(timeoutMs?: number): boolean;
   lockAsync(timeoutMs?: number): Promise<boolean>;
-  /** Throws an Error if the mutex is not locked. */
+  /** Throws an Error (code ERR_LOCK_NOT_LOCKED) if the mutex is not locked. */
   unlock(): void;
   /** Runs synchronous `fn` under the lock; RpcError Timeout if the lock stayed taken. */
   withLock<T>(fn: () => T, timeoutMs?: number): T;
@@ -356,13 +382,93 @@ export declare class Mutex {
 /** A counting semaphore on one Int32 word holding the free permits. */
 export declare class Semaphore {
   /** `permits` sets the count: pass it once, where the semaphore is set up. */
-  constructor(int32Array: Int32Array, index?: number, permits?: number);
+  constructor(int32Array: Int32Array, index?: number, permits?: number, options?: SpinOptions);
   tryAcquire(): boolean;
   acquire(timeoutMs?: number): boolean;
   acquireAsync(timeoutMs?: number): Promise<boolean>;
+  /** Throws an Error (code ERR_LOCK_COUNT_OVERFLOW) past 2^31 − 1 permits. */
   release(): void;
   readonly available: number;
 }
+
+/** The `code` of an Error that a lock throws when it is misused. */
+export type LockErrorCode = 'ERR_LOCK_NOT_LOCKED' | 'ERR_LOCK_NOT_OWNER' | 'ERR_LOCK_ALREADY_HELD' | 'ERR_LOCK_COUNT_OVERFLOW';
+
+/** What the owner-checked locks have in common: the holder's agent id is in shared memory. */
+interface OwnerCheckedLock {
+  tryLock(): boolean;
+  lock(timeoutMs?: number): boolean;
+  lockAsync(timeoutMs?: number): Promise<boolean>;
+  /** Throws (code ERR_LOCK_NOT_OWNER or ERR_LOCK_NOT_LOCKED) unless the calling agent holds it. */
+  unlock(): void;
+  withLock<T>(fn: () => T, timeoutMs?: number): T;
+  /** Runs `fn` as an agent of its own (unless inside one already), holding the lock. */
+  withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
+  /** The holder's agent id, or null. */
+  readonly owner: number | null;
+  /** The calling agent holds it. */
+  readonly heldByMe: boolean;
+  readonly locked: boolean;
+}
+
+/** A mutex that records its holder; not the book's 0/1 protocol. The holder asking again gets ERR_LOCK_ALREADY_HELD. */
+export declare class OwnedMutex implements OwnerCheckedLock {
+  constructor(int32Array: Int32Array, index?: number, options?: SpinOptions);
+  tryLock(): boolean;
+  lock(timeoutMs?: number): boolean;
+  lockAsync(timeoutMs?: number): Promise<boolean>;
+  unlock(): void;
+  withLock<T>(fn: () => T, timeoutMs?: number): T;
+  withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
+  readonly owner: number | null;
+  readonly heldByMe: boolean;
+  readonly locked: boolean;
+}
+
+/** Owner and hold count on two Int32 words: the holder may lock again; free when the count is back to 0. */
+export declare class ReentrantMutex implements OwnerCheckedLock {
+  constructor(int32Array: Int32Array, index?: number, options?: SpinOptions);
+  tryLock(): boolean;
+  lock(timeoutMs?: number): boolean;
+  lockAsync(timeoutMs?: number): Promise<boolean>;
+  unlock(): void;
+  withLock<T>(fn: () => T, timeoutMs?: number): T;
+  withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
+  readonly owner: number | null;
+  readonly heldByMe: boolean;
+  readonly locked: boolean;
+  /** Holds of the holder (0 when free). */
+  readonly count: number;
+}
+
+/** A ticket lock on FairMutex.WORDS Int32 words: waiters are served in the order they arrived. */
+export declare class FairMutex implements OwnerCheckedLock {
+  /** Int32 elements a FairMutex needs from its index. */
+  static readonly WORDS: number;
+  constructor(int32Array: Int32Array, index?: number, options?: SpinOptions);
+  /** Succeeds only when nobody holds or waits. */
+  tryLock(): boolean;
+  /** false if it gave its ticket up after `timeoutMs`. */
+  lock(timeoutMs?: number): boolean;
+  lockAsync(timeoutMs?: number): Promise<boolean>;
+  unlock(): void;
+  withLock<T>(fn: () => T, timeoutMs?: number): T;
+  withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
+  readonly owner: number | null;
+  readonly heldByMe: boolean;
+  readonly locked: boolean;
+  /** Agents in the queue (a snapshot). */
+  readonly waiting: number;
+}
+
+/** Anything lockAll takes (a Semaphore gives one permit). */
+export type Lockable = Mutex | Semaphore | OwnedMutex | ReentrantMutex | FairMutex;
+
+/** Takes every lock in one process-wide order (their memory addresses), runs synchronous `fn`,
+ *  gives them back in reverse order however it ends. RpcError Timeout after `timeoutMs`. */
+export declare function lockAll<T>(locks: Lockable[], fn: () => T, timeoutMs?: number): T;
+/** lockAll without blocking: awaits `fn`, run as an agent of its own. */
+export declare function lockAllAsync<T>(locks: Lockable[], fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
 
 /** The book's SharedRingBuffer layout (lock, head, tail, length, data at byte 16). */
 export declare class RingBuffer {

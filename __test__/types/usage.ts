@@ -1,6 +1,20 @@
 // Compiled by __test__/types.test.js with tsc --strict: the declarations must accept what the
 // README shows and refuse what the code refuses (each @ts-expect-error must be an error).
-import { Pool, RpcError, type MapOutcome, type HappycoinProgress, type ServeContext } from '../..';
+import {
+  Pool,
+  RpcError,
+  type MapOutcome,
+  type HappycoinProgress,
+  type ServeContext,
+  Mutex,
+  Semaphore,
+  OwnedMutex,
+  ReentrantMutex,
+  FairMutex,
+  lockAll,
+  lockAllAsync,
+  type LockErrorCode,
+} from '../..';
 
 async function main(): Promise<void> {
   const pool = new Pool({ threads: 2, strategy: 'roundrobin', maxQueue: 'auto', timeout: 1000 });
@@ -33,6 +47,33 @@ async function main(): Promise<void> {
   // @ts-expect-error a built-in command's params are typed
   await pool.exec('fibonacci', 'thirty');
   console.log(echoed, mine, fib, total, html, called, squares, ran, byDefault, disposable.threads);
+
+  const words = new Int32Array(new SharedArrayBuffer(4 * (8 + FairMutex.WORDS)));
+  const mutex = new Mutex(words, 0, { spin: 0 });
+  const permits = new Semaphore(words, 1, 2, { spin: 10 });
+  const owned = new OwnedMutex(words, 2);
+  const reentrant = new ReentrantMutex(words, 3);
+  const fair = new FairMutex(words, 8);
+  const sum: number = lockAll([mutex, permits, owned, reentrant, fair], () => 1 + 1, 100);
+  const later: string = await lockAllAsync([fair, owned], async () => 'done');
+  const holder: number | null = owned.owner;
+  const depth: number = reentrant.count;
+  const queued: number = fair.waiting;
+  const mine2: boolean = fair.heldByMe && (await reentrant.withLockAsync(() => reentrant.heldByMe));
+  const added: number = await pool.exec('locked_add', { locks: [{ kind: 'fair', array: words, index: 8 }], counter: words, times: 10 });
+  try {
+    owned.unlock();
+  } catch (e) {
+    const code = (e as { code: LockErrorCode }).code;
+    console.log(code === 'ERR_LOCK_NOT_OWNER');
+  }
+  console.log(sum, later, holder, depth, queued, mine2, added);
+  // @ts-expect-error spin is a number
+  new Mutex(words, 0, { spin: 'fast' });
+  // @ts-expect-error lockAll takes corepool's locks
+  lockAll([{ lock() {} }], () => 1);
+  // @ts-expect-error locked_add kinds are the lock names
+  await pool.exec('locked_add', { locks: [{ kind: 'spin', array: words }], counter: words, times: 1 });
 }
 void main;
 

@@ -1,10 +1,10 @@
 'use strict';
 
 const { RpcError, CODES, invalidParams, describe } = require('../errors.js');
-const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord } = require('./wait.js');
+const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, pause } = require('./wait.js');
+const { lockError } = require('./agent.js');
+const { LOCKING, lockAddress } = require('./lock-all.js');
 
-/** Atomics.load polls before sleeping: a lock is usually held for well under a microsecond. */
-const SPIN = 64;
 /** The book's lock word: 0 unlocked, 1 locked (the ring buffer's lock word too). */
 const UNLOCKED = 0;
 const LOCKED = 1;
@@ -18,9 +18,13 @@ const LOCKED = 1;
 class Mutex {
   #array;
   #index;
+  #spin;
+  #address = null;
 
-  constructor(int32Array, index = 0) {
+  /** `options.spin`: polls of a taken word before `lock()` sleeps (default in lib/shm/wait.js). */
+  constructor(int32Array, index = 0, options) {
     checkWord('Mutex', int32Array, index);
+    this.#spin = spinOption('Mutex', options);
     this.#array = int32Array;
     this.#index = index;
   }
@@ -30,21 +34,30 @@ class Mutex {
     return Atomics.compareExchange(this.#array, this.#index, UNLOCKED, LOCKED) === UNLOCKED;
   }
 
-  /** Takes the lock, waiting at most `timeoutMs` (default: no limit); false on timeout. Blocks. */
+  /**
+   * Takes the lock, waiting at most `timeoutMs` (default: no limit); false on timeout. Blocks:
+   * polls the word `spin` times (the holder is usually about to release it), then sleeps in
+   * `Atomics.wait` until notified or a slice has passed.
+   */
   lock(timeoutMs) {
     checkTimeout('Mutex.lock', timeoutMs);
-    if (this.tryLock()) return true;
+    const array = this.#array;
+    const index = this.#index;
+    if (Atomics.compareExchange(array, index, UNLOCKED, LOCKED) === UNLOCKED) return true;
     const until = deadline(timeoutMs);
     for (;;) {
-      for (let i = 0; i < SPIN; i++) {
-        if (Atomics.load(this.#array, this.#index) === UNLOCKED && this.tryLock()) return true;
+      // Woken, the lock may already be someone else's again, for about as long as a critical
+      // section: spin again before sleeping again.
+      for (let round = 0; round < this.#spin; round++) {
+        if (pause !== undefined) pause(round);
+        if (Atomics.load(array, index) === UNLOCKED && Atomics.compareExchange(array, index, UNLOCKED, LOCKED) === UNLOCKED) return true;
       }
-      if (!waitSlice(this.#array, this.#index, LOCKED, until)) return this.tryLock();
+      if (!waitSlice(array, index, LOCKED, until)) return this.tryLock();
       if (this.tryLock()) return true;
     }
   }
 
-  /** `lock` without blocking the event loop: resolves true when locked, false on timeout. */
+  /** `lock` without blocking the event loop (and without spinning): resolves true when locked, false on timeout. */
   async lockAsync(timeoutMs) {
     checkTimeout('Mutex.lockAsync', timeoutMs);
     if (this.tryLock()) return true;
@@ -58,7 +71,7 @@ class Mutex {
   /** Releases the lock and wakes one waiter. Throws if the mutex is not locked. */
   unlock() {
     if (Atomics.compareExchange(this.#array, this.#index, LOCKED, UNLOCKED) !== LOCKED) {
-      throw new Error('Mutex.unlock(): the mutex is not locked');
+      throw lockError('ERR_LOCK_NOT_LOCKED', 'Mutex.unlock(): the mutex is not locked');
     }
     Atomics.notify(this.#array, this.#index, 1);
   }
@@ -89,6 +102,11 @@ class Mutex {
 
   get locked() {
     return Atomics.load(this.#array, this.#index) === LOCKED;
+  }
+
+  [LOCKING]() {
+    this.#address ??= lockAddress('Mutex', this.#array, this.#index, 1);
+    return { address: this.#address, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
   }
 }
 

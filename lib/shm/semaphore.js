@@ -1,71 +1,99 @@
 'use strict';
 
-const { native } = require('../native.js');
-const { invalidParams, fromNative, describe } = require('../errors.js');
-const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord } = require('./wait.js');
+const { invalidParams, describe } = require('../errors.js');
+const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, pause } = require('./wait.js');
+const { lockError } = require('./agent.js');
+const { LOCKING, lockAddress } = require('./lock-all.js');
+
+const MAX_PERMITS = 0x7fffffff;
 
 /**
- * A counting semaphore on one Int32 word holding the free permits (src/shm/semaphore.rs).
- * `permits`, when given, sets the count: pass it once, where the semaphore is set up.
+ * A counting semaphore on one Int32 word holding the free permits (src/shm/semaphore.rs states
+ * the protocol). Its compare-exchanges run inline, as the Mutex's do: a native call per
+ * operation would cost more than the operation (bench/locks.js). `permits`, when given, sets
+ * the count: pass it once, where the semaphore is set up.
  */
 class Semaphore {
   #array;
   #index;
-  #tryAcquire;
-  #release;
+  #spin;
+  #address = null;
 
-  constructor(int32Array, index = 0, permits) {
+  /** `options.spin`: polls of an empty count before `acquire()` sleeps (default in lib/shm/wait.js). */
+  constructor(int32Array, index = 0, permits, options) {
     checkWord('Semaphore', int32Array, index);
-    if (permits !== undefined && !(Number.isInteger(permits) && permits >= 0 && permits <= 0x7fffffff)) {
-      throw invalidParams(`Semaphore: permits must be a whole number from 0 to 2147483647, got ${describe(permits)}`);
+    if (permits !== undefined && !(Number.isInteger(permits) && permits >= 0 && permits <= MAX_PERMITS)) {
+      throw invalidParams(`Semaphore: permits must be a whole number from 0 to ${MAX_PERMITS}, got ${describe(permits)}`);
     }
-    try {
-      [this.#tryAcquire, this.#release] = native.shmSemaphore(int32Array, index);
-    } catch (e) {
-      throw fromNative(e);
-    }
+    this.#spin = spinOption('Semaphore', options);
     this.#array = int32Array;
     this.#index = index;
     if (permits !== undefined) Atomics.store(int32Array, index, permits);
   }
 
+  /** Takes a permit if one is free, without waiting. */
   tryAcquire() {
-    return this.#tryAcquire();
+    const array = this.#array;
+    const index = this.#index;
+    for (let n = Atomics.load(array, index); n > 0; ) {
+      const seen = Atomics.compareExchange(array, index, n, n - 1);
+      if (seen === n) return true;
+      n = seen;
+    }
+    return false;
   }
 
-  /** Takes a permit, waiting at most `timeoutMs` (default: no limit); false on timeout. Blocks. */
+  /** Takes a permit, waiting at most `timeoutMs` (default: no limit); false on timeout. Blocks: polls `spin` times, then sleeps. */
   acquire(timeoutMs) {
     checkTimeout('Semaphore.acquire', timeoutMs);
-    if (this.#tryAcquire()) return true;
+    if (this.tryAcquire()) return true;
     const until = deadline(timeoutMs);
     for (;;) {
+      for (let round = 0; round < this.#spin; round++) {
+        if (pause !== undefined) pause(round);
+        if (Atomics.load(this.#array, this.#index) > 0 && this.tryAcquire()) return true;
+      }
       const seen = Atomics.load(this.#array, this.#index);
-      if (seen <= 0 && !waitSlice(this.#array, this.#index, seen, until)) return this.#tryAcquire();
-      if (this.#tryAcquire()) return true;
+      if (seen <= 0 && !waitSlice(this.#array, this.#index, seen, until)) return this.tryAcquire();
+      if (this.tryAcquire()) return true;
     }
   }
 
-  /** `acquire` without blocking the event loop. */
+  /** `acquire` without blocking the event loop (and without spinning). */
   async acquireAsync(timeoutMs) {
     checkTimeout('Semaphore.acquireAsync', timeoutMs);
-    if (this.#tryAcquire()) return true;
+    if (this.tryAcquire()) return true;
     const until = deadline(timeoutMs);
     for (;;) {
       const seen = Atomics.load(this.#array, this.#index);
-      if (seen <= 0 && !(await waitSliceAsync(this.#array, this.#index, seen, until))) return this.#tryAcquire();
-      if (this.#tryAcquire()) return true;
+      if (seen <= 0 && !(await waitSliceAsync(this.#array, this.#index, seen, until))) return this.tryAcquire();
+      if (this.tryAcquire()) return true;
     }
   }
 
-  /** Gives a permit back and wakes one waiter. */
+  /** Gives a permit back and wakes one waiter. Throws when the count is already 2147483647. */
   release() {
-    this.#release();
-    Atomics.notify(this.#array, this.#index, 1);
+    const array = this.#array;
+    const index = this.#index;
+    for (let n = Atomics.load(array, index); ; ) {
+      if (n === MAX_PERMITS) {
+        throw lockError('ERR_LOCK_COUNT_OVERFLOW', `Semaphore.release(): the semaphore already holds the most permits an Int32 can count (${MAX_PERMITS})`);
+      }
+      const seen = Atomics.compareExchange(array, index, n, n + 1);
+      if (seen === n) break;
+      n = seen;
+    }
+    Atomics.notify(array, index, 1);
   }
 
   /** Free permits now (a snapshot). */
   get available() {
     return Atomics.load(this.#array, this.#index);
+  }
+
+  [LOCKING]() {
+    this.#address ??= lockAddress('Semaphore', this.#array, this.#index, 1);
+    return { address: this.#address, lock: (t) => this.acquire(t), lockAsync: (t) => this.acquireAsync(t), unlock: () => this.release() };
   }
 }
 

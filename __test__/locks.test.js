@@ -1,0 +1,536 @@
+'use strict';
+// The lock refinements (issue #15): owner-checked, reentrant and fair mutexes, spin-then-wait,
+// lockAll; each across worker_threads and the pool's native threads (the `locked_add` command).
+const fs = require('node:fs');
+const path = require('node:path');
+const { execFile } = require('node:child_process');
+const { Worker } = require('node:worker_threads');
+const { Pool, RpcError, Mutex, Semaphore, OwnedMutex, ReentrantMutex, FairMutex, lockAll, lockAllAsync } = require('..');
+const { contract } = require('../lib/native.js');
+
+const WORKER = path.join(__dirname, 'workers', 'locks-worker.js');
+const ROOT = path.join(__dirname, '..');
+const INVALID_PARAMS = RpcError.codes.InvalidParams;
+const L = contract.locks;
+
+jest.setTimeout(60_000);
+
+/** Runs a task of the lock worker; resolves with its report, rejects on error or a non-zero exit. */
+function run(task, data) {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(WORKER, { workerData: { task, ...data } });
+    let result;
+    w.once('message', (m) => (result = m));
+    w.once('error', reject);
+    w.once('exit', (code) => (code === 0 && result !== undefined ? resolve(result) : reject(new Error(`${task} worker exited with ${code}`))));
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function until(condition, what) {
+  const t = Date.now();
+  while (!condition()) {
+    if (Date.now() - t > 20_000) throw new Error(`gave up waiting for ${what}`);
+    await sleep(1);
+  }
+}
+
+function words(n) {
+  return new Int32Array(new SharedArrayBuffer(4 * n));
+}
+
+function thrown(fn) {
+  try {
+    fn();
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a throw');
+}
+
+function expectInvalid(fn, pattern) {
+  const e = thrown(fn);
+  expect(e).toBeInstanceOf(RpcError);
+  expect(e.code).toBe(INVALID_PARAMS);
+  expect(e.message).toMatch(pattern);
+}
+
+let pool;
+beforeAll(() => {
+  pool = new Pool({ threads: 2 });
+});
+afterAll(() => pool.close());
+
+describe('OwnedMutex', () => {
+  test('only the holder unlocks; the holder asking again is refused, not left waiting', async () => {
+    const array = words(2);
+    const m = new OwnedMutex(array, 1);
+    expect(thrown(() => m.unlock()).code).toBe('ERR_LOCK_NOT_LOCKED');
+    expect([m.owner, m.locked, m.heldByMe]).toEqual([null, false, false]);
+    expect(m.lock()).toBe(true);
+    const me = m.owner;
+    expect(me).toBeGreaterThan(0);
+    expect(array[1]).toBe(me);
+    expect(m.heldByMe).toBe(true);
+    expect(thrown(() => m.tryLock()).code).toBe('ERR_LOCK_ALREADY_HELD');
+    expect(thrown(() => m.lock(5)).code).toBe('ERR_LOCK_ALREADY_HELD');
+    await expect(m.lockAsync()).rejects.toMatchObject({ code: 'ERR_LOCK_ALREADY_HELD' });
+    const { refused } = await run('unlock', { lock: { kind: 'owned', array, index: 1 } });
+    expect(refused.code).toBe('ERR_LOCK_NOT_OWNER');
+    expect(refused.message).toMatch(new RegExp(`held by JavaScript agent ${me}, not by the caller \\(JavaScript agent \\d+\\)`));
+    expect(array[1]).toBe(me);
+    m.unlock();
+    expect(thrown(() => m.unlock()).code).toBe('ERR_LOCK_NOT_LOCKED');
+    expect(m.withLock(() => m.heldByMe)).toBe(true);
+    expect(() => m.withLock(() => { throw new Error('boom'); })).toThrow('boom');
+    expect(m.locked).toBe(false);
+  });
+
+  test('a worker holding it makes lock(timeoutMs) time out, and lockAsync wait without blocking the event loop', async () => {
+    const array = words(1);
+    const flag = words(2);
+    const m = new OwnedMutex(array);
+    const holder = run('hold', { lock: { kind: 'owned', array }, flag });
+    await until(() => Atomics.load(flag, 0) === 1, 'the worker to hold the lock');
+    const workerId = m.owner;
+    expect(m.heldByMe).toBe(false);
+    expect(m.lock(20)).toBe(false);
+    expect(m.tryLock()).toBe(false);
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const waiting = m.lockAsync(10_000);
+    await sleep(30);
+    expect(array[0] & L.waiters).toBe(L.waiters); // the sleeper flagged the hold
+    Atomics.store(flag, 1, 1);
+    expect(await waiting).toBe(true);
+    clearInterval(timer);
+    expect(ticks).toBeGreaterThan(5);
+    expect(m.heldByMe).toBe(true);
+    expect(m.owner).not.toBe(workerId);
+    await holder;
+    m.unlock();
+    expect(array[0]).toBe(0);
+  });
+
+  test('concurrent withLockAsync calls of one thread are distinct agents: they exclude each other', async () => {
+    const m = new OwnedMutex(words(1));
+    let inside = 0;
+    let most = 0;
+    const owners = new Set();
+    const task = () =>
+      m.withLockAsync(async () => {
+        most = Math.max(most, ++inside);
+        expect(m.heldByMe).toBe(true);
+        owners.add(m.owner);
+        await sleep(1);
+        inside--;
+      });
+    m.lock(); // the thread, as an agent, holds it while the tasks start
+    const tasks = Array.from({ length: 8 }, task);
+    await sleep(10);
+    expect(inside).toBe(0);
+    m.unlock();
+    await Promise.all(tasks);
+    expect(most).toBe(1);
+    expect(owners.size).toBe(8); // each task its own agent
+    expect(m.locked).toBe(false);
+    // Inside a context, a nested withLockAsync is the same agent: refused, not a deadlock.
+    await expect(m.withLockAsync(() => m.withLockAsync(() => 1))).rejects.toMatchObject({ code: 'ERR_LOCK_ALREADY_HELD' });
+    // The thread is not the context's agent: its unlock is refused while the context holds.
+    let release;
+    const held = m.withLockAsync(() => new Promise((r) => (release = r)));
+    await until(() => release !== undefined, 'the context to hold it');
+    expect(thrown(() => m.unlock()).code).toBe('ERR_LOCK_NOT_OWNER');
+    release();
+    await held;
+    expect(m.locked).toBe(false);
+  });
+});
+
+describe('ReentrantMutex', () => {
+  test('the holder re-enters; others wait until the count is back to zero', async () => {
+    const array = words(3);
+    const m = new ReentrantMutex(array, 1);
+    expect(thrown(() => m.unlock()).code).toBe('ERR_LOCK_NOT_LOCKED');
+    expect(m.lock()).toBe(true);
+    expect(m.tryLock()).toBe(true);
+    expect(await m.lockAsync()).toBe(true);
+    expect(m.withLock(() => m.count)).toBe(4);
+    expect(m.count).toBe(3);
+    expect(array[1 + L.reentrantCount]).toBe(3);
+    expect((await run('waitFor', { lock: { kind: 'reentrant', array, index: 1 }, timeoutMs: 20 })).took).toBe(false);
+    expect((await run('unlock', { lock: { kind: 'reentrant', array, index: 1 } })).refused.code).toBe('ERR_LOCK_NOT_OWNER');
+    m.unlock();
+    m.unlock();
+    expect([m.count, m.heldByMe]).toEqual([1, true]);
+    const waiter = run('waitFor', { lock: { kind: 'reentrant', array, index: 1 }, timeoutMs: 10_000 });
+    await sleep(20);
+    m.unlock();
+    expect([m.count, m.locked]).toEqual([0, false]);
+    expect((await waiter).took).toBe(true);
+    // A count at its largest refuses to grow, and is left as it was.
+    m.lock();
+    array[1 + L.reentrantCount] = 0x7fffffff;
+    expect(thrown(() => m.lock()).code).toBe('ERR_LOCK_COUNT_OVERFLOW');
+    expect(m.count).toBe(0x7fffffff);
+    array[1 + L.reentrantCount] = 1;
+    m.unlock();
+    expect(m.locked).toBe(false);
+  });
+
+  test('withLockAsync: nested calls re-enter, concurrent ones exclude each other', async () => {
+    const m = new ReentrantMutex(words(2));
+    const log = [];
+    const task = (name) =>
+      m.withLockAsync(async () => {
+        log.push(`${name} in`);
+        await m.withLockAsync(async () => {
+          await sleep(2);
+          log.push(`${name} nested ${m.count}`);
+        });
+        log.push(`${name} out ${m.count}`);
+      });
+    await Promise.all([task('a'), task('b'), task('c')]);
+    // Whichever order they got it in, each task's section ran whole, nested at count 2.
+    const sections = [0, 3, 6].map((i) => log.slice(i, i + 3));
+    expect(sections.map((x) => x[0][0]).sort()).toEqual(['a', 'b', 'c']);
+    for (const [entered] of sections) {
+      const name = entered[0];
+      expect(sections.find((x) => x[0][0] === name)).toEqual([`${name} in`, `${name} nested 2`, `${name} out 1`]);
+    }
+    expect(m.locked).toBe(false);
+  });
+});
+
+describe('FairMutex', () => {
+  test('serves seven workers in the order they queued', async () => {
+    const sab = new SharedArrayBuffer(4 * (FairMutex.WORDS + 8));
+    const array = new Int32Array(sab, 0, FairMutex.WORDS);
+    const log = new Int32Array(sab, 4 * FairMutex.WORDS, 8);
+    const fair = new FairMutex(array);
+    fair.lock();
+    const done = [];
+    for (let id = 1; id <= 7; id++) {
+      done.push(run('arrive', { lock: { kind: 'fair', array }, log, id }));
+      await until(() => fair.waiting === id, `worker ${id} to queue`);
+    }
+    expect(log[0]).toBe(0);
+    fair.unlock();
+    await Promise.all(done);
+    expect([...log]).toEqual([7, 1, 2, 3, 4, 5, 6, 7]);
+    expect([fair.locked, fair.waiting]).toEqual([false, 0]);
+  });
+
+  test('nobody barges past the queue; a waiter that gives up is skipped and the one behind it served', async () => {
+    const sab = new SharedArrayBuffer(4 * (FairMutex.WORDS + 2));
+    const array = new Int32Array(sab, 0, FairMutex.WORDS);
+    const log = new Int32Array(sab, 4 * FairMutex.WORDS, 2);
+    const fair = new FairMutex(array);
+    expect(thrown(() => fair.unlock()).code).toBe('ERR_LOCK_NOT_LOCKED');
+    expect(fair.tryLock()).toBe(true);
+    expect(thrown(() => fair.lock()).code).toBe('ERR_LOCK_ALREADY_HELD');
+    const leaver = run('waitFor', { lock: { kind: 'fair', array }, timeoutMs: 150 });
+    await until(() => fair.waiting === 1, 'the first waiter');
+    const stayer = run('arrive', { lock: { kind: 'fair', array }, log, id: 9 });
+    await until(() => fair.waiting === 2, 'the second waiter');
+    expect((await leaver).took).toBe(false);
+    // Another agent (an async context of this thread) cannot get it at once either: it gives up.
+    await expect(fair.withLockAsync(() => 1, 0)).rejects.toMatchObject({ code: RpcError.codes.Timeout });
+    expect((await run('unlock', { lock: { kind: 'fair', array } })).refused.code).toBe('ERR_LOCK_NOT_OWNER');
+    fair.unlock();
+    await stayer;
+    expect([...log]).toEqual([1, 9]);
+    expect(fair.locked).toBe(false);
+    for (let s = 0; s < L.fairSlots; s++) expect(array[L.fairMarks + s]).toBe(0);
+    expect(fair.tryLock()).toBe(true);
+    fair.unlock();
+  });
+
+  test('eight workers hammering it are served exactly in ticket order', async () => {
+    const threads = 8;
+    const runs = 150;
+    const sab = new SharedArrayBuffer(4 * (FairMutex.WORDS + 1 + threads * runs));
+    const array = new Int32Array(sab, 0, FairMutex.WORDS);
+    const log = new Int32Array(sab, 4 * FairMutex.WORDS, 1 + threads * runs);
+    await Promise.all(Array.from({ length: threads }, () => run('tickets', { lock: { kind: 'fair', array }, log, servingIndex: L.fairServing, runs })));
+    expect(log[0]).toBe(threads * runs);
+    expect([...log.subarray(1)]).toEqual(Array.from({ length: threads * runs }, (_, i) => i));
+  });
+});
+
+describe('bad input', () => {
+  const classes = { Mutex, Semaphore, OwnedMutex, ReentrantMutex, FairMutex };
+  test.each(Object.keys(classes))('%s refuses wrong arrays, indices, options and timeouts with InvalidParams', (name) => {
+    const Lock = classes[name];
+    const make = (array, index, options) => (name === 'Semaphore' ? new Lock(array, index, undefined, options) : new Lock(array, index, options));
+    const shared = words(64);
+    expectInvalid(() => make(new Int32Array(64)), /over a SharedArrayBuffer, not an ArrayBuffer/);
+    expectInvalid(() => make(new Uint32Array(shared.buffer)), /expected an Int32Array .* got Uint32Array/);
+    expectInvalid(() => make(shared.buffer), /expected an Int32Array/);
+    expectInvalid(() => make(new Proxy(shared, {})), /expected an Int32Array/);
+    expectInvalid(() => make(shared, 64), /index 64 is out of range for an Int32Array of length 64/);
+    expectInvalid(() => make(shared, 1.5), /index 1.5 is out of range/);
+    expectInvalid(() => make(shared, -1), /index -1 is out of range/);
+    expectInvalid(() => make(shared, 0, { spin: -1 }), new RegExp(`${name}: options.spin must be a whole number from 0`));
+    expectInvalid(() => make(shared, 0, { spin: NaN }), /options.spin must be a whole number/);
+    expectInvalid(() => make(shared, 0, { spin: 1e9 }), /options.spin must be a whole number from 0 to 1000000/);
+    expectInvalid(() => make(shared, 0, 5), /options must be an object, got 5/);
+    expectInvalid(
+      () =>
+        make(shared, 0, {
+          get spin() {
+            throw new Error('hostile');
+          },
+        }),
+      /reading options.spin threw: hostile/,
+    );
+    const lock = make(shared, 0);
+    const wait = name === 'Semaphore' ? (t) => lock.acquire(t) : (t) => lock.lock(t);
+    for (const bad of [-1, NaN, '5', {}]) expectInvalid(() => wait(bad), /timeoutMs must be a number ≥ 0/);
+  });
+
+  test('locks of several words need room for all of them', () => {
+    expectInvalid(() => new FairMutex(words(FairMutex.WORDS + 2), 3), /FairMutex: index 3 leaves room for 35 of the 36 Int32 elements it needs/);
+    expectInvalid(() => new ReentrantMutex(words(4), 3), /ReentrantMutex: index 3 leaves room for 1 of the 2/);
+    expect(new FairMutex(words(FairMutex.WORDS + 2), 2).locked).toBe(false);
+  });
+
+  test('unlock when free, and by a non-owner, each say so; the word is left as it was', async () => {
+    const array = words(64);
+    const kinds = [
+      ['mutex', () => new Mutex(array, 0)],
+      ['owned', () => new OwnedMutex(array, 1)],
+      ['reentrant', () => new ReentrantMutex(array, 2)],
+      ['fair', () => new FairMutex(array, 10)],
+    ];
+    for (const [kind, make] of kinds) {
+      const lock = make();
+      expect([kind, thrown(() => lock.unlock()).code]).toEqual([kind, 'ERR_LOCK_NOT_LOCKED']);
+      if (kind === 'mutex') continue; // the book's mutex has no owner: anyone may unlock it
+      lock.lock();
+      const before = [...array];
+      const index = kind === 'fair' ? 10 : kind === 'owned' ? 1 : 2;
+      const { refused } = await run('unlock', { lock: { kind, array, index } });
+      expect([kind, refused.code]).toEqual([kind, 'ERR_LOCK_NOT_OWNER']);
+      expect([...array]).toEqual(before);
+      lock.unlock();
+    }
+  });
+});
+
+/**
+ * `workers` worker_threads and `nativeCalls` locked_add calls on the pool's native threads take
+ * the same lock `runs` times each, all starting together; the counter must come out exact.
+ */
+async function stress(spec, { workers = 4, nativeCalls = 4, runs = 500, depth = 1, giveUpEvery = 0 }) {
+  const counter = words(3);
+  const gate = words(2); // [workers ready, open]
+  const jsRuns = Array.from({ length: workers }, (_, i) => run('hammer', { lock: spec, counter, runs, depth, giveUpEvery, seed: i + 1, gate }));
+  await until(() => Atomics.load(gate, 0) === workers, 'the workers to start');
+  Atomics.store(gate, 1, 1);
+  Atomics.notify(gate, 1);
+  const nativeRuns = Array.from({ length: nativeCalls }, () =>
+    pool.exec('locked_add', { locks: [{ kind: spec.kind, array: spec.array, index: spec.index ?? 0 }], counter, times: runs, depth }),
+  );
+  const [js, native] = await Promise.all([Promise.all(jsRuns), Promise.all(nativeRuns)]);
+  expect(native).toEqual(Array(nativeCalls).fill(runs));
+  return { total: counter[0], inside: counter[1], most: counter[2], gaveUp: js.reduce((n, r) => n + r.gaveUp, 0), runs: (workers + nativeCalls) * runs };
+}
+
+describe('stress: 4 worker_threads and the native threads of a pool on one lock, with checksums', () => {
+  test('Mutex (spin as set, and none)', async () => {
+    for (const options of [undefined, { spin: 0 }]) {
+      const r = await stress({ kind: 'mutex', array: words(1), options }, {});
+      expect(r).toMatchObject({ total: r.runs, inside: 0, most: 1 });
+    }
+  });
+
+  test('Semaphore with 2 permits: never more than 2 inside', async () => {
+    const array = words(1);
+    new Semaphore(array, 0, 2);
+    const r = await stress({ kind: 'semaphore', array }, {});
+    expect(r).toMatchObject({ total: r.runs, inside: 0 });
+    expect(r.most).toBeLessThanOrEqual(2);
+    expect(array[0]).toBe(2);
+  });
+
+  test('OwnedMutex', async () => {
+    const array = words(1);
+    const r = await stress({ kind: 'owned', array }, {});
+    expect(r).toMatchObject({ total: r.runs, inside: 0, most: 1 });
+    expect(array[0]).toBe(0);
+  });
+
+  test('ReentrantMutex, taken three deep each time', async () => {
+    const array = words(2);
+    const r = await stress({ kind: 'reentrant', array }, { depth: 3 });
+    expect(r).toMatchObject({ total: r.runs, inside: 0, most: 1 });
+    expect([...array]).toEqual([0, 0]);
+  });
+
+  test('FairMutex, with waiters giving up at random', async () => {
+    const array = words(FairMutex.WORDS);
+    const r = await stress({ kind: 'fair', array }, { giveUpEvery: 4 });
+    expect(r).toMatchObject({ total: r.runs, inside: 0, most: 1 });
+    expect(r.gaveUp).toBeGreaterThan(0);
+    const fair = new FairMutex(array);
+    expect([fair.locked, fair.owner]).toEqual([false, null]);
+    for (let s = 0; s < L.fairSlots; s++) expect(array[L.fairMarks + s]).toBe(0);
+  });
+});
+
+describe('lockAll', () => {
+  test('two threads taking {A, B} and {B, A} never deadlock with lockAll, where nested locking does', async () => {
+    const sab = new SharedArrayBuffer(4 * (1 + FairMutex.WORDS));
+    const a = { kind: 'owned', array: new Int32Array(sab, 0, 1) };
+    const b = { kind: 'fair', array: new Int32Array(sab, 4, FairMutex.WORDS) };
+    // Naive: each takes its first lock, meets the other, then waits for its second: neither gets it.
+    const barrier = words(1);
+    const naive = await Promise.all([run('nested', { locks: [a, b], barrier, timeoutMs: 300 }), run('nested', { locks: [b, a], barrier, timeoutMs: 300 })]);
+    expect(naive.map((r) => r.tookSecond)).toEqual([false, false]);
+    // lockAll: the same opposite orders, 1,000 times each, and a native command in a third order.
+    const counter = words(3);
+    await Promise.all([
+      run('lockAll', { locks: [a, b], counter, runs: 1000 }),
+      run('lockAll', { locks: [b, a], counter, runs: 1000 }),
+      pool.exec('locked_add', { locks: [b, a], counter, times: 500 }),
+    ]);
+    expect([...counter]).toEqual([2500, 0, 1]);
+  });
+
+  test('takes the locks in address order, gives them back in reverse, also when fn throws', () => {
+    const array = words(64);
+    const made = { mutex: new Mutex(array, 20), owned: new OwnedMutex(array, 0), fair: new FairMutex(array, 21), semaphore: new Semaphore(array, 5, 1) };
+    const calls = [];
+    for (const [name, lock] of Object.entries(made)) {
+      for (const method of name === 'semaphore' ? ['acquire', 'release'] : ['lock', 'unlock']) {
+        const original = lock[method].bind(lock);
+        lock[method] = (...args) => {
+          calls.push(`${method} ${name}`);
+          return original(...args);
+        };
+      }
+    }
+    expect(lockAll([made.fair, made.mutex, made.semaphore, made.owned], () => made.owned.heldByMe && made.semaphore.available)).toBe(0);
+    const order = ['owned', 'semaphore', 'mutex', 'fair']; // by index in the one buffer
+    const taking = order.map((n) => (n === 'semaphore' ? 'acquire ' : 'lock ') + n);
+    const giving = [...order].reverse().map((n) => (n === 'semaphore' ? 'release ' : 'unlock ') + n);
+    const expected = [...taking, ...giving];
+    expect(calls).toEqual(expected);
+    calls.length = 0;
+    expect(() =>
+      lockAll([made.owned, made.fair, made.mutex, made.semaphore], () => {
+        throw new Error('boom');
+      }),
+    ).toThrow('boom');
+    expect(calls).toEqual(expected);
+    expect([made.owned.locked, made.mutex.locked, made.fair.locked, made.semaphore.available]).toEqual([false, false, false, 1]);
+  });
+
+  test('a lock that stays taken ends the wait with RpcError Timeout, and nothing stays held', async () => {
+    const array = words(64);
+    const flag = words(2);
+    const first = new OwnedMutex(array, 0);
+    const taken = new Mutex(array, 30);
+    const holder = run('hold', { lock: { kind: 'mutex', array, index: 30 }, flag });
+    await until(() => Atomics.load(flag, 0) === 1, 'the worker to hold the mutex');
+    const e = thrown(() => lockAll([taken, first], () => 1, 30));
+    expect(e).toBeInstanceOf(RpcError);
+    expect(e.code).toBe(RpcError.codes.Timeout);
+    expect(e.message).toMatch(/lockAll: locks\[0\] stayed taken for the 30 ms allowed/);
+    expect(first.locked).toBe(false);
+    await expect(lockAllAsync([first, taken], () => 1, 30)).rejects.toMatchObject({ code: RpcError.codes.Timeout });
+    expect(first.locked).toBe(false);
+    Atomics.store(flag, 1, 1);
+    await holder;
+    expect(lockAll([taken, first], () => taken.locked && first.heldByMe)).toBe(true);
+  });
+
+  test('lockAllAsync runs fn as an agent of its own, without blocking the event loop', async () => {
+    const array = words(2);
+    const owned = new OwnedMutex(array, 0);
+    const mutex = new Mutex(array, 1);
+    let inside = 0;
+    let most = 0;
+    const task = () =>
+      lockAllAsync([mutex, owned], async () => {
+        most = Math.max(most, ++inside);
+        expect(owned.heldByMe).toBe(true);
+        await sleep(2);
+        inside--;
+        return owned.owner;
+      });
+    const owners = await Promise.all([task(), task(), task()]);
+    expect(most).toBe(1);
+    expect(owners.every((o) => o > 0)).toBe(true);
+    expect([owned.locked, mutex.locked, owned.heldByMe]).toEqual([false, false, false]);
+  });
+
+  test('refuses what is not a lock, one lock twice, a bad fn or timeout', async () => {
+    const array = words(4);
+    const m = new Mutex(array, 0);
+    expectInvalid(() => lockAll('locks', () => 1), /lockAll: locks must be an array, got "locks"/);
+    expectInvalid(() => lockAll([m, {}], () => 1), /lockAll: locks\[1\] must be a Mutex, Semaphore, OwnedMutex, ReentrantMutex or FairMutex, got an object/);
+    expectInvalid(() => lockAll([m, new Mutex(array, 0)], () => 1), /lockAll: locks\[0\] and locks\[1\] are on the same memory/);
+    expectInvalid(() => lockAll([m, new OwnedMutex(array, 0)], () => 1), /same memory/);
+    expectInvalid(() => lockAll([m], 'fn'), /lockAll: fn must be a function, got "fn"/);
+    expectInvalid(() => lockAll([m], () => 1, -5), /lockAll: timeoutMs must be a number ≥ 0/);
+    expectInvalid(() => lockAll(new Array(2000).fill(m), () => 1), /locks holds 2000 entries; at most 1024/);
+    const hostile = new Proxy([m], {
+      get(target, key) {
+        if (key === '0') throw new Error('trap');
+        return Reflect.get(target, key);
+      },
+    });
+    expectInvalid(() => lockAll(hostile, () => 1), /lockAll: reading locks threw: trap/);
+    await expect(lockAllAsync([m, m], () => 1)).rejects.toMatchObject({ code: INVALID_PARAMS });
+    expect(m.locked).toBe(false);
+    expect(lockAll([], () => 'nothing to take')).toBe('nothing to take');
+  });
+});
+
+describe('native commands', () => {
+  test('locked_add refuses bad params with InvalidParams naming them', async () => {
+    const counter = words(3);
+    const cases = [
+      [{ locks: [], counter, times: 1 }, /locks must hold 1 to 16 locks/],
+      [{ locks: [{ kind: 'fair', array: words(4) }], counter, times: 1 }, /room for 4 of the 36/],
+      [{ locks: [{ kind: 'owned', array: new Int32Array(1) }], counter, times: 1 }, /locks\[0\]\.array is a Int32Array over an ordinary ArrayBuffer/],
+      [{ locks: [{ kind: 'spin', array: words(1) }], counter, times: 1 }, /kind must be 'mutex'/],
+      [{ locks: [{ kind: 'owned', array: words(1) }], counter, times: NaN }, /times must be/],
+    ];
+    for (const [params, pattern] of cases) {
+      const e = await pool.exec('locked_add', params).catch((x) => x);
+      expect(e).toBeInstanceOf(RpcError);
+      expect([e.code, e.message]).toEqual([INVALID_PARAMS, expect.stringMatching(pattern)]);
+    }
+  });
+
+  test('a waiter notices the release of a holder that cannot notify it (a native one)', async () => {
+    const array = words(1);
+    const m = new OwnedMutex(array);
+    const nativeHolder = L.nativeAgent | 12345; // the word as a native thread holding it leaves it
+    array[0] = nativeHolder;
+    expect(m.owner).toBe(nativeHolder);
+    expect(thrown(() => m.unlock()).message).toMatch(/held by native agent \d+, not by the caller \(JavaScript agent/);
+    const waiter = run('waitFor', { lock: { kind: 'owned', array }, timeoutMs: 10_000 });
+    await sleep(30);
+    Atomics.store(array, 0, 0); // released natively: no Atomics.notify
+    expect((await waiter).took).toBe(true);
+    expect(array[0]).toBe(0);
+  });
+});
+
+test('every example in the README runs and prints what its comments say', async () => {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const examples = [...readme.matchAll(/<!-- example: ([\w-]+) -->\n```js\n([\s\S]*?)```/g)];
+  expect(examples.map((m) => m[1])).toEqual(['mutex', 'semaphore', 'owned-mutex', 'reentrant-mutex', 'fair-mutex', 'lock-all']);
+  for (const [, name, code] of examples) {
+    const stdout = await new Promise((resolve, reject) =>
+      execFile(process.execPath, ['-e', code], { cwd: ROOT, timeout: 30_000 }, (error, out, err) => (error ? reject(new Error(`${name}: ${err}`)) : resolve(out))),
+    );
+    const expected = [...code.matchAll(/\/\/ → (.*)$/gm)].map((m) => m[1]);
+    expect([name, stdout.trim().split('\n')]).toEqual([name, expected]);
+  }
+});

@@ -1,0 +1,123 @@
+'use strict';
+// The reentrant mutex (src/shm/reentrant_mutex.rs states the protocol): an owner word, as
+// OwnedMutex's, and the count after it, touched only by the holder.
+
+const { contract } = require('../native.js');
+const { checkWord, spinOption } = require('./wait.js');
+const { currentAgent, countHold, asAgent, refuseUnlock, lockError, ID_MASK } = require('./agent.js');
+const { LOCKING, lockAddress } = require('./lock-all.js');
+const { tryTake, take, takeAsync, release, timedOut, checkFunction } = require('./owned-mutex.js');
+
+const { reentrantWords: WORDS, reentrantCount: COUNT } = contract.locks;
+const MAX_COUNT = 0x7fffffff;
+
+/**
+ * A mutex its holder may take again: each `lock()` by the holder adds one to a count in shared
+ * memory, each `unlock()` takes one off, and the lock is free again at zero.
+ */
+class ReentrantMutex {
+  #array;
+  #index;
+  #count;
+  #spin;
+  #address;
+
+  constructor(int32Array, index = 0, options) {
+    checkWord('ReentrantMutex', int32Array, index);
+    this.#spin = spinOption('ReentrantMutex', options);
+    this.#address = lockAddress('ReentrantMutex', int32Array, index, WORDS);
+    this.#array = int32Array;
+    this.#index = index;
+    this.#count = index + COUNT;
+  }
+
+  /** Counts one more hold if `me` holds it already (true); false if it does not. */
+  #reenter(what, me) {
+    if ((Atomics.load(this.#array, this.#index) & ID_MASK) !== me) return false;
+    const count = Atomics.load(this.#array, this.#count);
+    if (count === MAX_COUNT) throw lockError('ERR_LOCK_COUNT_OVERFLOW', `${what}: the lock is already held ${MAX_COUNT} times`);
+    Atomics.store(this.#array, this.#count, count + 1);
+    countHold(1);
+    return true;
+  }
+
+  #took(took) {
+    if (took) {
+      Atomics.store(this.#array, this.#count, 1);
+      countHold(1);
+    }
+    return took;
+  }
+
+  tryLock() {
+    const me = currentAgent();
+    return this.#reenter('ReentrantMutex.tryLock', me) || this.#took(tryTake('ReentrantMutex.tryLock', this.#array, this.#index, me));
+  }
+
+  lock(timeoutMs) {
+    const me = currentAgent();
+    return this.#reenter('ReentrantMutex.lock', me) || this.#took(take('ReentrantMutex.lock', this.#array, this.#index, me, timeoutMs, this.#spin));
+  }
+
+  async lockAsync(timeoutMs) {
+    const me = currentAgent();
+    return this.#reenter('ReentrantMutex.lockAsync', me) || this.#took(await takeAsync('ReentrantMutex.lockAsync', this.#array, this.#index, me, timeoutMs));
+  }
+
+  /** Gives back one hold; the last one frees the lock. Throws unless the caller holds it. */
+  unlock() {
+    const me = currentAgent();
+    const refusal = refuseUnlock('ReentrantMutex.unlock', Atomics.load(this.#array, this.#index), me);
+    if (refusal !== null) throw refusal;
+    const count = Atomics.load(this.#array, this.#count);
+    Atomics.store(this.#array, this.#count, count - 1);
+    if (count === 1) release('ReentrantMutex.unlock', this.#array, this.#index, me);
+    countHold(-1);
+  }
+
+  withLock(fn, timeoutMs) {
+    checkFunction('ReentrantMutex.withLock', fn);
+    if (!this.lock(timeoutMs)) throw timedOut('ReentrantMutex.withLock', timeoutMs);
+    try {
+      return fn();
+    } finally {
+      this.unlock();
+    }
+  }
+
+  /** Runs `fn` holding the lock, as an agent of its own unless already inside one (then nested calls re-enter). */
+  withLockAsync(fn, timeoutMs) {
+    checkFunction('ReentrantMutex.withLockAsync', fn);
+    return asAgent(async () => {
+      if (!(await this.lockAsync(timeoutMs))) throw timedOut('ReentrantMutex.withLockAsync', timeoutMs);
+      try {
+        return await fn();
+      } finally {
+        this.unlock();
+      }
+    });
+  }
+
+  get owner() {
+    return Atomics.load(this.#array, this.#index) & ID_MASK || null;
+  }
+
+  get heldByMe() {
+    return (Atomics.load(this.#array, this.#index) & ID_MASK) === currentAgent();
+  }
+
+  /** How many times the holder holds it (0 when free; exact for the holder). */
+  get count() {
+    return Atomics.load(this.#array, this.#count);
+  }
+
+  get locked() {
+    return Atomics.load(this.#array, this.#index) !== 0;
+  }
+
+  [LOCKING]() {
+    return { address: this.#address, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
+  }
+}
+
+module.exports = { ReentrantMutex };
