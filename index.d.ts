@@ -358,7 +358,7 @@ export declare function poolSize(options?: { cores?: number; waitMs?: number; co
 
 /** Options of the blocking locks. */
 export interface SpinOptions {
-  /** Polls of a taken lock before a blocking lock()/acquire() sleeps (0 to 1,000,000; default 100). */
+  /** Polls of a taken lock before a blocking lock()/acquire() sleeps (0 to 1,000,000; default 64). */
   spin?: number;
 }
 
