@@ -259,6 +259,96 @@ describe('FairMutex', () => {
   });
 });
 
+test('a plain Mutex hammered by eight workers lets later arrivals overtake a waiter (FairMutex cannot: ticket order, above)', async () => {
+  const threads = 8;
+  const runs = 150;
+  /** Each worker draws an arrival number just before lock(); the log holds them in the order served. */
+  async function hammer(kind, array) {
+    const log = words(2 + threads * runs);
+    const gate = words(2);
+    const workers = Array.from({ length: threads }, () => run('arrivals', { lock: { kind, array }, log, runs, gate }));
+    await until(() => Atomics.load(gate, 0) === threads, 'the workers to start');
+    Atomics.store(gate, 1, 1);
+    Atomics.notify(gate, 1);
+    const reports = await Promise.all(workers);
+    expect(log[1]).toBe(threads * runs);
+    const served = log.subarray(2);
+    // For each entry: how many that arrived after it were served before it.
+    let overtaken = 0;
+    for (let i = 0; i < served.length; i++) {
+      let later = 0;
+      for (let j = 0; j < i; j++) if (served[j] > served[i]) later++;
+      overtaken = Math.max(overtaken, later);
+    }
+    return { overtaken, maxWaitMs: Math.max(...reports.map((r) => r.maxWaitMs)) };
+  }
+  const mutex = await hammer('mutex', words(1));
+  const fair = await hammer('fair', words(FairMutex.WORDS));
+  console.log(
+    `${threads} workers × ${runs} entries: most later arrivals served before one waiter, Mutex ${mutex.overtaken}, FairMutex ${fair.overtaken} ` +
+      `(arrival numbers are drawn just before lock(), so a worker descheduled in between can count a few for FairMutex too); ` +
+      `longest wait, Mutex ${mutex.maxWaitMs.toFixed(1)} ms, FairMutex ${fair.maxWaitMs.toFixed(1)} ms`,
+  );
+  // A waiter passed over by more later arrivals than there are other workers lost to one of them twice: no queue.
+  expect(mutex.overtaken).toBeGreaterThan(threads - 1);
+});
+
+describe('worker.terminate() (README: "A worker_thread terminated …")', () => {
+  /** A worker running `task`, and a promise of its exit. */
+  function start(task, data) {
+    const worker = new Worker(WORKER, { workerData: { task, ...data } });
+    return { worker, exited: new Promise((resolve) => worker.once('exit', resolve)) };
+  }
+
+  test('terminated while holding a lock: the lock stays held by it', async () => {
+    const array = words(8);
+    const kinds = [
+      ['mutex', 0, () => new Mutex(array, 0)],
+      ['semaphore', 1, () => new Semaphore(array, 1, 1)],
+      ['owned', 2, () => new OwnedMutex(array, 2)],
+      ['reentrant', 3, () => new ReentrantMutex(array, 3)],
+    ];
+    for (const [kind, index, make] of kinds) {
+      const lock = make();
+      const flag = words(2);
+      const { worker, exited } = start('hold', { lock: { kind, array, index }, flag });
+      await until(() => Atomics.load(flag, 0) === 1, `the worker to hold the ${kind}`);
+      const word = array[index];
+      await worker.terminate();
+      await exited;
+      expect([kind, array[index]]).toEqual([kind, word]); // the dead holder's id, or 1, or no permit left
+      const took = kind === 'semaphore' ? lock.acquire(20) : lock.lock(20);
+      expect([kind, took]).toEqual([kind, false]);
+      if (kind === 'owned' || kind === 'reentrant') expect(thrown(() => lock.unlock()).code).toBe('ERR_LOCK_NOT_OWNER');
+    }
+  });
+
+  test('terminated while waiting: no trace in a Mutex or OwnedMutex; a FairMutex queue stops at its ticket', async () => {
+    const array = words(2 + FairMutex.WORDS);
+    const mutex = new Mutex(array, 0);
+    const owned = new OwnedMutex(array, 1);
+    const fair = new FairMutex(array, 2);
+    mutex.lock();
+    owned.lock();
+    fair.lock();
+    const waiters = [
+      start('waitFor', { lock: { kind: 'mutex', array, index: 0 }, timeoutMs: 60_000 }),
+      start('waitFor', { lock: { kind: 'owned', array, index: 1 }, timeoutMs: 60_000 }),
+      start('waitFor', { lock: { kind: 'fair', array, index: 2 }, timeoutMs: 60_000 }),
+    ];
+    await until(() => (array[1] & L.waiters) !== 0 && fair.waiting === 1, 'the workers to wait');
+    await Promise.all(waiters.map(({ worker, exited }) => worker.terminate().then(() => exited)));
+    mutex.unlock();
+    owned.unlock();
+    fair.unlock();
+    expect([mutex.tryLock(), owned.tryLock()]).toEqual([true, true]);
+    mutex.unlock();
+    owned.unlock();
+    // The dead waiter's ticket is served now, and nobody will ever take or pass it on.
+    expect([fair.locked, fair.owner, fair.tryLock(), fair.lock(20)]).toEqual([true, null, false, false]);
+  });
+});
+
 describe('bad input', () => {
   const classes = { Mutex, Semaphore, OwnedMutex, ReentrantMutex, FairMutex };
   test.each(Object.keys(classes))('%s refuses wrong arrays, indices, options and timeouts with InvalidParams', (name) => {

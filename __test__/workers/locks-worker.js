@@ -118,6 +118,28 @@ const tasks = {
     return {};
   },
 
+  /**
+   * `runs` entries, each first drawing an arrival number (log[0]), then appending it to the log
+   * once inside: log = [arrivals, served, arrival numbers in the order served…]. Starts when
+   * `gate[1]` opens (having counted itself in `gate[0]`). Reports the longest lock(), in ms.
+   */
+  arrivals({ lock: spec, log, runs, gate }) {
+    const lock = makeLock(spec);
+    Atomics.add(gate, 0, 1);
+    Atomics.wait(gate, 1, 0);
+    let maxWaitMs = 0;
+    for (let r = 0; r < runs; r++) {
+      const t = performance.now();
+      const arrival = Atomics.add(log, 0, 1);
+      take(lock, spec.kind);
+      maxWaitMs = Math.max(maxWaitMs, performance.now() - t);
+      log[2 + log[1]] = arrival;
+      log[1]++;
+      give(lock, spec.kind);
+    }
+    return { maxWaitMs };
+  },
+
   /** Queues on a fair mutex and writes `id` into the log when served: log = [count, ids…]. */
   arrive({ lock: spec, log, id }) {
     const lock = makeLock(spec);
