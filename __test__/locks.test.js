@@ -262,11 +262,14 @@ describe('FairMutex', () => {
 test('a plain Mutex hammered by eight workers lets later arrivals overtake a waiter (FairMutex cannot: ticket order, above)', async () => {
   const threads = 8;
   const runs = 150;
-  /** Each worker draws an arrival number just before lock(); the log holds them in the order served. */
+  /**
+   * Each worker draws an arrival number just before lock(); the log holds them in the order
+   * served. Each holds the lock 50 µs asleep, so the workers overlap even on a busy machine.
+   */
   async function hammer(kind, array) {
     const log = words(2 + threads * runs);
     const gate = words(2);
-    const workers = Array.from({ length: threads }, () => run('arrivals', { lock: { kind, array }, log, runs, gate }));
+    const workers = Array.from({ length: threads }, () => run('arrivals', { lock: { kind, array }, log, runs, gate, holdMs: 0.05 }));
     await until(() => Atomics.load(gate, 0) === threads, 'the workers to start');
     Atomics.store(gate, 1, 1);
     Atomics.notify(gate, 1);
@@ -384,6 +387,17 @@ describe('bad input', () => {
     expectInvalid(() => new FairMutex(words(FairMutex.WORDS + 2), 3), /FairMutex: index 3 leaves room for 35 of the 36 Int32 elements it needs/);
     expectInvalid(() => new ReentrantMutex(words(4), 3), /ReentrantMutex: index 3 leaves room for 1 of the 2/);
     expect(new FairMutex(words(FairMutex.WORDS + 2), 2).locked).toBe(false);
+  });
+
+  test('a Semaphore released past the most permits an Int32 holds says so and keeps its count', () => {
+    const array = words(1);
+    const s = new Semaphore(array, 0, 0x7fffffff);
+    const e = thrown(() => s.release());
+    expect([e.code, e.message]).toEqual(['ERR_LOCK_COUNT_OVERFLOW', expect.stringMatching(/Semaphore.release\(\): .*2147483647/)]);
+    expect(s.available).toBe(0x7fffffff);
+    expect(s.tryAcquire()).toBe(true);
+    s.release();
+    expect(s.available).toBe(0x7fffffff);
   });
 
   test('unlock when free, and by a non-owner, each say so; the word is left as it was', async () => {

@@ -121,10 +121,13 @@ const tasks = {
   /**
    * `runs` entries, each first drawing an arrival number (log[0]), then appending it to the log
    * once inside: log = [arrivals, served, arrival numbers in the order served…]. Starts when
-   * `gate[1]` opens (having counted itself in `gate[0]`). Reports the longest lock(), in ms.
+   * `gate[1]` opens (having counted itself in `gate[0]`); holds the lock `holdMs` asleep, so
+   * that the others run, arrive and queue meanwhile, however few cores are free. Reports the
+   * longest lock(), in ms.
    */
-  arrivals({ lock: spec, log, runs, gate }) {
+  arrivals({ lock: spec, log, runs, gate, holdMs }) {
     const lock = makeLock(spec);
+    const nap = new Int32Array(new SharedArrayBuffer(4));
     Atomics.add(gate, 0, 1);
     Atomics.wait(gate, 1, 0);
     let maxWaitMs = 0;
@@ -135,6 +138,7 @@ const tasks = {
       maxWaitMs = Math.max(maxWaitMs, performance.now() - t);
       log[2 + log[1]] = arrival;
       log[1]++;
+      Atomics.wait(nap, 0, 0, holdMs);
       give(lock, spec.kind);
     }
     return { maxWaitMs };
