@@ -14,6 +14,7 @@
 const { RpcError, CODES, rejected, describe, errorText } = require('./errors.js');
 const { performance } = require('node:perf_hooks');
 const { startMany } = require('./calls.js');
+const { callOptions } = require('./call-options.js');
 
 /** Inputs sent in one crossing at most. */
 const CHUNK = 1024;
@@ -29,7 +30,6 @@ const CHUNK_MS = 2;
 const CHUNKS_PER_THREAD = 2;
 /** Inputs in flight at most, by default. */
 const CONCURRENCY = 8192;
-const OPTION_NAMES = new Set(['settle', 'onProgress', 'signal', 'timeout', 'concurrency']);
 
 /** One input's call (a served method's), tracked as a call of the pool. */
 class Item {
@@ -331,29 +331,20 @@ function map(owner, nativePool, method, inputs, options) {
     }
     list = Array.isArray(inputs) ? inputs : Array.from(inputs);
     o = mapOptions(options);
+    if (o.signal?.aborted) return rejected(CODES.Aborted, 'The map was aborted before it started');
   } catch (e) {
     return Promise.reject(e instanceof RpcError ? e : new RpcError(CODES.InvalidRequest, `map: ${errorText(e)}`));
   }
-  if (o.signal?.aborted) return rejected(CODES.Aborted, 'The map was aborted before it started');
   return new MapRun(owner, nativePool, method, list, o).promise;
 }
 
+/** The map's options (read by lib/call-options.js), with their defaults. */
 function mapOptions(options) {
-  const o = { settle: 'reject', onProgress: undefined, signal: undefined, timeout: undefined, concurrency: CONCURRENCY };
-  if (options === undefined) return o;
-  if (options === null || typeof options !== 'object') throw new RpcError(CODES.InvalidRequest, `map options must be an object, got ${describe(options)}`);
-  for (const key of Object.keys(options)) {
-    if (!OPTION_NAMES.has(key)) throw new RpcError(CODES.InvalidRequest, `unknown map option '${key}' (expected ${[...OPTION_NAMES].join(', ')})`);
-  }
-  Object.assign(o, Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)));
+  const given = callOptions('map', options);
+  const o = { settle: 'reject', onProgress: given.onProgress, signal: given.signal, timeout: given.timeout, concurrency: CONCURRENCY };
+  if (given.settle !== undefined) o.settle = given.settle;
+  if (given.concurrency !== undefined) o.concurrency = given.concurrency;
   if (o.settle !== 'reject' && o.settle !== 'all') throw new RpcError(CODES.InvalidRequest, `map options.settle must be 'reject' or 'all', got ${describe(o.settle)}`);
-  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') {
-    throw new RpcError(CODES.InvalidRequest, `map options.onProgress must be a function, got ${describe(o.onProgress)}`);
-  }
-  if (o.signal !== undefined && o.signal !== null && !(o.signal instanceof AbortSignal)) {
-    throw new RpcError(CODES.InvalidRequest, `map options.signal must be an AbortSignal, got ${describe(o.signal)}`);
-  }
-  if (o.signal === null) o.signal = undefined;
   if (o.concurrency !== Infinity && !(Number.isInteger(o.concurrency) && o.concurrency >= 1)) {
     throw new RpcError(CODES.InvalidRequest, `map options.concurrency must be a whole number ≥ 1 or Infinity, got ${describe(o.concurrency)}`);
   }

@@ -8,6 +8,7 @@ const { EventEmitter } = require('node:events');
 const { native, contract } = require('./native.js');
 const { CODES, rejected, describe, errorText } = require('./errors.js');
 const { validateOptions, nativeOptions } = require('./options.js');
+const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, channel } = require('./calls.js');
 const { wireParams } = require('./params.js');
 const { map } = require('./map.js');
@@ -98,50 +99,41 @@ class Pool extends EventEmitter {
     return this.#submit(method, params, undefined, undefined);
   }
 
-  /** `call(method, params, { signal, timeout, onProgress })`. */
+  /** `call(method, params, { signal, timeout, onProgress })` (lib/call-options.js reads the options). */
   call(method, params, options) {
-    let timeout;
-    let signal;
-    let onProgress;
+    let o;
     try {
-      if (params === undefined) params = [];
-      else if (!Array.isArray(params)) params = [params];
-      if (options !== undefined) {
-        if (options === null || typeof options !== 'object') {
-          return rejected(CODES.InvalidRequest, `call options must be an object, got ${describe(options)}`);
-        }
-        ({ timeout, signal, onProgress } = options);
-        if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
-          return rejected(CODES.InvalidRequest, `options.signal must be an AbortSignal, got ${describe(signal)}`);
-        }
-        if (onProgress !== undefined && typeof onProgress !== 'function') {
-          return rejected(CODES.InvalidRequest, `options.onProgress must be a function, got ${describe(onProgress)}`);
-        }
-        if (signal?.aborted) {
-          return rejected(CODES.Aborted, 'The call was aborted before it started');
-        }
-      }
+      o = callOptions('call', options);
     } catch (e) {
-      return rejected(CODES.InvalidRequest, `call options could not be read: ${errorText(e)}`);
+      return Promise.reject(e);
     }
-    return this.#submit(method, params, timeout, signal ?? undefined, onProgress);
+    return this.#callWith(method, params, o);
   }
 
   /**
-   * Piscina's `run(task, { name, signal, timeout })`: calls the task file's function `name`
-   * (`'default'`: the function the file exports as a whole) with `task`.
+   * Piscina's `run(task, { name, signal, timeout, onProgress })`: calls the task file's function
+   * `name` (`'default'`: the function the file exports as a whole) with `task`.
    */
   run(task, options) {
-    let name = 'default';
-    let rest = options;
-    if (options !== null && typeof options === 'object') {
-      try {
-        ({ name = 'default', ...rest } = options);
-      } catch (e) {
-        return rejected(CODES.InvalidRequest, `run options could not be read: ${errorText(e)}`);
-      }
+    let o;
+    try {
+      o = callOptions('run', options);
+    } catch (e) {
+      return Promise.reject(e);
     }
-    return this.call(name, [task], rest);
+    return this.#callWith(o.name ?? 'default', [task], o);
+  }
+
+  /** A call with its options read (`o`, from callOptions). */
+  #callWith(method, params, o) {
+    if (params === undefined) params = [];
+    else if (!isArray(params)) params = [params];
+    try {
+      if (o.signal?.aborted) return rejected(CODES.Aborted, 'The call was aborted before it started');
+    } catch (e) {
+      return rejected(CODES.InvalidRequest, `call options.signal could not be read: ${errorText(e)}`);
+    }
+    return this.#submit(method, params, o.timeout, o.signal, o.onProgress);
   }
 
   /**
@@ -304,6 +296,16 @@ class Pool extends EventEmitter {
     for (const w of waiters) w();
     this.emit('drain');
   };
+}
+
+/** Array.isArray, except that a revoked Proxy (on which it throws) counts as one param, which
+ *  the params' conversion then refuses with its own error. */
+function isArray(v) {
+  try {
+    return Array.isArray(v);
+  } catch {
+    return false;
+  }
 }
 
 /** A task file's worker_thread: a handle on the pool `id` it serves (lib/task-worker.js). */
