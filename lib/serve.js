@@ -287,8 +287,9 @@ class Server {
     if (timeout > 0) {
       run.timer = setLongTimeout(() => {
         run.timer = null;
-        this.#native.stop(token);
-        context.abort(abortError('The call ran longer than its timeout', 'TimeoutError'));
+        // The message is the caller's Timeout's (it names the method and the limit).
+        const message = this.#native.stop(token);
+        if (message !== null && message !== undefined) context.abort(abortError(message, 'TimeoutError'));
       }, timeout);
     }
     params.push(context);

@@ -569,12 +569,15 @@ impl NativeServer {
             .complete(&self.ctx.server, self::token(token), Err(e))
     }
 
-    /// Job `token` ran past its timeout (the serving thread's timer): it settles now.
+    /// Job `token` ran past its timeout (the serving thread's timer): it settles now. Returns
+    /// the Timeout's message (the method and the limit), for the handler's signal; `None` if
+    /// the job no longer runs.
     #[napi(catch_unwind)]
-    pub fn stop(&self, token: f64) {
+    pub fn stop(&self, token: f64) -> Option<String> {
         self.ctx
             .pool
-            .stop(&self.ctx.server, self::token(token), CancelReason::Timeout);
+            .stop(&self.ctx.server, self::token(token), CancelReason::Timeout)
+            .map(|e| e.message)
     }
 
     /// Asks the caller of job `token` to send its views again; false when it cannot (the job

@@ -40,7 +40,7 @@ impl Command for Each {
         let mut errors = Vec::new();
         for (index, item) in items.into_iter().enumerate() {
             let outcome = match ctx.stop_reason() {
-                Some(reason) => Err(reason.error()),
+                Some(reason) => Err(ctx.stop_error(reason)),
                 None => self.run_one(item, ctx),
             };
             match outcome {
@@ -71,11 +71,11 @@ impl Each {
     fn run_one(&self, item: Value, ctx: &Context) -> Result<Value, RpcError> {
         let start = Instant::now();
         let limit = self.item_timeout.filter(|t| !t.is_zero());
-        let item_ctx = ctx.with_deadline(timeout::deadline(start, limit));
+        let item_ctx = ctx.with_deadline(timeout::running_limit(self.command.name(), start, limit));
         let ran = panic::catch_unwind(AssertUnwindSafe(|| {
             let value = self.command.run(vec![item], &item_ctx)?;
             match item_ctx.stop_reason() {
-                Some(reason) => Err(reason.error()),
+                Some(reason) => Err(item_ctx.stop_error(reason)),
                 None => Ok(value),
             }
         }));

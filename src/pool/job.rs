@@ -74,14 +74,14 @@ pub(crate) trait Runner: Send + Sync {
 pub(crate) struct Stopped {
     pub(crate) reply: Reply,
     pub(crate) origin: Arc<Origin>,
-    pub(crate) reason: Option<CancelReason>,
+    /// The error of its stop reason (Aborted if none was recorded).
+    pub(crate) error: RpcError,
 }
 
 impl Stopped {
-    /// Settles the call with its stop reason (Aborted if none was recorded).
+    /// Settles the call with the error of its stop.
     pub(crate) fn settle(self) {
-        let e = self.reason.unwrap_or(CancelReason::Aborted).error();
-        self.reply.finish(Err(e), &self.origin);
+        self.reply.finish(Err(self.error), &self.origin);
     }
 }
 

@@ -421,9 +421,10 @@ impl Pool {
     }
 
     /// The serving thread stops job `token` (its timeout fired): the call settles now with
-    /// `reason`; the handler keeps counting as running until it completes.
-    pub fn stop(&self, server: &Server, token: u64, reason: CancelReason) {
-        self.scheduler.stop(server, token, reason);
+    /// `reason`; the handler keeps counting as running until it completes. Returns the error
+    /// of that stop (what the handler's signal says), `None` if the job no longer runs.
+    pub fn stop(&self, server: &Server, token: u64, reason: CancelReason) -> Option<RpcError> {
+        self.scheduler.stop(server, token, reason)
     }
 
     /// The serving thread has no views for job `token`: ask its caller to send them. `false`

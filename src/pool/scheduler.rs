@@ -486,7 +486,8 @@ impl Scheduler {
             call,
         });
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
-            let mut ctx = crate::rpc::Context::new(flags, timeout::deadline(start, timeout), index);
+            let limit = timeout::running_limit(command.name(), start, timeout);
+            let mut ctx = crate::rpc::Context::new(flags, limit, index);
             if let Some(progress) = &progress {
                 ctx = ctx.reporting_to(progress);
             }
@@ -494,7 +495,7 @@ impl Scheduler {
             let value = command.run(params.into_values()?, &ctx)?;
             match ctx.stop_reason() {
                 // It finished, but after it was told to stop: the stop is the answer.
-                Some(reason) => Err(reason.error()),
+                Some(reason) => Err(ctx.stop_error(reason)),
                 None => Ok(value),
             }
         }));
@@ -719,7 +720,9 @@ impl Scheduler {
             } = job;
             let deadline = timeout::deadline(now, timeout);
             let watched = reply.watched().is_some();
-            let Some(params) = server.start(token, &control, origin, reply, now, deadline) else {
+            let named = (method.clone(), timeout.unwrap_or_default());
+            let Some(params) = server.start(token, &control, origin, reply, now, deadline, named)
+            else {
                 continue;
             };
             self.counters.sub_queued();
@@ -765,9 +768,17 @@ impl Scheduler {
 
     /// The serving thread stops job `token` (its timeout fired): the call settles now with
     /// `reason`; the handler keeps counting as running until it completes.
-    pub(crate) fn stop(&self, server: &Server, token: u64, reason: CancelReason) {
+    /// Returns the error of that stop, for the handler's signal (`None`: it no longer runs).
+    pub(crate) fn stop(
+        &self,
+        server: &Server,
+        token: u64,
+        reason: CancelReason,
+    ) -> Option<RpcError> {
         server.set_reason(token, reason);
+        let error = server.stop_error(token, reason);
         self.stop_running(server, token, false);
+        error
     }
 
     pub(crate) fn server_stats(&self) -> Vec<ServerStats> {

@@ -573,14 +573,29 @@ fn timeouts_settle_at_the_stop_or_when_a_late_handler_returns() {
     let deadline = jobs[0].deadline.expect("a deadline");
     assert!(deadline > taken && deadline <= Instant::now() + Duration::from_millis(20));
     // The serving thread's timer fires for job 1: it settles now.
-    p.stop(&server, jobs[0].token, CancelReason::Timeout);
-    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::Timeout);
+    // Its handler's signal and its caller are told the same: the method and the limit.
+    let said = "m timed out after 20 ms";
+    let stop = p.stop(&server, jobs[0].token, CancelReason::Timeout);
+    assert_eq!(stop.expect("it ran").message, said);
+    let first = recv(&rx).1.unwrap_err();
+    assert_eq!(
+        (first.code, first.message.as_str()),
+        (ErrorCode::Timeout, said)
+    );
     // Job 2's handler blocked past its deadline: its answer is the timeout.
     std::thread::sleep(Duration::from_millis(30));
     p.complete(&server, jobs[1].token, Ok(Value::Null));
     p.complete(&server, jobs[0].token, Ok(Value::Null));
     let (id, outcome) = recv(&rx);
-    assert_eq!((id, outcome.unwrap_err().code), (2, ErrorCode::Timeout));
+    let late = outcome.unwrap_err();
+    assert_eq!(
+        (id, late.code, late.message.as_str()),
+        (2, ErrorCode::Timeout, said)
+    );
+    // A job that no longer runs has no stop to tell.
+    assert!(p
+        .stop(&server, jobs[0].token, CancelReason::Timeout)
+        .is_none());
     assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
     assert_eq!(server.busy(), 0);
 }

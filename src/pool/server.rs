@@ -61,7 +61,7 @@ use crate::rpc::{CancelReason, ErrorCode, Outcome, RpcError, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Wakes a server's JavaScript thread so that it drains its queue (the bindings call a
 /// threadsafe function). Called under the server's lock, at most once per drain cycle (see
@@ -123,9 +123,20 @@ pub(crate) struct Running {
     reply: Option<Reply>,
     started: Instant,
     deadline: Option<Instant>,
+    /// What a Timeout names: the method and its limit.
+    method: Arc<str>,
+    limit: Duration,
 }
 
 impl Running {
+    /// The error of this call stopped for `reason`: a Timeout names the method and its limit.
+    fn stop_error(&self, reason: CancelReason) -> RpcError {
+        match reason {
+            CancelReason::Timeout => RpcError::timed_out(&self.method, self.limit),
+            other => other.error(),
+        }
+    }
+
     /// The handler finished with `outcome`: settles the call unless a stop or the server's
     /// departure got there first. A handler that returns after its deadline or after a stop
     /// was asked gets the stop as its answer, as native commands do.
@@ -135,9 +146,9 @@ impl Running {
             return; // a stop settled it
         }
         let outcome = match self.control.reason() {
-            Some(reason) => Err(reason.error()),
+            Some(reason) => Err(self.stop_error(reason)),
             None => match self.deadline {
-                Some(d) if Instant::now() >= d => Err(CancelReason::Timeout.error()),
+                Some(d) if Instant::now() >= d => Err(self.stop_error(CancelReason::Timeout)),
                 _ => outcome,
             },
         };
@@ -382,7 +393,7 @@ impl Server {
                 Some(run) if run.control.try_finish() => run.reply.take().map(|reply| Stopped {
                     reply,
                     origin: run.origin.clone(),
-                    reason: run.control.reason(),
+                    error: run.stop_error(run.control.reason().unwrap_or(CancelReason::Aborted)),
                 }),
                 _ => None,
             }
@@ -414,6 +425,13 @@ impl Server {
         if let Some(run) = lock(&self.running).get(&token) {
             run.control.set_reason(reason);
         }
+    }
+
+    /// The error running job `token` stops with for `reason`; `None` if it is not running.
+    pub(crate) fn stop_error(&self, token: u64, reason: CancelReason) -> Option<RpcError> {
+        lock(&self.running)
+            .get(&token)
+            .map(|run| run.stop_error(reason))
     }
 
     /// The tokens of the jobs running now.
@@ -459,6 +477,8 @@ impl Server {
     /// so that a canceller that sees RUNNING finds it, here and through its runner), then moves
     /// it QUEUED → RUNNING. `Some(params)`: it runs; `None`: a canceller withdrew it first and
     /// nothing is recorded.
+    /// `method` and `limit` are what a Timeout of the job names.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
         self: &Arc<Self>,
         token: u64,
@@ -467,6 +487,7 @@ impl Server {
         reply: Reply,
         started: Instant,
         deadline: Option<Instant>,
+        (method, limit): (Arc<str>, Duration),
     ) -> Option<Params> {
         lock(&self.running).insert(
             token,
@@ -476,6 +497,8 @@ impl Server {
                 reply: Some(reply),
                 started,
                 deadline,
+                method,
+                limit,
             },
         );
         let runner: Weak<Server> = Arc::downgrade(self);

@@ -197,7 +197,9 @@ fn timeout_counts_from_start_and_stops_the_command() {
     }
     assert!(got[&1].is_ok());
     assert_eq!(got[&2].as_ref().unwrap(), &Value::Number(20.0));
-    assert_eq!(got[&3].as_ref().unwrap_err().code, ErrorCode::Timeout);
+    let timed_out = got[&3].as_ref().unwrap_err();
+    assert_eq!(timed_out.code, ErrorCode::Timeout);
+    assert_eq!(timed_out.message, "sleep timed out after 50 ms");
     assert!(
         started.elapsed() < Duration::from_millis(2000),
         "timeout did not stop the sleep"

@@ -5,7 +5,14 @@
 //! limit, never "none"); a limit too long for a [`Duration`] or for the clock (`1e22`,
 //! `Number.MAX_VALUE`) can never be reached and is kept as [`Duration::MAX`], which no deadline
 //! is made of. NaN and negative numbers are refused.
+//!
+//! A limit is the nearest whole number of nanoseconds (not the next one up: `33.2 * 1e6` is
+//! 33200000.000000004 in binary floating point), so that a Timeout error, which states the
+//! limit ([`RpcError::timed_out`]), reads `33.2 ms` back as it was given.
 
+use crate::rpc::Deadline;
+#[cfg(doc)]
+use crate::rpc::RpcError;
 use std::time::{Duration, Instant};
 
 /// The limit `ms` milliseconds, [`Duration::ZERO`] for none; `Err` says what is wrong.
@@ -18,7 +25,7 @@ pub fn from_ms(ms: f64) -> Result<Duration, String> {
     if ms == 0.0 || ms == f64::INFINITY {
         return Ok(Duration::ZERO);
     }
-    let nanos = (ms * 1e6).ceil();
+    let nanos = (ms * 1e6).round();
     // `as` saturates: every limit past u64::MAX ns (584 years) is the same unreachable one.
     Ok(if nanos >= u64::MAX as f64 {
         Duration::MAX
@@ -35,9 +42,27 @@ pub fn deadline(start: Instant, limit: Option<Duration>) -> Option<Instant> {
         .and_then(|l| start.checked_add(l))
 }
 
+/// A native call of `method` started at `start` with `limit`, as its [`Context`] watches it:
+/// when it must stop, and what its Timeout error names. `None` as for [`deadline`].
+///
+/// [`Context`]: crate::rpc::Context
+pub fn running_limit(
+    method: &str,
+    start: Instant,
+    limit: Option<Duration>,
+) -> Option<Deadline<'_>> {
+    let at = deadline(start, limit)?;
+    Some(Deadline {
+        at,
+        limit: limit.unwrap_or_default(),
+        method,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rpc::RpcError;
 
     #[test]
     fn zero_and_infinity_are_no_limit() {
@@ -54,6 +79,26 @@ mod tests {
             assert!(d <= Duration::from_nanos(1), "{ms} ms became {d:?}");
         }
         assert_eq!(from_ms(1.5).unwrap(), Duration::from_micros(1500));
+    }
+
+    #[test]
+    fn limits_read_back_as_given() {
+        // 33.2 · 1e6 is a hair above 33200000 in binary: the next nanosecond up would make the
+        // Timeout say 33.200001 ms.
+        for (ms, text) in [
+            (33.2, "33.2"),
+            (2.007, "2.007"),
+            (0.1, "0.1"),
+            (1000.0, "1000"),
+            (1e-9, "0.000001"),
+        ] {
+            let limit = from_ms(ms).unwrap();
+            assert_eq!(
+                RpcError::timed_out("m", limit).message,
+                format!("m timed out after {text} ms"),
+                "{ms}"
+            );
+        }
     }
 
     #[test]

@@ -44,6 +44,8 @@ impl CancelReason {
                 ErrorCode::Aborted,
                 "The JavaScript thread that made the call has exited",
             ),
+            // What a Timeout says where its call's limit is not known: calls with a limit
+            // say more (`Context::stop_error`, `RpcError::timed_out`).
             CancelReason::Timeout => {
                 RpcError::new(ErrorCode::Timeout, "The call ran longer than its timeout")
             }
@@ -66,7 +68,7 @@ pub struct Context<'a> {
     cancel: &'a AtomicU8,
     env_gone: &'a AtomicBool,
     destroyed: &'a AtomicBool,
-    deadline: Option<Instant>,
+    deadline: Option<Deadline<'a>>,
     worker: usize,
     /// Set only when the caller listens (with the instant the context began reporting): a
     /// command's `progress` is one branch otherwise.
@@ -74,6 +76,15 @@ pub struct Context<'a> {
     /// When the next report may go, in ns after that instant (0: the first goes at once). An
     /// atomic, so that a context stays shareable with threads a command starts.
     next_report: AtomicU64,
+}
+
+/// A running call's time limit: when it must stop, and what its Timeout error names
+/// ([`RpcError::timed_out`]: the method and the limit it was given).
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline<'a> {
+    pub at: Instant,
+    pub limit: Duration,
+    pub method: &'a str,
 }
 
 /// The flags a running call watches: its own cancel reason, its caller's environment, its pool.
@@ -84,7 +95,7 @@ pub struct StopFlags<'a> {
 }
 
 impl<'a> Context<'a> {
-    pub fn new(flags: StopFlags<'a>, deadline: Option<Instant>, worker: usize) -> Self {
+    pub fn new(flags: StopFlags<'a>, deadline: Option<Deadline<'a>>, worker: usize) -> Self {
         let StopFlags {
             cancel,
             env_gone,
@@ -151,15 +162,23 @@ impl<'a> Context<'a> {
             return Some(CancelReason::Destroyed);
         }
         match self.deadline {
-            Some(d) if Instant::now() >= d => Some(CancelReason::Timeout),
+            Some(d) if Instant::now() >= d.at => Some(CancelReason::Timeout),
             _ => None,
+        }
+    }
+
+    /// The error of this call stopped for `reason`: a Timeout names the method and its limit.
+    pub fn stop_error(&self, reason: CancelReason) -> RpcError {
+        match (reason, self.deadline) {
+            (CancelReason::Timeout, Some(d)) => RpcError::timed_out(d.method, d.limit),
+            _ => reason.error(),
         }
     }
 
     /// `Err` when the call should stop; commands return it with `?`.
     pub fn check(&self) -> Result<(), RpcError> {
         match self.stop_reason() {
-            Some(r) => Err(r.error()),
+            Some(r) => Err(self.stop_error(r)),
             None => Ok(()),
         }
     }
@@ -186,7 +205,7 @@ impl<'a> Context<'a> {
 
     /// The same context with a deadline of its own (one item of a map's chunk, which has a
     /// limit per item): it stops for the call's reasons, or at `deadline`.
-    pub fn with_deadline(&self, deadline: Option<Instant>) -> Context<'a> {
+    pub fn with_deadline(&self, deadline: Option<Deadline<'a>>) -> Context<'a> {
         Context {
             cancel: self.cancel,
             env_gone: self.env_gone,

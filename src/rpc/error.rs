@@ -3,9 +3,11 @@
 //! This is the one list of codes. The bindings export it to JavaScript (`RpcError.codes`), so
 //! names and numbers are never written twice.
 
+use super::number::format_number;
 use super::value::Value;
 use crate::shm;
 use std::fmt;
+use std::time::Duration;
 
 macro_rules! codes {
     ($( $(#[$doc:meta])* $name:ident = $code:expr ),* $(,)?) => {
@@ -92,6 +94,28 @@ impl RpcError {
             format!("Method not found: {method:?}"),
         )
     }
+
+    /// The Timeout of a call of `method` that ran past `limit` (`render timed out after
+    /// 1000 ms`): every kind of call says it this way, native commands, map items and
+    /// JavaScript-served methods alike. The limit is written as JavaScript writes the number
+    /// of ms (`pool::timeout` keeps limits to the nanosecond, so a limit reads back as given).
+    pub fn timed_out(method: &str, limit: Duration) -> Self {
+        let mut message = String::with_capacity(method.len() + 32);
+        if !method.is_empty()
+            && method
+                .chars()
+                .all(|c| c.is_alphanumeric() || "_$.:/-".contains(c))
+        {
+            message.push_str(method);
+        } else {
+            // A name a reader could not tell apart from the sentence ('', 'a b'): quoted.
+            message.push_str(&format!("{method:?}"));
+        }
+        message.push_str(" timed out after ");
+        format_number(limit.as_nanos() as f64 / 1e6, &mut message);
+        message.push_str(" ms");
+        Self::new(ErrorCode::Timeout, message)
+    }
 }
 
 impl fmt::Display for RpcError {
@@ -120,6 +144,40 @@ pub type Outcome = Result<Value, RpcError>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timeout_names_the_method_and_the_limit_as_javascript_writes_it() {
+        let said = |method: &str, limit: Duration| RpcError::timed_out(method, limit).message;
+        assert_eq!(
+            said("render", Duration::from_secs(1)),
+            "render timed out after 1000 ms"
+        );
+        assert_eq!(
+            said("sleep", Duration::from_micros(1500)),
+            "sleep timed out after 1.5 ms"
+        );
+        assert_eq!(
+            said("echo", Duration::from_nanos(1)),
+            "echo timed out after 0.000001 ms"
+        );
+        assert_eq!(
+            said("a.b/c", Duration::from_millis(86_400_000)),
+            "a.b/c timed out after 86400000 ms"
+        );
+        // Names that would blur into the sentence are quoted.
+        assert_eq!(
+            said("", Duration::from_millis(5)),
+            "\"\" timed out after 5 ms"
+        );
+        assert_eq!(
+            said("two words", Duration::from_millis(5)),
+            "\"two words\" timed out after 5 ms"
+        );
+        assert_eq!(
+            RpcError::timed_out("x", Duration::from_millis(1)).code,
+            ErrorCode::Timeout
+        );
+    }
 
     #[test]
     fn codes_round_trip_and_are_unique() {

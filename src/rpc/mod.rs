@@ -28,7 +28,7 @@ pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
     }
 }
 
-pub use command::{CancelReason, Command, Context, Registry, Report, StopFlags};
+pub use command::{CancelReason, Command, Context, Deadline, Registry, Report, StopFlags};
 pub use error::{ErrorCode, Outcome, RpcError};
 pub use text::JsText;
 pub use value::{Map, Value};

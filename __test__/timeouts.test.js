@@ -1,0 +1,100 @@
+'use strict';
+// A Timeout names the method and the limit ("sleep timed out after 30 ms"), whatever ran the
+// call: a native command, an item of a map, a method served by a JavaScript thread, or a pool
+// of JavaScript workers started from a task file.
+const path = require('node:path');
+const { Pool, RpcError } = require('..');
+
+const C = RpcError.codes;
+const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  throw new Error('resolved; a rejection was expected');
+}
+
+function expectTimeout(e, message) {
+  expect(e).toBeInstanceOf(RpcError);
+  expect(e.code).toBe(C.Timeout);
+  expect(e.message).toBe(message);
+}
+
+describe('native commands', () => {
+  const pool = new Pool({ threads: 2, timeout: 25 });
+  afterAll(() => pool.close());
+
+  test("a call's own limit, and the pool's default", async () => {
+    expectTimeout(await rejection(pool.call('sleep', [5000], { timeout: 30 })), 'sleep timed out after 30 ms');
+    expectTimeout(await rejection(pool.exec('sleep', 5000)), 'sleep timed out after 25 ms');
+  });
+
+  test('limits read back as given, fractions and tiny ones included', async () => {
+    expectTimeout(await rejection(pool.call('sleep', [5000], { timeout: 33.2 })), 'sleep timed out after 33.2 ms');
+    expectTimeout(await rejection(pool.call('sleep', [5000], { timeout: 1e-9 })), 'sleep timed out after 0.000001 ms');
+  });
+
+  test("a map's items, each with its limit", async () => {
+    const out = await pool.map('sleep', [1, 5000], { timeout: 40, settle: 'all' });
+    expect(out[0]).toEqual({ status: 'fulfilled', value: 1 });
+    expectTimeout(out[1].reason, 'sleep timed out after 40 ms');
+  });
+});
+
+describe('methods served by a JavaScript thread', () => {
+  test("the caller's error and the handler's signal say the same", async () => {
+    const pool = new Pool({ threads: 1 });
+    let reason;
+    const server = pool.serve({
+      slowly: (ms, { signal }) =>
+        new Promise((resolve) => {
+          signal.addEventListener('abort', () => {
+            reason = signal.reason;
+            resolve('late');
+          });
+          setTimeout(resolve, ms, ms);
+        }),
+    });
+    expectTimeout(await rejection(pool.call('slowly', [5000], { timeout: 20 })), 'slowly timed out after 20 ms');
+    await server.close(); // the handler has returned
+    expect(reason).toBeInstanceOf(Error);
+    expect([reason.name, reason.message]).toEqual(['TimeoutError', 'slowly timed out after 20 ms']);
+    await pool.close();
+  });
+
+  test('a synchronous handler that blocks past its limit is answered with the same error when it returns', async () => {
+    const pool = new Pool({ threads: 1 });
+    const server = pool.serve({
+      block(ms) {
+        const until = Date.now() + ms;
+        while (Date.now() < until);
+        return ms;
+      },
+    });
+    expectTimeout(await rejection(pool.call('block', [60], { timeout: 10 })), 'block timed out after 10 ms');
+    await server.close();
+    await pool.close();
+  });
+
+  test('names that would blur into the sentence are quoted', async () => {
+    const pool = new Pool({ threads: 1 });
+    const server = pool.serve({ 'take a while': () => new Promise((resolve) => setTimeout(resolve, 100)) });
+    expectTimeout(await rejection(pool.call('take a while', [], { timeout: 5 })), '"take a while" timed out after 5 ms');
+    await server.close();
+    await pool.close();
+  });
+});
+
+describe('a pool of JavaScript workers from a task file', () => {
+  test("a call's limit, the pool's default and a map's items", async () => {
+    const pool = new Pool({ filename: task('basic.js'), threads: 1, timeout: 50 });
+    expectTimeout(await rejection(pool.call('slow', [200], { timeout: 20 })), 'slow timed out after 20 ms');
+    expectTimeout(await rejection(pool.exec('slow', 200)), 'slow timed out after 50 ms');
+    const out = await pool.map('slow', [200], { timeout: 15, settle: 'all' });
+    expectTimeout(out[0].reason, 'slow timed out after 15 ms');
+    await pool.destroy();
+  });
+});
