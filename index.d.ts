@@ -29,7 +29,13 @@ export interface PoolOptions {
   threads?: number;
   /** How a call picks its thread. Default 'leastbusy'. */
   strategy?: Strategy;
-  /** Calls that may wait for a thread; 'auto' = threads². Default Infinity. */
+  /**
+   * Calls that may wait for a thread, not counting the running ones; the same rule for built-in
+   * commands and served methods: a call is accepted if a thread of its kind is free (a native
+   * thread for a command; a server below its concurrency, or a task-file worker still starting,
+   * for a served method), else only while fewer than maxQueue calls wait. 'auto' = threads².
+   * Default Infinity.
+   */
   maxQueue?: number | 'auto';
   /** When maxQueue is reached: 'reject' (RpcError QueueFull, default) or 'wait'. */
   onFull?: 'reject' | 'wait';

@@ -319,8 +319,8 @@ describe('strategies spread served calls', () => {
 
 describe('views placed by another thread are resent on request', () => {
   test('a call admitted later (onFull: wait) still gets the caller\'s memory', async () => {
-    // 1 native thread + 1 server, maxQueue 0: two calls fit, the third waits and is admitted by
-    // whichever thread frees a slot, so nobody announced its views to the server.
+    // 1 server running 2 calls at once, maxQueue 0: two calls fit, the third waits and is
+    // admitted by whichever thread frees a slot, so nobody announced its views to the server.
     const pool = new Pool({ threads: 1, maxQueue: 0, onFull: 'wait' });
     let open;
     const gate = new Promise((resolve) => {
@@ -332,7 +332,7 @@ describe('views placed by another thread are resent on request', () => {
         for (let i = 0; i < view.length; i++) Atomics.add(view, i, delta);
         return view.length;
       },
-    });
+    }, { concurrency: 2 });
     const view = new Int32Array(new SharedArrayBuffer(16));
     const held = [pool.exec('gate'), pool.exec('gate')];
     const bumped = pool.exec('bump', view, 5);

@@ -43,6 +43,9 @@ class TaskWorkers {
     this.#options = options;
     this.#inflight = inflight;
     nativePool.expect(undefined);
+    // maxQueue counts the calls that wait for a thread: the workers being started count as
+    // threads, so that calls made before they are ready are not counted as queued.
+    nativePool.planServed(options.minThreads * options.concurrency);
     for (let i = 0; i < options.minThreads; i++) this.#spawn();
     if (options.maxThreads > options.minThreads) {
       this.#idleTimer = setInterval(() => this.#shrink(), Math.max(Math.min(options.idleTimeout, 1000), 20));

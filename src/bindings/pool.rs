@@ -362,6 +362,15 @@ impl NativePool {
         self.pool.expect(methods);
     }
 
+    /// The expected servers will run `calls` calls at once (minThreads × concurrency of a pool
+    /// of JavaScript workers; Infinity: no bound): `maxQueue` counts with it until they are up.
+    #[napi(catch_unwind)]
+    pub fn plan_served(&self, calls: f64) {
+        // `as` saturates (Infinity → usize::MAX) and makes NaN 0: no plan.
+        let calls = calls.max(0.0) as usize;
+        self.pool.plan_served(calls);
+    }
+
     /// Calls waiting for a server fail with InternalError `message`, and none is expected any
     /// more (the workers' task file could not be loaded).
     #[napi(catch_unwind)]

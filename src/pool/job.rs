@@ -176,6 +176,12 @@ impl Control {
         moved
     }
 
+    /// True while the job is WAITING: in the wait list, not yet admitted nor withdrawn (a
+    /// snapshot, as `is_queued`'s).
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.state.load(Ordering::Acquire) == WAITING
+    }
+
     /// True while the job is QUEUED (a snapshot: a canceller may withdraw it at any time, so
     /// the answer only says the job was live, and a move out of QUEUED must still be won).
     pub(crate) fn is_queued(&self) -> bool {

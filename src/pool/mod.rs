@@ -19,8 +19,8 @@
 //! Rules every part keeps:
 //! - A method is a native command (the registry) or served by JavaScript threads, never both:
 //!   `serve` refuses native names, and a call is routed by the registry first. Served jobs
-//!   count in `queued` and in the `maxQueue` bound like native ones; each open server counts
-//!   as one more thread in the bound.
+//!   count in `queued` and in the `maxQueue` bound like native ones: the bound counts the
+//!   calls that wait for a thread of their kind (`admission.rs` says how).
 //! - A closed pool accepts no new call; a destroyed pool also settles every queued and waiting
 //!   job with PoolClosed and asks running ones to stop (they see it in `Context::check`).
 //! - Cancelled jobs stay in their queue as tombstones (state DONE) and are skipped when popped.
@@ -369,6 +369,14 @@ impl Pool {
     /// fail with MethodNotFound.
     pub fn expect(&self, methods: Option<Vec<String>>) {
         self.scheduler.expect(methods);
+    }
+
+    /// The servers this pool expects (see [`Pool::expect`]) will run `calls` calls at once
+    /// (a pool of JavaScript workers: minThreads × concurrency; `usize::MAX`: no bound). Until
+    /// that many are open, `maxQueue` counts with it: calls made while the workers start wait
+    /// for them as they would for running workers, not in the queue.
+    pub fn plan_served(&self, calls: usize) {
+        self.scheduler.plan_served(calls);
     }
 
     /// Calls waiting for a server that will not come (see [`Pool::expect`]) settle with

@@ -16,7 +16,7 @@
 //! departure. Which thread moves a job through which state, and why each call settles exactly
 //! once, is in `README.md`.
 
-use super::admission::Admission;
+use super::admission::{Admission, Kind};
 use super::job::{Control, Job, JobCore, NativeJob, Params, Progress, Reply, ServedJob};
 use super::lifecycle::{closed_error, destroyed_error, Lifecycle};
 use super::options::Options;
@@ -205,7 +205,10 @@ impl Scheduler {
             Job::Served(j) => (j.core.control.clone(), false),
         };
         if pinned {
-            self.admission.reserve_unbounded();
+            if !self.admission.reserve_unbounded() {
+                job.settle(Err(self.admission.full_error()));
+                return None;
+            }
             self.place(job, None);
             return Some(control);
         }
@@ -216,7 +219,7 @@ impl Scheduler {
             self.admit_waiting();
             return Some(control);
         }
-        if !self.admission.reserve() {
+        if !self.admission.reserve(Kind::of(&job)) {
             if wait {
                 self.admission.park(job);
                 self.admit_waiting();
@@ -267,9 +270,10 @@ impl Scheduler {
         self.counters.sub_queued();
     }
 
-    /// Gives back the slot of a job that finished or was withdrawn, and lets a waiting job in.
-    fn release_slot(&self) {
-        if self.admission.release() {
+    /// Gives back the slot of a job of `kind` that finished or was withdrawn, and lets a
+    /// waiting job in.
+    fn release_slot(&self, kind: Kind) {
+        if self.admission.release(kind) {
             self.admit_waiting();
         }
     }
@@ -297,7 +301,7 @@ impl Scheduler {
                     self.counters.add_queued();
                     if !admitting.admit(&job.core.control) {
                         self.counters.sub_queued();
-                        self.admission.unreserve();
+                        self.admission.unreserve(Kind::Served);
                         continue;
                     }
                     self.place_served(job, None);
@@ -307,7 +311,7 @@ impl Scheduler {
                     // A job cancelled while waiting was already counted out of the list.
                     if !admitting.admit(&job.core.control) {
                         self.unqueue(w);
-                        self.admission.unreserve();
+                        self.admission.unreserve(Kind::Native);
                         continue;
                     }
                     #[cfg(test)]
@@ -338,11 +342,15 @@ impl Scheduler {
         if control.withdraw_queued() {
             // `assign` wrote the index before the job could become QUEUED; a served job has
             // none (its server uncounts the tombstone when it drains it).
-            if let Some(w) = control.worker() {
-                self.workers[w].sub_queued();
-            }
+            let kind = match control.worker() {
+                Some(w) => {
+                    self.workers[w].sub_queued();
+                    Kind::Native
+                }
+                None => Kind::Served,
+            };
             self.counters.sub_queued();
-            self.release_slot();
+            self.release_slot(kind);
             return true;
         }
         false
@@ -437,7 +445,7 @@ impl Scheduler {
         while let Some(job) = self.workers[w].pop() {
             if job.core.control.withdraw_queued() {
                 self.unqueue(w);
-                self.release_slot();
+                self.release_slot(Kind::Native);
                 job.core.settle(Err(error()));
             }
         }
@@ -468,7 +476,7 @@ impl Scheduler {
             // The caller's JS environment is gone: nobody is listening, and its memory may be.
             control.finish();
             me.set_running(false);
-            self.release_slot();
+            self.release_slot(Kind::Native);
             return;
         }
         let start = Instant::now();
@@ -509,7 +517,7 @@ impl Scheduler {
         control.finish();
         me.add_completed();
         me.set_running(false);
-        self.release_slot();
+        self.release_slot(Kind::Native);
         reply.finish(outcome, &origin);
         origin.leave();
     }
@@ -534,7 +542,7 @@ impl Scheduler {
         let server = Server::new(methods, tag, thread, concurrency, waker);
         // Counted in the bound before it is in the table: a call that finds it there also
         // finds it counted.
-        self.admission.server_opened();
+        self.admission.server_opened(server.concurrency());
         for job in self.servers.add(&server) {
             // Jobs that waited for a server of these methods (see `expect`).
             if job.core.control.is_queued() {
@@ -546,20 +554,23 @@ impl Scheduler {
         // run them: a worker that starts under load takes its share of what waits, not only of
         // what comes next. (Elsewhere a server's queue keeps its order: servers that serve
         // the same methods from different threads may count on it.)
-        if !self.servers.expects_servers() {
-            return Ok(server);
-        }
-        for other in self.servers.all() {
-            if other.id() == server.id()
-                || !other.methods().iter().any(|m| server.methods().contains(m))
-            {
-                continue;
-            }
-            for job in other.drain_queue() {
-                if job.core.control.is_queued() {
-                    self.place_served(job, None);
+        if self.servers.expects_servers() {
+            for other in self.servers.all() {
+                if other.id() == server.id()
+                    || !other.methods().iter().any(|m| server.methods().contains(m))
+                {
+                    continue;
+                }
+                for job in other.drain_queue() {
+                    if job.core.control.is_queued() {
+                        self.place_served(job, None);
+                    }
                 }
             }
+        }
+        // Its capacity is room for calls waiting to be admitted, too.
+        if self.admission.has_waiting() {
+            self.admit_waiting();
         }
         Ok(server)
     }
@@ -573,13 +584,22 @@ impl Scheduler {
         }
     }
 
+    /// The servers this pool expects will run `calls` calls at once (`maxQueue` counts with
+    /// that until they are open: see `admission.rs`).
+    pub(crate) fn plan_served(&self, calls: usize) {
+        self.admission.plan_served(calls);
+        if self.admission.has_waiting() {
+            self.admit_waiting();
+        }
+    }
+
     /// Calls waiting for a server that will not come fail with `error` (the task file could
     /// not be loaded, or the pool stops expecting servers).
     pub(crate) fn fail_expected(&self, error: RpcError) {
         for job in self.servers.expect_nothing() {
             if job.core.control.withdraw_queued() {
                 self.counters.sub_queued();
-                self.release_slot();
+                self.release_slot(Kind::Served);
                 job.core.settle(Err(error.clone()));
             }
         }
@@ -591,7 +611,7 @@ impl Scheduler {
         if !server.close() {
             return false;
         }
-        self.admission.server_closed();
+        self.admission.server_closed(server.concurrency());
         true
     }
 
@@ -626,7 +646,7 @@ impl Scheduler {
     fn settle_unserved(&self, job: ServedJob) {
         if job.core.control.withdraw_queued() {
             self.counters.sub_queued();
-            self.release_slot();
+            self.release_slot(Kind::Served);
             let e = if self.lifecycle.is_destroyed() {
                 destroyed_error()
             } else {
@@ -652,7 +672,7 @@ impl Scheduler {
             for job in server.drain_queue() {
                 if job.core.control.withdraw_queued() {
                     self.counters.sub_queued();
-                    self.release_slot();
+                    self.release_slot(Kind::Served);
                     job.core.settle(Err(closed()));
                 }
             }
@@ -677,7 +697,7 @@ impl Scheduler {
         }
         for run in server.depart_running() {
             run.abandon(&self.counters);
-            self.release_slot();
+            self.release_slot(Kind::Served);
         }
     }
 
@@ -695,7 +715,7 @@ impl Scheduler {
                 }
                 if live && job.core.control.withdraw_queued() {
                     self.counters.sub_queued();
-                    self.release_slot();
+                    self.release_slot(Kind::Served);
                     if destroyed {
                         // Placed after destroy() emptied the queues (admitted from the wait
                         // list by a thread that raced it): it never runs.
@@ -752,7 +772,7 @@ impl Scheduler {
     /// Removes a running job's record: its slot and the server's load are given back.
     fn finish_running(&self, server: &Server, token: u64) -> Option<Running> {
         let run = server.finish_running(token)?;
-        self.release_slot();
+        self.release_slot(Kind::Served);
         Some(run)
     }
 

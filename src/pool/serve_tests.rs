@@ -96,10 +96,20 @@ impl Bell {
 }
 
 fn serve(p: &Pool, methods: &[&str], tag: u64) -> (Arc<Server>, Arc<Bell>) {
+    serve_at_once(p, methods, tag, usize::MAX)
+}
+
+/// A server that runs at most `concurrency` calls at once.
+fn serve_at_once(
+    p: &Pool,
+    methods: &[&str],
+    tag: u64,
+    concurrency: usize,
+) -> (Arc<Server>, Arc<Bell>) {
     let bell = Arc::new(Bell::default());
     let methods = methods.iter().map(|m| m.to_string()).collect();
     let server = p
-        .serve(methods, tag, tag, usize::MAX, bell.clone())
+        .serve(methods, tag, tag, concurrency, bell.clone())
         .unwrap();
     (server, bell)
 }
@@ -676,22 +686,86 @@ fn views_are_announced_to_the_chosen_server_or_resent_on_request() {
     assert_eq!(server.busy(), 0);
 }
 
+/// A pool of `threads` native threads with `maxQueue` `max_queue`.
+fn bounded_pool(threads: usize, max_queue: usize, on_full: OnFull) -> Arc<Pool> {
+    let options = Options {
+        threads,
+        strategy: Strategy::LeastBusy,
+        max_queue,
+        on_full,
+        ..Options::default()
+    };
+    Arc::new(Pool::new(options, commands::registry()).unwrap())
+}
+
+/// `maxQueue` counts the calls that wait for a thread of their kind: with 2 threads and
+/// `maxQueue` 3, exactly 5 calls are accepted while every thread is busy, native or served. The
+/// native threads used to count as room for served calls (and each server as one thread
+/// whatever its concurrency), so a served method took `maxQueue + threads + servers` calls.
 #[test]
-fn servers_count_as_threads_in_max_queue() {
-    // 1 native thread + 1 server, maxQueue 1: three calls fit, the fourth is refused.
-    let p = pool(Strategy::RoundRobin, 1);
+fn max_queue_counts_the_calls_that_wait_for_a_thread_of_their_kind() {
     let (o, _, rx) = origin();
-    let (server, _bell) = serve(&p, &["m"], 1);
-    for i in 0..4 {
+    let refused = |rx: &Receiver<(u64, Outcome)>| {
+        let (id, outcome) = recv(rx);
+        (id, outcome.unwrap_err().code)
+    };
+    // Native: 2 sleeps run, 3 wait, the 6th is refused.
+    let p = bounded_pool(2, 3, OnFull::Reject);
+    let accepted: Vec<bool> = (0..6)
+        .map(|i| {
+            p.call(&o, i, "sleep", vec![Value::Number(200.0)], None)
+                .is_some()
+        })
+        .collect();
+    assert_eq!(accepted, [true, true, true, true, true, false]);
+    assert_eq!(refused(&rx), (5, ErrorCode::QueueFull));
+    p.destroy();
+    for _ in 0..5 {
+        let _ = recv(&rx);
+    }
+    // Served, in a pool whose 4 native threads are idle: the 2 servers run 2, 3 wait.
+    let p = bounded_pool(4, 3, OnFull::Reject);
+    let servers = [
+        serve_at_once(&p, &["m"], 1, 1),
+        serve_at_once(&p, &["m"], 2, 1),
+    ];
+    let accepted: Vec<bool> = (10..16)
+        .map(|i| p.call(&o, i, "m", vec![], None).is_some())
+        .collect();
+    assert_eq!(accepted, [true, true, true, true, true, false]);
+    assert_eq!(refused(&rx), (15, ErrorCode::QueueFull));
+    // The servers start one call each; 3 still wait. The idle native threads are room for
+    // native calls only: 4 sleeps run at once, a fifth would wait beside those 3: refused.
+    for (server, _) in &servers {
+        assert_eq!(p.take(server).jobs.len(), 1);
+    }
+    let accepted: Vec<bool> = (20..25)
+        .map(|i| {
+            p.call(&o, i, "sleep", vec![Value::Number(200.0)], None)
+                .is_some()
+        })
+        .collect();
+    assert_eq!(accepted, [true, true, true, true, false]);
+    assert_eq!(refused(&rx), (24, ErrorCode::QueueFull));
+    p.destroy();
+}
+
+#[test]
+fn a_server_that_opens_admits_the_calls_that_wait_for_room() {
+    let p = bounded_pool(1, 0, OnFull::Wait);
+    let (o, _, rx) = origin();
+    let (_first, _bell) = serve_at_once(&p, &["m"], 1, 1);
+    for i in 0..3 {
         p.call(&o, i, "m", vec![], None);
     }
-    let (id, outcome) = recv(&rx);
-    assert_eq!((id, outcome.unwrap_err().code), (3, ErrorCode::QueueFull));
-    for job in p.take(&server).jobs {
-        p.complete(&server, job.token, Ok(Value::Null));
-    }
+    assert_eq!(p.stats().waiting, 2);
+    // Its capacity is room at once, not at the next call that ends.
+    let (_second, _bell) = serve_at_once(&p, &["m"], 2, 2);
+    let st = p.stats();
+    assert_eq!((st.waiting, st.queued), (0, 3));
+    p.destroy();
     for _ in 0..3 {
-        recv(&rx).1.unwrap();
+        assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::PoolClosed);
     }
 }
 
@@ -706,7 +780,7 @@ fn waiting_calls_are_admitted_to_servers_as_slots_free() {
     };
     let p = Pool::new(options, commands::registry()).unwrap();
     let (o, _, rx) = origin();
-    let (server, _bell) = serve(&p, &["m"], 1);
+    let (server, _bell) = serve_at_once(&p, &["m"], 1, 1);
     for i in 0..6 {
         p.call(&o, i, "m", vec![Value::Number(i as f64)], None);
     }
@@ -966,16 +1040,15 @@ fn a_long_wait_list_settles_when_its_method_loses_its_servers() {
     let (o, _, rx) = origin();
     let n = 100_000u64;
     // Closed with one call running: its completion sets the chain off.
-    let (closed, _bell) = serve(&p, &["m"], 1);
+    let (closed, _bell) = serve_at_once(&p, &["m"], 1, 1);
     for i in 0..n {
         p.call(&o, i, "m", vec![], None);
     }
-    assert_eq!(p.stats().waiting, n as usize - 2);
+    assert_eq!(p.stats().waiting, n as usize - 1);
     let running = p.take(&closed).jobs;
-    assert_eq!(running.len(), 2);
+    assert_eq!(running.len(), 1);
     p.unserve(&closed);
     p.complete(&closed, running[0].token, Ok(Value::Null));
-    p.complete(&closed, running[1].token, Ok(Value::Null));
     let mut not_found = 0;
     for _ in 0..n {
         match recv(&rx).1 {
@@ -986,9 +1059,9 @@ fn a_long_wait_list_settles_when_its_method_loses_its_servers() {
             }
         }
     }
-    assert_eq!(not_found, n - 2);
+    assert_eq!(not_found, n - 1);
     // Departed with its calls queued: placing them again fails, and so does every waiting one.
-    let (departing, _bell) = serve(&p, &["m"], 2);
+    let (departing, _bell) = serve_at_once(&p, &["m"], 2, 1);
     for i in 0..n {
         p.call(&o, i, "m", vec![], None);
     }

@@ -296,6 +296,11 @@ impl Server {
         self.id
     }
 
+    /// How many of its calls run at once (`usize::MAX`: no bound).
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
     /// The bindings' address of the serving environment (where resent views go).
     pub fn tag(&self) -> u64 {
         self.tag
