@@ -889,6 +889,10 @@ function makeOptions(o) {
 
 /** The codes a call with options `o` may add, or { only } when the options decide alone. */
 function optionEffects(o) {
+  // The options are the object's own keys (README, Calls): a Proxy of an object with none
+  // is asked for no value, so its throwing `get` trap never runs and the call has no options.
+  const hasKeys = o.timeout.kind !== 'absent' || o.signal !== 'absent';
+  if (o.wrap === 'throwing Proxy' && !hasKeys) return { codes: [] };
   if (o.wrap === 'null' || o.wrap === 'number' || o.wrap === 'string' || o.wrap === 'throwing getter' || o.wrap === 'throwing Proxy') return { only: C.InvalidRequest };
   if (o.wrap === 'none') return { codes: [] };
   if (o.signal === 'not a signal') return { only: C.InvalidRequest };
