@@ -44,12 +44,18 @@ pub const MAX_DEPTH: usize = crate::rpc::value::MAX_NESTING;
 /// `contract::Contract::max_values`). Bulk data belongs in a SharedArrayBuffer.
 pub const MAX_VALUES: usize = 1 << 22;
 
-/// From this depth on, the objects being converted are remembered to find cycles (data nested
-/// less deeply pays nothing for it).
+/// From this depth on, an object is compared with the ones it is inside to find cycles (data
+/// nested less deeply pays no comparison for it).
 const CYCLE_WATCH_DEPTH: usize = 32;
 
 /// Room reserved up front for an array or object: more is reserved as its content arrives.
 const FIRST_RESERVE: usize = 64;
+
+/// An object being converted, and the length of its place's path (see `FromJs::ancestors`).
+struct Ancestor {
+    value: sys::napi_value,
+    path_len: usize,
+}
 
 /// Converts JS → Value for one env.
 pub struct FromJs {
@@ -58,8 +64,9 @@ pub struct FromJs {
     known: [sys::napi_value; KNOWN],
     /// Values this conversion may still make (see [`MAX_VALUES`]).
     budget: usize,
-    /// The objects being converted at depth [`CYCLE_WATCH_DEPTH`] and below, outermost first.
-    deep_ancestors: Vec<sys::napi_value>,
+    /// The objects being converted, outermost first: `ancestors[d]` is the one at depth `d`,
+    /// with the length its path had then (a cycle's error names where it first closed).
+    ancestors: Vec<Ancestor>,
     /// Every typed array over a SharedArrayBuffer met, in conversion order: the call keeps these
     /// objects alive until it settles, and a call of a JavaScript-served method sends them to
     /// the serving thread.
@@ -102,7 +109,7 @@ impl FromJs {
             env,
             known: [ptr::null_mut(); KNOWN],
             budget: MAX_VALUES,
-            deep_ancestors: Vec::new(),
+            ancestors: Vec::new(),
             views: Vec::new(),
         }
     }
@@ -193,37 +200,84 @@ impl FromJs {
                         place(path)
                     ));
                 }
-                if depth < CYCLE_WATCH_DEPTH {
-                    // SAFETY: v is an object of this env.
-                    return unsafe { self.object(v, depth, path) };
-                }
                 // Deep down, look for a cycle: a cyclic value comes back to an object it holds
                 // within one turn of the cycle, so it is refused here and not after MAX_DEPTH
                 // levels of converting the same values again (a big string in a cycle would be
                 // copied hundreds of times).
-                for &above in &self.deep_ancestors {
-                    let mut same = false;
-                    at_try!(
-                        env,
-                        path,
-                        sys::napi_strict_equals(env, v, above, &mut same),
-                        "comparing it"
-                    );
-                    if same {
-                        return Err(format!(
-                            "{} is cyclic: it holds an object that holds it",
-                            place(path)
-                        ));
+                if depth >= CYCLE_WATCH_DEPTH {
+                    for above in CYCLE_WATCH_DEPTH..self.ancestors.len() {
+                        // SAFETY: v and the ancestors are values of this env.
+                        if unsafe { self.same(v, self.ancestors[above].value, path) }? {
+                            // SAFETY: as above.
+                            return Err(unsafe { self.cycle_error(v, above, path) });
+                        }
                     }
                 }
-                self.deep_ancestors.push(v);
+                self.ancestors.push(Ancestor {
+                    value: v,
+                    path_len: path.len(),
+                });
                 // SAFETY: v is an object of this env.
                 let converted = unsafe { self.object(v, depth, path) };
-                self.deep_ancestors.pop();
+                self.ancestors.pop();
                 converted
             }
             _ => Err(format!("{} has a type that cannot be sent", place(path))),
         }
+    }
+
+    /// Whether `a` and `b` are the same value (`===`).
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`], with `a` and `b` values of this env.
+    unsafe fn same(&self, a: sys::napi_value, b: sys::napi_value, path: &str) -> Converted<bool> {
+        let env = self.env;
+        let mut same = false;
+        at_try!(
+            env,
+            path,
+            sys::napi_strict_equals(env, a, b, &mut same),
+            "comparing it"
+        );
+        Ok(same)
+    }
+
+    /// The error for `v`, at `path`, being the ancestor at depth `above`: it names the place
+    /// where the cycle first closed, a turn earlier than where it was found if the turns before
+    /// repeat the same objects (`params[0].a is cyclic: it is params[0] again`, not the 32 or
+    /// more turns it took to find it). Each place is at most [`place`]'s length.
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`], with `v` an object of this env.
+    unsafe fn cycle_error(&self, v: sys::napi_value, above: usize, path: &str) -> String {
+        let depth = self.ancestors.len();
+        let turn = depth - above;
+        let at = |d: usize| {
+            if d == depth {
+                (v, path.len())
+            } else {
+                (self.ancestors[d].value, self.ancestors[d].path_len)
+            }
+        };
+        // The object at depth `d + turn` is the one at `d` for every d from `first` to `above`:
+        // walk back while the turn before repeats too.
+        let mut first = above;
+        while first > 0 {
+            // SAFETY: caller contract; the ancestors are values of this env. A comparison that
+            // fails ends the walk (the error names a later turn, still a true one).
+            let repeats = unsafe { self.same(at(first - 1).0, at(first - 1 + turn).0, path) };
+            if repeats != Ok(true) {
+                break;
+            }
+            first -= 1;
+        }
+        let again = &path[..at(first + turn).1];
+        let first_place = &path[..at(first).1];
+        format!(
+            "{} is cyclic: it is {} again",
+            place(again),
+            place(first_place)
+        )
     }
 
     /// Takes `n` values from the budget, or says why the value at `path` is too big.
