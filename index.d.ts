@@ -82,7 +82,11 @@ export interface ResolvedPoolOptions {
 export interface CallOptions<P = any> {
   /** Aborting removes a queued call, or asks a running one to stop (RpcError Aborted). */
   signal?: AbortSignal;
-  /** Limit on this call's running time in ms (0 = none); overrides the pool's. */
+  /**
+   * Limit on this call's running time in ms (0 = none); overrides the pool's. A served method's
+   * timer runs on its serving thread: a synchronous handler that blocks that thread past the
+   * limit rejects with Timeout only when it returns (an abort rejects at once).
+   */
   timeout?: number;
   /**
    * Hears how far the call has come: reports of a native command's Context (happycoin:
@@ -303,7 +307,11 @@ export declare class Pool extends EventEmitter {
 
 /** The last argument of every handler call. */
 export interface ServeContext {
-  /** Aborts when the caller's AbortSignal fires, the call's timeout passes or the pool is destroyed. */
+  /**
+   * Aborts when the caller's AbortSignal fires, the call's timeout passes or the pool is
+   * destroyed. Nothing stops a handler: it runs to its end, and a synchronous one that blocks
+   * its thread also holds back that thread's timeout timer (the call times out when it returns).
+   */
   readonly signal: AbortSignal;
   /** Sends plain data to a caller listening with `onProgress`; nothing when nobody listens or
    *  after the call settled. A function or a SharedArrayBuffer view in it is a TypeError. */

@@ -30,6 +30,13 @@ Pool.shared().serve({
     while (performance.now() < until);
     return ms;
   },
+  // Blocks this thread until the caller sets view[0] (view[1] = 1 says it has started): a
+  // synchronous handler that holds its thread's event loop.
+  block(view) {
+    Atomics.store(view, 1, 1);
+    Atomics.wait(view, 0, 0);
+    return 'returned';
+  },
   // What the handler got, as a string (big strings come back in whatever encoding they need).
   describe(value) {
     return JSON.stringify(value).repeat(3);

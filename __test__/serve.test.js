@@ -317,6 +317,48 @@ describe('strategies spread served calls', () => {
   });
 });
 
+describe('a synchronous handler that blocks its thread', () => {
+  const release = (view) => {
+    Atomics.store(view, 0, 1);
+    Atomics.notify(view, 0);
+  };
+  const started = async (view) => {
+    while (Atomics.load(view, 1) === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  };
+
+  test('times out only when it returns (its timer runs on the thread it blocks); an abort rejects at once', async () => {
+    const pool = Pool.shared();
+    const worker = await startWorker();
+    const timedView = new Int32Array(new SharedArrayBuffer(8));
+    const abortedView = new Int32Array(new SharedArrayBuffer(8));
+    try {
+      let settled = false;
+      const timed = pool.call('block', [timedView], { timeout: 20 });
+      timed.catch(() => {}).finally(() => {
+        settled = true;
+      });
+      await started(timedView);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(settled).toBe(false); // 15 times its limit, and still running
+      release(timedView);
+      // Then it settles with its timeout, not with what the handler returned.
+      await expect(timed).rejects.toMatchObject({ code: Timeout, message: 'block timed out after 20 ms' });
+
+      // The caller's abort settles the call at once, while the handler still blocks.
+      const controller = new AbortController();
+      const aborted = pool.call('block', [abortedView], { signal: controller.signal });
+      await started(abortedView);
+      controller.abort();
+      await expect(aborted).rejects.toMatchObject({ code: Aborted });
+      expect(Atomics.load(abortedView, 0)).toBe(0); // not released yet
+    } finally {
+      release(timedView);
+      release(abortedView);
+      await worker.terminate();
+    }
+  });
+});
+
 describe('views placed by another thread are resent on request', () => {
   test('a call admitted later (onFull: wait) still gets the caller\'s memory', async () => {
     // 1 server running 2 calls at once, maxQueue 0: two calls fit, the third waits and is
