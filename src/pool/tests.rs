@@ -241,8 +241,9 @@ fn max_queue_reject_and_wait() {
     };
     let p = Pool::new(options, commands::registry()).unwrap();
     let (o, rx) = origin();
-    p.call(&o, 0, "sleep", sleep_params(50.0), None);
-    std::thread::sleep(Duration::from_millis(10)); // the first one is running, not queued
+    // Long enough to outlast the next three calls on a loaded machine: it holds the one thread
+    // (accepted calls count from admission, so no wait for it to start is needed).
+    p.call(&o, 0, "sleep", sleep_params(1000.0), None);
     p.call(&o, 1, "echo", vec![Value::Null], None);
     p.call(&o, 2, "echo", vec![Value::Null], None);
     assert!(p.call(&o, 3, "echo", vec![Value::Null], None).is_none());
