@@ -353,6 +353,8 @@ export interface RpcErrorCodes {
   readonly Timeout: -32004;
   /** The JavaScript thread serving the call exited while it ran. */
   readonly ServerGone: -32005;
+  /** No host takes the call (`corepool/nats`: nobody serves the subject, or NATS is unreachable). */
+  readonly Unavailable: -32006;
 }
 
 export declare class RpcError extends Error {

@@ -56,6 +56,9 @@ codes! {
     Timeout = -32004,
     /// The JavaScript thread serving the call exited while it ran.
     ServerGone = -32005,
+    /// No host was there to take the call (a remote pool, `corepool/nats`: nobody listens on
+    /// its subject, or the connection to the NATS server is down).
+    Unavailable = -32006,
 }
 
 /// An error outcome of a call: code, message and optional data, as JSON-RPC carries them.
