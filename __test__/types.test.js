@@ -43,3 +43,9 @@ test("index.d.ts's Strategy names are the native contract's", () => {
   const names = [...union.matchAll(/'(\w+)'/g)].map((m) => m[1]);
   expect(names).toEqual(contract.strategies);
 });
+
+test('nats.d.ts declares exactly the runtime exports of corepool/nats', () => {
+  const natsDts = fs.readFileSync(path.join(root, 'nats.d.ts'), 'utf8');
+  const natsDeclared = [...natsDts.matchAll(/^export declare (?:class|function|const) (\w+)/gm)].map((m) => m[1]).sort();
+  expect(natsDeclared).toEqual(Object.keys(require('../nats.js')).sort());
+});

@@ -15,6 +15,7 @@ import {
   lockAllAsync,
   type LockErrorCode,
 } from '../..';
+import { serve, RemotePool, type NatsConnection } from '../../nats';
 
 async function main(): Promise<void> {
   const pool = new Pool({ threads: 2, strategy: 'roundrobin', maxQueue: 'auto', timeout: 1000 });
@@ -92,3 +93,21 @@ async function progress(pool: Pool): Promise<void> {
   await pool.call('echo', [1], { onProgress: 3 });
 }
 void progress;
+
+async function overNats(pool: Pool, nc: NatsConnection): Promise<void> {
+  const host = await serve(pool, nc, { name: 'render', concurrency: 64 });
+  const remote = new RemotePool(nc, { name: 'render', timeout: 5000 });
+  const fib: string = await remote.exec('fibonacci', 30);
+  const r = await remote.call<number>('sleep', [10], { signal: AbortSignal.timeout(100) });
+  const all: MapOutcome<string>[] = await remote.map<number, string>('fibonacci', [1, 2], { settle: 'all' });
+  const text: string = await remote.handle('{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}');
+  const hosts = await remote.hosts();
+  console.log(fib, r, all, text, hosts[0]?.id, host.stats().data.methods, RpcError.codes.Unavailable);
+  // @ts-expect-error the options of a host are named
+  await serve(pool, nc, { threads: 2 });
+  await host.close();
+  await remote.close();
+  // @ts-expect-error a connection, not a url
+  new RemotePool('nats://127.0.0.1:4222');
+}
+void overNats;

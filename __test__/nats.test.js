@@ -1,0 +1,298 @@
+'use strict';
+// corepool/nats request/reply against a real nats-server (started on a free loopback port):
+// hosts in this process and in child processes, killed and restarted.
+
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { connect } = require('@nats-io/transport-node');
+const { Pool, RpcError } = require('../index.js');
+const { serve, RemotePool } = require('../nats.js');
+const { startNats, natsServerPath } = require('./nats/server.js');
+
+const C = RpcError.codes;
+const maybe = natsServerPath() === null ? describe.skip : describe;
+if (natsServerPath() === null) console.warn('nats-server is not installed: the corepool/nats tests are skipped');
+
+let server;
+let nc;
+let pool;
+let host;
+let remote;
+
+const codeOf = (p) =>
+  p.then(
+    (v) => `resolved ${JSON.stringify(v)}`,
+    (e) => e.code,
+  );
+
+async function connectTo(url, more) {
+  return connect({ servers: url, reconnectTimeWait: 50, maxReconnectAttempts: -1, ...more });
+}
+
+/** A host in a child process; resolves once it serves. */
+function childHost(options) {
+  const child = spawn(process.execPath, [path.join(__dirname, 'nats', 'host.js'), server.url, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('ready')) resolve(child);
+    });
+    child.once('exit', (code) => reject(new Error(`host exited with ${code} before it was ready`)));
+  });
+}
+
+maybe('corepool/nats request/reply', () => {
+  beforeAll(async () => {
+    server = await startNats();
+    nc = await connectTo(server.url);
+    pool = new Pool({ threads: 2 });
+    host = await serve(pool, nc, { name: 'rr' });
+    remote = new RemotePool(nc, { name: 'rr', liveness: 1500 });
+  });
+
+  afterAll(async () => {
+    await host?.close();
+    await remote?.close();
+    await nc?.close();
+    await pool?.close();
+    await server?.stop();
+  });
+
+  test('exec, call and request answer as the local pool does', async () => {
+    expect(await remote.exec('echo', { a: [1, 'x', null] })).toEqual({ a: [1, 'x', null] });
+    expect(await remote.call('fibonacci', 90)).toBe(await pool.exec('fibonacci', 90));
+    expect(await remote.request({ jsonrpc: '2.0', method: 'echo', params: [5], id: 'k' })).toEqual({ jsonrpc: '2.0', result: 5, id: 'k' });
+    const e = await remote.exec('fibonacci', -1).catch((x) => x);
+    expect(e).toBeInstanceOf(RpcError);
+    const local = await pool.exec('fibonacci', -1).catch((x) => x);
+    expect([e.code, e.message]).toEqual([local.code, local.message]);
+  });
+
+  test('bad input over the wire gets the answers of pool.handle()', async () => {
+    const texts = [
+      '{x',
+      'not json at all',
+      '[]',
+      '[1,2]',
+      '42',
+      '{"jsonrpc":"2.0","method":"nope","id":1}',
+      '{"jsonrpc":"2.0","method":"fibonacci","params":["ten"],"id":2}',
+      '{"jsonrpc":"1.0","method":"echo","params":[1],"id":3}',
+      '{"jsonrpc":"2.0","method":5,"id":4}',
+      '[{"jsonrpc":"2.0","method":"echo","params":[1],"id":1},{"jsonrpc":"2.0","method":"nope","id":2},{"bad":true},{"jsonrpc":"2.0","method":"echo","params":[3]}]',
+      '{"jsonrpc":"2.0","method":"echo","params":[1]}',
+      '[{"jsonrpc":"2.0","method":"echo","params":[1]}]',
+    ];
+    for (const text of texts) expect([text, await remote.handle(text)]).toEqual([text, await pool.handle(text)]);
+    expect(await remote.handle(12)).toBe(await pool.handle(12));
+    // A notification is answered by nothing, remotely too.
+    expect(await remote.request({ jsonrpc: '2.0', method: 'echo', params: [1] })).toBeNull();
+  });
+
+  test('hostile arguments are refused with named errors, never sent', async () => {
+    expect(await codeOf(remote.exec('echo', NaN))).toBe(C.InvalidParams);
+    expect(await codeOf(remote.exec('echo', 10n))).toBe(C.InvalidParams);
+    expect(await codeOf(remote.exec('echo', new Map()))).toBe(C.InvalidParams);
+    const cyclic = {};
+    cyclic.self = cyclic;
+    expect(await codeOf(remote.exec('echo', cyclic))).toBe(C.InvalidParams);
+    const getter = { get x() { throw new Error('boom'); } };
+    expect((await remote.exec('echo', getter).catch((e) => e)).message).toMatch(/boom/);
+    const trap = new Proxy({}, { ownKeys() { throw new Error('trap'); } });
+    expect(await codeOf(remote.exec('echo', trap))).toBe(C.InvalidParams);
+    expect(await codeOf(remote.call('echo', [1], { timeout: -1 }))).toBe(C.InvalidRequest);
+    expect(await codeOf(remote.call('echo', [1], { timeout: NaN }))).toBe(C.InvalidRequest);
+    expect(await codeOf(remote.call('echo', [1], { signal: {} }))).toBe(C.InvalidRequest);
+    expect(await codeOf(remote.call('echo', [1], { nope: 1 }))).toBe(C.InvalidRequest);
+    expect(await codeOf(remote.call('echo', [1], { get timeout() { throw new Error('x'); } }))).toBe(C.InvalidRequest);
+    expect(await codeOf(remote.exec(42))).toBe(C.InvalidRequest);
+    expect(() => new RemotePool(nc, { name: 'a b' })).toThrow(/options\.name/);
+    expect(() => new RemotePool(nc, { liveness: 1 })).toThrow(RangeError);
+    expect(() => new RemotePool({}, {})).toThrow(/NATS connection/);
+    await expect(serve(pool, nc, { concurrency: 0 })).rejects.toThrow(/options\.concurrency/);
+    await expect(serve(pool, nc, { queue: 'a.b' })).rejects.toThrow(/options\.queue/);
+    await expect(serve({}, nc)).rejects.toThrow(TypeError);
+  });
+
+  test('calls started in one tick travel as batches; each settles with its own outcome', async () => {
+    const before = host.stats().data.messages;
+    const calls = Array.from({ length: 100 }, (_, i) => (i % 10 === 9 ? remote.exec('fibonacci', 'x') : remote.exec('echo', i)));
+    const outcomes = await Promise.allSettled(calls);
+    outcomes.forEach((o, i) => {
+      if (i % 10 === 9) expect(o.reason.code).toBe(C.InvalidParams);
+      else expect(o.value).toBe(i);
+    });
+    // 100 calls of at most 32 per message: 4 messages.
+    expect(host.stats().data.messages - before).toBe(4);
+  });
+
+  test('a lone call travels as a lone request', async () => {
+    const before = host.stats().data.messages;
+    expect(await remote.exec('echo', 'one')).toBe('one');
+    expect(host.stats().data.messages - before).toBe(1);
+  });
+
+  test('params beyond the max payload are refused clearly; results beyond it are InternalError', async () => {
+    const max = nc.info.max_payload;
+    const e = await remote.exec('echo', 'x'.repeat(max)).catch((x) => x);
+    expect(e.code).toBe(C.InvalidParams);
+    expect(e.message).toMatch(/max payload of \d+ bytes/);
+    // Params within it travel whole.
+    const big = 'é'.repeat(Math.floor(max / 5));
+    expect(await remote.exec('echo', big)).toBe(big);
+    // A result bigger than the max payload: the call ran, its answer says why it cannot travel.
+    const part = 'y'.repeat(Math.ceil(max / 2) + 10);
+    const r = await remote.exec('render', '{{>p}}{{>p}}', {}, { p: part }).catch((x) => x);
+    expect(r.code).toBe(C.InternalError);
+    expect(r.message).toMatch(/exceeds the NATS server's max payload/);
+    // In a batch, only the oversized answer is replaced.
+    const [a, b] = await Promise.allSettled([remote.exec('render', '{{>p}}{{>p}}', {}, { p: part }), remote.exec('echo', 2)]);
+    expect([a.reason.code, b.value]).toEqual([C.InternalError, 2]);
+  });
+
+  test('timeout and signal settle the caller; the host still answers the others', async () => {
+    expect(await codeOf(remote.call('sleep', [2000], { timeout: 50 }))).toBe(C.Timeout);
+    const ac = new AbortController();
+    const p = remote.call('sleep', [2000], { signal: ac.signal });
+    setTimeout(() => ac.abort(), 30);
+    expect(await codeOf(p)).toBe(C.Aborted);
+    ac.abort();
+    expect(await codeOf(remote.call('echo', [1], { signal: ac.signal }))).toBe(C.Aborted);
+    expect(await remote.exec('echo', 'after')).toBe('after');
+  });
+
+  test('a call held longer than the liveness window is kept alive by the host\'s "working" beats', async () => {
+    expect(await remote.call('sleep', [2500])).toBe(2500);
+  });
+
+  test('map over the remote pool: results in order, settle all, onProgress', async () => {
+    expect(await remote.map('fibonacci', [1, 2, 3, 4, 5])).toEqual(['1', '1', '2', '3', '5']);
+    const seen = [];
+    const all = await remote.map('fibonacci', [10, 'x'], { settle: 'all', onProgress: (done, total) => seen.push([done, total]) });
+    expect(all[0]).toEqual({ status: 'fulfilled', value: '55' });
+    expect(all[1].reason.code).toBe(C.InvalidParams);
+    expect(seen.map(([, t]) => t)).toEqual([2, 2]);
+    expect(await codeOf(remote.map('fibonacci', [1, 'x']))).toBe(C.InvalidParams);
+    expect(await codeOf(remote.map('echo', 5))).toBe(C.InvalidRequest);
+  });
+
+  test('no host on the subject: Unavailable at once, not after a timeout', async () => {
+    const nobody = new RemotePool(nc, { name: 'nobody' });
+    const t0 = performance.now();
+    const e = await nobody.call('echo', [1], { timeout: 10000 }).catch((x) => x);
+    expect(e.code).toBe(C.Unavailable);
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(JSON.parse(await nobody.handle('{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}')).error.code).toBe(C.Unavailable);
+    await nobody.close();
+  });
+
+  test('the services protocol lists the host and its per-method figures', async () => {
+    await remote.exec('echo', 1);
+    const [ping] = await remote.hosts();
+    expect(ping).toMatchObject({ type: 'io.nats.micro.v1.ping_response', name: 'rr', id: host.id });
+    const info = JSON.parse((await nc.request(`$SRV.INFO.rr.${host.id}`, '')).string());
+    expect(info.endpoints).toEqual([expect.objectContaining({ subject: 'rr', queue_group: 'rr' })]);
+    const [stats] = await remote.stats();
+    expect(stats.type).toBe('io.nats.micro.v1.stats_response');
+    expect(stats.endpoints[0].data.methods.echo.calls).toBeGreaterThan(0);
+    expect(stats.endpoints[0].num_requests).toBeGreaterThan(0);
+    // The generic subjects answer too, as standard tooling asks them.
+    const all = await nc.request('$SRV.PING', '');
+    expect(JSON.parse(all.string()).name).toBe('rr');
+  });
+
+  test('concurrency bounds the calls a host holds; a busy host sends work to another', async () => {
+    const nc2 = await connectTo(server.url);
+    const pool2 = new Pool({ threads: 2 });
+    const a = await serve(pool, nc, { name: 'bounded', concurrency: 1 });
+    const b = await serve(pool2, nc2, { name: 'bounded', concurrency: 1 });
+    const client = new RemotePool(nc, { name: 'bounded', maxBatch: 1 });
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => client.call('sleep', [60]).then(() => i)));
+    expect(results).toEqual([0, 1, 2, 3, 4, 5]);
+    for (const h of [a, b]) expect(h.stats().data.peakInHand).toBe(1);
+    expect(a.stats().data.messages + b.stats().data.messages).toBe(6);
+    expect(a.stats().data.messages).toBeGreaterThan(0);
+    expect(b.stats().data.messages).toBeGreaterThan(0);
+    await Promise.all([a.close(), b.close(), client.close()]);
+    await nc2.close();
+    await pool2.close();
+  });
+
+  test('close() answers the calls in hand, then takes no more', async () => {
+    const nc2 = await connectTo(server.url);
+    const closing = await serve(pool, nc2, { name: 'closing' });
+    const client = new RemotePool(nc, { name: 'closing' });
+    const held = client.call('sleep', [300]).then(() => 'answered');
+    await new Promise((r) => setTimeout(r, 100));
+    await closing.close();
+    expect(await held).toBe('answered');
+    expect(await codeOf(client.exec('echo', 1))).toBe(C.Unavailable);
+    await client.close();
+    await nc2.close();
+  });
+
+  test('a host killed with SIGKILL mid-traffic: every call settles, with a result or ServerGone', async () => {
+    const hosts = await Promise.all([childHost({ name: 'kill', label: 'a' }), childHost({ name: 'kill', label: 'b' })]);
+    const client = new RemotePool(nc, { name: 'kill', liveness: 1000, maxBatch: 4 });
+    const outcomes = [];
+    let stop = false;
+    const callers = Array.from({ length: 16 }, async () => {
+      while (!stop) {
+        const t0 = performance.now();
+        const o = await client.call('sleep', [20]).then(
+          () => 'ok',
+          (e) => e.code,
+        );
+        outcomes.push([o, performance.now() - t0]);
+      }
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    hosts[0].kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 1800));
+    stop = true;
+    await Promise.all(callers);
+    const codes = new Set(outcomes.map(([o]) => o));
+    for (const c of codes) expect(['ok', C.ServerGone]).toContain(c);
+    expect(outcomes.filter(([o]) => o === C.ServerGone).length).toBeGreaterThan(0);
+    // Nothing waited much past the liveness window.
+    expect(Math.max(...outcomes.map(([, ms]) => ms))).toBeLessThan(1000 + 1000);
+    // The survivor serves everything now.
+    const who = await Promise.all(Array.from({ length: 8 }, () => client.exec('whoami')));
+    expect(new Set(who.map((w) => w.label))).toEqual(new Set(['b']));
+    hosts[1].kill('SIGTERM');
+    await new Promise((r) => hosts[1].once('exit', r));
+    await client.close();
+  }, 20000);
+
+  test('the NATS server restarts mid-traffic: calls settle, then clients and hosts reconnect', async () => {
+    const child = await childHost({ name: 'restart', label: 'r' });
+    const nc2 = await connectTo(server.url);
+    const client = new RemotePool(nc2, { name: 'restart', liveness: 1000 });
+    let stop = false;
+    const outcomes = [];
+    const callers = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        outcomes.push(await client.call('echo', [1]).then(() => 'ok', (e) => e.code));
+        if (outcomes.length % 50 === 0) await new Promise((r) => setTimeout(r, 5));
+      }
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    await server.restart();
+    // Served again once both ends are back.
+    const t0 = performance.now();
+    let served = false;
+    while (!served && performance.now() - t0 < 10000) {
+      served = (await client.exec('whoami').catch(() => null))?.label === 'r';
+      if (!served) await new Promise((r) => setTimeout(r, 100));
+    }
+    stop = true;
+    await Promise.all(callers);
+    expect(served).toBe(true);
+    for (const c of new Set(outcomes)) expect(['ok', C.ServerGone, C.Unavailable]).toContain(c);
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    await client.close();
+    await nc2.close();
+  }, 20000);
+});

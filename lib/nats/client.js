@@ -1,0 +1,499 @@
+'use strict';
+// RemotePool: the calls of a Pool (exec, call, request, handle, map), answered by the hosts that
+// serve a subject on NATS (lib/nats/host.js). Errors are the pool's RpcError codes, plus:
+// - Unavailable: no host serves the subject (NATS answered "no responders" at once), or the
+//   connection to NATS is down or closed;
+// - ServerGone: the host that took the call stopped answering (it died, or lost its
+//   connection): nothing was heard of the call for `liveness` ms, though a host says "working"
+//   every HEARTBEAT_MS for each message it holds. The call may or may not have run.
+// - InvalidParams: params (or a result request) that JSON text cannot carry, or bigger than
+//   the server's max payload.
+//
+// Invariants:
+// - Calls started in the same tick travel together: one JSON-RPC batch per message, at most
+//   `maxBatch` calls and the server's max payload each, so many small calls cost few messages;
+//   a lone call travels as a lone request, with no added wait.
+// - Every call settles exactly once: by its answer, its timeout, its signal, its host's silence
+//   or the connection's end — whichever comes first; later news of it is dropped.
+// - A message a host refused as busy is sent again after a short, growing, random pause.
+
+const { natsClient } = require('./peer.js');
+const { RpcError, CODES, describe, errorText } = require('../errors.js');
+const { toJson, requestText, errorOf } = require('./wire.js');
+const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
+
+const CLIENT_OPTIONS = ['name', 'subject', 'timeout', 'liveness', 'maxBatch'];
+const CALL_OPTIONS = ['signal', 'timeout'];
+const MAP_OPTIONS = ['settle', 'onProgress', 'signal', 'timeout', 'concurrency'];
+/** Longest pause before a message refused as busy is sent again. */
+const MAX_BACKOFF_MS = 50;
+
+/** One call waiting for its answer. */
+class Call {
+  constructor(id, text, resolve, reject) {
+    this.id = id;
+    this.text = text;
+    this.resolve = resolve;
+    this.reject = reject;
+    this.message = null;
+    this.timer = null;
+    this.signal = null;
+    this.onAbort = null;
+  }
+}
+
+/** One message sent: its calls (by id), or for handle(), the one resolver of its answer text. */
+class Message {
+  constructor(seq, text, calls, answer) {
+    this.seq = seq;
+    this.text = text;
+    this.calls = calls; // Map id → Call, or null for handle()
+    this.answer = answer; // handle(): (text) => void
+    this.lastNews = performance.now();
+    this.busy = 0;
+  }
+}
+
+class RemotePool {
+  #nc;
+  #n;
+  #timeout;
+  #liveness;
+  #maxBatch;
+  #prefix;
+  #inbox;
+  #seq = 0;
+  #nextId = 1;
+  /** Messages sent and not settled, by sequence number. */
+  #messages = new Map();
+  /** Calls started this tick, not sent yet. */
+  #outgoing = [];
+  #flushing = false;
+  #watch = null;
+  #connected = true;
+  #closed = false;
+  #closing = null;
+  #idle = [];
+
+  /**
+   * @param nc a NATS connection (connect() of @nats-io/transport-node)
+   * @param options name, subject (as the hosts'), timeout (ms, 0: none), liveness (ms of
+   *   silence after which a call's host is taken for gone), maxBatch (calls per message)
+   */
+  constructor(nc, options) {
+    checkConnection(nc, 'RemotePool');
+    const o = knownOptions(options, CLIENT_OPTIONS, 'RemotePool');
+    this.#n = serviceOptions(o, 'RemotePool');
+    this.#timeout = timeoutOption(o.timeout, 'RemotePool options.timeout');
+    this.#liveness = wholeOption(o.liveness, 6 * HEARTBEAT_MS, 2 * HEARTBEAT_MS, 2 ** 31 - 1, 'RemotePool options.liveness');
+    this.#maxBatch = wholeOption(o.maxBatch, 32, 1, 65536, 'RemotePool options.maxBatch');
+    this.#nc = nc;
+    this.#prefix = natsClient().createInbox(nc.options?.inboxPrefix);
+    this.#inbox = nc.subscribe(`${this.#prefix}.*`, { callback: this.#onReply });
+    nc.closed().then(() => this.#lost(CODES.Unavailable, 'the NATS connection is closed'));
+    this.#followStatus();
+  }
+
+  get name() {
+    return this.#n.name;
+  }
+
+  get subject() {
+    return this.#n.subject;
+  }
+
+  async #followStatus() {
+    try {
+      for await (const s of this.#nc.status()) {
+        if (s.type === 'disconnect') this.#connected = false;
+        else if (s.type === 'reconnect') this.#connected = true;
+      }
+    } catch {
+      // The connection closed: #lost settles what is pending.
+    }
+  }
+
+  /** `exec(method, ...params)`. */
+  exec(method, ...params) {
+    return this.#start(method, params, this.#timeout, null);
+  }
+
+  /** `call(method, params, { signal, timeout })`. */
+  call(method, params, options) {
+    let timeout = this.#timeout;
+    let signal = null;
+    try {
+      if (params === undefined) params = [];
+      else if (!Array.isArray(params)) params = [params];
+      if (options !== undefined) {
+        if (options === null || typeof options !== 'object') {
+          return rejected(CODES.InvalidRequest, `call options must be an object, got ${describe(options)}`);
+        }
+        for (const key of Object.keys(options)) {
+          if (!CALL_OPTIONS.includes(key)) return rejected(CODES.InvalidRequest, `unknown call option '${key}' (expected ${CALL_OPTIONS.join(', ')})`);
+        }
+        if (options.timeout !== undefined) timeout = timeoutOption(options.timeout, 'options.timeout');
+        signal = options.signal ?? null;
+        if (signal !== null && !(signal instanceof AbortSignal)) {
+          return rejected(CODES.InvalidRequest, `options.signal must be an AbortSignal, got ${describe(signal)}`);
+        }
+        if (signal?.aborted) return rejected(CODES.Aborted, 'The call was aborted before it started');
+      }
+    } catch (e) {
+      if (e instanceof RangeError) return rejected(CODES.InvalidRequest, e.message);
+      return rejected(CODES.InvalidRequest, `call options could not be read: ${errorText(e)}`);
+    }
+    return this.#start(method, params, timeout, signal);
+  }
+
+  /** A JSON-RPC 2.0 request object or batch → response object(s); never rejects. */
+  async request(request) {
+    let text;
+    try {
+      text = toJson(request, 'request');
+    } catch (e) {
+      return { jsonrpc: '2.0', error: { code: e.code ?? CODES.InvalidRequest, message: errorText(e) }, id: null };
+    }
+    const answer = await this.handle(text);
+    return answer === '' ? null : JSON.parse(answer);
+  }
+
+  /** JSON-RPC 2.0 text → response text ('' when there is nothing to answer); never rejects. */
+  handle(text) {
+    if (typeof text !== 'string') return Promise.resolve(errorAnswer(CODES.InvalidRequest, 'Invalid Request: handle() takes a string of JSON'));
+    const problem = this.#unsendable(text, 'the request');
+    if (problem !== null) return Promise.resolve(errorAnswer(problem.code, problem.message));
+    return new Promise((resolve) => {
+      const m = new Message(++this.#seq, text, null, resolve);
+      this.#send(m);
+    });
+  }
+
+  /**
+   * `map(method, inputs, { settle, onProgress, signal, timeout, concurrency })`: `method` once
+   * per input, results in input order; rejects with the first error unless `settle: 'all'`.
+   */
+  map(method, inputs, options) {
+    let o;
+    try {
+      o = knownOptions(options, MAP_OPTIONS, 'map()');
+      if (inputs === null || typeof inputs !== 'object' || typeof inputs[Symbol.iterator] !== 'function') {
+        throw new TypeError(`corepool/nats: map() takes an iterable of inputs, got ${describe(inputs)}`);
+      }
+      inputs = Array.from(inputs);
+      o = {
+        settle: o.settle ?? 'reject',
+        onProgress: o.onProgress,
+        signal: o.signal,
+        timeout: o.timeout,
+        concurrency: wholeOption(o.concurrency, 1024, 1, 2 ** 30, 'map() options.concurrency'),
+      };
+      if (o.settle !== 'reject' && o.settle !== 'all') throw new TypeError(`corepool/nats: map() options.settle must be 'reject' or 'all', got ${describe(o.settle)}`);
+      if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError('corepool/nats: map() options.onProgress must be a function');
+    } catch (e) {
+      return rejected(CODES.InvalidRequest, errorText(e));
+    }
+    const callOptions = {};
+    if (o.signal !== undefined) callOptions.signal = o.signal;
+    if (o.timeout !== undefined) callOptions.timeout = o.timeout;
+    return new Promise((resolve, reject) => {
+      const out = new Array(inputs.length);
+      let next = 0;
+      let done = 0;
+      let failed = false;
+      const launch = () => {
+        while (!failed && next < inputs.length && next - done < o.concurrency) {
+          const index = next++;
+          this.call(method, [inputs[index]], callOptions).then(
+            (value) => finish(index, true, value),
+            (error) => finish(index, false, error),
+          );
+        }
+        if (done === inputs.length && !failed) resolve(out);
+      };
+      const finish = (index, ok, v) => {
+        if (failed) return;
+        done++;
+        if (ok) out[index] = o.settle === 'all' ? { status: 'fulfilled', value: v } : v;
+        else if (o.settle === 'all') out[index] = { status: 'rejected', reason: v };
+        else {
+          failed = true;
+          reject(v);
+          return;
+        }
+        if (o.onProgress) {
+          try {
+            o.onProgress(done, inputs.length, ok ? { index, input: inputs[index], value: v } : { index, input: inputs[index], error: v });
+          } catch (e) {
+            failed = true;
+            reject(e);
+            return;
+          }
+        }
+        launch();
+      };
+      launch();
+    });
+  }
+
+  /** The hosts of this service that answer $SRV.PING within `ms`: `[{ name, id, version, metadata }]`. */
+  hosts(ms = 500) {
+    return this.#survey('PING', ms);
+  }
+
+  /** $SRV.STATS of this service's hosts: per host, calls, errors and per-method figures. */
+  stats(ms = 500) {
+    return this.#survey('STATS', ms);
+  }
+
+  async #survey(verb, ms) {
+    ms = wholeOption(ms, 500, 1, 60000, `${verb === 'PING' ? 'hosts' : 'stats'}() wait`);
+    const found = [];
+    const iter = await this.#nc.requestMany(`$SRV.${verb}.${this.#n.name}`, '', { maxWait: ms, strategy: 'timer' });
+    for await (const m of iter) {
+      try {
+        found.push(JSON.parse(m.string()));
+      } catch {
+        // Not a services answer: ignored.
+      }
+    }
+    return found;
+  }
+
+  /** Resolves when no call or message is pending. */
+  drained() {
+    if (this.#messages.size === 0 && this.#outgoing.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  /** Waits for pending calls, then stops listening; later calls reject with PoolClosed. */
+  close() {
+    this.#closed = true;
+    this.#closing ??= this.drained().then(() => {
+      this.#inbox.unsubscribe();
+      clearInterval(this.#watch);
+    });
+    return this.#closing;
+  }
+
+  [Symbol.asyncDispose]() {
+    return this.close();
+  }
+
+  // ---- calls and messages ----
+
+  #start(method, params, timeout, signal) {
+    if (this.#closed) return rejected(CODES.PoolClosed, 'The remote pool is closed');
+    if (typeof method !== 'string') return rejected(CODES.InvalidRequest, `the method must be a string, got ${describe(method)}`);
+    const id = this.#nextId++;
+    let text;
+    try {
+      text = requestText(method, params, id);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const problem = this.#unsendable(text, 'the call');
+    if (problem !== null) return Promise.reject(problem);
+    return new Promise((resolve, reject) => {
+      const call = new Call(id, text, resolve, reject);
+      if (timeout > 0) {
+        call.timer = setTimeout(() => this.#settle(call, false, new RpcError(CODES.Timeout, `The call timed out after ${timeout} ms (the host may still run it)`)), timeout);
+      }
+      if (signal !== null) {
+        call.signal = signal;
+        call.onAbort = () => this.#settle(call, false, new RpcError(CODES.Aborted, 'The call was aborted (the host may still run it)'));
+        signal.addEventListener('abort', call.onAbort, { once: true });
+      }
+      this.#outgoing.push(call);
+      if (!this.#flushing) {
+        this.#flushing = true;
+        process.nextTick(this.#flush);
+      }
+    });
+  }
+
+  /** Why `text` cannot be sent (an RpcError), or null. */
+  #unsendable(text, what) {
+    if (this.#nc.isClosed()) return new RpcError(CODES.Unavailable, 'the NATS connection is closed');
+    const max = this.#nc.info?.max_payload;
+    // A UTF-16 unit takes at most 3 bytes: only long texts are measured.
+    if (max !== undefined && text.length * 3 > max) {
+      const bytes = Buffer.byteLength(text);
+      if (bytes > max) return new RpcError(CODES.InvalidParams, `${what} takes ${bytes} bytes of JSON, more than the NATS server's max payload of ${max} bytes`);
+    }
+    return null;
+  }
+
+  /** Sends the calls started this tick, a batch of at most maxBatch calls (and max payload) per message. */
+  #flush = () => {
+    this.#flushing = false;
+    const calls = this.#outgoing.filter((c) => c.resolve !== null);
+    this.#outgoing = [];
+    const max = this.#nc.info?.max_payload ?? Infinity;
+    let batch = [];
+    let bytes = 2;
+    const sendBatch = () => {
+      if (batch.length === 0) return;
+      const text = batch.length === 1 ? batch[0].text : `[${batch.map((c) => c.text).join(',')}]`;
+      const m = new Message(++this.#seq, text, new Map(batch.map((c) => [c.id, c])), null);
+      for (const c of batch) c.message = m;
+      batch = [];
+      bytes = 2;
+      this.#send(m);
+    };
+    for (const c of calls) {
+      // Lengths in UTF-16 units times 3 bound the bytes without measuring them.
+      const size = c.text.length * 3 + 1;
+      if (batch.length >= this.#maxBatch || (batch.length > 0 && bytes + size > max)) sendBatch();
+      batch.push(c);
+      bytes += size;
+    }
+    sendBatch();
+  };
+
+  #send(m) {
+    this.#messages.set(m.seq, m);
+    m.lastNews = performance.now();
+    try {
+      this.#nc.publish(this.#n.subject, m.text, { reply: `${this.#prefix}.${m.seq}` });
+    } catch (e) {
+      this.#fail(m, new RpcError(CODES.Unavailable, `the message could not be sent to NATS: ${errorText(e)}`));
+      return;
+    }
+    if (this.#watch === null) {
+      this.#watch = setInterval(this.#checkLiveness, Math.max(50, this.#liveness / 4));
+      this.#watch.unref();
+    }
+  }
+
+  #onReply = (err, msg) => {
+    if (err) return;
+    const seq = Number(msg.subject.slice(this.#prefix.length + 1));
+    const m = this.#messages.get(seq);
+    if (m === undefined) return; // settled already (timeout, abort, silence): late news is dropped
+    m.lastNews = performance.now();
+    const h = msg.headers;
+    if (h !== undefined) {
+      const status = h.get(STATUS_HEADER);
+      if (status === WORKING) return;
+      if (status === BUSY) {
+        const pause = Math.random() * Math.min(MAX_BACKOFF_MS, 2 ** m.busy++);
+        setTimeout(() => {
+          if (this.#messages.get(m.seq) === m) this.#send(m);
+        }, pause);
+        return;
+      }
+      if (h.code === 503 && msg.data.length === 0) {
+        this.#fail(m, new RpcError(CODES.Unavailable, `no host serves '${this.#n.subject}' (NATS: no responders)`));
+        return;
+      }
+    }
+    this.#answered(m, msg.string());
+  };
+
+  #answered(m, text) {
+    this.#messages.delete(m.seq);
+    if (m.calls === null) {
+      m.answer(text);
+    } else {
+      let answers;
+      try {
+        answers = JSON.parse(text);
+      } catch {
+        this.#fail(m, new RpcError(CODES.InternalError, `the host answered text that is not JSON: ${text.slice(0, 80)}`));
+        return;
+      }
+      if (!Array.isArray(answers)) answers = [answers];
+      for (const a of answers) {
+        const call = a !== null && typeof a === 'object' ? m.calls.get(a.id) : undefined;
+        if (call === undefined) continue;
+        m.calls.delete(a.id);
+        if (a.error !== undefined) this.#settle(call, false, errorOf(a.error));
+        else this.#settle(call, true, a.result);
+      }
+      // A host's answer that misses a call (or answers the whole batch with one error).
+      const whole = answers.length === 1 && answers[0]?.id === null && answers[0].error ? errorOf(answers[0].error) : null;
+      for (const call of m.calls.values()) {
+        this.#settle(call, false, whole ?? new RpcError(CODES.InternalError, 'the host answered without an answer for this call'));
+      }
+      m.calls.clear();
+    }
+    this.#checkIdle();
+  }
+
+  /** Settles every call of `m` with `error` (handle(): answers its error text). */
+  #fail(m, error) {
+    this.#messages.delete(m.seq);
+    if (m.calls === null) m.answer(errorAnswer(error.code, error.message));
+    else {
+      for (const call of m.calls.values()) this.#settle(call, false, error);
+      m.calls.clear();
+    }
+    this.#checkIdle();
+  }
+
+  #settle(call, ok, value) {
+    const { resolve, reject } = call;
+    if (resolve === null) return;
+    call.resolve = call.reject = null;
+    clearTimeout(call.timer);
+    if (call.signal !== null) call.signal.removeEventListener('abort', call.onAbort);
+    const m = call.message;
+    if (m !== null && m.calls !== null && m.calls.delete(call.id) && m.calls.size === 0) {
+      // Nobody waits for this message any more.
+      this.#messages.delete(m.seq);
+      this.#checkIdle();
+    }
+    if (ok) resolve(value);
+    else reject(value);
+  }
+
+  #checkLiveness = () => {
+    const now = performance.now();
+    for (const m of this.#messages.values()) {
+      if (now - m.lastNews > this.#liveness) {
+        const silent = Math.round(now - m.lastNews);
+        this.#fail(
+          m,
+          this.#connected
+            ? new RpcError(CODES.ServerGone, `no word from the host of this call for ${silent} ms: it stopped or lost its connection (the call may or may not have run)`)
+            : new RpcError(CODES.Unavailable, `the connection to NATS is down (no word for ${silent} ms; the call may or may not have run)`),
+        );
+      }
+    }
+    if (this.#messages.size === 0) {
+      clearInterval(this.#watch);
+      this.#watch = null;
+    }
+  };
+
+  /** The connection ended: every pending call settles with `code`. */
+  #lost(code, message) {
+    for (const m of [...this.#messages.values()]) this.#fail(m, new RpcError(code, message));
+    for (const call of this.#outgoing) this.#settle(call, false, new RpcError(code, message));
+    this.#outgoing = [];
+    this.#checkIdle();
+  }
+
+  #checkIdle() {
+    if (this.#messages.size === 0 && this.#idle.length && this.#outgoing.length === 0) for (const wake of this.#idle.splice(0)) wake();
+  }
+}
+
+function timeoutOption(v, what) {
+  if (v === undefined) return 0;
+  if (typeof v !== 'number' || !(v >= 0)) throw new RangeError(`corepool/nats: ${what} must be a number of ms ≥ 0 (0 or Infinity: none), got ${describe(v)}`);
+  // Timers take at most 2^31 - 1 ms (24.8 days): longer is as good as none.
+  return v >= 2 ** 31 ? 0 : v;
+}
+
+function rejected(code, message) {
+  return Promise.reject(new RpcError(code, message));
+}
+
+/** A JSON-RPC error response's text (id null). */
+function errorAnswer(code, message) {
+  return JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+module.exports = { RemotePool };

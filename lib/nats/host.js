@@ -1,0 +1,353 @@
+'use strict';
+// serve(pool, nc, options): a corepool host on NATS. It answers JSON-RPC text on a queue-group
+// subject, so N hosts share the calls, by `pool.handle(text)`: every answer, error code included,
+// is what the pool answers locally. It answers the NATS services protocol ($SRV.PING, INFO,
+// STATS), so standard NATS tooling lists the hosts and their per-method figures; with
+// `durable`, it also runs jobs from the service's JetStream work queue (lib/nats/jobs.js).
+//
+// Invariants:
+// - At most `concurrency` calls are in hand at once (a batch counts each of its calls). A
+//   message that would take the host past it is answered "busy" (header Corepool-Status: busy,
+//   empty body) and never run: the client sends it again, and the queue group hands it to a
+//   host at random, so a slow host does not hoard work. A host with nothing in hand takes any
+//   message, however big its batch, so no batch is refused everywhere for ever.
+// - Every message taken is answered once (when it has a reply subject), also while close()
+//   drains: close() stops the subscription first, then waits for the calls in hand.
+// - While a message is in hand, its caller hears "working" every HEARTBEAT_MS (lib/nats/names.js),
+//   so a caller that hears nothing for longer knows this host or its connection is gone.
+// - An answer bigger than the server's max payload is never sent: the calls whose results are
+//   too big are answered InternalError instead (they ran; their results cannot travel).
+
+const crypto = require('node:crypto');
+const { performance } = require('node:perf_hooks');
+const { CODES } = require('../errors.js');
+const { natsClient } = require('./peer.js');
+const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
+
+const VERSION = require('../../package.json').version;
+const HOST_OPTIONS = ['name', 'subject', 'queue', 'concurrency', 'description', 'metadata', 'durable'];
+/** What a call that is not a request object counts under, in the per-method figures. */
+const NOT_A_REQUEST = '(invalid request)';
+const PROTOCOL = 'io.nats.micro.v1';
+
+/** The calls in a request text, by method, as the host counts them; never throws. */
+function callsIn(text) {
+  let request;
+  try {
+    request = JSON.parse(text);
+  } catch {
+    return [NOT_A_REQUEST];
+  }
+  if (!Array.isArray(request)) return [methodOf(request)];
+  return request.length === 0 ? [NOT_A_REQUEST] : request.map(methodOf);
+}
+
+function methodOf(r) {
+  return r !== null && typeof r === 'object' && typeof r.method === 'string' ? r.method : NOT_A_REQUEST;
+}
+
+/** The error messages of an answer, by position of the request they answer (null: a result). */
+function errorsIn(answer) {
+  // Most answers carry no error: only those that mention one are read.
+  if (!answer.includes('"error"')) return null;
+  let v;
+  try {
+    v = JSON.parse(answer);
+  } catch {
+    return null;
+  }
+  const list = Array.isArray(v) ? v : [v];
+  return list.map((r) => (r !== null && typeof r === 'object' && r.error ? `${r.error.code} ${r.error.message}` : null));
+}
+
+/** One method's figures. */
+class MethodStats {
+  calls = 0;
+  errors = 0;
+  totalMs = 0;
+  maxMs = 0;
+}
+
+class Host {
+  #pool;
+  #nc;
+  #n;
+  #queue;
+  #concurrency;
+  #description;
+  #metadata;
+  #id = crypto.randomBytes(12).toString('base64url');
+  #started = new Date().toISOString();
+  #rpc = null;
+  #admin = [];
+  #jobs = null;
+  #inHand = 0;
+  #peakInHand = 0;
+  /** The messages in hand (with a reply subject), told "working" every HEARTBEAT_MS. */
+  #held = new Set();
+  #heartbeat = null;
+  #idle = [];
+  #closing = null;
+  // Figures for $SRV.STATS.
+  #calls = 0;
+  #errors = 0;
+  #busy = 0;
+  #lastError = '';
+  #processingMs = 0;
+  #messages = 0;
+  #methods = new Map();
+
+  constructor(pool, nc, options) {
+    if (pool === null || typeof pool !== 'object' || typeof pool.handle !== 'function' || typeof pool.stats !== 'function') {
+      throw new TypeError('corepool/nats: serve() needs a corepool Pool (or anything with handle(text) and stats())');
+    }
+    checkConnection(nc, 'serve()');
+    const o = knownOptions(options, HOST_OPTIONS, 'serve()');
+    this.#n = serviceOptions(o, 'serve()');
+    this.#queue = o.queue ?? this.#n.name;
+    if (typeof this.#queue !== 'string' || !/^[^\s.*>]+$/.test(this.#queue)) {
+      throw new TypeError(`corepool/nats: serve() options.queue must be a queue-group name without spaces, dots or wildcards, got ${JSON.stringify(this.#queue)}`);
+    }
+    this.#concurrency = o.concurrency === Infinity ? Infinity : wholeOption(o.concurrency, 1024, 1, 2 ** 30, 'serve() options.concurrency');
+    this.#description = o.description ?? `corepool ${VERSION}: JSON-RPC 2.0 on native worker threads`;
+    if (typeof this.#description !== 'string') throw new TypeError('corepool/nats: serve() options.description must be a string');
+    this.#metadata = o.metadata ?? {};
+    if (this.#metadata === null || typeof this.#metadata !== 'object' || Object.values(this.#metadata).some((v) => typeof v !== 'string')) {
+      throw new TypeError('corepool/nats: serve() options.metadata must be an object of strings');
+    }
+    this.#pool = pool;
+    this.#nc = nc;
+    if (o.durable !== undefined && o.durable !== false) {
+      // Loaded only for durable hosts: it needs @nats-io/jetstream.
+      const { JobWorker, jobOptions } = require('./jobs.js');
+      this.#jobs = new JobWorker(pool, nc, this.#n, jobOptions(o.durable === true ? {} : o.durable), this.#id);
+    }
+  }
+
+  /** Subscribes, and starts the job worker. */
+  async start() {
+    this.#rpc = this.#nc.subscribe(this.#n.subject, { queue: this.#queue, callback: this.#onRequest });
+    const n = this.#n;
+    for (const verb of ['PING', 'INFO', 'STATS']) {
+      const answer = () => JSON.stringify(this.#describe(verb));
+      for (const subject of [`$SRV.${verb}`, `$SRV.${verb}.${n.name}`, `$SRV.${verb}.${n.name}.${this.#id}`]) {
+        this.#admin.push(
+          this.#nc.subscribe(subject, {
+            callback: (err, msg) => {
+              if (!err && msg.reply) msg.respond(answer());
+            },
+          }),
+        );
+      }
+    }
+    this.#heartbeat = setInterval(this.#beat, HEARTBEAT_MS);
+    this.#heartbeat.unref();
+    if (this.#jobs !== null) await this.#jobs.start();
+    await this.#nc.flush(); // the server has the subscriptions: calls sent from now on reach this host
+    return this;
+  }
+
+  /** This host's id in the services protocol ($SRV.*.<name>.<id>). */
+  get id() {
+    return this.#id;
+  }
+
+  get name() {
+    return this.#n.name;
+  }
+
+  get subject() {
+    return this.#n.subject;
+  }
+
+  /** The services protocol's answer of this host to PING, INFO or STATS. */
+  #describe(verb) {
+    const base = { name: this.#n.name, id: this.#id, version: VERSION, metadata: this.#metadata };
+    const endpoint = { name: 'rpc', subject: this.#n.subject, queue_group: this.#queue };
+    if (verb === 'PING') return { type: `${PROTOCOL}.ping_response`, ...base };
+    if (verb === 'INFO') {
+      const endpoints = [{ ...endpoint, metadata: null }];
+      return { type: `${PROTOCOL}.info_response`, ...base, description: this.#description, endpoints };
+    }
+    return { type: `${PROTOCOL}.stats_response`, ...base, started: this.#started, endpoints: [{ ...endpoint, ...this.stats() }] };
+  }
+
+  /**
+   * This host's figures, as the services protocol's endpoint stats: calls answered, errors,
+   * time in ns, and in `data` the per-method figures, the messages answered, the messages
+   * refused while busy, the calls in hand now and at most, the pool's
+   * stats() and, with `durable`, the job worker's.
+   */
+  stats() {
+    const methods = {};
+    for (const [name, m] of this.#methods) {
+      methods[name] = { calls: m.calls, errors: m.errors, averageMs: m.calls ? m.totalMs / m.calls : 0, maxMs: m.maxMs };
+    }
+    const ns = Math.round(this.#processingMs * 1e6);
+    return {
+      num_requests: this.#calls,
+      num_errors: this.#errors,
+      last_error: this.#lastError,
+      processing_time: ns,
+      average_processing_time: this.#messages ? Math.round(ns / this.#messages) : 0,
+      data: {
+        methods,
+        messages: this.#messages,
+        busy: this.#busy,
+        inHand: this.#inHand,
+        peakInHand: this.#peakInHand,
+        concurrency: this.#concurrency === Infinity ? null : this.#concurrency,
+        pool: this.#pool.stats(),
+        jobs: this.#jobs?.stats() ?? null,
+      },
+    };
+  }
+
+  #onRequest = (err, msg) => {
+    if (err) return; // the subscription ended (a permissions error, or the connection closed)
+    const text = msg.string();
+    const methods = callsIn(text);
+    const n = methods.length;
+    if (this.#inHand > 0 && this.#inHand + n > this.#concurrency) {
+      this.#busy++;
+      if (msg.reply) this.#tell(msg, BUSY);
+      return;
+    }
+    this.#inHand += n;
+    if (this.#inHand > this.#peakInHand) this.#peakInHand = this.#inHand;
+    if (msg.reply) this.#held.add(msg);
+    const t0 = performance.now();
+    this.#pool.handle(text).then((answer) => {
+      const ms = performance.now() - t0;
+      this.#held.delete(msg);
+      if (msg.reply) this.#reply(msg, answer);
+      this.#count(text, methods, answer, ms);
+      this.#inHand -= n;
+      if (this.#inHand === 0 && this.#idle.length) for (const wake of this.#idle.splice(0)) wake();
+    });
+  };
+
+  /** A message to the caller that is not an answer: BUSY or WORKING. */
+  #tell(msg, status) {
+    const h = natsClient().headers();
+    h.set(STATUS_HEADER, status);
+    try {
+      msg.respond(undefined, { headers: h });
+    } catch {
+      // The connection closed: the caller's own liveness check settles the call.
+    }
+  }
+
+  #beat = () => {
+    for (const msg of this.#held) this.#tell(msg, WORKING);
+  };
+
+  #reply(msg, answer) {
+    const max = this.#nc.info?.max_payload ?? Infinity;
+    // A UTF-16 unit takes at most 3 bytes: only long answers are measured.
+    if (answer.length * 3 > max && Buffer.byteLength(answer) > max) answer = fitted(answer, max);
+    try {
+      msg.respond(answer);
+    } catch {
+      // The connection closed: the caller hears of it from its own connection (or its timeout).
+    }
+  }
+
+  #count(text, methods, answer, ms) {
+    this.#messages++;
+    this.#processingMs += ms;
+    this.#calls += methods.length;
+    const errors = errorsIn(answer);
+    // Answers come in request order, one per request with an id; notifications get none, so
+    // with notifications in a batch the errors are matched by id.
+    const byPosition = errors !== null && errors.length === methods.length;
+    const errorOf = errors === null ? () => null : byPosition ? (i) => errors[i] : errorsById(text, answer);
+    for (let i = 0; i < methods.length; i++) {
+      let m = this.#methods.get(methods[i]);
+      if (m === undefined) this.#methods.set(methods[i], (m = new MethodStats()));
+      m.calls++;
+      m.totalMs += ms;
+      if (ms > m.maxMs) m.maxMs = ms;
+      const error = errorOf(i);
+      if (error !== null) {
+        m.errors++;
+        this.#errors++;
+        this.#lastError = error;
+      }
+    }
+  }
+
+  /** Resolves when no call is in hand. */
+  #drained() {
+    if (this.#inHand === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  /**
+   * Stops taking calls and jobs, answers every call already taken, acknowledges or hands back
+   * every job, then leaves the services protocol. The pool stays open (it is the caller's).
+   */
+  close() {
+    this.#closing ??= (async () => {
+      await this.#rpc?.drain().catch(() => {});
+      await this.#jobs?.stop();
+      await this.#drained();
+      clearInterval(this.#heartbeat);
+      for (const sub of this.#admin) sub.unsubscribe();
+      await this.#nc.flush().catch(() => {});
+    })();
+    return this.#closing;
+  }
+
+  [Symbol.asyncDispose]() {
+    return this.close();
+  }
+}
+
+/** By request position: the error message of the answer with that request's id, or null. */
+function errorsById(text, answer) {
+  const requests = JSON.parse(text);
+  const answers = JSON.parse(answer);
+  const byId = new Map();
+  for (const a of Array.isArray(answers) ? answers : [answers]) {
+    if (a !== null && typeof a === 'object' && a.error) byId.set(JSON.stringify(a.id ?? null), `${a.error.code} ${a.error.message}`);
+  }
+  const list = Array.isArray(requests) ? requests : [requests];
+  return (i) => {
+    const r = list[i];
+    const id = r !== null && typeof r === 'object' && 'id' in r ? JSON.stringify(r.id) : 'null';
+    return byId.get(id) ?? null;
+  };
+}
+
+/** An answer cut down to `max` bytes: the biggest results become InternalError answers. */
+function fitted(answer, max) {
+  const v = JSON.parse(answer);
+  const list = Array.isArray(v) ? v : [v];
+  const sizes = list.map((r, i) => ({ i, bytes: Buffer.byteLength(JSON.stringify(r)) })).sort((a, b) => b.bytes - a.bytes);
+  let total = Buffer.byteLength(answer);
+  for (const { i, bytes } of sizes) {
+    if (total <= max) break;
+    const r = list[i];
+    list[i] = {
+      jsonrpc: '2.0',
+      error: {
+        code: CODES.InternalError,
+        message: `the answer of ${bytes} bytes exceeds the NATS server's max payload of ${max} bytes: the call ran, but its result cannot travel`,
+      },
+      id: r?.id ?? null,
+    };
+    total -= bytes - Buffer.byteLength(JSON.stringify(list[i]));
+  }
+  return JSON.stringify(Array.isArray(v) ? list : list[0]);
+}
+
+/**
+ * `serve(pool, nc, { name, subject, queue, concurrency, description, metadata, durable })`:
+ * resolves with the Host once the NATS server has its subscriptions.
+ */
+async function serve(pool, nc, options) {
+  return new Host(pool, nc, options).start();
+}
+
+module.exports = { serve, Host };
