@@ -30,6 +30,37 @@ export interface HostOptions extends ServiceNames {
   description?: string;
   /** The services protocol's metadata of the host. */
   metadata?: Record<string, string>;
+  /** Also run durable jobs from the service's JetStream work queue (needs @nats-io/jetstream). */
+  durable?: boolean | DurableOptions;
+}
+
+export interface DurableOptions {
+  /** Most jobs in hand at once (default 64). */
+  inFlight?: number;
+  /** Ms JetStream waits for an acknowledgement before it delivers a job again (default 30000);
+   *  a job running longer is kept alive with inProgress every ackWait / 3. */
+  ackWait?: number;
+  /** Deliveries of a job at most before its error is final and it is dead-lettered (default 5). */
+  maxDeliver?: number;
+  /** Ms before a job that failed with a retryable error is delivered again (default 1000). */
+  retryDelay?: number;
+}
+
+/** A job's recorded outcome. */
+export type JobOutcome = ({ id: string; result: unknown } | { id: string; error: { code: number; message: string; data?: unknown } }) & {
+  method: string;
+  /** The id of the host that recorded it. */
+  host: string;
+  /** Its deliveries when it was recorded. */
+  deliveries: number;
+};
+
+/** A job that failed for good, on its dead-letter subject. */
+export interface DeadLetter {
+  job: { id: string; method: string; params: Param[] };
+  error: { code: number; message: string; data?: unknown };
+  deliveries: number;
+  host: string;
 }
 
 export interface MethodFigures {
@@ -54,7 +85,8 @@ export interface HostStats {
     peakInHand: number;
     concurrency: number | null;
     pool: PoolStats;
-    jobs: unknown;
+    /** With `durable`: the job worker's figures. */
+    jobs: { running: number; peakRunning: number; done: number; failed: number; retried: number; dead: number; duplicates: number } | null;
   };
 }
 
@@ -116,6 +148,17 @@ export declare class RemotePool {
   hosts(ms?: number): Promise<ServiceAnswer[]>;
   /** $SRV.STATS of the hosts that answer within `ms` (default 500). */
   stats(ms?: number): Promise<ServiceAnswer[]>;
+  /** A durable job on the JetStream work queue; resolves once stored. `duplicate`: the id was
+   *  submitted within the last 2 minutes, and this submission was dropped. */
+  submit(method: string, params?: Param[] | Param, options?: { id?: string }): Promise<{ id: string; duplicate: boolean }>;
+  /** Job `id`'s result once recorded; rejects with its RpcError (Timeout/Aborted by the options). */
+  waitFor<T = unknown>(id: string, options?: { timeout?: number; signal?: AbortSignal }): Promise<T>;
+  /** Job `id`'s recorded outcome, or null. */
+  outcome(id: string): Promise<JobOutcome | null>;
+  /** Every recorded outcome, then each new one as it is recorded (break to stop). */
+  results(): AsyncIterable<JobOutcome>;
+  /** Every dead letter, then each new one (break to stop). */
+  deadLetters(): AsyncIterable<DeadLetter>;
   drained(): Promise<void>;
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

@@ -107,6 +107,11 @@ async function overNats(pool: Pool, nc: NatsConnection): Promise<void> {
   await serve(pool, nc, { threads: 2 });
   await host.close();
   await remote.close();
+  const durable = await serve(pool, nc, { name: 'jobs', durable: { inFlight: 8, ackWait: 10000 } });
+  const { id } = await remote.submit('fibonacci', [30], { id: 'fib-30' });
+  const f: string = await remote.waitFor<string>(id, { timeout: 5000 });
+  for await (const o of remote.results()) if ('error' in o) console.log(o.id, o.error.code, f);
+  await durable.close();
   // @ts-expect-error a connection, not a url
   new RemotePool('nats://127.0.0.1:4222');
 }

@@ -74,6 +74,7 @@ class RemotePool {
   #closed = false;
   #closing = null;
   #idle = [];
+  #jobs = null;
 
   /**
    * @param nc a NATS connection (connect() of @nats-io/transport-node)
@@ -258,6 +259,41 @@ class RemotePool {
       }
     }
     return found;
+  }
+
+  // ---- durable jobs (lib/nats/jobs.js; needs @nats-io/jetstream) ----
+
+  #jobClient() {
+    if (this.#jobs === null) {
+      const { JobClient } = require('./jobs.js');
+      this.#jobs = new JobClient(this.#nc, this.#n);
+    }
+    return this.#jobs;
+  }
+
+  /** `submit(method, params, { id })`: a durable job; resolves with `{ id, duplicate }` once stored. */
+  async submit(method, params, options) {
+    return this.#jobClient().submit(method, params, options);
+  }
+
+  /** Job `id`'s result once recorded (rejects with its RpcError); options timeout, signal. */
+  async waitFor(id, options) {
+    return this.#jobClient().waitFor(id, options);
+  }
+
+  /** Job `id`'s stored outcome `{ id, result | error, method, host, deliveries }`, or null. */
+  async outcome(id) {
+    return this.#jobClient().outcome(id);
+  }
+
+  /** Every recorded outcome, then each new one: an async iterable (break to stop). */
+  results() {
+    return this.#jobClient().results();
+  }
+
+  /** Every dead-lettered job, then each new one: `{ job, error, deliveries, host }`. */
+  deadLetters() {
+    return this.#jobClient().deadLetters();
   }
 
   /** Resolves when no call or message is pending. */

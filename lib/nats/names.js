@@ -7,7 +7,7 @@
 //   <subject>.jobs                durable jobs (stream <name>-jobs, work-queue retention;
 //                                 consumer <name>-hosts, shared by every host)
 //   <subject>.results.<key>       one outcome per job id (stream <name>-results)
-//   <subject>.dead                jobs that failed for good, with their error (same stream)
+//   <subject>.dead.<key>          a job that failed for good, with its error (same stream)
 //
 // <key> is the job id in base64url, since an id may hold characters a subject token cannot.
 
@@ -41,6 +41,11 @@ function names(name, subject) {
 /** The results subject of one job id. */
 function resultSubject(n, id) {
   return `${n.results}.${Buffer.from(id, 'utf8').toString('base64url')}`;
+}
+
+/** The dead-letter subject of one job id. */
+function deadSubject(n, id) {
+  return `${n.dead}.${Buffer.from(id, 'utf8').toString('base64url')}`;
 }
 
 /** `name` and `subject` options, checked (TypeError naming the option). */
@@ -81,4 +86,4 @@ function checkConnection(nc, who) {
   }
 }
 
-module.exports = { names, resultSubject, serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS };
+module.exports = { names, resultSubject, deadSubject, serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS };
