@@ -85,3 +85,23 @@ test('npm start (demo): mines with progress, compares with JS workers, renders, 
   expect(out).toMatch(/^Next: README\.md/m);
   expect(out.split('\n').length).toBeLessThan(25); // one screenful
 });
+
+const { natsServerPath } = require('./nats/server.js');
+const withNats = natsServerPath() === null ? test.skip : test;
+
+withNats('cluster: two host processes mine Happycoins over NATS, by request/reply and as durable jobs', async () => {
+  const out = await new Promise((resolve, reject) => {
+    const env = { ...process.env, PATH: `${path.dirname(natsServerPath())}${path.delimiter}${process.env.PATH}`, NATS_URL: 'nats://127.0.0.1:1' };
+    execFile(process.execPath, [path.join(__dirname, '..', 'examples', 'cluster.js'), '6'], { timeout: 50_000, env }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`cluster failed (${error.code ?? error.signal}):\n${stdout}${stderr}`));
+      else resolve(stdout);
+    });
+  });
+  expect(out).toMatch(/^started nats-server on port \d+$/m);
+  expect(out.match(/^hosts: (.*)$/m)[1].split(', ')).toHaveLength(2);
+  const batches = [...out.matchAll(/^ {2}batch +(\d+): +(\d+) coins, mined on (host-a|host-b)$/gm)];
+  expect(batches.map((b) => Number(b[1])).sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5]);
+  const total = batches.reduce((n, b) => n + Number(b[2]), 0);
+  expect(out).toMatch(new RegExp(`^ {2}${total} coins; batches per host: `, 'm'));
+  expect(out).toMatch(new RegExp(`^ {2}${total} coins \\(the same\\); jobs per host: host-`, 'm'));
+});

@@ -133,6 +133,18 @@ maybe('corepool/nats request/reply', () => {
     expect(host.stats().data.messages - before).toBe(1);
   });
 
+  test('a tick\'s calls are split into as many messages as there are hosts', async () => {
+    const nc2 = await connectTo(server.url);
+    const [a, b] = [await serve(pool, nc, { name: 'spread' }), await serve(pool, nc2, { name: 'spread' })];
+    const client = new RemotePool(nc, { name: 'spread' });
+    expect((await client.hosts()).map((h) => h.id).sort()).toEqual([a.id, b.id].sort());
+    expect(await Promise.all(Array.from({ length: 10 }, (_, i) => client.exec('echo', i)))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(a.stats().data.messages + b.stats().data.messages).toBe(2);
+    expect(a.stats().num_requests + b.stats().num_requests).toBe(10);
+    await Promise.all([a.close(), b.close(), client.close()]);
+    await nc2.close();
+  });
+
   test('params beyond the max payload are refused clearly; results beyond it are InternalError', async () => {
     const max = nc.info.max_payload;
     const e = await remote.exec('echo', 'x'.repeat(max)).catch((x) => x);

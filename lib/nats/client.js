@@ -12,7 +12,9 @@
 // Invariants:
 // - Calls started in the same tick travel together: one JSON-RPC batch per message, at most
 //   `maxBatch` calls and the server's max payload each, so many small calls cost few messages;
-//   a lone call travels as a lone request, with no added wait.
+//   a lone call travels as a lone request, with no added wait. A tick's calls are split into at
+//   least as many messages as hosts answered the last $SRV.PING (asked every SURVEY_MS while
+//   calls are made), so that the queue group can spread them over the hosts.
 // - Every call settles exactly once: by its answer, its timeout, its signal, its host's silence
 //   or the connection's end — whichever comes first; later news of it is dropped.
 // - A message a host refused as busy is sent again after a short, growing, random pause.
@@ -25,6 +27,8 @@ const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADE
 const CLIENT_OPTIONS = ['name', 'subject', 'timeout', 'liveness', 'maxBatch'];
 const CALL_OPTIONS = ['signal', 'timeout'];
 const MAP_OPTIONS = ['settle', 'onProgress', 'signal', 'timeout', 'concurrency'];
+/** How often the number of hosts is asked again, while calls are made (ms). */
+const SURVEY_MS = 5000;
 /** Longest pause before a message refused as busy is sent again. */
 const MAX_BACKOFF_MS = 50;
 
@@ -75,6 +79,9 @@ class RemotePool {
   #closing = null;
   #idle = [];
   #jobs = null;
+  /** Hosts that answered the last $SRV.PING (1 until one is counted). */
+  #hostCount = 1;
+  #surveyedAt = -Infinity;
 
   /**
    * @param nc a NATS connection (connect() of @nats-io/transport-node)
@@ -238,8 +245,11 @@ class RemotePool {
   }
 
   /** The hosts of this service that answer $SRV.PING within `ms`: `[{ name, id, version, metadata }]`. */
-  hosts(ms = 500) {
-    return this.#survey('PING', ms);
+  async hosts(ms = 500) {
+    const found = await this.#survey('PING', ms);
+    this.#hostCount = Math.max(1, found.length);
+    this.#surveyedAt = performance.now();
+    return found;
   }
 
   /** $SRV.STATS of this service's hosts: per host, calls, errors and per-method figures. */
@@ -365,6 +375,9 @@ class RemotePool {
     this.#flushing = false;
     const calls = this.#outgoing.filter((c) => c.resolve !== null);
     this.#outgoing = [];
+    if (performance.now() - this.#surveyedAt > SURVEY_MS) this.#countHosts();
+    // Calls per message: at most maxBatch, and spread over the hosts.
+    const perMessage = Math.min(this.#maxBatch, Math.ceil(calls.length / this.#hostCount));
     const max = this.#nc.info?.max_payload ?? Infinity;
     let batch = [];
     let bytes = 2;
@@ -380,12 +393,27 @@ class RemotePool {
     for (const c of calls) {
       // Lengths in UTF-16 units times 3 bound the bytes without measuring them.
       const size = c.text.length * 3 + 1;
-      if (batch.length >= this.#maxBatch || (batch.length > 0 && bytes + size > max)) sendBatch();
+      if (batch.length >= perMessage || (batch.length > 0 && bytes + size > max)) sendBatch();
       batch.push(c);
       bytes += size;
     }
     sendBatch();
   };
+
+  /** Counts the hosts in the background: the first answers, then 20 ms without more. */
+  #countHosts() {
+    this.#surveyedAt = performance.now();
+    this.#nc
+      .requestMany(`$SRV.PING.${this.#n.name}`, '', { strategy: 'stall', stall: 20, maxWait: 1000 })
+      .then(async (answers) => {
+        let n = 0;
+        for await (const m of answers) if (m.data.length > 0) n++;
+        this.#hostCount = Math.max(1, n);
+      })
+      .catch(() => {
+        // No hosts, or the connection is down: the count stays until the next survey.
+      });
+  }
 
   #send(m) {
     this.#messages.set(m.seq, m);
