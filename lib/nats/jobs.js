@@ -93,6 +93,12 @@ function outcomeText(id, ok, value, extra) {
   return JSON.stringify({ ...o, ...extra });
 }
 
+/** A stored outcome's result, or its error thrown as an RpcError. */
+function settled(outcome) {
+  if (outcome.error !== undefined) throw errorOf(outcome.error);
+  return outcome.result;
+}
+
 /** Runs the jobs of one host. */
 class JobWorker {
   #pool;
@@ -322,6 +328,9 @@ class JobClient {
     if (typeof id !== 'string' || id === '') throw new RpcError(CODES.InvalidRequest, `waitFor() takes a job id string, got ${describe(id)}`);
     await this.#init();
     const subject = resultSubject(this.#n, id);
+    // Recorded already: read it directly, without a consumer.
+    const stored = await this.#jsm.streams.getMessage(this.#n.resultStream, { last_by_subj: subject });
+    if (stored !== null) return settled(stored.json());
     const consumer = await this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subject });
     const messages = await consumer.consume();
     let timer = null;
@@ -342,11 +351,7 @@ class JobClient {
     }
     try {
       if (why === null) {
-        for await (const m of messages) {
-          const outcome = m.json();
-          if (outcome.error !== undefined) throw errorOf(outcome.error);
-          return outcome.result;
-        }
+        for await (const m of messages) return settled(m.json());
       }
       throw why ?? new RpcError(CODES.Unavailable, 'the NATS connection closed before the outcome was recorded');
     } finally {

@@ -35,14 +35,31 @@ function refusal(v, place) {
  * them. Cycles, throwing getters and Proxy traps are refused with what was thrown.
  */
 function toJson(value, root) {
+  // Most values are plain data: checked by a quick walk, they go to JSON.stringify as they
+  // are. Anything else (undefined in an object, a non-plain object, deep or cyclic data, a
+  // throwing getter) takes the careful path below, which names what it refuses.
+  try {
+    if (plainData(value, 0)) return JSON.stringify(value);
+  } catch {
+    // the careful path says why
+  }
+  return carefulJson(value, root);
+}
+
+/** toJson's careful path: every value judged by refusal(), with its place. */
+function carefulJson(value, root) {
   const places = new Map();
+  // The first call of the replacer is for the value itself (key '', in a wrapper object); a
+  // key '' further down is an ordinary key.
+  let atRoot = true;
   let text;
   try {
     text = JSON.stringify(value, function replacer(key, _v) {
-      const parent = places.get(this);
-      const place = parent === undefined ? root : Array.isArray(this) ? `${parent}[${key}]` : `${parent}.${key}`;
+      const parent = atRoot ? undefined : places.get(this);
+      const place = atRoot ? root : Array.isArray(this) ? `${parent}[${key}]` : `${parent}.${key}`;
       // `_v` is what toJSON made of the value: judge the value itself.
-      const own = key === '' ? value : this[key];
+      const own = atRoot ? value : this[key];
+      atRoot = false;
       const why = refusal(own, place);
       if (why !== null) throw new RpcError(CODES.InvalidParams, why);
       if (own !== null && typeof own === 'object') places.set(own, place);
@@ -53,6 +70,36 @@ function toJson(value, root) {
     throw new RpcError(CODES.InvalidParams, `${root} could not be sent: ${errorText(e)}`);
   }
   return text;
+}
+
+/** Depth beyond which the quick walk leaves the value to the careful path (cycles end there). */
+const PLAIN_DEPTH = 32;
+
+/** True if JSON.stringify gives `v` exactly: finite numbers, strings, booleans, null, arrays
+ *  without holes or undefined, and plain objects of such values, no deeper than PLAIN_DEPTH. */
+function plainData(v, depth) {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(v);
+    case 'object': {
+      if (v === null) return true;
+      if (depth === PLAIN_DEPTH) return false;
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) if (!plainData(v[i], depth + 1)) return false;
+        return true;
+      }
+      const proto = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return false;
+      const keys = Object.keys(v);
+      for (let i = 0; i < keys.length; i++) if (!plainData(v[keys[i]], depth + 1)) return false;
+      return true;
+    }
+    default:
+      return false;
+  }
 }
 
 /** A JSON-RPC request's text, with `params` validated by toJson. */
@@ -68,4 +115,4 @@ function errorOf(error) {
   return new RpcError(error.code, typeof error.message === 'string' ? error.message : String(error.message), error.data);
 }
 
-module.exports = { toJson, requestText, errorOf };
+module.exports = { toJson, carefulJson, requestText, errorOf };
