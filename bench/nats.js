@@ -1,0 +1,142 @@
+'use strict';
+// corepool/nats on a real nats-server over loopback:
+//  1. latency: one caller, an `echo` round trip — RemotePool (host in this process) vs a raw
+//     NATS request/reply of the same JSON-RPC text (a responder that sends a fixed answer), vs
+//     the same raw request answered by pool.handle() (the transport plus the pool, no
+//     corepool/nats), vs a local pool.exec: p50 per run;
+//  2. throughput: tiny calls (`echo`) from 64 closed-loop callers, to 1 and 2 host processes,
+//     vs a raw request/reply loop (one message per call) to a responder in this process;
+//  3. durable: happycoin batches as JetStream jobs on the 2 hosts vs the same by request/reply.
+//
+//   node bench/nats.js [--quick]
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { connect } = require('@nats-io/transport-node');
+const { Pool } = require('..');
+const { serve, RemotePool } = require('../nats.js');
+const { startNats } = require('../__test__/nats/server.js');
+const { Suite, median } = require('./harness');
+
+const CALLERS = 64;
+const suite = new Suite('nats', { runs: 5, warmup: 1, quickRuns: 1 });
+const LOOP_MS = suite.quick ? 1000 : 3000;
+const ROUND_TRIPS = suite.quick ? 500 : 3000;
+const JOBS = suite.quick ? 200 : 1000;
+const JOB = { attempts: 20000 };
+const PAYLOAD = { user: 'Katelyn', items: [1, 2, 3], note: 'x'.repeat(40) };
+
+function childHost(url, options) {
+  const child = spawn(process.execPath, [path.join(__dirname, '..', '__test__', 'nats', 'host.js'), url, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout.once('data', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`host exited with ${code}`)));
+  });
+}
+
+async function stopHost(child) {
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+}
+
+/** p50 in µs of `n` sequential round trips of `call()`. */
+async function p50(call, n) {
+  const us = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await call();
+    us.push((performance.now() - t0) * 1000);
+  }
+  return median(us);
+}
+
+/** Calls per second of `call()` from CALLERS concurrent closed loops for LOOP_MS. */
+async function closedLoop(call) {
+  let ops = 0;
+  const end = performance.now() + LOOP_MS;
+  const loop = async () => {
+    while (performance.now() < end) {
+      await call();
+      ops++;
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: CALLERS }, loop));
+  return (ops / (performance.now() - start)) * 1000;
+}
+
+async function main() {
+  const server = await startNats();
+  if (server === null) throw new Error('nats-server is not installed (apt-get install nats-server)');
+  suite.log(`nats-server on loopback; latency: ${ROUND_TRIPS} round trips per run; throughput: ${CALLERS} callers × ${LOOP_MS} ms`);
+  const nc = await connect({ servers: server.url });
+  const pool = new Pool({ threads: 2 });
+
+  // 1. Latency, host in this process.
+  const host = await serve(pool, nc, { name: 'lat' });
+  const remote = new RemotePool(nc, { name: 'lat' });
+  const text = `{"jsonrpc":"2.0","method":"echo","params":[${JSON.stringify(PAYLOAD)}],"id":1}`;
+  const answer = `{"jsonrpc":"2.0","result":${JSON.stringify(PAYLOAD)},"id":1}`;
+  nc.subscribe('raw', { callback: (err, m) => m.respond(answer) });
+  nc.subscribe('raw-pool', { callback: (err, m) => pool.handle(m.string()).then((a) => m.respond(a)) });
+  await nc.flush();
+  await suite.interleave([
+    { label: 'remote echo p50', unit: 'µs', fn: () => p50(() => remote.exec('echo', PAYLOAD), ROUND_TRIPS) },
+    { label: 'raw NATS request p50', unit: 'µs', fn: () => p50(() => nc.request('raw', text, { timeout: 5000 }), ROUND_TRIPS) },
+    { label: 'raw NATS request to pool.handle p50', unit: 'µs', fn: () => p50(() => nc.request('raw-pool', text, { timeout: 5000 }), ROUND_TRIPS) },
+    { label: 'local pool.exec echo p50', unit: 'µs', fn: () => p50(() => pool.exec('echo', PAYLOAD), ROUND_TRIPS) },
+  ]);
+  // Goal: corepool adds at most 1.3× to a raw round trip, i.e. raw / remote ≥ 1 / 1.3.
+  suite.ratio('remote echo vs raw NATS request/reply, p50 (raw/remote)', 'remote echo p50', 'raw NATS request p50', 1 / 1.3);
+  suite.ratio('remote echo vs raw request to pool.handle, p50', 'remote echo p50', 'raw NATS request to pool.handle p50');
+  suite.ratio('remote echo vs local pool.exec, p50 (local/remote)', 'remote echo p50', 'local pool.exec echo p50');
+  await host.close();
+  await remote.close();
+
+  // 2. Throughput over host processes.
+  const hosts = [await childHost(server.url, { name: 'tp', label: 'a' })];
+  const tp = new RemotePool(nc, { name: 'tp' });
+  await tp.hosts();
+  await suite.measure('remote echo, 1 host process', 'calls/s', () => closedLoop(() => tp.exec('echo', 1)));
+  hosts.push(await childHost(server.url, { name: 'tp', label: 'b' }));
+  await tp.hosts();
+  await suite.measure('remote echo, 2 host processes', 'calls/s', () => closedLoop(() => tp.exec('echo', 1)));
+  const tiny = '{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}';
+  await suite.measure('raw NATS request/reply loop', 'req/s', () => closedLoop(() => nc.request('raw', tiny, { timeout: 5000 })));
+  suite.ratio('remote echo 2 hosts vs 1 host', 'remote echo, 2 host processes', 'remote echo, 1 host process');
+  suite.ratio('remote echo 2 hosts vs raw request/reply loop', 'remote echo, 2 host processes', 'raw NATS request/reply loop');
+  for (const h of hosts) await stopHost(h);
+  await tp.close();
+
+  // 3. Durable jobs vs request/reply, happycoin batches on 2 host processes.
+  const jobHosts = await Promise.all(['a', 'b'].map((label) => childHost(server.url, { name: 'jobs', label, durable: { inFlight: 8 } })));
+  const jobs = new RemotePool(nc, { name: 'jobs' });
+  await jobs.hosts();
+  let round = 0;
+  await suite.measure('happycoin batches by request/reply', 'jobs/s', async () => {
+    const t0 = performance.now();
+    await jobs.map('happycoin', Array.from({ length: JOBS }, (_, i) => ({ ...JOB, seed: i })), { concurrency: 64 });
+    return (JOBS / (performance.now() - t0)) * 1000;
+  });
+  await suite.measure('happycoin batches as durable jobs', 'jobs/s', async () => {
+    const r = round++;
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: JOBS }, (_, i) => jobs.submit('happycoin', [{ ...JOB, seed: i }], { id: `${r}-${i}` })));
+    let done = 0;
+    for await (const o of jobs.results()) if (o.id.startsWith(`${r}-`) && ++done === JOBS) break;
+    return (JOBS / (performance.now() - t0)) * 1000;
+  });
+  suite.ratio('durable jobs vs request/reply, jobs/s', 'happycoin batches as durable jobs', 'happycoin batches by request/reply');
+  suite.note(`happycoin batches of ${JOB.attempts} attempts; ${JOBS} per run; hosts with 2 native threads each, durable inFlight 8`);
+  for (const h of jobHosts) await stopHost(h);
+  await jobs.close();
+
+  await nc.close();
+  await pool.close();
+  await server.stop();
+  suite.save();
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
