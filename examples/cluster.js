@@ -36,7 +36,7 @@ async function host(url, label) {
   const h = await serve(pool, nc, { name: NAME, concurrency: 4, durable: { inFlight: 4 } });
   process.on('SIGTERM', async () => {
     await h.close();
-    await nc.drain();
+    await nc.drain().catch(() => {}); // the server may be gone first
     await pool.close();
     process.exit(0);
   });

@@ -15,7 +15,7 @@ async function main() {
   const host = await serve(pool, nc, options);
   process.on('SIGTERM', async () => {
     await host.close();
-    await nc.drain();
+    await nc.drain().catch(() => {}); // the server may be gone first
     await pool.close();
     process.exit(0);
   });

@@ -12,9 +12,10 @@
 // Invariants:
 // - Calls started in the same tick travel together: one JSON-RPC batch per message, at most
 //   `maxBatch` calls and the server's max payload each, so many small calls cost few messages;
-//   a lone call travels as a lone request, with no added wait. A tick's calls are split into at
-//   least as many messages as hosts answered the last $SRV.PING (asked every SURVEY_MS while
-//   calls are made), so that the queue group can spread them over the hosts.
+//   a lone call travels as a lone request, with no added wait. While fewer messages are in
+//   flight than hosts answered the last $SRV.PING (asked every SURVEY_MS while calls are made),
+//   a tick's calls are split into one message per host without one, so that the queue group
+//   can spread them over the hosts.
 // - Every call settles exactly once: by its answer, its timeout, its signal, its host's silence
 //   or the connection's end — whichever comes first; later news of it is dropped.
 // - A message a host refused as busy is sent again after a short, growing, random pause.
@@ -376,8 +377,12 @@ class RemotePool {
     const calls = this.#outgoing.filter((c) => c.resolve !== null);
     this.#outgoing = [];
     if (performance.now() - this.#surveyedAt > SURVEY_MS) this.#countHosts();
-    // Calls per message: at most maxBatch, and spread over the hosts.
-    const perMessage = Math.min(this.#maxBatch, Math.ceil(calls.length / this.#hostCount));
+    // Calls per message: at most maxBatch; and while fewer messages are in flight than there
+    // are hosts, split so that each idle host may get one. (Splitting every tick instead would
+    // shrink the batches of closed-loop callers to a call each: every answer's callers would
+    // call again in their own tick, to be split again.)
+    const idleHosts = this.#hostCount - this.#messages.size;
+    const perMessage = idleHosts > 1 ? Math.min(this.#maxBatch, Math.ceil(calls.length / idleHosts)) : this.#maxBatch;
     const max = this.#nc.info?.max_payload ?? Infinity;
     let batch = [];
     let bytes = 2;
