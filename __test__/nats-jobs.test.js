@@ -84,6 +84,26 @@ maybe('corepool/nats durable jobs', () => {
     await remote.close();
   });
 
+  test('when the connection closes, waitFor and results() reject with Unavailable, never hang', async () => {
+    const own = await connect({ servers: server.url });
+    const remote = new RemotePool(own, { name: 'closing' });
+    await remote.submit('echo', [1], { id: 'kept' });
+    const waiting = remote.waitFor('never').catch((e) => e.code);
+    const reading = (async () => {
+      const seen = [];
+      try {
+        for await (const r of remote.results()) seen.push(r.id);
+      } catch (e) {
+        return [seen, e.code];
+      }
+      return [seen, 'ended'];
+    })();
+    await new Promise((r) => setTimeout(r, 200));
+    await own.close();
+    expect(await waiting).toBe(C.Unavailable);
+    expect(await reading).toEqual([[], C.Unavailable]);
+  });
+
   test('errors: final ones are recorded at once, others retried up to maxDeliver; both dead-lettered', async () => {
     const remote = new RemotePool(nc, { name: 'fail' });
     const host = await serve(pool, nc, { name: 'fail', durable: { maxDeliver: 3, retryDelay: 10 } });

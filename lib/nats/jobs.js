@@ -370,6 +370,8 @@ class JobClient {
     const messages = await consumer.consume();
     try {
       for await (const m of messages) yield m.json();
+      // The consumer ends only when the connection does: say so, rather than end as if complete.
+      throw new RpcError(CODES.Unavailable, 'the NATS connection closed');
     } finally {
       messages.stop();
     }
@@ -382,6 +384,8 @@ class JobClient {
     const messages = await consumer.consume();
     try {
       for await (const m of messages) yield m.json();
+      // The consumer ends only when the connection does: say so, rather than end as if complete.
+      throw new RpcError(CODES.Unavailable, 'the NATS connection closed');
     } finally {
       messages.stop();
     }
