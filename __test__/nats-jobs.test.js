@@ -104,6 +104,16 @@ maybe('corepool/nats durable jobs', () => {
     expect(await reading).toEqual([[], C.Unavailable]);
   });
 
+  test('a durable host whose connection closes lets its process exit', async () => {
+    const child = spawn(process.execPath, [path.join(__dirname, 'nats', 'exits.js'), server.url], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    const code = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('still running after 5 s'), 5000))]);
+    child.kill('SIGKILL');
+    expect([out, code]).toEqual(['closed\n', 0]);
+  });
+
   test('errors: final ones are recorded at once, others retried up to maxDeliver; both dead-lettered', async () => {
     const remote = new RemotePool(nc, { name: 'fail' });
     const host = await serve(pool, nc, { name: 'fail', durable: { maxDeliver: 3, retryDelay: 10 } });

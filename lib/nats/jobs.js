@@ -154,6 +154,8 @@ class JobWorker {
         this.#fetch = await this.#consumer.fetch({ max_messages: room, expires: PULL_EXPIRES_MS });
         for await (const m of this.#fetch) this.#take(m);
       } catch {
+        // Closed for good: nothing more will come (close() still waits for the jobs in hand).
+        if (this.#nc.isClosed()) break;
         // The connection is down or the consumer is being recreated: try again shortly.
         if (!this.#stopped) await new Promise((r) => setTimeout(r, 200));
       } finally {
