@@ -15,12 +15,15 @@
 //                                     (a task file): written there, not run.
 //   <!-- readme-test: given CODE -->  the block is a fragment that needs CODE (for example
 //                                     `const pool = new Pool()`); it runs with CODE before it.
+//   <!-- readme-test: nats-server -->   the block needs a NATS server: a real one is started on a
+//                                     free loopback port, its URL in the NATS_URL variable.
 // Any other `readme-test:` comment fails the test, so that a misspelt one is not ignored.
 
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFile } = require('node:child_process');
+const { startNats } = require('./nats/server.js');
 
 const ROOT = path.join(__dirname, '..');
 const README = path.join(ROOT, 'README.md');
@@ -56,14 +59,15 @@ function readmeBlocks(text) {
 
 /** The `readme-test:` comments on the lines just above the fence at line index `i`. */
 function directives(lines, i) {
-  const found = { file: undefined, given: [], errors: [] };
+  const found = { file: undefined, given: [], nats: false, errors: [] };
   for (let j = i - 1; j >= 0; j--) {
     const comment = /^\s*<!--\s*readme-test:\s*(\S+)\s*([\s\S]*?)\s*-->\s*$/.exec(lines[j]);
     if (!comment) break;
     const [, name, argument] = comment;
     if (name === 'file' && /^[\w.-]+$/.test(argument)) found.file = argument;
     else if (name === 'given' && argument !== '') found.given.unshift(argument);
-    else found.errors.push(`line ${j + 1}: unknown readme-test comment '${lines[j].trim()}' (expected 'file NAME' or 'given CODE')`);
+    else if (name === 'nats-server' && argument === '') found.nats = true;
+    else found.errors.push(`line ${j + 1}: unknown readme-test comment '${lines[j].trim()}' (expected 'file NAME', 'given CODE' or 'nats-server')`);
   }
   return found;
 }
@@ -87,9 +91,10 @@ function makeHome() {
 }
 
 /** Runs `file` in `home`: resolves with its output, rejects with it if it fails or hangs. */
-function run(home, file) {
+function run(home, file, env = {}) {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [file], { cwd: home, timeout: BLOCK_MS, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
+    const options = { cwd: home, timeout: BLOCK_MS, killSignal: 'SIGKILL', env: { ...process.env, ...env } };
+    execFile(process.execPath, [file], options, (error, stdout, stderr) => {
       if (error) {
         const why = error.killed ? `still running after ${BLOCK_MS} ms` : `exit ${error.code ?? error.signal}`;
         reject(new Error(`${file}: ${why}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`));
@@ -123,7 +128,20 @@ describe.each(blocks.map((b) => [b.line, b]))('README.md block at line %i', (lin
     }
     const file = `block-${line}.${isModule(code) ? 'mjs' : 'cjs'}`;
     fs.writeFileSync(path.join(home, file), code);
-    await run(home, file);
+    if (!block.nats) {
+      await run(home, file);
+      return;
+    }
+    const server = await startNats(); // under CI, a missing nats-server throws: a failure
+    if (server === null) {
+      console.warn(`nats-server is not installed: README block at line ${line} is not run`);
+      return;
+    }
+    try {
+      await run(home, file, { NATS_URL: server.url });
+    } finally {
+      await server.stop();
+    }
   });
 });
 
@@ -167,6 +185,10 @@ describe('reading the blocks', () => {
     expect(found[2].file).toBe('task.js');
     expect(found[0]).toMatchObject({ file: undefined, given: [], errors: [] });
     expect(found[3].errors).toEqual([expect.stringContaining("unknown readme-test comment '<!-- readme-test: skip -->'")]);
+    const [nats, natsWithArgument] = readmeBlocks('<!-- readme-test: nats-server -->\n```js\n1;\n```\n<!-- readme-test: nats-server 4222 -->\n```js\n2;\n```');
+    expect(nats).toMatchObject({ nats: true, errors: [] });
+    expect(natsWithArgument.errors).toEqual([expect.stringContaining('unknown readme-test comment')]);
+    expect(found[0].nats).toBe(false);
   });
 
   test('runs a block with an import as a module, anything else as CommonJS', () => {
