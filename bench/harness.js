@@ -13,7 +13,8 @@
 // `interleave` measures several contestants in alternating rounds (A B C, A B C, …), so a burst
 // of load from elsewhere on the machine spreads over all of them instead of hitting one.
 // `limit` checks a median against an absolute bound (e.g. p50 ≤ 30 µs) and is listed with the
-// ratios (entry.kind === 'max').
+// ratios (entry.kind === 'max'). `closedLoop` is the tiny-task load several benchmarks share:
+// concurrent callers, each awaiting one call after another.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -74,6 +75,26 @@ function round(x) {
   if (Array.isArray(x)) return x.map(round);
   if (x !== null && typeof x === 'object') return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, round(v)]));
   return x;
+}
+
+/**
+ * Calls per second from `callers` concurrent closed loops, each awaiting `call(i)` after
+ * `call(i)` for `ms`. `check(i, result)`, if given, must return true for every result: a wrong
+ * answer throws, so no figure is ever reported for a contestant that computes the wrong thing.
+ */
+async function closedLoop(call, { callers = 64, ms, check }) {
+  let ops = 0;
+  const end = performance.now() + ms;
+  const loop = async (_, k) => {
+    for (let i = k * 1e6; performance.now() < end; i++) {
+      const result = await call(i);
+      if (check && !check(i, result)) throw new Error(`closed loop: call(${i}) returned ${JSON.stringify(result)}`);
+      ops++;
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: callers }, loop));
+  return (ops / (performance.now() - start)) * 1000;
 }
 
 class Suite {
@@ -188,4 +209,4 @@ class Suite {
   }
 }
 
-module.exports = { Suite, machine, median, quick, fmt, round };
+module.exports = { Suite, machine, median, quick, fmt, round, closedLoop };

@@ -11,7 +11,7 @@ const { Worker } = require('node:worker_threads');
 const Fastify = require('fastify');
 const { Piscina } = require('piscina');
 const { Pool } = require('..');
-const { Suite } = require('./harness');
+const { Suite, closedLoop } = require('./harness');
 
 const THREADS = 2;
 const CALLERS = 64;
@@ -21,21 +21,6 @@ const DATA = { me: 'Thomas', you: 'Katelyn' };
 const suite = new Suite('serve', { runs: 5, warmup: 1, quickRuns: 1 });
 const LOOP_MS = suite.quick ? 1000 : 3000;
 const HTTP_S = suite.quick ? 3 : 10;
-
-/** Calls per second of `call()` from CALLERS concurrent closed loops for LOOP_MS. */
-async function closedLoop(call) {
-  let ops = 0;
-  const end = performance.now() + LOOP_MS;
-  const loop = async () => {
-    while (performance.now() < end) {
-      await call();
-      ops++;
-    }
-  };
-  const start = performance.now();
-  await Promise.all(Array.from({ length: CALLERS }, loop));
-  return (ops / (performance.now() - start)) * 1000;
-}
 
 /** Requests per second that autocannon (another process) gets from `url` in `seconds`. */
 function autocannon(url, seconds) {
@@ -71,11 +56,12 @@ async function main() {
   if ((await pool.exec('add', { a: 2, b: 3 })) !== 5 || (await piscina.run({ a: 2, b: 3 })) !== 5) throw new Error('add is wrong');
 
   // 1. Tiny task.
+  const loop = { callers: CALLERS, ms: LOOP_MS };
   // Both parts alternate the contestants run by run, so a burst of load from elsewhere on the
   // machine does not land on one side only.
   await suite.interleave([
-    { label: 'served add', unit: 'ops/s', fn: () => closedLoop(() => pool.exec('add', { a: 1, b: 2 })) },
-    { label: 'piscina add', unit: 'ops/s', fn: () => closedLoop(() => piscina.run({ a: 1, b: 2 })) },
+    { label: 'served add', unit: 'ops/s', fn: () => closedLoop(() => pool.exec('add', { a: 1, b: 2 }), loop) },
+    { label: 'piscina add', unit: 'ops/s', fn: () => closedLoop(() => piscina.run({ a: 1, b: 2 }), loop) },
   ]);
   suite.ratio('served vs piscina, tiny task', 'served add', 'piscina add', 3);
 
