@@ -6,10 +6,12 @@
 //   /static    the pre-rendered string: the ceiling, what Fastify itself can do here
 //   /main      mustache.js 4.2.0 on the main thread
 //   /offload   the book's RpcWorkerPool (peers/rpc-worker-pool.js), leastbusy, mustache.js
-//   /piscina   Piscina (minThreads = maxThreads = cores), mustache.js (peers/render-piscina.js)
+//   /piscina   Piscina (minThreads = maxThreads = cores), mustache.js (peers/render-task.js)
 //   /corepool  pool.exec('render', template, data), leastbusy
 //   /served    mustache.js in worker_threads serving it through Pool#serve (peers/serve-worker.js):
 //              /offload's design with the native scheduler instead of postMessage
+//   /file-pool new Pool({ filename, threads: cores }) on /piscina's task file, run({ template, data }):
+//              Piscina's API, the workers reached through the native scheduler
 // Two templates, each served by a server process of its own:
 //   page    the book's "<em>{{me}} loves {{you}}</em> " × 80: 2,400 characters
 //   table   a 200-row table with sections, inverted sections, escaping, dotted names and
@@ -40,7 +42,7 @@ function listFlag(name) {
   const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
   return arg ? arg.slice(name.length + 3).split(',').filter(Boolean) : null;
 }
-const ROUTES = listFlag('routes') ?? ['/static', '/main', '/offload', '/piscina', '/corepool', '/served'];
+const ROUTES = listFlag('routes') ?? ['/static', '/main', '/offload', '/piscina', '/corepool', '/served', '/file-pool'];
 const PARTIAL = listFlag('routes') !== null || listFlag('templates') !== null;
 const CONNECTIONS = 10;
 // Seconds of load per measured run; the table template runs shorter to keep a full run of
@@ -107,11 +109,9 @@ async function serve(name) {
   const { template, data } = TEMPLATES[name];
 
   const offload = new RpcWorkerPool(RpcWorkerPool.COMMANDS, CORES, 'leastbusy');
-  const piscina = new Piscina({
-    filename: path.join(__dirname, 'peers', 'render-piscina.js'),
-    minThreads: CORES,
-    maxThreads: CORES,
-  });
+  const taskFile = path.join(__dirname, 'peers', 'render-task.js');
+  const piscina = new Piscina({ filename: taskFile, minThreads: CORES, maxThreads: CORES });
+  const filePool = new Pool({ filename: taskFile, threads: CORES });
   const pool = new Pool({ threads: CORES, strategy: 'leastbusy' });
   const { Worker } = require('node:worker_threads');
   const servers = Array.from({ length: CORES }, () => new Worker(path.join(__dirname, 'peers', 'serve-worker.js')));
@@ -131,6 +131,7 @@ async function serve(name) {
   app.get('/piscina', html(() => piscina.run({ template, data })));
   app.get('/corepool', html(() => pool.exec('render', template, data)));
   app.get('/served', html(() => served.exec('mustache', template, data)));
+  app.get('/file-pool', html(() => filePool.run({ template, data })));
 
   // If the load generator dies (or is killed by bench/run.js), the IPC channel closes: exit too.
   process.on('disconnect', () => process.exit(0));
@@ -149,7 +150,7 @@ async function serve(name) {
     } else if (type === 'close') {
       delay.disable();
       await app.close();
-      await Promise.all([offload.close(), piscina.destroy(), pool.close(), ...servers.map((w) => w.terminate())]);
+      await Promise.all([offload.close(), piscina.destroy(), pool.close(), filePool.close(), ...servers.map((w) => w.terminate())]);
       process.disconnect();
     }
   });
@@ -303,6 +304,9 @@ async function httpBenchmark(suite, name) {
   // by construction; it is reported without a goal.
   suite.ratio(`${name}: /served vs /piscina req/s`, label('/served'), label('/piscina'), name === 'page' ? 1.5 : undefined);
   suite.ratio(`${name}: /served vs /offload req/s`, label('/served'), label('/offload'));
+  // Issue #16's figure for the pool of JavaScript workers started from a task file, on the
+  // page for the same reason as /served's.
+  suite.ratio(`${name}: /file-pool vs /piscina req/s`, label('/file-pool'), label('/piscina'), name === 'page' ? 1.5 : undefined);
   // A ratio of delays is quoted the harness's way round: /main's over /corepool's, ≥ 1 is the goal.
   suite.ratio(`${name}: loop delay p99, /main over /corepool`, label('/corepool loop delay p99'), label('/main loop delay p99'), 1);
 }
@@ -383,7 +387,10 @@ async function main() {
       `every route warmed up ${WARMUP_SECONDS} s, then ${suite.runs} interleaved rounds of ${SECONDS.page} s ` +
       `(page) and ${SECONDS.table} s (table) per route; medians (min–max over the rounds).`,
   );
-  suite.note(`Pools: RpcWorkerPool ${CORES} workers (leastbusy), Piscina ${CORES} threads, corepool ${CORES} threads (leastbusy).`);
+  suite.note(
+    `Pools: RpcWorkerPool ${CORES} workers (leastbusy), Piscina ${CORES} threads, corepool ${CORES} threads (leastbusy), ` +
+      `/served ${CORES} worker_threads serving Pool.shared(), /file-pool ${CORES} workers from /piscina's task file.`,
+  );
   suite.note(
     `Event-loop delay: monitorEventLoopDelay({ resolution: ${DELAY_RESOLUTION_MS} }) in the server, reset before ` +
       `and read after each run; every sample includes the ${DELAY_RESOLUTION_MS} ms timer period (an idle loop reads ≈ ${DELAY_RESOLUTION_MS + 0.1} ms).`,
