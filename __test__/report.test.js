@@ -1,8 +1,25 @@
 'use strict';
-// bench/report.js turns results into charts and README tables; these tests run it on a made-up
-// results object so that a change to the results format or to the report cannot break it
-// silently.
-const { renderSvg, ratiosTable, resultsTable, section, replaceBetweenMarkers } = require('../bench/report');
+// bench/report.js turns results into charts, the README's summary and BENCHMARKS.md; these tests
+// run it on a made-up results object so that a change to the results format or to the report
+// cannot break it silently, and check that bench/catalogue.js describes every benchmark.
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const {
+  renderSvg,
+  ratiosTable,
+  resultsTable,
+  section,
+  summaryTable,
+  goalsMet,
+  anchor,
+  machinesSection,
+  replaceBetweenMarkers,
+  loadResults,
+  writeReports,
+} = require('../bench/report');
+const { catalogue, headlineRatio } = require('../bench/catalogue');
+const { available } = require('../bench/run');
 
 const result = {
   benchmark: 'made-up',
@@ -111,8 +128,9 @@ describe('bench/report.js', () => {
     expect(rows[0]).toBe('| page /main | 17.9k | 17.0k – 18.5k | req/s (page) | 3 |');
   });
 
-  test('the README section links the chart, says where it ran and how to reproduce it', () => {
+  test('the BENCHMARKS.md section links the chart, says where it ran and how to reproduce it', () => {
     const md = section(result, 'bench/results/made-up.svg');
+    expect(md.startsWith('## made-up\n')).toBe(true);
     expect(md).toContain('![made-up');
     expect(md).toContain('(bench/results/made-up.svg)');
     expect(md).toContain('Test CPU, 2 cores');
@@ -129,5 +147,140 @@ describe('bench/report.js', () => {
     expect(replaceBetweenMarkers(readme, '\nnew\n')).toBe('intro\n<!-- bench:start -->\nnew\n<!-- bench:end -->\noutro\n');
     expect(replaceBetweenMarkers('intro\n', '\nnew\n')).toBeNull();
     expect(replaceBetweenMarkers('<!-- bench:end --> <!-- bench:start -->', 'x')).toBeNull();
+  });
+
+  test('the summary has one line per benchmark, its headline from the catalogue and every goal missed', () => {
+    const dispatch = {
+      ...result,
+      benchmark: 'dispatch',
+      ratios: [
+        { name: 'corepool vs tinypool (closed loop)', value: 29, goal: null, met: null },
+        { name: 'corepool vs piscina (closed loop)', value: 26.4, goal: 10, met: true },
+        { name: 'corepool burst heap', value: 12.6, unit: '×', goal: 2, met: false, kind: 'max' },
+      ],
+    };
+    const noHeadline = { ...result, benchmark: 'dispatch', ratios: [{ name: 'renamed ratio', value: 3, goal: 2, met: true }] };
+    const rows = summaryTable([dispatch, result, noHeadline], 'BENCHMARKS.md').split('\n').slice(2);
+    expect(rows).toHaveLength(3);
+    // The headline is the catalogue's ratio, not the first one recorded.
+    expect(rows[0]).toMatch(
+      /^\| \[dispatch\]\(BENCHMARKS\.md#dispatch\) \| per-call overhead of tiny tasks \| corepool vs piscina \(closed loop\) \| 26\.40× \| ≥ 10× \| ✅ \| 1 of 2; not met: corepool burst heap \(12\.60 ×, goal ≤ 2 ×\) \|$/,
+    );
+    expect(rows[1]).toContain('[made-up](BENCHMARKS.md#made-up)');
+    expect(rows[1]).toContain('(not in bench/catalogue.js)');
+    expect(rows[1]).toContain('2 of 3; not met: page: /corepool vs /piscina req/s (1.90×, goal ≥ 2×)');
+    expect(rows[2]).toContain('(its headline is not in these results)');
+    expect(goalsMet({ ratios: [{ name: 'x', value: 1, goal: null }] })).toBe('no goals');
+  });
+
+  test('a benchmark without a peer quotes its own figure in the summary', () => {
+    const soak = {
+      ...result,
+      benchmark: 'soak',
+      ratios: [],
+      results: { 'RSS slope, second half': { median: -0.344 }, 'RSS slope ±2 standard errors': { median: 1.8 } },
+      tables: { account: [{ submitted: 8096385, neverSettled: 0, wrong: 0 }] },
+    };
+    expect(summaryTable([soak])).toContain('| 8.10M calls: 0 never settled, 0 wrong; RSS slope -0.34 ± 1.80 MB/min |');
+  });
+
+  test('anchors are GitHub heading anchors', () => {
+    expect(anchor('template-render')).toBe('template-render');
+    expect(anchor('File pool: a + b')).toBe('file-pool-a--b');
+  });
+
+  test('the machine section names each distinct machine once', () => {
+    const other = { ...result, benchmark: 'other', machine: { ...result.machine, os: 'Linux other' } };
+    const one = machinesSection([result, { ...result, benchmark: 'again' }]);
+    expect(one).toContain('Every result ran on Test CPU, 2 cores, 4 GiB, Linux test, node v20.0.0, rustc 1.0.0.');
+    expect(one).toContain('| made-up | `abc1234` | 2026-01-02 03:04 UTC | 0.50 → 0.70 |');
+    const two = machinesSection([result, other]);
+    expect(two).toContain('- A: Test CPU, 2 cores, 4 GiB, Linux test,');
+    expect(two).toContain('- B: Test CPU, 2 cores, 4 GiB, Linux other,');
+    expect(two).toContain('| other | B | `abc1234` |');
+  });
+
+  describe('writeReports', () => {
+    let dir;
+    const marked = (title) => `# ${title}\n\nhand-written\n\n<!-- bench:start -->old<!-- bench:end -->\n\nafter\n`;
+    beforeEach(() => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-report-'));
+      fs.mkdirSync(path.join(dir, 'results'));
+      fs.writeFileSync(path.join(dir, 'results', 'made-up.json'), JSON.stringify(result));
+      fs.writeFileSync(path.join(dir, 'results', 'made-up.quick.json'), JSON.stringify({ ...result, benchmark: 'quick-only' }));
+    });
+    afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const paths = () => ({
+      resultsDir: path.join(dir, 'results'),
+      readme: path.join(dir, 'README.md'),
+      benchmarks: path.join(dir, 'BENCHMARKS.md'),
+    });
+
+    test('writes the README summary and BENCHMARKS.md from the same results, keeping the text around the markers', () => {
+      fs.writeFileSync(paths().readme, marked('readme'));
+      fs.writeFileSync(paths().benchmarks, marked('benchmarks'));
+      const { problem, written } = writeReports(paths());
+      expect(problem).toBeNull();
+      expect(written).toEqual([path.join(dir, 'results', 'made-up.svg'), paths().readme, paths().benchmarks]);
+      const readme = fs.readFileSync(paths().readme, 'utf8');
+      const benchmarks = fs.readFileSync(paths().benchmarks, 'utf8');
+      for (const text of [readme, benchmarks]) {
+        expect(text).toMatch(/^# \w+\n\nhand-written\n\n<!-- bench:start -->\n/);
+        expect(text.endsWith('<!-- bench:end -->\n\nafter\n')).toBe(true);
+        expect(text).not.toContain('old');
+        expect(text).not.toContain('quick-only');
+      }
+      // The README: the summary and the chart, linked to BENCHMARKS.md; no detailed tables.
+      expect(readme).toContain('| [made-up](BENCHMARKS.md#made-up) |');
+      expect(readme).toContain('[![made-up](results/made-up.svg)](BENCHMARKS.md#made-up)');
+      expect(readme).not.toContain('| ratio | value | goal |');
+      // BENCHMARKS.md: the same summary line (with links inside the file), the machine, the section.
+      const summaryLine = (text) => text.split('\n').find((l) => l.startsWith('| [made-up]'));
+      expect(summaryLine(benchmarks)).toBe(summaryLine(readme).replace('(BENCHMARKS.md#made-up)', '(#made-up)'));
+      expect(benchmarks).toContain('## Machine');
+      expect(benchmarks).toContain('## made-up');
+      expect(benchmarks).toContain('![made-up: medians with min–max whiskers, and ratios against their goals](results/made-up.svg)');
+      expect(benchmarks).toContain('| page: /corepool vs /main req/s | 1.68× | ≥ 1.5× | ✅ met |');
+    });
+
+    test('changes neither file when one lacks the markers', () => {
+      fs.writeFileSync(paths().readme, '# readme without markers\n');
+      fs.writeFileSync(paths().benchmarks, marked('benchmarks'));
+      const { problem } = writeReports(paths());
+      expect(problem).toContain('README.md lacks the <!-- bench:start --> … <!-- bench:end --> markers');
+      expect(fs.readFileSync(paths().readme, 'utf8')).toBe('# readme without markers\n');
+      expect(fs.readFileSync(paths().benchmarks, 'utf8')).toBe(marked('benchmarks'));
+    });
+
+    test('starts BENCHMARKS.md when there is none', () => {
+      fs.writeFileSync(paths().readme, marked('readme'));
+      expect(writeReports(paths()).problem).toBeNull();
+      expect(fs.readFileSync(paths().benchmarks, 'utf8')).toMatch(/^# corepool: benchmarks\n\n<!-- bench:start -->\n[^]*## made-up[^]*<!-- bench:end -->\n$/);
+    });
+
+    test('says so when there are no results', () => {
+      fs.rmSync(path.join(dir, 'results'), { recursive: true });
+      expect(writeReports(paths()).problem).toMatch(/^no results in /);
+    });
+  });
+});
+
+describe('bench/catalogue.js', () => {
+  test('describes every benchmark bench/run.js runs, and nothing else', () => {
+    expect(Object.keys(catalogue).sort()).toEqual(available());
+    for (const [name, entry] of Object.entries(catalogue)) {
+      expect([name, typeof entry.summary, typeof entry.measures]).toEqual([name, 'string', 'string']);
+      expect([name, entry.headline != null || typeof entry.figure === 'function']).toEqual([name, true]);
+    }
+  });
+
+  test("every recorded result has its catalogue headline (a renamed ratio must be renamed there too)", () => {
+    const results = loadResults(path.join(__dirname, '..', 'bench', 'results'));
+    expect(results.length).toBeGreaterThan(0);
+    for (const r of results) {
+      const entry = catalogue[r.benchmark];
+      const found = entry.headline != null ? headlineRatio(r)?.name ?? null : entry.figure(r);
+      expect([r.benchmark, typeof found]).toEqual([r.benchmark, 'string']);
+    }
   });
 });

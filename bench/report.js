@@ -1,9 +1,16 @@
 'use strict';
 // Turns bench/results/<name>.json (the full runs; *.quick.json are ignored) into
-// bench/results/<name>.svg charts and the README's results section, between the markers
-// <!-- bench:start --> and <!-- bench:end -->. Without the markers it prints the section.
+// bench/results/<name>.svg charts and two Markdown parts, each between the markers
+// <!-- bench:start --> and <!-- bench:end --> of its file:
+//   README.md      a summary table (one line per benchmark: its headline ratio against its
+//                  named peer, the goal, whether it was met, how many of the run's goals were
+//                  met) and the charts;
+//   BENCHMARKS.md  the same summary, the machine, and a section per benchmark: what it
+//                  measures, how to reproduce it, its chart, ratios and every table.
+// Both come from the same results in one run of this script, so they cannot disagree; what each
+// benchmark measures and which ratio is its headline come from bench/catalogue.js.
 //
-//   npm run bench:report [-- --results <dir>] [--readme <file>]
+//   npm run bench:report [-- --results <dir>] [--readme <file>] [--benchmarks <file>]
 //
 // Chart: one panel per unit, a horizontal bar per result (its median) with a min–max whisker,
 // then the ratios on a log scale, each against its goal. Absolute bounds (ratios of kind
@@ -11,6 +18,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { fmt } = require('./harness');
+const { catalogue, headlineRatio } = require('./catalogue');
 
 const START = '<!-- bench:start -->';
 const END = '<!-- bench:end -->';
@@ -229,9 +237,99 @@ function machineLine(m = {}) {
   return parts.join(', ');
 }
 
-/** The README section of one benchmark; `chart` is the SVG's path relative to the README. */
+// --- the summary (README and BENCHMARKS.md) --------------------------------------------------
+
+/** "1.42× < 1.5×"-style text of a ratio or bound against its goal. */
+function againstGoal(q) {
+  const max = q.kind === 'max';
+  const value = !Number.isFinite(q.value) ? 'n/a' : max ? `${fmt(q.value)} ${q.unit}` : `${fmt(q.value)}×`;
+  return `${value}, goal ${max ? `≤ ${num(q.goal)} ${q.unit}` : `≥ ${num(q.goal)}×`}`;
+}
+
+/** How many of the run's goals were met, naming the ones that were not. */
+function goalsMet(result) {
+  const goals = (result.ratios ?? []).filter((q) => q.goal != null);
+  if (goals.length === 0) return 'no goals';
+  const missed = goals.filter((q) => !q.met);
+  const count = `${goals.length - missed.length} of ${goals.length}`;
+  return missed.length ? `${count}; not met: ${missed.map((q) => `${q.name} (${againstGoal(q)})`).join('; ')}` : count;
+}
+
+/** One summary row: the benchmark (linked to its section), its headline, goals met. */
+function summaryRow(result, anchorBase) {
+  const about = catalogue[result.benchmark];
+  const name = `[${result.benchmark}](${anchorBase}#${anchor(result.benchmark)})`;
+  const what = about?.summary ?? '';
+  const q = headlineRatio(result);
+  if (q) {
+    const max = q.kind === 'max';
+    const value = !Number.isFinite(q.value) ? 'n/a' : max ? `${fmt(q.value)} ${q.unit}` : `${fmt(q.value)}×`;
+    const goal = q.goal == null ? '' : max ? `≤ ${num(q.goal)} ${q.unit}` : `≥ ${num(q.goal)}×`;
+    const met = q.met == null ? '' : q.met ? '✅' : '❌';
+    return [name, what, q.name, value, goal, met, goalsMet(result)];
+  }
+  const figure = about?.figure?.(result);
+  if (figure) return [name, what, figure, '', '', '', goalsMet(result)];
+  const missing = about ? 'its headline is not in these results' : 'not in bench/catalogue.js';
+  return [name, what, `(${missing})`, '', '', '', goalsMet(result)];
+}
+
+/** The table of one line per benchmark; links go to `anchorBase#<benchmark>`. */
+function summaryTable(results, anchorBase = '') {
+  return markdownTable(
+    ['benchmark', 'compares', 'headline', 'value', 'goal', 'met', 'goals met in the run'],
+    results.map((r) => summaryRow(r, anchorBase)),
+    [3, 4],
+  );
+}
+
+/** GitHub's anchor of a heading: lower case, spaces to hyphens, other punctuation dropped. */
+function anchor(heading) {
+  return String(heading).toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+}
+
+// --- BENCHMARKS.md ---------------------------------------------------------------------------
+
+/** The machine a result ran on, without what changes from run to run (date, commit, load). */
+function machineIdentity(m = {}) {
+  return [m.cpu, m.cores && `${m.cores} cores`, m.memoryGiB && `${m.memoryGiB} GiB`, m.os, m.node && `node ${m.node}`, m.rustc]
+    .filter(Boolean)
+    .join(', ');
+}
+
+/** Which machines the results ran on (named A, B, … when there are several), and each
+ *  result's commit, date and load. */
+function machinesSection(results) {
+  const identities = [...new Set(results.map((r) => machineIdentity(r.machine)))];
+  const several = identities.length > 1;
+  const letter = (r) => String.fromCharCode(65 + identities.indexOf(machineIdentity(r.machine)));
+  const out = ['## Machine', ''];
+  if (several) out.push('The results ran on these machines:', '', ...identities.map((m, i) => `- ${String.fromCharCode(65 + i)}: ${m}`), '');
+  else out.push(`Every result ran on ${identities[0]}.`, '');
+  const load = (m) => {
+    const l = m?.loadAverage;
+    return l && Number.isFinite(l.atStart) && Number.isFinite(l.atEnd) ? `${l.atStart.toFixed(2)} → ${l.atEnd.toFixed(2)}` : '';
+  };
+  const rows = results.map((r) => [
+    r.benchmark,
+    ...(several ? [letter(r)] : []),
+    r.machine?.commit ? `\`${r.machine.commit}\`` : '',
+    r.machine?.date ? `${r.machine.date.slice(0, 10)} ${r.machine.date.slice(11, 16)} UTC` : '',
+    load(r.machine),
+  ]);
+  const header = ['benchmark', ...(several ? ['machine'] : []), 'commit', 'finished', 'load average (1 min), start → end'];
+  out.push(markdownTable(header, rows), '');
+  return out.join('\n');
+}
+
+/** The BENCHMARKS.md section of one benchmark; `chart` is the SVG's path relative to the file. */
 function section(result, chart) {
-  const out = [`### ${result.benchmark}`, ''];
+  const about = catalogue[result.benchmark];
+  const out = [`## ${result.benchmark}`, ''];
+  if (about?.measures) out.push(`**What it measures.** ${about.measures}`, '');
+  const reproduce = [`\`npm run bench -- ${result.benchmark}\``];
+  if (about?.reproduce) reproduce.push(about.reproduce);
+  out.push(`**Reproduce:** ${reproduce.join('; ')}. The method in full: the header of \`bench/${result.benchmark}.js\`.`, '');
   if (chart) out.push(`![${result.benchmark}: medians with min–max whiskers, and ratios against their goals](${chart})`, '');
   if ((result.ratios ?? []).length) out.push(ratiosTable(result), '');
   // The figures behind the chart and the benchmark's own tables fold away: the chart and the
@@ -243,18 +341,38 @@ function section(result, chart) {
     if (table) details(cell(name), table);
   }
   if ((result.notes ?? []).length) out.push(...result.notes.map((n) => `- ${n.replace(/\n/g, ' ')}`), '');
-  out.push(`Ran on ${machineLine(result.machine)}.`, `Reproduce: \`npm run bench -- ${result.benchmark}\``, '');
+  out.push(`Ran on ${machineLine(result.machine)}.`, '');
   return out.join('\n');
 }
 
-/** Everything between the markers (the markers excluded). */
-function readmeBlock(results, charts = {}) {
+const GENERATED = '<!-- Generated by `npm run bench:report` from bench/results/*.json: edits here are overwritten. -->';
+
+/** BENCHMARKS.md's generated part: the summary, the machine, a section per benchmark. */
+function benchmarksBlock(results, charts = {}) {
   return [
     '',
-    '<!-- Generated by `npm run bench:report` from bench/results/*.json: edits here are overwritten. -->',
+    GENERATED,
     '',
+    '## Summary',
+    '',
+    summaryTable(results),
+    '',
+    machinesSection(results),
     ...results.map((r) => section(r, charts[r.benchmark])),
   ].join('\n');
+}
+
+// --- the README ------------------------------------------------------------------------------
+
+/** The README's generated part: the summary table, then the charts, each linked to its section.
+ *  `benchmarksLink` is BENCHMARKS.md's path relative to the README. */
+function readmeBlock(results, charts = {}, benchmarksLink = 'BENCHMARKS.md') {
+  const out = ['', GENERATED, '', summaryTable(results, benchmarksLink), ''];
+  out.push(`Every table, the machine, what each benchmark measures and how to reproduce it: [${benchmarksLink}](${benchmarksLink}).`, '');
+  for (const r of results) {
+    if (charts[r.benchmark]) out.push(`[![${r.benchmark}](${charts[r.benchmark]})](${benchmarksLink}#${anchor(r.benchmark)})`, '');
+  }
+  return out.join('\n');
 }
 
 /** text with the part between the markers replaced by block, or null if a marker is missing. */
@@ -285,33 +403,75 @@ function option(args, name, fallback) {
   return i >= 0 && args[i + 1] ? path.resolve(args[i + 1]) : fallback;
 }
 
-function main(args) {
-  const resultsDir = option(args, '--results', path.join(__dirname, 'results'));
-  const readme = option(args, '--readme', path.join(__dirname, '..', 'README.md'));
+/** A new BENCHMARKS.md, for a checkout that has none: a title and the markers. */
+const NEW_BENCHMARKS_FILE = `# corepool: benchmarks\n\n${START}${END}\n`;
+
+/**
+ * Writes the charts, then the generated parts of the README and of BENCHMARKS.md. Both files
+ * are written or neither: if either lacks its markers, nothing but the charts is written and
+ * the problem is returned, so the README's summary never disagrees with BENCHMARKS.md.
+ * Returns { written: [paths], problem: null | string }.
+ */
+function writeReports({ resultsDir, readme, benchmarks, log = () => {} }) {
   const results = loadResults(resultsDir);
-  if (results.length === 0) {
-    console.log(`[report] no results in ${path.relative(process.cwd(), resultsDir) || '.'}: run \`npm run bench\` first`);
-    return;
-  }
-  const charts = {};
+  if (results.length === 0) return { written: [], problem: `no results in ${resultsDir}: run \`npm run bench\` first` };
+  const written = [];
+  const relative = (from, file) => path.relative(path.dirname(from), file).split(path.sep).join('/');
+  const svgs = {};
   for (const r of results) {
     const svg = path.join(resultsDir, `${r.benchmark}.svg`);
     fs.writeFileSync(svg, renderSvg(r));
-    charts[r.benchmark] = path.relative(path.dirname(readme), svg).split(path.sep).join('/');
-    console.log(`[report] wrote ${path.relative(process.cwd(), svg)}`);
+    svgs[r.benchmark] = svg;
+    written.push(svg);
+    log(`wrote ${path.relative(process.cwd(), svg)}`);
   }
-  const block = readmeBlock(results, charts);
-  const current = fs.existsSync(readme) ? fs.readFileSync(readme, 'utf8') : '';
-  const updated = replaceBetweenMarkers(current, block);
-  if (updated === null) {
-    console.log(`[report] ${path.basename(readme)} has no ${START} … ${END} markers; the section would be:\n`);
-    console.log(`${START}${block}${END}`);
-    return;
+  const chartsFrom = (file) => Object.fromEntries(Object.entries(svgs).map(([name, svg]) => [name, relative(file, svg)]));
+  const read = (file, fallback) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : fallback);
+  const updates = [
+    [readme, replaceBetweenMarkers(read(readme, ''), readmeBlock(results, chartsFrom(readme), relative(readme, benchmarks)))],
+    [benchmarks, replaceBetweenMarkers(read(benchmarks, NEW_BENCHMARKS_FILE), benchmarksBlock(results, chartsFrom(benchmarks)))],
+  ];
+  const unmarked = updates.filter(([, text]) => text === null).map(([file]) => path.basename(file));
+  if (unmarked.length) {
+    return { written, problem: `${unmarked.join(' and ')} lack${unmarked.length === 1 ? 's' : ''} the ${START} … ${END} markers: neither file was changed` };
   }
-  fs.writeFileSync(readme, updated);
-  console.log(`[report] updated the results section of ${path.relative(process.cwd(), readme)}`);
+  for (const [file, text] of updates) {
+    fs.writeFileSync(file, text);
+    written.push(file);
+    log(`updated ${path.relative(process.cwd(), file)}`);
+  }
+  return { written, problem: null };
+}
+
+function main(args) {
+  const { problem } = writeReports({
+    resultsDir: option(args, '--results', path.join(__dirname, 'results')),
+    readme: option(args, '--readme', path.join(__dirname, '..', 'README.md')),
+    benchmarks: option(args, '--benchmarks', path.join(__dirname, '..', 'BENCHMARKS.md')),
+    log: (msg) => console.log(`[report] ${msg}`),
+  });
+  if (problem) {
+    console.error(`[report] ${problem}`);
+    process.exitCode = 1;
+  }
 }
 
 if (require.main === module) main(process.argv.slice(2));
 
-module.exports = { renderSvg, panels, resultsTable, ratiosTable, ownTable, section, readmeBlock, replaceBetweenMarkers, loadResults };
+module.exports = {
+  renderSvg,
+  panels,
+  resultsTable,
+  ratiosTable,
+  ownTable,
+  section,
+  summaryTable,
+  goalsMet,
+  anchor,
+  machinesSection,
+  readmeBlock,
+  benchmarksBlock,
+  replaceBetweenMarkers,
+  loadResults,
+  writeReports,
+};

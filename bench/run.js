@@ -3,7 +3,7 @@
 // Runs the benchmarks, each in its own child process, then prints every ratio and goal from
 // bench/results/*.json.
 //
-//   npm run bench                      every bench/*.js except harness.js, run.js, report.js
+//   npm run bench                      every bench/*.js except the tools (harness, run, report, catalogue)
 //   npm run bench -- happycoin memory  only those
 //   npm run bench -- --quick           fewer and shorter runs (results in <name>.quick.json)
 //   npm run bench -- soak --seconds=120  every --flag is passed on to the benchmarks
@@ -16,7 +16,7 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 
 const DIR = __dirname;
-const NOT_BENCHMARKS = new Set(['harness.js', 'run.js', 'report.js']);
+const NOT_BENCHMARKS = new Set(['harness.js', 'run.js', 'report.js', 'catalogue.js']);
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const wanted = args.filter((a) => !a.startsWith('--'));
@@ -136,4 +136,6 @@ async function main() {
   process.exitCode = summary(ran) ? 1 : 0;
 }
 
-main();
+if (require.main === module) main();
+
+module.exports = { available };
