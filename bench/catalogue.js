@@ -48,6 +48,15 @@ const catalogue = {
       'Atomics). All start from the same grid and must end identical.',
     headline: 'corepool vs js-workers',
   },
+  locks: {
+    summary: 'the shared-memory locks between worker_threads',
+    measures:
+      'Lock/unlock pairs per second at 1, 2 and 8 worker_threads: corepool\'s Mutex and Semaphore (spin, then ' +
+      'wait) against the same classes before they spun and against the book\'s mutex; then 8 threads taking a ' +
+      'lock again and again, FairMutex against Mutex: the longest wait, the spread of acquisitions per thread ' +
+      'and the pairs per second; the owner-checked locks\' pairs per second for scale.',
+    headline: "Mutex vs the book's, 2 threads",
+  },
   map: {
     summary: '`pool.map` vs a loop of `exec()` calls, 100k inputs',
     measures:
