@@ -66,6 +66,15 @@ const catalogue = {
       'file\'s function on JavaScript workers. Every result is checked.',
     headline: 'map vs exec loop, 100k native echo',
   },
+  nats: {
+    summary: 'corepool/nats: JSON-RPC over a NATS server, and durable jobs on JetStream',
+    measures:
+      'Against a real nats-server on loopback: the p50 round trip of a remote `echo` against a raw NATS ' +
+      'request with a fixed answer, one answered by `pool.handle` and a local `pool.exec`; calls per second from ' +
+      '64 callers over 1 and 2 host processes against a raw request/reply loop and Moleculer with its NATS ' +
+      'transporter (2 host processes each); Happycoin batches as durable jobs against request/reply.',
+    headline: 'remote echo vs moleculer, 2 host processes each',
+  },
   memory: {
     summary: 'memory and start-up of a pool (the book\'s Table 8-1)',
     measures:
