@@ -29,9 +29,14 @@ async function connectTo(url, more) {
   return connect({ servers: url, reconnectTimeWait: 50, maxReconnectAttempts: -1, ...more });
 }
 
+/** Host processes still running: killed after the tests, whatever became of them. */
+const children = new Set();
+
 /** A host in a child process; resolves once it serves. */
 function childHost(options) {
-  const child = spawn(process.execPath, [path.join(__dirname, 'nats', 'host.js'), server.url, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(__dirname, 'nats', 'host.js'), server.url, JSON.stringify(options)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d) => {
@@ -52,6 +57,7 @@ maybe('corepool/nats request/reply', () => {
   });
 
   afterAll(async () => {
+    for (const child of children) child.kill('SIGKILL');
     await host?.close();
     await remote?.close();
     await nc?.close();

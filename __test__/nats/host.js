@@ -1,7 +1,9 @@
 'use strict';
 // A corepool host in a child process, for the corepool/nats tests: argv[2] is the NATS url,
 // argv[3] a JSON object of serve() options plus `label`. It serves `whoami` (its label and pid)
-// beside the native commands, prints "ready" once subscribed, and stops on SIGTERM.
+// beside the native commands, prints "ready" once subscribed, and stops on SIGTERM. It also
+// exits when its stdin ends, that is when the test process that started it is gone: a host
+// that outlived its test (whose connection retries forever) would keep jest from exiting.
 
 const { connect } = require('@nats-io/transport-node');
 const { Pool } = require('../../index.js');
@@ -19,6 +21,7 @@ async function main() {
     await pool.close();
     process.exit(0);
   });
+  process.stdin.on('end', () => process.exit(0)).resume();
   process.stdout.write(`ready ${host.id}\n`);
 }
 
