@@ -638,3 +638,22 @@ test('every example in the README runs and prints what its comments say', async 
     expect([name, stdout.trim().split('\n')]).toEqual([name, expected]);
   }
 });
+
+describe('hostile use (review of issue #15)', () => {
+  test('a Mutex on a word that holds neither 0 nor 1 (another lock kind on it) sleeps: lockAsync leaves the event loop running, lock does not spin', async () => {
+    const array = words(1);
+    const m = new Mutex(array);
+    Atomics.store(array, 0, L.nativeAgent | 7); // an OwnedMutex's word, held
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 5);
+    const took = await m.lockAsync(200);
+    clearInterval(ticker);
+    expect(took).toBe(false);
+    expect(ticks).toBeGreaterThan(5); // it starved the event loop (0 ticks) before
+    const before = process.cpuUsage();
+    expect(m.lock(200)).toBe(false);
+    const cpuMs = process.cpuUsage(before).user / 1000;
+    expect(cpuMs).toBeLessThan(60); // it spun at full speed (about half the wait, even on a loaded machine) before
+    expect(array[0]).toBe(L.nativeAgent | 7);
+  });
+});

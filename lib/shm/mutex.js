@@ -52,7 +52,10 @@ class Mutex {
         if (pause !== undefined) pause(round);
         if (Atomics.load(array, index) === UNLOCKED && Atomics.compareExchange(array, index, UNLOCKED, LOCKED) === UNLOCKED) return true;
       }
-      if (!waitSlice(array, index, LOCKED, until)) return this.tryLock();
+      // Sleep on the value seen, not on LOCKED: a word that holds something else (another
+      // lock kind's word, by mistake) would end every wait at once and spin at full speed.
+      const seen = Atomics.load(array, index);
+      if (seen !== UNLOCKED && !waitSlice(array, index, seen, until)) return this.tryLock();
       if (this.tryLock()) return true;
     }
   }
@@ -63,7 +66,10 @@ class Mutex {
     if (this.tryLock()) return true;
     const until = deadline(timeoutMs);
     for (;;) {
-      if (!(await waitSliceAsync(this.#array, this.#index, LOCKED, until))) return this.tryLock();
+      // As in lock(): on LOCKED, a word holding anything else would resolve every wait at once
+      // and loop in microtasks, starving the event loop.
+      const seen = Atomics.load(this.#array, this.#index);
+      if (seen !== UNLOCKED && !(await waitSliceAsync(this.#array, this.#index, seen, until))) return this.tryLock();
       if (this.tryLock()) return true;
     }
   }
