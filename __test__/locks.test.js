@@ -657,3 +657,22 @@ describe('hostile use (review of issue #15)', () => {
     expect(array[0]).toBe(L.nativeAgent | 7);
   });
 });
+
+describe('lockAll refuses locks whose words overlap (review of issue #15)', () => {
+  test('a lock starting inside another lock\'s words is refused, in JavaScript and natively, instead of waiting on itself', async () => {
+    const array = words(FairMutex.WORDS + 4);
+    const cases = [
+      [() => new ReentrantMutex(array, 0), () => new Mutex(array, 1)], // the Mutex would be the count word
+      [() => new FairMutex(array, 0), () => new OwnedMutex(array, 5)],
+      [() => new Semaphore(array, FairMutex.WORDS - 1), () => new FairMutex(array, 0)],
+    ];
+    for (const [first, second] of cases) {
+      expectInvalid(() => lockAll([first(), second()], () => 'ran', 100), /lockAll: locks\[\d\] and locks\[\d\] are on the same memory/);
+      await expect(lockAllAsync([second(), first()], () => 'ran', 100)).rejects.toMatchObject({ code: INVALID_PARAMS });
+      expect([...array].every((w) => w === 0)).toBe(true);
+    }
+    expect(lockAll([new ReentrantMutex(array, 0), new Mutex(array, 2)], () => 'ran')).toBe('ran'); // adjacent is fine
+    const e = await pool.call('locked_add', [{ locks: [{ kind: 'reentrant', array }, { kind: 'mutex', array, index: 1 }], counter: words(3), times: 1 }], { timeout: 5000 }).catch((x) => x);
+    expect([e.code, e.message]).toEqual([RpcError.codes.CommandFailed, expect.stringMatching(/same memory/)]);
+  });
+});

@@ -225,7 +225,7 @@ class FairMutex {
   }
 
   [LOCKING]() {
-    return { address: this.#address, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
+    return { address: this.#address, words: L.fairWords, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
   }
 }
 

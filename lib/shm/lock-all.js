@@ -12,7 +12,7 @@ const { asAgent } = require('./agent.js');
 
 /** More locks than any critical section needs; a longer array is a mistake (or a hostile length). */
 const MAX_LOCKS = 1024;
-/** Each lock class's method giving lockAll `{ address, lock(t), lockAsync(t), unlock() }`. */
+/** Each lock class's method giving lockAll `{ address, words, lock(t), lockAsync(t), unlock() }`. */
 const LOCKING = Symbol('corepool.locking');
 
 /** The address of `array[index]`, after the addon checks that `words` elements fit from there. */
@@ -51,7 +51,9 @@ function ordered(what, locks) {
   const views = list.map((lock, i) => viewOf(what, lock, i));
   views.sort((a, b) => a.address - b.address);
   for (let i = 1; i < views.length; i++) {
-    if (views[i].address === views[i - 1].address) {
+    // Overlapping words, not only the same first word: a Mutex on a ReentrantMutex's count
+    // word would find it taken by the lock taken just before, and wait on itself.
+    if (views[i].address < views[i - 1].address + 4 * views[i - 1].words) {
       throw invalidParams(`${what}: locks[${views[i - 1].at}] and locks[${views[i].at}] are on the same memory`);
     }
   }

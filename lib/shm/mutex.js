@@ -112,7 +112,7 @@ class Mutex {
 
   [LOCKING]() {
     this.#address ??= lockAddress('Mutex', this.#array, this.#index, 1);
-    return { address: this.#address, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
+    return { address: this.#address, words: 1, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
   }
 }
 

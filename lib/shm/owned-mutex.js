@@ -166,7 +166,7 @@ class OwnedMutex {
   }
 
   [LOCKING]() {
-    return { address: this.#address, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
+    return { address: this.#address, words: contract.locks.ownedWords, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
   }
 }
 

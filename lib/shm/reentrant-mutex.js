@@ -116,7 +116,7 @@ class ReentrantMutex {
   }
 
   [LOCKING]() {
-    return { address: this.#address, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
+    return { address: this.#address, words: WORDS, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
   }
 }
 

@@ -93,7 +93,7 @@ class Semaphore {
 
   [LOCKING]() {
     this.#address ??= lockAddress('Semaphore', this.#array, this.#index, 1);
-    return { address: this.#address, lock: (t) => this.acquire(t), lockAsync: (t) => this.acquireAsync(t), unlock: () => this.release() };
+    return { address: this.#address, words: 1, lock: (t) => this.acquire(t), lockAsync: (t) => this.acquireAsync(t), unlock: () => this.release() };
   }
 }
 

@@ -44,6 +44,16 @@ impl Lock {
         }
     }
 
+    /// How many Int32 words it uses from its address.
+    pub fn words(&self) -> usize {
+        match self {
+            Lock::Mutex(_) | Lock::Semaphore(_) => 1,
+            Lock::Owned(_) => super::owned_mutex::WORDS,
+            Lock::Reentrant(_) => super::reentrant_mutex::WORDS,
+            Lock::Fair(_) => super::fair_mutex::WORDS,
+        }
+    }
+
     /// Takes it for `agent`, calling `wait` whenever it is not free (see
     /// [`FairMutex::lock_with`]); `Ok(false)` when `wait` gave up.
     pub fn lock_with(
@@ -109,7 +119,8 @@ impl Drop for AllHeld<'_> {
 
 /// Takes every lock in `locks` for `agent`, in increasing address order, calling `wait`
 /// whenever one is not free. `Ok(None)` when `wait` gave up (nothing is held then);
-/// [`LockError::SameLockTwice`] when two locks start at the same address.
+/// [`LockError::SameLockTwice`] when the words of two locks overlap (the same lock twice, or a
+/// lock on another's words, which would find it taken by this agent and wait forever).
 pub fn lock_all<'a>(
     locks: &'a [Lock],
     agent: Agent,
@@ -117,7 +128,10 @@ pub fn lock_all<'a>(
 ) -> Result<Option<AllHeld<'a>>, LockError> {
     let mut ordered: Vec<&Lock> = locks.iter().collect();
     ordered.sort_by_key(|l| l.address());
-    if ordered.windows(2).any(|w| w[0].address() == w[1].address()) {
+    if ordered
+        .windows(2)
+        .any(|w| w[1].address() < w[0].address() + 4 * w[0].words())
+    {
         return Err(LockError::SameLockTwice);
     }
     let mut all = AllHeld {
@@ -140,6 +154,7 @@ mod tests {
     use crate::shm::backoff::Backoff;
     use crate::shm::view::leaked_view;
     use crate::shm::{fair_mutex, ElementKind, SharedView, SharedWord, SharedWords};
+    use std::sync::atomic::Ordering;
     use std::sync::{Arc, Barrier};
     use std::time::{Duration, Instant};
 
@@ -230,6 +245,31 @@ mod tests {
             lock_all(&twice, me, || false).err(),
             Some(LockError::SameLockTwice)
         );
+    }
+
+    #[test]
+    fn locks_on_overlapping_words_are_refused_without_taking_any() {
+        let v = leaked_view(4 * 64, ElementKind::Int32);
+        let words = |at, n| SharedWords::new("test", &v, at, n).unwrap();
+        let me = Agent::native();
+        let reentrant = Lock::Reentrant(ReentrantMutex::new(words(0, 2)));
+        // On the reentrant mutex's count word, which taking the reentrant mutex sets to 1.
+        let on_count = Lock::Mutex(Mutex::new(SharedWord::new("test", v.clone(), 1).unwrap()));
+        let fair = Lock::Fair(FairMutex::new(words(8, fair_mutex::WORDS)));
+        let inside_fair = Lock::Owned(OwnedMutex::new(words(8 + fair_mutex::WORDS - 1, 1)));
+        for set in [[on_count.clone(), reentrant.clone()], [fair, inside_fair]] {
+            assert_eq!(
+                lock_all(&set, me, || false).err(),
+                Some(LockError::SameLockTwice)
+            );
+        }
+        for i in 0..v.len() {
+            assert_eq!(v.load_i32(i, Ordering::SeqCst), 0, "word {i} untouched");
+        }
+        let next_to = Lock::Mutex(Mutex::new(SharedWord::new("test", v.clone(), 2).unwrap()));
+        let adjacent = [reentrant, next_to];
+        let held = lock_all(&adjacent, me, || false).unwrap();
+        held.expect("adjacent locks are fine").release().unwrap();
     }
 
     #[test]
