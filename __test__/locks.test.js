@@ -676,3 +676,10 @@ describe('lockAll refuses locks whose words overlap (review of issue #15)', () =
     expect([e.code, e.message]).toEqual([RpcError.codes.CommandFailed, expect.stringMatching(/same memory/)]);
   });
 });
+
+test('locked_add stops at its timeout even when its locks are free (review of issue #15)', async () => {
+  const started = Date.now();
+  const e = await pool.call('locked_add', [{ locks: [{ kind: 'owned', array: words(1) }], counter: words(3), times: 1e9 }], { timeout: 50 }).catch((x) => x);
+  expect(e.code).toBe(RpcError.codes.Timeout);
+  expect(Date.now() - started).toBeLessThan(5000); // it ran all 10^9 entries (minutes) first
+});
