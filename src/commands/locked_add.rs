@@ -115,6 +115,15 @@ impl Job {
             }
         };
         let counter = SharedWords::new("locked_add: counter", counter_view, counter_index, 3)?;
+        // The counter on a lock's words would be written under that lock, by its holders.
+        let counter_end = counter.address() + 4 * counter.len();
+        if let Some(i) = locks.iter().position(|l| {
+            l.address() < counter_end && counter.address() < l.address() + 4 * l.words()
+        }) {
+            return Err(RpcError::invalid_params(format!(
+                "locked_add: counter overlaps the words of locks[{i}]"
+            )));
+        }
         let times = params::integer(
             "locked_add: times",
             required(opts, "times")?,
@@ -406,6 +415,15 @@ mod tests {
             (
                 params(vec![lock("owned", &words, 0)], &counter, 1.0, 65.0),
                 "depth must be between 1 and 64",
+            ),
+            (
+                params(
+                    vec![lock("owned", &counter, 0), lock("mutex", &words, 2)],
+                    &words,
+                    1.0,
+                    1.0,
+                ),
+                "counter overlaps the words of locks[1]",
             ),
         ];
         for (p, why) in cases {
