@@ -683,3 +683,44 @@ test('locked_add stops at its timeout even when its locks are free (review of is
   expect(e.code).toBe(RpcError.codes.Timeout);
   expect(Date.now() - started).toBeLessThan(5000); // it ran all 10^9 entries (minutes) first
 });
+
+describe('bad arrays that lie or throw (review of issue #15)', () => {
+  const classes = { Mutex, Semaphore, OwnedMutex, ReentrantMutex, FairMutex };
+  test.each(Object.keys(classes))('%s reads the array through the built-in getters and describes anything without running its code', (name) => {
+    const Lock = classes[name];
+    const shared = words(64);
+    class LongerThanItIs extends Int32Array {
+      get length() {
+        return 1e6;
+      }
+    }
+    class SaysShared extends Int32Array {
+      get buffer() {
+        return shared.buffer;
+      }
+    }
+    expectInvalid(() => new Lock(new LongerThanItIs(shared.buffer, 0, 2), 100), /index 100 is out of range for an Int32Array of length 2/);
+    expectInvalid(() => new Lock(new SaysShared(64)), /over a SharedArrayBuffer, not an ArrayBuffer/);
+    const throwingConstructor = new Int32Array(shared.buffer);
+    Object.defineProperty(throwingConstructor, 'constructor', {
+      get() {
+        throw new Error('hostile');
+      },
+    });
+    expect(new Lock(throwingConstructor, 0).locked ?? 'made').not.toBe(undefined);
+    const noConstructor = new Uint8Array(shared.buffer);
+    noConstructor.constructor = null;
+    expectInvalid(() => new Lock(noConstructor), /expected an Int32Array over a SharedArrayBuffer, got Uint8Array/);
+    expectInvalid(() => new Lock(new DataView(shared.buffer)), /got DataView/);
+    expectInvalid(() => new Lock(new BigInt64Array(shared.buffer)), /got BigInt64Array/);
+    const { proxy, revoke } = Proxy.revocable(shared, {});
+    revoke();
+    expectInvalid(() => new Lock(proxy), /expected an Int32Array over a SharedArrayBuffer, got a revoked Proxy/);
+    const fn = () => {};
+    fn.toString = () => {
+      throw new Error('hostile');
+    };
+    expectInvalid(() => new Lock(fn), /got a function/);
+    expectInvalid(() => lockAll(proxy, () => 1), /lockAll: locks must be an array, got a revoked Proxy/);
+  });
+});

@@ -45,8 +45,15 @@ function fromNative(e) {
 function describe(v) {
   if (typeof v === 'string') return JSON.stringify(v);
   if (typeof v === 'bigint') return `${v}n`;
+  // Never String() a function (its own toString runs, and may throw) or Array.isArray a
+  // revoked Proxy (it throws): describing a bad argument must not fail in turn.
+  if (typeof v === 'function') return 'a function';
   if (v === null || typeof v !== 'object') return String(v);
-  return Array.isArray(v) ? 'an array' : 'an object';
+  try {
+    return Array.isArray(v) ? 'an array' : 'an object';
+  } catch {
+    return 'a revoked Proxy';
+  }
 }
 
 /** A thrown value's message, read without letting a hostile getter throw again. */

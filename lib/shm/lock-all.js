@@ -40,7 +40,13 @@ function viewOf(what, lock, i) {
 
 /** The locks' lockAll views, in the order to take them. */
 function ordered(what, locks) {
-  if (!Array.isArray(locks)) throw invalidParams(`${what}: locks must be an array, got ${describe(locks)}`);
+  let isArray;
+  try {
+    isArray = Array.isArray(locks);
+  } catch {
+    isArray = false; // a revoked Proxy
+  }
+  if (!isArray) throw invalidParams(`${what}: locks must be an array, got ${describe(locks)}`);
   let list;
   try {
     if (locks.length > MAX_LOCKS) throw invalidParams(`${what}: locks holds ${locks.length} entries; at most ${MAX_LOCKS}`);

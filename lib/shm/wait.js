@@ -70,16 +70,25 @@ async function waitSliceAsync(array, index, value, until, sliceMs = WAIT_SLICE_M
 
 function noop() {}
 
+// The built-in getters of every typed array, called directly: a subclass (or an own property)
+// can redefine `buffer`, `length` and `constructor`, to lie or to throw.
+const typedArrayPrototype = Object.getPrototypeOf(Int32Array.prototype);
+const builtIn = (key) => Object.getOwnPropertyDescriptor(typedArrayPrototype, key).get;
+const bufferOf = builtIn('buffer');
+const lengthOf = builtIn('length');
+const typedArrayName = builtIn(Symbol.toStringTag); // undefined for anything but a typed array
+
 function checkWord(what, array, index) {
-  const kind = ArrayBuffer.isView(array) ? array.constructor.name : describe(array);
   if (!types.isInt32Array(array)) {
+    const kind = ArrayBuffer.isView(array) ? (typedArrayName.call(array) ?? 'DataView') : describe(array);
     throw invalidParams(`${what}: expected an Int32Array over a SharedArrayBuffer, got ${kind}`);
   }
-  if (!types.isSharedArrayBuffer(array.buffer)) {
+  if (!types.isSharedArrayBuffer(bufferOf.call(array))) {
     throw invalidParams(`${what}: the array must be a view over a SharedArrayBuffer, not an ArrayBuffer`);
   }
-  if (!Number.isInteger(index) || index < 0 || index >= array.length) {
-    throw invalidParams(`${what}: index ${describe(index)} is out of range for an Int32Array of length ${array.length}`);
+  const length = lengthOf.call(array);
+  if (!Number.isInteger(index) || index < 0 || index >= length) {
+    throw invalidParams(`${what}: index ${describe(index)} is out of range for an Int32Array of length ${length}`);
   }
 }
 
