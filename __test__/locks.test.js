@@ -724,3 +724,14 @@ describe('bad arrays that lie or throw (review of issue #15)', () => {
     expectInvalid(() => lockAll(proxy, () => 1), /lockAll: locks must be an array, got a revoked Proxy/);
   });
 });
+
+test('ReentrantMutex.unlock with a count word that other code zeroed frees the lock, as natively, instead of leaving it held at count −1 (review of issue #15)', () => {
+  const array = words(2);
+  const r = new ReentrantMutex(array, 0);
+  expect(r.lock()).toBe(true);
+  Atomics.store(array, 1, 0); // e.g. an OwnedMutex on the same words, which knows no count
+  r.unlock();
+  expect([r.locked, r.count]).toEqual([false, 0]);
+  expect(r.tryLock()).toBe(true);
+  r.unlock();
+});

@@ -70,8 +70,14 @@ class ReentrantMutex {
     const refusal = refuseUnlock('ReentrantMutex.unlock', Atomics.load(this.#array, this.#index), me);
     if (refusal !== null) throw refusal;
     const count = Atomics.load(this.#array, this.#count);
-    Atomics.store(this.#array, this.#count, count - 1);
-    if (count === 1) release('ReentrantMutex.unlock', this.#array, this.#index, me);
+    if (count > 1) {
+      Atomics.store(this.#array, this.#count, count - 1);
+    } else {
+      // The last hold, or a count some other code overwrote (an OwnedMutex taking these words,
+      // say): release, as the native side does, rather than keep a lock nobody can give back.
+      Atomics.store(this.#array, this.#count, 0);
+      release('ReentrantMutex.unlock', this.#array, this.#index, me);
+    }
     countHold(-1);
   }
 
