@@ -735,3 +735,21 @@ test('ReentrantMutex.unlock with a count word that other code zeroed frees the l
   expect(r.tryLock()).toBe(true);
   r.unlock();
 });
+
+test('lockAll and withLock refuse an async fn, which would run on after the locks are given back (review of issue #15)', async () => {
+  const array = words(FairMutex.WORDS + 8);
+  const locks = [new Mutex(array, 0), new OwnedMutex(array, 1), new ReentrantMutex(array, 2), new FairMutex(array, 8)];
+  const ranUnlocked = [];
+  const body = (lock) => async () => {
+    await null;
+    ranUnlocked.push(lock.locked);
+  };
+  expectInvalid(() => lockAll(locks, body(locks[0])), /lockAll: fn returned a promise, .* use lockAllAsync/);
+  for (const lock of locks) {
+    expectInvalid(() => lock.withLock(body(lock)), new RegExp(`${lock.constructor.name}.withLock: fn returned a promise, .* use ${lock.constructor.name}.withLockAsync`));
+    expect(lock.locked).toBe(false);
+  }
+  await sleep(1);
+  expect(ranUnlocked).toEqual([false, false, false, false, false]); // what the refusal warns of
+  expect(lockAll(locks, () => 'sync')).toBe('sync');
+});

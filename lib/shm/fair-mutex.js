@@ -6,7 +6,7 @@
 const { contract } = require('../native.js');
 const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, pause, NATIVE_HOLDER_SLICE_MS } = require('./wait.js');
 const { currentAgent, countHold, asAgent, refuseUnlock, alreadyHeld, ID_MASK, NATIVE_AGENT } = require('./agent.js');
-const { LOCKING, lockAddress } = require('./lock-all.js');
+const { LOCKING, lockAddress, syncResult } = require('./lock-all.js');
 const { timedOut, checkFunction } = require('./owned-mutex.js');
 
 const L = contract.locks;
@@ -186,7 +186,7 @@ class FairMutex {
     checkFunction('FairMutex.withLock', fn);
     if (!this.lock(timeoutMs)) throw timedOut('FairMutex.withLock', timeoutMs);
     try {
-      return fn();
+      return syncResult('FairMutex.withLock', fn());
     } finally {
       this.unlock();
     }

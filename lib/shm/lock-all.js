@@ -5,6 +5,7 @@
 // locks), run the callback, give them back in reverse order however it ends.
 
 const { performance } = require('node:perf_hooks');
+const { types } = require('node:util');
 const { native } = require('../native.js');
 const { RpcError, CODES, invalidParams, fromNative, describe, errorText } = require('../errors.js');
 const { checkTimeout, deadline } = require('./wait.js');
@@ -14,6 +15,18 @@ const { asAgent } = require('./agent.js');
 const MAX_LOCKS = 1024;
 /** Each lock class's method giving lockAll `{ address, words, lock(t), lockAsync(t), unlock() }`. */
 const LOCKING = Symbol('corepool.locking');
+
+/**
+ * `result`, the value of a synchronous critical section `what`, unless it is a promise: the
+ * locks are given back when `fn` returns, so the rest of an async `fn` would run unlocked.
+ * (types.isPromise runs no code of the value's, as reading a `then` could.)
+ */
+function syncResult(what, result) {
+  if (types.isPromise(result)) {
+    throw invalidParams(`${what}: fn returned a promise, whose rest would run after the locks are given back: use ${what}Async`);
+  }
+  return result;
+}
 
 /** The address of `array[index]`, after the addon checks that `words` elements fit from there. */
 function lockAddress(what, array, index, words) {
@@ -109,7 +122,7 @@ function lockAll(locks, fn, timeoutMs) {
       if (!view.lock(left(until))) throw timedOut('lockAll', view, timeoutMs);
       held.push(view);
     }
-    result = fn();
+    result = syncResult('lockAll', fn());
   } catch (error) {
     failure = { error };
   }
@@ -144,4 +157,4 @@ function lockAllAsync(locks, fn, timeoutMs) {
   }
 }
 
-module.exports = { lockAll, lockAllAsync, LOCKING, lockAddress };
+module.exports = { lockAll, lockAllAsync, LOCKING, lockAddress, syncResult };

@@ -3,7 +3,7 @@
 const { RpcError, CODES, invalidParams, describe } = require('../errors.js');
 const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, pause } = require('./wait.js');
 const { lockError } = require('./agent.js');
-const { LOCKING, lockAddress } = require('./lock-all.js');
+const { LOCKING, lockAddress, syncResult } = require('./lock-all.js');
 
 /** The book's lock word: 0 unlocked, 1 locked (the ring buffer's lock word too). */
 const UNLOCKED = 0;
@@ -87,7 +87,7 @@ class Mutex {
     if (typeof fn !== 'function') throw invalidParams(`Mutex.withLock: fn must be a function, got ${describe(fn)}`);
     if (!this.lock(timeoutMs)) throw new RpcError(CODES.Timeout, `Mutex.withLock: the lock stayed taken for ${timeoutMs} ms`);
     try {
-      return fn();
+      return syncResult('Mutex.withLock', fn());
     } finally {
       this.unlock();
     }

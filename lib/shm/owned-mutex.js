@@ -6,7 +6,7 @@ const { contract } = require('../native.js');
 const { RpcError, CODES, invalidParams, describe } = require('../errors.js');
 const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, pause, NATIVE_HOLDER_SLICE_MS } = require('./wait.js');
 const { currentAgent, countHold, asAgent, refuseUnlock, alreadyHeld, ID_MASK, NATIVE_AGENT } = require('./agent.js');
-const { LOCKING, lockAddress } = require('./lock-all.js');
+const { LOCKING, lockAddress, syncResult } = require('./lock-all.js');
 
 const WAITERS = contract.locks.waiters;
 
@@ -132,7 +132,7 @@ class OwnedMutex {
     checkFunction('OwnedMutex.withLock', fn);
     if (!this.lock(timeoutMs)) throw timedOut('OwnedMutex.withLock', timeoutMs);
     try {
-      return fn();
+      return syncResult('OwnedMutex.withLock', fn());
     } finally {
       this.unlock();
     }

@@ -5,7 +5,7 @@
 const { contract } = require('../native.js');
 const { checkWord, spinOption } = require('./wait.js');
 const { currentAgent, countHold, asAgent, refuseUnlock, lockError, ID_MASK } = require('./agent.js');
-const { LOCKING, lockAddress } = require('./lock-all.js');
+const { LOCKING, lockAddress, syncResult } = require('./lock-all.js');
 const { tryTake, take, takeAsync, release, timedOut, checkFunction } = require('./owned-mutex.js');
 
 const { reentrantWords: WORDS, reentrantCount: COUNT } = contract.locks;
@@ -85,7 +85,7 @@ class ReentrantMutex {
     checkFunction('ReentrantMutex.withLock', fn);
     if (!this.lock(timeoutMs)) throw timedOut('ReentrantMutex.withLock', timeoutMs);
     try {
-      return fn();
+      return syncResult('ReentrantMutex.withLock', fn());
     } finally {
       this.unlock();
     }
