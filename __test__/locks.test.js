@@ -753,3 +753,30 @@ test('lockAll and withLock refuse an async fn, which would run on after the lock
   expect(ranUnlocked).toEqual([false, false, false, false, false]); // what the refusal warns of
   expect(lockAll(locks, () => 'sync')).toBe('sync');
 });
+
+test('a long spin stops at the timeout instead of polling on past it (review of issue #15)', () => {
+  const array = words(FairMutex.WORDS + 4);
+  const nativeHolder = L.nativeAgent | 5;
+  const spin = { spin: 1_000_000 };
+  const cases = {
+    Mutex: [() => Atomics.store(array, 0, 1), () => new Mutex(array, 0, spin).lock(0)],
+    OwnedMutex: [() => Atomics.store(array, 1, nativeHolder), () => new OwnedMutex(array, 1, spin).lock(0)],
+    Semaphore: [() => Atomics.store(array, 2, 0), () => new Semaphore(array, 2, undefined, spin).acquire(0)],
+  };
+  for (const [name, [hold, lock]] of Object.entries(cases)) {
+    hold();
+    const times = [0, 1, 2].map(() => {
+      const t = performance.now();
+      expect(lock()).toBe(false);
+      return performance.now() - t;
+    });
+    expect(`${name}: ${Math.min(...times) < 5 ? 'quick' : `${Math.min(...times)} ms`}`).toBe(`${name}: quick`); // a million polls first: 10 ms or more
+  }
+  // A FairMutex polls 20 times longer while next in line behind a native holder.
+  const fair = new FairMutex(array, 4, spin);
+  Atomics.store(array, 4 + L.fairNext, 1);
+  Atomics.store(array, 4 + L.fairOwner, nativeHolder);
+  const t = performance.now();
+  expect(fair.lock(1)).toBe(false);
+  expect(performance.now() - t).toBeLessThan(60); // about 170 ms, at best, before
+});

@@ -4,7 +4,7 @@
 // Waiters sleep on their slot's turn word, which every hand-over to a ticket of that slot bumps.
 
 const { contract } = require('../native.js');
-const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, pause, NATIVE_HOLDER_SLICE_MS } = require('./wait.js');
+const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause, NATIVE_HOLDER_SLICE_MS } = require('./wait.js');
 const { currentAgent, countHold, asAgent, refuseUnlock, alreadyHeld, ID_MASK, NATIVE_AGENT } = require('./agent.js');
 const { LOCKING, lockAddress, syncResult } = require('./lock-all.js');
 const { timedOut, checkFunction } = require('./owned-mutex.js');
@@ -96,7 +96,7 @@ class FairMutex {
     const until = deadline(timeoutMs);
     const turn = this.#turns + (ticket & SLOT_BITS);
     for (;;) {
-      if (this.#spinWhileNext(ticket)) return this.#hold(me);
+      if (this.#spinWhileNext(ticket, until)) return this.#hold(me);
       const seen = Atomics.load(this.#array, turn);
       if (this.#served(ticket)) return this.#hold(me);
       if (!waitSlice(this.#array, turn, seen, until, this.#slice())) break;
@@ -112,12 +112,13 @@ class FairMutex {
 
   /**
    * Polls for the turn of `ticket` while it is next in line (true once it is served); further
-   * back, the turn is at least a whole critical section away, not worth spinning for.
+   * back, the turn is at least a whole critical section away, not worth spinning for. Stops
+   * at `until`.
    */
-  #spinWhileNext(ticket) {
+  #spinWhileNext(ticket, until) {
     // A native holder cannot wake a sleeper: poll longer before sleeping behind one.
     const rounds = (Atomics.load(this.#array, this.#owner) & NATIVE_AGENT) !== 0 ? this.#spin * NATIVE_HOLDER_SPIN : this.#spin;
-    for (let round = 0; round < rounds; round++) {
+    for (let round = 0; round < rounds && !spinPast(round, until); round++) {
       const serving = Atomics.load(this.#array, this.#serving);
       if (serving === ticket) return true;
       if (((ticket - serving) | 0) > 1) return false;

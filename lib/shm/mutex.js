@@ -1,7 +1,7 @@
 'use strict';
 
 const { RpcError, CODES, invalidParams, describe } = require('../errors.js');
-const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, pause } = require('./wait.js');
+const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause } = require('./wait.js');
 const { lockError } = require('./agent.js');
 const { LOCKING, lockAddress, syncResult } = require('./lock-all.js');
 
@@ -48,7 +48,7 @@ class Mutex {
     for (;;) {
       // Woken, the lock may already be someone else's again, for about as long as a critical
       // section: spin again before sleeping again.
-      for (let round = 0; round < this.#spin; round++) {
+      for (let round = 0; round < this.#spin && !spinPast(round, until); round++) {
         if (pause !== undefined) pause(round);
         if (Atomics.load(array, index) === UNLOCKED && Atomics.compareExchange(array, index, UNLOCKED, LOCKED) === UNLOCKED) return true;
       }

@@ -4,7 +4,7 @@
 
 const { contract } = require('../native.js');
 const { RpcError, CODES, invalidParams, describe } = require('../errors.js');
-const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, pause, NATIVE_HOLDER_SLICE_MS } = require('./wait.js');
+const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause, NATIVE_HOLDER_SLICE_MS } = require('./wait.js');
 const { currentAgent, countHold, asAgent, refuseUnlock, alreadyHeld, ID_MASK, NATIVE_AGENT } = require('./agent.js');
 const { LOCKING, lockAddress, syncResult } = require('./lock-all.js');
 
@@ -46,7 +46,7 @@ function take(what, array, index, me, timeoutMs, spin) {
   const until = deadline(timeoutMs);
   let taken = me;
   for (;;) {
-    for (let round = 0; round < spin; round++) {
+    for (let round = 0; round < spin && !spinPast(round, until); round++) {
       if (pause !== undefined) pause(round);
       if (Atomics.load(array, index) === 0 && Atomics.compareExchange(array, index, 0, taken) === 0) return true;
     }

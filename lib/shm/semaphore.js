@@ -1,7 +1,7 @@
 'use strict';
 
 const { invalidParams, describe } = require('../errors.js');
-const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, pause } = require('./wait.js');
+const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause } = require('./wait.js');
 const { lockError } = require('./agent.js');
 const { LOCKING, lockAddress } = require('./lock-all.js');
 
@@ -49,7 +49,7 @@ class Semaphore {
     if (this.tryAcquire()) return true;
     const until = deadline(timeoutMs);
     for (;;) {
-      for (let round = 0; round < this.#spin; round++) {
+      for (let round = 0; round < this.#spin && !spinPast(round, until); round++) {
         if (pause !== undefined) pause(round);
         if (Atomics.load(this.#array, this.#index) > 0 && this.tryAcquire()) return true;
       }
