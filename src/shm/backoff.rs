@@ -19,6 +19,12 @@ const SPIN_STEPS: u32 = 6;
 const YIELD_STEPS: u32 = 10;
 const FIRST_SLEEP: Duration = Duration::from_micros(20);
 
+/// The instant `timeout` from now, `None` for no timeout or one too long for an `Instant` to
+/// hold (`Instant + Duration` panics on overflow: `Duration::MAX` means "no limit" here).
+pub fn deadline_after(timeout: Option<Duration>) -> Option<Instant> {
+    timeout.and_then(|t| Instant::now().checked_add(t))
+}
+
 /// One waiter's progress from spinning to sleeping. Make a new one per wait.
 #[derive(Default)]
 pub struct Backoff {

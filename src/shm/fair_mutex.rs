@@ -62,9 +62,9 @@
 //! of its bound on waiting (bench/locks.js measures both sides).
 
 use super::agent::{check_holder, holder, Agent, LockError};
-use super::backoff::Backoff;
+use super::backoff::{deadline_after, Backoff};
 use super::view::SharedWords;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub const NEXT: usize = 0;
 pub const SERVING: usize = 1;
@@ -184,7 +184,7 @@ impl FairMutex {
 
     /// Takes the lock for `agent`, waiting at most `timeout` (`None`: no limit).
     pub fn lock(&self, agent: Agent, timeout: Option<Duration>) -> Result<bool, LockError> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = deadline_after(timeout);
         let mut backoff = Backoff::new();
         self.lock_with(agent, || backoff.snooze(deadline))
     }

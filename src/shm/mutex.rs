@@ -20,11 +20,11 @@
 //! timeout, `compareExchange` + `Atomics.notify`) and a native or corepool holder therefore
 //! exclude each other and neither waits forever.
 
-use super::backoff::Backoff;
+use super::backoff::{deadline_after, Backoff};
 use super::view::SharedWord;
 use std::fmt;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub const UNLOCKED: i32 = 0;
 pub const LOCKED: i32 = 1;
@@ -76,7 +76,7 @@ impl Mutex {
     /// Takes the lock, waiting (natively, with bounded sleeps) at most `timeout`; `None` waits
     /// as long as it takes. Returns `false` on timeout.
     pub fn lock(&self, timeout: Option<Duration>) -> bool {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = deadline_after(timeout);
         let mut backoff = Backoff::new();
         self.lock_with(|| backoff.snooze(deadline))
     }
@@ -119,6 +119,7 @@ mod tests {
     use crate::shm::ElementKind;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
+    use std::time::Instant;
 
     fn mutex() -> Mutex {
         let v = leaked_view(8, ElementKind::Int32);
@@ -133,6 +134,19 @@ mod tests {
         assert!(!m.try_lock(), "a held mutex cannot be taken again");
         assert_eq!(m.unlock(), Ok(()));
         assert_eq!(m.unlock(), Err(NotLocked));
+    }
+
+    #[test]
+    fn a_timeout_too_long_for_an_instant_means_no_limit_instead_of_a_panic() {
+        let m = mutex();
+        assert!(m.lock(Some(Duration::MAX)));
+        let taker = std::thread::spawn({
+            let m = m.clone();
+            move || m.lock(Some(Duration::MAX))
+        });
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(m.unlock(), Ok(()));
+        assert!(taker.join().unwrap(), "it waited, then took the lock");
     }
 
     #[test]

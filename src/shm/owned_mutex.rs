@@ -37,9 +37,9 @@
 //! and its unlock (compare-exchange `1 → 0`) would fail. Do not mix the two on one word.
 
 use super::agent::{check_holder, holder, Agent, LockError, ID_LIMIT};
-use super::backoff::Backoff;
+use super::backoff::{deadline_after, Backoff};
 use super::view::SharedWords;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The word's flag: a JavaScript thread may be asleep on it.
 pub const WAITERS: i32 = ID_LIMIT;
@@ -95,7 +95,7 @@ impl OwnedMutex {
     /// Takes the lock for `agent`, waiting (natively, with bounded sleeps) at most `timeout`;
     /// `None` waits as long as it takes. `Ok(false)` on timeout.
     pub fn lock(&self, agent: Agent, timeout: Option<Duration>) -> Result<bool, LockError> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = deadline_after(timeout);
         let mut backoff = Backoff::new();
         self.lock_with(agent, || backoff.snooze(deadline))
     }
@@ -125,6 +125,7 @@ mod tests {
     use crate::shm::ElementKind;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+    use std::time::Instant;
 
     fn mutex() -> OwnedMutex {
         let v = leaked_view(8, ElementKind::Int32);

@@ -17,10 +17,10 @@
 //! another agent's activity never confuses it.
 
 use super::agent::{check_holder, holder, Agent, LockError};
-use super::backoff::Backoff;
+use super::backoff::{deadline_after, Backoff};
 use super::owned_mutex::OwnedMutex;
 use super::view::SharedWords;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The mutex's words: owner, count.
 pub const WORDS: usize = 2;
@@ -84,7 +84,7 @@ impl ReentrantMutex {
 
     /// Takes the lock for `agent`, waiting at most `timeout` (`None`: no limit).
     pub fn lock(&self, agent: Agent, timeout: Option<Duration>) -> Result<bool, LockError> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = deadline_after(timeout);
         let mut backoff = Backoff::new();
         self.lock_with(agent, || backoff.snooze(deadline))
     }

@@ -14,10 +14,10 @@
 //! The word does not record how many permits there were at first, so an extra `release` cannot
 //! be detected; it only fails when the count would overflow.
 
-use super::backoff::Backoff;
+use super::backoff::{deadline_after, Backoff};
 use super::view::SharedWord;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A semaphore on a shared Int32 word. Cheap to clone: clones use the same word.
 #[derive(Clone, Debug)]
@@ -55,7 +55,7 @@ impl Semaphore {
     /// Takes a permit, waiting (natively, with bounded sleeps) at most `timeout`; `None` waits
     /// as long as it takes. Returns `false` on timeout.
     pub fn acquire(&self, timeout: Option<Duration>) -> bool {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = deadline_after(timeout);
         let mut backoff = Backoff::new();
         self.acquire_with(|| backoff.snooze(deadline))
     }
