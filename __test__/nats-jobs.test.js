@@ -175,9 +175,13 @@ maybe('corepool/nats durable jobs', () => {
     // figures say so ($SRV.STATS): replaying the results stream to see them could lag behind
     // the hosts on a loaded machine until every job was done and a held none.
     const deadline = Date.now() + 30000;
+    let killedAt;
     for (;;) {
       const jobs = (await remote.stats(100)).find((s) => s.id === a.id)?.endpoints[0].data.jobs;
-      if (jobs !== undefined && jobs.done >= 500 && jobs.running > 0) break;
+      if (jobs !== undefined && jobs.done >= 500 && jobs.running > 0) {
+        killedAt = jobs;
+        break;
+      }
       if (Date.now() > deadline) throw new Error(`host a never held jobs after 500 done: ${JSON.stringify(jobs)}`);
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -195,7 +199,10 @@ maybe('corepool/nats durable jobs', () => {
     const redelivered = outcomes.filter((o) => o.deliveries > 1);
     if (process.env.NATS_JOBS_DEBUG) console.log(`redelivered runs ${redelivered.length}, duplicates ${survivor.endpoints[0].data.jobs.duplicates}`);
     expect(redelivered.every((o) => o.host === b.id)).toBe(true);
-    expect(redelivered.length + survivor.endpoints[0].data.jobs.duplicates).toBeGreaterThan(0);
+    if (redelivered.length + survivor.endpoints[0].data.jobs.duplicates === 0) {
+      // Seen once in a full run under heavy load, not reproduced alone: say what was seen.
+      throw new Error(`no job of the killed host came again; its figures before the kill ${JSON.stringify(killedAt)}, the survivor's ${JSON.stringify(survivor.endpoints[0].data.jobs)}`);
+    }
     // Exactly once: the results stream holds N outcomes, nothing more.
     const { jetstreamManager } = require('@nats-io/jetstream');
     const info = await (await jetstreamManager(nc)).streams.info('bulk-results');

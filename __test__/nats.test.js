@@ -41,7 +41,8 @@ function childHost(options) {
     let out = '';
     child.stdout.on('data', (d) => {
       out += d;
-      if (out.includes('ready')) resolve(child);
+      const ready = /ready (\S+)\n/.exec(out);
+      if (ready) resolve(Object.assign(child, { hostId: ready[1] }));
     });
     child.once('exit', (code) => reject(new Error(`host exited with ${code} before it was ready`)));
   });
@@ -265,7 +266,15 @@ maybe('corepool/nats request/reply', () => {
         outcomes.push([o, performance.now() - t0]);
       }
     });
+    // Kill host a while it holds calls (its live figures say so): a host killed with none in
+    // hand, as a fixed pause could find it on a loaded machine, would leave nothing to test.
     await new Promise((r) => setTimeout(r, 300));
+    const deadline = Date.now() + 10000;
+    for (;;) {
+      const inHand = (await client.stats(100)).find((s) => s.id === hosts[0].hostId)?.endpoints[0].data.inHand;
+      if (inHand > 0) break;
+      if (Date.now() > deadline) throw new Error(`host a never held a call: ${inHand}`);
+    }
     hosts[0].kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 1800));
     stop = true;
