@@ -9,19 +9,24 @@ const { Pool, RpcError } = require('..');
 
 const C = RpcError.codes;
 
-/** What a renderer did: `{ ok: output }` or `{ error: message, code? }`. */
-function viaMustache({ template, data, partials }) {
+/**
+ * What a renderer did: `{ ok: output }` or `{ error: message, code? }`. A case's `config` goes
+ * to both renderers, unless it has a `mustacheConfig` for mustache.js (corepool's `escape:
+ * false` is mustache.js's identity function).
+ */
+function viaMustache({ template, data, partials, config, mustacheConfig = config }) {
   try {
-    return { ok: Mustache.render(template, data, partials) };
+    return { ok: Mustache.render(template, data, partials, mustacheConfig) };
   } catch (e) {
     return { error: e.message };
   }
 }
 
-async function viaPool(pool, { template, data, partials }) {
+async function viaPool(pool, { template, data, partials, config }) {
   const params = [template];
-  if (data !== undefined || partials !== undefined) params.push(data);
-  if (partials !== undefined) params.push(partials);
+  if (data !== undefined || partials !== undefined || config !== undefined) params.push(data);
+  if (partials !== undefined || config !== undefined) params.push(partials);
+  if (config !== undefined) params.push(config);
   try {
     return { ok: await pool.render(...params) };
   } catch (e) {
@@ -256,8 +261,8 @@ class CaseGenerator {
     return out;
   }
 
-  template(partials, size) {
-    const template = this.fragment({ delimiters: DELIMITERS[0], partials }, 0, size);
+  template(partials, size, delimiters = DELIMITERS[0]) {
+    const template = this.fragment({ delimiters, partials }, 0, size);
     return this.chance(0.06) ? this.breakTemplate(template) : template;
   }
 
@@ -296,6 +301,23 @@ class CaseGenerator {
       data: data === undefined && withPartials ? null : data,
       partials: withPartials ? partials : undefined,
     };
+  }
+
+  /**
+   * A case rendered with other tags from the start (config `tags`, as an array or in an
+   * object), the partials too, and sometimes without escaping (corepool's `escape: false`).
+   */
+  caseWithConfig() {
+    const tags = this.pick(DELIMITERS.slice(1));
+    const partials = {
+      p1: this.template(['p2', 'nope'], 5, tags),
+      p2: this.template(['nope'], 4, tags),
+    };
+    const template = this.template(['p1', 'p2', 'nope'], 10, tags);
+    const escape = this.chance(0.25);
+    const config = escape ? { tags, escape: false } : this.chance(0.5) ? tags : { tags };
+    const mustacheConfig = escape ? { tags, escape: (v) => v } : config;
+    return { template, data: this.data() ?? null, partials, config, mustacheConfig };
   }
 }
 
@@ -366,6 +388,46 @@ test('12,000 seeded random templates, data and partials render exactly as with m
   const generator = new CaseGenerator(20240604);
   const cases = Array.from({ length: 12000 }, () => generator.case());
   await expectAgreement(pool, cases);
+});
+
+test('3,000 seeded random cases with other tags (config) render exactly as with mustache.js', async () => {
+  const generator = new CaseGenerator(20261201);
+  const cases = Array.from({ length: 3000 }, () => generator.caseWithConfig());
+  await expectAgreement(pool, cases);
+});
+
+test('tags and escape in config, with partials and nested sections, as mustache.js', async () => {
+  const cases = [
+    ['<%a%>{{a}}<%#s%>[<%b%>|<%>p%>]<%/s%><%={{ }}=%>{{a}}', { a: '<&>', s: [{ b: 1 }, { b: 2 }] }, { p: '<%b%>{{b}}' }, ['<%', '%>']],
+    ['[[#a]][[#b]]([[.]]/[[c]])[[/b]][[^b]]none[[/b]][[/a]]', { a: [{ b: [1, 2], c: '<' }, { b: [] }] }, {}, { tags: ['[[', ']]'] }],
+    ['{{{x}}}{{x}}', { x: '<' }, {}, { tags: ['{{{', '}}}'] }],
+    ['|>p| |#a| |>p| |/a|', { a: { v: '"' } }, { p: '  |v|\n|{v}|' }, ['|', '|']],
+    ['{{a}}', { a: '<' }, {}, { tags: null }],
+    ['<%a%>', { a: 1 }, {}, 'ignored'],
+  ].map(([template, data, partials, config]) => ({ template, data, partials, config }));
+  await expectAgreement(pool, cases);
+  const identity = (v) => v;
+  await expectAgreement(pool, [
+    { template: '{{a}}|{{{a}}}|{{n}}|{{l}}|{{o}}', data: { a: `<"'&>`, n: 1e21, l: [1, '<'], o: {} }, config: { escape: false }, mustacheConfig: { escape: identity } },
+    { template: '<%a%>', data: { a: '<' }, partials: {}, config: { tags: ['<%', '%>'], escape: 'none' }, mustacheConfig: { tags: ['<%', '%>'], escape: identity } },
+    { template: '{{a}}', data: { a: '<' }, config: { escape: 'html' }, mustacheConfig: {} },
+  ]);
+});
+
+test('a bad config is refused with InvalidParams naming the option', async () => {
+  for (const [config, message] of [
+    [['<%'], /config must be two non-empty delimiter strings/],
+    [{ tags: ['', '%>'] }, /config\.tags must be two non-empty delimiter strings/],
+    [{ tags: '<% %>' }, /config\.tags must be/],
+    [{ escape: 1 }, /config\.escape must be a function, 'html', 'none' or false/],
+    [{ output: 'stream' }, /config\.output must be 'string' or 'buffer'/],
+  ]) {
+    const e = await pool.render('{{a}}', {}, {}, config).catch((err) => err);
+    expect(e).toBeInstanceOf(RpcError);
+    expect([e.code, e.message]).toEqual([C.InvalidParams, expect.stringMatching(message)]);
+  }
+  const e = await pool.render('{{a}}', {}, {}, {}, 'fifth').catch((err) => err);
+  expect(e.code).toBe(C.InvalidParams);
 });
 
 test('data JSON cannot carry is refused with InvalidParams, naming the place', async () => {

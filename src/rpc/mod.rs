@@ -31,4 +31,4 @@ pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
 pub use command::{CancelReason, Command, Context, Deadline, Registry, Report, StopFlags};
 pub use error::{ErrorCode, Outcome, RpcError};
 pub use text::JsText;
-pub use value::{Map, Value};
+pub use value::{FunctionId, Map, Value};

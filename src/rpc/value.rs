@@ -422,7 +422,16 @@ pub enum Value {
     /// A Uint8Array (or Buffer) not over shared memory, passed by value.
     Bytes(Vec<u8>),
     BigInt(BigInt),
+    /// A JavaScript function, which only the thread that made the call can run. Only a call
+    /// that asks for functions gets them (`pool.render`, for Mustache lambdas); every other
+    /// call refuses them when its params are read.
+    Function(FunctionId),
 }
+
+/// A function in a call's params: its index in the list of functions the calling thread keeps
+/// for the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FunctionId(pub u32);
 
 impl PartialEq for Value {
     fn eq(&self, other: &Self) -> bool {
@@ -437,6 +446,7 @@ impl PartialEq for Value {
             (View(a), View(b)) => a.same_memory(b),
             (Bytes(a), Bytes(b)) => a == b,
             (BigInt(a), BigInt(b)) => a == b,
+            (Function(a), Function(b)) => a == b,
             _ => false,
         }
     }
@@ -455,6 +465,7 @@ impl Value {
             Value::View(v) => v.kind().js_name(),
             Value::Bytes(_) => "Uint8Array",
             Value::BigInt(_) => "bigint",
+            Value::Function(_) => "function",
         }
     }
 
@@ -486,13 +497,14 @@ impl Value {
         }
     }
 
-    /// True for values that JSON can carry (no views, bytes or BigInts anywhere inside).
+    /// True for values that JSON can carry (no views, bytes, BigInts or functions anywhere
+    /// inside).
     pub fn is_json(&self) -> bool {
         match self {
             Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => true,
             Value::Array(a) => a.iter().all(Value::is_json),
             Value::Object(m) => m.iter().all(|(_, v)| v.is_json()),
-            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) => false,
+            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Function(_) => false,
         }
     }
 }

@@ -41,6 +41,15 @@ pub unsafe fn to_js_with(
         Value::Null => {
             napi_try!(env, sys::napi_get_null(env, &mut out), "creating null");
         }
+        // Only a call's params hold functions, and the calling thread keeps those itself: no
+        // result hands one back.
+        Value::Function(_) => {
+            napi_try!(
+                env,
+                sys::napi_get_undefined(env, &mut out),
+                "creating undefined"
+            );
+        }
         Value::Bool(b) => {
             napi_try!(
                 env,

@@ -1,8 +1,9 @@
 //! Parsed templates, shared by every worker thread of the process.
 //!
-//! Keyed like mustache.js's cache (`template + ':' + tags`): the render command always starts
-//! with the default `{{ }}` tags, and so do partials, so the template text alone is the key.
-//! An indented partial is a different text, hence its own entry, as in mustache.js.
+//! Keyed like mustache.js's cache (`template + ':' + tags`): a template parsed with the default
+//! `{{ }}` tags is keyed by its text alone (the common case costs no key building), one parsed
+//! with other tags by a key that spells both tags and the text unambiguously, in a map of its
+//! own. An indented partial is a different text, hence its own entry, as in mustache.js.
 //!
 //! State: a map from text to `Arc<Template>` behind an `RwLock`, with an epoch per entry. Keys
 //! are hashed with FxHash, as every call hashes its whole template (SipHash took 7% of a render
@@ -14,7 +15,7 @@
 //! advances on every insert, so it orders entries by last use, coarsely).
 //! Failed parses are not cached (mustache.js does not cache them either).
 
-use super::parse::{parse, Node, Template};
+use super::parse::{parse, Node, Tags, Template};
 use rustc_hash::FxHashMap;
 use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,8 +31,47 @@ pub struct TemplateCache {
 
 #[derive(Default)]
 struct Entries {
+    /// Templates parsed with `{{ }}`, by text.
     map: FxHashMap<Arc<str>, Entry>,
+    /// Templates parsed with other tags, by [`custom_key`].
+    custom: FxHashMap<Arc<str>, Entry>,
     bytes: usize,
+}
+
+impl Entries {
+    fn len(&self) -> usize {
+        self.map.len() + self.custom.len()
+    }
+
+    /// Drops the least recently used entry.
+    fn evict_oldest(&mut self) {
+        let oldest = |map: &FxHashMap<Arc<str>, Entry>| {
+            map.iter()
+                .min_by_key(|(_, e)| e.used.load(Ordering::Relaxed))
+                .map(|(k, e)| (k.clone(), e.used.load(Ordering::Relaxed)))
+        };
+        let evicted = match (oldest(&self.map), oldest(&self.custom)) {
+            (Some((k, a)), Some((_, b))) if a <= b => self.map.remove(&k),
+            (_, Some((k, _))) => self.custom.remove(&k),
+            (Some((k, _)), None) => self.map.remove(&k),
+            (None, None) => None,
+        };
+        if let Some(evicted) = evicted {
+            self.bytes -= evicted.bytes;
+        }
+    }
+}
+
+/// The key of `text` parsed with `tags`: both tags' lengths first, so no two (tags, text)
+/// pairs share a key.
+fn custom_key(text: &str, tags: &Tags) -> String {
+    format!(
+        "{}:{}:{}{}{text}",
+        tags.open.len(),
+        tags.close.len(),
+        tags.open,
+        tags.close
+    )
 }
 
 struct Entry {
@@ -69,19 +109,25 @@ impl TemplateCache {
         }
     }
 
-    /// The parse of `text`, from the cache or parsed now (and cached). `Err` is mustache.js's
-    /// message for a malformed template.
-    pub fn get_or_parse(&self, text: &str) -> Result<Arc<Template>, String> {
-        if let Some(template) = self.get(text) {
+    /// The parse of `text` starting with `tags` (`None`: `{{ }}`), from the cache or parsed now
+    /// (and cached). `Err` is mustache.js's message for a malformed template.
+    pub fn get_or_parse(&self, text: &str, tags: Option<&Tags>) -> Result<Arc<Template>, String> {
+        let custom = tags.map(|tags| custom_key(text, tags));
+        if let Some(template) = self.get(custom.as_deref().unwrap_or(text), custom.is_some()) {
             return Ok(template);
         }
-        let template = Arc::new(parse(Arc::from(text))?);
-        Ok(self.insert(template))
+        let template = Arc::new(parse(Arc::from(text), tags)?);
+        Ok(self.insert(template, custom))
     }
 
-    fn get(&self, text: &str) -> Option<Arc<Template>> {
+    fn get(&self, key: &str, custom: bool) -> Option<Arc<Template>> {
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
-        let entry = entries.map.get(text)?;
+        let map = if custom {
+            &entries.custom
+        } else {
+            &entries.map
+        };
+        let entry = map.get(key)?;
         let now = self.epoch.load(Ordering::Relaxed);
         if entry.used.load(Ordering::Relaxed) != now {
             entry.used.store(now, Ordering::Relaxed);
@@ -89,49 +135,44 @@ impl TemplateCache {
         Some(entry.template.clone())
     }
 
-    /// Caches `template` (unless it alone would take more than a quarter of the budget) and
-    /// returns the cached parse of its text.
-    fn insert(&self, template: Arc<Template>) -> Arc<Template> {
-        let bytes = footprint(&template);
+    /// Caches `template` under its text, or under `custom` (the key of a parse with other
+    /// tags), unless it alone would take more than a quarter of the budget; returns the cached
+    /// parse.
+    fn insert(&self, template: Arc<Template>, custom: Option<String>) -> Arc<Template> {
+        let bytes = footprint(&template) + custom.as_ref().map_or(0, String::len);
         if bytes > self.max_bytes / 4 {
             return template;
         }
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(entry) = entries.map.get(&*template.source) {
+        let known = match &custom {
+            Some(key) => entries.custom.get(key.as_str()),
+            None => entries.map.get(&*template.source),
+        };
+        if let Some(entry) = known {
             return entry.template.clone();
         }
-        while !entries.map.is_empty()
-            && (entries.map.len() >= self.max_entries || entries.bytes + bytes > self.max_bytes)
+        while entries.len() > 0
+            && (entries.len() >= self.max_entries || entries.bytes + bytes > self.max_bytes)
         {
-            let oldest = entries
-                .map
-                .iter()
-                .min_by_key(|(_, e)| e.used.load(Ordering::Relaxed))
-                .map(|(k, _)| k.clone());
-            if let Some(evicted) = oldest.and_then(|k| entries.map.remove(&k)) {
-                entries.bytes -= evicted.bytes;
-            }
+            entries.evict_oldest();
         }
         let used = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
         entries.bytes += bytes;
-        entries.map.insert(
-            template.source.clone(),
-            Entry {
-                template: template.clone(),
-                used: AtomicU64::new(used),
-                bytes,
-            },
-        );
+        let entry = Entry {
+            template: template.clone(),
+            used: AtomicU64::new(used),
+            bytes,
+        };
+        match custom {
+            Some(key) => entries.custom.insert(Arc::from(key), entry),
+            None => entries.map.insert(template.source.clone(), entry),
+        };
         template
     }
 
     /// How many templates are cached.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.entries
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .map
-            .len()
+        self.entries.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 }

@@ -293,7 +293,9 @@ impl<'a> Js<'a> {
             Value::Array(items) => Js::Array(items),
             Value::Object(map) => Js::Object(map),
             // The render command refuses data holding these before rendering starts.
-            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) => Js::Undefined,
+            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Function(_) => {
+                Js::Undefined
+            }
         }
     }
 

@@ -26,6 +26,7 @@
 //! a null view or of `String()` on an object with its own `toString` key.
 
 mod cache;
+mod config;
 mod escape;
 mod js;
 mod lookup;
@@ -36,6 +37,7 @@ mod writer;
 
 use crate::rpc::{params, Command, Context, Map, RpcError, Value};
 use cache::TemplateCache;
+use config::{Config, Output};
 
 pub struct Render;
 
@@ -44,13 +46,14 @@ impl Command for Render {
         "render"
     }
     fn params(&self) -> &'static str {
-        "template: string, data?: JSON value, partials?: { [name]: string }"
+        "template: string, data?: JSON value, partials?: { [name]: string }, \
+         config?: [open, close] | { tags?, escape?, output? }"
     }
     fn summary(&self) -> &'static str {
         "renders a Mustache template; output identical to mustache.js 4.2.0"
     }
     fn run(&self, params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
-        params::expect_count("render", &params, 1..=3)?;
+        params::expect_count("render", &params, 1..=4)?;
         let template = params::string("render: template", &params[0])?;
         let data = params.get(1);
         if let Some(data) = data {
@@ -66,7 +69,19 @@ impl Command for Render {
                 )))
             }
         };
-        render_with(TemplateCache::global(), template, data, partials, ctx).map(Value::String)
+        let config = Config::parse(params.get(3))?;
+        let out = render_with(
+            TemplateCache::global(),
+            template,
+            data,
+            partials,
+            &config,
+            ctx,
+        )?;
+        Ok(match config.output {
+            Output::String => Value::String(out),
+            Output::Buffer => Value::Bytes(out.into_bytes()),
+        })
     }
 }
 
@@ -76,10 +91,13 @@ fn render_with(
     template: &str,
     data: Option<&Value>,
     partials: Option<&Map>,
+    config: &Config,
     ctx: &Context,
 ) -> Result<String, RpcError> {
-    let template = cache.get_or_parse(template).map_err(RpcError::failed)?;
-    writer::render(template, data, partials, cache, ctx)
+    let template = cache
+        .get_or_parse(template, config.tags.as_ref())
+        .map_err(RpcError::failed)?;
+    writer::render(template, data, partials, config, cache, ctx)
 }
 
 /// Refuses data that JSON cannot carry. A quick walk first; the path of the culprit is only
@@ -90,7 +108,7 @@ fn check_json(data: &Value) -> Result<(), RpcError> {
         match value {
             Value::Array(items) => stack.extend(items),
             Value::Object(map) => stack.extend(map.iter().map(|(_, v)| v)),
-            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) => {
+            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Function(_) => {
                 let (path, culprit) = first_non_json(data, String::from("data"))
                     .unwrap_or_else(|| (String::from("data"), value));
                 return Err(RpcError::invalid_params(format!(
@@ -122,7 +140,9 @@ fn first_non_json(value: &Value, path: String) -> Option<(String, &Value)> {
                     stack.push((item, format!("{path}{}", property_path(key))));
                 }
             }
-            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) => return Some((path, value)),
+            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Function(_) => {
+                return Some((path, value))
+            }
             Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
         }
     }

@@ -19,6 +19,9 @@
 //! - Errors carry mustache.js's messages, with its positions: UTF-16 code units from the start
 //!   of the template.
 //!
+//! - A render may start with delimiters other than `{{ }}` ([`Tags`], mustache.js's `tags`);
+//!   they apply to the template and to every partial it renders, each starting afresh.
+//!
 //! The result is flat: a section's children are the nodes up to its `end`, so neither building,
 //! walking nor dropping a template recurses, however deep its sections nest.
 
@@ -37,6 +40,14 @@ impl Span {
     pub fn of(self, source: &str) -> &str {
         &source[self.start..self.end]
     }
+}
+
+/// The delimiters a template starts with (mustache.js's `tags`), when they are not `{{ }}`.
+/// Set-delimiter tags inside the template change them from there on, as usual.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Tags {
+    pub open: Box<str>,
+    pub close: Box<str>,
 }
 
 /// A name in a tag, ready for lookup: split at its dots and its keys worked out (see
@@ -131,11 +142,13 @@ pub enum Node {
     Text(Box<str>),
     /// `{{name}}` (escaped) or `{{{name}}}` / `{{&name}}` (not escaped).
     Value { name: Name, escape: bool },
-    /// `{{#name}}` or `{{^name}}`; its children are the nodes after it, up to `end`.
+    /// `{{#name}}` or `{{^name}}`; its children are the nodes after it, up to `end`. `raw` is
+    /// the source between its two tags, which a lambda gets as its text.
     Section {
         name: Name,
         inverted: bool,
         end: usize,
+        raw: Span,
     },
     /// `{{>name}}`; `indent` is set when the partial's text must be indented first.
     Partial { name: Span, indent: Option<Indent> },
@@ -208,8 +221,13 @@ enum Token {
     Open {
         name: Span,
         inverted: bool,
+        /// Where the section's body starts: right after the tag.
+        body: usize,
     },
-    Close,
+    /// Closes the innermost section; `at` is where the closing tag starts.
+    Close {
+        at: usize,
+    },
     Partial {
         name: Span,
         indent: Option<Indent>,
@@ -246,9 +264,9 @@ impl Line {
     }
 }
 
-/// Parses `source` with the default `{{ }}` delimiters. `Err` is mustache.js's message.
-pub fn parse(source: Arc<str>) -> Result<Template, String> {
-    let tokens = tokenize(&source)?;
+/// Parses `source`, starting with `tags` (`None`: `{{ }}`). `Err` is mustache.js's message.
+pub fn parse(source: Arc<str>, tags: Option<&Tags>) -> Result<Template, String> {
+    let tokens = tokenize(&source, tags)?;
     let nodes = nest(&source, tokens);
     Ok(Template {
         source,
@@ -257,12 +275,12 @@ pub fn parse(source: Arc<str>) -> Result<Template, String> {
     })
 }
 
-fn tokenize(src: &str) -> Result<Vec<Token>, String> {
+fn tokenize<'a>(src: &'a str, tags: Option<&'a Tags>) -> Result<Vec<Token>, String> {
     let mut tokens = Vec::new();
     let mut line = Line::default();
     let mut sections: Vec<Span> = Vec::new();
-    let (mut open, mut close) = ("{{", "}}");
-    let mut close_curly = String::from("}}}");
+    let (mut open, mut close) = tags.map_or(("{{", "}}"), |t| (&*t.open, &*t.close));
+    let mut close_curly = format!("}}{close}");
     let mut pos = 0;
 
     while pos < src.len() {
@@ -325,6 +343,7 @@ fn tokenize(src: &str) -> Result<Vec<Token>, String> {
                 Token::Open {
                     name: value,
                     inverted: kind == b'^',
+                    body: pos,
                 }
             }
             b'/' => match sections.pop() {
@@ -342,7 +361,7 @@ fn tokenize(src: &str) -> Result<Vec<Token>, String> {
                         js_position(src, tag_start)
                     ))
                 }
-                Some(_) => Token::Close,
+                Some(_) => Token::Close { at: tag_start },
             },
             b'>' => Token::Partial {
                 name: value,
@@ -412,21 +431,30 @@ fn nest(src: &str, tokens: Vec<Token>) -> Vec<Node> {
                     escape,
                 });
             }
-            Token::Open { name, inverted } => {
+            Token::Open {
+                name,
+                inverted,
+                body,
+            } => {
                 flush(&mut nodes, &mut text);
                 open.push(nodes.len());
                 nodes.push(Node::Section {
                     name: Name::new(src, name),
                     inverted,
                     end: 0,
+                    raw: Span {
+                        start: body,
+                        end: body,
+                    },
                 });
             }
-            Token::Close => {
+            Token::Close { at } => {
                 flush(&mut nodes, &mut text);
                 let after = nodes.len();
                 // `tokenize` pairs every Close with an Open, so there is always one to pop.
-                if let Some(Node::Section { end, .. }) = open.pop().map(|at| &mut nodes[at]) {
+                if let Some(Node::Section { end, raw, .. }) = open.pop().map(|i| &mut nodes[i]) {
                     *end = after;
+                    raw.end = at;
                 }
             }
             Token::Partial { name, indent } => {

@@ -2,6 +2,7 @@
 //! (expected outputs below were produced by mustache.js 4.2.0 on Node 20).
 
 use super::cache::TemplateCache;
+use super::config::Config;
 use super::{render_with, Render};
 use crate::rpc::{json, Command, Context, ErrorCode, RpcError, StopFlags, Value};
 use std::collections::BTreeSet;
@@ -463,6 +464,138 @@ fn params_are_checked() {
     );
 }
 
+// ---- config: tags, escape, output ----
+
+/// `render(template, data, partials, config)` with all four as JSON text.
+fn render_config(
+    template: &str,
+    data: &str,
+    partials: &str,
+    config: &str,
+) -> Result<Value, RpcError> {
+    Render.run(
+        vec![
+            template.into(),
+            json::parse(data).unwrap(),
+            json::parse(partials).unwrap(),
+            json::parse(config).unwrap(),
+        ],
+        &context(&NOT_CANCELLED),
+    )
+}
+
+#[test]
+fn config_tags_start_the_template_and_every_partial() {
+    let template = "<%a%>{{a}}<%#s%>[<%b%>|<%>p%>]<%/s%><%={{ }}=%>{{a}}";
+    let data = r#"{"a":"<&>","s":[{"b":1},{"b":2}]}"#;
+    let partials = r#"{"p":"<%b%>{{b}}"}"#;
+    // mustache.js 4.2.0, with the tags as an array and as `{ tags }`.
+    let expected = Value::from("&lt;&amp;&gt;{{a}}[1|1{{b}}][2|2{{b}}]&lt;&amp;&gt;");
+    for config in [r#"["<%","%>"]"#, r#"{"tags":["<%","%>"]}"#] {
+        assert_eq!(
+            render_config(template, data, partials, config).unwrap(),
+            expected
+        );
+    }
+    assert_eq!(
+        render_config(
+            "[[#a]][[.]][[/a]]",
+            r#"{"a":[1,2]}"#,
+            "{}",
+            r#"{"tags":["[[","]]"]}"#
+        )
+        .unwrap(),
+        Value::from("12")
+    );
+    // Ignored, as mustache.js ignores them: a config of another type, unset tags, unknown keys.
+    for config in [
+        r#""<% %>""#,
+        "7",
+        "true",
+        r#"{"tags":null,"x":1}"#,
+        "{}",
+        "null",
+    ] {
+        assert_eq!(
+            render_config("<%a%>{{a}}", r#"{"a":1}"#, "{}", config).unwrap(),
+            Value::from("<%a%>1"),
+            "{config}"
+        );
+    }
+}
+
+#[test]
+fn one_text_parsed_with_other_tags_is_another_cached_template() {
+    let cache = TemplateCache::new(16, 1 << 20);
+    let tags = super::parse::Tags {
+        open: "<%".into(),
+        close: "%>".into(),
+    };
+    let plain = cache.get_or_parse("<%a%>{{a}}", None).unwrap();
+    let custom = cache.get_or_parse("<%a%>{{a}}", Some(&tags)).unwrap();
+    assert!(!Arc::ptr_eq(&plain, &custom));
+    assert!(Arc::ptr_eq(
+        &custom,
+        &cache.get_or_parse("<%a%>{{a}}", Some(&tags)).unwrap()
+    ));
+    assert!(Arc::ptr_eq(
+        &plain,
+        &cache.get_or_parse("<%a%>{{a}}", None).unwrap()
+    ));
+    // Keys spell the tags unambiguously: "<" + "%%>" is not "<%" + "%>".
+    let other = super::parse::Tags {
+        open: "<".into(),
+        close: "%%>".into(),
+    };
+    let a = cache.get_or_parse("text", Some(&tags)).unwrap();
+    let b = cache.get_or_parse("text", Some(&other)).unwrap();
+    assert!(!Arc::ptr_eq(&a, &b));
+    assert_eq!(cache.len(), 4);
+}
+
+#[test]
+fn escape_none_writes_values_as_triple_mustaches_do() {
+    for config in [r#"{"escape":false}"#, r#"{"escape":"none"}"#] {
+        assert_eq!(
+            render_config("{{a}}{{{a}}}{{n}}", r#"{"a":"<&>","n":1.5}"#, "{}", config).unwrap(),
+            Value::from("<&><&>1.5")
+        );
+    }
+    for config in [r#"{"escape":"html"}"#, r#"{"escape":null}"#] {
+        assert_eq!(
+            render_config("{{a}}", r#"{"a":"<&>"}"#, "{}", config).unwrap(),
+            Value::from("&lt;&amp;&gt;")
+        );
+    }
+}
+
+#[test]
+fn output_buffer_is_the_utf8_bytes_of_the_string() {
+    let out = render_config("é{{a}}😀", r#"{"a":"<"}"#, "null", r#"{"output":"buffer"}"#).unwrap();
+    assert_eq!(out, Value::Bytes("é&lt;😀".as_bytes().to_vec()));
+}
+
+#[test]
+fn bad_configs_are_refused_naming_the_option() {
+    let cases = [
+        (r#"["<%"]"#, r#"render: config must be two non-empty delimiter strings, such as ["<%", "%>"], got ["<%"]"#),
+        (r#"["<%","%>","x"]"#, r#"render: config must be two non-empty delimiter strings, such as ["<%", "%>"], got ["<%","%>","x"]"#),
+        (r#"{"tags":["","%>"]}"#, r#"render: config.tags must be two non-empty delimiter strings, such as ["<%", "%>"], got ["","%>"]"#),
+        (r#"{"tags":[1,2]}"#, r#"render: config.tags must be two non-empty delimiter strings, such as ["<%", "%>"], got [1,2]"#),
+        (r#"{"tags":"<% %>"}"#, r#"render: config.tags must be two non-empty delimiter strings, such as ["<%", "%>"], got "<% %>""#),
+        (r#"{"escape":0}"#, "render: config.escape must be a function, 'html', 'none' or false (no escaping), got 0"),
+        (r#"{"escape":true}"#, "render: config.escape must be a function, 'html', 'none' or false (no escaping), got true"),
+        (r#"{"output":"stream"}"#, r#"render: config.output must be 'string' or 'buffer', got "stream""#),
+    ];
+    for (config, message) in cases {
+        let e = render_config("{{a}}", "{}", "{}", config).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (ErrorCode::InvalidParams, message)
+        );
+    }
+}
+
 // ---- size, depth, cancellation ----
 
 #[test]
@@ -508,7 +641,15 @@ fn a_cancelled_render_stops_with_the_reason() {
     let data = format!("{{\"l\":[{}]}}", vec!["1"; 10_000].join(","));
     let cache = TemplateCache::new(8, 1 << 20);
     let data = json::parse(&data).unwrap();
-    let e = render_with(&cache, template, Some(&data), None, &context(&ABORTED)).unwrap_err();
+    let e = render_with(
+        &cache,
+        template,
+        Some(&data),
+        None,
+        &Config::default(),
+        &context(&ABORTED),
+    )
+    .unwrap_err();
     assert_eq!(e.code, ErrorCode::Aborted);
 }
 
@@ -517,34 +658,39 @@ fn a_cancelled_render_stops_with_the_reason() {
 #[test]
 fn a_template_is_parsed_once_and_shared() {
     let cache = TemplateCache::new(8, 1 << 20);
-    let a = cache.get_or_parse("{{a}}").unwrap();
-    let b = cache.get_or_parse(&String::from("{{a}}")).unwrap();
+    let a = cache.get_or_parse("{{a}}", None).unwrap();
+    let b = cache.get_or_parse(&String::from("{{a}}"), None).unwrap();
     assert!(Arc::ptr_eq(&a, &b));
     assert_eq!(cache.len(), 1);
     // Failures are not cached.
-    assert!(cache.get_or_parse("{{").is_err());
+    assert!(cache.get_or_parse("{{", None).is_err());
     assert_eq!(cache.len(), 1);
 }
 
 #[test]
 fn the_cache_stays_within_its_bounds_and_keeps_hot_entries() {
     let cache = TemplateCache::new(4, 1 << 20);
-    let hot = cache.get_or_parse("hot {{x}}").unwrap();
+    let hot = cache.get_or_parse("hot {{x}}", None).unwrap();
     for i in 0..100 {
-        cache.get_or_parse(&format!("t{i} {{{{x}}}}")).unwrap();
-        assert!(Arc::ptr_eq(&hot, &cache.get_or_parse("hot {{x}}").unwrap()));
+        cache
+            .get_or_parse(&format!("t{i} {{{{x}}}}"), None)
+            .unwrap();
+        assert!(Arc::ptr_eq(
+            &hot,
+            &cache.get_or_parse("hot {{x}}", None).unwrap()
+        ));
         assert!(cache.len() <= 4);
     }
     // A byte budget: entries of about 60 KiB in 256 KiB, so at most four fit.
     let cache = TemplateCache::new(100, 256 << 10);
     for i in 0..10 {
         cache
-            .get_or_parse(&format!("{i}{}", "x".repeat(60 << 10)))
+            .get_or_parse(&format!("{i}{}", "x".repeat(60 << 10)), None)
             .unwrap();
     }
     assert!(cache.len() <= 4);
     // Too big for the budget: parsed, not cached.
-    cache.get_or_parse(&"y".repeat(100 << 10)).unwrap();
+    cache.get_or_parse(&"y".repeat(100 << 10), None).unwrap();
     assert!(cache.len() <= 4);
 }
 
@@ -555,7 +701,15 @@ fn partials_are_cached_by_their_indented_text() {
     partials.insert("p", "a\nb".into());
     let ctx = context(&NOT_CANCELLED);
     for _ in 0..3 {
-        let out = render_with(&cache, "  {{>p}}\n{{>p}}", None, Some(&partials), &ctx).unwrap();
+        let out = render_with(
+            &cache,
+            "  {{>p}}\n{{>p}}",
+            None,
+            Some(&partials),
+            &Config::default(),
+            &ctx,
+        )
+        .unwrap();
         assert_eq!(out, "  a\n  ba\nb");
     }
     // The template, the indented partial and the plain one.
@@ -579,7 +733,15 @@ fn threads_share_one_parse_and_agree_on_the_output() {
             std::thread::spawn(move || {
                 let ctx = context(&NOT_CANCELLED);
                 for _ in 0..500 {
-                    let out = render_with(&cache, &template, Some(&data), None, &ctx).unwrap();
+                    let out = render_with(
+                        &cache,
+                        &template,
+                        Some(&data),
+                        None,
+                        &Config::default(),
+                        &ctx,
+                    )
+                    .unwrap();
                     assert_eq!(out, expected);
                 }
             })
@@ -650,11 +812,19 @@ fn render_throughput() {
     for (name, template, data) in benchmark_cases() {
         let bytes = ok(&template, &json::to_string(&data)).len();
         let render = || {
-            let out = render_with(&cache, &template, Some(&data), None, &ctx).unwrap();
+            let out = render_with(
+                &cache,
+                &template,
+                Some(&data),
+                None,
+                &Config::default(),
+                &ctx,
+            )
+            .unwrap();
             std::hint::black_box(out);
         };
         let lookup = || {
-            std::hint::black_box(cache.get_or_parse(&template).unwrap());
+            std::hint::black_box(cache.get_or_parse(&template, None).unwrap());
         };
         let one = calls_per_second(1, 200, render)[0];
         let two = calls_per_second(2, 200, render);

@@ -16,10 +16,11 @@
 //! JavaScript's longest string.
 
 use super::cache::TemplateCache;
+use super::config::{Config, Escape};
 use super::escape::escape_html;
 use super::js::{object_builtin, Js};
 use super::lookup::{lookup, lookup_anywhere};
-use super::parse::{Name, Node, Template};
+use super::parse::{Name, Node, Tags, Template};
 use crate::rpc::number::format_number;
 use crate::rpc::{Context, Map, RpcError, Value};
 use std::collections::HashMap;
@@ -109,6 +110,10 @@ struct Renderer<'a, 'c> {
     /// and looked up once per render.
     partial_templates: HashMap<(usize, usize), usize>,
     partials: Option<&'a Map>,
+    /// The tags every partial starts with.
+    tags: Option<&'c Tags>,
+    /// Whether `{{name}}` escapes HTML.
+    html: bool,
     cache: &'c TemplateCache,
     length: OutputLength,
 }
@@ -133,11 +138,12 @@ fn write_value(views: &[Js], name: &Name, escape: bool, out: &mut String) -> Res
         .write(escape, out)
 }
 
-/// Renders `template` with `data` (`None` is undefined) and `partials`.
+/// Renders `template` with `data` (`None` is undefined), `partials` and `config`.
 pub fn render(
     template: Arc<Template>,
     data: Option<&Value>,
     partials: Option<&Map>,
+    config: &Config,
     cache: &TemplateCache,
     ctx: &Context,
 ) -> Result<String, RpcError> {
@@ -155,6 +161,8 @@ pub fn render(
         templates: vec![template],
         partial_templates: HashMap::new(),
         partials,
+        tags: config.tags.as_ref(),
+        html: config.escape == Escape::Html,
         cache,
         length: OutputLength::default(),
     };
@@ -183,7 +191,7 @@ impl<'a> Renderer<'a, '_> {
                 match node {
                     Node::Text(text) => self.out.push_str(text),
                     Node::Value { name, escape } => {
-                        write_value(&self.views, name, *escape, &mut self.out)?
+                        write_value(&self.views, name, *escape && self.html, &mut self.out)?
                     }
                     Node::Section { .. } | Node::Partial { .. } => break,
                 }
@@ -241,6 +249,7 @@ impl<'a> Renderer<'a, '_> {
                 name,
                 inverted,
                 end,
+                ..
             } => {
                 let value = lookup(&self.views, name).map_err(|e| *e)?;
                 let (start, end) = (at + 1, *end);
@@ -339,8 +348,8 @@ impl<'a> Renderer<'a, '_> {
             Node::Partial {
                 indent: Some(indent),
                 ..
-            } => self.cache.get_or_parse(&indent.apply(text)),
-            _ => self.cache.get_or_parse(text),
+            } => self.cache.get_or_parse(&indent.apply(text), self.tags),
+            _ => self.cache.get_or_parse(text, self.tags),
         }
         .map_err(RpcError::failed)?;
         self.templates.push(parsed);
