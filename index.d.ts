@@ -244,6 +244,23 @@ export interface LockedAddParams {
 /** Partial templates by name, for `render` (null renders nothing, like a missing name). */
 export type MustachePartials = { [name: string]: string | null };
 
+/** A function in a Mustache view: called with the innermost view as `this`; one that returns a
+ *  function in a section makes a lambda, called with the section's raw text and `render`. */
+export type MustacheFunction = (this: any, ...args: any[]) => unknown;
+
+/** A view for `pool.render`: JSON-like data that may hold functions. */
+export type MustacheView = Param | MustacheFunction | MustacheView[] | { [key: string]: MustacheView | undefined };
+
+/** mustache.js's 4th argument, plus `output`. */
+export interface MustacheConfig {
+  /** The delimiters the template and partials start with, e.g. `['<%', '%>']`. */
+  tags?: [string, string] | null;
+  /** 'html' (default); false or 'none': no escaping; a function: `escape(value)`, as mustache.js calls it. */
+  escape?: 'html' | 'none' | false | null | ((value: any) => unknown);
+  /** 'string' (default) or 'buffer': the UTF-8 bytes, as a Buffer. */
+  output?: 'string' | 'buffer' | null;
+}
+
 /** The built-in commands and their results. */
 export interface BuiltinMethods {
   echo<T>(value: T): T;
@@ -277,8 +294,10 @@ export declare class Pool extends EventEmitter {
   map<I extends Param = Param, T = unknown>(method: string, inputs: readonly I[] | Iterable<I>, options?: MapOptions<I, T>): Promise<T[]>;
   /** Resolves when a task-file pool's first workers have loaded it (rejects if it fails to load). */
   ready(): Promise<void>;
-  /** Mustache on a native thread; output identical to mustache.js 4.2.0 for JSON data. */
-  render(template: string, data?: Param, partials?: MustachePartials): Promise<string>;
+  /** Mustache on a native thread, output identical to mustache.js 4.2.0; functions in the view
+   *  (and an escape function) run on this thread. `output: 'buffer'` resolves with a Buffer. */
+  render(template: string, data: MustacheView | undefined, partials: MustachePartials | null | undefined, config: MustacheConfig & { output: 'buffer' }): Promise<Buffer>;
+  render(template: string, data?: MustacheView, partials?: MustachePartials | null, config?: MustacheConfig | [string, string]): Promise<string>;
   request(request: JsonRpcRequest): Promise<JsonRpcResponse | undefined>;
   request(batch: JsonRpcRequest[]): Promise<JsonRpcResponse[] | undefined>;
   /** JSON-RPC text in, JSON-RPC text out ('' when nothing is to be answered). Never rejects. */

@@ -1100,6 +1100,7 @@ const ENTRIES = {
   render: {
     extra: fc.record({ template: fc.constantFrom(...TEMPLATES, '{{.}}', '{{#.}}[{{.}}]{{/.}}'), wrap: fc.boolean() }),
     send(pool, d, { template, wrap }) {
+      if (holdsCallable(d)) return renderWithFunctions(pool, d, template, wrap);
       const s = wrap ? objectSpec([['a', spec(d)]]) : spec(d);
       const e = expectation(s, { nesting: 1, refuseNonJson: true });
       let check = e.check;
@@ -1159,6 +1160,44 @@ const ENTRIES = {
     },
   },
 };
+
+/** Kinds of refused value that pool.render takes: functions, which its views may hold. */
+const CALLABLE = new Set(['function', 'arrow', 'async function', 'class']);
+
+/** Whether the description holds a function anywhere. */
+function holdsCallable(d) {
+  if (d === null || typeof d !== 'object') return false;
+  if (d.t === 'refused' && CALLABLE.has(d.kind)) return true;
+  return Object.values(d).some(holdsCallable);
+}
+
+/**
+ * render of a view holding functions: mustache.js calls them too, so the oracle is mustache.js
+ * itself. The render resolves with exactly its output, or rejects with the exception a function
+ * threw (the same message as mustache.js's), or with a documented RpcError (InvalidParams for
+ * another value that cannot be sent, CommandFailed for a result that cannot cross or print).
+ */
+function renderWithFunctions(pool, d, template, wrap) {
+  let wanted = null;
+  let thrown = null;
+  try {
+    const view = build(d);
+    wanted = Mustache.render(template, wrap ? { a: view } : view);
+  } catch (error) {
+    thrown = error;
+  }
+  const data = build(d);
+  const rec = follow(() => pool.render(template, wrap ? { a: data } : data));
+  const judgeRender = () => {
+    const o = rec.outcome;
+    if (o !== undefined && 'error' in o && !(o.error instanceof RpcError)) {
+      return thrown !== null && o.error.message === thrown.message ? null : `rejected with ${show(o.error)}, mustache.js ${thrown === null ? `renders ${show(wanted)}` : `throws ${show(thrown.message)}`}`;
+    }
+    const check = thrown !== null ? null : (a) => (a === wanted ? null : `rendered ${show(a)}, mustache.js renders ${show(wanted)}`);
+    return judge(rec, { check, codes: new Set([C.InvalidParams, C.CommandFailed]) });
+  };
+  return [{ name: `render ${show(template)} with functions in ${wrap ? '{ a: x }' : 'x'}`, rec, judge: judgeRender }];
+}
 
 function served(d, method, runsOf) {
   const tag = ++tags;

@@ -12,6 +12,7 @@ const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, channel } = require('./calls.js');
 const { wireParams } = require('./params.js');
 const { map } = require('./map.js');
+const { finishRender, asBuffer } = require('./render.js');
 const { Server } = require('./serve.js');
 const { TaskWorkers } = require('./workers.js');
 const views = require('./views.js');
@@ -146,9 +147,16 @@ class Pool extends EventEmitter {
     return map(this, this.#native, method, inputs, options);
   }
 
-  /** `render(template, data?, partials?)`: Mustache on a native thread, output as mustache.js 4.2.0's. */
+  /**
+   * `render(template, data?, partials?, config?)`: Mustache on a native thread, output as
+   * mustache.js 4.2.0's. Functions in `data` (and `config.escape`) run on this thread.
+   */
   render(...params) {
-    return this.exec('render', ...params);
+    const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions);
+    const handles = this.#handles;
+    this.#handles = undefined;
+    if (handles !== undefined) return call.then((result) => asBuffer(finishRender(result, handles)));
+    return params.length >= 4 ? call.then(asBuffer) : call;
   }
 
   /** Runs `method(...params)` once on every thread; resolves with the results in thread order. */
@@ -259,7 +267,10 @@ class Pool extends EventEmitter {
     return this.close();
   }
 
-  #submit(method, params, timeout, signal, onProgress) {
+  /** What the call function returned for the last render with functions (see render()). */
+  #handles = undefined;
+
+  #submit(method, params, timeout, signal, onProgress, extraFlags = 0) {
     let sent;
     let flags;
     try {
@@ -269,7 +280,16 @@ class Pool extends EventEmitter {
     }
     if (signal !== undefined) flags |= contract.callFlags.cancellable;
     if (onProgress !== undefined) flags |= contract.callFlags.progress;
-    const call = start(this, (id) => this.#call(id, method, sent, timeout, flags), signal, this.#cancel, onProgress);
+    flags |= extraFlags;
+    const call = start(
+      this,
+      (id) => {
+        this.#handles = this.#call(id, method, sent, timeout, flags) ?? undefined;
+      },
+      signal,
+      this.#cancel,
+      onProgress,
+    );
     if (this.#workers !== null) this.#workers.load();
     return call;
   }

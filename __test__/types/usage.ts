@@ -25,6 +25,16 @@ async function main(): Promise<void> {
   const typed = await pool.exec<{ total: number }>('sum', [1, 2]);
   const total: number = typed.total;
   const html: string = await pool.render('{{a}}', { a: 1 });
+  const lambdas: string = await pool.render('{{#b}}{{a}}{{/b}}', {
+    a: 1,
+    b() {
+      return (text: string, render: (t: string) => string) => `<b>${render(text)}</b>`;
+    },
+  });
+  const tagged: string = await pool.render('<%a%>', { a: 1 }, {}, ['<%', '%>']);
+  const bytes: Buffer = await pool.render('{{a}}', { a: 1 }, null, { tags: ['<%', '%>'], escape: (v) => String(v), output: 'buffer' });
+  // @ts-expect-error output is 'string' or 'buffer'
+  await pool.render('{{a}}', {}, {}, { output: 'stream' });
   const called = await pool.call<string>('echo', ['x'], { timeout: 10, signal: AbortSignal.timeout(100) });
   const squares: number[] = await pool.map<number, number>('fibonacci', [1, 2, 3], {
     concurrency: 2,
@@ -47,7 +57,7 @@ async function main(): Promise<void> {
   new Pool({ strategy: 'fastest' });
   // @ts-expect-error a built-in command's params are typed
   await pool.exec('fibonacci', 'thirty');
-  console.log(echoed, mine, fib, total, html, called, squares, ran, byDefault, disposable.threads);
+  console.log(echoed, mine, fib, total, html, lambdas, tagged, bytes.length, called, squares, ran, byDefault, disposable.threads);
 
   const words = new Int32Array(new SharedArrayBuffer(4 * (8 + FairMutex.WORDS)));
   const mutex = new Mutex(words, 0, { spin: 0 });

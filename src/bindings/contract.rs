@@ -18,6 +18,15 @@ pub(crate) const CALL_CANCELLABLE: u32 = 1;
 pub(crate) const CALL_JSON_PARAMS: u32 = 2;
 /// `flags` bit of the hot call function: the caller listens to the call's progress.
 pub(crate) const CALL_PROGRESS: u32 = 4;
+/// `flags` bit of the hot call function: the call (`pool.render`, of the native command
+/// `render`) may hold functions; the call function then returns `[functions, objects]`, what
+/// `finishRender` needs (see `render.rs`), or undefined when it held none.
+pub(crate) const CALL_FUNCTIONS: u32 = 8;
+/// How the render helper `write` (lib/render.js) makes a tag's text of a value: `'' + value`;
+/// `String(value)`, which the addon then escapes as HTML; `'' + escape(value)`.
+pub(crate) const RENDER_WRITE_RAW: u32 = 0;
+pub(crate) const RENDER_WRITE_HTML: u32 = 1;
+pub(crate) const RENDER_WRITE_ESCAPE: u32 = 2;
 /// Settle code of a result handed over as JSON text (code 0: the value itself).
 pub(crate) const RESULT_AS_JSON: i32 = 1;
 /// Code of a settle-batch entry that reports a call's progress (the call does not settle).
@@ -47,6 +56,14 @@ pub struct CallFlags {
     pub cancellable: u32,
     pub json_params: u32,
     pub progress: u32,
+    pub functions: u32,
+}
+
+#[napi(object)]
+pub struct RenderWriteModes {
+    pub raw: u32,
+    pub html: u32,
+    pub escape: u32,
 }
 
 #[napi(object)]
@@ -99,6 +116,7 @@ pub struct Contract {
     pub max_values: u32,
     pub rest: RestCodes,
     pub locks: LockLayout,
+    pub render_write: RenderWriteModes,
 }
 
 /// The contract, once per environment at load.
@@ -119,6 +137,7 @@ pub fn contract() -> Contract {
             cancellable: CALL_CANCELLABLE,
             json_params: CALL_JSON_PARAMS,
             progress: CALL_PROGRESS,
+            functions: CALL_FUNCTIONS,
         },
         result_as_json: RESULT_AS_JSON,
         progress: PROGRESS,
@@ -144,6 +163,11 @@ pub fn contract() -> Contract {
             fair_slots: fair_mutex::SLOTS as u32,
             fair_marks: fair_mutex::MARKS as u32,
             fair_turns: fair_mutex::TURNS as u32,
+        },
+        render_write: RenderWriteModes {
+            raw: RENDER_WRITE_RAW,
+            html: RENDER_WRITE_HTML,
+            escape: RENDER_WRITE_ESCAPE,
         },
     }
 }

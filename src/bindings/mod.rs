@@ -5,6 +5,7 @@ pub mod channel;
 pub mod contract;
 pub mod convert;
 pub mod pool;
+pub mod render;
 pub mod serve;
 pub mod shm;
 pub(crate) mod tsfn;

@@ -4,7 +4,7 @@
 //! RpcErrors delivered like any other outcome, so `exec`/`call` never throw synchronously.
 
 use super::channel::{Channel, Inbox};
-use super::contract::{CALL_CANCELLABLE, CALL_JSON_PARAMS, CALL_PROGRESS};
+use super::contract::{CALL_CANCELLABLE, CALL_FUNCTIONS, CALL_JSON_PARAMS, CALL_PROGRESS};
 use super::convert::{self, FromJs};
 use super::serve::{self, NativeServer};
 use crate::commands;
@@ -828,6 +828,16 @@ unsafe extern "C" fn hot_call(
             }
             // SAFETY: argv values belong to this env, on its JS thread.
             unsafe { method_str(env, argv[1]) }?;
+            if flags & CALL_FUNCTIONS != 0 {
+                // Functions only for the native render: a served method would get them as
+                // nothing at all.
+                // SAFETY: as above; argv[1] is a string.
+                let render =
+                    unsafe { convert::with_str(env, argv[1], |m| m == "render") }.unwrap_or(false);
+                if render && hot.pool.runs_natively("render") {
+                    from.collect_functions(0, 0);
+                }
+            }
             // SAFETY: as above.
             let timeout = unsafe { call_timeout(env, argv[3]) }?;
             let params = if flags & CALL_JSON_PARAMS != 0 {
@@ -878,7 +888,13 @@ unsafe extern "C" fn hot_call(
             }
             Err(_) => {}
         }
-        ptr::null_mut()
+        match from.collected {
+            // SAFETY: on this env's JS thread; the collected values belong to it.
+            Some(collected) if placed && !collected.functions.is_empty() => unsafe {
+                handles(env, &collected.functions, &collected.objects)
+            },
+            _ => ptr::null_mut(),
+        }
     }));
     match result {
         Ok(undefined) => undefined,
@@ -909,6 +925,33 @@ unsafe extern "C" fn hot_call(
             ptr::null_mut()
         }
     }
+}
+
+/// `[functions, objects]` as JavaScript arrays (null if they cannot be made: then the render
+/// cannot finish, and says so).
+///
+/// # Safety
+/// On `env`'s JS thread, with values of env.
+unsafe fn handles(
+    env: sys::napi_env,
+    functions: &[sys::napi_value],
+    objects: &[sys::napi_value],
+) -> sys::napi_value {
+    let mut pair = ptr::null_mut();
+    // SAFETY: caller contract; out-pointers are live locals; a failed call leaves a null
+    // value, which the next calls refuse.
+    unsafe {
+        sys::napi_create_array_with_length(env, 2, &mut pair);
+        for (at, list) in [functions, objects].into_iter().enumerate() {
+            let mut array = ptr::null_mut();
+            sys::napi_create_array_with_length(env, list.len(), &mut array);
+            for (i, &v) in list.iter().enumerate() {
+                sys::napi_set_element(env, array, i as u32, v);
+            }
+            sys::napi_set_element(env, pair, at as u32, array);
+        }
+    }
+    pair
 }
 
 /// A call whose views could not be kept alive is not placed (its environment is going away).

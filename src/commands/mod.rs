@@ -6,7 +6,7 @@ mod happycoin;
 mod life;
 mod locked_add;
 mod panic;
-mod render;
+pub mod render;
 mod sleep;
 mod square_sum;
 

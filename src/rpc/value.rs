@@ -426,6 +426,21 @@ pub enum Value {
     /// that asks for functions gets them (`pool.render`, for Mustache lambdas); every other
     /// call refuses them when its params are read.
     Function(FunctionId),
+    /// A result that only the calling thread can finish (a render that met JavaScript
+    /// functions, see `commands::render::functions`): handed to JavaScript as an opaque
+    /// handle, which gives it back to the addon to finish.
+    Pending(Pending),
+}
+
+/// What a [`Value::Pending`] holds: the command's own state, which the binding that finishes it
+/// downcasts.
+#[derive(Clone)]
+pub struct Pending(pub std::sync::Arc<dyn std::any::Any + Send + Sync>);
+
+impl fmt::Debug for Pending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Pending")
+    }
 }
 
 /// A function in a call's params: its index in the list of functions the calling thread keeps
@@ -447,6 +462,7 @@ impl PartialEq for Value {
             (Bytes(a), Bytes(b)) => a == b,
             (BigInt(a), BigInt(b)) => a == b,
             (Function(a), Function(b)) => a == b,
+            (Pending(a), Pending(b)) => std::sync::Arc::ptr_eq(&a.0, &b.0),
             _ => false,
         }
     }
@@ -466,6 +482,7 @@ impl Value {
             Value::Bytes(_) => "Uint8Array",
             Value::BigInt(_) => "bigint",
             Value::Function(_) => "function",
+            Value::Pending(_) => "pending result",
         }
     }
 
@@ -504,7 +521,11 @@ impl Value {
             Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => true,
             Value::Array(a) => a.iter().all(Value::is_json),
             Value::Object(m) => m.iter().all(|(_, v)| v.is_json()),
-            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Function(_) => false,
+            Value::View(_)
+            | Value::Bytes(_)
+            | Value::BigInt(_)
+            | Value::Function(_)
+            | Value::Pending(_) => false,
         }
     }
 }

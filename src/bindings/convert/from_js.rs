@@ -8,6 +8,13 @@
 //! Uint8Array, cycles) is refused with an InvalidParams error that names the value's place and
 //! type, instead of being silently changed the way `JSON.stringify` would change it.
 //!
+//! A conversion may collect functions instead (`FromJs::collect_functions`, for `pool.render`'s
+//! Mustache lambdas): each function becomes a [`Value::Function`] numbered by its place in
+//! [`Collected::functions`], and every array and object converted is listed in
+//! [`Collected::objects`], depth first and in order (`render` finds a function's `this` there
+//! by that order, see `commands/render/functions/pending.rs`). A function with properties of
+//! its own beyond a function's built-ins is refused: the renderer could not see them.
+//!
 //! Hostile values get the same treatment as any other: a getter or a Proxy trap that throws
 //! ends the conversion with an error saying where and what was thrown (the exception is
 //! cleared); a Proxy of an array is an array, as `Array.isArray` and JSON say; an array's
@@ -17,7 +24,7 @@
 
 use super::{napi_try, place, string, Converted};
 use crate::rpc::bigint::BigInt;
-use crate::rpc::{Map, RpcError, Value};
+use crate::rpc::{FunctionId, Map, RpcError, Value};
 use crate::shm::{ElementKind, SharedView};
 use napi::sys;
 use std::ptr;
@@ -71,7 +78,22 @@ pub struct FromJs {
     /// objects alive until it settles, and a call of a JavaScript-served method sends them to
     /// the serving thread.
     pub views: Vec<sys::napi_value>,
+    /// Functions and objects met, when the conversion collects functions.
+    pub collected: Option<Collected>,
 }
+
+/// The functions a conversion met (by their [`FunctionId`], from `first_function`) and the
+/// arrays and objects it converted (depth first, in order, numbered from `first_object`).
+pub struct Collected {
+    pub functions: Vec<sys::napi_value>,
+    pub objects: Vec<sys::napi_value>,
+    pub first_function: u32,
+    pub first_object: u32,
+}
+
+/// The own properties a function may have that no render can reach except by a built-in name
+/// (`commands/render/js.rs` refuses those names on functions).
+const FUNCTION_OWN: &[&str] = &["length", "name", "prototype", "arguments", "caller"];
 
 /// The values a conversion looks things up with, by index into `FromJs::known`.
 const OBJECT_PROTOTYPE: usize = 0;
@@ -111,7 +133,19 @@ impl FromJs {
             budget: MAX_VALUES,
             ancestors: Vec::new(),
             views: Vec::new(),
+            collected: None,
         }
+    }
+
+    /// From now on, functions become [`Value::Function`]s numbered from `first_function`, and
+    /// the arrays and objects converted are listed, numbered from `first_object`.
+    pub fn collect_functions(&mut self, first_function: u32, first_object: u32) {
+        self.collected = Some(Collected {
+            functions: Vec::new(),
+            objects: Vec::new(),
+            first_function,
+            first_object,
+        });
     }
 
     pub fn env(&self) -> sys::napi_env {
@@ -172,27 +206,40 @@ impl FromJs {
             sys::ValueType::napi_undefined | sys::ValueType::napi_null => Ok(Value::Null),
             sys::ValueType::napi_boolean => {
                 let mut b = false;
-                at_try!(env, path, sys::napi_get_value_bool(env, v, &mut b), "reading a boolean");
+                at_try!(
+                    env,
+                    path,
+                    sys::napi_get_value_bool(env, v, &mut b),
+                    "reading a boolean"
+                );
                 Ok(Value::Bool(b))
             }
             sys::ValueType::napi_number => {
                 let mut n = 0.0;
-                at_try!(env, path, sys::napi_get_value_double(env, v, &mut n), "reading a number");
+                at_try!(
+                    env,
+                    path,
+                    sys::napi_get_value_double(env, v, &mut n),
+                    "reading a number"
+                );
                 Ok(Value::Number(n))
             }
             // SAFETY: v is a string of this env.
             sys::ValueType::napi_string => unsafe { string(env, v) }.map(Value::String),
             // SAFETY: v is a bigint of this env.
             sys::ValueType::napi_bigint => unsafe { bigint(env, v) }.map(Value::BigInt),
+            // SAFETY: v is a function of this env.
+            sys::ValueType::napi_function if self.collected.is_some() => unsafe {
+                self.function(v, path)
+            },
             sys::ValueType::napi_function => Err(format!(
                 "{} is a function: functions (such as Mustache lambdas) cannot be sent to a \
-                 native thread; compute the value first, or render with mustache.js on the main thread",
+                 native thread, except to pool.render; compute the value first",
                 place(path)
             )),
-            sys::ValueType::napi_symbol => Err(format!(
-                "{} is a symbol, which cannot be sent",
-                place(path)
-            )),
+            sys::ValueType::napi_symbol => {
+                Err(format!("{} is a symbol, which cannot be sent", place(path)))
+            }
             sys::ValueType::napi_object => {
                 if depth >= MAX_DEPTH {
                     return Err(format!(
@@ -278,6 +325,60 @@ impl FromJs {
             place(again),
             place(first_place)
         )
+    }
+
+    /// A function met while collecting them: kept by the caller, numbered here.
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`], with `v` a function.
+    unsafe fn function(&mut self, v: sys::napi_value, path: &str) -> Converted<Value> {
+        let env = self.env;
+        let mut keys = ptr::null_mut();
+        at_try!(
+            env,
+            path,
+            sys::napi_get_all_property_names(
+                env,
+                v,
+                sys::KeyCollectionMode::own_only,
+                sys::KeyFilter::all_properties | sys::KeyFilter::skip_symbols,
+                sys::KeyConversion::numbers_to_strings,
+                &mut keys,
+            ),
+            "listing its properties"
+        );
+        let mut len = 0u32;
+        at_try!(
+            env,
+            path,
+            sys::napi_get_array_length(env, keys, &mut len),
+            "counting its properties"
+        );
+        for i in 0..len {
+            let mut key = ptr::null_mut();
+            at_try!(
+                env,
+                path,
+                sys::napi_get_element(env, keys, i, &mut key),
+                "reading a property name"
+            );
+            // SAFETY: key is a string of this env (numbers_to_strings, no symbols).
+            let name = unsafe { string(env, key) }?;
+            if !FUNCTION_OWN.contains(&name.as_str()) {
+                return Err(format!(
+                    "{} is a function with a property of its own, {name:?}: a render cannot \
+                     see a function's properties (put the value beside the function instead)",
+                    place(path)
+                ));
+            }
+        }
+        let Some(collected) = &mut self.collected else {
+            return Err(format!("{} is a function", place(path)));
+        };
+        let id = collected.first_function as usize + collected.functions.len();
+        let id = u32::try_from(id).map_err(|_| format!("{}: too many functions", place(path)))?;
+        collected.functions.push(v);
+        Ok(Value::Function(FunctionId(id)))
     }
 
     /// Takes `n` values from the budget, or says why the value at `path` is too big.
@@ -400,6 +501,9 @@ impl FromJs {
         }
         // SAFETY: v is an object of this env.
         unsafe { self.refuse_to_json(v, path) }?;
+        if let Some(collected) = &mut self.collected {
+            collected.objects.push(v);
+        }
         let mut keys = ptr::null_mut();
         at_try!(
             env,
@@ -475,6 +579,10 @@ impl FromJs {
         if to_json_matters {
             // SAFETY: v is an object of this env.
             unsafe { self.refuse_to_json(v, path) }?;
+            // (Not the params container: a value sent, not one of the call's own.)
+            if let Some(collected) = &mut self.collected {
+                collected.objects.push(v);
+            }
         }
         let len: usize = match kind {
             ArrayKind::Plain => {

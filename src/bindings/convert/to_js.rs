@@ -50,6 +50,12 @@ pub unsafe fn to_js_with(
                 "creating undefined"
             );
         }
+        // A render's unfinished result: an opaque handle the calling thread gives back to
+        // `finishRender` (see `bindings/render.rs`).
+        Value::Pending(pending) => {
+            // SAFETY: as for this function.
+            out = unsafe { crate::bindings::render::pending_to_js(env, pending) }?;
+        }
         Value::Bool(b) => {
             napi_try!(
                 env,

@@ -1,16 +1,22 @@
 //! How JavaScript sees a JSON value, for the few operations mustache.js applies to data:
 //! property access (`v[key]`, `key in v`), truthiness (`!v`) and `String(v)`.
 //!
-//! Data is JSON (checked before rendering), so every value is a primitive, an array or a plain
-//! object, and these operations have fixed answers, with one exception: the properties values
-//! inherit from `Object.prototype`, `Array.prototype`, `String.prototype`… (`toString`,
-//! `constructor`, `map`…). mustache.js would use those built-ins (usually calling them); corepool
+//! Data is JSON (checked before rendering) plus functions, so every value is a primitive, an
+//! array, a plain object or a function, and these operations have fixed answers, with one
+//! exception: the properties values inherit from `Object.prototype`, `Array.prototype`,
+//! `String.prototype`… (`toString`, `constructor`, `map`…), and a function's own built-ins
+//! (`name`, `length`). mustache.js would use those built-ins (usually calling them); corepool
 //! reports [`Property::Inherited`] and the caller turns it into an error instead of an output that
-//! might differ. The lists are Node 20's.
+//! might differ. The lists are Node 20's. (A function with properties of its own besides those
+//! is refused when the call's params are read, so a function has no other property.)
+//!
+//! Printing a function, or a value whose printing calls one (an object with its own `toString`
+//! or `valueOf` function, an array holding such values), is JavaScript's business: see
+//! [`Js::needs_javascript`] and `functions.rs`.
 
 use super::escape::escape_html;
 use crate::rpc::number::format_number;
-use crate::rpc::{Map, RpcError, Value};
+use crate::rpc::{FunctionId, Map, RpcError, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A JSON value as JavaScript sees it; also the values property access creates (a string's
@@ -23,8 +29,12 @@ pub enum Js<'a> {
     Bool(bool),
     Number(f64),
     String(&'a str),
-    Array(&'a [Value]),
+    /// An array. (The `Vec`, not its slice: its address tells apart even empty arrays, which
+    /// a function's `this` needs.)
+    Array(&'a Vec<Value>),
     Object(&'a Map),
+    /// A function of the call's (see `functions.rs`).
+    Function(FunctionId),
     /// A string of one lone surrogate, as indexing a string can make: JavaScript has it, a
     /// Rust string cannot hold it. Lookups go on through it; only printing it fails.
     LoneSurrogate,
@@ -147,9 +157,28 @@ const STRING_PROTOTYPE: &[&str] = &[
 
 const NUMBER_PROTOTYPE: &[&str] = &["toExponential", "toFixed", "toPrecision"];
 
+/// A function's own built-ins (`prototype`, `arguments` and `caller` on some kinds of
+/// function) and those of `Function.prototype`.
+const FUNCTION_PROTOTYPE: &[&str] = &[
+    "apply",
+    "arguments",
+    "bind",
+    "call",
+    "caller",
+    "constructor",
+    "length",
+    "name",
+    "prototype",
+    "toString",
+];
+
 /// What `String(object)` does when the object has its own `toString` key: JSON cannot make it
 /// a function, so JavaScript finds no callable conversion.
 const NOT_CONVERTIBLE: &str = "Cannot convert object to primitive value";
+
+/// Printing a function is JavaScript's business (the renderer hands it over, see
+/// `functions.rs`); reaching the native printer with one is a bug of corepool's.
+const FUNCTION_PRINTED: &str = "render: internal error: a function reached the native printer";
 
 const LONE_SURROGATE: &str = "render: a name indexes into a string at half of a surrogate pair \
      (a character outside the BMP, such as an emoji); mustache.js would output that lone \
@@ -182,18 +211,20 @@ const ON_OBJECT: u8 = 1;
 const ON_ARRAY: u8 = 2;
 const ON_STRING: u8 = 4;
 const ON_NUMBER: u8 = 8;
+const ON_FUNCTION: u8 = 16;
 
 impl Key {
     pub fn new(text: &str) -> Key {
         let mut inherited = 0;
         if object_builtin(text) {
             // Every prototype chain ends at `Object.prototype`.
-            inherited = ON_OBJECT | ON_ARRAY | ON_STRING | ON_NUMBER;
+            inherited = ON_OBJECT | ON_ARRAY | ON_STRING | ON_NUMBER | ON_FUNCTION;
         }
         for (list, bit) in [
             (ARRAY_PROTOTYPE, ON_ARRAY),
             (STRING_PROTOTYPE, ON_STRING),
             (NUMBER_PROTOTYPE, ON_NUMBER),
+            (FUNCTION_PROTOTYPE, ON_FUNCTION),
         ] {
             if list.contains(&text) {
                 inherited |= bit;
@@ -293,7 +324,9 @@ impl<'a> Js<'a> {
             Value::Array(items) => Js::Array(items),
             Value::Object(map) => Js::Object(map),
             // The render command refuses data holding these before rendering starts.
-            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Function(_) => {
+            Value::Function(f) => Js::Function(*f),
+            // The render command refuses data holding these before rendering starts.
+            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Pending(_) => {
                 Js::Undefined
             }
         }
@@ -311,7 +344,7 @@ impl<'a> Js<'a> {
             Js::Bool(b) => b,
             Js::Number(n) => n != 0.0 && !n.is_nan(),
             Js::String(s) => !s.is_empty(),
-            Js::Array(_) | Js::Object(_) | Js::LoneSurrogate => true,
+            Js::Array(_) | Js::Object(_) | Js::LoneSurrogate | Js::Function(_) => true,
         }
     }
 
@@ -358,11 +391,40 @@ impl<'a> Js<'a> {
             },
             Js::Number(_) if key.on(ON_NUMBER) => Property::Inherited,
             Js::Bool(_) if key.on(ON_OBJECT) => Property::Inherited,
-            Js::Number(_) | Js::Bool(_) | Js::Undefined | Js::Null => Property::Absent,
+            Js::Function(_) if key.on(ON_FUNCTION) => Property::Inherited,
+            Js::Number(_) | Js::Bool(_) | Js::Function(_) | Js::Undefined | Js::Null => {
+                Property::Absent
+            }
         }
     }
 
-    /// Appends `String(value)`, HTML-escaped if `escape`; nothing for null and undefined.
+    /// Whether printing the value runs JavaScript: a function; an object with its own
+    /// `toString` or `valueOf` function (`String()` and `+` call them); an array holding such a
+    /// value anywhere (`String(array)` prints every element). Iterative.
+    pub fn needs_javascript(self) -> bool {
+        let mut stack: Vec<&Value> = Vec::new();
+        let mut current = self;
+        loop {
+            match current {
+                Js::Function(_) => return true,
+                Js::Object(map) => {
+                    let calls = |key| matches!(map.get(key), Some(Value::Function(_)));
+                    if calls("toString") || calls("valueOf") {
+                        return true;
+                    }
+                }
+                Js::Array(items) => stack.extend(items.iter()),
+                _ => {}
+            }
+            match stack.pop() {
+                Some(next) => current = Js::of(next),
+                None => return false,
+            }
+        }
+    }
+
+    /// Appends `String(value)`, HTML-escaped if `escape`; nothing for null and undefined. The
+    /// value must not need JavaScript to print (see [`Js::needs_javascript`]).
     pub fn write(self, escape: bool, out: &mut String) -> Result<(), RpcError> {
         match self {
             Js::Undefined | Js::Null => {}
@@ -402,6 +464,7 @@ fn write_scalar(value: Js, escape: bool, out: &mut String) -> Result<(), RpcErro
         }
         Js::Object(_) => out.push_str("[object Object]"),
         Js::LoneSurrogate => return Err(RpcError::failed(LONE_SURROGATE)),
+        Js::Function(_) => return Err(RpcError::failed(FUNCTION_PRINTED)),
         Js::Array(_) | Js::Undefined | Js::Null => {}
     }
     Ok(())
@@ -479,10 +542,11 @@ mod tests {
     #[test]
     fn keys_worked_out_at_parse_time_find_the_built_ins_each_kind_of_value_inherits() {
         let map = Map::new();
-        let items = [Value::Null, Value::Null];
+        let items = vec![Value::Null, Value::Null];
         let values = [
             Js::Object(&map),
             Js::Array(&items),
+            Js::Function(FunctionId(0)),
             Js::String("ab"),
             Js::LoneSurrogate,
             Js::Number(1.0),
@@ -493,6 +557,7 @@ mod tests {
             ARRAY_PROTOTYPE,
             STRING_PROTOTYPE,
             NUMBER_PROTOTYPE,
+            FUNCTION_PROTOTYPE,
         ];
         let others = ["0", "1", "01", "-1", "length", "x", "", "4294967295"];
         let names = lists.iter().flat_map(|l| l.iter()).chain(&others);
@@ -501,6 +566,7 @@ mod tests {
             for value in values {
                 let own_prototype: &[&str] = match value {
                     Js::Array(_) => ARRAY_PROTOTYPE,
+                    Js::Function(_) => FUNCTION_PROTOTYPE,
                     Js::String(_) | Js::LoneSurrogate => STRING_PROTOTYPE,
                     Js::Number(_) => NUMBER_PROTOTYPE,
                     _ => &[],

@@ -13,6 +13,9 @@
 //!
 //! Where mustache.js would reach a built-in inherited from a prototype (see `js.rs`), the
 //! lookup fails with a message instead.
+//!
+//! A lookup that finds a function returns it as it is: calling it (with the innermost view as
+//! `this`, as mustache.js does) is the renderer's business, see `functions.rs`.
 
 use super::js::{Js, Key, Property};
 use super::parse::Name;
@@ -46,7 +49,13 @@ pub fn lookup_anywhere<'a>(views: &[Js<'a>], name: &Name) -> Result<Js<'a>, Box<
                         Property::Absent => {}
                         Property::Inherited => return Err(inherited(name, key).into()),
                     },
-                    Js::Bool(_) | Js::Number(_) | Js::String(_) | Js::LoneSurrogate => {}
+                    // mustache.js's `hasProperty` wants an object: a function view (an element
+                    // of a list of functions) never has the key either.
+                    Js::Bool(_)
+                    | Js::Number(_)
+                    | Js::String(_)
+                    | Js::LoneSurrogate
+                    | Js::Function(_) => {}
                 }
             }
             Ok(Js::Undefined)
@@ -68,8 +77,15 @@ pub fn lookup_anywhere<'a>(views: &[Js<'a>], name: &Name) -> Result<Js<'a>, Box<
                         }
                         Property::Absent => Js::Undefined,
                         // A primitive's inherited last step is no hit (only own properties
-                        // count there), so its value is never used.
-                        Property::Inherited if i == last && !parent.is_object() => Js::Undefined,
+                        // count there), so its value is never used. A function's built-ins
+                        // are partly its own (`name`, `length`): refused like the others.
+                        Property::Inherited
+                            if i == last
+                                && !parent.is_object()
+                                && !matches!(parent, Js::Function(_)) =>
+                        {
+                            Js::Undefined
+                        }
                         Property::Inherited => return Err(inherited(name, key).into()),
                     };
                 }

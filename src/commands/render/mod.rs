@@ -26,18 +26,22 @@
 //! a null view or of `String()` on an object with its own `toString` key.
 
 mod cache;
-mod config;
+pub mod config;
 mod escape;
-mod js;
+pub mod functions;
+pub mod js;
 mod lookup;
 mod parse;
 #[cfg(test)]
 mod tests;
 mod writer;
 
-use crate::rpc::{params, Command, Context, Map, RpcError, Value};
+use crate::rpc::value::Pending;
+use crate::rpc::{params, Command, Context, ErrorCode, Map, RpcError, Value};
 use cache::TemplateCache;
 use config::{Config, Output};
+use functions::pending::{PendingRender, Recorder};
+use std::sync::Arc;
 
 pub struct Render;
 
@@ -56,9 +60,10 @@ impl Command for Render {
         params::expect_count("render", &params, 1..=4)?;
         let template = params::string("render: template", &params[0])?;
         let data = params.get(1);
-        if let Some(data) = data {
-            check_json(data)?;
-        }
+        let mut functions = match data {
+            Some(data) => check_data(data)?,
+            None => false,
+        };
         let partials = match params.get(2) {
             None | Some(Value::Null) => None,
             Some(Value::Object(partials)) => Some(check_partials(partials)?),
@@ -70,22 +75,62 @@ impl Command for Render {
             }
         };
         let config = Config::parse(params.get(3))?;
-        let out = render_with(
-            TemplateCache::global(),
+        functions |= matches!(config.escape, config::Escape::Function(_));
+        let cache = TemplateCache::global();
+        let template = cache
+            .get_or_parse(template, config.tags.as_ref())
+            .map_err(RpcError::failed)?;
+        if !functions {
+            let (out, done) = writer::render(template, data, partials, &config, cache, None, ctx);
+            done?;
+            return Ok(output(out, config.output));
+        }
+        let recorder = Recorder::default();
+        let (out, done) = writer::render(
             template,
             data,
             partials,
             &config,
+            cache,
+            Some(&recorder),
             ctx,
-        )?;
-        Ok(match config.output {
-            Output::String => Value::String(out),
-            Output::Buffer => Value::Bytes(out.into_bytes()),
-        })
+        );
+        let error = match done {
+            Ok(()) if recorder.is_empty() => return Ok(output(out, config.output)),
+            Ok(()) => None,
+            Err(e) if recorder.is_empty() || stopped(&e) => return Err(e),
+            Err(e) => Some(e),
+        };
+        // SAFETY: the recorder's views point into `params` (data, partials, config) and into
+        // templates its slots hold; `PendingRender` keeps both, unchanged, for as long as it
+        // keeps the slots (see `pending.rs`). Taking it out of this borrow lets `params` move
+        // into it.
+        let recorder: Recorder<'static> = unsafe { std::mem::transmute(recorder) };
+        // SAFETY: as above.
+        let pending = unsafe { PendingRender::new(recorder, out, error, config, params) };
+        Ok(Value::Pending(Pending(Arc::new(pending))))
     }
 }
 
-/// Renders with a given cache (the command uses the process-wide one).
+/// The result in the form `config.output` asks for.
+fn output(out: String, form: Output) -> Value {
+    match form {
+        Output::String => Value::String(out),
+        Output::Buffer => Value::Bytes(out.into_bytes()),
+    }
+}
+
+/// Whether `e` says the call was stopped (abort, timeout, destroy): that ends it at once, even
+/// with slots left to fill.
+fn stopped(e: &RpcError) -> bool {
+    matches!(
+        e.code,
+        ErrorCode::Aborted | ErrorCode::Timeout | ErrorCode::PoolClosed
+    )
+}
+
+/// Renders with a given cache and no functions (the command uses the process-wide cache).
+#[cfg(test)]
 fn render_with(
     cache: &TemplateCache,
     template: &str,
@@ -97,20 +142,30 @@ fn render_with(
     let template = cache
         .get_or_parse(template, config.tags.as_ref())
         .map_err(RpcError::failed)?;
-    writer::render(template, data, partials, config, cache, ctx)
+    let (out, done) = writer::render(template, data, partials, config, cache, None, ctx);
+    done.map(|()| out)
 }
 
-/// Refuses data that JSON cannot carry. A quick walk first; the path of the culprit is only
-/// worked out when there is one.
-fn check_json(data: &Value) -> Result<(), RpcError> {
+pub use escape::escape_html;
+
+/// Refuses data that JSON cannot carry (functions aside); says whether it holds functions. A
+/// quick walk first; the path of the culprit is only worked out when there is one.
+fn check_data(data: &Value) -> Result<bool, RpcError> {
+    check_value(data, "data")
+}
+
+/// [`check_data`] for any value a render takes, named `name` in the error.
+pub fn check_value(data: &Value, name: &str) -> Result<bool, RpcError> {
     let mut stack = vec![data];
+    let mut functions = false;
     while let Some(value) = stack.pop() {
         match value {
             Value::Array(items) => stack.extend(items),
             Value::Object(map) => stack.extend(map.iter().map(|(_, v)| v)),
-            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Function(_) => {
-                let (path, culprit) = first_non_json(data, String::from("data"))
-                    .unwrap_or_else(|| (String::from("data"), value));
+            Value::Function(_) => functions = true,
+            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Pending(_) => {
+                let (path, culprit) = first_non_json(data, String::from(name))
+                    .unwrap_or_else(|| (String::from(name), value));
                 return Err(RpcError::invalid_params(format!(
                     "render: {path} is a {}, which JSON cannot carry and the native renderer \
                      does not take; convert it first (e.g. to a string or an array of numbers), \
@@ -121,7 +176,7 @@ fn check_json(data: &Value) -> Result<(), RpcError> {
             Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
         }
     }
-    Ok(())
+    Ok(functions)
 }
 
 /// The path and value of the first non-JSON value inside `value`, depth first.
@@ -140,10 +195,14 @@ fn first_non_json(value: &Value, path: String) -> Option<(String, &Value)> {
                     stack.push((item, format!("{path}{}", property_path(key))));
                 }
             }
-            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Function(_) => {
+            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Pending(_) => {
                 return Some((path, value))
             }
-            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+            Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::String(_)
+            | Value::Function(_) => {}
         }
     }
     None
@@ -162,7 +221,8 @@ fn property_path(key: &str) -> String {
     }
 }
 
-/// Partials must map names to template strings (null, like a missing name, renders nothing).
+/// Partials must map names to template strings (null, like a missing name, renders nothing);
+/// mustache.js renders a partial that is a function's source text, which corepool does not.
 fn check_partials(partials: &Map) -> Result<&Map, RpcError> {
     for (name, value) in partials.iter() {
         if !matches!(value, Value::String(_) | Value::Null) {

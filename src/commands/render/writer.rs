@@ -9,6 +9,10 @@
 //! - `{{>name}}` renders `partials[name]` (indented first if its tag asked for it, see
 //!   `parse.rs`) in the current context; a missing partial renders nothing.
 //!
+//! Where a value or section needs JavaScript (a function, or an `escape` function), the
+//! renderer hands it to its [`Functions`] (see `functions.rs`), which records it for later or
+//! runs it now.
+//!
 //! The walk is iterative: an explicit stack of frames (one per section or partial being
 //! rendered) instead of recursion, so deep nesting costs heap, not the worker's stack. Depth
 //! is still capped (mustache.js itself overflows its stack at about 5,000 levels), which also
@@ -18,6 +22,7 @@
 use super::cache::TemplateCache;
 use super::config::{Config, Escape};
 use super::escape::escape_html;
+use super::functions::{Functions, Scope, SectionCall, SectionValue, TagEscape};
 use super::js::{object_builtin, Js};
 use super::lookup::{lookup, lookup_anywhere};
 use super::parse::{Name, Node, Tags, Template};
@@ -99,8 +104,8 @@ enum Step<'a> {
     },
 }
 
-struct Renderer<'a, 'c> {
-    out: String,
+pub(super) struct Renderer<'a, 'c> {
+    pub(super) out: String,
     /// The views sections pushed, innermost last; never empty.
     views: Vec<Js<'a>>,
     frames: Vec<Frame<'a>>,
@@ -112,10 +117,14 @@ struct Renderer<'a, 'c> {
     partials: Option<&'a Map>,
     /// The tags every partial starts with.
     tags: Option<&'c Tags>,
-    /// Whether `{{name}}` escapes HTML.
+    /// How `{{name}}` escapes.
+    escape: Escape,
+    /// Whether `{{name}}` escapes HTML natively (the fast path's question).
     html: bool,
     cache: &'c TemplateCache,
     length: OutputLength,
+    /// Where functions go, when the render has any (or an `escape` function).
+    functions: Option<&'c dyn Functions<'a>>,
 }
 
 /// Writes `{{name}}` (escaped) or `{{{name}}}`. Inlined for the common case, a string or
@@ -138,44 +147,132 @@ fn write_value(views: &[Js], name: &Name, escape: bool, out: &mut String) -> Res
         .write(escape, out)
 }
 
-/// Renders `template` with `data` (`None` is undefined), `partials` and `config`.
-pub fn render(
+/// `{{name}}` when the render has functions: values that need JavaScript go to them.
+fn write_with_functions<'a>(
+    functions: &dyn Functions<'a>,
+    views: &[Js<'a>],
+    name: &Name,
+    escape: TagEscape,
+    out: &mut String,
+) -> Result<(), RpcError> {
+    let value = lookup(views, name).map_err(|e| *e)?;
+    if value.is_nullish() {
+        return Ok(());
+    }
+    if matches!(escape, TagEscape::Function(_)) || value.needs_javascript() {
+        let this = views.last().copied().unwrap_or(Js::Undefined);
+        return functions.write(value, this, escape, out);
+    }
+    value.write(escape == TagEscape::Html, out)
+}
+
+/// Renders `template` with `data` (`None` is undefined), `partials` and `config`; `functions`
+/// takes whatever needs JavaScript. The output so far comes back with an error too (the slots
+/// recorded before it still have to be filled).
+pub fn render<'a>(
     template: Arc<Template>,
-    data: Option<&Value>,
-    partials: Option<&Map>,
+    data: Option<&'a Value>,
+    partials: Option<&'a Map>,
     config: &Config,
     cache: &TemplateCache,
+    functions: Option<&dyn Functions<'a>>,
     ctx: &Context,
-) -> Result<String, RpcError> {
-    let nodes = template.nodes.len();
+) -> (String, Result<(), RpcError>) {
     // The last output's length, plus a little for this one's differences, saves regrowing
     // (and copying) the buffer as it fills; the first render guesses from the source.
     let capacity = match template.last_output.load(Ordering::Relaxed) {
         0 => template.source.len() + template.source.len() / 2,
         last => last + last / 16,
     };
-    let mut r = Renderer {
-        out: String::with_capacity(capacity),
-        views: vec![data.map_or(Js::Undefined, Js::of)],
-        frames: Vec::new(),
-        templates: vec![template],
-        partial_templates: HashMap::new(),
+    let scope = Scope {
+        views: &[],
         partials,
         tags: config.tags.as_ref(),
-        html: config.escape == Escape::Html,
+        escape: config.escape,
         cache,
-        length: OutputLength::default(),
     };
-    r.enter(0, 0, nodes, None, &[])?;
-    r.run(ctx)?;
+    let mut r = Renderer::new(scope, vec![data.map_or(Js::Undefined, Js::of)], functions);
+    r.out.reserve(capacity);
+    let nodes = template.nodes.len();
+    r.templates.push(template);
+    let done = r.enter(0, 0, nodes, None, &[]).and_then(|()| r.run(ctx));
     let main = &r.templates[0];
-    if main.last_output.load(Ordering::Relaxed) != r.out.len() {
+    if done.is_ok() && main.last_output.load(Ordering::Relaxed) != r.out.len() {
         main.last_output.store(r.out.len(), Ordering::Relaxed);
     }
-    Ok(r.out)
+    (r.out, done)
 }
 
-impl<'a> Renderer<'a, '_> {
+impl<'a, 'c> Renderer<'a, 'c> {
+    /// A renderer with `views` in effect and no template yet (`scope.views` is not used).
+    pub(super) fn new(
+        scope: Scope<'a, 'c>,
+        views: Vec<Js<'a>>,
+        functions: Option<&'c dyn Functions<'a>>,
+    ) -> Self {
+        Renderer {
+            out: String::new(),
+            views,
+            frames: Vec::new(),
+            templates: Vec::new(),
+            partial_templates: HashMap::new(),
+            partials: scope.partials,
+            tags: scope.tags,
+            escape: scope.escape,
+            html: scope.escape == Escape::Html,
+            cache: scope.cache,
+            length: OutputLength::default(),
+            functions,
+        }
+    }
+
+    /// Renders all of `template` in the views given to [`Renderer::new`] (a lambda's `render`).
+    pub(super) fn render_template(
+        &mut self,
+        template: Arc<Template>,
+        ctx: &Context,
+    ) -> Result<(), RpcError> {
+        let nodes = template.nodes.len();
+        self.templates.push(template);
+        let at = self.templates.len() - 1;
+        self.enter(at, 0, nodes, None, &[])?;
+        self.run(ctx)
+    }
+
+    /// Renders section node `node` of `template` as if its name had found `value` (a section
+    /// whose function was called later, see `functions.rs`).
+    pub(super) fn render_section(
+        &mut self,
+        template: Arc<Template>,
+        node: usize,
+        value: Js<'a>,
+        ctx: &Context,
+    ) -> Result<(), RpcError> {
+        self.templates.push(template);
+        let at = self.templates.len() - 1;
+        match self.section_step(at, node, value)? {
+            Step::Enter {
+                start,
+                end,
+                view,
+                rest,
+            } => self.enter(at, start, end, view, rest)?,
+            Step::Next | Step::Partial { .. } => {}
+        }
+        self.run(ctx)
+    }
+
+    /// What this renderer would hand a lambda: the views and the render's settings.
+    fn scope(&self) -> Scope<'a, '_> {
+        Scope {
+            views: &self.views,
+            partials: self.partials,
+            tags: self.tags,
+            escape: self.escape,
+            cache: self.cache,
+        }
+    }
+
     fn run(&mut self, ctx: &Context) -> Result<(), RpcError> {
         let mut budget = CHECK_EVERY;
         while let Some(frame) = self.frames.last_mut() {
@@ -190,9 +287,18 @@ impl<'a> Renderer<'a, '_> {
                 }
                 match node {
                     Node::Text(text) => self.out.push_str(text),
-                    Node::Value { name, escape } => {
-                        write_value(&self.views, name, *escape && self.html, &mut self.out)?
-                    }
+                    Node::Value { name, escape } => match self.functions {
+                        None => {
+                            write_value(&self.views, name, *escape && self.html, &mut self.out)?
+                        }
+                        Some(functions) => write_with_functions(
+                            functions,
+                            &self.views,
+                            name,
+                            TagEscape::of(*escape, self.escape),
+                            &mut self.out,
+                        )?,
+                    },
                     Node::Section { .. } | Node::Partial { .. } => break,
                 }
                 self.length.check(&self.out, MAX_STRING_LENGTH)?;
@@ -239,50 +345,18 @@ impl<'a> Renderer<'a, '_> {
     }
 
     /// What section or partial node `at` of `template` asks for.
-    fn open(&self, template: usize, at: usize) -> Result<Step<'a>, RpcError> {
+    fn open(&mut self, template: usize, at: usize) -> Result<Step<'a>, RpcError> {
+        let node = &self.templates[template].nodes[at];
+        if let Node::Section { name, .. } = node {
+            let value = lookup(&self.views, name).map_err(|e| *e)?;
+            return self.section_step(template, at, value);
+        }
         let template = &*self.templates[template];
         let source = &*template.source;
-        Ok(match &template.nodes[at] {
+        Ok(match node {
             // `run` renders these itself.
             Node::Text(_) | Node::Value { .. } => Step::Next,
-            Node::Section {
-                name,
-                inverted,
-                end,
-                ..
-            } => {
-                let value = lookup(&self.views, name).map_err(|e| *e)?;
-                let (start, end) = (at + 1, *end);
-                let skip = Step::Enter {
-                    start: end,
-                    end,
-                    view: None,
-                    rest: &[],
-                };
-                let once = |view| Step::Enter {
-                    start,
-                    end,
-                    view,
-                    rest: &[],
-                };
-                match value {
-                    _ if *inverted => match value {
-                        Js::Array([]) => once(None),
-                        _ if !value.truthy() => once(None),
-                        _ => skip,
-                    },
-                    Js::Array([]) => skip,
-                    Js::Array([first, rest @ ..]) => Step::Enter {
-                        start,
-                        end,
-                        view: Some(Js::of(first)),
-                        rest,
-                    },
-                    _ if !value.truthy() => skip,
-                    Js::Bool(_) => once(None),
-                    _ => once(Some(value)),
-                }
-            }
+            Node::Section { .. } => unreachable!("sections are opened above"),
             Node::Partial { name, .. } => {
                 let Some(partials) = self.partials else {
                     return Ok(Step::Next);
@@ -302,6 +376,79 @@ impl<'a> Renderer<'a, '_> {
                     None => Step::Next,
                 }
             }
+        })
+    }
+
+    /// What section node `at` of `template` asks for when its name found `value`.
+    fn section_step(
+        &mut self,
+        template: usize,
+        at: usize,
+        value: Js<'a>,
+    ) -> Result<Step<'a>, RpcError> {
+        let Node::Section { inverted, end, .. } = self.templates[template].nodes[at] else {
+            return Ok(Step::Next);
+        };
+        let (start, end) = (at + 1, end);
+        let value = match (value, self.functions) {
+            (Js::Function(function), Some(functions)) => {
+                // The output moves out while the call borrows the views and templates.
+                let mut out = std::mem::take(&mut self.out);
+                let call = SectionCall {
+                    function,
+                    this: self.views.last().copied().unwrap_or(Js::Undefined),
+                    inverted,
+                    template: &self.templates[template],
+                    node: at,
+                    scope: self.scope(),
+                };
+                let outcome = functions.section(call, &mut out);
+                self.out = out;
+                match outcome? {
+                    SectionValue::Value(value) => value,
+                    // The body is the function's business (recorded, or a lambda's text).
+                    SectionValue::Done => {
+                        return Ok(Step::Enter {
+                            start: end,
+                            end,
+                            view: None,
+                            rest: &[],
+                        })
+                    }
+                }
+            }
+            (value, _) => value,
+        };
+        let skip = Step::Enter {
+            start: end,
+            end,
+            view: None,
+            rest: &[],
+        };
+        let once = |view| Step::Enter {
+            start,
+            end,
+            view,
+            rest: &[],
+        };
+        Ok(match value {
+            _ if inverted => match value {
+                Js::Array(items) if items.is_empty() => once(None),
+                _ if !value.truthy() => once(None),
+                _ => skip,
+            },
+            Js::Array(items) => match items.split_first() {
+                None => skip,
+                Some((first, rest)) => Step::Enter {
+                    start,
+                    end,
+                    view: Some(Js::of(first)),
+                    rest,
+                },
+            },
+            _ if !value.truthy() => skip,
+            Js::Bool(_) => once(None),
+            _ => once(Some(value)),
         })
     }
 

@@ -1,0 +1,265 @@
+'use strict';
+// pool.render with functions in the view (Mustache lambdas) and an `escape` function, against
+// mustache.js 4.2.0: the spec's optional lambdas module, seeded random views holding functions,
+// what `this` is, and hostile functions.
+const fs = require('node:fs');
+const path = require('node:path');
+const Mustache = require('mustache');
+const { Pool, RpcError } = require('..');
+const { native } = require('../lib/native.js');
+const { expectAgreement, viaMustache, viaPool, CaseGenerator, C } = require('./render-cases.js');
+
+let pool;
+beforeAll(() => {
+  pool = new Pool();
+});
+afterAll(() => pool.close());
+
+/**
+ * The spec's data with each `{ __tag__: 'code', js }` made a function. In sections, mustache.js
+ * calls a function found by name first and takes a function it returns as the lambda (its
+ * higher-order sections), so there the spec's function is returned by one (`wrap`).
+ */
+function specData(data, wrap) {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return data;
+  if (data.__tag__ === 'code') {
+    const f = (0, eval)(`(${data.js})`);
+    return wrap ? () => f : f;
+  }
+  return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, specData(v, wrap)]));
+}
+
+test("the spec's lambdas module renders exactly as with mustache.js", async () => {
+  const spec = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'mustache-spec', '~lambdas.json'), 'utf8'));
+  expect(spec.tests).toHaveLength(10);
+  const mustacheFails = [];
+  for (const t of spec.tests) {
+    const wrap = /#|\^/.test(t.template);
+    // "Multiple Calls" counts calls in a global: each renderer starts from 0.
+    delete globalThis.calls;
+    const theirs = viaMustache({ template: t.template, data: specData(t.data, wrap), partials: t.partials });
+    delete globalThis.calls;
+    const ours = await viaPool(pool, { template: t.template, data: specData(t.data, wrap), partials: t.partials });
+    expect([t.name, ours]).toEqual([t.name, theirs]);
+    if (theirs.ok !== t.expected) mustacheFails.push(t.name);
+  }
+  // mustache.js does not render a lambda's result again, as the spec asks; neither does corepool.
+  expect(mustacheFails).toEqual([
+    'Interpolation - Expansion',
+    'Interpolation - Alternate Delimiters',
+    'Section - Expansion',
+    'Section - Alternate Delimiters',
+  ]);
+});
+
+/** Functions the random views hold: all pure, so both renderers see the same values. */
+const FUNCTIONS = [
+  (v) => () => v,
+  (v) => function () {
+    return v === undefined ? this : v;
+  },
+  () => function () {
+    return this === null || this === undefined ? 'none' : typeof this === 'object' ? Object.keys(this).join('+') : this;
+  },
+  () => () => (text, render) => `[${render(text)}]`,
+  () => () => (text) => `<${text}>`,
+  () => () => (text, render) => render(`{{a}}${text}{{#list}}{{.}}{{/list}}`),
+  () => () => () => null,
+  () => () => (text) => text.length,
+  (v) => function () {
+    return (text, render) => (this && typeof this === 'object' ? render(text) : v);
+  },
+  () => () => '<b>&</b>',
+  () => () => 0,
+  () => () => ['x', { a: '<' }, () => 'f'],
+];
+
+/** Names the random views give functions at the top, and the templates use more often. */
+const FUNCTION_KEYS = ['a', 'b', 'c', 'list', 'obj', 's'];
+
+/** CaseGenerator's cases with some values turned into functions (never a function's own built-ins). */
+class FunctionCases extends CaseGenerator {
+  name() {
+    if (this.chance(0.4)) return this.pick(FUNCTION_KEYS);
+    return super.name().replace(/\blength\b/g, 'a');
+  }
+  functionize(value, depth) {
+    if (this.chance(0.4)) return this.pick(FUNCTIONS)(value);
+    if (depth > 4 || value === null || typeof value !== 'object') return value;
+    if (Array.isArray(value)) return value.map((v) => this.functionize(v, depth + 1));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.functionize(v, depth + 1)]));
+  }
+  caseWithFunctions() {
+    const c = this.case();
+    let data = this.functionize(c.data, 0);
+    if (data === null || typeof data !== 'object' || Array.isArray(data)) data = { list: data };
+    for (const key of FUNCTION_KEYS) if (this.chance(0.6)) data[key] = this.pick(FUNCTIONS)(this.value(1));
+    if (!this.chance(0.15)) return { ...c, data };
+    const escape = (v) => `«${String(v)}»`;
+    return { ...c, data, partials: c.partials ?? {}, config: { escape } };
+  }
+}
+
+test('6,000 seeded random views holding functions and lambdas render exactly as with mustache.js', async () => {
+  const generator = new FunctionCases(20261130);
+  const cases = Array.from({ length: 6000 }, () => generator.caseWithFunctions());
+  // Count the renders that called functions (those finished on this thread).
+  const finish = native.finishRender;
+  let finished = 0;
+  native.finishRender = (...args) => {
+    finished++;
+    return finish(...args);
+  };
+  try {
+    await expectAgreement(pool, cases);
+  } finally {
+    native.finishRender = finish;
+  }
+  expect(finished).toBeGreaterThanOrEqual(2000);
+});
+
+test("a function's `this` is the caller's own object (not a copy), the innermost view", async () => {
+  const seen = [];
+  const data = {
+    items: [{ id: 1 }, { id: 2 }],
+    mark() {
+      seen.push(this);
+      return this.id;
+    },
+  };
+  expect(await pool.render('{{#items}}{{mark}},{{/items}}', data)).toBe('1,2,');
+  expect(seen).toHaveLength(2);
+  expect(seen[0]).toBe(data.items[0]);
+  expect(seen[1]).toBe(data.items[1]);
+  // A lambda gets the same `this`, and a section's function's result is a view too.
+  const lambdaThis = [];
+  const view = {
+    o: { n: 1 },
+    wrap() {
+      return function (text, render) {
+        lambdaThis.push(this);
+        return render(text);
+      };
+    },
+  };
+  expect(await pool.render('{{#o}}{{#wrap}}{{n}}{{/wrap}}{{/o}}', view)).toBe('1');
+  expect(lambdaThis[0]).toBe(view.o);
+});
+
+test("the native renderer reads the data once, when the call is made: a function's changes are seen by functions only", async () => {
+  const data = {
+    n: 1,
+    bump() {
+      this.n += 1;
+      return '';
+    },
+    read() {
+      return this.n;
+    },
+  };
+  // mustache.js would print 2 for the plain {{n}}: corepool printed the value it read at the call.
+  expect(await pool.render('{{bump}}{{n}}|{{read}}', data)).toBe('1|2');
+  expect(data.n).toBe(2);
+});
+
+test('escape: a function called as mustache.js calls it, false or identity natively, with partials and nested sections', async () => {
+  const calls = [];
+  const escape = function (v) {
+    calls.push([typeof v, this]);
+    return v === 'skip' ? undefined : `(${v})`;
+  };
+  const template = '{{a}}{{{a}}}{{n}}{{#l}}{{.}}{{>p}}{{/l}}{{s}}';
+  const data = { a: '<', n: 1.5, l: ['x', 'y'], s: 'skip' };
+  const partials = { p: '[{{.}}]' };
+  const theirs = Mustache.render(template, data, partials, { escape });
+  calls.length = 0;
+  expect(await pool.render(template, data, partials, { escape })).toBe(theirs);
+  expect(calls.every(([, self]) => self === undefined)).toBe(true);
+  expect(calls.map(([t]) => t)).toEqual(['string', 'number', 'string', 'string', 'string', 'string', 'string']);
+  const identity = (v) => v;
+  await expectAgreement(pool, [
+    { template, data, partials, config: { escape: false }, mustacheConfig: { escape: identity } },
+    { template: '<%#l%><%.%><%>p%><%/l%>', data, partials: { p: '<%a%>' }, config: { tags: ['<%', '%>'], escape: 'none' }, mustacheConfig: { tags: ['<%', '%>'], escape: identity } },
+  ]);
+});
+
+test("output 'buffer' gives a Buffer of the UTF-8 output, with or without functions", async () => {
+  for (const data of [{ a: 'é<😀>' }, { a: () => 'é<😀>' }]) {
+    const out = await pool.render('{{a}}|{{{a}}}', data, {}, { output: 'buffer' });
+    expect(Buffer.isBuffer(out)).toBe(true);
+    expect(out.toString('utf8')).toBe('é&lt;😀&gt;|é<😀>');
+  }
+});
+
+test('a throwing function rejects the render with its own exception, and the pool goes on', async () => {
+  const boom = new Error('boom');
+  for (const data of [
+    { a: () => { throw boom; } },
+    { a: () => () => { throw boom; } },
+    { a: () => (text, render) => render(text), b: () => { throw boom; } },
+  ]) {
+    await expect(pool.render('{{#a}}{{b}}{{/a}}{{a}}', data)).rejects.toBe(boom);
+  }
+  await expect(pool.render('{{a}}', { a: 1 }, {}, { escape: () => { throw boom; } })).rejects.toBe(boom);
+  expect(await pool.render('{{a}}', { a: 'still' })).toBe('still');
+});
+
+test('hostile results: Proxies, symbols, bigints, cycles and getters give clear errors or mustache.js output', async () => {
+  const trap = new Proxy({}, { ownKeys() { throw new Error('trap'); }, get() { throw new Error('trap'); } });
+  const proxyErr = await pool.render('{{#a}}x{{/a}}', { a: () => trap }).catch((e) => e);
+  expect(proxyErr).toBeInstanceOf(RpcError);
+  expect(proxyErr.message).toMatch(/a section's function returned a value the native renderer cannot take.*trap/s);
+  const cyclic = {};
+  cyclic.self = cyclic;
+  const cycleErr = await pool.render('{{#a}}x{{/a}}', { a: () => cyclic }).catch((e) => e);
+  expect(cycleErr).toBeInstanceOf(RpcError);
+  expect(cycleErr.message).toMatch(/cannot take/);
+  // What mustache.js does with these, corepool does: the same output or the same TypeError.
+  await expectAgreement(pool, [
+    { template: '{{#a}}x{{/a}}|{{^a}}y{{/a}}', data: { a: () => Symbol('s') } },
+    { template: '{{#a}}x{{/a}}|{{^a}}y{{/a}}', data: { a: () => 10n } },
+    { template: '{{{a}}}', data: { a: () => Symbol('s') } },
+    { template: '{{a}}', data: { a: () => Symbol('s') } },
+    { template: '{{a}}|{{{a}}}', data: { a: () => 10n } },
+    { template: '{{a}}', data: { a: () => ({ toString: () => '<t>' }) } },
+    { template: '{{#a}}{{b}}{{/a}}', data: { a: () => ({ get b() { return 'getter'; } }) } },
+  ]);
+  const badFunction = Object.assign(() => 1, { extra: 1 });
+  const ownErr = await pool.render('{{a}}', { a: badFunction }).catch((e) => e);
+  expect([ownErr.code, ownErr.message]).toEqual([C.InvalidParams, expect.stringMatching(/params\[1\]\.a is a function with a property of its own, "extra"/)]);
+});
+
+test("a lambda's render: only while the lambda runs, only a string; endless recursion stops with a RangeError", async () => {
+  let stored;
+  expect(await pool.render('{{#s}}x{{/s}}', { s: () => (text, render) => { stored = render; return ''; } })).toBe('');
+  expect(() => stored('{{a}}')).toThrow(/render\(\) can only be called while the lambda runs/);
+  await expect(pool.render('{{#s}}x{{/s}}', { s: () => (text, render) => render(42) })).rejects.toThrow(/takes the template text, a string/);
+  const endless = { deep: () => (text, render) => render(`{{#deep}}${text}{{/deep}}`) };
+  const overflow = await pool.render("{{#deep}}x{{/deep}}", endless).catch((e) => e);
+  expect([overflow.name, overflow.message]).toEqual(["RangeError", "Maximum call stack size exceeded"]);
+  // Deep but finite: 150 nested lambdas.
+  let depth = 0;
+  const deep = { d: () => (text, render) => (++depth < 150 ? render(`{{#d}}${text}{{/d}}`) : text) };
+  expect(await pool.render('{{#d}}x{{/d}}', deep)).toBe('x');
+  expect(await pool.render('{{a}}', { a: 'alive' })).toBe('alive');
+});
+
+test('functions go only to render: other commands refuse them with InvalidParams', async () => {
+  const e = await pool.exec('render', '{{a}}', { a: () => 1 }).catch((err) => err);
+  expect(e).toBeInstanceOf(RpcError);
+  expect(e.code).toBe(C.InvalidParams);
+  expect(e.message).toMatch(/params\[1\]\.a is a function: .*except to pool\.render/);
+});
+
+test("while a render waits for its functions, the event loop runs: the native part is on the pool's thread", async () => {
+  const rows = Array.from({ length: 400 }, (_, i) => ({ i }));
+  const template = '{{#rows}}{{#rows}}{{i}}{{/rows}}{{/rows}}{{f}}';
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 1);
+  const started = Date.now();
+  const out = await pool.render(template, { rows, f: () => 'end' });
+  clearInterval(timer);
+  expect(out.endsWith('end')).toBe(true);
+  // The 160,000 values rendered on the pool thread while this thread ran its timers.
+  if (Date.now() - started > 20) expect(ticks).toBeGreaterThan(0);
+});

@@ -1,0 +1,551 @@
+//! The calling thread's side of a render whose view or config holds JavaScript functions (see
+//! `commands/render/functions.rs` for the two passes): the handle a pending render travels to
+//! JavaScript as, `finishRender`, which fills its slots by calling the functions, and the
+//! `render` that lambdas get.
+//!
+//! For such a call, JavaScript keeps `[functions, objects]`: the functions and the arrays and
+//! objects its params held, in the order the conversion met them (`FromJs::collect_functions`),
+//! which the call function returned and `pool.render` hands back to `finishRender`. A
+//! function's `this` is looked up there: the very object of the caller's view, not a copy.
+//! Values functions return are read the same way and appended.
+//!
+//! The helpers (`lib/render.js`) do in JavaScript what mustache.js does in JavaScript: make
+//! the text a tag writes of a value (`'' + value`, `String(value)`, `escape(value)`), tell
+//! whether an inverted section renders, and call a lambda with its `render` function. The rest
+//! is native: calling the view's functions (`f.call(this)`), reading what they return, and all
+//! the rendering around them.
+//!
+//! Errors: a JavaScript exception (a function threw) stays pending and propagates to the
+//! caller's JavaScript as it is; an error of the render's own comes back as `[code, message]`.
+
+use super::contract::{RENDER_WRITE_ESCAPE, RENDER_WRITE_HTML, RENDER_WRITE_RAW};
+use super::convert::{self, to_js, FromJs};
+use super::pool::RawValue;
+use crate::commands::render::functions::pending::{Finishing, PendingRender};
+use crate::commands::render::functions::{Functions, SectionCall, SectionValue, TagEscape};
+use crate::commands::render::js::Js;
+use crate::commands::render::{check_value, escape_html};
+use crate::rpc::value::Pending;
+use crate::rpc::{FunctionId, RpcError, Value};
+use napi::bindgen_prelude::{Env, Error, JsValue, Result as NapiResult, Status, Unknown};
+use napi::sys;
+use napi_derive::napi;
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::ptr;
+
+/// A pending render as a JavaScript value: an external holding it.
+///
+/// # Safety
+/// Must run on `env`'s JS thread.
+pub(crate) unsafe fn pending_to_js(
+    env: sys::napi_env,
+    pending: &Pending,
+) -> convert::Converted<sys::napi_value> {
+    let data = Box::into_raw(Box::new(pending.clone())) as *mut c_void;
+    let mut out = ptr::null_mut();
+    // SAFETY: caller contract; `data` is a leaked Box<Pending> that `drop_pending` reclaims
+    // exactly once, when the external is collected.
+    let status = unsafe {
+        sys::napi_create_external(env, data, Some(drop_pending), ptr::null_mut(), &mut out)
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: creation failed, so no finalizer will run: reclaim it here.
+        drop(unsafe { Box::from_raw(data as *mut Pending) });
+        // SAFETY: caller contract.
+        return Err(unsafe { convert::failure(env, status, "handing over a pending render") });
+    }
+    Ok(out)
+}
+
+unsafe extern "C" fn drop_pending(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: `data` is the Box<Pending> leaked in `pending_to_js`; Node finalizes once.
+    drop(unsafe { Box::from_raw(data as *mut Pending) });
+}
+
+/// `finishRender(pending, [functions, objects], helpers)`: fills the pending render's slots on
+/// this thread and returns its output (a string, or a Buffer if it asked for bytes), or
+/// `[code, message]` for an error of the render's; a function's exception propagates.
+#[napi(catch_unwind)]
+pub fn finish_render(
+    env: Env,
+    pending: Unknown,
+    handles: Unknown,
+    helpers: Unknown,
+) -> NapiResult<RawValue> {
+    let env = env.raw();
+    // SAFETY: a Node-API callback on env's JS thread, with values of env.
+    let outcome = unsafe { finish(env, pending.raw(), handles.raw(), helpers.raw()) };
+    // SAFETY: as above.
+    unsafe { answer(env, outcome) }
+}
+
+/// `renderInScope(token, text)`: what a lambda's `render(text)` does (lib/render.js wraps it):
+/// renders `text` in the views the lambda was called in, while that call runs.
+#[napi(catch_unwind)]
+pub fn render_in_scope(env: Env, token: f64, text: Unknown) -> NapiResult<RawValue> {
+    let env = env.raw();
+    let outcome = (|| {
+        // SAFETY: a Node-API callback on env's JS thread; `text` is a value of env.
+        let text = unsafe { text_arg(env, text.raw()) }?;
+        let render = LIVE
+            .with(|live| {
+                live.borrow()
+                    .iter()
+                    .find(|(t, _)| *t == token)
+                    .map(|(_, f)| *f)
+            })
+            .ok_or_else(|| {
+                RpcError::failed(
+                    "render: a lambda's render() can only be called while the lambda runs",
+                )
+            })?;
+        // SAFETY: the pointer is registered only while the `section` call that made the
+        // closure is on this thread's stack (see `Live`), and this runs on that thread.
+        let render = unsafe { &*render };
+        render(&text).map(Output::Text)
+    })();
+    // SAFETY: as above.
+    unsafe { answer(env, outcome) }
+}
+
+/// What the two functions above return.
+enum Output {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+/// The JavaScript value of an outcome: the output, `[code, message]`, or (a function threw)
+/// nothing, with the exception left pending.
+///
+/// # Safety
+/// Must run on `env`'s JS thread.
+unsafe fn answer(env: sys::napi_env, outcome: Result<Output, RpcError>) -> NapiResult<RawValue> {
+    let mut pending = false;
+    // SAFETY: caller contract.
+    unsafe { sys::napi_is_exception_pending(env, &mut pending) };
+    if pending {
+        return Ok(RawValue(ptr::null_mut()));
+    }
+    let made = match outcome {
+        // SAFETY: caller contract.
+        Ok(Output::Text(text)) => unsafe { to_js(env, &Value::String(text)) },
+        Ok(Output::Bytes(bytes)) => {
+            let mut data = ptr::null_mut();
+            let mut out = ptr::null_mut();
+            // SAFETY: caller contract; `data` receives room for `bytes.len()` bytes.
+            let status = unsafe {
+                sys::napi_create_buffer_copy(
+                    env,
+                    bytes.len(),
+                    bytes.as_ptr().cast(),
+                    &mut data,
+                    &mut out,
+                )
+            };
+            if status == sys::Status::napi_ok {
+                Ok(out)
+            } else {
+                // SAFETY: caller contract.
+                Err(unsafe { convert::failure(env, status, "creating a Buffer") })
+            }
+        }
+        Err(e) => {
+            let pair = Value::Array(vec![
+                Value::Number(f64::from(e.code.code())),
+                Value::String(e.message),
+            ]);
+            // SAFETY: caller contract.
+            unsafe { to_js(env, &pair) }
+        }
+    };
+    made.map(RawValue)
+        .map_err(|why| Error::new(Status::GenericFailure, why))
+}
+
+/// # Safety
+/// Must run in a Node-API callback on `env`'s JS thread, with values of `env`.
+unsafe fn finish(
+    env: sys::napi_env,
+    pending: sys::napi_value,
+    handles: sys::napi_value,
+    helpers: sys::napi_value,
+) -> Result<Output, RpcError> {
+    let mut data = ptr::null_mut();
+    // SAFETY: caller contract; a value that is not an external fails here.
+    let status = unsafe { sys::napi_get_value_external(env, pending, &mut data) };
+    if status != sys::Status::napi_ok || data.is_null() {
+        return Err(internal("finishRender takes a pending render"));
+    }
+    // SAFETY: the only externals this addon makes hold a Box<Pending> (`pending_to_js`), alive
+    // while the external is (an argument of this call).
+    let pending: &Pending = unsafe { &*(data as *const Pending) };
+    let render = pending
+        .0
+        .downcast_ref::<PendingRender>()
+        .ok_or_else(|| internal("finishRender takes a pending render"))?;
+    let unfinished = render
+        .take()
+        .ok_or_else(|| internal("a pending render was finished twice"))?;
+    let finishing = unfinished.finishing();
+    // SAFETY: caller contract.
+    let host = unsafe { JsHost::new(env, &finishing, handles, helpers) }?;
+    let out = finishing.fill(&host)?;
+    Ok(if unfinished.wants_bytes() {
+        Output::Bytes(out.into_bytes())
+    } else {
+        Output::Text(out)
+    })
+}
+
+fn internal(why: &str) -> RpcError {
+    RpcError::new(
+        crate::rpc::ErrorCode::InternalError,
+        format!("corepool: {why}"),
+    )
+}
+
+/// The error that stands for "a function threw": the exception itself stays pending and is
+/// what the caller sees (see `answer`).
+fn thrown() -> RpcError {
+    RpcError::failed("render: a function threw")
+}
+
+thread_local! {
+    /// The `render` of each lambda running on this thread, by token: pointers to closures on
+    /// this thread's stack, registered for exactly as long as the lambda runs (`Live`).
+    static LIVE: RefCell<Vec<(f64, *const RenderFn)>> = const { RefCell::new(Vec::new()) };
+    static NEXT_TOKEN: Cell<f64> = const { Cell::new(1.0) };
+}
+
+type RenderFn = dyn Fn(&str) -> Result<String, RpcError>;
+
+/// A lambda's `render`, registered while it lives.
+struct Live {
+    token: f64,
+}
+
+impl Live {
+    /// Registers `render` until the returned guard drops.
+    fn register<'r>(render: &'r (dyn Fn(&str) -> Result<String, RpcError> + 'r)) -> Live {
+        let token = NEXT_TOKEN.with(|next| {
+            let token = next.get();
+            next.set(token + 1.0);
+            token
+        });
+        // SAFETY: only the lifetime is erased; the guard unregisters the pointer before
+        // `render` (which outlives the guard, both being locals of the caller) goes.
+        let render: *const RenderFn = unsafe { std::mem::transmute(render) };
+        LIVE.with(|live| live.borrow_mut().push((token, render)));
+        Live { token }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        LIVE.with(|live| live.borrow_mut().retain(|(t, _)| *t != self.token));
+    }
+}
+
+/// [`Functions`] on the calling thread: calls the view's functions then and there.
+struct JsHost<'f, 'p> {
+    env: sys::napi_env,
+    finishing: &'f Finishing<'p>,
+    functions: sys::napi_value,
+    objects: sys::napi_value,
+    helpers: sys::napi_value,
+    write: sys::napi_value,
+    lambda: sys::napi_value,
+    inverted: sys::napi_value,
+    undefined: sys::napi_value,
+}
+
+impl<'f, 'p> JsHost<'f, 'p> {
+    /// # Safety
+    /// Must run in a Node-API callback on `env`'s JS thread, with values of `env`, and the
+    /// host must not outlive that callback (its values live in its handle scope).
+    unsafe fn new(
+        env: sys::napi_env,
+        finishing: &'f Finishing<'p>,
+        handles: sys::napi_value,
+        helpers: sys::napi_value,
+    ) -> Result<Self, RpcError> {
+        let mut undefined = ptr::null_mut();
+        // SAFETY: caller contract; out-pointers are live locals.
+        unsafe { sys::napi_get_undefined(env, &mut undefined) };
+        let mut host = JsHost {
+            env,
+            finishing,
+            functions: undefined,
+            objects: undefined,
+            helpers,
+            write: undefined,
+            lambda: undefined,
+            inverted: undefined,
+            undefined,
+        };
+        host.functions = host.element(handles, 0)?;
+        host.objects = host.element(handles, 1)?;
+        host.write = host.property(helpers, c"write")?;
+        host.lambda = host.property(helpers, c"lambda")?;
+        host.inverted = host.property(helpers, c"inverted")?;
+        Ok(host)
+    }
+
+    fn element(&self, array: sys::napi_value, index: u32) -> Result<sys::napi_value, RpcError> {
+        let mut out = ptr::null_mut();
+        // SAFETY: on the env's JS thread (`new`'s contract); `array` is a value of env.
+        let status = unsafe { sys::napi_get_element(self.env, array, index, &mut out) };
+        self.check(status, "reading the call's functions")?;
+        Ok(out)
+    }
+
+    fn property(
+        &self,
+        object: sys::napi_value,
+        name: &std::ffi::CStr,
+    ) -> Result<sys::napi_value, RpcError> {
+        let mut out = ptr::null_mut();
+        // SAFETY: as in `element`.
+        let status =
+            unsafe { sys::napi_get_named_property(self.env, object, name.as_ptr(), &mut out) };
+        self.check(status, "reading the render helpers")?;
+        Ok(out)
+    }
+
+    fn length(&self, array: sys::napi_value) -> Result<u32, RpcError> {
+        let mut n = 0;
+        // SAFETY: as in `element`.
+        let status = unsafe { sys::napi_get_array_length(self.env, array, &mut n) };
+        self.check(status, "counting the call's functions")?;
+        Ok(n)
+    }
+
+    /// `Err` for a failed Node-API call: [`thrown`] if JavaScript threw (the exception stays
+    /// pending, for the caller to see), else an internal error.
+    fn check(&self, status: sys::napi_status, what: &str) -> Result<(), RpcError> {
+        if status == sys::Status::napi_ok {
+            return Ok(());
+        }
+        let mut pending = false;
+        // SAFETY: as in `element`.
+        unsafe { sys::napi_is_exception_pending(self.env, &mut pending) };
+        if pending {
+            return Err(thrown());
+        }
+        Err(internal(&format!(
+            "Node-API call failed ({status}) while {what}"
+        )))
+    }
+
+    /// `f.call(this, ...args)`.
+    fn call(
+        &self,
+        f: sys::napi_value,
+        this: sys::napi_value,
+        args: &[sys::napi_value],
+    ) -> Result<sys::napi_value, RpcError> {
+        let mut out = ptr::null_mut();
+        // SAFETY: as in `element`; `args` are values of env.
+        let status = unsafe {
+            sys::napi_call_function(self.env, this, f, args.len(), args.as_ptr(), &mut out)
+        };
+        self.check(status, "calling a function")?;
+        Ok(out)
+    }
+
+    fn function(&self, id: FunctionId) -> Result<sys::napi_value, RpcError> {
+        self.element(self.functions, id.0)
+    }
+
+    /// The JavaScript value for `value`: a primitive made anew, the caller's own object or
+    /// function for the others.
+    fn js_of(&self, value: Js<'p>) -> Result<sys::napi_value, RpcError> {
+        let made = match value {
+            Js::Undefined => Ok(self.undefined),
+            Js::Null => Value::Null.to_js(self.env),
+            Js::Bool(b) => Value::Bool(b).to_js(self.env),
+            Js::Number(n) => Value::Number(n).to_js(self.env),
+            Js::String(s) => Value::from(s).to_js(self.env),
+            Js::Function(id) => return self.function(id),
+            Js::Array(_) | Js::Object(_) => {
+                let index = self
+                    .finishing
+                    .original(value)
+                    .ok_or_else(|| internal("a view that the call did not hold"))?;
+                return self.element(self.objects, index);
+            }
+            Js::LoneSurrogate => return Err(RpcError::failed(LONE_SURROGATE)),
+        };
+        made.map_err(|why| internal(&why))
+    }
+
+    /// A string a helper returned, as Rust text.
+    fn text(&self, v: sys::napi_value) -> Result<String, RpcError> {
+        // SAFETY: as in `element`; the helpers return strings.
+        let units = unsafe { convert::string_utf16(self.env, v) }.map_err(|why| internal(&why))?;
+        String::from_utf16(&units).map_err(|_| RpcError::failed(LONE_SURROGATE))
+    }
+
+    fn number(&self, n: u32) -> sys::napi_value {
+        let mut out = ptr::null_mut();
+        // SAFETY: as in `element`.
+        unsafe { sys::napi_create_uint32(self.env, n, &mut out) };
+        out
+    }
+
+    fn boolean(&self, b: bool) -> sys::napi_value {
+        let mut out = ptr::null_mut();
+        // SAFETY: as in `element`.
+        unsafe { sys::napi_get_boolean(self.env, b, &mut out) };
+        out
+    }
+
+    /// `value` (a function's result) as a value of the render, kept for the rest of it; its
+    /// functions and objects join the call's.
+    fn read(&self, value: sys::napi_value) -> Result<&'p Value, RpcError> {
+        let (first_function, first_object) =
+            (self.length(self.functions)?, self.length(self.objects)?);
+        let mut from = FromJs::new(self.env);
+        from.collect_functions(first_function, first_object);
+        let mut path = String::from("the function's result");
+        // SAFETY: as in `element`; `value` is a value of env.
+        let converted = unsafe { from.value(value, 0, &mut path) }.map_err(|why| {
+            RpcError::failed(format!(
+                "render: a section's function returned a value the native renderer cannot \
+                 take: {why}"
+            ))
+        })?;
+        check_value(&converted, "the function's result")?;
+        if let Some(collected) = from.collected {
+            for (list, first, values) in [
+                (self.functions, first_function, collected.functions),
+                (self.objects, first_object, collected.objects),
+            ] {
+                for (i, v) in values.into_iter().enumerate() {
+                    // SAFETY: as in `element`.
+                    let status =
+                        unsafe { sys::napi_set_element(self.env, list, first + i as u32, v) };
+                    self.check(status, "keeping a function's result")?;
+                }
+            }
+        }
+        Ok(self.finishing.keep(converted, first_object))
+    }
+}
+
+/// A helper's output or a function's with a lone surrogate: mustache.js writes it, a Rust
+/// string cannot hold it.
+const LONE_SURROGATE: &str = "render: a function's output holds half of a surrogate pair (a lone \
+     surrogate), which a Rust string cannot hold (render this template with mustache.js on the \
+     main thread)";
+
+/// `Value::to_js` for the few values made here.
+trait ToJs {
+    fn to_js(&self, env: sys::napi_env) -> convert::Converted<sys::napi_value>;
+}
+
+impl ToJs for Value {
+    fn to_js(&self, env: sys::napi_env) -> convert::Converted<sys::napi_value> {
+        // SAFETY: only called from `JsHost`, on its env's JS thread.
+        unsafe { to_js(env, self) }
+    }
+}
+
+impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
+    fn write(
+        &self,
+        value: Js<'p>,
+        this: Js<'p>,
+        escape: TagEscape,
+        out: &mut String,
+    ) -> Result<(), RpcError> {
+        let (target, call, this) = match value {
+            Js::Function(id) => (self.function(id)?, true, self.js_of(this)?),
+            other => (self.js_of(other)?, false, self.undefined),
+        };
+        let (mode, escape_fn) = match escape {
+            TagEscape::Raw => (RENDER_WRITE_RAW, self.undefined),
+            TagEscape::Html => (RENDER_WRITE_HTML, self.undefined),
+            TagEscape::Function(id) => (RENDER_WRITE_ESCAPE, self.function(id)?),
+        };
+        let args = [
+            target,
+            this,
+            self.boolean(call),
+            self.number(mode),
+            escape_fn,
+        ];
+        let text = self.text(self.call(self.write, self.helpers, &args)?)?;
+        if escape == TagEscape::Html {
+            escape_html(&text, out);
+        } else {
+            out.push_str(&text);
+        }
+        Ok(())
+    }
+
+    fn section(
+        &self,
+        call: SectionCall<'p, '_>,
+        out: &mut String,
+    ) -> Result<SectionValue<'p>, RpcError> {
+        let this = self.js_of(call.this)?;
+        let result = self.call(self.function(call.function)?, this, &[])?;
+        if call.inverted {
+            let renders = self.call(self.inverted, self.helpers, &[result])?;
+            let mut yes = false;
+            // SAFETY: as in `element`; the helper returns a boolean.
+            unsafe { sys::napi_get_value_bool(self.env, renders, &mut yes) };
+            return Ok(SectionValue::Value(Js::Bool(!yes)));
+        }
+        let mut kind = 0;
+        // SAFETY: as in `element`.
+        unsafe { sys::napi_typeof(self.env, result, &mut kind) };
+        match kind {
+            sys::ValueType::napi_function => {
+                let raw = Finishing::raw_text(call.template, call.node);
+                let scope = call.scope;
+                let render = |text: &str| self.finishing.render_text(text, scope, self);
+                let live = Live::register(&render);
+                let args = [
+                    result,
+                    this,
+                    Value::from(raw)
+                        .to_js(self.env)
+                        .map_err(|why| internal(&why))?,
+                    Value::Number(live.token)
+                        .to_js(self.env)
+                        .map_err(|why| internal(&why))?,
+                ];
+                let text = self.call(self.lambda, self.helpers, &args);
+                drop(live);
+                out.push_str(&self.text(text?)?);
+                Ok(SectionValue::Done)
+            }
+            // Truthy, neither object, string nor number: the body renders once, unpushed.
+            sys::ValueType::napi_symbol | sys::ValueType::napi_bigint => {
+                Ok(SectionValue::Value(Js::Bool(true)))
+            }
+            _ => Ok(SectionValue::Value(Js::of(self.read(result)?))),
+        }
+    }
+}
+
+/// The text `render(text)` was given.
+///
+/// # Safety
+/// Must run on `env`'s JS thread, with `v` a value of env.
+unsafe fn text_arg(env: sys::napi_env, v: sys::napi_value) -> Result<String, RpcError> {
+    let mut kind = 0;
+    // SAFETY: caller contract.
+    unsafe { sys::napi_typeof(env, v, &mut kind) };
+    if kind != sys::ValueType::napi_string {
+        return Err(RpcError::failed(
+            "render: a lambda's render() takes the template text, a string",
+        ));
+    }
+    // SAFETY: caller contract; `v` is a string.
+    let units = unsafe { convert::string_utf16(env, v) }.map_err(|why| internal(&why))?;
+    String::from_utf16(&units).map_err(|_| RpcError::failed(LONE_SURROGATE))
+}

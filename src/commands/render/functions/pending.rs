@@ -1,0 +1,352 @@
+//! The first pass's record of what needs JavaScript ([`Recorder`]), and the render that waits
+//! for it on the calling thread ([`PendingRender`]). See `functions.rs` for the two passes.
+//!
+//! A `PendingRender` owns the call's params, and its slots hold views that point into them
+//! (`Js<'static>` standing for "as long as the params"): the params' values live in heap
+//! buffers that nothing changes or frees before the `PendingRender` is dropped, so moving the
+//! `PendingRender` (or the `Vec` holding them) moves no value they point to. Every borrow
+//! handed out is tied to `&self`. Values that functions return while the render is finished
+//! are kept in an [`Arena`] of the same lifetime.
+
+use super::{Functions, Scope, SectionCall, SectionValue, TagEscape};
+use crate::commands::render::cache::TemplateCache;
+use crate::commands::render::config::{Config, Output};
+use crate::commands::render::js::Js;
+use crate::commands::render::parse::{Node, Template};
+use crate::commands::render::writer::Renderer;
+use crate::rpc::text::MAX_JS_STRING;
+use crate::rpc::{Context, FunctionId, RpcError, StopFlags, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU8};
+use std::sync::{Arc, Mutex};
+
+/// Something the first pass could not write.
+enum Slot<'a> {
+    /// `{{name}}`: see [`Functions::write`].
+    Write {
+        value: Js<'a>,
+        this: Js<'a>,
+        escape: TagEscape,
+    },
+    /// `{{#name}}`/`{{^name}}` whose name found `function`, with the views in effect.
+    Section {
+        function: FunctionId,
+        views: Vec<Js<'a>>,
+        template: Arc<Template>,
+        node: usize,
+    },
+}
+
+/// The [`Functions`] of the first pass: records each slot with its place in the output.
+#[derive(Default)]
+pub struct Recorder<'a> {
+    slots: RefCell<Vec<(usize, Slot<'a>)>>,
+}
+
+impl<'a> Recorder<'a> {
+    pub fn is_empty(&self) -> bool {
+        self.slots.borrow().is_empty()
+    }
+}
+
+impl<'a> Functions<'a> for Recorder<'a> {
+    fn write(
+        &self,
+        value: Js<'a>,
+        this: Js<'a>,
+        escape: TagEscape,
+        out: &mut String,
+    ) -> Result<(), RpcError> {
+        let slot = Slot::Write {
+            value,
+            this,
+            escape,
+        };
+        self.slots.borrow_mut().push((out.len(), slot));
+        Ok(())
+    }
+
+    fn section(
+        &self,
+        call: SectionCall<'a, '_>,
+        out: &mut String,
+    ) -> Result<SectionValue<'a>, RpcError> {
+        let slot = Slot::Section {
+            function: call.function,
+            views: call.scope.views.to_vec(),
+            template: call.template.clone(),
+            node: call.node,
+        };
+        self.slots.borrow_mut().push((out.len(), slot));
+        Ok(SectionValue::Done)
+    }
+}
+
+/// Values made while a render is finished (what functions returned), kept until it is done.
+#[derive(Default)]
+pub struct Arena {
+    /// Boxed so that each value keeps its address while the `Vec` grows: views point into them.
+    #[allow(clippy::vec_box)]
+    values: RefCell<Vec<Box<Value>>>,
+}
+
+impl Arena {
+    /// Keeps `value`; the reference lives as long as the arena.
+    pub fn keep(&self, value: Value) -> &Value {
+        let boxed = Box::new(value);
+        let at: *const Value = &*boxed;
+        self.values.borrow_mut().push(boxed);
+        // SAFETY: the value lives in its own heap allocation, which moves when the Box does
+        // not, and which the arena frees only when it is dropped (boxes are only ever pushed):
+        // valid for as long as `&self`.
+        unsafe { &*at }
+    }
+}
+
+/// A render that met JavaScript on a pool thread, to be finished on the calling thread.
+pub struct PendingRender {
+    state: Mutex<Option<Parts>>,
+}
+
+/// What a [`PendingRender`] holds. Field order is drop order: the slots (which point into the
+/// params) go before the params.
+struct Parts {
+    slots: Vec<(usize, Slot<'static>)>,
+    out: String,
+    /// The error that stopped the first pass, reported once the slots before it are filled.
+    error: Option<RpcError>,
+    config: Config,
+    params: Vec<Value>,
+}
+
+/// The views of a pending render, tied to a borrow of it.
+pub struct Finishing<'p> {
+    parts: &'p Parts,
+    arena: &'p Arena,
+    /// Address of each array and object value → its index among the call's objects (the
+    /// order the params were read in, see `bindings/render.rs`). Made on first use.
+    originals: RefCell<Option<HashMap<usize, u32>>>,
+}
+
+impl PendingRender {
+    /// Wraps up a first pass that recorded slots.
+    ///
+    /// # Safety
+    /// Every view in `recorder` must point into `params` (the data, partials and config the
+    /// first pass rendered with) or into templates the slots hold: the slots outlive the
+    /// borrow they were made under, see the module doc.
+    pub unsafe fn new(
+        recorder: Recorder<'_>,
+        out: String,
+        error: Option<RpcError>,
+        config: Config,
+        params: Vec<Value>,
+    ) -> PendingRender {
+        let slots = recorder.slots.into_inner();
+        // SAFETY: the caller contract: the views point into `params`' heap buffers, which
+        // `Parts` keeps unchanged for as long as it holds the slots (dropped first).
+        let slots: Vec<(usize, Slot<'static>)> = unsafe { std::mem::transmute(slots) };
+        PendingRender {
+            state: Mutex::new(Some(Parts {
+                slots,
+                out,
+                error,
+                config,
+                params,
+            })),
+        }
+    }
+
+    /// Takes the render to finish it (once: `None` the second time).
+    pub fn take(&self) -> Option<Unfinished> {
+        let parts = self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()?;
+        Some(Unfinished(parts, Arena::default()))
+    }
+}
+
+/// A pending render, taken to be finished on the calling thread, with the values functions
+/// return while it is finished (they live as long as the views pointing into the params).
+pub struct Unfinished(Parts, Arena);
+
+impl Unfinished {
+    /// Starts finishing: fill the slots with [`Finishing::fill`].
+    pub fn finishing(&self) -> Finishing<'_> {
+        Finishing {
+            parts: &self.0,
+            arena: &self.1,
+            originals: RefCell::new(None),
+        }
+    }
+
+    /// Whether the output is wanted as bytes.
+    pub fn wants_bytes(&self) -> bool {
+        self.0.config.output == Output::Buffer
+    }
+}
+
+/// A render on the calling thread is not cancellable: it runs to the end, in one go.
+fn uncancellable() -> Context<'static> {
+    static NOT_CANCELLED: AtomicU8 = AtomicU8::new(0);
+    static NO: AtomicBool = AtomicBool::new(false);
+    let flags = StopFlags {
+        cancel: &NOT_CANCELLED,
+        env_gone: &NO,
+        destroyed: &NO,
+    };
+    Context::new(flags, None, 0)
+}
+
+impl<'p> Finishing<'p> {
+    /// The scope the render's slots and lambdas render in, with `views`.
+    pub fn scope<'r>(&'r self, views: &'r [Js<'p>]) -> Scope<'p, 'r> {
+        let partials = match self.parts.params.get(2) {
+            Some(Value::Object(map)) => Some(map),
+            _ => None,
+        };
+        Scope {
+            views,
+            partials,
+            tags: self.parts.config.tags.as_ref(),
+            escape: self.parts.config.escape,
+            cache: TemplateCache::global(),
+        }
+    }
+
+    /// Fills the slots in order, calling `host`'s functions, and returns the whole output
+    /// (or the first error: a function's, or the first pass's once the slots before it are
+    /// filled).
+    pub fn fill(&self, host: &dyn Functions<'p>) -> Result<String, RpcError> {
+        let parts = self.parts;
+        let mut out = String::with_capacity(parts.out.len() + parts.out.len() / 4);
+        let mut copied = 0;
+        for (at, slot) in &parts.slots {
+            out.push_str(&parts.out[copied..*at]);
+            copied = *at;
+            match slot {
+                Slot::Write {
+                    value,
+                    this,
+                    escape,
+                } => host.write(*value, *this, *escape, &mut out)?,
+                Slot::Section {
+                    function,
+                    views,
+                    template,
+                    node,
+                } => {
+                    let scope = self.scope(views);
+                    let mut r = Renderer::new(scope, views.clone(), Some(host));
+                    r.out = out;
+                    let done = r.render_section(
+                        template.clone(),
+                        *node,
+                        Js::Function(*function),
+                        &uncancellable(),
+                    );
+                    out = r.out;
+                    done?;
+                }
+            }
+        }
+        out.push_str(&parts.out[copied..]);
+        if let Some(e) = &parts.error {
+            return Err(e.clone());
+        }
+        if out.len() > MAX_JS_STRING && out.encode_utf16().count() > MAX_JS_STRING {
+            return Err(RpcError::failed(format!(
+                "render: the output would be longer than JavaScript's longest string \
+                 ({MAX_JS_STRING} UTF-16 code units); mustache.js fails here too, with \
+                 \"Invalid string length\""
+            )));
+        }
+        Ok(out)
+    }
+
+    /// Renders `text` (a lambda's `render(text)`) in `scope`, with `host` for its functions.
+    pub fn render_text(
+        &self,
+        text: &str,
+        scope: Scope<'p, '_>,
+        host: &dyn Functions<'p>,
+    ) -> Result<String, RpcError> {
+        let template = scope
+            .cache
+            .get_or_parse(text, scope.tags)
+            .map_err(RpcError::failed)?;
+        let mut r = Renderer::new(scope, scope.views.to_vec(), Some(host));
+        r.render_template(template, &uncancellable())?;
+        Ok(r.out)
+    }
+
+    /// The raw text of section node `node` of `template`: what a lambda gets.
+    pub fn raw_text(template: &Template, node: usize) -> &str {
+        match &template.nodes[node] {
+            Node::Section { raw, .. } => raw.of(&template.source),
+            _ => "",
+        }
+    }
+
+    /// The index among the call's objects of the array or object `value` (which the calling
+    /// thread holds in that order), or `None` for any other value.
+    pub fn original(&self, value: Js<'p>) -> Option<u32> {
+        let address = match value {
+            Js::Object(map) => map as *const _ as usize,
+            Js::Array(items) => items as *const _ as usize,
+            _ => return None,
+        };
+        let mut originals = self.originals.borrow_mut();
+        let table = originals.get_or_insert_with(|| {
+            let mut table = HashMap::new();
+            number_objects(&self.parts.params, 0, &mut table);
+            table
+        });
+        table.get(&address).copied()
+    }
+
+    /// Keeps `value` (a function's result, read with its objects numbered from `first`) for
+    /// the rest of the render.
+    pub fn keep(&self, value: Value, first: u32) -> &'p Value {
+        let value = self.arena.keep(value);
+        let mut originals = self.originals.borrow_mut();
+        if let Some(table) = originals.as_mut() {
+            number_objects(std::slice::from_ref(value), first, table);
+        } else {
+            // Numbered with the params when the table is first made… which happens now, so
+            // that the params come first.
+            let mut table = HashMap::new();
+            number_objects(&self.parts.params, 0, &mut table);
+            number_objects(std::slice::from_ref(value), first, &mut table);
+            *originals = Some(table);
+        }
+        value
+    }
+}
+
+/// Numbers the arrays and objects of `values`, depth first and in order (the order the
+/// calling thread read them in), from `first`; returns the next number. Iterative.
+fn number_objects(values: &[Value], first: u32, table: &mut HashMap<usize, u32>) -> u32 {
+    let mut next = first;
+    let mut stack: Vec<&Value> = values.iter().rev().collect();
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => {
+                table.insert(items as *const _ as usize, next);
+                next += 1;
+                stack.extend(items.iter().rev());
+            }
+            Value::Object(map) => {
+                table.insert(map as *const _ as usize, next);
+                next += 1;
+                let entries: Vec<&Value> = map.iter().map(|(_, v)| v).collect();
+                stack.extend(entries.into_iter().rev());
+            }
+            _ => {}
+        }
+    }
+    next
+}
