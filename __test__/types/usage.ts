@@ -16,6 +16,8 @@ import {
   type LockErrorCode,
 } from '../..';
 import { serve, RemotePool, type NatsConnection } from '../../nats';
+import { mustacheEngine as expressEngine } from '../../express';
+import { mustacheEngine as fastifyEngine } from '../../fastify';
 
 async function main(): Promise<void> {
   const pool = new Pool({ threads: 2, strategy: 'roundrobin', maxQueue: 'auto', timeout: 1000 });
@@ -35,6 +37,13 @@ async function main(): Promise<void> {
   const bytes: Buffer = await pool.render('{{a}}', { a: 1 }, null, { tags: ['<%', '%>'], escape: (v) => String(v), output: 'buffer' });
   // @ts-expect-error output is 'string' or 'buffer'
   await pool.render('{{a}}', {}, {}, { output: 'stream' });
+  const engine = expressEngine({ pool, partials: '/views', extension: 'mustache', output: 'buffer', cache: false });
+  engine('/views/page.mustache', { a: 1 }, (err, rendered) => console.log(err, rendered));
+  engine.close();
+  const viewEngine = fastifyEngine({ output: 'string' });
+  const page: string | Buffer = await viewEngine.render('{{a}}', { a: 1 }, { p: 'x' });
+  // @ts-expect-error the Express engine's output is 'string' or 'buffer'
+  expressEngine({ output: 'html' });
   const called = await pool.call<string>('echo', ['x'], { timeout: 10, signal: AbortSignal.timeout(100) });
   const squares: number[] = await pool.map<number, number>('fibonacci', [1, 2, 3], {
     concurrency: 2,
@@ -57,7 +66,7 @@ async function main(): Promise<void> {
   new Pool({ strategy: 'fastest' });
   // @ts-expect-error a built-in command's params are typed
   await pool.exec('fibonacci', 'thirty');
-  console.log(echoed, mine, fib, total, html, lambdas, tagged, bytes.length, called, squares, ran, byDefault, disposable.threads);
+  console.log(echoed, mine, fib, total, html, page, lambdas, tagged, bytes.length, called, squares, ran, byDefault, disposable.threads);
 
   const words = new Int32Array(new SharedArrayBuffer(4 * (8 + FairMutex.WORDS)));
   const mutex = new Mutex(words, 0, { spin: 0 });

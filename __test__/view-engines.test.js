@@ -1,0 +1,156 @@
+'use strict';
+// corepool/express and corepool/fastify against real Express 5 and Fastify 5 servers, over
+// HTTP: pages with partials render as mustache.js renders them, files are cached, and a change
+// on disk is seen.
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const express = require('express');
+const Fastify = require('fastify');
+const fastifyView = require('@fastify/view');
+const Mustache = require('mustache');
+const { Pool } = require('..');
+const expressEngine = require('corepool/express');
+const fastifyEngine = require('corepool/fastify');
+
+const PAGE = '<h1>{{title}}</h1>\n{{> header}}\n<ul>\n{{#items}}\n  {{> parts/item}}\n{{/items}}\n</ul>\n{{#bold}}{{title}}{{/bold}}';
+const HEADER = '<header>{{title}} & {{{title}}}</header>';
+const ITEM = '<li>{{name}}: {{price}}</li>\n';
+const view = () => ({
+  title: 'Tom & <Jerry>',
+  items: [
+    { name: 'a', cents: 150, price() { return (this.cents / 100).toFixed(2); } },
+    { name: 'b<', cents: 5, price() { return (this.cents / 100).toFixed(2); } },
+  ],
+  bold: () => (text, render) => `<b>${render(text)}</b>`,
+});
+const expected = () => Mustache.render(PAGE, view(), { header: HEADER, 'parts/item': ITEM });
+
+let pool;
+let dir;
+beforeAll(() => {
+  pool = new Pool({ threads: 2 });
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-views-'));
+  fs.mkdirSync(path.join(dir, 'parts'));
+  fs.writeFileSync(path.join(dir, 'page.mustache'), PAGE);
+  fs.writeFileSync(path.join(dir, 'header.mustache'), HEADER);
+  fs.writeFileSync(path.join(dir, 'parts', 'item.mustache'), ITEM);
+});
+afterAll(async () => {
+  await pool.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** Listens on a free port; resolves with its base URL and a close(). */
+function listen(app) {
+  return new Promise((resolve) => {
+    const server = app.listen(0, '127.0.0.1', () => {
+      resolve({ url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) });
+    });
+  });
+}
+
+/** Polls `url` until `test(body)` holds (a watcher's event arrives a little after the write). */
+async function eventually(url, test) {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const body = await (await fetch(url)).text();
+    if (test(body) || Date.now() > deadline) return body;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('corepool/express renders views with partials and lambdas over HTTP, as mustache.js does', async () => {
+  const engine = expressEngine.mustacheEngine({ pool });
+  const app = express();
+  app.engine('mustache', engine);
+  app.set('views', dir);
+  app.set('view engine', 'mustache');
+  app.get('/', (req, res) => res.render('page', view()));
+  app.get('/buffer', (req, res) => res.type('html').render('page', view()));
+  app.get('/missing', (req, res) => res.render('nope', view()));
+  const server = await listen(app);
+  try {
+    const res = await fetch(`${server.url}/`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(await res.text()).toBe(expected());
+    expect((await fetch(`${server.url}/missing`)).status).toBe(500);
+  } finally {
+    await server.close();
+    engine.close();
+  }
+
+  const bufferEngine = expressEngine.mustacheEngine({ pool, output: 'buffer' });
+  app.engine('mustache', bufferEngine);
+  const again = await listen(app);
+  try {
+    const res = await fetch(`${again.url}/buffer`);
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(await res.text()).toBe(expected());
+  } finally {
+    await again.close();
+    bufferEngine.close();
+  }
+});
+
+test('corepool/express reads each file once, and again after it changes on disk', async () => {
+  const engine = expressEngine.mustacheEngine({ pool });
+  const app = express();
+  app.engine('mustache', engine);
+  app.set('views', dir);
+  app.set('view engine', 'mustache');
+  app.get('/', (req, res) => res.render('page', view()));
+  const server = await listen(app);
+  const readFile = fs.promises.readFile;
+  let reads = 0;
+  fs.promises.readFile = (...args) => {
+    reads++;
+    return readFile(...args);
+  };
+  try {
+    await fetch(`${server.url}/`);
+    const first = reads;
+    expect(first).toBe(3); // the page and two partials
+    for (let i = 0; i < 5; i++) expect(await (await fetch(`${server.url}/`)).text()).toBe(expected());
+    expect(reads).toBe(first);
+    fs.writeFileSync(path.join(dir, 'parts', 'item.mustache'), '<li class="new">{{name}}</li>\n');
+    const body = await eventually(`${server.url}/`, (b) => b.includes('class="new"'));
+    expect(body).toBe(Mustache.render(PAGE, view(), { header: HEADER, 'parts/item': '<li class="new">{{name}}</li>\n' }));
+    expect(reads).toBeGreaterThan(first);
+  } finally {
+    fs.promises.readFile = readFile;
+    fs.writeFileSync(path.join(dir, 'parts', 'item.mustache'), ITEM);
+    await server.close();
+    engine.close();
+  }
+});
+
+test('corepool/express refuses bad options with a TypeError naming the option', () => {
+  expect(() => expressEngine.mustacheEngine({ pool: {} })).toThrow(/options\.pool must be a corepool Pool/);
+  expect(() => expressEngine.mustacheEngine({ pool, output: 'html' })).toThrow(/options\.output must be 'string' or 'buffer'/);
+  expect(() => expressEngine.mustacheEngine({ pool, partials: 1 })).toThrow(/options\.partials must be a folder path/);
+  expect(() => expressEngine.mustacheEngine(null)).toThrow(TypeError);
+});
+
+test('corepool/fastify renders through @fastify/view with partials over HTTP, as mustache.js does', async () => {
+  for (const output of ['buffer', 'string']) {
+    const app = Fastify();
+    await app.register(fastifyView, {
+      engine: { mustache: fastifyEngine.mustacheEngine({ pool, output }) },
+      root: dir,
+      options: { partials: { header: 'header.mustache', 'parts/item': 'parts/item.mustache' } },
+    });
+    app.get('/', (req, reply) => reply.view('page.mustache', view()));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const res = await fetch(`http://127.0.0.1:${app.server.address().port}/`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      expect(await res.text()).toBe(expected());
+    } finally {
+      await app.close();
+    }
+  }
+  expect(() => fastifyEngine.mustacheEngine({ output: 1 })).toThrow(/options\.output must be 'string' or 'buffer'/);
+});

@@ -1,0 +1,138 @@
+'use strict';
+// corepool/express: an Express `app.engine()` callback that renders Mustache files on the pool,
+// as mustache-express does on the main thread. Templates and partials are read from disk once
+// and kept; a watcher on each folder drops what it holds when anything in it changes.
+//
+// Partials are every file with the engine's extension under the partials folder (the app's
+// views folder unless told), named by their path from it without the extension: `{{> header}}`,
+// `{{> layouts/nav}}`.
+
+const fs = require('node:fs');
+const path = require('node:path');
+const { Pool } = require('./pool.js');
+const { describe } = require('./errors.js');
+
+/** The keys Express adds to the locals it hands an engine. */
+const EXPRESS_KEYS = ['settings', '_locals', 'cache'];
+
+/** What a folder holds, read once: `{ partials }` by name, from files ending in `.ext`. */
+class Folder {
+  constructor(dir, ext, onChange) {
+    this.dir = dir;
+    this.ext = ext;
+    this.partials = null; // Promise<{ [name]: string }>, until something changes
+    try {
+      this.watcher = fs.watch(dir, { recursive: true, persistent: false }, onChange);
+      this.watcher.on('error', onChange);
+    } catch {
+      this.watcher = null; // unwatchable (gone, or no recursive watch): never cached
+    }
+  }
+
+  load() {
+    if (this.partials !== null && this.watcher !== null) return this.partials;
+    this.partials = readPartials(this.dir, this.ext);
+    return this.partials;
+  }
+}
+
+async function readPartials(dir, ext) {
+  const partials = {};
+  let entries;
+  try {
+    entries = await fs.promises.readdir(dir, { recursive: true, withFileTypes: true });
+  } catch (e) {
+    if (e.code === 'ENOENT') return partials;
+    throw e;
+  }
+  await Promise.all(
+    entries
+      .filter((entry) => entry.isFile() && entry.name.endsWith(ext))
+      .map(async (entry) => {
+        const file = path.join(entry.parentPath ?? entry.path, entry.name);
+        const name = path.relative(dir, file).slice(0, -ext.length).split(path.sep).join('/');
+        partials[name] = await fs.promises.readFile(file, 'utf8');
+      }),
+  );
+  return partials;
+}
+
+/**
+ * `mustacheEngine({ pool?, partials?, extension?, output?, cache? })`: the engine function for
+ * `app.engine('mustache', …)`.
+ * - `pool`: the Pool to render on (default `Pool.shared()`).
+ * - `partials`: the folder partials come from (default: the app's `views` setting, its first
+ *   folder if it is a list).
+ * - `extension`: of partial files (default: the rendered file's).
+ * - `output`: `'string'` (default) or `'buffer'` (then set the Content-Type first, e.g.
+ *   `res.type('html')`: Express sends a Buffer as application/octet-stream otherwise).
+ * - `cache`: `false` reads every file at every render.
+ * `engine.close()` stops its folder watchers (they never keep the process alive).
+ */
+function mustacheEngine(options = {}) {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`corepool/express: mustacheEngine() takes an options object, got ${describe(options)}`);
+  }
+  const { pool = Pool.shared(), partials: partialsDir, extension, output = 'string', cache = true } = options;
+  if (!(pool instanceof Pool)) throw new TypeError(`corepool/express: options.pool must be a corepool Pool, got ${describe(pool)}`);
+  if (output !== 'string' && output !== 'buffer') throw new TypeError(`corepool/express: options.output must be 'string' or 'buffer', got ${describe(output)}`);
+  if (partialsDir !== undefined && typeof partialsDir !== 'string') throw new TypeError(`corepool/express: options.partials must be a folder path, got ${describe(partialsDir)}`);
+  if (extension !== undefined && (typeof extension !== 'string' || extension === '')) throw new TypeError(`corepool/express: options.extension must be a non-empty string, got ${describe(extension)}`);
+  const config = output === 'buffer' ? { output } : undefined;
+  const folders = new Map(); // `${dir}\0${ext}` → Folder
+  const templates = new Map(); // file → Promise<string>
+  const forget = () => {
+    templates.clear();
+    for (const folder of folders.values()) folder.partials = null;
+  };
+
+  const folderOf = (dir, ext) => {
+    const key = `${dir}\0${ext}`;
+    let folder = folders.get(key);
+    if (folder === undefined) {
+      folder = new Folder(dir, ext, forget);
+      folders.set(key, folder);
+    }
+    return folder;
+  };
+
+  const templateOf = (file, folder) => {
+    if (!cache || folder.watcher === null) return fs.promises.readFile(file, 'utf8');
+    let text = templates.get(file);
+    if (text === undefined) {
+      text = fs.promises.readFile(file, 'utf8');
+      text.catch(() => templates.delete(file));
+      templates.set(file, text);
+    }
+    return text;
+  };
+
+  async function render(file, locals) {
+    // Express's own keys are not the view's.
+    const view = { ...locals };
+    const settings = view.settings ?? {};
+    for (const key of EXPRESS_KEYS) delete view[key];
+    const views = partialsDir ?? (Array.isArray(settings.views) ? settings.views[0] : settings.views) ?? path.dirname(file);
+    const ext = extension === undefined ? path.extname(file) : extension.startsWith('.') ? extension : `.${extension}`;
+    const folder = folderOf(path.resolve(views), ext);
+    const partials = cache ? folder.load() : readPartials(folder.dir, ext);
+    const named = await partials;
+    // A view inside the partials folder is one of the partials already read.
+    const relative = path.relative(folder.dir, file);
+    const name = relative.endsWith(ext) && !relative.startsWith('..') && !path.isAbsolute(relative) ? relative.slice(0, -ext.length).split(path.sep).join('/') : null;
+    const template = name !== null && Object.hasOwn(named, name) ? named[name] : await templateOf(file, folder);
+    return pool.render(template, view, named, config);
+  }
+
+  function engine(file, locals, callback) {
+    render(file, locals).then((out) => callback(null, out), callback);
+  }
+  engine.close = () => {
+    for (const folder of folders.values()) folder.watcher?.close();
+    folders.clear();
+    templates.clear();
+  };
+  return engine;
+}
+
+module.exports = { mustacheEngine };
