@@ -1,0 +1,98 @@
+'use strict';
+// Issue #17: corepool/express against mustache-express 1.3.2 on the page route: an Express 5
+// server (a child process) renders template-render.js's page template from a views folder
+// through each engine; this process loads it with autocannon (10 connections), the routes in
+// interleaved rounds (3 rounds of 5 s; --quick: 1 of 2 s), after checking that both bodies are
+// mustache.js's output. Prints medians and the ratio; saves nothing.
+//
+//   node bench/express-engines.js [--quick]
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { fork } = require('node:child_process');
+
+const quick = process.argv.includes('--quick');
+const ROUNDS = quick ? 1 : 3;
+const SECONDS = quick ? 2 : 5;
+
+async function serve(dir) {
+  const express = require('express');
+  const mustacheExpress = require('mustache-express');
+  const { Pool } = require('..');
+  const { mustacheEngine } = require('corepool/express');
+  const data = { me: 'Thomas', you: 'Katelyn' };
+  const pool = new Pool({ threads: os.availableParallelism() });
+  const apps = {};
+  for (const [name, engine] of [
+    ['mustache-express', mustacheExpress()],
+    ['corepool', mustacheEngine({ pool })],
+  ]) {
+    const app = express();
+    app.engine('mustache', engine);
+    app.set('views', dir);
+    app.set('view engine', 'mustache');
+    app.set('view cache', true);
+    app.get('/', (req, res) => res.render('page', data));
+    apps[name] = app;
+  }
+  const ports = {};
+  for (const [name, app] of Object.entries(apps)) {
+    await new Promise((resolve) => {
+      const server = app.listen(0, '127.0.0.1', () => {
+        ports[name] = server.address().port;
+        resolve();
+      });
+    });
+  }
+  process.on('disconnect', () => process.exit(0));
+  process.send(ports);
+}
+
+async function main() {
+  const autocannon = require('autocannon');
+  const Mustache = require('mustache');
+  const { TEMPLATES } = require('./template-render.js');
+  const { template, data } = TEMPLATES.page;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-bench-views-'));
+  fs.writeFileSync(path.join(dir, 'page.mustache'), template);
+  console.log(`express-engines: load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const child = fork(__filename, ['--serve', dir]);
+  const ports = await new Promise((resolve) => child.once('message', resolve));
+  try {
+    const expected = Mustache.render(template, data);
+    for (const [name, port] of Object.entries(ports)) {
+      const body = await (await fetch(`http://127.0.0.1:${port}/`)).text();
+      if (body !== expected) throw new Error(`${name}: body differs from mustache.js's output`);
+    }
+    const run = (port, duration) => autocannon({ url: `http://127.0.0.1:${port}/`, connections: 10, duration });
+    for (const port of Object.values(ports)) await run(port, 1); // warm-up
+    const rates = Object.fromEntries(Object.keys(ports).map((n) => [n, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, port] of Object.entries(ports)) {
+        const r = await run(port, SECONDS);
+        rates[name].push(r.requests.average);
+        console.log(`${name}: round ${round + 1}: ${Math.round(r.requests.average)} req/s, latency p99 ${r.latency.p99} ms`);
+      }
+    }
+    const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+    const ours = median(rates.corepool);
+    const theirs = median(rates['mustache-express']);
+    console.log(`corepool/express ${Math.round(ours)} req/s vs mustache-express ${Math.round(theirs)} req/s: ${(ours / theirs).toFixed(2)}× (goal ≥ 1.5×)`);
+    console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  } finally {
+    child.kill();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === '--serve') {
+  serve(process.argv[3]).catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+} else {
+  main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+}
