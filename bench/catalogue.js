@@ -23,6 +23,15 @@ const catalogue = {
       'single-call latency next to the machine\'s floor, a bare C round trip between two threads.',
     headline: 'corepool vs piscina (closed loop)',
   },
+  'express-engines': {
+    summary: '`corepool/express` vs mustache-express, page route',
+    measures:
+      'Requests per second on an Express 5 server (a child process) rendering template-render.js\'s page ' +
+      'template from a views folder, through `corepool/express` and through mustache-express 1.3.2, loaded ' +
+      'by autocannon with 10 connections in interleaved rounds; both bodies are checked against mustache.js. ' +
+      'It prints its figures and saves no results file yet.',
+    headline: 'corepool/express vs mustache-express',
+  },
   'file-pool': {
     summary: 'a pool of JS workers from a task file vs Piscina, tiny task',
     measures:
@@ -90,6 +99,15 @@ const catalogue = {
       'corepool did not choose, a native call per operation), uncontended on one thread and contended by 4 ' +
       'worker_threads incrementing a shared counter, checked at the end.',
     headline: 'contended: corepool vs book',
+  },
+  'render-engines': {
+    summary: 'Mustache renders per second driven by one thread: hogan.js, mustache.js, corepool',
+    measures:
+      'Renders per second of the table and page templates driven by one main thread: mustache.js and hogan.js ' +
+      '3.0.2 (compiled once) on that thread, corepool through a 2-thread pool as a string and as a Buffer with ' +
+      '64 calls in flight; and a page with a function and a section lambda in each repeat, corepool against ' +
+      'mustache.js. It prints its figures and saves no results file yet.',
+    headline: 'table corepool string (2 threads) vs hogan.js',
   },
   ring: {
     summary: 'ring buffer throughput between worker_threads',
