@@ -409,7 +409,7 @@ export declare class Mutex {
   /** Throws an Error (code ERR_LOCK_NOT_LOCKED) if the mutex is not locked. */
   unlock(): void;
   /** Runs synchronous `fn` under the lock; RpcError Timeout if the lock stayed taken. */
-  withLock<T>(fn: () => T, timeoutMs?: number): T;
+  withLock<T>(fn: () => NotAPromise<T>, timeoutMs?: number): T;
   withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
   readonly locked: boolean;
 }
@@ -436,7 +436,7 @@ interface OwnerCheckedLock {
   lockAsync(timeoutMs?: number): Promise<boolean>;
   /** Throws (code ERR_LOCK_NOT_OWNER or ERR_LOCK_NOT_LOCKED) unless the calling agent holds it. */
   unlock(): void;
-  withLock<T>(fn: () => T, timeoutMs?: number): T;
+  withLock<T>(fn: () => NotAPromise<T>, timeoutMs?: number): T;
   /** Runs `fn` as an agent of its own (unless inside one already), holding the lock. */
   withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
   /** The holder's agent id, or null. */
@@ -453,7 +453,7 @@ export declare class OwnedMutex implements OwnerCheckedLock {
   lock(timeoutMs?: number): boolean;
   lockAsync(timeoutMs?: number): Promise<boolean>;
   unlock(): void;
-  withLock<T>(fn: () => T, timeoutMs?: number): T;
+  withLock<T>(fn: () => NotAPromise<T>, timeoutMs?: number): T;
   withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
   readonly owner: number | null;
   readonly heldByMe: boolean;
@@ -467,7 +467,7 @@ export declare class ReentrantMutex implements OwnerCheckedLock {
   lock(timeoutMs?: number): boolean;
   lockAsync(timeoutMs?: number): Promise<boolean>;
   unlock(): void;
-  withLock<T>(fn: () => T, timeoutMs?: number): T;
+  withLock<T>(fn: () => NotAPromise<T>, timeoutMs?: number): T;
   withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
   readonly owner: number | null;
   readonly heldByMe: boolean;
@@ -487,7 +487,7 @@ export declare class FairMutex implements OwnerCheckedLock {
   lock(timeoutMs?: number): boolean;
   lockAsync(timeoutMs?: number): Promise<boolean>;
   unlock(): void;
-  withLock<T>(fn: () => T, timeoutMs?: number): T;
+  withLock<T>(fn: () => NotAPromise<T>, timeoutMs?: number): T;
   withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
   readonly owner: number | null;
   readonly heldByMe: boolean;
@@ -497,11 +497,16 @@ export declare class FairMutex implements OwnerCheckedLock {
 }
 
 /** Anything lockAll takes (a Semaphore gives one permit). */
+/** What a synchronous `fn` under a lock may return: not a promise. An `fn` that returns one would
+ *  run its rest unlocked, so withLock and lockAll refuse it (InvalidParams, after giving the locks
+ *  back): use withLockAsync / lockAllAsync. */
+export type NotAPromise<T> = T extends PromiseLike<unknown> ? never : T;
+
 export type Lockable = Mutex | Semaphore | OwnedMutex | ReentrantMutex | FairMutex;
 
 /** Takes every lock in one process-wide order (their memory addresses), runs synchronous `fn`,
  *  gives them back in reverse order however it ends. RpcError Timeout after `timeoutMs`. */
-export declare function lockAll<T>(locks: Lockable[], fn: () => T, timeoutMs?: number): T;
+export declare function lockAll<T>(locks: Lockable[], fn: () => NotAPromise<T>, timeoutMs?: number): T;
 /** lockAll without blocking: awaits `fn`, run as an agent of its own. */
 export declare function lockAllAsync<T>(locks: Lockable[], fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
 

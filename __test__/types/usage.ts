@@ -92,6 +92,12 @@ async function main(): Promise<void> {
   new Mutex(words, 0, { spin: 'fast' });
   // @ts-expect-error lockAll takes corepool's locks
   lockAll([{ lock() {} }], () => 1);
+  const counted: number = mutex.withLock(() => 41 + 1);
+  console.log(counted);
+  // @ts-expect-error an fn that returns a promise would run unlocked: withLockAsync
+  mutex.withLock(async () => 1);
+  // @ts-expect-error the same for lockAll: lockAllAsync
+  lockAll([fair], () => Promise.resolve(1));
   // @ts-expect-error locked_add kinds are the lock names
   await pool.exec('locked_add', { locks: [{ kind: 'spin', array: words }], counter: words, times: 1 });
 }
