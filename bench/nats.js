@@ -28,7 +28,8 @@ const JOB = { attempts: 20000 };
 const PAYLOAD = { user: 'Katelyn', items: [1, 2, 3], note: 'x'.repeat(40) };
 
 function childHost(url, options, script = path.join(__dirname, '..', '__test__', 'nats', 'host.js')) {
-  const child = spawn(process.execPath, [script, url, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // stdin a pipe: the test host exits when it ends, so a host never outlives this process.
+  const child = spawn(process.execPath, [script, url, JSON.stringify(options)], { stdio: ['pipe', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     child.stdout.once('data', () => resolve(child));
     child.once('exit', (code) => reject(new Error(`host exited with ${code}`)));
