@@ -5,9 +5,9 @@
 
 const { contract } = require('../native.js');
 const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause, NATIVE_HOLDER_SLICE_MS } = require('./wait.js');
-const { currentAgent, countHold, asAgent, refuseUnlock, alreadyHeld, ID_MASK, NATIVE_AGENT } = require('./agent.js');
-const { LOCKING, lockAddress, syncResult } = require('./lock-all.js');
-const { timedOut, checkFunction } = require('./owned-mutex.js');
+const { currentAgent, countHold, refuseUnlock, alreadyHeld, ID_MASK, NATIVE_AGENT } = require('./agent.js');
+const { LOCKING, lockAddress } = require('./lock-all.js');
+const { withLock, withLockAsync } = require('./critical-section.js');
 
 const L = contract.locks;
 const SLOT_BITS = L.fairSlots - 1;
@@ -184,26 +184,12 @@ class FairMutex {
   }
 
   withLock(fn, timeoutMs) {
-    checkFunction('FairMutex.withLock', fn);
-    if (!this.lock(timeoutMs)) throw timedOut('FairMutex.withLock', timeoutMs);
-    try {
-      return syncResult('FairMutex.withLock', fn());
-    } finally {
-      this.unlock();
-    }
+    return withLock('FairMutex.withLock', this, fn, timeoutMs);
   }
 
   /** Runs `fn` as an agent of its own (lib/shm/agent.js) holding the lock. */
   withLockAsync(fn, timeoutMs) {
-    checkFunction('FairMutex.withLockAsync', fn);
-    return asAgent(async () => {
-      if (!(await this.lockAsync(timeoutMs))) throw timedOut('FairMutex.withLockAsync', timeoutMs);
-      try {
-        return await fn();
-      } finally {
-        this.unlock();
-      }
-    });
+    return withLockAsync('FairMutex.withLockAsync', this, fn, timeoutMs, { agent: true });
   }
 
   /** The holder's agent id, or null (free, or between two holders). */

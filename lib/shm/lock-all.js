@@ -5,28 +5,16 @@
 // locks), run the callback, give them back in reverse order however it ends.
 
 const { performance } = require('node:perf_hooks');
-const { types } = require('node:util');
 const { native } = require('../native.js');
 const { RpcError, CODES, invalidParams, fromNative, describe, errorText } = require('../errors.js');
 const { checkTimeout, deadline } = require('./wait.js');
 const { asAgent } = require('./agent.js');
+const { checkFunction, syncResult } = require('./critical-section.js');
 
 /** More locks than any critical section needs; a longer array is a mistake (or a hostile length). */
 const MAX_LOCKS = 1024;
 /** Each lock class's method giving lockAll `{ address, words, lock(t), lockAsync(t), unlock() }`. */
 const LOCKING = Symbol('corepool.locking');
-
-/**
- * `result`, the value of a synchronous critical section `what`, unless it is a promise: the
- * locks are given back when `fn` returns, so the rest of an async `fn` would run unlocked.
- * (types.isPromise runs no code of the value's, as reading a `then` could.)
- */
-function syncResult(what, result) {
-  if (types.isPromise(result)) {
-    throw invalidParams(`${what}: fn returned a promise, whose rest would run after the locks are given back: use ${what}Async`);
-  }
-  return result;
-}
 
 /** The address of `array[index]`, after the addon checks that `words` elements fit from there. */
 function lockAddress(what, array, index, words) {
@@ -105,7 +93,7 @@ function releaseAll(held, failure) {
 }
 
 function checkCall(what, fn, timeoutMs) {
-  if (typeof fn !== 'function') throw invalidParams(`${what}: fn must be a function, got ${describe(fn)}`);
+  checkFunction(what, fn);
   checkTimeout(what, timeoutMs);
 }
 
@@ -157,4 +145,4 @@ function lockAllAsync(locks, fn, timeoutMs) {
   }
 }
 
-module.exports = { lockAll, lockAllAsync, LOCKING, lockAddress, syncResult };
+module.exports = { lockAll, lockAllAsync, LOCKING, lockAddress };

@@ -1,9 +1,9 @@
 'use strict';
 
-const { RpcError, CODES, invalidParams, describe } = require('../errors.js');
 const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause } = require('./wait.js');
 const { lockError } = require('./agent.js');
-const { LOCKING, lockAddress, syncResult } = require('./lock-all.js');
+const { LOCKING, lockAddress } = require('./lock-all.js');
+const { withLock, withLockAsync } = require('./critical-section.js');
 
 /** The book's lock word: 0 unlocked, 1 locked (the ring buffer's lock word too). */
 const UNLOCKED = 0;
@@ -84,26 +84,13 @@ class Mutex {
 
   /** The book's `exec`: runs `fn()` (synchronous) under the lock; throws RpcError Timeout if the lock stays taken. */
   withLock(fn, timeoutMs) {
-    if (typeof fn !== 'function') throw invalidParams(`Mutex.withLock: fn must be a function, got ${describe(fn)}`);
-    if (!this.lock(timeoutMs)) throw new RpcError(CODES.Timeout, `Mutex.withLock: the lock stayed taken for ${timeoutMs} ms`);
-    try {
-      return syncResult('Mutex.withLock', fn());
-    } finally {
-      this.unlock();
-    }
+    return withLock('Mutex.withLock', this, fn, timeoutMs);
   }
 
   /** `withLock` for the main thread: awaits the lock without blocking, then awaits `fn()`. */
   async withLockAsync(fn, timeoutMs) {
-    if (typeof fn !== 'function') throw invalidParams(`Mutex.withLockAsync: fn must be a function, got ${describe(fn)}`);
-    if (!(await this.lockAsync(timeoutMs))) {
-      throw new RpcError(CODES.Timeout, `Mutex.withLockAsync: the lock stayed taken for ${timeoutMs} ms`);
-    }
-    try {
-      return await fn();
-    } finally {
-      this.unlock();
-    }
+    // Not an agent: the book's mutex records no holder. `async`: a bad fn rejects, as it always has.
+    return withLockAsync('Mutex.withLockAsync', this, fn, timeoutMs, { agent: false });
   }
 
   get locked() {

@@ -3,10 +3,10 @@
 // The owner-word functions here also serve ReentrantMutex, whose first word is such a word.
 
 const { contract } = require('../native.js');
-const { RpcError, CODES, invalidParams, describe } = require('../errors.js');
 const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause, NATIVE_HOLDER_SLICE_MS } = require('./wait.js');
-const { currentAgent, countHold, asAgent, refuseUnlock, alreadyHeld, ID_MASK, NATIVE_AGENT } = require('./agent.js');
-const { LOCKING, lockAddress, syncResult } = require('./lock-all.js');
+const { currentAgent, countHold, refuseUnlock, alreadyHeld, ID_MASK, NATIVE_AGENT } = require('./agent.js');
+const { LOCKING, lockAddress } = require('./lock-all.js');
+const { withLock, withLockAsync } = require('./critical-section.js');
 
 const WAITERS = contract.locks.waiters;
 
@@ -79,14 +79,6 @@ function release(what, array, index, me) {
   if ((Atomics.exchange(array, index, 0) & WAITERS) !== 0) Atomics.notify(array, index, 1);
 }
 
-function timedOut(what, timeoutMs) {
-  return new RpcError(CODES.Timeout, `${what}: the lock stayed taken for ${timeoutMs} ms`);
-}
-
-function checkFunction(what, fn) {
-  if (typeof fn !== 'function') throw invalidParams(`${what}: fn must be a function, got ${describe(fn)}`);
-}
-
 /**
  * A mutex that records its holder: `unlock()` by anyone else throws, and the holder asking
  * again gets an error instead of waiting on itself. Not the book's 0/1 protocol.
@@ -129,26 +121,12 @@ class OwnedMutex {
   }
 
   withLock(fn, timeoutMs) {
-    checkFunction('OwnedMutex.withLock', fn);
-    if (!this.lock(timeoutMs)) throw timedOut('OwnedMutex.withLock', timeoutMs);
-    try {
-      return syncResult('OwnedMutex.withLock', fn());
-    } finally {
-      this.unlock();
-    }
+    return withLock('OwnedMutex.withLock', this, fn, timeoutMs);
   }
 
   /** Runs `fn` as an agent of its own (lib/shm/agent.js) holding the lock. */
   withLockAsync(fn, timeoutMs) {
-    checkFunction('OwnedMutex.withLockAsync', fn);
-    return asAgent(async () => {
-      if (!(await this.lockAsync(timeoutMs))) throw timedOut('OwnedMutex.withLockAsync', timeoutMs);
-      try {
-        return await fn();
-      } finally {
-        this.unlock();
-      }
-    });
+    return withLockAsync('OwnedMutex.withLockAsync', this, fn, timeoutMs, { agent: true });
   }
 
   /** The holder's agent id, or null when free (a snapshot). */
@@ -170,4 +148,4 @@ class OwnedMutex {
   }
 }
 
-module.exports = { OwnedMutex, tryTake, take, takeAsync, release, timedOut, checkFunction };
+module.exports = { OwnedMutex, tryTake, take, takeAsync, release };

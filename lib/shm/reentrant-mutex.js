@@ -4,9 +4,10 @@
 
 const { contract } = require('../native.js');
 const { checkWord, spinOption } = require('./wait.js');
-const { currentAgent, countHold, asAgent, refuseUnlock, lockError, ID_MASK } = require('./agent.js');
-const { LOCKING, lockAddress, syncResult } = require('./lock-all.js');
-const { tryTake, take, takeAsync, release, timedOut, checkFunction } = require('./owned-mutex.js');
+const { currentAgent, countHold, refuseUnlock, lockError, ID_MASK } = require('./agent.js');
+const { LOCKING, lockAddress } = require('./lock-all.js');
+const { withLock, withLockAsync } = require('./critical-section.js');
+const { tryTake, take, takeAsync, release } = require('./owned-mutex.js');
 
 const { reentrantWords: WORDS, reentrantCount: COUNT } = contract.locks;
 const MAX_COUNT = 0x7fffffff;
@@ -82,26 +83,12 @@ class ReentrantMutex {
   }
 
   withLock(fn, timeoutMs) {
-    checkFunction('ReentrantMutex.withLock', fn);
-    if (!this.lock(timeoutMs)) throw timedOut('ReentrantMutex.withLock', timeoutMs);
-    try {
-      return syncResult('ReentrantMutex.withLock', fn());
-    } finally {
-      this.unlock();
-    }
+    return withLock('ReentrantMutex.withLock', this, fn, timeoutMs);
   }
 
   /** Runs `fn` holding the lock, as an agent of its own unless already inside one (then nested calls re-enter). */
   withLockAsync(fn, timeoutMs) {
-    checkFunction('ReentrantMutex.withLockAsync', fn);
-    return asAgent(async () => {
-      if (!(await this.lockAsync(timeoutMs))) throw timedOut('ReentrantMutex.withLockAsync', timeoutMs);
-      try {
-        return await fn();
-      } finally {
-        this.unlock();
-      }
-    });
+    return withLockAsync('ReentrantMutex.withLockAsync', this, fn, timeoutMs, { agent: true });
   }
 
   get owner() {
