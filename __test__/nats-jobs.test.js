@@ -8,6 +8,7 @@ const { connect } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
 const { serve, RemotePool } = require('../nats.js');
 const { startNats, natsServerPath } = require('./nats/server.js');
+const { childHost, killChildHosts } = require('./nats/child-host.js');
 
 const C = RpcError.codes;
 const maybe = natsServerPath() === null ? describe.skip : describe;
@@ -15,24 +16,6 @@ const maybe = natsServerPath() === null ? describe.skip : describe;
 let server;
 let nc;
 let pool;
-
-/** Host processes still running: killed after the tests, whatever became of them. */
-const children = new Set();
-
-function childHost(options) {
-  const child = spawn(process.execPath, [path.join(__dirname, 'nats', 'host.js'), server.url, JSON.stringify(options)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /ready (\S+)\n/.exec(out);
-      if (m) resolve({ child, id: m[1] });
-    });
-    child.once('exit', (code) => reject(new Error(`host exited with ${code} before it was ready`)));
-  });
-}
 
 /** The first `n` outcomes of `remote.results()` that `keep` accepts. */
 async function collect(remote, n, keep = () => true) {
@@ -54,7 +37,7 @@ maybe('corepool/nats durable jobs', () => {
   });
 
   afterAll(async () => {
-    for (const child of children) child.kill('SIGKILL');
+    killChildHosts();
     await nc?.close();
     await pool?.close();
     await server?.stop();
@@ -170,7 +153,7 @@ maybe('corepool/nats durable jobs', () => {
       submitted.push(...(await Promise.all(chunk)));
     }
     expect(submitted.filter((s) => s.duplicate)).toEqual([]);
-    const [a, b] = await Promise.all([childHost({ ...opts, label: 'a' }), childHost({ ...opts, label: 'b' })]);
+    const [a, b] = await Promise.all([childHost(server.url, { ...opts, label: 'a' }), childHost(server.url, { ...opts, label: 'b' })]);
     // Kill host a once it has recorded some outcomes, while it holds jobs in hand. Its live
     // figures say so ($SRV.STATS): replaying the results stream to see them could lag behind
     // the hosts on a loaded machine until every job was done and a held none.

@@ -2,12 +2,11 @@
 // corepool/nats request/reply against a real nats-server (started on a free loopback port):
 // hosts in this process and in child processes, killed and restarted.
 
-const path = require('node:path');
-const { spawn } = require('node:child_process');
 const { connect } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
 const { serve, RemotePool } = require('../nats.js');
 const { startNats, natsServerPath } = require('./nats/server.js');
+const { childHost, killChildHosts } = require('./nats/child-host.js');
 
 const C = RpcError.codes;
 const maybe = natsServerPath() === null ? describe.skip : describe;
@@ -29,25 +28,6 @@ async function connectTo(url, more) {
   return connect({ servers: url, reconnectTimeWait: 50, maxReconnectAttempts: -1, ...more });
 }
 
-/** Host processes still running: killed after the tests, whatever became of them. */
-const children = new Set();
-
-/** A host in a child process; resolves once it serves. */
-function childHost(options) {
-  const child = spawn(process.execPath, [path.join(__dirname, 'nats', 'host.js'), server.url, JSON.stringify(options)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const ready = /ready (\S+)\n/.exec(out);
-      if (ready) resolve(Object.assign(child, { hostId: ready[1] }));
-    });
-    child.once('exit', (code) => reject(new Error(`host exited with ${code} before it was ready`)));
-  });
-}
-
 maybe('corepool/nats request/reply', () => {
   beforeAll(async () => {
     server = await startNats();
@@ -58,7 +38,7 @@ maybe('corepool/nats request/reply', () => {
   });
 
   afterAll(async () => {
-    for (const child of children) child.kill('SIGKILL');
+    killChildHosts();
     await host?.close();
     await remote?.close();
     await nc?.close();
@@ -252,7 +232,7 @@ maybe('corepool/nats request/reply', () => {
   });
 
   test('a host killed with SIGKILL mid-traffic: every call settles, with a result or ServerGone', async () => {
-    const hosts = await Promise.all([childHost({ name: 'kill', label: 'a' }), childHost({ name: 'kill', label: 'b' })]);
+    const hosts = await Promise.all([childHost(server.url, { name: 'kill', label: 'a' }), childHost(server.url, { name: 'kill', label: 'b' })]);
     const client = new RemotePool(nc, { name: 'kill', liveness: 1000, maxBatch: 4 });
     const outcomes = [];
     let stop = false;
@@ -271,11 +251,11 @@ maybe('corepool/nats request/reply', () => {
     await new Promise((r) => setTimeout(r, 300));
     const deadline = Date.now() + 10000;
     for (;;) {
-      const inHand = (await client.stats(100)).find((s) => s.id === hosts[0].hostId)?.endpoints[0].data.inHand;
+      const inHand = (await client.stats(100)).find((s) => s.id === hosts[0].id)?.endpoints[0].data.inHand;
       if (inHand > 0) break;
       if (Date.now() > deadline) throw new Error(`host a never held a call: ${inHand}`);
     }
-    hosts[0].kill('SIGKILL');
+    hosts[0].child.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 1800));
     stop = true;
     await Promise.all(callers);
@@ -287,13 +267,13 @@ maybe('corepool/nats request/reply', () => {
     // The survivor serves everything now.
     const who = await Promise.all(Array.from({ length: 8 }, () => client.exec('whoami')));
     expect(new Set(who.map((w) => w.label))).toEqual(new Set(['b']));
-    hosts[1].kill('SIGTERM');
-    await new Promise((r) => hosts[1].once('exit', r));
+    hosts[1].child.kill('SIGTERM');
+    await new Promise((r) => hosts[1].child.once('exit', r));
     await client.close();
   }, 20000);
 
   test('the NATS server restarts mid-traffic: calls settle, then clients and hosts reconnect', async () => {
-    const child = await childHost({ name: 'restart', label: 'r' });
+    const { child } = await childHost(server.url, { name: 'restart', label: 'r' });
     const nc2 = await connectTo(server.url);
     const client = new RemotePool(nc2, { name: 'restart', liveness: 1000 });
     let stop = false;
