@@ -10,6 +10,11 @@ const { withLock, withLockAsync } = require('./critical-section.js');
 
 const WAITERS = contract.locks.waiters;
 
+/** The holder's agent id in the owner word `array[index]`, or null when free (a snapshot). */
+function ownerOf(array, index) {
+  return Atomics.load(array, index) & ID_MASK || null;
+}
+
 /** Takes the free word for `me` (`0 → me`); false if held by another agent, throws if by `me`. */
 function tryTake(what, array, index, me) {
   const seen = Atomics.compareExchange(array, index, 0, me);
@@ -131,12 +136,12 @@ class OwnedMutex {
 
   /** The holder's agent id, or null when free (a snapshot). */
   get owner() {
-    return Atomics.load(this.#array, this.#index) & ID_MASK || null;
+    return ownerOf(this.#array, this.#index);
   }
 
   /** True when the calling agent holds it. */
   get heldByMe() {
-    return (Atomics.load(this.#array, this.#index) & ID_MASK) === currentAgent();
+    return ownerOf(this.#array, this.#index) === currentAgent();
   }
 
   get locked() {
@@ -148,4 +153,4 @@ class OwnedMutex {
   }
 }
 
-module.exports = { OwnedMutex, tryTake, take, takeAsync, release };
+module.exports = { OwnedMutex, ownerOf, tryTake, take, takeAsync, release };

@@ -4,10 +4,10 @@
 
 const { contract } = require('../native.js');
 const { checkWord, spinOption } = require('./wait.js');
-const { currentAgent, countHold, refuseUnlock, lockError, ID_MASK } = require('./agent.js');
+const { currentAgent, countHold, refuseUnlock, lockError } = require('./agent.js');
 const { LOCKING, lockAddress } = require('./lock-all.js');
 const { withLock, withLockAsync } = require('./critical-section.js');
-const { tryTake, take, takeAsync, release } = require('./owned-mutex.js');
+const { ownerOf, tryTake, take, takeAsync, release } = require('./owned-mutex.js');
 
 const { reentrantWords: WORDS, reentrantCount: COUNT } = contract.locks;
 const MAX_COUNT = 0x7fffffff;
@@ -34,7 +34,7 @@ class ReentrantMutex {
 
   /** Counts one more hold if `me` holds it already (true); false if it does not. */
   #reenter(what, me) {
-    if ((Atomics.load(this.#array, this.#index) & ID_MASK) !== me) return false;
+    if (ownerOf(this.#array, this.#index) !== me) return false;
     const count = Atomics.load(this.#array, this.#count);
     if (count === MAX_COUNT) throw lockError('ERR_LOCK_COUNT_OVERFLOW', `${what}: the lock is already held ${MAX_COUNT} times`);
     Atomics.store(this.#array, this.#count, count + 1);
@@ -92,11 +92,11 @@ class ReentrantMutex {
   }
 
   get owner() {
-    return Atomics.load(this.#array, this.#index) & ID_MASK || null;
+    return ownerOf(this.#array, this.#index);
   }
 
   get heldByMe() {
-    return (Atomics.load(this.#array, this.#index) & ID_MASK) === currentAgent();
+    return ownerOf(this.#array, this.#index) === currentAgent();
   }
 
   /** How many times the holder holds it (0 when free; exact for the holder). */
