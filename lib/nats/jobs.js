@@ -366,23 +366,19 @@ class JobClient {
    * Every recorded outcome, then each new one as it is recorded: an async iterable of
    * `{ id, result } | { id, error }` (plus method, host, deliveries). Break to stop.
    */
-  async *results() {
-    await this.#init();
-    const consumer = await this.#js.consumers.get(this.#n.resultStream, { filter_subjects: `${this.#n.results}.*` });
-    const messages = await consumer.consume();
-    try {
-      for await (const m of messages) yield m.json();
-      // The consumer ends only when the connection does: say so, rather than end as if complete.
-      throw new RpcError(CODES.Unavailable, 'the NATS connection closed');
-    } finally {
-      messages.stop();
-    }
+  results() {
+    return this.#follow(`${this.#n.results}.*`);
   }
 
   /** Every dead letter so far and each new one: `{ job, error, deliveries, host }`. */
-  async *deadLetters() {
+  deadLetters() {
+    return this.#follow(`${this.#n.dead}.*`);
+  }
+
+  /** Every message of the result stream on `subjects` so far, then each new one, parsed. */
+  async *#follow(subjects) {
     await this.#init();
-    const consumer = await this.#js.consumers.get(this.#n.resultStream, { filter_subjects: `${this.#n.dead}.*` });
+    const consumer = await this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subjects });
     const messages = await consumer.consume();
     try {
       for await (const m of messages) yield m.json();
