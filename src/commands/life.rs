@@ -185,9 +185,10 @@ fn next_row(up: &[u8], mid: &[u8], down: &[u8], column: &mut [u8], out: &mut [u8
 mod tests {
     use super::*;
     use crate::commands::Rng;
-    use crate::rpc::{ErrorCode, StopFlags};
+    use crate::rpc::command::TestFlags;
+    use crate::rpc::ErrorCode;
     use crate::shm::view::leaked_view;
-    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+    use std::sync::atomic::Ordering;
 
     /// The book's rule with its wrapping `get(x, y)`, cell by cell.
     fn reference(grid: &[u8], n: usize) -> Vec<u8> {
@@ -216,22 +217,6 @@ mod tests {
             }
         }
         next
-    }
-
-    struct Flags(AtomicU8, AtomicBool);
-
-    impl Flags {
-        fn new() -> Flags {
-            Flags(AtomicU8::new(0), AtomicBool::new(false))
-        }
-        fn ctx(&self) -> Context<'_> {
-            let flags = StopFlags {
-                cancel: &self.0,
-                env_gone: &self.1,
-                destroyed: &self.1,
-            };
-            Context::new(flags, None, 0)
-        }
     }
 
     fn params(
@@ -265,7 +250,7 @@ mod tests {
 
     #[test]
     fn bands_in_any_split_match_the_books_rule() {
-        let flags = Flags::new();
+        let flags = TestFlags::new();
         for n in [1usize, 2, 3, 5, 8, 17, 64, 100] {
             let mut rng = Rng::new(n as u64);
             let start: Vec<u8> = (0..n * n)
@@ -295,7 +280,7 @@ mod tests {
 
     #[test]
     fn a_glider_crosses_the_wrap_and_comes_home() {
-        let flags = Flags::new();
+        let flags = TestFlags::new();
         let n = 12;
         let mut start = vec![0u8; n * n];
         for (x, y) in [(1, 0), (2, 1), (0, 2), (1, 2), (2, 2)] {
@@ -312,7 +297,7 @@ mod tests {
 
     #[test]
     fn any_nonzero_byte_is_alive() {
-        let flags = Flags::new();
+        let flags = TestFlags::new();
         // A blinker drawn with 7s becomes the other phase in 1s.
         let n = 5;
         let mut start = vec![0u8; n * n];
@@ -330,7 +315,7 @@ mod tests {
 
     #[test]
     fn bad_params_are_invalid_params_with_a_reason() {
-        let flags = Flags::new();
+        let flags = TestFlags::new();
         let a = grid_of(&[0; 16]);
         let b = grid_of(&[0; 16]);
         let short = grid_of(&[0; 15]);
@@ -398,7 +383,7 @@ mod tests {
 
     #[test]
     fn a_cancelled_step_stops() {
-        let flags = Flags::new();
+        let flags = TestFlags::new();
         flags
             .0
             .store(crate::rpc::CancelReason::Aborted as u8, Ordering::Release);

@@ -263,25 +263,9 @@ fn parse_lock(i: usize, spec: &Value) -> Result<Lock, RpcError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rpc::StopFlags;
+    use crate::rpc::command::TestFlags;
     use crate::shm::view::leaked_view;
-    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-
-    struct Flags(AtomicU8, AtomicBool);
-
-    impl Flags {
-        fn new() -> Flags {
-            Flags(AtomicU8::new(0), AtomicBool::new(false))
-        }
-        fn ctx(&self) -> Context<'_> {
-            let flags = StopFlags {
-                cancel: &self.0,
-                env_gone: &self.1,
-                destroyed: &self.1,
-            };
-            Context::new(flags, None, 0)
-        }
-    }
+    use std::sync::atomic::Ordering;
 
     fn lock(kind: &str, array: &SharedView, index: usize) -> Value {
         let mut m = Map::new();
@@ -317,7 +301,7 @@ mod tests {
                 .map(|_| {
                     let (words, counter) = (words.clone(), counter.clone());
                     std::thread::spawn(move || {
-                        let flags = Flags::new();
+                        let flags = TestFlags::new();
                         let p = params(vec![lock(kind, &words, index)], &counter, 500.0, 3.0);
                         LockedAdd.run(p, &flags.ctx()).unwrap()
                     })
@@ -346,7 +330,7 @@ mod tests {
         let fair = FairMutex::new(SharedWords::new("t", &words, 0, fair_mutex::WORDS).unwrap());
         let other = Agent::new_js().unwrap();
         assert_eq!(fair.try_lock(other), Ok(true));
-        let flags = Flags::new();
+        let flags = TestFlags::new();
         flags
             .0
             .store(crate::rpc::CancelReason::Aborted as u8, Ordering::Release);
@@ -366,7 +350,7 @@ mod tests {
     fn a_stop_is_seen_between_entries_that_never_wait() {
         let words = leaked_view(4, ElementKind::Int32);
         let counter = leaked_view(12, ElementKind::Int32);
-        let flags = Flags::new();
+        let flags = TestFlags::new();
         flags
             .0
             .store(crate::rpc::CancelReason::Aborted as u8, Ordering::Release);
@@ -381,7 +365,7 @@ mod tests {
 
     #[test]
     fn bad_params_are_invalid_params_with_a_reason() {
-        let flags = Flags::new();
+        let flags = TestFlags::new();
         let words = leaked_view(16, ElementKind::Int32);
         let bytes = leaked_view(16, ElementKind::Uint8);
         let counter = leaked_view(12, ElementKind::Int32);

@@ -276,6 +276,30 @@ impl Registry {
     }
 }
 
+/// A command test's stop flags: `.0` is the cancel reason (store one to cancel), `.1` stands
+/// for both the caller's environment and the pool (never gone).
+#[cfg(test)]
+#[derive(Default)]
+pub struct TestFlags(pub AtomicU8, pub AtomicBool);
+
+#[cfg(test)]
+impl TestFlags {
+    /// Not cancelled, nothing gone.
+    pub fn new() -> TestFlags {
+        TestFlags::default()
+    }
+
+    /// A context watching these flags, with no deadline.
+    pub fn ctx(&self) -> Context<'_> {
+        let flags = StopFlags {
+            cancel: &self.0,
+            env_gone: &self.1,
+            destroyed: &self.1,
+        };
+        Context::new(flags, None, 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
