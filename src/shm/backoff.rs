@@ -25,6 +25,15 @@ pub fn deadline_after(timeout: Option<Duration>) -> Option<Instant> {
     timeout.and_then(|t| Instant::now().checked_add(t))
 }
 
+/// The `wait` that the locks' `lock_with` (and the semaphore's `acquire_with`) take for a
+/// native wait of at most `timeout` (`None`: no limit): backs off, from a fresh [`Backoff`],
+/// until the deadline.
+pub fn waiting_at_most(timeout: Option<Duration>) -> impl FnMut() -> bool {
+    let deadline = deadline_after(timeout);
+    let mut backoff = Backoff::new();
+    move || backoff.snooze(deadline)
+}
+
 /// One waiter's progress from spinning to sleeping. Make a new one per wait.
 #[derive(Default)]
 pub struct Backoff {

@@ -62,7 +62,7 @@
 //! of its bound on waiting (bench/locks.js measures both sides).
 
 use super::agent::{check_holder, holder, Agent, LockError};
-use super::backoff::{deadline_after, Backoff};
+use super::backoff::{waiting_at_most, Backoff};
 use super::view::SharedWords;
 use std::time::Duration;
 
@@ -184,9 +184,7 @@ impl FairMutex {
 
     /// Takes the lock for `agent`, waiting at most `timeout` (`None`: no limit).
     pub fn lock(&self, agent: Agent, timeout: Option<Duration>) -> Result<bool, LockError> {
-        let deadline = deadline_after(timeout);
-        let mut backoff = Backoff::new();
-        self.lock_with(agent, || backoff.snooze(deadline))
+        self.lock_with(agent, waiting_at_most(timeout))
     }
 
     /// Leaves the queue with `ticket`; `true` if its turn came first (the caller holds the

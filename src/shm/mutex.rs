@@ -20,7 +20,7 @@
 //! timeout, `compareExchange` + `Atomics.notify`) and a native or corepool holder therefore
 //! exclude each other and neither waits forever.
 
-use super::backoff::{deadline_after, Backoff};
+use super::backoff::waiting_at_most;
 use super::view::SharedWord;
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -76,9 +76,7 @@ impl Mutex {
     /// Takes the lock, waiting (natively, with bounded sleeps) at most `timeout`; `None` waits
     /// as long as it takes. Returns `false` on timeout.
     pub fn lock(&self, timeout: Option<Duration>) -> bool {
-        let deadline = deadline_after(timeout);
-        let mut backoff = Backoff::new();
-        self.lock_with(|| backoff.snooze(deadline))
+        self.lock_with(waiting_at_most(timeout))
     }
 
     /// Takes the lock, calling `wait` each time it is found taken; `wait` waits a little and

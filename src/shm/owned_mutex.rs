@@ -37,7 +37,7 @@
 //! and its unlock (compare-exchange `1 → 0`) would fail. Do not mix the two on one word.
 
 use super::agent::{check_holder, holder, Agent, LockError, ID_LIMIT};
-use super::backoff::{deadline_after, Backoff};
+use super::backoff::waiting_at_most;
 use super::view::SharedWords;
 use std::time::Duration;
 
@@ -95,9 +95,7 @@ impl OwnedMutex {
     /// Takes the lock for `agent`, waiting (natively, with bounded sleeps) at most `timeout`;
     /// `None` waits as long as it takes. `Ok(false)` on timeout.
     pub fn lock(&self, agent: Agent, timeout: Option<Duration>) -> Result<bool, LockError> {
-        let deadline = deadline_after(timeout);
-        let mut backoff = Backoff::new();
-        self.lock_with(agent, || backoff.snooze(deadline))
+        self.lock_with(agent, waiting_at_most(timeout))
     }
 
     /// Releases the lock held by `agent`. JavaScript sleepers still need an `Atomics.notify`

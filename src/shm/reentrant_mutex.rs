@@ -17,7 +17,7 @@
 //! another agent's activity never confuses it.
 
 use super::agent::{check_holder, holder, Agent, LockError};
-use super::backoff::{deadline_after, Backoff};
+use super::backoff::waiting_at_most;
 use super::owned_mutex::OwnedMutex;
 use super::view::SharedWords;
 use std::time::Duration;
@@ -84,9 +84,7 @@ impl ReentrantMutex {
 
     /// Takes the lock for `agent`, waiting at most `timeout` (`None`: no limit).
     pub fn lock(&self, agent: Agent, timeout: Option<Duration>) -> Result<bool, LockError> {
-        let deadline = deadline_after(timeout);
-        let mut backoff = Backoff::new();
-        self.lock_with(agent, || backoff.snooze(deadline))
+        self.lock_with(agent, waiting_at_most(timeout))
     }
 
     /// Gives back one hold of `agent`'s. Returns the owner word's old value when this released

@@ -14,7 +14,7 @@
 //! The word does not record how many permits there were at first, so an extra `release` cannot
 //! be detected; it only fails when the count would overflow.
 
-use super::backoff::{deadline_after, Backoff};
+use super::backoff::waiting_at_most;
 use super::view::SharedWord;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -55,9 +55,7 @@ impl Semaphore {
     /// Takes a permit, waiting (natively, with bounded sleeps) at most `timeout`; `None` waits
     /// as long as it takes. Returns `false` on timeout.
     pub fn acquire(&self, timeout: Option<Duration>) -> bool {
-        let deadline = deadline_after(timeout);
-        let mut backoff = Backoff::new();
-        self.acquire_with(|| backoff.snooze(deadline))
+        self.acquire_with(waiting_at_most(timeout))
     }
 
     /// Takes a permit, calling `wait` each time none is free; `wait` waits a little and returns
