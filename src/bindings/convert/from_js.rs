@@ -43,6 +43,43 @@ macro_rules! at_try {
     };
 }
 
+/// The names of `v`'s own properties that `filter` selects, symbols left out, numbers as
+/// strings: an array of strings, and its length. `noun` names them in a failure's message
+/// ("listing its keys").
+///
+/// # Safety
+/// A live `env` on its JS thread, and `v` an object of it.
+unsafe fn own_names(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    filter: sys::napi_key_filter,
+    path: &str,
+    noun: &str,
+) -> Converted<(sys::napi_value, u32)> {
+    let mut keys = ptr::null_mut();
+    at_try!(
+        env,
+        path,
+        sys::napi_get_all_property_names(
+            env,
+            v,
+            sys::KeyCollectionMode::own_only,
+            filter | sys::KeyFilter::skip_symbols,
+            sys::KeyConversion::numbers_to_strings,
+            &mut keys,
+        ),
+        &format!("listing its {noun}")
+    );
+    let mut len = 0u32;
+    at_try!(
+        env,
+        path,
+        sys::napi_get_array_length(env, keys, &mut len),
+        &format!("counting its {noun}")
+    );
+    Ok((keys, len))
+}
+
 /// Values nest at most this deep (cycles are found sooner, see [`CYCLE_WATCH_DEPTH`]).
 pub const MAX_DEPTH: usize = crate::rpc::value::MAX_NESTING;
 
@@ -333,27 +370,9 @@ impl FromJs {
     /// As for [`FromJs::value`], with `v` a function.
     unsafe fn function(&mut self, v: sys::napi_value, path: &str) -> Converted<Value> {
         let env = self.env;
-        let mut keys = ptr::null_mut();
-        at_try!(
-            env,
-            path,
-            sys::napi_get_all_property_names(
-                env,
-                v,
-                sys::KeyCollectionMode::own_only,
-                sys::KeyFilter::all_properties | sys::KeyFilter::skip_symbols,
-                sys::KeyConversion::numbers_to_strings,
-                &mut keys,
-            ),
-            "listing its properties"
-        );
-        let mut len = 0u32;
-        at_try!(
-            env,
-            path,
-            sys::napi_get_array_length(env, keys, &mut len),
-            "counting its properties"
-        );
+        // SAFETY: v is a function of this env.
+        let (keys, len) =
+            unsafe { own_names(env, v, sys::KeyFilter::all_properties, path, "properties") }?;
         for i in 0..len {
             let mut key = ptr::null_mut();
             at_try!(
@@ -504,27 +523,8 @@ impl FromJs {
         if let Some(collected) = &mut self.collected {
             collected.objects.push(v);
         }
-        let mut keys = ptr::null_mut();
-        at_try!(
-            env,
-            path,
-            sys::napi_get_all_property_names(
-                env,
-                v,
-                sys::KeyCollectionMode::own_only,
-                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
-                sys::KeyConversion::numbers_to_strings,
-                &mut keys,
-            ),
-            "listing its keys"
-        );
-        let mut len = 0u32;
-        at_try!(
-            env,
-            path,
-            sys::napi_get_array_length(env, keys, &mut len),
-            "counting its keys"
-        );
+        // SAFETY: v is an object of this env.
+        let (keys, len) = unsafe { own_names(env, v, sys::KeyFilter::enumerable, path, "keys") }?;
         // Every entry is at least one value: an object with more keys than the budget has left
         // is refused before any is read.
         if len as usize > self.budget {
