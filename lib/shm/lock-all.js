@@ -16,6 +16,11 @@ const MAX_LOCKS = 1024;
 /** Each lock class's method giving lockAll `{ address, words, lock(t), lockAsync(t), unlock() }`. */
 const LOCKING = Symbol('corepool.locking');
 
+/** The lockAll view of `mutex`, whose `words` Int32 words start at `address`: its own lock, lockAsync and unlock. */
+function mutexView(mutex, address, words) {
+  return { address, words, lock: (t) => mutex.lock(t), lockAsync: (t) => mutex.lockAsync(t), unlock: () => mutex.unlock() };
+}
+
 /** The address of `array[index]`, after the addon checks that `words` elements fit from there. */
 function lockAddress(what, array, index, words) {
   try {
@@ -145,4 +150,4 @@ function lockAllAsync(locks, fn, timeoutMs) {
   }
 }
 
-module.exports = { lockAll, lockAllAsync, LOCKING, lockAddress };
+module.exports = { lockAll, lockAllAsync, LOCKING, lockAddress, mutexView };

@@ -2,7 +2,7 @@
 
 const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause } = require('./wait.js');
 const { lockError } = require('./agent.js');
-const { LOCKING, lockAddress } = require('./lock-all.js');
+const { LOCKING, lockAddress, mutexView } = require('./lock-all.js');
 const { withLock, withLockAsync } = require('./critical-section.js');
 
 /** The book's lock word: 0 unlocked, 1 locked (the ring buffer's lock word too). */
@@ -99,7 +99,7 @@ class Mutex {
 
   [LOCKING]() {
     this.#address ??= lockAddress('Mutex', this.#array, this.#index, 1);
-    return { address: this.#address, words: 1, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
+    return mutexView(this, this.#address, 1);
   }
 }
 

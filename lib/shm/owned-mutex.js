@@ -5,7 +5,7 @@
 const { contract } = require('../native.js');
 const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause, NATIVE_HOLDER_SLICE_MS } = require('./wait.js');
 const { currentAgent, countHold, refuseUnlock, alreadyHeld, ID_MASK, NATIVE_AGENT } = require('./agent.js');
-const { LOCKING, lockAddress } = require('./lock-all.js');
+const { LOCKING, lockAddress, mutexView } = require('./lock-all.js');
 const { withLock, withLockAsync } = require('./critical-section.js');
 
 const WAITERS = contract.locks.waiters;
@@ -149,7 +149,7 @@ class OwnedMutex {
   }
 
   [LOCKING]() {
-    return { address: this.#address, words: contract.locks.ownedWords, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
+    return mutexView(this, this.#address, contract.locks.ownedWords);
   }
 }
 

@@ -5,7 +5,7 @@
 const { contract } = require('../native.js');
 const { checkWord, spinOption } = require('./wait.js');
 const { currentAgent, countHold, refuseUnlock, lockError } = require('./agent.js');
-const { LOCKING, lockAddress } = require('./lock-all.js');
+const { LOCKING, lockAddress, mutexView } = require('./lock-all.js');
 const { withLock, withLockAsync } = require('./critical-section.js');
 const { ownerOf, tryTake, take, takeAsync, release } = require('./owned-mutex.js');
 
@@ -109,7 +109,7 @@ class ReentrantMutex {
   }
 
   [LOCKING]() {
-    return { address: this.#address, words: WORDS, lock: (t) => this.lock(t), lockAsync: (t) => this.lockAsync(t), unlock: () => this.unlock() };
+    return mutexView(this, this.#address, WORDS);
   }
 }
 
