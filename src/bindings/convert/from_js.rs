@@ -80,6 +80,30 @@ unsafe fn own_names(
     Ok((keys, len))
 }
 
+/// Name `i` of `keys` (from [`own_names`]): the key itself and its text. `what` says what a
+/// failure was doing ("reading a key").
+///
+/// # Safety
+/// A live `env` on its JS thread, `keys` an array [`own_names`] made on it, `i` below its length.
+unsafe fn name_at(
+    env: sys::napi_env,
+    keys: sys::napi_value,
+    i: u32,
+    path: &str,
+    what: &str,
+) -> Converted<(sys::napi_value, String)> {
+    let mut key = ptr::null_mut();
+    at_try!(
+        env,
+        path,
+        sys::napi_get_element(env, keys, i, &mut key),
+        what
+    );
+    // SAFETY: key is a string of this env (own_names leaves symbols out and turns numbers to strings).
+    let name = unsafe { string(env, key) }?;
+    Ok((key, name))
+}
+
 /// Values nest at most this deep (cycles are found sooner, see [`CYCLE_WATCH_DEPTH`]).
 pub const MAX_DEPTH: usize = crate::rpc::value::MAX_NESTING;
 
@@ -374,15 +398,8 @@ impl FromJs {
         let (keys, len) =
             unsafe { own_names(env, v, sys::KeyFilter::all_properties, path, "properties") }?;
         for i in 0..len {
-            let mut key = ptr::null_mut();
-            at_try!(
-                env,
-                path,
-                sys::napi_get_element(env, keys, i, &mut key),
-                "reading a property name"
-            );
-            // SAFETY: key is a string of this env (numbers_to_strings, no symbols).
-            let name = unsafe { string(env, key) }?;
+            // SAFETY: keys came from own_names, on this env.
+            let (_, name) = unsafe { name_at(env, keys, i, path, "reading a property name") }?;
             if !FUNCTION_OWN.contains(&name.as_str()) {
                 return Err(format!(
                     "{} is a function with a property of its own, {name:?}: a render cannot \
@@ -535,15 +552,8 @@ impl FromJs {
         }
         let mut map = Map::with_capacity((len as usize).min(FIRST_RESERVE));
         for i in 0..len {
-            let mut key = ptr::null_mut();
-            at_try!(
-                env,
-                path,
-                sys::napi_get_element(env, keys, i, &mut key),
-                "reading a key"
-            );
-            // SAFETY: key is a string of this env (numbers_to_strings).
-            let name = unsafe { string(env, key) }?;
+            // SAFETY: keys came from own_names, on this env.
+            let (key, name) = unsafe { name_at(env, keys, i, path, "reading a key") }?;
             let mark = path.len();
             path.push('.');
             path.push_str(&name);
