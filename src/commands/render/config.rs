@@ -1,5 +1,5 @@
 //! The render's 4th param, mustache.js's `config`: an array of two delimiters (`tags`), or an
-//! object `{ tags, escape }`, to which corepool adds `output`.
+//! object `{ tags, escape }`, to which corepool adds `output` and `data`.
 //!
 //! - `tags`: `["<%", "%>"]`, the delimiters the template and every partial start with. Both
 //!   must be non-empty strings (mustache.js fails on other types, and with an empty tag renders
@@ -8,6 +8,9 @@
 //!   HTML escaping; `false` or `'none'`: none (for text that is not HTML; mustache.js itself
 //!   takes `false` as unset); a function: called as mustache.js calls it (see `functions.rs`).
 //! - `output`: `'string'` (the default) or `'buffer'`: the result as UTF-8 bytes.
+//! - `data`: `'view'` (the default): the data param is the view itself; `'json'`: it is JSON
+//!   text, parsed on the pool thread as `JSON.parse` parses it (see `mod.rs`), so the calling
+//!   thread hands over one string and never builds or walks the view.
 //!
 //! Like mustache.js, a config that is neither an array nor an object (a string, a number) is
 //! ignored, and so are keys it does not know.
@@ -32,11 +35,21 @@ pub enum Output {
     Buffer,
 }
 
+/// What the data param is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Data {
+    /// The view itself.
+    View,
+    /// The view's JSON text.
+    Json,
+}
+
 #[derive(Debug)]
 pub struct Config {
     pub tags: Option<Tags>,
     pub escape: Escape,
     pub output: Output,
+    pub data: Data,
 }
 
 impl Default for Config {
@@ -45,6 +58,7 @@ impl Default for Config {
             tags: None,
             escape: Escape::Html,
             output: Output::String,
+            data: Data::View,
         }
     }
 }
@@ -81,6 +95,18 @@ impl Config {
                     Some(other) => {
                         return Err(RpcError::invalid_params(format!(
                             "render: config.output must be 'string' or 'buffer', got {}",
+                            describe(other)
+                        )))
+                    }
+                };
+                out.data = match map.get("data") {
+                    None | Some(Value::Null) => Data::View,
+                    Some(Value::String(s)) if s == "view" => Data::View,
+                    Some(Value::String(s)) if s == "json" => Data::Json,
+                    Some(other) => {
+                        return Err(RpcError::invalid_params(format!(
+                            "render: config.data must be 'view' (data is the view) or 'json' \
+                             (data is the view's JSON text), got {}",
                             describe(other)
                         )))
                     }

@@ -15,6 +15,15 @@
 //! - `writer.rs`: the walk over the nodes that writes the output (mustache.js's `Writer`);
 //!   iterative, depth-capped, cancellable.
 //!
+//! Data as JSON text (`config.data: 'json'`): the data param is a string, parsed here, on the
+//! pool thread, by the same parser as `pool.handle` (`rpc::json`: `JSON.parse`'s reading, so
+//! `1e400` is Infinity, a repeated key keeps its first position and last value, a lone
+//! surrogate escape is U+FFFD as a lone surrogate in a JavaScript string is once it crosses).
+//! The parsed view replaces the text in the params before anything borrows them, so the render
+//! that follows, pending slots included, is exactly the render of the parsed view. Text that is
+//! not JSON, or nested past [`MAX_NESTING`](crate::rpc::value::MAX_NESTING), is InvalidParams
+//! with the parser's line and column.
+//!
 //! What it keeps: only the template cache. A render holds its data and partials borrowed from
 //! the call's params and allocates its output once it knows the template.
 //!
@@ -36,10 +45,11 @@ mod parse;
 mod tests;
 mod writer;
 
+use crate::rpc::json::Unparsed;
 use crate::rpc::value::Pending;
 use crate::rpc::{params, Command, Context, ErrorCode, Map, RpcError, Value};
 use cache::TemplateCache;
-use config::{Config, Output};
+use config::{Config, Data, Output};
 use functions::pending::{PendingRender, Recorder};
 use std::sync::Arc;
 
@@ -50,17 +60,27 @@ impl Command for Render {
         "render"
     }
     fn params(&self) -> &'static str {
-        "template: string, data?: JSON value, partials?: { [name]: string }, \
-         config?: [open, close] | { tags?, escape?, output? }"
+        "template: string, data?: JSON value (JSON text with config.data 'json'), \
+         partials?: { [name]: string }, config?: [open, close] | { tags?, escape?, output?, data? }"
     }
     fn summary(&self) -> &'static str {
         "renders a Mustache template; output identical to mustache.js 4.2.0"
     }
-    fn run(&self, params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
+    fn run(&self, mut params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
         params::expect_count("render", &params, 1..=4)?;
+        let config = Config::parse(params.get(3))?;
+        if config.data == Data::Json {
+            let view = parse_json_data(params.get(1))?;
+            match params.get_mut(1) {
+                Some(slot) => *slot = view,
+                None => params.push(view),
+            }
+        }
         let template = params::string("render: template", &params[0])?;
         let data = params.get(1);
         let mut functions = match data {
+            // Parsed JSON holds nothing but JSON: no functions, nothing to refuse.
+            Some(_) if config.data == Data::Json => false,
             Some(data) => check_data(data)?,
             None => false,
         };
@@ -74,7 +94,6 @@ impl Command for Render {
                 )))
             }
         };
-        let config = Config::parse(params.get(3))?;
         functions |= matches!(config.escape, config::Escape::Function(_));
         let cache = TemplateCache::global();
         let template = cache
@@ -110,6 +129,27 @@ impl Command for Render {
         let pending = unsafe { PendingRender::new(recorder, out, error, config, params) };
         Ok(Value::Pending(Pending(Arc::new(pending))))
     }
+}
+
+/// The view that `data`, JSON text, stands for; InvalidParams for anything else.
+fn parse_json_data(data: Option<&Value>) -> Result<Value, RpcError> {
+    let text = match data {
+        Some(Value::String(text)) => text,
+        other => {
+            return Err(RpcError::invalid_params(format!(
+                "render: config.data is 'json', so data must be a string of JSON text, got {}",
+                other.map_or("nothing", Value::kind)
+            )))
+        }
+    };
+    crate::rpc::json::parse(text).map_err(|why| {
+        RpcError::invalid_params(match why {
+            Unparsed::NotJson(why) => {
+                format!("render: data is not JSON text (config.data is 'json'): {why}")
+            }
+            Unparsed::TooDeep => format!("render: data, JSON text (config.data is 'json'): {why}"),
+        })
+    })
 }
 
 /// The result in the form `config.output` asks for.
