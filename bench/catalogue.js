@@ -105,7 +105,8 @@ const catalogue = {
     measures:
       'Renders per second of the table and page templates driven by one main thread: mustache.js and hogan.js ' +
       '3.0.2 (compiled once) on that thread, corepool through a 2-thread pool as a string and as a Buffer with ' +
-      '64 calls in flight; and a page with a function and a section lambda in each repeat, corepool against ' +
+      '64 calls in flight; the same data as JSON text, hogan.js + JSON.parse on that thread against corepool ' +
+      'rendering from the text (data: \'json\', parsed on the pool thread); and a page with a function and a section lambda in each repeat, corepool against ' +
       'mustache.js. It prints its figures and saves no results file yet.',
     headline: 'table corepool string (2 threads) vs hogan.js',
   },

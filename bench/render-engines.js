@@ -86,13 +86,18 @@ async function main() {
   for (const [name, { template, data }] of Object.entries(TEMPLATES)) {
     const hogan = Hogan.compile(template);
     const expected = Mustache.render(template, data);
+    const text = JSON.stringify(data);
     if ((await pool.render(template, data)) !== expected) throw new Error(`${name}: corepool's output differs from mustache.js's`);
+    if ((await pool.render(template, text, undefined, { data: 'json' })) !== expected) throw new Error(`${name}: corepool's output from JSON text differs from mustache.js's`);
     if (hogan.render(data) !== expected) console.log(`${name}: hogan.js's output differs from mustache.js's (measured all the same)`);
     contestants.push(
       [`${name} mustache.js (main thread)`, () => syncRate(() => Mustache.render(template, data), MS)],
       [`${name} hogan.js (main thread)`, () => syncRate(() => hogan.render(data), MS)],
       [`${name} corepool string (2 threads)`, () => asyncRate(() => pool.render(template, data), MS)],
       [`${name} corepool Buffer (2 threads)`, () => asyncRate(() => pool.render(template, data, undefined, { output: 'buffer' }), MS)],
+      [`${name} hogan.js + JSON.parse (main thread)`, () => syncRate(() => hogan.render(JSON.parse(text)), MS)],
+      [`${name} corepool from JSON text, string (2 threads)`, () => asyncRate(() => pool.render(template, text, undefined, { data: 'json' }), MS)],
+      [`${name} corepool from JSON text, Buffer (2 threads)`, () => asyncRate(() => pool.render(template, text, undefined, { data: 'json', output: 'buffer' }), MS)],
     );
   }
   const lambdas = lambdaPage();
@@ -122,6 +127,10 @@ async function main() {
   ratio('table corepool Buffer (2 threads)', 'table hogan.js (main thread)', 2);
   ratio('page corepool string (2 threads)', 'page hogan.js (main thread)', 1.5);
   ratio('page corepool Buffer (2 threads)', 'page hogan.js (main thread)', 1.5);
+  ratio('table corepool from JSON text, string (2 threads)', 'table hogan.js + JSON.parse (main thread)', 3);
+  ratio('table corepool from JSON text, Buffer (2 threads)', 'table hogan.js + JSON.parse (main thread)', 3);
+  ratio('page corepool from JSON text, string (2 threads)', 'page hogan.js + JSON.parse (main thread)');
+  ratio('page corepool from JSON text, Buffer (2 threads)', 'page hogan.js + JSON.parse (main thread)');
   ratio('lambda page corepool (2 threads)', 'lambda page mustache.js (main thread)');
   console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   await pool.close();
