@@ -259,6 +259,8 @@ export interface MustacheConfig {
   escape?: 'html' | 'none' | false | null | ((value: any) => unknown);
   /** 'string' (default) or 'buffer': the UTF-8 bytes, as a Buffer. */
   output?: 'string' | 'buffer' | null;
+  /** 'view' (default): `data` is the view; 'json': `data` is the view's JSON text, parsed on the pool thread. */
+  data?: 'view' | 'json' | null;
 }
 
 /** The built-in commands and their results. */
@@ -296,8 +298,11 @@ export declare class Pool extends EventEmitter {
   ready(): Promise<void>;
   /** Mustache on a native thread, output identical to mustache.js 4.2.0; functions in the view
    *  (and an escape function) run on this thread. `output: 'buffer'` resolves with a Buffer. */
-  render(template: string, data: MustacheView | undefined, partials: MustachePartials | null | undefined, config: MustacheConfig & { output: 'buffer' }): Promise<Buffer>;
-  render(template: string, data?: MustacheView, partials?: MustachePartials | null, config?: MustacheConfig | [string, string]): Promise<string>;
+  render(template: string, json: string, partials: MustachePartials | null | undefined, config: MustacheConfig & { data: 'json'; output: 'buffer' }): Promise<Buffer>;
+  /** With `data: 'json'`, the view's JSON text, parsed on the pool thread (InvalidParams if it is not JSON). */
+  render(template: string, json: string, partials: MustachePartials | null | undefined, config: MustacheConfig & { data: 'json' }): Promise<string>;
+  render(template: string, data: MustacheView | undefined, partials: MustachePartials | null | undefined, config: MustacheConfig & { output: 'buffer'; data?: 'view' | null }): Promise<Buffer>;
+  render(template: string, data?: MustacheView, partials?: MustachePartials | null, config?: (MustacheConfig & { data?: 'view' | null }) | [string, string]): Promise<string>;
   request(request: JsonRpcRequest): Promise<JsonRpcResponse | undefined>;
   request(batch: JsonRpcRequest[]): Promise<JsonRpcResponse[] | undefined>;
   /** JSON-RPC text in, JSON-RPC text out ('' when nothing is to be answered). Never rejects. */

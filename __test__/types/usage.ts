@@ -37,6 +37,12 @@ async function main(): Promise<void> {
   const bytes: Buffer = await pool.render('{{a}}', { a: 1 }, null, { tags: ['<%', '%>'], escape: (v) => String(v), output: 'buffer' });
   // @ts-expect-error output is 'string' or 'buffer'
   await pool.render('{{a}}', {}, {}, { output: 'stream' });
+  const fromJson: string = await pool.render('{{a}}', '{"a":1}', null, { data: 'json' });
+  const fromJsonBytes: Buffer = await pool.render('{{a}}', '{"a":1}', undefined, { tags: ['<%', '%>'], data: 'json', output: 'buffer' });
+  // @ts-expect-error with data: 'json', data is the JSON text
+  await pool.render('{{a}}', { a: 1 }, null, { data: 'json' });
+  // @ts-expect-error data is 'view' or 'json'
+  await pool.render('{{a}}', '{}', null, { data: 'text' });
   const engine = expressEngine({ pool, partials: '/views', extension: 'mustache', output: 'buffer', cache: false });
   engine('/views/page.mustache', { a: 1 }, (err, rendered) => console.log(err, rendered));
   engine.close();
@@ -66,7 +72,7 @@ async function main(): Promise<void> {
   new Pool({ strategy: 'fastest' });
   // @ts-expect-error a built-in command's params are typed
   await pool.exec('fibonacci', 'thirty');
-  console.log(echoed, mine, fib, total, html, page, lambdas, tagged, bytes.length, called, squares, ran, byDefault, disposable.threads);
+  console.log(echoed, mine, fib, total, html, page, lambdas, tagged, bytes.length, fromJson, fromJsonBytes.length, called, squares, ran, byDefault, disposable.threads);
 
   const words = new Int32Array(new SharedArrayBuffer(4 * (8 + FairMutex.WORDS)));
   const mutex = new Mutex(words, 0, { spin: 0 });
