@@ -402,21 +402,31 @@ export interface SpinOptions {
   spin?: number;
 }
 
-/** The book's mutex on one Int32 word of a SharedArrayBuffer: 0 unlocked, 1 locked. Blocking
- *  methods use Atomics.wait (for worker_threads); the *Async ones never block the event loop. */
-export declare class Mutex {
-  /** Throws RpcError InvalidParams unless `int32Array` is over a SharedArrayBuffer and `index` in range. */
-  constructor(int32Array: Int32Array, index?: number, options?: SpinOptions);
+/** What every mutex has: blocking methods use Atomics.wait (for worker_threads); the *Async ones
+ *  never block the event loop. */
+export interface BasicLock {
   tryLock(): boolean;
   /** false when the lock stayed taken for `timeoutMs` (default: wait as long as it takes). */
   lock(timeoutMs?: number): boolean;
   lockAsync(timeoutMs?: number): Promise<boolean>;
-  /** Throws an Error (code ERR_LOCK_NOT_LOCKED) if the mutex is not locked. */
+  /** Throws an Error (code ERR_LOCK_NOT_LOCKED) if it is not locked. */
   unlock(): void;
   /** Runs synchronous `fn` under the lock; RpcError Timeout if the lock stayed taken. */
   withLock<T>(fn: () => NotAPromise<T>, timeoutMs?: number): T;
   withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
   readonly locked: boolean;
+}
+
+/** What a synchronous `fn` under a lock may return: not a promise. An `fn` that returns one would
+ *  run its rest unlocked, so withLock and lockAll refuse it (InvalidParams, after giving the locks
+ *  back): use withLockAsync / lockAllAsync. */
+export type NotAPromise<T> = T extends PromiseLike<unknown> ? never : T;
+
+/** The book's mutex on one Int32 word of a SharedArrayBuffer: 0 unlocked, 1 locked. */
+export interface Mutex extends BasicLock {}
+export declare class Mutex {
+  /** Throws RpcError InvalidParams unless `int32Array` is over a SharedArrayBuffer and `index` in range. */
+  constructor(int32Array: Int32Array, index?: number, options?: SpinOptions);
 }
 
 /** A counting semaphore on one Int32 word holding the free permits. */
@@ -434,79 +444,43 @@ export declare class Semaphore {
 /** The `code` of an Error that a lock throws when it is misused. */
 export type LockErrorCode = 'ERR_LOCK_NOT_LOCKED' | 'ERR_LOCK_NOT_OWNER' | 'ERR_LOCK_ALREADY_HELD' | 'ERR_LOCK_COUNT_OVERFLOW';
 
-/** What the owner-checked locks have in common: the holder's agent id is in shared memory. */
-interface OwnerCheckedLock {
-  tryLock(): boolean;
-  lock(timeoutMs?: number): boolean;
-  lockAsync(timeoutMs?: number): Promise<boolean>;
-  /** Throws (code ERR_LOCK_NOT_OWNER or ERR_LOCK_NOT_LOCKED) unless the calling agent holds it. */
-  unlock(): void;
-  withLock<T>(fn: () => NotAPromise<T>, timeoutMs?: number): T;
-  /** Runs `fn` as an agent of its own (unless inside one already), holding the lock. */
-  withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
+/** What the owner-checked locks have in common: the holder's agent id is in shared memory.
+ *  unlock() throws (code ERR_LOCK_NOT_OWNER or ERR_LOCK_NOT_LOCKED) unless the calling agent
+ *  holds it; withLockAsync runs `fn` as an agent of its own (unless inside one already). */
+export interface OwnerCheckedLock extends BasicLock {
   /** The holder's agent id, or null. */
   readonly owner: number | null;
   /** The calling agent holds it. */
   readonly heldByMe: boolean;
-  readonly locked: boolean;
 }
 
 /** A mutex that records its holder; not the book's 0/1 protocol. The holder asking again gets ERR_LOCK_ALREADY_HELD. */
-export declare class OwnedMutex implements OwnerCheckedLock {
+export interface OwnedMutex extends OwnerCheckedLock {}
+export declare class OwnedMutex {
   constructor(int32Array: Int32Array, index?: number, options?: SpinOptions);
-  tryLock(): boolean;
-  lock(timeoutMs?: number): boolean;
-  lockAsync(timeoutMs?: number): Promise<boolean>;
-  unlock(): void;
-  withLock<T>(fn: () => NotAPromise<T>, timeoutMs?: number): T;
-  withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
-  readonly owner: number | null;
-  readonly heldByMe: boolean;
-  readonly locked: boolean;
 }
 
 /** Owner and hold count on two Int32 words: the holder may lock again; free when the count is back to 0. */
-export declare class ReentrantMutex implements OwnerCheckedLock {
+export interface ReentrantMutex extends OwnerCheckedLock {}
+export declare class ReentrantMutex {
   constructor(int32Array: Int32Array, index?: number, options?: SpinOptions);
-  tryLock(): boolean;
-  lock(timeoutMs?: number): boolean;
-  lockAsync(timeoutMs?: number): Promise<boolean>;
-  unlock(): void;
-  withLock<T>(fn: () => NotAPromise<T>, timeoutMs?: number): T;
-  withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
-  readonly owner: number | null;
-  readonly heldByMe: boolean;
-  readonly locked: boolean;
   /** Holds of the holder (0 when free). */
   readonly count: number;
 }
 
-/** A ticket lock on FairMutex.WORDS Int32 words: waiters are served in the order they arrived. */
-export declare class FairMutex implements OwnerCheckedLock {
+/** A ticket lock on FairMutex.WORDS Int32 words: waiters are served in the order they arrived.
+ *  tryLock() succeeds only when nobody holds or waits; lock() returns false if it gave its ticket
+ *  up after `timeoutMs`. */
+export interface FairMutex extends OwnerCheckedLock {}
+export declare class FairMutex {
   /** Int32 elements a FairMutex needs from its index. */
   static readonly WORDS: number;
   constructor(int32Array: Int32Array, index?: number, options?: SpinOptions);
-  /** Succeeds only when nobody holds or waits. */
-  tryLock(): boolean;
-  /** false if it gave its ticket up after `timeoutMs`. */
-  lock(timeoutMs?: number): boolean;
-  lockAsync(timeoutMs?: number): Promise<boolean>;
-  unlock(): void;
-  withLock<T>(fn: () => NotAPromise<T>, timeoutMs?: number): T;
-  withLockAsync<T>(fn: () => T | Promise<T>, timeoutMs?: number): Promise<T>;
-  readonly owner: number | null;
-  readonly heldByMe: boolean;
-  readonly locked: boolean;
   /** Agents in the queue (a snapshot). */
   readonly waiting: number;
 }
 
 /** Anything lockAll takes (a Semaphore gives one permit). */
-/** What a synchronous `fn` under a lock may return: not a promise. An `fn` that returns one would
- *  run its rest unlocked, so withLock and lockAll refuse it (InvalidParams, after giving the locks
- *  back): use withLockAsync / lockAllAsync. */
-export type NotAPromise<T> = T extends PromiseLike<unknown> ? never : T;
-
 export type Lockable = Mutex | Semaphore | OwnedMutex | ReentrantMutex | FairMutex;
 
 /** Takes every lock in one process-wide order (their memory addresses), runs synchronous `fn`,
