@@ -28,9 +28,9 @@ const catalogue = {
     measures:
       'Requests per second on an Express 5 server (a child process) rendering template-render.js\'s page ' +
       'template from a views folder, through `corepool/express` and through mustache-express 1.3.2, loaded ' +
-      'by autocannon with 10 connections in interleaved rounds; both bodies are checked against mustache.js. ' +
-      'It prints its figures and saves no results file yet.',
-    headline: 'corepool/express vs mustache-express',
+      'by autocannon with 10 connections in interleaved rounds, with latency p99; both bodies are checked ' +
+      'against mustache.js.',
+    headline: 'corepool/express vs mustache-express, page',
   },
   'file-pool': {
     summary: 'a pool of JS workers from a task file vs Piscina, tiny task',
@@ -107,8 +107,9 @@ const catalogue = {
       '3.0.2 (compiled once) on that thread, corepool through a 2-thread pool as a string and as a Buffer with ' +
       '64 calls in flight; the same data as JSON text, hogan.js + JSON.parse on that thread against corepool ' +
       'rendering from the text (data: \'json\', parsed on the pool thread); and a page with a function and a section lambda in each repeat, corepool against ' +
-      'mustache.js. It prints its figures and saves no results file yet.',
-    headline: 'table corepool string (2 threads) vs hogan.js',
+      'mustache.js, with the event-loop delay p99 of each run on the pool. Every output is checked against ' +
+      'mustache.js\'s first.',
+    headline: 'table: corepool string vs hogan.js',
   },
   ring: {
     summary: 'ring buffer throughput between worker_threads',

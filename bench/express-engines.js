@@ -3,16 +3,15 @@
 // server (a child process) renders template-render.js's page template from a views folder
 // through each engine; this process loads it with autocannon (10 connections), the routes in
 // interleaved rounds (3 rounds of 5 s; --quick: 1 of 2 s), after checking that both bodies are
-// mustache.js's output. Prints medians and the ratio; saves nothing.
+// mustache.js's output. Results in bench/results/express-engines.json.
 //
 //   node bench/express-engines.js [--quick]
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { fork } = require('node:child_process');
+const { Suite, quick } = require('./harness');
 
-const quick = process.argv.includes('--quick');
-const ROUNDS = quick ? 1 : 3;
 const SECONDS = quick ? 2 : 5;
 
 async function serve(dir) {
@@ -55,7 +54,8 @@ async function main() {
   const { template, data } = TEMPLATES.page;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-bench-views-'));
   fs.writeFileSync(path.join(dir, 'page.mustache'), template);
-  console.log(`express-engines: load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const suite = new Suite('express-engines', { runs: 3, warmup: 1, quickRuns: 1 });
+  suite.log(`${os.availableParallelism()} cores; autocannon, 10 connections, ${SECONDS} s per run`);
   const child = fork(__filename, ['--serve', dir]);
   const ports = await new Promise((resolve) => child.once('message', resolve));
   try {
@@ -65,20 +65,23 @@ async function main() {
       if (body !== expected) throw new Error(`${name}: body differs from mustache.js's output`);
     }
     const run = (port, duration) => autocannon({ url: `http://127.0.0.1:${port}/`, connections: 10, duration });
-    for (const port of Object.values(ports)) await run(port, 1); // warm-up
-    const rates = Object.fromEntries(Object.keys(ports).map((n) => [n, []]));
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, port] of Object.entries(ports)) {
-        const r = await run(port, SECONDS);
-        rates[name].push(r.requests.average);
-        console.log(`${name}: round ${round + 1}: ${Math.round(r.requests.average)} req/s, latency p99 ${r.latency.p99} ms`);
-      }
-    }
-    const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-    const ours = median(rates.corepool);
-    const theirs = median(rates['mustache-express']);
-    console.log(`corepool/express ${Math.round(ours)} req/s vs mustache-express ${Math.round(theirs)} req/s: ${(ours / theirs).toFixed(2)}× (goal ≥ 1.5×)`);
-    console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    const p99 = new Map(Object.keys(ports).map((name) => [name, []]));
+    await suite.interleave(
+      Object.entries(ports).map(([name, port]) => ({
+        label: name,
+        unit: 'req/s',
+        fn: async () => {
+          const r = await run(port, SECONDS);
+          if (r.errors || r.non2xx) throw new Error(`${name}: ${r.errors} errors, ${r.non2xx} non-2xx responses`);
+          p99.get(name).push(r.latency.p99);
+          return r.requests.average;
+        },
+      })),
+    );
+    for (const [name, values] of p99) suite.record(`${name} latency p99`, 'ms latency p99', values.slice(-suite.runs));
+    suite.ratio('corepool/express vs mustache-express, page', 'corepool', 'mustache-express', 1.5);
+    suite.note('Express 5 in a child process, the page template from a views folder, view cache on; both bodies checked against mustache.js first.');
+    suite.save();
   } finally {
     child.kill();
     fs.rmSync(dir, { recursive: true, force: true });

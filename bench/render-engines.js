@@ -3,11 +3,14 @@
 //   - the table and page templates (template-render.js's): mustache.js and hogan.js 3.0.2
 //     (compiled once) on this thread; corepool through a 2-thread pool, its result as a string
 //     and as a Buffer (`output: 'buffer'`), 64 calls in flight;
+//   - the same data as JSON text: hogan.js + JSON.parse on this thread against corepool
+//     rendering from the text (`data: 'json'`, parsed on the pool thread);
 //   - a lambda-heavy page (a function and a section lambda in each of 80 repeats): mustache.js
 //     on this thread vs corepool (the functions run on this thread, the rest on the pool), with
 //     this thread's event-loop delay p99 while each runs.
-// Contestants run in interleaved rounds (each once per round, 5 rounds of 1 s; --quick: 3 of
-// 0.3 s); medians are printed with min–max. Nothing is saved.
+// Every output is checked against mustache.js's first. Contestants run in interleaved rounds
+// (each once per round, 5 rounds of 1 s; --quick: 2 of 0.3 s); results in
+// bench/results/render-engines.json.
 //
 //   node bench/render-engines.js [--quick]
 const os = require('node:os');
@@ -16,9 +19,9 @@ const Mustache = require('mustache');
 const Hogan = require('hogan.js');
 const { Pool } = require('..');
 const { TEMPLATES } = require('./template-render.js');
+const { Suite, quick } = require('./harness');
 
-const quick = process.argv.includes('--quick');
-const ROUNDS = quick ? 3 : 5;
+const suite = new Suite('render-engines', { runs: 5, warmup: 1, quickRuns: 2 });
 const MS = quick ? 300 : 1000;
 const IN_FLIGHT = 64;
 
@@ -59,9 +62,6 @@ async function withDelay(fn) {
   return { rate, delayP99: h.percentile(99) / 1e6 };
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-const fmt = (n) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2));
-
 function lambdaPage() {
   const template = '<em>{{#bold}}{{me}}{{/bold}} loves {{you}}: {{price}}</em> '.repeat(80);
   const data = {
@@ -79,9 +79,8 @@ function lambdaPage() {
 }
 
 async function main() {
-  console.log(`render-engines: load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}, ${os.availableParallelism()} cores`);
+  suite.log(`${os.availableParallelism()} cores; corepool: a 2-thread pool, ${IN_FLIGHT} renders in flight`);
   const pool = new Pool({ threads: 2 });
-  const results = new Map();
   const contestants = [];
   for (const [name, { template, data }] of Object.entries(TEMPLATES)) {
     const hogan = Hogan.compile(template);
@@ -89,7 +88,7 @@ async function main() {
     const text = JSON.stringify(data);
     if ((await pool.render(template, data)) !== expected) throw new Error(`${name}: corepool's output differs from mustache.js's`);
     if ((await pool.render(template, text, undefined, { data: 'json' })) !== expected) throw new Error(`${name}: corepool's output from JSON text differs from mustache.js's`);
-    if (hogan.render(data) !== expected) console.log(`${name}: hogan.js's output differs from mustache.js's (measured all the same)`);
+    if (hogan.render(data) !== expected) suite.note(`${name}: hogan.js's output differs from mustache.js's (measured all the same)`);
     contestants.push(
       [`${name} mustache.js (main thread)`, () => syncRate(() => Mustache.render(template, data), MS)],
       [`${name} hogan.js (main thread)`, () => syncRate(() => hogan.render(data), MS)],
@@ -107,33 +106,40 @@ async function main() {
     ['lambda page mustache.js (main thread)', () => syncRate(() => Mustache.render(lambdas.template, lambdas.data), MS)],
     ['lambda page corepool (2 threads)', () => asyncRate(() => pool.render(lambdas.template, lambdas.data), MS)],
   );
-  for (const [, run] of contestants) await run(); // warm-up
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [label, run] of contestants) {
-      const r = await withDelay(run);
-      if (!results.has(label)) results.set(label, []);
-      results.get(label).push(r);
-    }
-  }
-  const med = (label, key = 'rate') => median(results.get(label).map((r) => r[key]));
-  for (const [label, rs] of results) {
-    const rates = rs.map((r) => r.rate);
-    // A render on this thread holds the loop for the whole run: no delay sample is taken.
-    const delay = label.includes('main thread') ? 'the loop is blocked throughout' : `loop delay p99 ${fmt(med(label, 'delayP99'))} ms`;
-    console.log(`${label}: ${fmt(median(rates))} renders/s (${fmt(Math.min(...rates))}–${fmt(Math.max(...rates))}), ${delay}`);
-  }
-  const ratio = (a, b, goal) => console.log(`${a} / ${b}: ${(med(a) / med(b)).toFixed(2)}×${goal ? ` (goal ≥ ${goal}×)` : ''}`);
-  ratio('table corepool string (2 threads)', 'table hogan.js (main thread)', 2);
-  ratio('table corepool Buffer (2 threads)', 'table hogan.js (main thread)', 2);
-  ratio('page corepool string (2 threads)', 'page hogan.js (main thread)', 1.5);
-  ratio('page corepool Buffer (2 threads)', 'page hogan.js (main thread)', 1.5);
-  ratio('table corepool from JSON text, string (2 threads)', 'table hogan.js + JSON.parse (main thread)', 3);
-  ratio('table corepool from JSON text, Buffer (2 threads)', 'table hogan.js + JSON.parse (main thread)', 3);
-  ratio('page corepool from JSON text, string (2 threads)', 'page hogan.js + JSON.parse (main thread)');
-  ratio('page corepool from JSON text, Buffer (2 threads)', 'page hogan.js + JSON.parse (main thread)');
-  ratio('lambda page corepool (2 threads)', 'lambda page mustache.js (main thread)');
-  console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  // The event-loop delay p99 of each run on the pool, kept beside its rate. (A render on this
+  // thread holds the loop for the whole run: no delay sample is taken, none is recorded.)
+  const delays = new Map();
+  await suite.interleave(
+    contestants.map(([label, run]) => ({
+      label,
+      unit: 'renders/s',
+      fn: async () => {
+        const { rate, delayP99 } = await withDelay(run);
+        if (!label.includes('main thread')) {
+          if (!delays.has(label)) delays.set(label, []);
+          delays.get(label).push(delayP99);
+        }
+        return rate;
+      },
+    })),
+  );
+  for (const [label, values] of delays) suite.record(`${label} loop delay p99`, 'ms event-loop delay p99', values.slice(-suite.runs));
+  suite.ratio('table: corepool string vs hogan.js', 'table corepool string (2 threads)', 'table hogan.js (main thread)', 2);
+  suite.ratio('table: corepool Buffer vs hogan.js', 'table corepool Buffer (2 threads)', 'table hogan.js (main thread)', 2);
+  suite.ratio('page: corepool string vs hogan.js', 'page corepool string (2 threads)', 'page hogan.js (main thread)', 1.5);
+  suite.ratio('page: corepool Buffer vs hogan.js', 'page corepool Buffer (2 threads)', 'page hogan.js (main thread)', 1.5);
+  suite.ratio('table from JSON text: corepool string vs hogan.js + JSON.parse', 'table corepool from JSON text, string (2 threads)', 'table hogan.js + JSON.parse (main thread)', 3);
+  suite.ratio('table from JSON text: corepool Buffer vs hogan.js + JSON.parse', 'table corepool from JSON text, Buffer (2 threads)', 'table hogan.js + JSON.parse (main thread)', 3);
+  suite.ratio('page from JSON text: corepool string vs hogan.js + JSON.parse', 'page corepool from JSON text, string (2 threads)', 'page hogan.js + JSON.parse (main thread)');
+  suite.ratio('page from JSON text: corepool Buffer vs hogan.js + JSON.parse', 'page corepool from JSON text, Buffer (2 threads)', 'page hogan.js + JSON.parse (main thread)');
+  suite.ratio('table: corepool string vs mustache.js', 'table corepool string (2 threads)', 'table mustache.js (main thread)');
+  suite.ratio('lambda page: corepool vs mustache.js', 'lambda page corepool (2 threads)', 'lambda page mustache.js (main thread)');
+  suite.note(
+    `renders per second in runs of ${MS} ms, contestants interleaved; main thread: one render after another; ` +
+      `corepool: ${IN_FLIGHT} renders in flight on a 2-thread pool, driven by this thread. Every output checked against mustache.js's first.`,
+  );
   await pool.close();
+  suite.save();
 }
 
 main().catch((e) => {
