@@ -263,6 +263,9 @@ export interface MustacheConfig {
   data?: 'view' | 'json' | null;
 }
 
+/** render's config where no function can go (exec, call, map, JSON-RPC): escape is a choice, not a function. */
+export type NativeMustacheConfig = Omit<MustacheConfig, 'escape'> & { escape?: 'html' | 'none' | false | null };
+
 /** The built-in commands and their results. */
 export interface BuiltinMethods {
   echo<T>(value: T): T;
@@ -270,7 +273,9 @@ export interface BuiltinMethods {
   square_sum(max: number): number;
   fibonacci(n: number): string;
   happycoin(options: HappycoinOptions): HappycoinResult;
-  render(template: string, data?: Param, partials?: MustachePartials): string;
+  /** Through exec/call the view holds no functions, `escape` is not a function, and
+   *  `output: 'buffer'` gives a Uint8Array; pool.render lifts all three. */
+  render(template: string, data?: Param, partials?: MustachePartials | null, config?: NativeMustacheConfig | [string, string]): string | Uint8Array;
   /** One Game of Life step for rows rowStart..rowEnd; resolves with the number of rows done. */
   life(params: LifeParams): number;
   /** Adds 1 to a shared counter `times` times under shared-memory locks, from a native thread; resolves with `times`. */
@@ -285,7 +290,10 @@ export declare class Pool extends EventEmitter {
   static shared(options?: PoolOptions): Pool;
   readonly options: ResolvedPoolOptions;
   readonly threads: number;
-  exec<M extends keyof BuiltinMethods>(method: M, ...params: Parameters<BuiltinMethods[M]>): Promise<ReturnType<BuiltinMethods[M]>>;
+  /** The render command as it is (see BuiltinMethods.render); pool.render is the full one. */
+  exec(method: 'render', template: string, data: Param | undefined, partials: MustachePartials | null | undefined, config: NativeMustacheConfig & { output: 'buffer' }): Promise<Uint8Array>;
+  exec(method: 'render', template: string, data?: Param, partials?: MustachePartials | null, config?: (NativeMustacheConfig & { output?: 'string' | null }) | [string, string]): Promise<string>;
+  exec<M extends Exclude<keyof BuiltinMethods, 'render'>>(method: M, ...params: Parameters<BuiltinMethods[M]>): Promise<ReturnType<BuiltinMethods[M]>>;
   /** Any other method (served or a task file's); a built-in's name takes the typed form above. */
   exec<T = unknown, M extends string = string>(method: M & (string extends M ? unknown : M extends keyof BuiltinMethods ? never : unknown), ...params: Param[]): Promise<T>;
   call<T = unknown, P = any>(method: string, params?: Param[] | Param, options?: CallOptions<P>): Promise<T>;

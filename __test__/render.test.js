@@ -100,6 +100,18 @@ test('tags and escape in config, with partials and nested sections, as mustache.
   ]);
 });
 
+test("exec('render') takes the same four params: tags, escape choices, JSON text, bytes as a Uint8Array", async () => {
+  const data = { a: '<&>' };
+  expect(await pool.exec('render', '<%a%>|{{a}}', data, null, ['<%', '%>'])).toBe('&lt;&amp;&gt;|{{a}}');
+  expect(await pool.exec('render', '{{a}}', data, undefined, { escape: false })).toBe('<&>');
+  expect(await pool.exec('render', '{{a}}', JSON.stringify(data), {}, { data: 'json', escape: 'none' })).toBe('<&>');
+  const bytes = await pool.exec('render', '{{a}}é', data, {}, { output: 'buffer' });
+  expect(Object.prototype.toString.call(bytes)).toBe('[object Uint8Array]');
+  expect(Buffer.from(bytes).toString('utf8')).toBe('&lt;&amp;&gt;é');
+  const e = await pool.exec('render', '{{a}}', data, {}, { escape: (v) => v }).catch((err) => err);
+  expect([e.code, e.message]).toEqual([C.InvalidParams, expect.stringMatching(/escape is a function.*except to pool\.render/)]);
+});
+
 test('a bad config is refused with InvalidParams naming the option', async () => {
   for (const [config, message] of [
     [['<%'], /config must be two non-empty delimiter strings/],

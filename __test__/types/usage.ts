@@ -43,6 +43,10 @@ async function main(): Promise<void> {
   await pool.render('{{a}}', { a: 1 }, null, { data: 'json' });
   // @ts-expect-error data is 'view' or 'json'
   await pool.render('{{a}}', '{}', null, { data: 'text' });
+  const viaExec: string = await pool.exec('render', '<%a%>', { a: 1 }, null, ['<%', '%>']);
+  const viaExecBytes: Uint8Array = await pool.exec('render', '{{a}}', '{"a":1}', undefined, { data: 'json', output: 'buffer', escape: false });
+  // @ts-expect-error through exec, escape cannot be a function (only pool.render runs functions)
+  await pool.exec('render', '{{a}}', { a: 1 }, null, { escape: (v: unknown) => String(v) });
   const engine = expressEngine({ pool, partials: '/views', extension: 'mustache', output: 'buffer', cache: false });
   engine('/views/page.mustache', { a: 1 }, (err, rendered) => console.log(err, rendered));
   engine.close();
@@ -72,7 +76,7 @@ async function main(): Promise<void> {
   new Pool({ strategy: 'fastest' });
   // @ts-expect-error a built-in command's params are typed
   await pool.exec('fibonacci', 'thirty');
-  console.log(echoed, mine, fib, total, html, page, lambdas, tagged, bytes.length, fromJson, fromJsonBytes.length, called, squares, ran, byDefault, disposable.threads);
+  console.log(echoed, mine, fib, total, html, page, lambdas, tagged, bytes.length, fromJson, fromJsonBytes.length, viaExec, viaExecBytes.length, called, squares, ran, byDefault, disposable.threads);
 
   const words = new Int32Array(new SharedArrayBuffer(4 * (8 + FairMutex.WORDS)));
   const mutex = new Mutex(words, 0, { spin: 0 });
