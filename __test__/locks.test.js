@@ -247,6 +247,58 @@ describe('FairMutex', () => {
     fair.unlock();
   });
 
+  test('a waiter gives up at its timeout however many gave up before it (3 × 16 slots of them; across the counters\' wrap), in a worker, an async context or a native command', async () => {
+    const timeoutMs = 5;
+    const slackMs = 250; // scheduling on a loaded machine, not a critical section
+    const times = 3 * L.fairSlots + 1;
+    const counter = words(3);
+    /** `times` timed waits in a row by `side`, one after another, while this thread holds the lock. */
+    async function waitsBy(side, array) {
+      if (side === 'worker') return (await run('timeouts', { lock: { kind: 'fair', array }, times, timeoutMs })).waits;
+      const waits = [];
+      for (let i = 0; i < times; i++) {
+        const t = performance.now();
+        const attempt =
+          side === 'async'
+            ? new FairMutex(array).withLockAsync(() => {}, timeoutMs)
+            : pool.call('locked_add', [{ locks: [{ kind: 'fair', array }], counter, times: 1 }], { timeout: timeoutMs });
+        const took = await attempt.then(
+          () => true,
+          (e) => (e.code === RpcError.codes.Timeout ? false : Promise.reject(e)),
+        );
+        waits.push({ took, waitedMs: performance.now() - t });
+      }
+      return waits;
+    }
+    const outcomes = [];
+    for (const start of [0, 2 ** 31 - 20, -20]) {
+      for (const side of ['worker', 'async', 'native']) {
+        const array = words(FairMutex.WORDS);
+        array[L.fairNext] = start;
+        array[L.fairServing] = start;
+        const fair = new FairMutex(array);
+        fair.lock();
+        // A waiter that overruns its timeout gets the lock when this thread lets go.
+        const release = setTimeout(() => fair.unlock(), 3000);
+        const waits = await waitsBy(side, array);
+        clearTimeout(release);
+        if (fair.heldByMe) fair.unlock();
+        const slowest = Math.max(...waits.map((w) => w.waitedMs));
+        const marks = Array.from({ length: L.fairSlots }, (_, s) => array[L.fairMarks + s]);
+        outcomes.push({
+          side,
+          start,
+          took: waits.filter((w) => w.took).length,
+          slowest: slowest < timeoutMs + slackMs ? 'on time' : `${slowest.toFixed(0)} ms`,
+          locked: fair.locked,
+          drawn: (array[L.fairNext] - start) | 0,
+          marksLeft: marks.filter((m) => m !== 0).length,
+        });
+      }
+    }
+    expect(outcomes).toEqual(outcomes.map(({ side, start }) => ({ side, start, took: 0, slowest: 'on time', locked: false, drawn: times + 1, marksLeft: 0 })));
+  });
+
   test('eight workers hammering it are served exactly in ticket order', async () => {
     const threads = 8;
     const runs = 150;

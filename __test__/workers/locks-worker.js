@@ -176,6 +176,19 @@ const tasks = {
     }
   },
 
+  /** `times` timed waits in a row, each taking the lock for at most `timeoutMs`: whether each took it, and how long it waited. */
+  timeouts({ lock: spec, times, timeoutMs }) {
+    const lock = makeLock(spec);
+    const waits = [];
+    for (let i = 0; i < times; i++) {
+      const t = performance.now();
+      const took = take(lock, spec.kind, timeoutMs);
+      waits.push({ took, waitedMs: performance.now() - t });
+      if (took) give(lock, spec.kind);
+    }
+    return { waits };
+  },
+
   /** Times lock() against a holder that does not notify: `waitedMs`. */
   waitFor({ lock: spec, timeoutMs }) {
     const lock = makeLock(spec);

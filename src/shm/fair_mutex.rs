@@ -452,6 +452,73 @@ mod tests {
         }
     }
 
+    /// Runs `f` on a thread of its own and returns what it returns; panics if that takes
+    /// longer than `limit` (the thread is left behind: a test that fails here fails anyway).
+    fn within<T: Send + 'static>(
+        limit: Duration,
+        what: &str,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(f()));
+        rx.recv_timeout(limit)
+            .unwrap_or_else(|_| panic!("{what} still waiting after {limit:?}"))
+    }
+
+    /// Slack allowed past a timeout: scheduling on a loaded machine, not a critical section.
+    const SLACK: Duration = Duration::from_millis(250);
+
+    #[test]
+    fn a_waiter_gives_up_at_its_timeout_however_many_gave_up_before_it() {
+        // Each waiter gives up while the holder keeps the lock: three times as many as there
+        // are slots, so later ones share a slot with earlier marks; at 0, across 2^31 (where
+        // the Int32 turns negative) and across 2^32 (back to 0).
+        for start in [0, i32::MAX - 20, -20] {
+            let (m, _) = fair();
+            m.words.store(NEXT, start);
+            m.words.store(SERVING, start);
+            let holder = js();
+            assert_eq!(m.lock(holder, None), Ok(true));
+            let timeout = Duration::from_millis(2);
+            let waiters = 3 * SLOTS + 1;
+            let m2 = m.clone();
+            let waits = within(Duration::from_secs(10), "a waiter", move || {
+                (0..waiters)
+                    .map(|_| {
+                        let t = std::time::Instant::now();
+                        (m2.lock(js(), Some(timeout)), t.elapsed())
+                    })
+                    .collect::<Vec<_>>()
+            });
+            for (i, (took, waited)) in waits.iter().enumerate() {
+                assert_eq!(*took, Ok(false), "start {start}, waiter {i}");
+                assert!(
+                    *waited < timeout + SLACK,
+                    "start {start}, waiter {i} waited {waited:?}"
+                );
+            }
+            // A waiter that stays is served next: every ticket that gave up is skipped.
+            let m2 = m.clone();
+            let stayer = std::thread::spawn(move || {
+                let me = js();
+                let took = m2.lock(me, Some(Duration::from_secs(10)));
+                m2.unlock(me).unwrap();
+                took
+            });
+            let drawn = start.wrapping_add(waiters as i32 + 2);
+            while m.words.load(NEXT) != drawn {
+                std::thread::yield_now();
+            }
+            m.unlock(holder).unwrap();
+            assert_eq!(stayer.join().unwrap(), Ok(true), "start {start}");
+            assert!(!m.is_locked());
+            assert_eq!(m.words.load(SERVING), drawn);
+            for s in 0..SLOTS {
+                assert_eq!(m.words.load(MARKS + s), EMPTY, "start {start}, slot {s}");
+            }
+        }
+    }
+
     #[test]
     fn acquisitions_follow_ticket_order_under_contention() {
         let (m, _) = fair();
