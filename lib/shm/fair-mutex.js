@@ -1,7 +1,10 @@
 'use strict';
 // The fair mutex (src/shm/fair_mutex.rs states the protocol and why it is correct): a ticket
-// lock whose waiters may give up by marking their ticket, which the unlocker then skips.
-// Waiters sleep on their slot's turn word, which every hand-over to a ticket of that slot bumps.
+// lock whose waiters may give up by setting their ticket's mark bit, which the unlocker then
+// skips. A waiter that may give up draws a ticket only while fewer than SPAN are out (the span
+// rule), so that a bit stands for one ticket at most, and giving up never waits for anyone.
+// Waiters sleep on their slot's turn word, which every hand-over to a ticket of that slot bumps;
+// one waiting for room under the span rule sleeps on SERVING.
 
 const { contract } = require('../native.js');
 const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause, NATIVE_HOLDER_SLICE_MS } = require('./wait.js');
@@ -10,25 +13,29 @@ const { LOCKING, lockAddress, mutexView } = require('./lock-all.js');
 const { withLock, withLockAsync } = require('./critical-section.js');
 
 const L = contract.locks;
-const SLOT_BITS = L.fairSlots - 1;
+const SLOTS = L.fairSlots;
+const SPAN = L.fairSpan;
+const BITS = SPAN / SLOTS;
 
-/** Ticket `t`'s mark: `t` with the slot bits replaced by a 1 (never 0, distinct within a slot). */
-function markOf(ticket) {
-  return (ticket & ~SLOT_BITS) | 1;
+/** Ticket `t`'s slot: which mark word and turn word are its. */
+function slotOf(ticket) {
+  return ticket & (SLOTS - 1);
+}
+
+/** Ticket `t`'s mark bit in its slot's word (`t` read as an unsigned 32-bit number). */
+function bitOf(ticket) {
+  return 1 << (Math.floor((ticket >>> 0) / SLOTS) % BITS);
 }
 
 /** How many times longer to spin while next in line behind a native holder. */
 const NATIVE_HOLDER_SPIN = 20;
 
-/** What became of a ticket that tried to leave the queue. */
-const LEFT = 0;
-const SERVED = 1;
-const SLOT_BUSY = 2;
-
 /**
  * A mutex that serves waiters in the order they arrived, across threads (a ticket lock): no
- * waiter is overtaken by a later one, so none waits longer than the holders ahead of it.
- * Owner-checked like OwnedMutex. Needs `FairMutex.WORDS` Int32 elements from `index`.
+ * waiter is overtaken by a later one, so none waits longer than the holders ahead of it; and
+ * one with a timeout leaves at its timeout. (Only one with a timeout that arrives while SPAN
+ * tickets are out waits for room first, and may be overtaken meanwhile.) Owner-checked like
+ * OwnedMutex. Needs `FairMutex.WORDS` Int32 elements from `index`.
  */
 class FairMutex {
   #array;
@@ -92,22 +99,47 @@ class FairMutex {
     const me = currentAgent();
     this.#refuseReentry('FairMutex.lock', me);
     checkTimeout('FairMutex.lock', timeoutMs);
-    const ticket = Atomics.add(this.#array, this.#next, 1);
     const until = deadline(timeoutMs);
-    const turn = this.#turns + (ticket & SLOT_BITS);
+    let ticket;
+    if (until === Infinity) ticket = Atomics.add(this.#array, this.#next, 1);
+    else {
+      for (;;) {
+        const serving = Atomics.load(this.#array, this.#serving);
+        ticket = this.#drawWithinSpan(serving);
+        if (ticket !== undefined) break;
+        if (!waitSlice(this.#array, this.#serving, serving, until, this.#slice())) return false;
+      }
+    }
+    const turn = this.#turns + slotOf(ticket);
     for (;;) {
       if (this.#spinWhileNext(ticket, until)) return this.#hold(me);
       const seen = Atomics.load(this.#array, turn);
       if (this.#served(ticket)) return this.#hold(me);
       if (!waitSlice(this.#array, turn, seen, until, this.#slice())) break;
     }
+    return this.#giveUp(ticket) ? this.#hold(me) : false;
+  }
+
+  /**
+   * A ticket for a waiter that may give up, by the span rule: drawn while fewer than SPAN are
+   * out, counted from `serving` (SERVING as read before, or later: it only grows); undefined
+   * while SPAN are out.
+   */
+  #drawWithinSpan(serving) {
     for (;;) {
-      const outcome = this.#withdraw(ticket);
-      if (outcome === SERVED) return this.#hold(me);
-      if (outcome === LEFT) return false;
-      // More tickets out than slots: wait for the slot, or for the turn.
-      Atomics.wait(this.#array, turn, Atomics.load(this.#array, turn), NATIVE_HOLDER_SLICE_MS);
+      const next = Atomics.load(this.#array, this.#next);
+      if ((next - serving) >>> 0 >= SPAN) return undefined;
+      if (Atomics.compareExchange(this.#array, this.#next, next, (next + 1) | 0) === next) return next;
     }
+  }
+
+  /** Leaves the queue with `ticket`, at once; true if its turn came first (the caller then holds the lock). */
+  #giveUp(ticket) {
+    const marks = this.#marks + slotOf(ticket);
+    const bit = bitOf(ticket);
+    Atomics.or(this.#array, marks, bit);
+    if (!this.#served(ticket)) return false;
+    return (Atomics.and(this.#array, marks, ~bit) & bit) !== 0;
   }
 
   /**
@@ -132,28 +164,24 @@ class FairMutex {
     const me = currentAgent();
     this.#refuseReentry('FairMutex.lockAsync', me);
     checkTimeout('FairMutex.lockAsync', timeoutMs);
-    const ticket = Atomics.add(this.#array, this.#next, 1);
     const until = deadline(timeoutMs);
-    const turn = this.#turns + (ticket & SLOT_BITS);
+    let ticket;
+    if (until === Infinity) ticket = Atomics.add(this.#array, this.#next, 1);
+    else {
+      for (;;) {
+        const serving = Atomics.load(this.#array, this.#serving);
+        ticket = this.#drawWithinSpan(serving);
+        if (ticket !== undefined) break;
+        if (!(await waitSliceAsync(this.#array, this.#serving, serving, until, this.#slice()))) return false;
+      }
+    }
+    const turn = this.#turns + slotOf(ticket);
     for (;;) {
       const seen = Atomics.load(this.#array, turn);
       if (this.#served(ticket)) return this.#hold(me);
       if (!(await waitSliceAsync(this.#array, turn, seen, until, this.#slice()))) break;
     }
-    for (;;) {
-      const outcome = this.#withdraw(ticket);
-      if (outcome === SERVED) return this.#hold(me);
-      if (outcome === LEFT) return false;
-      await waitSliceAsync(this.#array, turn, Atomics.load(this.#array, turn), Infinity, NATIVE_HOLDER_SLICE_MS);
-    }
-  }
-
-  #withdraw(ticket) {
-    const slot = this.#marks + (ticket & SLOT_BITS);
-    const mark = markOf(ticket);
-    if (Atomics.compareExchange(this.#array, slot, 0, mark) !== 0) return this.#served(ticket) ? SERVED : SLOT_BUSY;
-    if (!this.#served(ticket)) return LEFT;
-    return Atomics.compareExchange(this.#array, slot, mark, 0) === mark ? SERVED : LEFT;
+    return this.#giveUp(ticket) ? this.#hold(me) : false;
   }
 
   /** Hands the lock to the next waiting ticket. Throws unless the caller holds it. */
@@ -162,24 +190,32 @@ class FairMutex {
     const refusal = refuseUnlock('FairMutex.unlock', Atomics.load(this.#array, this.#owner), me);
     if (refusal !== null) throw refusal;
     Atomics.store(this.#array, this.#owner, 0);
-    let serving = Atomics.load(this.#array, this.#serving);
-    let slot;
-    do {
+    const before = Atomics.load(this.#array, this.#serving);
+    let serving = before;
+    for (;;) {
       serving = (serving + 1) | 0;
       Atomics.store(this.#array, this.#serving, serving);
-      slot = serving & SLOT_BITS;
-      // A ticket whose mark is there gave up: skip it.
-    } while (Atomics.compareExchange(this.#array, this.#marks + slot, markOf(serving), 0) === markOf(serving));
-    Atomics.add(this.#array, this.#turns + slot, 1);
-    Atomics.notify(this.#array, this.#turns + slot);
+      const marks = this.#marks + slotOf(serving);
+      const bit = bitOf(serving);
+      // A ticket whose bit is set gave up: skip it. Mostly the bit is clear, and a plain read
+      // does (a waiter that sets it now sees its turn).
+      if ((Atomics.load(this.#array, marks) & bit) === 0 || (Atomics.and(this.#array, marks, ~bit) & bit) === 0) break;
+    }
+    const turn = this.#turns + slotOf(serving);
+    Atomics.add(this.#array, turn, 1);
+    Atomics.notify(this.#array, turn);
     // Wake the ticket after it too, if one is out: it is next in line now, and spinning it can
     // take the lock the moment it is handed over, instead of after a wake-up.
+    const next = Atomics.load(this.#array, this.#next);
     const after = (serving + 1) | 0;
-    if (Atomics.load(this.#array, this.#next) !== after) {
-      const afterSlot = this.#turns + (after & SLOT_BITS);
-      Atomics.add(this.#array, afterSlot, 1);
-      Atomics.notify(this.#array, afterSlot);
+    if (next !== after) {
+      const afterTurn = this.#turns + slotOf(after);
+      Atomics.add(this.#array, afterTurn, 1);
+      Atomics.notify(this.#array, afterTurn);
     }
+    // Waiters kept out by the span rule sleep on SERVING. NEXT is read after SERVING moved: one
+    // that went to sleep on `before` saw NEXT this far already.
+    if ((next - before) >>> 0 >= SPAN) Atomics.notify(this.#array, this.#serving);
     countHold(-1);
   }
 
@@ -201,7 +237,10 @@ class FairMutex {
     return Atomics.load(this.#array, this.#owner) === currentAgent();
   }
 
-  /** Agents waiting for their turn (a snapshot, which may count one that gave up and is not skipped yet). */
+  /**
+   * Agents holding a ticket and waiting for their turn (a snapshot, which may count ones that
+   * gave up and are not skipped yet, and leaves out any kept from drawing by the span rule).
+   */
   get waiting() {
     return Math.max(0, ((Atomics.load(this.#array, this.#next) - Atomics.load(this.#array, this.#serving)) | 0) - 1);
   }

@@ -93,6 +93,8 @@ pub struct LockLayout {
     /// FairMutex: set once a native agent has queued (JavaScript waiters then poll sooner).
     pub fair_native: u32,
     pub fair_slots: u32,
+    /// FairMutex: tickets out at most when a waiter that may give up draws one.
+    pub fair_span: u32,
     pub fair_marks: u32,
     pub fair_turns: u32,
 }
@@ -161,6 +163,7 @@ pub fn contract() -> Contract {
             fair_owner: fair_mutex::OWNER as u32,
             fair_native: fair_mutex::NATIVE as u32,
             fair_slots: fair_mutex::SLOTS as u32,
+            fair_span: fair_mutex::SPAN as u32,
             fair_marks: fair_mutex::MARKS as u32,
             fair_turns: fair_mutex::TURNS as u32,
         },

@@ -5,56 +5,75 @@
 //!   word 1            SERVING   the ticket whose turn it is
 //!   word 2            OWNER     the holder's agent id, 0 while free or being handed over
 //!   word 3            NATIVE    1 once a native agent has queued on it (never cleared)
-//!   words 4 .. 20     MARKS     per slot: EMPTY (0) or the mark of a ticket that gave up
+//!   words 4 .. 20     MARKS     per slot, 32 mark bits: a set bit stands for the ticket of
+//!                               that slot and bit that gave up and is not skipped yet
 //!   words 20 .. 36    TURNS     per slot: bumped when SERVING reaches a ticket of that slot
 //!                               (and, by a JavaScript unlock, the ticket after it);
 //!                               JavaScript waiters sleep on their slot's word
 //! ```
 //!
-//! Ticket `t` belongs to slot `t mod SLOTS`; its mark is `t` with the slot bits replaced by a
-//! 1 (`t & !(SLOTS - 1) | 1`): never EMPTY, and different for every ticket of the slot.
-//! Tickets wrap at 2^32 and are only compared for equality.
+//! Ticket `t`, read as an unsigned 32-bit number, has slot `t mod SLOTS` and mark bit
+//! `(t / SLOTS) mod 32`, so any [`SPAN`] (= 32 · SLOTS = 512) consecutive tickets have distinct
+//! (slot, bit) pairs. Tickets wrap at 2^32, a multiple of SPAN, and are only compared for
+//! equality or by their distance `NEXT - SERVING` (wrapping), which is never negative.
+//!
+//! The span rule: a waiter that may give up (it has a timeout, or its call can be stopped)
+//! draws a ticket only while fewer than SPAN are out (`NEXT - SERVING < SPAN`); else it waits
+//! for the queue to move without one, and at its deadline leaves with nothing to undo. A waiter
+//! that never gives up draws at once, whatever the queue's length, and never marks.
 //!
 //! Transitions (every access sequentially consistent, [`SharedWords`]):
-//! - lock: `t = fetch_add(NEXT, 1)` (the ticket *is* the arrival order), then wait until
-//!   `SERVING == t`, then `OWNER = id`. An agent that finds its own id in OWNER gets
+//! - lock, never giving up: `t = fetch_add(NEXT, 1)` (the ticket *is* the arrival order), then
+//!   wait until `SERVING == t`, then `OWNER = id`. An agent that finds its own id in OWNER gets
 //!   [`LockError::AlreadyHeld`] before drawing a ticket.
+//! - lock, maybe giving up: `s = SERVING`, `n = NEXT`; if `n - s < SPAN`, compare-exchange
+//!   `NEXT: n → n + 1` and `t = n` (retry on failure), else wait and look again; then as above.
 //! - try_lock: `s = SERVING`; compare-exchange `NEXT: s → s + 1`. It succeeds only when no
 //!   ticket is out (NEXT == SERVING), and then SERVING is still `s` (it only moves on an unlock,
 //!   which needs a holder, which needs a ticket out), so the caller holds the lock.
 //! - unlock: only the agent in OWNER (else NotLocked / NotOwner, nothing written).
-//!   `OWNER = 0`; then repeat { `SERVING += 1`; compare-exchange the new ticket's mark → EMPTY }
-//!   while that succeeds (the ticket gave up: skip it); then bump the slot's TURNS word, and
-//!   JavaScript notifies every sleeper on it.
-//! - give up (deadline passed, call cancelled) with ticket `t`: compare-exchange the slot's
-//!   mark EMPTY → mark(t), then read SERVING. If it is not `t`, leave: whoever brings SERVING
-//!   to `t` will find the mark and skip `t`. If it is `t`, the turn came meanwhile: take the
-//!   mark back (mark(t) → EMPTY); success means this agent holds the lock after all, failure
-//!   means the unlocker already skipped `t`. If the slot holds another ticket's mark (more than
-//!   SLOTS tickets out), the agent cannot leave yet: it keeps waiting, trying again, and holds
-//!   the lock if its turn comes first.
+//!   `OWNER = 0`; then repeat { `SERVING += 1`; if the new ticket's bit is set, clear it with
+//!   a fetch-and } while that fetch-and found the bit set (the ticket gave up: skip it); then
+//!   bump the slot's TURNS word, and JavaScript notifies every sleeper on it.
+//! - give up (deadline passed, call stopped) with ticket `t`: fetch-or its bit, then read
+//!   SERVING. If it is not `t`, leave: whoever brings SERVING to `t` will find the bit and skip
+//!   `t`. If it is `t`, the turn came meanwhile: clear the bit with a fetch-and; finding it set
+//!   means this agent holds the lock after all, finding it clear means the unlocker already
+//!   skipped `t`. Either way giving up is three steps, whatever the other bits hold: it never
+//!   waits for another agent.
 //!
 //! Why it is correct:
+//! - One owner per bit: a set bit belongs to one ticket `u` that gave up, and `u` lies in
+//!   `[SERVING, SERVING + SPAN)`: it was drawn by the span rule (`u - SERVING < SPAN` then),
+//!   SERVING only moves forward, and it moves past `u` only by skipping it, which clears the
+//!   bit. So when an unlocker at `s` (or the waiter of `s`) looks at `s`'s bit, its only
+//!   possible owner is `s` itself: any other ticket with that bit differs from `s` by a
+//!   multiple of SPAN. A ticket drawn past the span by a waiter that never gives up never
+//!   sets a bit, so it cannot be mistaken for one that did.
 //! - Mutual exclusion: only the agent whose ticket equals SERVING holds the lock, each ticket
-//!   is drawn once, and SERVING moves only in unlock (by the holder) or past a ticket whose
-//!   mark the mover removed; a ticket whose mark was removed by its own agent is not moved past
-//!   (the unlocker's compare-exchange fails), so that agent holds it.
-//! - No lost hand-over: the unlocker writes SERVING then compare-exchanges the mark; the
-//!   waiter writes the mark then reads SERVING. Under sequential consistency one of them sees
-//!   the other's write: the unlocker sees the mark (and skips), or the waiter sees its turn
-//!   (and both then race on the one mark, which exactly one of them removes). So a ticket that
-//!   gave up is skipped exactly once, and a live ticket is never skipped.
+//!   is drawn once, and SERVING moves only in unlock (by the holder) or past a ticket whose bit
+//!   the mover cleared; a ticket whose bit was cleared by its own agent is not moved past (the
+//!   unlocker's fetch-and finds it clear), so that agent holds it.
+//! - No lost hand-over: the unlocker writes SERVING then reads the bit; the waiter sets the bit
+//!   then reads SERVING. Under sequential consistency one of them sees the other's write: the
+//!   unlocker sees the bit (and skips), or the waiter sees its turn (and both then race to
+//!   clear the one bit, which exactly one of them does). So a ticket that gave up is skipped
+//!   exactly once, and a live ticket is never skipped.
 //! - FIFO: SERVING takes the drawn tickets in increasing order, skipping only tickets whose
-//!   agents left; no agent acquires without a ticket. So no waiter is overtaken by a later
-//!   arrival, and a waiter waits for at most the holders of the tickets ahead of it: with N
-//!   agents, at most N − 1 critical sections.
-//! - Unlock terminates: it skips only tickets below NEXT (marks exist only for drawn tickets).
+//!   agents left; no agent acquires without a ticket. So no ticket holder is overtaken by a
+//!   later arrival, and waits for at most the holders of the tickets ahead of it: with N agents,
+//!   at most N − 1 critical sections. Only a waiter that may give up, arriving while SPAN
+//!   tickets are out, waits without a ticket, and may then be overtaken.
+//! - Timeouts hold: a waiter that may give up either waits at the door, which it leaves at its
+//!   deadline, or holds a ticket, which it gives up in three steps.
+//! - Unlock terminates: it skips only tickets below NEXT (bits are set only for drawn tickets).
 //!
 //! Waiting: native waiters poll SERVING with backoff ([`super::backoff`]); JavaScript waiters
 //! sleep on their slot's TURNS word (read it, check SERVING, then `Atomics.wait(turn, seen)`:
-//! a hand-over between the check and the wait changes the word, so the wait returns at once).
-//! A native unlock cannot notify them: they sleep in slices and look again, in short slices
-//! once NATIVE is set (any hand-over to them may then come from a native agent), and a
+//! a hand-over between the check and the wait changes the word, so the wait returns at once),
+//! and at the door on SERVING itself, which a JavaScript unlock notifies when the door was
+//! shut. A native unlock cannot notify them: they sleep in slices and look again, in short
+//! slices once NATIVE is set (any hand-over to them may then come from a native agent), and a
 //! JavaScript waiter next in line behind a native OWNER polls longer before sleeping.
 //!
 //! A ticket lock hands over in order even when the next agent is not running: with more
@@ -62,7 +81,7 @@
 //! of its bound on waiting (bench/locks.js measures both sides).
 
 use super::agent::{check_holder, holder, Agent, LockError};
-use super::backoff::{waiting_at_most, Backoff};
+use super::backoff::waiting_at_most;
 use super::view::SharedWords;
 use std::time::Duration;
 
@@ -70,35 +89,31 @@ pub const NEXT: usize = 0;
 pub const SERVING: usize = 1;
 pub const OWNER: usize = 2;
 pub const NATIVE: usize = 3;
-/// Slots for marks and turn words: tickets out at once beyond this many can still wait, but
-/// one may have to wait for a slot before it can give up. A power of two.
+/// Slots for mark words and turn words. A power of two.
 pub const SLOTS: usize = 16;
+/// Mark bits per slot (an Int32 word's).
+const BITS: usize = 32;
+/// Tickets out at most when a waiter that may give up draws one: so many consecutive tickets
+/// have distinct mark bits (module doc).
+pub const SPAN: usize = SLOTS * BITS;
 pub const MARKS: usize = 4;
 pub const TURNS: usize = MARKS + SLOTS;
 /// The mutex's words.
 pub const WORDS: usize = TURNS + SLOTS;
+#[cfg(test)]
 const EMPTY: i32 = 0;
 /// How long (in yields) a native waiter next in line keeps looking before it lets its caller
 /// wait: a critical section usually ends within a few.
 const NEXT_IN_LINE_YIELDS: u32 = 64;
 
 const _: () = assert!(SLOTS.is_power_of_two());
+// The (slot, bit) pairs repeat every SPAN tickets across the wrap at 2^32 too.
+const _: () = assert!((1u64 << 32).is_multiple_of(SPAN as u64));
 
-/// Ticket `t`'s slot and mark.
-fn slot_and_mark(ticket: i32) -> (usize, i32) {
-    let slot_bits = (SLOTS - 1) as i32;
-    ((ticket & slot_bits) as usize, (ticket & !slot_bits) | 1)
-}
-
-/// What became of a ticket that tried to leave the queue.
-#[derive(Debug, PartialEq, Eq)]
-enum Withdrawal {
-    /// It left; the ticket will be skipped.
-    Left,
-    /// Its turn had come: the agent holds the lock.
-    Served,
-    /// Its slot holds another ticket's mark: try again later.
-    SlotBusy,
+/// Ticket `t`'s slot and mark bit.
+fn slot_and_bit(ticket: i32) -> (usize, i32) {
+    let t = ticket as u32 as usize;
+    (t % SLOTS, 1 << (t / SLOTS % BITS))
 }
 
 /// A fair mutex. Cheap to clone: clones use the same words.
@@ -141,16 +156,35 @@ impl FairMutex {
     /// Takes a ticket for `agent` and waits for its turn, calling `wait` each time it is not
     /// (it waits a little and returns `false` to give up). `Ok(false)` if it gave up; `Ok(true)`
     /// once it holds the lock, which may also happen while giving up (module doc).
-    pub fn lock_with(
+    pub fn lock_with(&self, agent: Agent, wait: impl FnMut() -> bool) -> Result<bool, LockError> {
+        self.queue(agent, true, wait)
+    }
+
+    /// Takes the lock for `agent`, waiting at most `timeout` (`None`: no limit).
+    pub fn lock(&self, agent: Agent, timeout: Option<Duration>) -> Result<bool, LockError> {
+        self.queue(agent, timeout.is_some(), waiting_at_most(timeout))
+    }
+
+    /// `lock_with` for a waiter that gives up when `wait` says so, if `may_give_up`; else
+    /// `wait` never returns `false`.
+    fn queue(
         &self,
         agent: Agent,
+        may_give_up: bool,
         mut wait: impl FnMut() -> bool,
     ) -> Result<bool, LockError> {
         self.refuse_reentry(agent)?;
         if agent.is_native() && self.words.load(NATIVE) == 0 {
             self.words.store(NATIVE, 1);
         }
-        let ticket = self.words.fetch_add(NEXT, 1);
+        let ticket = if may_give_up {
+            match self.draw_within_span(&mut wait) {
+                Some(ticket) => ticket,
+                None => return Ok(false),
+            }
+        } else {
+            self.words.fetch_add(NEXT, 1)
+        };
         loop {
             if self.next_in_line(ticket) {
                 return self.hold(agent);
@@ -161,6 +195,27 @@ impl FairMutex {
                 } else {
                     Ok(false)
                 };
+            }
+        }
+    }
+
+    /// Draws a ticket by the span rule (module doc), calling `wait` while SPAN are out; `None`
+    /// if `wait` gave up first.
+    fn draw_within_span(&self, wait: &mut impl FnMut() -> bool) -> Option<i32> {
+        loop {
+            // SERVING first: read later, it could have passed the NEXT read before it.
+            let serving = self.words.load(SERVING);
+            let next = self.words.load(NEXT);
+            if (next.wrapping_sub(serving) as u32 as usize) < SPAN {
+                if self
+                    .words
+                    .compare_exchange(NEXT, next, next.wrapping_add(1))
+                    .is_ok()
+                {
+                    return Some(next);
+                }
+            } else if !wait() {
+                return None;
             }
         }
     }
@@ -182,46 +237,27 @@ impl FairMutex {
         self.words.load(SERVING) == ticket
     }
 
-    /// Takes the lock for `agent`, waiting at most `timeout` (`None`: no limit).
-    pub fn lock(&self, agent: Agent, timeout: Option<Duration>) -> Result<bool, LockError> {
-        self.lock_with(agent, waiting_at_most(timeout))
-    }
-
-    /// Leaves the queue with `ticket`; `true` if its turn came first (the caller holds the
-    /// lock).
+    /// Leaves the queue with `ticket`, at once; `true` if its turn came first (the caller
+    /// holds the lock).
     fn give_up(&self, ticket: i32) -> bool {
-        let mut backoff = Backoff::new();
-        loop {
-            match self.withdraw(ticket) {
-                Withdrawal::Left => return false,
-                Withdrawal::Served => return true,
-                Withdrawal::SlotBusy => {
-                    backoff.snooze(None);
-                }
-            }
-        }
+        self.mark(ticket);
+        self.leave_marked(ticket)
     }
 
-    fn withdraw(&self, ticket: i32) -> Withdrawal {
-        let (slot, mark) = slot_and_mark(ticket);
-        if self
-            .words
-            .compare_exchange(MARKS + slot, EMPTY, mark)
-            .is_err()
-        {
-            return if self.words.load(SERVING) == ticket {
-                Withdrawal::Served
-            } else {
-                Withdrawal::SlotBusy
-            };
-        }
+    /// The first step of giving up: sets `ticket`'s bit.
+    fn mark(&self, ticket: i32) {
+        let (slot, bit) = slot_and_bit(ticket);
+        let before = self.words.fetch_or(MARKS + slot, bit);
+        debug_assert_eq!(before & bit, 0, "the span rule keeps a bit to one ticket");
+    }
+
+    /// The rest, once `ticket`'s bit is set: `true` if its turn came first.
+    fn leave_marked(&self, ticket: i32) -> bool {
         if self.words.load(SERVING) != ticket {
-            return Withdrawal::Left;
+            return false;
         }
-        match self.words.compare_exchange(MARKS + slot, mark, EMPTY) {
-            Ok(_) => Withdrawal::Served,
-            Err(_) => Withdrawal::Left,
-        }
+        let (slot, bit) = slot_and_bit(ticket);
+        self.words.fetch_and(MARKS + slot, !bit) & bit != 0
     }
 
     /// Releases the lock held by `agent` and hands it to the next ticket that still waits.
@@ -234,12 +270,11 @@ impl FairMutex {
         loop {
             serving = serving.wrapping_add(1);
             self.words.store(SERVING, serving);
-            let (slot, mark) = slot_and_mark(serving);
-            if self
-                .words
-                .compare_exchange(MARKS + slot, mark, EMPTY)
-                .is_err()
-            {
+            let (slot, bit) = slot_and_bit(serving);
+            // Mostly clear: then a plain read does (a waiter that sets it now sees its turn).
+            let gave_up = self.words.load(MARKS + slot) & bit != 0
+                && self.words.fetch_and(MARKS + slot, !bit) & bit != 0;
+            if !gave_up {
                 self.words.fetch_add(TURNS + slot, 1);
                 return Ok(slot);
             }
@@ -356,47 +391,108 @@ mod tests {
     #[test]
     fn a_turn_that_comes_while_giving_up_goes_to_exactly_one_side() {
         let (m, _) = fair();
-        // Ticket 0 holds; ticket 1 has marked its slot but not yet looked at SERVING.
-        m.words.store(NEXT, 2);
         let a = js();
+        // Ticket 0 holds; ticket 1 has set its bit but not yet looked at SERVING.
+        m.words.store(NEXT, 2);
         m.words.store(OWNER, a.id());
-        let (slot, mark) = slot_and_mark(1);
-        m.words.store(MARKS + slot, mark);
-        // The holder moves SERVING to 1 and removes the mark first: it skips ticket 1.
+        m.mark(1);
+        // The holder moves SERVING to 1 and clears the bit first: it skips ticket 1.
         m.unlock(a).unwrap();
         assert_eq!(m.words.load(SERVING), 2);
-        assert_eq!(m.withdraw(1), Withdrawal::Left);
+        assert!(!m.leave_marked(1), "the waiter finds it was skipped");
         assert!(!m.is_locked());
-        // Now the waiter wins the race: SERVING reached its ticket, its mark is still there.
+        // The waiter sees its turn and clears its bit first: it holds the lock.
         m.words.store(NEXT, 4);
-        let (slot, mark) = slot_and_mark(3);
         m.words.store(SERVING, 3);
-        assert_eq!(m.withdraw(3), Withdrawal::Served, "its own turn");
-        assert_eq!(m.words.load(MARKS + slot), EMPTY);
-        assert_ne!(mark, EMPTY);
+        assert!(m.give_up(3), "its own turn");
+        // The waiter sees its turn, but the unlocker had cleared the bit: skipped, not held.
+        m.mark(3);
+        m.words.fetch_and(MARKS + 3, 0);
+        assert!(!m.leave_marked(3));
+        for s in 0..SLOTS {
+            assert_eq!(m.words.load(MARKS + s), EMPTY);
+        }
     }
 
     #[test]
-    fn a_slot_taken_by_an_earlier_mark_delays_leaving_but_not_the_turn() {
+    fn earlier_marks_in_its_slot_do_not_hold_a_ticket_back_from_leaving() {
         let (m, _) = fair();
-        let k = SLOTS as i32;
-        // Ticket 0 holds; tickets 1 and 1 + SLOTS wait; 1 has given up.
-        m.words.store(NEXT, k + 2);
         let a = js();
-        m.words.store(OWNER, a.id());
-        assert_eq!(m.withdraw(1), Withdrawal::Left);
-        assert_eq!(m.withdraw(1 + k), Withdrawal::SlotBusy);
+        assert_eq!(m.lock(a, None), Ok(true));
+        // Tickets 1, 1 + SLOTS, 1 + 2 · SLOTS, … share a slot, each with a bit of its own.
+        let k = SLOTS as i32;
+        m.words.store(NEXT, 4 * k);
+        for t in [1, 1 + k, 1 + 2 * k, 2, 3 * k] {
+            assert!(!m.give_up(t), "ticket {t} leaves at once");
+        }
+        assert_eq!(m.words.load(MARKS + 1), 0b111);
+        assert_eq!(m.words.load(MARKS), 0b1000);
+        m.words.store(NEXT, 3 * k + 1);
         m.unlock(a).unwrap();
-        assert_eq!(m.words.load(SERVING), 2, "1 skipped");
+        assert_eq!(m.words.load(SERVING), 3, "1 and 2 skipped, 3 served");
+        assert_eq!(m.words.load(MARKS + 1), 0b110);
+    }
+
+    #[test]
+    fn any_span_of_consecutive_tickets_has_distinct_slots_and_bits_across_the_wrap() {
+        assert_eq!(slot_and_bit(0), (0, 1));
+        assert_eq!(slot_and_bit(-1), (SLOTS - 1, i32::MIN));
+        assert_eq!(slot_and_bit(i32::MIN + 5), (5, 1));
+        assert_eq!(slot_and_bit(i32::MAX), (SLOTS - 1, i32::MIN));
+        for start in [0, i32::MAX - 100, -100] {
+            let mut seen = std::collections::HashSet::new();
+            for i in 0..SPAN as i32 {
+                assert!(
+                    seen.insert(slot_and_bit(start.wrapping_add(i))),
+                    "{start} + {i}"
+                );
+            }
+            assert_eq!(
+                slot_and_bit(start.wrapping_add(SPAN as i32)),
+                slot_and_bit(start)
+            );
+        }
+    }
+
+    #[test]
+    fn with_a_span_of_tickets_out_a_waiter_that_may_give_up_draws_none_and_leaves_on_time() {
+        let (m, _) = fair();
+        let a = js();
+        assert_eq!(m.lock(a, None), Ok(true));
+        // Tickets 1 .. SPAN are out, and have given up.
+        let span = SPAN as i32;
+        m.words.store(NEXT, span);
+        for t in 1..span {
+            m.mark(t);
+        }
+        let timeout = Duration::from_millis(2);
+        let t = std::time::Instant::now();
+        assert_eq!(m.lock(js(), Some(timeout)), Ok(false));
+        assert!(t.elapsed() < timeout + SLACK, "waited {:?}", t.elapsed());
+        assert_eq!(m.lock_with(js(), || false), Ok(false));
+        assert_eq!(m.words.load(NEXT), span, "no ticket drawn");
+        // One that never gives up draws ticket SPAN, which has ticket 0's slot and bit.
+        let m2 = m.clone();
+        let stayer = std::thread::spawn(move || {
+            let me = js();
+            let took = m2.lock(me, None);
+            m2.unlock(me).unwrap();
+            took
+        });
+        while m.words.load(NEXT) != span + 1 {
+            std::thread::yield_now();
+        }
+        m.unlock(a).unwrap();
+        assert_eq!(stayer.join().unwrap(), Ok(true));
         assert_eq!(
-            m.withdraw(1 + k),
-            Withdrawal::Left,
-            "the slot is free again"
+            m.words.load(SERVING),
+            span + 1,
+            "1 .. SPAN skipped, SPAN served"
         );
-        // A ticket wrapping past 2^31 keeps a distinct, non-empty mark.
-        let (slot, mark) = slot_and_mark(i32::MIN + 5);
-        assert_eq!((slot, mark), (5, i32::MIN | 1));
-        assert_eq!(slot_and_mark(-1), (SLOTS - 1, -(SLOTS as i32) | 1));
+        assert!(!m.is_locked());
+        for s in 0..SLOTS {
+            assert_eq!(m.words.load(MARKS + s), EMPTY, "slot {s}");
+        }
     }
 
     #[test]
@@ -516,6 +612,86 @@ mod tests {
             for s in 0..SLOTS {
                 assert_eq!(m.words.load(MARKS + s), EMPTY, "start {start}, slot {s}");
             }
+        }
+    }
+
+    #[test]
+    fn waiters_giving_up_faster_than_holders_let_go_fill_the_span_stay_on_time_and_never_overlap() {
+        let (m, _) = fair();
+        let inside = Arc::new(AtomicUsize::new(0));
+        let most_out = Arc::new(AtomicUsize::new(0));
+        let holders_left = Arc::new(AtomicUsize::new(2));
+        let counter = leaked_view(8, ElementKind::BigUint64);
+        let enter = {
+            let (m, inside, counter, most_out) =
+                (m.clone(), inside.clone(), counter.clone(), most_out.clone());
+            move |me: Agent, hold: Duration| {
+                assert_eq!(inside.fetch_add(1, Ordering::Relaxed), 0, "overlap");
+                let c = counter.load_u64(0, Ordering::Relaxed);
+                std::thread::sleep(hold);
+                let out = m.words.load(NEXT).wrapping_sub(m.words.load(SERVING)) as u32;
+                most_out.fetch_max(out as usize, Ordering::Relaxed);
+                counter.store_u64(0, c + 1, Ordering::Relaxed);
+                inside.fetch_sub(1, Ordering::Relaxed);
+                m.unlock(me).unwrap();
+            }
+        };
+        // Two holders that never give up keep the lock 2 ms at a time; four leavers draw and
+        // give up (timeouts of 0 to 30 µs) as fast as they can meanwhile.
+        let holders: Vec<_> = (0..2)
+            .map(|_| {
+                let (m, enter, left) = (m.clone(), enter.clone(), holders_left.clone());
+                std::thread::spawn(move || {
+                    let me = Agent::native();
+                    for _ in 0..15 {
+                        assert_eq!(m.lock(me, None), Ok(true));
+                        enter(me, Duration::from_millis(2));
+                    }
+                    left.fetch_sub(1, Ordering::Relaxed);
+                    (15, Duration::ZERO)
+                })
+            })
+            .collect();
+        let leavers: Vec<_> = (0..4u32)
+            .map(|i| {
+                let (m, enter, left) = (m.clone(), enter.clone(), holders_left.clone());
+                std::thread::spawn(move || {
+                    let me = Agent::native();
+                    let (mut entries, mut worst) = (0, Duration::ZERO);
+                    let mut x = i + 1;
+                    while left.load(Ordering::Relaxed) > 0 {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        let timeout = Duration::from_micros(u64::from(x % 31));
+                        let t = std::time::Instant::now();
+                        let took = m.lock(me, Some(timeout)).unwrap();
+                        worst = worst.max(t.elapsed().saturating_sub(timeout));
+                        if took {
+                            enter(me, Duration::ZERO);
+                            entries += 1;
+                        }
+                    }
+                    (entries, worst)
+                })
+            })
+            .collect();
+        let (mut entries, mut worst) = (0, Duration::ZERO);
+        for h in holders.into_iter().chain(leavers) {
+            let (n, w) = h.join().unwrap();
+            entries += n;
+            worst = worst.max(w);
+        }
+        assert_eq!(counter.load_u64(0, Ordering::Relaxed), entries);
+        assert!(worst < SLACK, "a leaver overran its timeout by {worst:?}");
+        assert!(
+            most_out.load(Ordering::Relaxed) >= SPAN,
+            "the span was never full: at most {} tickets out",
+            most_out.load(Ordering::Relaxed)
+        );
+        assert!(!m.is_locked(), "every ticket was served or skipped");
+        for s in 0..SLOTS {
+            assert_eq!(m.words.load(MARKS + s), EMPTY, "bits left in slot {s}");
         }
     }
 

@@ -463,6 +463,18 @@ impl SharedWords {
         self.view.atomic_i32(i).fetch_add(delta, Ordering::SeqCst)
     }
 
+    /// Sets the bits of `bits`, as `Atomics.or` does; returns the value before.
+    #[inline]
+    pub fn fetch_or(&self, i: usize, bits: i32) -> i32 {
+        self.view.atomic_i32(i).fetch_or(bits, Ordering::SeqCst)
+    }
+
+    /// Keeps only the bits of `bits`, as `Atomics.and` does; returns the value before.
+    #[inline]
+    pub fn fetch_and(&self, i: usize, bits: i32) -> i32 {
+        self.view.atomic_i32(i).fetch_and(bits, Ordering::SeqCst)
+    }
+
     #[inline]
     pub fn compare_exchange(&self, i: usize, current: i32, new: i32) -> Result<i32, i32> {
         self.view
