@@ -299,6 +299,42 @@ describe('FairMutex', () => {
     expect(outcomes).toEqual(outcomes.map(({ side, start }) => ({ side, start, took: 0, slowest: 'on time', locked: false, drawn: times + 1, marksLeft: 0 })));
   });
 
+  test('with a span of tickets out, a waiter with a timeout draws none and leaves on time, one without draws at once, and the door opens as the queue moves', async () => {
+    const sab = new SharedArrayBuffer(4 * (FairMutex.WORDS + 3));
+    const array = new Int32Array(sab, 0, FairMutex.WORDS);
+    const log = new Int32Array(sab, 4 * FairMutex.WORDS, 3);
+    const fair = new FairMutex(array);
+    fair.lock(); // ticket 0
+    // Tickets 1 .. SPAN − 1 are out, and have given up (every bit set but ticket 0's).
+    array[L.fairNext] = L.fairSpan;
+    for (let s = 0; s < L.fairSlots; s++) array[L.fairMarks + s] = s === 0 ? ~1 : -1;
+    const lock = { kind: 'fair', array };
+    const timeoutMs = 20;
+    const slackMs = 250;
+    const worker = await run('waitFor', { lock, timeoutMs });
+    let t = performance.now();
+    const inAsync = await fair.withLockAsync(() => true, timeoutMs).catch((e) => e.code);
+    const asyncMs = performance.now() - t;
+    t = performance.now();
+    const inNative = await pool.call('locked_add', [{ locks: [lock], counter: words(3), times: 1 }], { timeout: timeoutMs }).catch((e) => e.code);
+    const nativeMs = performance.now() - t;
+    expect([worker.took, inAsync, inNative]).toEqual([false, RpcError.codes.Timeout, RpcError.codes.Timeout]);
+    expect(Math.max(worker.waitedMs, asyncMs, nativeMs)).toBeLessThan(timeoutMs + slackMs);
+    expect(array[L.fairNext]).toBe(L.fairSpan); // no ticket drawn
+    // One without a timeout draws ticket SPAN (ticket 0's slot and bit) at once; one with a
+    // timeout waits for room, and gets the next ticket once this thread lets go.
+    const untimed = run('arrive', { lock, log, id: 1 });
+    await until(() => array[L.fairNext] === L.fairSpan + 1, 'the worker without a timeout to draw');
+    const timed = run('arrive', { lock, log, id: 2, timeoutMs: 30_000 });
+    await sleep(30); // to be at the door when it opens (if not there yet, it just comes later)
+    expect(array[L.fairNext]).toBe(L.fairSpan + 1);
+    fair.unlock();
+    await Promise.all([untimed, timed]);
+    expect([...log]).toEqual([2, 1, 2]);
+    expect([fair.locked, array[L.fairServing]]).toEqual([false, L.fairSpan + 2]);
+    for (let s = 0; s < L.fairSlots; s++) expect(array[L.fairMarks + s]).toBe(0);
+  });
+
   test('eight workers hammering it are served exactly in ticket order', async () => {
     const threads = 8;
     const runs = 150;
@@ -534,6 +570,62 @@ describe('stress: 4 worker_threads and the native threads of a pool on one lock,
     expect([fair.locked, fair.owner]).toEqual([false, null]);
     for (let s = 0; s < L.fairSlots; s++) expect(array[L.fairMarks + s]).toBe(0);
   });
+});
+
+test('FairMutex, while some hold it for milliseconds and others give up with tiny timeouts, across 4 worker_threads and native threads: tickets pile up far past the 16 slots (up to the span), nobody overruns a timeout, nobody overlaps', async () => {
+  const array = words(FairMutex.WORDS);
+  const locks = [{ kind: 'fair', array }];
+  const counter = words(3);
+  const gate = words(2);
+  const workers = 4;
+  const runs = 300;
+  const natives = new Pool({ threads: 3 });
+  const jsRuns = Array.from({ length: workers }, (_, i) =>
+    run('hammer', { lock: locks[0], counter, runs, giveUpEvery: 1.02, holdEvery: 15, holdMs: 8, queue: { next: L.fairNext, serving: L.fairServing }, seed: i + 1, gate }),
+  );
+  await until(() => Atomics.load(gate, 0) === workers, 'the workers to start');
+  Atomics.store(gate, 1, 1);
+  Atomics.notify(gate, 1);
+  // Two native calls that never give up, and a stream of native calls that stop after 0.05 to 1 ms.
+  const untimed = [1, 2].map(() => natives.exec('locked_add', { locks, counter, times: runs }));
+  let jsDone = false;
+  const timed = { done: 0, stopped: 0, lateMs: 0 };
+  const stream = (async () => {
+    for (let i = 0; !jsDone; i++) {
+      const timeout = 0.05 + (i % 20) * 0.05;
+      const t = performance.now();
+      try {
+        await natives.call('locked_add', [{ locks, counter, times: 5 }], { timeout });
+        timed.done++;
+      } catch (e) {
+        expect(e.code).toBe(RpcError.codes.Timeout);
+        timed.stopped++;
+        timed.lateMs = Math.max(timed.lateMs, performance.now() - t - timeout);
+      }
+    }
+  })();
+  const js = await Promise.all(jsRuns);
+  jsDone = true;
+  await Promise.all([...untimed, stream]);
+  await natives.close();
+  const known = (workers + 2) * runs + 5 * timed.done;
+  const [total, inside, most] = counter;
+  const lateMs = Math.max(timed.lateMs, ...js.map((r) => r.lateMs));
+  const mostOut = Math.max(...js.map((r) => r.mostOut));
+  console.log(
+    `fair stress: ${js.reduce((n, r) => n + r.gaveUp, 0)} JS waits and ${timed.stopped} native calls gave up, at most ${mostOut} tickets out at once ` +
+      `(span ${L.fairSpan}); the latest give-up came ${Math.max(...js.map((r) => r.lateMs)).toFixed(1)} ms after its timeout in JS, ` +
+      `${timed.lateMs.toFixed(1)} ms natively (with the call's round trip)`,
+  );
+  expect([inside, most]).toEqual([0, 1]);
+  // A native call stopped after some of its entries leaves those counted: 0 to 5 each.
+  expect(total).toBeGreaterThanOrEqual(known);
+  expect(total).toBeLessThanOrEqual(known + 5 * timed.stopped);
+  expect(mostOut).toBeGreaterThan(2 * L.fairSlots);
+  expect(lateMs).toBeLessThan(250);
+  const fair = new FairMutex(array);
+  expect([fair.locked, fair.owner]).toEqual([false, null]);
+  for (let s = 0; s < L.fairSlots; s++) expect(array[L.fairMarks + s]).toBe(0);
 });
 
 describe('lockAll', () => {

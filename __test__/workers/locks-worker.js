@@ -54,29 +54,41 @@ function count(counter, at, exclusive) {
 const tasks = {
   /**
    * `runs` entries under one lock (`depth` times for a reentrant one). With `giveUpEvery`,
-   * every so many waits have a tiny timeout, and those that give up are retried: `gaveUp`.
+   * every so many waits have a tiny timeout (0 to `timeoutMs`), and those that give up are
+   * retried: `gaveUp`, and `lateMs`, the most any overran its timeout. With `holdEvery`, every
+   * so many entries hold the lock `holdMs` asleep, and then look how many tickets of a fair
+   * mutex are out (`queue`: its NEXT and SERVING indices): `mostOut`.
    */
-  hammer({ lock: spec, counter, counterIndex = 0, runs, depth = 1, giveUpEvery = 0, seed = 1, gate }) {
+  hammer({ lock: spec, counter, counterIndex = 0, runs, depth = 1, giveUpEvery = 0, timeoutMs = 0, holdEvery = 0, holdMs = 0, queue, seed = 1, gate }) {
     const lock = makeLock(spec);
     const random = rng(seed);
+    const nap = new Int32Array(new SharedArrayBuffer(4));
     if (gate !== undefined) {
       Atomics.add(gate, 0, 1);
       Atomics.wait(gate, 1, 0);
     }
     let gaveUp = 0;
+    let lateMs = 0;
+    let mostOut = 0;
     for (let r = 0; r < runs; ) {
-      const timeout = giveUpEvery > 0 && random() * giveUpEvery < 1 ? 0 : undefined;
+      const timeout = giveUpEvery > 0 && random() * giveUpEvery < 1 ? random() * timeoutMs : undefined;
+      const t = performance.now();
       if (!take(lock, spec.kind, timeout)) {
+        lateMs = Math.max(lateMs, performance.now() - t - timeout);
         gaveUp++;
         continue;
       }
       for (let d = 1; d < depth; d++) take(lock, spec.kind);
       count(counter, counterIndex, spec.kind !== 'semaphore');
+      if (holdEvery > 0 && random() * holdEvery < 1) {
+        Atomics.wait(nap, 0, 0, holdMs);
+        if (queue !== undefined) mostOut = Math.max(mostOut, (Atomics.load(spec.array, queue.next) - Atomics.load(spec.array, queue.serving)) >>> 0);
+      }
       for (let d = 1; d < depth; d++) give(lock, spec.kind);
       give(lock, spec.kind);
       r++;
     }
-    return { gaveUp };
+    return { gaveUp, lateMs, mostOut };
   },
 
   /** `runs` entries under every lock of `locks` at once, through lockAll (so in its order, whatever this array's). */
@@ -144,13 +156,13 @@ const tasks = {
     return { maxWaitMs };
   },
 
-  /** Queues on a fair mutex and writes `id` into the log when served: log = [count, ids…]. */
-  arrive({ lock: spec, log, id }) {
+  /** Queues on a fair mutex (for at most `timeoutMs`) and writes `id` into the log when served: log = [count, ids…]. */
+  arrive({ lock: spec, log, id, timeoutMs }) {
     const lock = makeLock(spec);
     lock.withLock(() => {
       log[1 + log[0]] = id;
       log[0]++;
-    });
+    }, timeoutMs);
     return {};
   },
 
