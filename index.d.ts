@@ -478,13 +478,14 @@ export declare class ReentrantMutex {
 
 /** A ticket lock on FairMutex.WORDS Int32 words: waiters are served in the order they arrived.
  *  tryLock() succeeds only when nobody holds or waits; lock() returns false if it gave its ticket
- *  up after `timeoutMs`. */
+ *  up at `timeoutMs`, however many gave up before it. A waiter with a timeout draws a ticket only
+ *  while fewer than 512 are out, and waits for room (in no set order) past that. */
 export interface FairMutex extends OwnerCheckedLock {}
 export declare class FairMutex {
   /** Int32 elements a FairMutex needs from its index. */
   static readonly WORDS: number;
   constructor(int32Array: Int32Array, index?: number, options?: SpinOptions);
-  /** Agents in the queue (a snapshot). */
+  /** Agents holding a ticket in the queue (a snapshot). */
   readonly waiting: number;
 }
 

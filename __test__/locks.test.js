@@ -770,6 +770,15 @@ describe('native commands', () => {
   });
 });
 
+test('the FairMutex figures that the README and index.d.ts state are the addon\'s', () => {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+  const types = fs.readFileSync(path.join(ROOT, 'index.d.ts'), 'utf8').replace(/\s+|\*/g, ' ');
+  expect(readme).toContain(`\`FairMutex.WORDS\` (${L.fairWords}) Int32 words`);
+  expect(readme).toContain(`draws a ticket only while fewer than ${L.fairSpan} are out`);
+  expect(readme).toContain(`only while fewer than ${L.fairSpan} tickets are out`);
+  expect(types.replace(/ +/g, ' ')).toContain(`draws a ticket only while fewer than ${L.fairSpan} are out`);
+});
+
 test('every example in the README runs and prints what its comments say', async () => {
   const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
   const examples = [...readme.matchAll(/<!-- example: ([\w-]+) -->\n```js\n([\s\S]*?)```/g)];
