@@ -139,6 +139,12 @@ function finish(call) {
  * way instead of cutting this loop short.
  */
 function settle(batch) {
+  if (batch === undefined) {
+    // Settlements had their share of this turn of the event loop: the rest come after timers
+    // and I/O had theirs (src/bindings/channel.rs, "Fairness to the event loop").
+    setImmediate(resume);
+    return;
+  }
   for (let i = 0; i < batch.length; i += 4) {
     const call = tracked(batch[i]);
     if (call === undefined) continue;
@@ -190,5 +196,6 @@ function tellProgress(call) {
 
 /** This environment's completion channel. */
 const channel = new native.Channel(settle);
+const resume = () => channel.resume(settle);
 
 module.exports = { start, startMany, kStarted, kSettled, channel };

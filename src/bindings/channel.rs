@@ -7,6 +7,19 @@
 //! `swap(false)`s *before* draining, so an item pushed after the drain began either is drained
 //! now or its producer reads `false` and schedules the next wake: nothing is stranded.
 //!
+//! Fairness to the event loop: Node hands a threadsafe function's queued calls over up to 1,000
+//! at a time in one loop turn. A caller whose continuation makes its next call, answered at
+//! once, queues the next wake while the last is handled, and settlements could hold the loop
+//! for seconds (no timer, no I/O). So settlements get [`TURN_BUDGET`]: the first callback
+//! after the budget ran out (counted from the first drain after the last resumption, or from
+//! the resumption's own drain) settles nothing, keeps `wake_pending` set (producers push
+//! without waking: the drain is owed) and asks JS for a `setImmediate`, which lets the loop go
+//! on (timers, I/O) and then calls [`Channel::resume`] to drain. Under load a turn thus holds
+//! about one batch and its continuations; calls that come back less often than the budget
+//! take the `setImmediate` path now and then, a few µs. At most one drain is owed at a time
+//! (`Turn::deferred`), and nothing queued is stranded: the owed drain runs the callback's own
+//! code, `wake_pending` swap first.
+//!
 //! Liveness: the threadsafe function is unref'd (weak) while nothing is in flight, so an idle
 //! pool never keeps Node alive; the first call in flight refs it, the last settlement unrefs it.
 //! Resend requests (a JS server asks this environment to send a call's SharedArrayBuffer views
@@ -33,10 +46,23 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Most settlements handed to JS per callback; the rest follow in the next turn, so a burst
 /// of 200k results never blocks the event loop in one go.
 const MAX_BATCH: usize = 8192;
+
+/// Time settlements may hold the event loop before they let it go on (see the module doc).
+const TURN_BUDGET: Duration = Duration::from_millis(2);
+
+/// Where the event loop's turn stands for settlements (JS thread only).
+#[derive(Default)]
+struct Turn {
+    /// When the first settlement since the last resumption was handed over.
+    since: Option<Instant>,
+    /// A drain is owed: JS was asked for a `setImmediate` that calls [`Channel::resume`].
+    deferred: bool,
+}
 
 pub(crate) struct Inbox {
     queue: SegQueue<(u64, Settlement)>,
@@ -54,6 +80,8 @@ pub(crate) struct Inbox {
     /// References to the typed arrays over SharedArrayBuffers each call was given, by call id:
     /// they keep the memory alive until the call settles (JS thread only; see `keep`).
     kept: Mutex<HashMap<u64, KeptViews>>,
+    /// How much of the loop's turn settlements have had (JS thread only; see the module doc).
+    turn: Mutex<Turn>,
 }
 
 /// Strong references to a call's views. `napi_ref`s are plain pointers that only their
@@ -141,6 +169,7 @@ impl Channel {
             cancellable: Mutex::new(HashMap::new()),
             progress: Mutex::new(HashMap::new()),
             kept: Mutex::new(HashMap::new()),
+            turn: Mutex::new(Turn::default()),
         });
         // SAFETY: a Node-API callback on this env's JS thread; `settle` is a value of this env
         // (Node-API checks it is a function); `call_js` reads its context as an Inbox. It starts
@@ -180,6 +209,23 @@ impl Channel {
     #[napi(getter)]
     pub fn inflight(&self) -> u32 {
         self.inbox.inflight.load(Ordering::Relaxed) as u32
+    }
+
+    /// The `setImmediate` a deferred callback asked for: a new share of the loop's turn, and
+    /// the drain that was owed, handed to `settle` (the function given to the constructor).
+    #[napi(catch_unwind)]
+    pub fn resume(&self, settle: Unknown) {
+        let owed = {
+            let mut turn = lock(&self.inbox.turn);
+            // This drain's settlements open the new share: when their continuations run past
+            // the budget, the next callback defers again, so a turn holds one heavy batch.
+            turn.since = Some(Instant::now());
+            std::mem::take(&mut turn.deferred)
+        };
+        if owed {
+            // SAFETY: a Node-API call on this env's JS thread; `settle` is a value of this env.
+            unsafe { drain(self.env, settle.raw(), &self.inbox) };
+        }
     }
 }
 
@@ -288,9 +334,56 @@ unsafe extern "C" fn call_js(
     }
     // SAFETY: the channel's threadsafe function was created with an Arc<Inbox>.
     let inbox: &Inbox = unsafe { tsfn::context(context) };
+    {
+        let mut turn = lock(&inbox.turn);
+        if turn.deferred {
+            return; // the owed drain takes this wake's items too
+        }
+        let now = Instant::now();
+        match turn.since {
+            None => turn.since = Some(now),
+            Some(since) if now.duration_since(since) >= TURN_BUDGET => {
+                turn.deferred = true;
+                drop(turn);
+                // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
+                if unsafe { ask_for_resume(env, settle) } {
+                    return;
+                }
+                // JS could not be asked (the environment is going away): drain now instead.
+                lock(&inbox.turn).deferred = false;
+            }
+            Some(_) => {}
+        }
+    }
+    // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
+    unsafe { drain(env, settle, inbox) };
+}
+
+/// Asks JS for the `setImmediate` that resumes settling: `settle()` with no batch. False when
+/// the call failed.
+///
+/// # Safety
+/// On `env`'s JS thread, with `settle` the channel's settle function.
+unsafe fn ask_for_resume(env: sys::napi_env, settle: sys::napi_value) -> bool {
+    let mut undefined = ptr::null_mut();
+    let mut ignored = ptr::null_mut();
+    // SAFETY: live env on its JS thread (caller contract).
+    unsafe {
+        sys::napi_get_undefined(env, &mut undefined) == sys::Status::napi_ok
+            && sys::napi_call_function(env, undefined, settle, 0, ptr::null(), &mut ignored)
+                == sys::Status::napi_ok
+    }
+}
+
+/// Hands `settle` everything queued by now: settlements (at most [`MAX_BATCH`]; a wake follows
+/// for the rest), progress reports, and the views serving threads asked for again.
+///
+/// # Safety
+/// On `env`'s JS thread, with `settle` the channel's settle function and `inbox` its inbox.
+unsafe fn drain(env: sys::napi_env, settle: sys::napi_value, inbox: &Inbox) {
     inbox.wake_pending.swap(false, Ordering::AcqRel);
     if !inbox.resends.is_empty() {
-        // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
+        // SAFETY: env is live and this is its JS thread (caller contract).
         unsafe { resend_views(env, inbox) };
     }
     let mut settled = Vec::new();
@@ -301,7 +394,7 @@ unsafe extern "C" fn call_js(
         }
     }
     if !inbox.queue.is_empty() {
-        // SAFETY: we are on the JS thread, inside the threadsafe function's own callback.
+        // SAFETY: we are on the env's JS thread, which owns the threadsafe function.
         unsafe { inbox.wake() };
     }
     // Progress is taken after the settlements were popped, and handed over before them: a
@@ -312,7 +405,7 @@ unsafe extern "C" fn call_js(
         return;
     }
     if settled.is_empty() {
-        // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
+        // SAFETY: env is live and this is its JS thread (caller contract).
         unsafe { hand_to_js(env, settle, reports_first(reports, settled)) };
         return;
     }
@@ -326,7 +419,7 @@ unsafe extern "C" fn call_js(
     }
     let n = settled.len();
     let calls: Vec<u64> = settled.iter().map(|(call, _)| *call).collect();
-    // SAFETY: env is live and this is its JS thread (threadsafe-function callback).
+    // SAFETY: env is live and this is its JS thread (caller contract).
     unsafe { hand_to_js(env, settle, reports_first(reports, settled)) };
     // SAFETY: as above.
     unsafe { inbox.let_go(env, &calls) };
