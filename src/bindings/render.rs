@@ -368,16 +368,27 @@ impl<'f, 'p> JsHost<'f, 'p> {
             Js::Number(n) => Value::Number(n).to_js(self.env),
             Js::String(s) => Value::from(s).to_js(self.env),
             Js::Function(id) => return self.function(id),
-            Js::Array(_) | Js::Object(_) => {
-                let index = self
-                    .finishing
-                    .original(value)
-                    .ok_or_else(|| internal("a view that the call did not hold"))?;
-                return self.element(self.objects, index);
-            }
+            Js::Array(items) => return self.object(value, || Value::Array(items.clone())),
+            Js::Object(map) => return self.object(value, || Value::Object(map.clone())),
             Js::LoneSurrogate => return Err(RpcError::failed(LONE_SURROGATE)),
         };
         made.map_err(|why| internal(&why))
+    }
+
+    /// The caller's own array or object for `value`, or, for a value of data given as JSON
+    /// text, one made anew from `copy()` (as `JSON.parse` of that text would have made it).
+    fn object(
+        &self,
+        value: Js<'p>,
+        copy: impl FnOnce() -> Value,
+    ) -> Result<sys::napi_value, RpcError> {
+        match self.finishing.original(value) {
+            Some(index) => self.element(self.objects, index),
+            None if self.finishing.data_is_json() => {
+                copy().to_js(self.env).map_err(|why| internal(&why))
+            }
+            None => Err(internal("a view that the call did not hold")),
+        }
     }
 
     /// A string a helper returned, as Rust text.

@@ -10,7 +10,7 @@
 
 use super::{Functions, Scope, SectionCall, SectionValue, TagEscape};
 use crate::commands::render::cache::TemplateCache;
-use crate::commands::render::config::{Config, Output};
+use crate::commands::render::config::{Config, Data, Output};
 use crate::commands::render::js::Js;
 use crate::commands::render::parse::{Node, Template};
 use crate::commands::render::writer::Renderer;
@@ -292,7 +292,8 @@ impl<'p> Finishing<'p> {
     }
 
     /// The index among the call's objects of the array or object `value` (which the calling
-    /// thread holds in that order), or `None` for any other value.
+    /// thread holds in that order), or `None` for any other value, and for the arrays and
+    /// objects of data given as JSON text, which no JavaScript object stands for.
     pub fn original(&self, value: Js<'p>) -> Option<u32> {
         let address = match value {
             Js::Object(map) => map as *const _ as usize,
@@ -302,10 +303,15 @@ impl<'p> Finishing<'p> {
         let mut originals = self.originals.borrow_mut();
         let table = originals.get_or_insert_with(|| {
             let mut table = HashMap::new();
-            number_objects(&self.parts.params, 0, &mut table);
+            number_params(self.parts, &mut table);
             table
         });
         table.get(&address).copied()
+    }
+
+    /// Whether the data param was JSON text (its values are then made anew for JavaScript).
+    pub fn data_is_json(&self) -> bool {
+        self.parts.config.data == Data::Json
     }
 
     /// Keeps `value` (a function's result, read with its objects numbered from `first`) for
@@ -319,11 +325,25 @@ impl<'p> Finishing<'p> {
             // Numbered with the params when the table is first made… which happens now, so
             // that the params come first.
             let mut table = HashMap::new();
-            number_objects(&self.parts.params, 0, &mut table);
+            number_params(self.parts, &mut table);
             number_objects(std::slice::from_ref(value), first, &mut table);
             *originals = Some(table);
         }
         value
+    }
+}
+
+/// Numbers the params' arrays and objects in the order the calling thread listed them. Data
+/// given as JSON text is left out: that thread held a string there, and the objects parsed from
+/// it follow none of its own (numbering them shifted the partials' and the config's, so an
+/// `escape` function was handed the config object in place of a value of the view).
+fn number_params(parts: &Parts, table: &mut HashMap<usize, u32>) {
+    let mut next = 0;
+    for (i, value) in parts.params.iter().enumerate() {
+        if i == 1 && parts.config.data == Data::Json {
+            continue;
+        }
+        next = number_objects(std::slice::from_ref(value), next, table);
     }
 }
 
