@@ -202,11 +202,15 @@ fn until(source: &str, at: usize, pattern: &str) -> usize {
 }
 
 /// Consumes `/\s*pattern/` at `at` (mustache.js's `scan`): the position after it, if it is there.
+/// Like the regular expression, `\s*` gives back whitespace when `pattern` itself starts with
+/// some (a delimiter such as `" "` or `"\n"`): the longest run of it that `pattern` follows.
 fn scan(source: &str, at: usize, pattern: &str) -> Option<usize> {
-    let from = skip_space(source, at);
-    source[from..]
-        .starts_with(pattern)
-        .then(|| from + pattern.len())
+    let run = &source[at..skip_space(source, at)];
+    std::iter::once(run.len())
+        .chain(run.char_indices().rev().map(|(i, _)| i))
+        .map(|skipped| at + skipped)
+        .find(|&from| source[from..].starts_with(pattern))
+        .map(|from| from + pattern.len())
 }
 
 /// A token before sections are nested (mustache.js's token list).

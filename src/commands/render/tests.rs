@@ -525,6 +525,24 @@ fn config_tags_start_the_template_and_every_partial() {
 }
 
 #[test]
+fn a_closing_tag_that_starts_with_whitespace_closes_as_in_mustache_js() {
+    // mustache.js closes a tag with /\s*close/, whose \s* gives back the whitespace `close`
+    // starts with. Its outputs, 4.2.0.
+    let data = r#"{"a":"<","s":[1,2]}"#;
+    for (template, expected) in [
+        ("<%a %> <%#s %><%. %><%/s %>", "&lt; 12"),
+        ("<%a\t %>", "&lt;"),
+        ("<%a\t\u{a0} %>|", "&lt;|"),
+    ] {
+        assert_eq!(
+            render_config(template, data, "{}", r#"["<%"," %>"]"#).unwrap(),
+            Value::from(expected),
+            "{template:?}"
+        );
+    }
+}
+
+#[test]
 fn one_text_parsed_with_other_tags_is_another_cached_template() {
     let cache = TemplateCache::new(16, 1 << 20);
     let tags = super::parse::Tags {
