@@ -17,7 +17,7 @@ export interface ExpressEngineOptions {
 
 export interface ExpressEngine {
   (file: string, locals: object, callback: (err: unknown, rendered?: string | Buffer) => void): void;
-  /** Stops the folder watchers. */
+  /** Stops the folder watchers; renders after it read every file at every render. */
   close(): void;
 }
 

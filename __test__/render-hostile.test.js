@@ -2,10 +2,14 @@
 // A hostile review of pool.render's newer features (functions and lambdas in views, config,
 // data as JSON text, Buffer output, the view engines): each test pins a case that once broke,
 // against mustache.js 4.2.0 where it has an answer.
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const fc = require('fast-check');
 const Mustache = require('mustache');
 const { Pool, RpcError } = require('..');
 const { viaMustache, viaPool, agree } = require('./render-cases.js');
+const expressEngine = require('corepool/express');
 
 let pool;
 beforeAll(() => {
@@ -54,4 +58,62 @@ test('any tags from a hostile alphabet (whitespace, tag types, regex metacharact
     }),
     { numRuns: 3000 },
   );
+});
+
+describe('corepool/express while its folders change', () => {
+  let root;
+  let views;
+  let parts;
+  beforeEach(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-hostile-'));
+    views = path.join(root, 'views');
+    parts = path.join(root, 'partials');
+    fs.mkdirSync(views);
+    fs.mkdirSync(parts);
+    fs.writeFileSync(path.join(views, 'page.mustache'), 'v1 {{> p}}');
+    fs.writeFileSync(path.join(parts, 'p.mustache'), 'p1');
+  });
+  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  /** The engine's answer for `file`, as Express's callback gets it. */
+  const renderWith = (engine, file, locals = {}) => {
+    const all = Object.defineProperties({ settings: { views } }, Object.getOwnPropertyDescriptors(locals));
+    return new Promise((resolve) => engine(path.join(views, file), all, (e, out) => resolve(e ? `error: ${e.message}` : out)));
+  };
+  /** Renders until `want` comes back (a watcher hears a change a little after it), or 5 s pass. */
+  async function eventually(engine, file, want) {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const out = await renderWith(engine, file);
+      if (out === want || Date.now() > deadline) return out;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  test('a partials folder removed and made again is read again, and watched again', async () => {
+    const engine = expressEngine.mustacheEngine({ pool, partials: parts });
+    try {
+      expect(await renderWith(engine, 'page.mustache')).toBe('v1 p1');
+      fs.rmSync(parts, { recursive: true });
+      expect(await eventually(engine, 'page.mustache', 'v1 ')).toBe('v1 ');
+      fs.mkdirSync(parts);
+      fs.writeFileSync(path.join(parts, 'p.mustache'), 'p2');
+      expect(await eventually(engine, 'page.mustache', 'v1 p2')).toBe('v1 p2');
+      fs.writeFileSync(path.join(parts, 'p.mustache'), 'p3');
+      expect(await eventually(engine, 'page.mustache', 'v1 p3')).toBe('v1 p3');
+    } finally {
+      engine.close();
+    }
+  });
+
+  test('renders in flight when engine.close() runs finish, and later ones read the files afresh', async () => {
+    const engine = expressEngine.mustacheEngine({ pool, partials: parts });
+    const inFlight = Array.from({ length: 20 }, () => renderWith(engine, 'page.mustache', { f: () => 'F' }));
+    engine.close();
+    expect(await Promise.all(inFlight)).toEqual(Array(20).fill('v1 p1'));
+    fs.writeFileSync(path.join(parts, 'p.mustache'), 'p2');
+    expect(await renderWith(engine, 'page.mustache')).toBe('v1 p2');
+    expect(await renderWith(engine, 'nope.mustache')).toMatch(/^error: ENOENT/);
+    expect(await renderWith(engine, 'page.mustache', { get boom() { throw new Error('getter'); } })).toBe('error: getter');
+  });
 });

@@ -15,24 +15,52 @@ const { describe } = require('./errors.js');
 /** The keys Express adds to the locals it hands an engine. */
 const EXPRESS_KEYS = ['settings', '_locals', 'cache'];
 
-/** What a folder holds, read once: `{ partials }` by name, from files ending in `.ext`. */
+/**
+ * A folder the engine reads: the partials it holds (`.ext` files), read once and kept while a
+ * watcher on it hears nothing. A watcher may go deaf without a word (its folder removed and made
+ * again, moved away): so every change it reports ends it, and the next read starts a new one
+ * before reading. A folder that cannot be watched (gone, or no recursive watch) is never kept.
+ */
 class Folder {
   constructor(dir, ext, onChange) {
     this.dir = dir;
     this.ext = ext;
+    this.onChange = onChange;
+    this.watcher = null;
     this.partials = null; // Promise<{ [name]: string }>, until something changes
+  }
+
+  /** Whether what is read from the folder now may be kept: it is watched (from now if need be). */
+  watch() {
+    if (this.watcher !== null) return true;
+    let watcher;
+    const changed = () => {
+      watcher.close();
+      if (this.watcher === watcher) this.watcher = null;
+      this.onChange();
+    };
     try {
-      this.watcher = fs.watch(dir, { recursive: true, persistent: false }, onChange);
-      this.watcher.on('error', onChange);
+      watcher = fs.watch(this.dir, { recursive: true, persistent: false }, changed);
     } catch {
-      this.watcher = null; // unwatchable (gone, or no recursive watch): never cached
+      return false;
     }
+    watcher.on('error', changed);
+    this.watcher = watcher;
+    return true;
   }
 
   load() {
     if (this.partials !== null && this.watcher !== null) return this.partials;
-    this.partials = readPartials(this.dir, this.ext);
-    return this.partials;
+    const kept = this.watch();
+    const partials = readPartials(this.dir, this.ext);
+    this.partials = kept ? partials : null;
+    return partials;
+  }
+
+  close() {
+    this.watcher?.close();
+    this.watcher = null;
+    this.partials = null;
   }
 }
 
@@ -67,7 +95,8 @@ async function readPartials(dir, ext) {
  * - `output`: `'string'` (default) or `'buffer'` (then set the Content-Type first, e.g.
  *   `res.type('html')`: Express sends a Buffer as application/octet-stream otherwise).
  * - `cache`: `false` reads every file at every render.
- * `engine.close()` stops its folder watchers (they never keep the process alive).
+ * `engine.close()` stops its folder watchers (they never keep the process alive); renders after
+ * it read every file at every render.
  */
 function mustacheEngine(options = {}) {
   if (options === null || typeof options !== 'object') {
@@ -81,6 +110,7 @@ function mustacheEngine(options = {}) {
   const config = output === 'buffer' ? { output } : undefined;
   const folders = new Map(); // `${dir}\0${ext}` → Folder
   const templates = new Map(); // file → Promise<string>
+  let closed = false; // after close(): every render reads the files, and nothing is watched
   const forget = () => {
     templates.clear();
     for (const folder of folders.values()) folder.partials = null;
@@ -96,8 +126,9 @@ function mustacheEngine(options = {}) {
     return folder;
   };
 
+  /** The view file's text, kept while `folder` is watched. */
   const templateOf = (file, folder) => {
-    if (!cache || folder.watcher === null) return fs.promises.readFile(file, 'utf8');
+    if (!cache || closed || !folder.watch()) return fs.promises.readFile(file, 'utf8');
     let text = templates.get(file);
     if (text === undefined) {
       text = fs.promises.readFile(file, 'utf8');
@@ -115,7 +146,7 @@ function mustacheEngine(options = {}) {
     const views = partialsDir ?? (Array.isArray(settings.views) ? settings.views[0] : settings.views) ?? path.dirname(file);
     const ext = extension === undefined ? path.extname(file) : extension.startsWith('.') ? extension : `.${extension}`;
     const folder = folderOf(path.resolve(views), ext);
-    const partials = cache ? folder.load() : readPartials(folder.dir, ext);
+    const partials = cache && !closed ? folder.load() : readPartials(folder.dir, ext);
     const named = await partials;
     // A view inside the partials folder is one of the partials already read.
     const relative = path.relative(folder.dir, file);
@@ -128,7 +159,8 @@ function mustacheEngine(options = {}) {
     render(file, locals).then((out) => callback(null, out), callback);
   }
   engine.close = () => {
-    for (const folder of folders.values()) folder.watcher?.close();
+    closed = true;
+    for (const folder of folders.values()) folder.close();
     folders.clear();
     templates.clear();
   };
