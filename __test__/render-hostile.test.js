@@ -90,6 +90,17 @@ describe('corepool/express while its folders change', () => {
     }
   }
 
+  test('a view outside the partials folder is read again after it changes', async () => {
+    const engine = expressEngine.mustacheEngine({ pool, partials: parts });
+    try {
+      expect(await renderWith(engine, 'page.mustache')).toBe('v1 p1');
+      fs.writeFileSync(path.join(views, 'page.mustache'), 'v2 {{> p}}');
+      expect(await eventually(engine, 'page.mustache', 'v2 p1')).toBe('v2 p1');
+    } finally {
+      engine.close();
+    }
+  });
+
   test('a partials folder removed and made again is read again, and watched again', async () => {
     const engine = expressEngine.mustacheEngine({ pool, partials: parts });
     try {

@@ -22,10 +22,12 @@ const EXPRESS_KEYS = ['settings', '_locals', 'cache'];
  * before reading. A folder that cannot be watched (gone, or no recursive watch) is never kept.
  */
 class Folder {
-  constructor(dir, ext, onChange) {
+  /** `deep`: watch the folders inside it too (the partials folder; a view's folder is not). */
+  constructor(dir, ext, onChange, deep) {
     this.dir = dir;
     this.ext = ext;
     this.onChange = onChange;
+    this.deep = deep;
     this.watcher = null;
     this.partials = null; // Promise<{ [name]: string }>, until something changes
   }
@@ -40,7 +42,7 @@ class Folder {
       this.onChange();
     };
     try {
-      watcher = fs.watch(this.dir, { recursive: true, persistent: false }, changed);
+      watcher = fs.watch(this.dir, { recursive: this.deep, persistent: false }, changed);
     } catch {
       return false;
     }
@@ -108,7 +110,7 @@ function mustacheEngine(options = {}) {
   if (partialsDir !== undefined && typeof partialsDir !== 'string') throw new TypeError(`corepool/express: options.partials must be a folder path, got ${describe(partialsDir)}`);
   if (extension !== undefined && (typeof extension !== 'string' || extension === '')) throw new TypeError(`corepool/express: options.extension must be a non-empty string, got ${describe(extension)}`);
   const config = output === 'buffer' ? { output } : undefined;
-  const folders = new Map(); // `${dir}\0${ext}` → Folder
+  const folders = new Map(); // `${dir}\0${ext}\0${deep}` → Folder
   const templates = new Map(); // file → Promise<string>
   let closed = false; // after close(): every render reads the files, and nothing is watched
   const forget = () => {
@@ -116,17 +118,17 @@ function mustacheEngine(options = {}) {
     for (const folder of folders.values()) folder.partials = null;
   };
 
-  const folderOf = (dir, ext) => {
-    const key = `${dir}\0${ext}`;
+  const folderOf = (dir, ext, deep) => {
+    const key = `${dir}\0${ext}\0${deep}`;
     let folder = folders.get(key);
     if (folder === undefined) {
-      folder = new Folder(dir, ext, forget);
+      folder = new Folder(dir, ext, forget, deep);
       folders.set(key, folder);
     }
     return folder;
   };
 
-  /** The view file's text, kept while `folder` is watched. */
+  /** The view file's text, kept while `folder` (which holds the file) is watched. */
   const templateOf = (file, folder) => {
     if (!cache || closed || !folder.watch()) return fs.promises.readFile(file, 'utf8');
     let text = templates.get(file);
@@ -145,13 +147,16 @@ function mustacheEngine(options = {}) {
     for (const key of EXPRESS_KEYS) delete view[key];
     const views = partialsDir ?? (Array.isArray(settings.views) ? settings.views[0] : settings.views) ?? path.dirname(file);
     const ext = extension === undefined ? path.extname(file) : extension.startsWith('.') ? extension : `.${extension}`;
-    const folder = folderOf(path.resolve(views), ext);
+    const folder = folderOf(path.resolve(views), ext, true);
     const partials = cache && !closed ? folder.load() : readPartials(folder.dir, ext);
     const named = await partials;
-    // A view inside the partials folder is one of the partials already read.
+    // A view inside the partials folder is one of the partials already read; one outside it is
+    // watched where it is (a change there must be seen too).
     const relative = path.relative(folder.dir, file);
-    const name = relative.endsWith(ext) && !relative.startsWith('..') && !path.isAbsolute(relative) ? relative.slice(0, -ext.length).split(path.sep).join('/') : null;
-    const template = name !== null && Object.hasOwn(named, name) ? named[name] : await templateOf(file, folder);
+    const inside = !relative.startsWith('..') && !path.isAbsolute(relative);
+    const name = inside && relative.endsWith(ext) ? relative.slice(0, -ext.length).split(path.sep).join('/') : null;
+    if (name !== null && Object.hasOwn(named, name)) return pool.render(named[name], view, named, config);
+    const template = await templateOf(file, inside ? folder : folderOf(path.dirname(path.resolve(file)), ext, false));
     return pool.render(template, view, named, config);
   }
 
