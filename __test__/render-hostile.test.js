@@ -128,3 +128,18 @@ describe('corepool/express while its folders change', () => {
     expect(await renderWith(engine, 'page.mustache', { get boom() { throw new Error('getter'); } })).toBe('error: getter');
   });
 });
+
+test("what section functions return is bounded in all, like a call's data: a clear error, not memory without end", async () => {
+  // Every result is kept until the render ends: 9 × 500,000 values pass the 2^22 a call may
+  // hold (each call of f used ~19 MB; a few hundred of them ended the process).
+  const big = Array.from({ length: 500000 }, (_, i) => i);
+  const items = Array.from({ length: 9 }, (_, i) => i);
+  const e = await pool.render('{{#items}}{{#f}}{{/f}}{{/items}}', { items, f: () => big }).catch((x) => x);
+  expect(e).toBeInstanceOf(RpcError);
+  expect(e.code).toBe(RpcError.codes.CommandFailed);
+  expect(e.message).toMatch(/section functions returned hold more than 4194304 values in all/);
+  // Small results, many times over, are fine.
+  const rows = Array.from({ length: 20000 }, (_, i) => ({ i }));
+  const out = await pool.render('{{#rows}}{{#f}}{{.}}{{/f}}{{/rows}}', { rows, f() { return [this.i % 10, 0]; } });
+  expect(out).toBe(rows.map(({ i }) => `${i % 10}0`).join(''));
+});

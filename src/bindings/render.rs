@@ -19,6 +19,7 @@
 //! caller's JavaScript as it is; an error of the render's own comes back as `[code, message]`.
 
 use super::contract::{RENDER_WRITE_ESCAPE, RENDER_WRITE_HTML, RENDER_WRITE_RAW};
+use super::convert::from_js::MAX_VALUES;
 use super::convert::{self, to_js, FromJs};
 use super::pool::RawValue;
 use crate::commands::render::functions::pending::{Finishing, PendingRender};
@@ -258,6 +259,9 @@ struct JsHost<'f, 'p> {
     lambda: sys::napi_value,
     inverted: sys::napi_value,
     undefined: sys::napi_value,
+    /// Values the functions' results kept so far hold: every result is kept until the render
+    /// ends (the views point into it), so their sum is bounded like a call's params.
+    kept: Cell<usize>,
 }
 
 impl<'f, 'p> JsHost<'f, 'p> {
@@ -283,6 +287,7 @@ impl<'f, 'p> JsHost<'f, 'p> {
             lambda: undefined,
             inverted: undefined,
             undefined,
+            kept: Cell::new(0),
         };
         host.functions = host.element(handles, 0)?;
         host.objects = host.element(handles, 1)?;
@@ -428,6 +433,15 @@ impl<'f, 'p> JsHost<'f, 'p> {
             ))
         })?;
         check_value(&converted, "the function's result")?;
+        let kept = self.kept.get() + from.spent();
+        if kept > MAX_VALUES {
+            return Err(RpcError::failed(format!(
+                "render: the values this render's section functions returned hold more than \
+                 {MAX_VALUES} values in all (each is kept until the render ends, like the \
+                 call's own data): return less, or pass the data in the view"
+            )));
+        }
+        self.kept.set(kept);
         if let Some(collected) = from.collected {
             for (list, first, values) in [
                 (self.functions, first_function, collected.functions),

@@ -209,6 +209,11 @@ impl FromJs {
         });
     }
 
+    /// How many values this conversion has made so far.
+    pub fn spent(&self) -> usize {
+        MAX_VALUES - self.budget
+    }
+
     pub fn env(&self) -> sys::napi_env {
         self.env
     }
