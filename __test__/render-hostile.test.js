@@ -143,3 +143,12 @@ test("what section functions return is bounded in all, like a call's data: a cle
   const out = await pool.render('{{#rows}}{{#f}}{{.}}{{/f}}{{/rows}}', { rows, f() { return [this.i % 10, 0]; } });
   expect(out).toBe(rows.map(({ i }) => `${i % 10}0`).join(''));
 });
+
+test("a section function's result that cannot cross is CommandFailed, whatever it holds (it is not the caller's params)", async () => {
+  const results = [new Uint8Array([1]), new Int32Array(new SharedArrayBuffer(8)), [1n], { a: new Date(0) }, new Map()];
+  for (const result of results) {
+    const e = await pool.render('{{#f}}x{{/f}}', { f: () => result }).catch((x) => x);
+    expect(e).toBeInstanceOf(RpcError);
+    expect([e.code, e.message]).toEqual([RpcError.codes.CommandFailed, expect.stringMatching(/the function's result/)]);
+  }
+});

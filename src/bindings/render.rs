@@ -432,7 +432,10 @@ impl<'f, 'p> JsHost<'f, 'p> {
                  take: {why}"
             ))
         })?;
-        check_value(&converted, "the function's result")?;
+        // A value a function returned is not the caller's params: CommandFailed, as for a
+        // value that cannot cross at all.
+        check_value(&converted, "the function's result")
+            .map_err(|e| RpcError::failed(e.message))?;
         let kept = self.kept.get() + from.spent();
         if kept > MAX_VALUES {
             return Err(RpcError::failed(format!(
