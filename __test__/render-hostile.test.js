@@ -117,6 +117,20 @@ describe('corepool/express while its folders change', () => {
     }
   });
 
+  test('a partial that is a link to a file renders, as mustache-express reads it; a dangling link is no partial', async () => {
+    const shared = path.join(root, 'shared.mustache');
+    fs.writeFileSync(shared, 'linked');
+    fs.rmSync(path.join(parts, 'p.mustache'));
+    fs.symlinkSync(shared, path.join(parts, 'p.mustache'));
+    fs.symlinkSync(path.join(root, 'nowhere.mustache'), path.join(parts, 'dangling.mustache'));
+    const engine = expressEngine.mustacheEngine({ pool, partials: parts });
+    try {
+      expect(await renderWith(engine, 'page.mustache')).toBe('v1 linked');
+    } finally {
+      engine.close();
+    }
+  });
+
   test('renders in flight when engine.close() runs finish, and later ones read the files afresh', async () => {
     const engine = expressEngine.mustacheEngine({ pool, partials: parts });
     const inFlight = Array.from({ length: 20 }, () => renderWith(engine, 'page.mustache', { f: () => 'F' }));

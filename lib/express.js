@@ -77,11 +77,18 @@ async function readPartials(dir, ext) {
   }
   await Promise.all(
     entries
-      .filter((entry) => entry.isFile() && entry.name.endsWith(ext))
+      // A link to a file is read as the file, as mustache-express reads a partial by its path.
+      .filter((entry) => (entry.isFile() || entry.isSymbolicLink()) && entry.name.endsWith(ext))
       .map(async (entry) => {
         const file = path.join(entry.parentPath ?? entry.path, entry.name);
         const name = path.relative(dir, file).slice(0, -ext.length).split(path.sep).join('/');
-        partials[name] = await fs.promises.readFile(file, 'utf8');
+        try {
+          partials[name] = await fs.promises.readFile(file, 'utf8');
+        } catch (e) {
+          // A dangling link, or a link to a folder: no partial.
+          if (entry.isSymbolicLink() && (e.code === 'ENOENT' || e.code === 'EISDIR')) return;
+          throw e;
+        }
       }),
   );
   return partials;
