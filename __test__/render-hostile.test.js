@@ -131,6 +131,24 @@ describe('corepool/express while its folders change', () => {
     }
   });
 
+  test('a partial removed between listing the folder and reading it is no partial, not a failed page', async () => {
+    fs.writeFileSync(path.join(parts, 'old.mustache'), 'old');
+    const engine = expressEngine.mustacheEngine({ pool, partials: parts });
+    // An editor saving by rename removes the file at this point: the folder listed it, it is gone.
+    const gone = path.join(parts, 'old.mustache');
+    const readFile = fs.promises.readFile;
+    const spy = jest.spyOn(fs.promises, 'readFile').mockImplementation((file, ...rest) => {
+      if (file === gone) return Promise.reject(Object.assign(new Error(`ENOENT: no such file or directory, open '${file}'`), { code: 'ENOENT' }));
+      return readFile.call(fs.promises, file, ...rest);
+    });
+    try {
+      expect(await renderWith(engine, 'page.mustache')).toBe('v1 p1');
+    } finally {
+      spy.mockRestore();
+      engine.close();
+    }
+  });
+
   test('renders in flight when engine.close() runs finish, and later ones read the files afresh', async () => {
     const engine = expressEngine.mustacheEngine({ pool, partials: parts });
     const inFlight = Array.from({ length: 20 }, () => renderWith(engine, 'page.mustache', { f: () => 'F' }));

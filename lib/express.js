@@ -85,8 +85,9 @@ async function readPartials(dir, ext) {
         try {
           partials[name] = await fs.promises.readFile(file, 'utf8');
         } catch (e) {
-          // A dangling link, or a link to a folder: no partial.
-          if (entry.isSymbolicLink() && (e.code === 'ENOENT' || e.code === 'EISDIR')) return;
+          // Gone since the folder was listed (an editor saving by rename; the watcher will
+          // have the folder read again), a dangling link, or a link to a folder: no partial.
+          if (e.code === 'ENOENT' || (e.code === 'EISDIR' && entry.isSymbolicLink())) return;
           throw e;
         }
       }),
