@@ -60,6 +60,69 @@ test('any tags from a hostile alphabet (whitespace, tag types, regex metacharact
   );
 });
 
+test('functions returning hostile values, in any tag, with or without an escape function, render as with mustache.js or fail clearly', async () => {
+  // Made afresh for each renderer: a function's result must not be shared between them.
+  const results = {
+    str: () => 'a<b', num: () => 1.5, negZero: () => -0, nan: () => NaN, inf: () => Infinity, yes: () => true, no: () => false, nil: () => null, undef: () => undefined,
+    bigint: () => 12n, symbol: () => Symbol('s'), array: () => [1, 'x', { y: 2 }], empty: () => [], object: () => ({ y: 'Y', z: [1] }),
+    proxyObject: () => new Proxy({ y: 'P' }, {}), proxyArray: () => new Proxy([1, 2], {}),
+    revoked: () => {
+      const r = Proxy.revocable({}, {});
+      r.revoke();
+      return r.proxy;
+    },
+    cycle: () => {
+      const a = { y: 1 };
+      a.a = a;
+      return a;
+    },
+    fn: () => () => 'I', lambda: () => (t, render) => `${render(t)}|${t}`, lambdaThrows: () => () => { throw new Error('lambda threw'); }, throws: () => { throw new Error('thrown'); },
+    ownToString: () => ({ toString: () => 'TS' }), throwingGetter: () => ({ get y() { throw new Error('getter'); } }), date: () => new Date(0), nested: () => [[1, [2]], { y: [{ y: 'deep' }] }], boxed: () => new String('so'),
+  };
+  const tags = ['{{f}}', '{{{f}}}', '{{#f}}[{{y}}{{.}}]{{/f}}', '{{^f}}no{{/f}}', '{{f.y}}', '{{#f}}{{#g}}<{{.}}>{{/g}}{{/f}}', 'x', '{{g}}', '{{#g}}{{f}}{{/g}}'];
+  const names = Object.keys(results);
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...names), fc.constantFrom(...names), fc.array(fc.constantFrom(...tags), { minLength: 1, maxLength: 5 }), fc.boolean(), async (f, g, parts, escapes) => {
+      const template = parts.join('');
+      const data = () => ({ f: results[f], g: results[g], y: 'top' });
+      const config = escapes ? { escape: (v) => `(${typeof v === 'symbol' ? 'symbol' : String(v)})` } : undefined;
+      Mustache.clearCache();
+      const theirs = viaMustache({ template, data: data(), config });
+      const ours = await viaPool(pool, { template, data: data(), config });
+      // corepool refuses, clearly, what a section's function returns that cannot cross.
+      return agree(theirs, ours) || (ours.code === RpcError.codes.CommandFailed && /cannot take/.test(ours.error));
+    }),
+    { numRuns: 1500 },
+  );
+});
+
+test.each(['close', 'destroy'])('%s() with renders holding functions in flight: each settles with its own output or PoolClosed', async (how) => {
+  const own = new Pool({ threads: 2 });
+  const calls = [];
+  for (let i = 0; i < 400; i++) {
+    const view = { x: i, f() { return `f${this.x}`; }, l: () => (t, render) => render(t), items: [{ x: -i }] };
+    const kind = i % 4;
+    const template = kind === 0 ? '{{x}}' : '{{#l}}{{x}}{{/l}}{{f}}{{#items}}{{x}}{{/items}}';
+    const config = kind === 2 ? { output: 'buffer' } : kind === 3 ? { escape: (v) => `<${v}>` } : undefined;
+    calls.push(own.render(template, view, {}, config));
+    // From inside a lambda too: the render it runs in goes on.
+    if (i === 200) calls.push(own.render('{{#l}}{{x}}{{/l}}', { x: 'in', l: () => (t, render) => (own[how](), render(t)) }));
+    if (i === 300) own[how]();
+  }
+  const outcomes = await Promise.allSettled(calls);
+  const done = outcomes.filter((o) => o.status === 'fulfilled').length;
+  expect(done).toBeGreaterThan(0);
+  outcomes.forEach((o, at) => {
+    if (o.status === 'rejected') return expect(o.reason.code).toBe(RpcError.codes.PoolClosed);
+    const i = at > 200 ? at - 1 : at;
+    if (at === 201) return expect(o.value).toBe('in');
+    const kind = i % 4;
+    const want = kind === 0 ? `${i}` : kind === 3 ? `<${i}><f${i}><${-i}>` : `${i}f${i}${-i}`;
+    expect(String(o.value)).toBe(want);
+    if (kind === 2) expect(Buffer.isBuffer(o.value)).toBe(true);
+  });
+});
+
 describe('corepool/express while its folders change', () => {
   let root;
   let views;
