@@ -123,6 +123,21 @@ test.each(['close', 'destroy'])('%s() with renders holding functions in flight: 
   });
 });
 
+test("functions that return huge strings stop the render where mustache.js stops, not after all of them (the output's memory is bounded)", async () => {
+  // Each result is 2^26 units: the 8th passes JavaScript's longest string. Before, every
+  // function was called and its result appended first (a long list ran out of memory).
+  const big = 'x'.repeat(2 ** 26);
+  const items = Array.from({ length: 12 }, () => 1);
+  for (const template of ['{{#items}}{{{f}}}{{/items}}', '{{#items}}{{#l}}{{/l}}{{/items}}']) {
+    const calls = { mustache: 0, corepool: 0 };
+    const view = (who) => ({ items, f: () => (calls[who]++, big), l: () => () => (calls[who]++, big) });
+    expect(() => Mustache.render(template, view('mustache'))).toThrow('Invalid string length');
+    const e = await pool.render(template, view('corepool')).catch((x) => x);
+    expect([e.code, e.message]).toEqual([RpcError.codes.CommandFailed, expect.stringContaining("longer than JavaScript's longest string")]);
+    expect(calls.corepool).toBe(calls.mustache);
+  }
+});
+
 describe('corepool/express while its folders change', () => {
   let root;
   let views;

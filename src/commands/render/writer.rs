@@ -40,19 +40,19 @@ const CHECK_EVERY: u32 = 1024;
 
 /// JavaScript's longest string: mustache.js fails past it ("Invalid string length"); so does
 /// this, which also keeps a runaway template from taking all memory.
-const MAX_STRING_LENGTH: usize = crate::rpc::text::MAX_JS_STRING;
+pub(super) const MAX_STRING_LENGTH: usize = crate::rpc::text::MAX_JS_STRING;
 
 /// The output's length in UTF-16 code units, counted only once it might be too long: a string
 /// has no more code units than UTF-8 bytes, so below the limit in bytes it is below in units.
 #[derive(Default)]
-struct OutputLength {
+pub(super) struct OutputLength {
     counted_bytes: usize,
     units: usize,
 }
 
 impl OutputLength {
     #[inline]
-    fn check(&mut self, out: &str, limit: usize) -> Result<(), RpcError> {
+    pub(super) fn check(&mut self, out: &str, limit: usize) -> Result<(), RpcError> {
         if out.len() <= limit {
             return Ok(());
         }
@@ -322,7 +322,10 @@ impl<'a, 'c> Renderer<'a, 'c> {
             }
             let template = frame.template;
             let current = self.frames.len() - 1;
-            match self.open(template, at)? {
+            let step = self.open(template, at)?;
+            // A section whose function wrote its output (a lambda's) may have grown it too.
+            self.length.check(&self.out, MAX_STRING_LENGTH)?;
+            match step {
                 Step::Next => self.frames[current].next = at + 1,
                 Step::Enter {
                     start,

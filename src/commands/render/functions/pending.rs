@@ -13,8 +13,7 @@ use crate::commands::render::cache::TemplateCache;
 use crate::commands::render::config::{Config, Data, Output};
 use crate::commands::render::js::Js;
 use crate::commands::render::parse::{Node, Template};
-use crate::commands::render::writer::Renderer;
-use crate::rpc::text::MAX_JS_STRING;
+use crate::commands::render::writer::{OutputLength, Renderer, MAX_STRING_LENGTH};
 use crate::rpc::{Context, FunctionId, RpcError, StopFlags, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -223,6 +222,10 @@ impl<'p> Finishing<'p> {
     pub fn fill(&self, host: &dyn Functions<'p>) -> Result<String, RpcError> {
         let parts = self.parts;
         let mut out = String::with_capacity(parts.out.len() + parts.out.len() / 4);
+        // Checked after every slot, as a function may return JavaScript's longest string each
+        // time: mustache.js fails at the concatenation that passes the limit, and so does this,
+        // instead of growing the output by every function's result first.
+        let mut length = OutputLength::default();
         let mut copied = 0;
         for (at, slot) in &parts.slots {
             out.push_str(&parts.out[copied..*at]);
@@ -252,18 +255,13 @@ impl<'p> Finishing<'p> {
                     done?;
                 }
             }
+            length.check(&out, MAX_STRING_LENGTH)?;
         }
         out.push_str(&parts.out[copied..]);
         if let Some(e) = &parts.error {
             return Err(e.clone());
         }
-        if out.len() > MAX_JS_STRING && out.encode_utf16().count() > MAX_JS_STRING {
-            return Err(RpcError::failed(format!(
-                "render: the output would be longer than JavaScript's longest string \
-                 ({MAX_JS_STRING} UTF-16 code units); mustache.js fails here too, with \
-                 \"Invalid string length\""
-            )));
-        }
+        length.check(&out, MAX_STRING_LENGTH)?;
         Ok(out)
     }
 
