@@ -40,6 +40,28 @@ pub enum Js<'a> {
     LoneSurrogate,
 }
 
+impl Js<'_> {
+    /// Whether `self` and `other` are the same value: the same array, object or string (not an
+    /// equal one), an equal primitive otherwise.
+    pub fn same(&self, other: &Js<'_>) -> bool {
+        match (self, other) {
+            (Js::Undefined, Js::Undefined)
+            | (Js::Null, Js::Null)
+            | (Js::LoneSurrogate, Js::LoneSurrogate) => true,
+            (Js::Bool(a), Js::Bool(b)) => a == b,
+            (Js::Number(a), Js::Number(b)) => a.to_bits() == b.to_bits(),
+            // The same text where it lies, not equal text: comparing is then never slow.
+            (Js::String(a), Js::String(b)) => {
+                std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()
+            }
+            (Js::Array(a), Js::Array(b)) => std::ptr::eq(*a, *b),
+            (Js::Object(a), Js::Object(b)) => std::ptr::eq(*a, *b),
+            (Js::Function(a), Js::Function(b)) => a.0 == b.0,
+            _ => false,
+        }
+    }
+}
+
 /// The outcome of `value[key]`.
 pub enum Property<'a> {
     /// An own property: an object's key, an array's or string's index or `length`.

@@ -28,10 +28,11 @@ enum Slot<'a> {
         this: Js<'a>,
         escape: TagEscape,
     },
-    /// `{{#name}}`/`{{^name}}` whose name found `function`, with the views in effect.
+    /// `{{#name}}`/`{{^name}}` whose name found `function`, with the views in effect (the
+    /// node of the innermost in [`ViewTree`]).
     Section {
         function: FunctionId,
-        views: Vec<Js<'a>>,
+        views: u32,
         template: Arc<Template>,
         node: usize,
     },
@@ -41,6 +42,60 @@ enum Slot<'a> {
 #[derive(Default)]
 pub struct Recorder<'a> {
     slots: RefCell<Vec<(usize, Slot<'a>)>>,
+    tree: RefCell<ViewTree<'a>>,
+}
+
+/// The views in effect at the section slots, as a tree: a slot holds the node of its innermost
+/// view, and a node its view and the node of the view around it. A slot shares with the slot
+/// before it the views the two have in common, so it costs the views it adds, not its whole
+/// stack: copying every stack whole, a function at each level of a deep section in each row of
+/// a list took gigabytes for a few kilobytes of data (mustache.js runs it in constant memory).
+#[derive(Default)]
+struct ViewTree<'a> {
+    /// `(view, parent)`; the outermost view's parent is [`NO_VIEW`].
+    nodes: Vec<(Js<'a>, u32)>,
+    /// The last stack added, and its nodes.
+    last: Vec<Js<'a>>,
+    last_nodes: Vec<u32>,
+}
+
+/// The node of no view: the parent of the outermost, the innermost of an empty stack.
+const NO_VIEW: u32 = u32::MAX;
+
+impl<'a> ViewTree<'a> {
+    /// The node of the innermost of `views` (outermost first), added with what the last stack
+    /// added does not share with it.
+    fn add(&mut self, views: &[Js<'a>]) -> Result<u32, RpcError> {
+        let shared = views
+            .iter()
+            .zip(&self.last)
+            .take_while(|(a, b)| a.same(b))
+            .count();
+        self.last.truncate(shared);
+        self.last_nodes.truncate(shared);
+        for view in &views[shared..] {
+            let parent = self.last_nodes.last().copied().unwrap_or(NO_VIEW);
+            let node = u32::try_from(self.nodes.len())
+                .ok()
+                .filter(|&n| n != NO_VIEW)
+                .ok_or_else(|| RpcError::failed("render: too many sections call functions"))?;
+            self.nodes.push((*view, parent));
+            self.last.push(*view);
+            self.last_nodes.push(node);
+        }
+        Ok(self.last_nodes.last().copied().unwrap_or(NO_VIEW))
+    }
+
+    /// The views of `node`'s stack, outermost first.
+    fn stack(&self, mut node: u32) -> Vec<Js<'a>> {
+        let mut views = Vec::new();
+        while let Some(&(view, parent)) = self.nodes.get(node as usize) {
+            views.push(view);
+            node = parent;
+        }
+        views.reverse();
+        views
+    }
 }
 
 impl<'a> Recorder<'a> {
@@ -73,7 +128,7 @@ impl<'a> Functions<'a> for Recorder<'a> {
     ) -> Result<SectionValue<'a>, RpcError> {
         let slot = Slot::Section {
             function: call.function,
-            views: call.scope.views.to_vec(),
+            views: self.tree.borrow_mut().add(call.scope.views)?,
             template: call.template.clone(),
             node: call.node,
         };
@@ -108,10 +163,11 @@ pub struct PendingRender {
     state: Mutex<Option<Parts>>,
 }
 
-/// What a [`PendingRender`] holds. Field order is drop order: the slots (which point into the
-/// params) go before the params.
+/// What a [`PendingRender`] holds. Field order is drop order: the slots and their views (which
+/// point into the params) go before the params.
 struct Parts {
     slots: Vec<(usize, Slot<'static>)>,
+    tree: ViewTree<'static>,
     out: String,
     /// The error that stopped the first pass, reported once the slots before it are filled.
     error: Option<RpcError>,
@@ -143,12 +199,18 @@ impl PendingRender {
         params: Vec<Value>,
     ) -> PendingRender {
         let slots = recorder.slots.into_inner();
+        let mut tree = recorder.tree.into_inner();
+        tree.last = Vec::new();
+        tree.last_nodes = Vec::new();
         // SAFETY: the caller contract: the views point into `params`' heap buffers, which
         // `Parts` keeps unchanged for as long as it holds the slots (dropped first).
         let slots: Vec<(usize, Slot<'static>)> = unsafe { std::mem::transmute(slots) };
+        // SAFETY: as above, for the views of the slots.
+        let tree: ViewTree<'static> = unsafe { std::mem::transmute(tree) };
         PendingRender {
             state: Mutex::new(Some(Parts {
                 slots,
+                tree,
                 out,
                 error,
                 config,
@@ -242,7 +304,8 @@ impl<'p> Finishing<'p> {
                     template,
                     node,
                 } => {
-                    let scope = self.scope(views);
+                    let views = parts.tree.stack(*views);
+                    let scope = self.scope(&views);
                     let mut r = Renderer::new(scope, views.clone(), Some(host));
                     r.out = out;
                     let done = r.render_section(
