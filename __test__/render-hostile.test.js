@@ -31,6 +31,21 @@ test("data: 'json' with an escape function: escape gets the view's own values, n
   expect(seen).toEqual([{ x: 1 }, { x: 1 }]);
 });
 
+test("data: 'json' with an escape function renders as mustache.js renders JSON.parse(text), for any JSON (property test)", async () => {
+  const escape = (v) => `(${JSON.stringify(v) ?? typeof v})`;
+  await fc.assert(
+    fc.asyncProperty(fc.dictionary(fc.stringMatching(/^[a-z]{1,3}$/), fc.jsonValue({ maxDepth: 4 }), { maxKeys: 5 }), async (view) => {
+      const text = JSON.stringify(view);
+      const keys = Object.keys(view);
+      const template = keys.map((k) => `{{${k}}}|{{{${k}}}}|{{#${k}}}[{{.}}]{{/${k}}}|{{^${k}}}no{{/${k}}}`).join(';');
+      Mustache.clearCache();
+      const theirs = viaMustache({ template, data: JSON.parse(text), config: { escape } });
+      return agree(theirs, await viaPool(pool, { template, data: text, partials: { p: 'x' }, config: { data: 'json', escape } }));
+    }),
+    { numRuns: 1000 },
+  );
+});
+
 test('tags made of whitespace close a tag as mustache.js does ([" ", " "], ["\\n", "\\n"])', async () => {
   const view = { a: 'A<', b: [1, 2] };
   for (const tags of [[' ', ' '], ['\n', '\n'], ['! ', ' '], ['<%', ' %>']]) {
