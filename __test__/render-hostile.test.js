@@ -296,3 +296,17 @@ test("a section function's result that cannot cross is CommandFailed, whatever i
     expect([e.code, e.message]).toEqual([RpcError.codes.CommandFailed, expect.stringMatching(/the function's result/)]);
   }
 });
+
+test('a render that needs JavaScript in more places than it may record fails at once, calling no function', async () => {
+  // 2,050² = 4,202,500 calls of f, past the 2^22 slots a render may record (each cost ~100
+  // bytes first; three such loops over 1,000 elements took ~100 GB before any function ran).
+  const a = Array.from({ length: 2050 }, () => 1);
+  let calls = 0;
+  const e = await pool.render('{{#a}}{{#a}}{{f}}{{/a}}{{/a}}', { a, f: () => (calls++, '') }).catch((x) => x);
+  expect([e.code, e.message]).toEqual([RpcError.codes.CommandFailed, expect.stringContaining('more than 4194304 places of this render need JavaScript')]);
+  expect(calls).toBe(0);
+  // Just below the bound, every call is made.
+  const b = Array.from({ length: 2048 }, () => 1);
+  expect(await pool.render('{{#b}}{{#b}}{{f}}{{/b}}{{/b}}', { b, f: () => (calls++, '') })).toBe('');
+  expect(calls).toBe(2048 * 2048);
+});

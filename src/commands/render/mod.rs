@@ -117,7 +117,8 @@ impl Command for Render {
         let error = match done {
             Ok(()) if recorder.is_empty() => return Ok(output(out, config.output)),
             Ok(()) => None,
-            Err(e) if recorder.is_empty() || stopped(&e) => return Err(e),
+            // Too many slots: no function is called for a render that cannot finish.
+            Err(e) if recorder.is_empty() || stopped(&e) || recorder.is_full() => return Err(e),
             Err(e) => Some(e),
         };
         // SAFETY: the recorder's views point into `params` (data, partials, config) and into

@@ -98,9 +98,33 @@ impl<'a> ViewTree<'a> {
     }
 }
 
+/// The most slots one render may record. Each costs ~100 bytes until the render is finished,
+/// and nothing else bounds their number: `{{#a}}{{#a}}{{#a}}{{f}}{{/a}}{{/a}}{{/a}}` over 1,000
+/// elements is 10^9 calls of `f`, whose empty results leave the output empty (mustache.js makes
+/// them one by one; recording them took ~100 GB first). The bound is that of a call's values.
+pub const MAX_SLOTS: usize = 1 << 22;
+
 impl<'a> Recorder<'a> {
     pub fn is_empty(&self) -> bool {
         self.slots.borrow().is_empty()
+    }
+
+    /// Whether the render recorded all the slots it may: it fails, at once.
+    pub fn is_full(&self) -> bool {
+        self.slots.borrow().len() >= MAX_SLOTS
+    }
+
+    fn push(&self, at: usize, slot: Slot<'a>) -> Result<(), RpcError> {
+        let mut slots = self.slots.borrow_mut();
+        if slots.len() >= MAX_SLOTS {
+            return Err(RpcError::failed(format!(
+                "render: more than {MAX_SLOTS} places of this render need JavaScript (function \
+                 values, lambdas, escape calls): compute such values into the view, or render \
+                 the data in parts"
+            )));
+        }
+        slots.push((at, slot));
+        Ok(())
     }
 }
 
@@ -117,8 +141,7 @@ impl<'a> Functions<'a> for Recorder<'a> {
             this,
             escape,
         };
-        self.slots.borrow_mut().push((out.len(), slot));
-        Ok(())
+        self.push(out.len(), slot)
     }
 
     fn section(
@@ -132,7 +155,7 @@ impl<'a> Functions<'a> for Recorder<'a> {
             template: call.template.clone(),
             node: call.node,
         };
-        self.slots.borrow_mut().push((out.len(), slot));
+        self.push(out.len(), slot)?;
         Ok(SectionValue::Done)
     }
 }
