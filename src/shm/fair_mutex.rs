@@ -637,18 +637,31 @@ mod tests {
             }
         };
         // Two holders that never give up keep the lock 2 ms at a time; four leavers draw and
-        // give up (timeouts of 0 to 30 µs) as fast as they can meanwhile.
+        // give up (timeouts of 0 to 30 µs) as fast as they can meanwhile. The holders go on
+        // (15 rounds at least) until the span has been full once: on a loaded machine the
+        // leavers may need longer than 15 rounds to draw SPAN tickets.
         let holders: Vec<_> = (0..2)
             .map(|_| {
-                let (m, enter, left) = (m.clone(), enter.clone(), holders_left.clone());
+                let (m, enter, left, most_out) = (
+                    m.clone(),
+                    enter.clone(),
+                    holders_left.clone(),
+                    most_out.clone(),
+                );
                 std::thread::spawn(move || {
                     let me = Agent::native();
-                    for _ in 0..15 {
+                    let give_up_at = std::time::Instant::now() + Duration::from_secs(20);
+                    let mut rounds = 0;
+                    while rounds < 15
+                        || (most_out.load(Ordering::Relaxed) < SPAN
+                            && std::time::Instant::now() < give_up_at)
+                    {
                         assert_eq!(m.lock(me, None), Ok(true));
                         enter(me, Duration::from_millis(2));
+                        rounds += 1;
                     }
                     left.fetch_sub(1, Ordering::Relaxed);
-                    (15, Duration::ZERO)
+                    (rounds, Duration::ZERO)
                 })
             })
             .collect();
