@@ -17,6 +17,9 @@ const { Server } = require('./serve.js');
 const { TaskWorkers } = require('./workers.js');
 const views = require('./views.js');
 
+/** The key of Pool's cancellable handle() (see there). */
+const handleCancellable = Symbol('handleCancellable');
+
 /** This thread's handle on Pool.shared(), until it is closed. */
 let sharedPool = null;
 /** The native handle a Pool made by this module takes (Pool.shared(), attach()), instead of making one. */
@@ -172,6 +175,22 @@ class Pool extends EventEmitter {
   /** JSON-RPC 2.0 text → response text ('' when there is nothing to answer); never rejects. */
   handle(text) {
     return start(this, (id) => this.#native.handle(id, text));
+  }
+
+  /**
+   * `handle(text)` whose requests can each be stopped while it is in flight (for corepool/nats
+   * hosts, whose callers give up on single calls of a batch; not public): `answer` resolves as
+   * handle() does; `cancel(places)` cancels the requests at those places (a batch's indices, 0
+   * for a lone request) as an AbortSignal cancels a call, and they answer Aborted. Places not
+   * in hand any more, and a cancel after the answer, are passed over.
+   */
+  [handleCancellable](text) {
+    let id = -1;
+    const answer = start(this, (i) => {
+      id = i;
+      this.#native.handle(i, text, true);
+    });
+    return { answer, cancel: (places) => id >= 0 && this.#native.cancelRequests(id, places) };
   }
 
   /** The built-in commands: `[{ name, params, summary }]`. */
@@ -333,4 +352,4 @@ function attach(id) {
   return around(Object.freeze({}), native.NativePool.attach(channel, id));
 }
 
-module.exports = { Pool, attach };
+module.exports = { Pool, attach, handleCancellable };

@@ -34,7 +34,7 @@
 use super::contract::{JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RESULT_AS_JSON};
 use super::convert::{text_to_js, to_js, Converted};
 use super::tsfn::{self, Tsfn};
-use crate::pool::{Control, Deliver, Origin};
+use crate::pool::{Control, Deliver, Origin, Requests};
 use crate::rpc::text::too_long_for_js;
 use crate::rpc::{ErrorCode, JsText, Outcome, RpcError, Value};
 use crossbeam_queue::SegQueue;
@@ -74,6 +74,9 @@ pub(crate) struct Inbox {
     inflight: AtomicUsize,
     /// Controls of calls that carry an AbortSignal, by call id (JS thread only).
     pub(crate) cancellable: Mutex<HashMap<u64, Arc<Control>>>,
+    /// The requests of `handle` calls that may be cancelled one by one, by call id (JS
+    /// thread only; see `Pool::handle_cancellable`).
+    pub(crate) requests: Mutex<HashMap<u64, Requests>>,
     /// The latest progress report of each call that reported since the last callback (see
     /// `call_js` for why a report is never handed over after its call's settlement).
     progress: Mutex<HashMap<u64, Value>>,
@@ -116,7 +119,7 @@ impl Deliver for InboxSink {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -167,6 +170,7 @@ impl Channel {
             tsfn: Tsfn::unset(),
             inflight: AtomicUsize::new(0),
             cancellable: Mutex::new(HashMap::new()),
+            requests: Mutex::new(HashMap::new()),
             progress: Mutex::new(HashMap::new()),
             kept: Mutex::new(HashMap::new()),
             turn: Mutex::new(Turn::default()),
@@ -409,14 +413,8 @@ unsafe fn drain(env: sys::napi_env, settle: sys::napi_value, inbox: &Inbox) {
         unsafe { hand_to_js(env, settle, reports_first(reports, settled)) };
         return;
     }
-    {
-        let mut map = inbox.cancellable.lock().unwrap_or_else(|e| e.into_inner());
-        if !map.is_empty() {
-            for (call, _) in &settled {
-                map.remove(call);
-            }
-        }
-    }
+    forget_settled(&inbox.cancellable, &settled);
+    forget_settled(&inbox.requests, &settled);
     let n = settled.len();
     let calls: Vec<u64> = settled.iter().map(|(call, _)| *call).collect();
     // SAFETY: env is live and this is its JS thread (caller contract).
@@ -426,6 +424,16 @@ unsafe fn drain(env: sys::napi_env, settle: sys::napi_value, inbox: &Inbox) {
     if inbox.inflight.fetch_sub(n, Ordering::Relaxed) == n {
         // SAFETY: JS thread of the env that owns the function.
         unsafe { inbox.tsfn.keep_alive(env, false) };
+    }
+}
+
+/// Drops what `map` keeps to cancel the calls just settled.
+fn forget_settled<T>(map: &Mutex<HashMap<u64, T>>, settled: &[(u64, Settlement)]) {
+    let mut map = lock(map);
+    if !map.is_empty() {
+        for (call, _) in settled {
+            map.remove(call);
+        }
     }
 }
 

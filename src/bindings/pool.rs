@@ -3,7 +3,7 @@
 //! Every method settles through the channel, never by throwing: argument mistakes become
 //! RpcErrors delivered like any other outcome, so `exec`/`call` never throw synchronously.
 
-use super::channel::{Channel, Inbox};
+use super::channel::{lock, Channel, Inbox};
 use super::contract::{CALL_CANCELLABLE, CALL_FUNCTIONS, CALL_JSON_PARAMS, CALL_PROGRESS};
 use super::convert::{self, FromJs};
 use super::serve::{self, NativeServer};
@@ -444,6 +444,22 @@ impl NativePool {
         }
     }
 
+    /// Cancels the requests at `places` (a batch's indices; 0 for a lone request) of
+    /// `handle` call `id`, made with `cancellable`; places and calls no longer in hand are
+    /// passed over.
+    #[napi(catch_unwind)]
+    pub fn cancel_requests(&self, id: f64, places: Vec<u32>) {
+        let id = id as u64;
+        // Taken out while cancelling: a cancel may settle requests, and nothing of that runs
+        // JavaScript, but the map is not held across the pool's locks either way.
+        let Some(mut requests) = lock(&self.channel.inbox.requests).remove(&id) else {
+            return;
+        };
+        self.pool
+            .cancel_requests(&mut requests, &places, &self.channel.origin);
+        lock(&self.channel.inbox.requests).insert(id, requests);
+    }
+
     /// `cancel` for many calls at once (a `map` that stops).
     #[napi(catch_unwind)]
     pub fn cancel_many(&self, ids: Float64Array) {
@@ -644,9 +660,10 @@ impl NativePool {
         }
     }
 
-    /// Answers JSON-RPC text with JSON text.
+    /// Answers JSON-RPC text with JSON text. With `cancellable`, each of its requests can be
+    /// cancelled alone while the call is in flight (`cancel_requests`).
     #[napi(catch_unwind)]
-    pub fn handle(&self, env: Env, id: f64, text: Unknown) {
+    pub fn handle(&self, env: Env, id: f64, text: Unknown, cancellable: Option<bool>) {
         let ch = self.channel.channel();
         ch.track();
         let id = id as u64;
@@ -654,7 +671,15 @@ impl NativePool {
         match unsafe { string_arg(env.raw(), &text) } {
             Some(text) => {
                 let closed = self.closed.load(Ordering::Acquire);
-                self.pool.handle(&self.channel.origin, id, &text, closed)
+                let origin = &self.channel.origin;
+                if cancellable == Some(true) {
+                    let requests = self.pool.handle_cancellable(origin, id, &text, closed);
+                    // Inserted after the requests were submitted: on this JS thread, before
+                    // the settle callback can run, which forgets it when the call settles.
+                    lock(&self.channel.inbox.requests).insert(id, requests);
+                } else {
+                    self.pool.handle(origin, id, &text, closed)
+                }
             }
             None => {
                 let e = RpcError::new(

@@ -55,7 +55,6 @@ use scheduler::Scheduler;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A pool of native worker threads, and of the JavaScript threads that serve methods.
 /// What the calling side adds to a call beyond its method, params and timeout.
 #[derive(Default)]
 pub struct Caller<'a> {
@@ -67,6 +66,32 @@ pub struct Caller<'a> {
     pub announce: Option<Announce<'a>>,
 }
 
+/// The requests of one [`Pool::handle_cancellable`] call, by place (a batch's indices; 0 for a
+/// lone request): for each request submitted, its control and a second reply to the same
+/// place. Exactly one of the two replies ever answers: the job's own when a thread runs or
+/// settles it, this one when [`Pool::cancel_requests`] withdraws the job unrun (the thread
+/// whose compare-exchange moves a job out of QUEUED or WAITING settles it, see `job.rs`).
+/// Places answered at once (invalid entries, refused calls) hold nothing.
+#[derive(Default)]
+pub struct Requests(Vec<Option<Cancellable>>);
+
+struct Cancellable {
+    control: Arc<Control>,
+    reply: Reply,
+}
+
+impl Requests {
+    fn keep(&mut self, place: usize, control: Option<Arc<Control>>, reply: Option<Reply>) {
+        if let (Some(control), Some(reply)) = (control, reply) {
+            if self.0.len() <= place {
+                self.0.resize_with(place + 1, || None);
+            }
+            self.0[place] = Some(Cancellable { control, reply });
+        }
+    }
+}
+
+/// A pool of native worker threads, and of the JavaScript threads that serve methods.
 pub struct Pool {
     scheduler: Arc<Scheduler>,
     id: u64,
@@ -181,28 +206,61 @@ impl Pool {
         text: bool,
         closed: bool,
     ) {
-        match request {
-            Value::Array(entries) if entries.is_empty() => {
-                let e = RpcError::new(ErrorCode::InvalidRequest, "Invalid Request: empty batch");
-                let answer = envelope::error_response(Value::Null, e);
-                origin.deliver(call, Ok(job::finish_text(Some(answer), text)));
-            }
-            Value::Array(entries) => self.batch(origin, call, entries, text, closed),
-            single => match envelope::parse_request(single) {
-                Ok(req) => {
-                    let id = req.id.clone();
-                    self.submit_request(origin, req, Reply::Response { call, id, text }, closed);
-                }
-                Err(answer) => origin.deliver(call, Ok(job::finish_text(Some(answer), text))),
-            },
-        }
+        self.answer(origin, call, request, text, closed, None);
     }
 
     /// Answers JSON-RPC text with JSON text; text that is not JSON gets a -32700 answer.
     /// `closed` as for [`Pool::request`].
     pub fn handle(&self, origin: &Arc<Origin>, call: u64, text: &str, closed: bool) {
+        self.handle_text(origin, call, text, closed, None);
+    }
+
+    /// As [`Pool::handle`], keeping what it takes to cancel each request alone
+    /// ([`Pool::cancel_requests`]): a host on a network that hears its caller gave up on one
+    /// call of a batch stops that call and lets the others run.
+    pub fn handle_cancellable(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        text: &str,
+        closed: bool,
+    ) -> Requests {
+        let mut requests = Requests::default();
+        self.handle_text(origin, call, text, closed, Some(&mut requests));
+        requests
+    }
+
+    /// Cancels the requests at `places` of `requests` (a batch's indices; 0 for a lone
+    /// request), as an AbortSignal cancels a call: one still queued is withdrawn and answered
+    /// Aborted here, one running is asked to stop and answers Aborted through its worker (or
+    /// its server, for a JavaScript-served method). A place that holds no request still in
+    /// hand (out of range, answered at once, already cancelled) is passed over, so a cancel
+    /// that comes late or twice changes nothing.
+    pub fn cancel_requests(&self, requests: &mut Requests, places: &[u32], origin: &Arc<Origin>) {
+        for &place in places {
+            let Some(request) = requests.0.get_mut(place as usize).and_then(Option::take) else {
+                continue;
+            };
+            if self.cancel(&request.control, CancelReason::Aborted) {
+                // Withdrawn unrun: its queued job's own reply is dropped with the tombstone,
+                // and this copy answers instead.
+                request
+                    .reply
+                    .finish(Err(CancelReason::Aborted.error()), origin);
+            }
+        }
+    }
+
+    fn handle_text(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        text: &str,
+        closed: bool,
+        keep: Option<&mut Requests>,
+    ) {
         let e = match json::parse(text) {
-            Ok(value) => return self.request(origin, call, value, true, closed),
+            Ok(value) => return self.answer(origin, call, value, true, closed, keep),
             Err(json::Unparsed::NotJson(why)) => {
                 RpcError::new(ErrorCode::ParseError, format!("Parse error: {why}"))
             }
@@ -216,17 +274,58 @@ impl Pool {
         origin.deliver(call, Ok(job::finish_text(Some(answer), true)));
     }
 
-    /// Submits one validated JSON-RPC request (its outcome goes to `reply`).
+    /// `request`'s work; with `keep`, each request submitted is recorded there by its place.
+    fn answer(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        request: Value,
+        text: bool,
+        closed: bool,
+        keep: Option<&mut Requests>,
+    ) {
+        match request {
+            Value::Array(entries) if entries.is_empty() => {
+                let e = RpcError::new(ErrorCode::InvalidRequest, "Invalid Request: empty batch");
+                let answer = envelope::error_response(Value::Null, e);
+                origin.deliver(call, Ok(job::finish_text(Some(answer), text)));
+            }
+            Value::Array(entries) => self.batch(origin, call, entries, text, closed, keep),
+            single => match envelope::parse_request(single) {
+                Ok(req) => {
+                    let id = req.id.clone();
+                    let again = keep.is_some().then(|| Reply::Response {
+                        call,
+                        id: id.clone(),
+                        text,
+                    });
+                    let control = self.submit_request(
+                        origin,
+                        req,
+                        Reply::Response { call, id, text },
+                        closed,
+                    );
+                    if let Some(requests) = keep {
+                        requests.keep(0, control, again);
+                    }
+                }
+                Err(answer) => origin.deliver(call, Ok(job::finish_text(Some(answer), text))),
+            },
+        }
+    }
+
+    /// Submits one validated JSON-RPC request (its outcome goes to `reply`); its control
+    /// while it may still be cancelled.
     fn submit_request(
         &self,
         origin: &Arc<Origin>,
         req: envelope::Request,
         reply: Reply,
         closed: bool,
-    ) {
+    ) -> Option<Arc<Control>> {
         if closed {
             reply.finish(Err(closed_error()), origin);
-            return;
+            return None;
         }
         self.scheduler.submit(
             origin,
@@ -236,7 +335,7 @@ impl Pool {
             reply,
             None,
             None,
-        );
+        )
     }
 
     fn batch(
@@ -246,6 +345,7 @@ impl Pool {
         entries: Vec<Value>,
         text: bool,
         closed: bool,
+        mut keep: Option<&mut Requests>,
     ) {
         let mut ids = Vec::with_capacity(entries.len());
         let mut answers = Vec::with_capacity(entries.len());
@@ -274,7 +374,11 @@ impl Pool {
         }
         for (slot, req) in requests.into_iter().enumerate() {
             if let Some(req) = req {
-                self.submit_request(origin, req, Reply::Part(collector.clone(), slot), closed);
+                let reply = Reply::Part(collector.clone(), slot);
+                let control = self.submit_request(origin, req, reply, closed);
+                if let Some(requests) = keep.as_deref_mut() {
+                    requests.keep(slot, control, Some(Reply::Part(collector.clone(), slot)));
+                }
             }
         }
     }

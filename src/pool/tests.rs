@@ -372,6 +372,72 @@ fn json_rpc_requests_batches_and_text() {
 }
 
 #[test]
+fn handle_cancellable_cancels_each_request_alone_and_answers_once() {
+    let p = pool(1, Strategy::RoundRobin);
+    let (o, rx) = origin();
+    let text = |v: Outcome| match v.unwrap() {
+        Value::String(s) => s,
+        other => panic!("handle answered {other:?}"),
+    };
+    // One thread: the first sleep runs, the echo and the second sleep wait in its queue.
+    let batch = r#"[{"jsonrpc":"2.0","method":"sleep","params":[10000],"id":1},
+        {"jsonrpc":"2.0","method":"echo","params":["kept"],"id":2},
+        {"jsonrpc":"2.0","method":"sleep","params":[10000],"id":3},
+        7,
+        {"jsonrpc":"2.0","method":"nope","id":5}]"#;
+    let t = Instant::now();
+    let mut requests = p.handle_cancellable(&o, 1, batch, false);
+    std::thread::sleep(Duration::from_millis(20));
+    // The queued sleep is withdrawn (answered by the copy of its reply), the running one
+    // stops; places answered at once, out of range or already cancelled are passed over.
+    p.cancel_requests(&mut requests, &[2, 3, 4, 99], &o);
+    p.cancel_requests(&mut requests, &[0, 2, 0], &o);
+    let (call, answer) = recv(&rx);
+    assert_eq!(call, 1);
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "a cancelled sleep ran on"
+    );
+    assert_eq!(
+        text(answer),
+        concat!(
+            r#"[{"jsonrpc":"2.0","error":{"code":-32003,"message":"The call was aborted"},"id":1},"#,
+            r#"{"jsonrpc":"2.0","result":"kept","id":2},"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32003,"message":"The call was aborted"},"id":3},"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request: expected an object, got number"},"id":null},"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: \"nope\""},"id":5}]"#
+        )
+    );
+    // A cancel that comes after the answer changes nothing: no second answer.
+    p.cancel_requests(&mut requests, &[0, 1, 2], &o);
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+
+    // A lone request, withdrawn while queued behind a running one.
+    let mut running = p.handle_cancellable(
+        &o,
+        2,
+        r#"{"jsonrpc":"2.0","method":"sleep","params":[10000],"id":"a"}"#,
+        false,
+    );
+    let mut queued = p.handle_cancellable(
+        &o,
+        3,
+        r#"{"jsonrpc":"2.0","method":"sleep","params":[10000],"id":"b"}"#,
+        false,
+    );
+    p.cancel_requests(&mut queued, &[0], &o);
+    assert_eq!(
+        recv(&rx),
+        (3, Ok(Value::String(r#"{"jsonrpc":"2.0","error":{"code":-32003,"message":"The call was aborted"},"id":"b"}"#.into())))
+    );
+    p.cancel_requests(&mut running, &[0], &o);
+    let (call, answer) = recv(&rx);
+    assert_eq!((call, text(answer).contains("-32003")), (2, true));
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+    assert_eq!(p.stats().queued + p.stats().running, 0);
+}
+
+#[test]
 fn broadcast_runs_once_on_every_worker() {
     let p = pool(3, Strategy::RoundRobin);
     let (o, rx) = origin();
