@@ -83,6 +83,10 @@ export interface HostStats {
     busy: number;
     inHand: number;
     peakInHand: number;
+    /** Calls named by their callers' cancels while their message was in hand. */
+    cancelled: number;
+    /** Cancels that named no call in hand (late, repeated, or not cancels at all). */
+    cancelsIgnored: number;
     concurrency: number | null;
     pool: PoolStats;
     /** With `durable`: the job worker's figures. */
@@ -113,6 +117,7 @@ export interface RemotePoolOptions extends ServiceNames {
   maxBatch?: number;
 }
 
+/** A call given up on (its timeout or signal) settles at once, and its host is asked to stop it. */
 export interface RemoteCallOptions {
   signal?: AbortSignal;
   timeout?: number;

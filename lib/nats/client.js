@@ -18,11 +18,17 @@
 //   can spread them over the hosts.
 // - Every call settles exactly once: by its answer, its timeout, its signal, its host's silence
 //   or the connection's end — whichever comes first; later news of it is dropped.
-// - A message a host refused as busy is sent again after a short, growing, random pause.
+// - A message a host refused as busy is sent again after a short, growing, random pause,
+//   without the calls settled meanwhile.
+// - A call given up on (its timeout or signal) after its message was sent is cancelled on the
+//   host: its id goes out in a cancel (lib/nats/wire.js) on <subject>.cancel, with those of the
+//   other calls given up on in the same turn of the event loop. A cancel is advice: the caller
+//   settles at once, and a host that does not hold the message (it answered already, or refused
+//   it as busy) ignores it.
 
 const { natsClient } = require('./peer.js');
 const { RpcError, CODES, describe, errorText } = require('../errors.js');
-const { toJson, requestText, errorOf } = require('./wire.js');
+const { toJson, requestText, errorOf, cancelText } = require('./wire.js');
 const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const CLIENT_OPTIONS = ['name', 'subject', 'timeout', 'liveness', 'maxBatch'];
@@ -53,6 +59,7 @@ class Message {
     this.seq = seq;
     this.text = text;
     this.calls = calls; // Map id → Call, or null for handle()
+    this.sent = calls === null ? 0 : calls.size; // the calls in `text`
     this.answer = answer; // handle(): (text) => void
     this.lastNews = performance.now();
     this.busy = 0;
@@ -80,6 +87,8 @@ class RemotePool {
   #closing = null;
   #idle = [];
   #jobs = null;
+  /** Calls given up on this turn, to cancel on their hosts: ids by message. */
+  #cancels = new Map();
   /** Hosts that answered the last $SRV.PING (1 until one is counted). */
   #hostCount = 1;
   #surveyedAt = -Infinity;
@@ -344,11 +353,11 @@ class RemotePool {
     return new Promise((resolve, reject) => {
       const call = new Call(id, text, resolve, reject);
       if (timeout > 0) {
-        call.timer = setTimeout(() => this.#settle(call, false, new RpcError(CODES.Timeout, `The call timed out after ${timeout} ms (the host may still run it)`)), timeout);
+        call.timer = setTimeout(() => this.#giveUp(call, new RpcError(CODES.Timeout, `The call timed out after ${timeout} ms (its host is asked to stop it)`)), timeout);
       }
       if (signal !== null) {
         call.signal = signal;
-        call.onAbort = () => this.#settle(call, false, new RpcError(CODES.Aborted, 'The call was aborted (the host may still run it)'));
+        call.onAbort = () => this.#giveUp(call, new RpcError(CODES.Aborted, 'The call was aborted (its host is asked to stop it)'));
         signal.addEventListener('abort', call.onAbort, { once: true });
       }
       this.#outgoing.push(call);
@@ -388,8 +397,7 @@ class RemotePool {
     let bytes = 2;
     const sendBatch = () => {
       if (batch.length === 0) return;
-      const text = batch.length === 1 ? batch[0].text : `[${batch.map((c) => c.text).join(',')}]`;
-      const m = new Message(++this.#seq, text, new Map(batch.map((c) => [c.id, c])), null);
+      const m = new Message(++this.#seq, batchText(batch), new Map(batch.map((c) => [c.id, c])), null);
       for (const c of batch) c.message = m;
       batch = [];
       bytes = 2;
@@ -448,7 +456,13 @@ class RemotePool {
       if (status === BUSY) {
         const pause = Math.random() * Math.min(MAX_BACKOFF_MS, 2 ** m.busy++);
         setTimeout(() => {
-          if (this.#messages.get(m.seq) === m) this.#send(m);
+          if (this.#messages.get(m.seq) !== m) return;
+          if (m.calls !== null && m.calls.size !== m.sent) {
+            // Calls given up on while it waited stay behind.
+            m.text = batchText([...m.calls.values()]);
+            m.sent = m.calls.size;
+          }
+          this.#send(m);
         }, pause);
         return;
       }
@@ -517,6 +531,35 @@ class RemotePool {
     else reject(value);
   }
 
+  /** Settles a call its caller gave up on, and has its host told if its message went out. */
+  #giveUp(call, error) {
+    if (call.resolve === null) return;
+    const m = call.message;
+    this.#settle(call, false, error);
+    if (m === null) return; // not sent: #flush leaves it out
+    const ids = this.#cancels.get(m.seq);
+    if (ids !== undefined) ids.push(call.id);
+    else {
+      // After the timers of this turn (nextTick would run between them): calls of one batch
+      // that time out together share one cancel.
+      if (this.#cancels.size === 0) setImmediate(this.#sendCancels);
+      this.#cancels.set(m.seq, [call.id]);
+    }
+  }
+
+  /** Publishes the cancels of this turn, one per message. */
+  #sendCancels = () => {
+    const cancels = this.#cancels;
+    this.#cancels = new Map();
+    for (const [seq, ids] of cancels) {
+      try {
+        this.#nc.publish(this.#n.cancel, cancelText(`${this.#prefix}.${seq}`, ids));
+      } catch {
+        // The connection is closed: its host hears nothing more of the call either way.
+      }
+    }
+  };
+
   #checkLiveness = () => {
     const now = performance.now();
     for (const m of this.#messages.values()) {
@@ -554,6 +597,11 @@ function timeoutOption(v, what) {
   if (typeof v !== 'number' || !(v >= 0)) throw new RangeError(`corepool/nats: ${what} must be a number of ms ≥ 0 (0 or Infinity: none), got ${describe(v)}`);
   // Timers take at most 2^31 - 1 ms (24.8 days): longer is as good as none.
   return v >= 2 ** 31 ? 0 : v;
+}
+
+/** The text of a message of these calls: a lone request, or a batch. */
+function batchText(calls) {
+  return calls.length === 1 ? calls[0].text : `[${calls.map((c) => c.text).join(',')}]`;
 }
 
 function rejected(code, message) {

@@ -17,10 +17,17 @@
 //   so a caller that hears nothing for longer knows this host or its connection is gone.
 // - An answer bigger than the server's max payload is never sent: the calls whose results are
 //   too big are answered InternalError instead (they ran; their results cannot travel).
+// - A cancel (lib/nats/wire.js) stops the calls it names of a message in hand, as an
+//   AbortSignal stops a local call: queued ones at once, running ones when their command next
+//   checks; they answer Aborted (to nobody: their caller has settled them), and the rest of the
+//   message runs on. A cancel for a message not in hand, or for ids it does not hold, is
+//   ignored, so one that comes late, twice or garbled changes nothing.
 
 const crypto = require('node:crypto');
 const { performance } = require('node:perf_hooks');
 const { CODES } = require('../errors.js');
+const { handleCancellable } = require('../pool.js');
+const { parseCancel } = require('./wire.js');
 const { natsClient } = require('./peer.js');
 const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
@@ -60,6 +67,52 @@ function errorsIn(answer) {
   return list.map((r) => (r !== null && typeof r === 'object' && r.error ? `${r.error.code} ${r.error.message}` : null));
 }
 
+/** A message in hand, with a reply subject: told "working" every HEARTBEAT_MS, and cancellable. */
+class Held {
+  /** Places by id (JSON text), read from the message when it first gets a cancel. */
+  #places = null;
+
+  constructor(msg, text) {
+    this.msg = msg;
+    this.text = text;
+    /** `cancel(places)` of the pool's cancellable handle(), or null (a pool without one). */
+    this.cancel = null;
+  }
+
+  /** The places in the message (a batch's indices, 0 for a lone request) of requests with these ids. */
+  placesOf(ids) {
+    if (this.#places === null) {
+      this.#places = new Map();
+      let request = null;
+      try {
+        request = JSON.parse(this.text);
+      } catch {
+        // Not JSON: it holds no request to cancel.
+      }
+      const list = Array.isArray(request) ? request : [request];
+      for (let i = 0; i < list.length; i++) {
+        const key = idKey(list[i]?.id);
+        if (key === null) continue;
+        const at = this.#places.get(key);
+        if (at === undefined) this.#places.set(key, [i]);
+        else at.push(i);
+      }
+    }
+    // Each id once, so that no place is given twice however often a cancel repeats an id.
+    const places = [];
+    for (const key of new Set(ids.map(idKey))) {
+      const at = this.#places.get(key);
+      if (at !== undefined) for (const place of at) places.push(place);
+    }
+    return places;
+  }
+}
+
+/** A JSON-RPC id (a string or a number) as a key, or null for anything else. */
+function idKey(id) {
+  return typeof id === 'string' || typeof id === 'number' ? JSON.stringify(id) : null;
+}
+
 /** One method's figures. */
 class MethodStats {
   calls = 0;
@@ -79,12 +132,15 @@ class Host {
   #id = crypto.randomBytes(12).toString('base64url');
   #started = new Date().toISOString();
   #rpc = null;
+  #cancels = null;
   #admin = [];
   #jobs = null;
   #inHand = 0;
   #peakInHand = 0;
-  /** The messages in hand (with a reply subject), told "working" every HEARTBEAT_MS. */
+  /** The messages in hand with a reply subject (Held), told "working" every HEARTBEAT_MS. */
   #held = new Set();
+  /** The same, by reply subject, for cancels (the first, should a caller reuse one). */
+  #byReply = new Map();
   #heartbeat = null;
   #idle = [];
   #closing = null;
@@ -92,6 +148,8 @@ class Host {
   #calls = 0;
   #errors = 0;
   #busy = 0;
+  #cancelled = 0;
+  #cancelsIgnored = 0;
   #lastError = '';
   #processingMs = 0;
   #messages = 0;
@@ -127,6 +185,7 @@ class Host {
   /** Subscribes, and starts the job worker. */
   async start() {
     this.#rpc = this.#nc.subscribe(this.#n.subject, { queue: this.#queue, callback: this.#onRequest });
+    this.#cancels = this.#nc.subscribe(this.#n.cancel, { callback: this.#onCancel });
     const n = this.#n;
     for (const verb of ['PING', 'INFO', 'STATS']) {
       const answer = () => JSON.stringify(this.#describe(verb));
@@ -175,8 +234,9 @@ class Host {
   /**
    * This host's figures, as the services protocol's endpoint stats: calls answered, errors,
    * time in ns, and in `data` the per-method figures, the messages answered, the messages
-   * refused while busy, the calls in hand now and at most, the pool's
-   * stats() and, with `durable`, the job worker's.
+   * refused while busy, the calls in hand now and at most, the calls cancelled at their
+   * caller's word and the cancels ignored, the pool's stats() and, with `durable`, the job
+   * worker's.
    */
   stats() {
     const methods = {};
@@ -196,6 +256,8 @@ class Host {
         busy: this.#busy,
         inHand: this.#inHand,
         peakInHand: this.#peakInHand,
+        cancelled: this.#cancelled,
+        cancelsIgnored: this.#cancelsIgnored,
         concurrency: this.#concurrency === Infinity ? null : this.#concurrency,
         pool: this.#pool.stats(),
         jobs: this.#jobs?.stats() ?? null,
@@ -215,12 +277,27 @@ class Host {
     }
     this.#inHand += n;
     if (this.#inHand > this.#peakInHand) this.#peakInHand = this.#inHand;
-    if (msg.reply) this.#held.add(msg);
     const t0 = performance.now();
-    this.#pool.handle(text).then((answer) => {
+    let answer;
+    let held = null;
+    if (msg.reply) {
+      held = new Held(msg, text);
+      this.#held.add(held);
+      if (!this.#byReply.has(msg.reply)) this.#byReply.set(msg.reply, held);
+      if (typeof this.#pool[handleCancellable] === 'function') {
+        const run = this.#pool[handleCancellable](text);
+        held.cancel = run.cancel;
+        answer = run.answer;
+      }
+    }
+    answer ??= this.#pool.handle(text);
+    answer.then((answer) => {
       const ms = performance.now() - t0;
-      this.#held.delete(msg);
-      if (msg.reply) this.#reply(msg, answer);
+      if (held !== null) {
+        this.#held.delete(held);
+        if (this.#byReply.get(msg.reply) === held) this.#byReply.delete(msg.reply);
+        this.#reply(msg, answer);
+      }
       this.#count(text, methods, answer, ms);
       this.#inHand -= n;
       if (this.#inHand === 0 && this.#idle.length) for (const wake of this.#idle.splice(0)) wake();
@@ -239,7 +316,21 @@ class Host {
   }
 
   #beat = () => {
-    for (const msg of this.#held) this.#tell(msg, WORKING);
+    for (const held of this.#held) this.#tell(held.msg, WORKING);
+  };
+
+  /** A caller gave up on calls of a message it sent (see the module doc). */
+  #onCancel = (err, msg) => {
+    if (err) return;
+    const order = parseCancel(msg.string());
+    const held = order === null ? undefined : this.#byReply.get(order.reply);
+    const places = held === undefined || held.cancel === null ? [] : held.placesOf(order.ids);
+    if (places.length === 0) {
+      this.#cancelsIgnored++;
+      return;
+    }
+    this.#cancelled += places.length;
+    held.cancel(places);
   };
 
   #reply(msg, answer) {
@@ -292,6 +383,7 @@ class Host {
       await this.#rpc?.drain().catch(() => {});
       await this.#jobs?.stop();
       await this.#drained();
+      this.#cancels?.unsubscribe();
       clearInterval(this.#heartbeat);
       for (const sub of this.#admin) sub.unsubscribe();
       await this.#nc.flush().catch(() => {});

@@ -3,6 +3,8 @@
 // place, so hosts and clients always agree:
 //
 //   <subject>                     JSON-RPC calls, a queue group of the hosts
+//   <subject>.cancel              cancels of calls whose caller gave up on them, heard by
+//                                 every host (lib/nats/wire.js says what they hold)
 //   $SRV.{PING,INFO,STATS}[.<name>[.<id>]]  the NATS services protocol (discovery, stats)
 //   <subject>.jobs                durable jobs (stream <name>-jobs, work-queue retention;
 //                                 consumer <name>-hosts, shared by every host)
@@ -29,6 +31,7 @@ function names(name, subject) {
   return Object.freeze({
     name,
     subject,
+    cancel: `${subject}.cancel`,
     jobs: `${subject}.jobs`,
     results: `${subject}.results`,
     dead: `${subject}.dead`,

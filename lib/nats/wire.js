@@ -115,4 +115,30 @@ function errorOf(error) {
   return new RpcError(error.code, typeof error.message === 'string' ? error.message : String(error.message), error.data);
 }
 
-module.exports = { toJson, carefulJson, requestText, errorOf };
+/**
+ * A cancel: a caller that gave up on calls of a message it sent (their timeout or signal)
+ * publishes `{"reply":"<the message's reply subject>","ids":[<the calls' JSON-RPC ids>]}` on
+ * `<subject>.cancel`, with no reply subject of its own. Every host hears it, since the caller
+ * does not know which host of the queue group took the message; the host that holds a message
+ * with that reply subject cancels those of its calls, as an AbortSignal cancels a local call,
+ * and the others ignore it. Anything else (not JSON, another shape, a message no longer held,
+ * ids it does not hold) is ignored: the caller has settled its calls already, and a cancel only
+ * spares the host the rest of the work.
+ */
+function cancelText(reply, ids) {
+  return `{"reply":${JSON.stringify(reply)},"ids":${JSON.stringify(ids)}}`;
+}
+
+/** `{ reply, ids }` of a cancel's text, or null if the text is not a cancel. */
+function parseCancel(text) {
+  let v;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (v === null || typeof v !== 'object' || typeof v.reply !== 'string' || !Array.isArray(v.ids)) return null;
+  return { reply: v.reply, ids: v.ids };
+}
+
+module.exports = { toJson, carefulJson, requestText, errorOf, cancelText, parseCancel };

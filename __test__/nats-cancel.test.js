@@ -1,0 +1,244 @@
+'use strict';
+// corepool/nats: a remote call's timeout or abort cancels it on its host (the cancel of
+// lib/nats/wire.js), against a real nats-server, with hosts in this process and in a child.
+
+const { connect, createInbox } = require('@nats-io/transport-node');
+const { Pool, RpcError } = require('../index.js');
+const { serve, RemotePool } = require('../nats.js');
+const { startNats, natsServerPath } = require('./nats/server.js');
+const { childHost, killChildHosts } = require('./nats/child-host.js');
+
+const C = RpcError.codes;
+const maybe = natsServerPath() === null ? describe.skip : describe;
+
+/** A call that sleeps far longer than any test waits: only a cancel ends it in time. */
+const LONG = 10000;
+/** What "at once" allows for a call after a cancel, on a loaded machine (far below LONG). */
+const SOON = 3000;
+
+let server;
+let nc;
+
+const codeOf = (p) =>
+  p.then(
+    (v) => `resolved ${JSON.stringify(v)}`,
+    (e) => e.code,
+  );
+
+/** `fn()`'s outcome and how long it took (ms). */
+async function timed(fn) {
+  const t0 = performance.now();
+  const outcome = await fn();
+  return [outcome, performance.now() - t0];
+}
+
+/** Resolves once `cond()` holds; rejects after `ms`. */
+async function until(cond, ms, what) {
+  const deadline = performance.now() + ms;
+  while (!(await cond())) {
+    if (performance.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** A host of `threads` native threads in this process, and a client of it. */
+async function localHost(name, threads, options = {}) {
+  const pool = new Pool({ threads });
+  const host = await serve(pool, nc, { name, ...options });
+  const remote = new RemotePool(nc, { name });
+  return {
+    pool,
+    host,
+    remote,
+    async close() {
+      await remote.close();
+      await host.close();
+      await pool.close();
+    },
+  };
+}
+
+/** Publishes JSON-RPC `text` to `subject` with a reply subject of its own; resolves with
+ *  that reply subject and a promise of the (first non-status) answer's text. */
+async function sendRaw(subject, text) {
+  const reply = createInbox();
+  const answer = new Promise((resolve) => {
+    const sub = nc.subscribe(reply, {
+      callback: (err, m) => {
+        if (err || m.headers !== undefined) return; // a "working" beat
+        sub.unsubscribe();
+        resolve(m.string());
+      },
+    });
+  });
+  await nc.flush();
+  nc.publish(subject, text, { reply });
+  await nc.flush();
+  return { reply, answer };
+}
+
+maybe('corepool/nats: a call given up on is cancelled on its host', () => {
+  beforeAll(async () => {
+    server = await startNats();
+    nc = await connect({ servers: server.url });
+  });
+
+  afterAll(async () => {
+    killChildHosts();
+    await nc?.close();
+    await server?.stop();
+  });
+
+  test('a timeout frees the host\'s one thread: inHand returns to 0, the next call is served at once', async () => {
+    const h = await localHost('cancel-timeout', 1);
+    expect(await codeOf(h.remote.call('sleep', [LONG], { timeout: 100 }))).toBe(C.Timeout);
+    const [echo, ms] = await timed(() => h.remote.exec('echo', 'next'));
+    expect(echo).toBe('next');
+    expect(ms).toBeLessThan(SOON);
+    const { data } = h.host.stats();
+    expect([data.inHand, data.cancelled, data.pool.running, data.pool.queued]).toEqual([0, 1, 0, 0]);
+    expect(data.methods.sleep).toMatchObject({ calls: 1, errors: 1 });
+    await h.close();
+  });
+
+  test('an abort by signal frees a host process\'s one thread', async () => {
+    const { child, id } = await childHost(server.url, { name: 'cancel-abort', label: 'c', threads: 1 });
+    const remote = new RemotePool(nc, { name: 'cancel-abort' });
+    const ac = new AbortController();
+    const call = remote.call('sleep', [LONG], { signal: ac.signal });
+    // Abort once the host holds the call (its own figures say so).
+    const stats = async () => JSON.parse((await nc.request(`$SRV.STATS.cancel-abort.${id}`, '', { timeout: 2000 })).string()).endpoints[0].data;
+    while ((await stats()).inHand === 0) await new Promise((r) => setTimeout(r, 10));
+    ac.abort();
+    expect(await codeOf(call)).toBe(C.Aborted);
+    const [who, ms] = await timed(() => remote.exec('whoami'));
+    expect(who.label).toBe('c');
+    expect(ms).toBeLessThan(SOON);
+    // whoami is JavaScript-served, so it does not show the native thread free: a native call does.
+    const [echo, echoMs] = await timed(() => remote.exec('echo', 1));
+    expect([echo, echoMs < SOON]).toEqual([1, true]);
+    const data = await stats();
+    expect([data.inHand, data.cancelled, data.pool.running]).toEqual([0, 1, 0]);
+    await remote.close();
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }, 20000);
+
+  test('in a batch only the calls given up on are cancelled, running or queued; the others answer', async () => {
+    const h = await localHost('cancel-batch', 1);
+    const messages = h.host.stats().data.messages;
+    const ac = new AbortController();
+    // One tick, one message; one thread: the first sleep runs, the rest wait behind it.
+    const calls = [
+      h.remote.call('sleep', [LONG], { signal: ac.signal }), // running when aborted
+      h.remote.call('sleep', [200]),
+      h.remote.call('sleep', [LONG], { timeout: 150 }), // queued when it times out
+      h.remote.exec('echo', 'd'),
+    ];
+    setTimeout(() => ac.abort(), 50);
+    const [outcomes, ms] = await timed(() => Promise.all(calls.map(codeOf)));
+    expect(outcomes).toEqual([C.Aborted, 'resolved 200', C.Timeout, 'resolved "d"']);
+    expect(ms).toBeLessThan(SOON);
+    const { data } = h.host.stats();
+    expect(data.messages - messages).toBe(1);
+    expect([data.cancelled, data.inHand]).toEqual([2, 0]);
+    // The calls that ran are counted as answered, the cancelled ones as errors.
+    expect(data.methods.sleep).toMatchObject({ calls: 3, errors: 2 });
+    await h.close();
+  });
+
+  test('calls of one batch that time out together share one cancel', async () => {
+    const h = await localHost('cancel-together', 2);
+    const cancels = [];
+    nc.subscribe('cancel-together.cancel', { callback: (err, m) => cancels.push(JSON.parse(m.string())) });
+    await nc.flush();
+    const calls = Array.from({ length: 5 }, () => h.remote.call('sleep', [LONG], { timeout: 100 }));
+    expect(await Promise.all(calls.map(codeOf))).toEqual(Array(5).fill(C.Timeout));
+    const [echo, ms] = await timed(() => h.remote.exec('echo', 1));
+    expect([echo, ms < SOON]).toEqual([1, true]);
+    // The two running sleeps stop when they next look at their cancel flag.
+    await until(() => h.host.stats().data.inHand === 0, SOON, 'the cancelled calls leave the host');
+    const { data } = h.host.stats();
+    expect([data.cancelled, data.cancelsIgnored, data.pool.running]).toEqual([5, 0, 0]);
+    expect(cancels.map((c) => c.ids.length)).toEqual([5]);
+    await h.close();
+  });
+
+  test('a call given up on while its message waits to be sent again (busy) is left out of it', async () => {
+    const h = await localHost('cancel-busy', 2, { concurrency: 1 });
+    const holding = h.remote.call('sleep', [500]); // the host's one call: the next message is refused as busy
+    await new Promise((r) => setTimeout(r, 50));
+    const ac = new AbortController();
+    const calls = [h.remote.call('sleep', [LONG], { signal: ac.signal }), h.remote.exec('echo', 'e')];
+    setTimeout(() => ac.abort(), 100);
+    const [outcomes, ms] = await timed(() => Promise.all(calls.map(codeOf)));
+    expect(outcomes).toEqual([C.Aborted, 'resolved "e"']);
+    expect(ms).toBeLessThan(SOON);
+    expect(await holding).toBe(500);
+    const { data } = h.host.stats();
+    expect(data.busy).toBeGreaterThan(0);
+    // The aborted sleep never reached the host: only the holding one ran.
+    expect(data.methods.sleep.calls).toBe(1);
+    await h.close();
+  });
+
+  test('a cancel for a call already finished, or for a message no longer held, changes nothing', async () => {
+    const h = await localHost('cancel-late', 2);
+    // A message answered already: the cancel finds nothing held.
+    const done = await sendRaw('cancel-late', '{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}');
+    expect(JSON.parse(await done.answer).result).toBe(1);
+    nc.publish('cancel-late.cancel', JSON.stringify({ reply: done.reply, ids: [1] }));
+    await nc.flush();
+    // A batch in hand whose first call has finished: that call keeps its result.
+    const batch = await sendRaw(
+      'cancel-late',
+      '[{"jsonrpc":"2.0","method":"echo","params":["a"],"id":1},{"jsonrpc":"2.0","method":"sleep","params":[300],"id":2}]',
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    nc.publish('cancel-late.cancel', JSON.stringify({ reply: batch.reply, ids: [1, 1, 1] }));
+    await nc.flush();
+    expect(JSON.parse(await batch.answer)).toEqual([
+      { jsonrpc: '2.0', result: 'a', id: 1 },
+      { jsonrpc: '2.0', result: 300, id: 2 },
+    ]);
+    const { data } = h.host.stats();
+    expect([data.cancelsIgnored, data.cancelled, data.inHand]).toEqual([1, 1, 0]);
+    expect(await h.remote.exec('echo', 'still')).toBe('still');
+    await h.close();
+  });
+
+  test('hostile cancels are ignored: the host neither crashes nor cancels what they do not name', async () => {
+    const h = await localHost('cancel-hostile', 2);
+    const held = await sendRaw(
+      'cancel-hostile',
+      '[{"jsonrpc":"2.0","method":"sleep","params":[300],"id":1},{"jsonrpc":"2.0","method":"sleep","params":[300],"id":"x"},{"jsonrpc":"2.0","method":"echo","params":[3]}]',
+    );
+    const hostile = [
+      'garbage',
+      '',
+      'null',
+      '[1,2]',
+      '"text"',
+      '{"reply":5,"ids":[1]}',
+      `{"reply":${JSON.stringify(held.reply)}}`,
+      `{"reply":${JSON.stringify(held.reply)},"ids":"1"}`,
+      `{"reply":${JSON.stringify(held.reply)},"ids":{"0":1}}`,
+      // Ids the message does not hold, or not as these types: "1" is not 1, 1 is not "x".
+      `{"reply":${JSON.stringify(held.reply)},"ids":["1",2,"y",null,{"id":1},[1],true,1e400,"x ",-0.5]}`,
+      `{"reply":"_INBOX.nobody","ids":[1,"x"]}`,
+      '['.repeat(200000),
+      `{"reply":${JSON.stringify(held.reply)},"ids":[${'9,'.repeat(100000)}9]}`,
+      `{"reply":${JSON.stringify(held.reply)},"ids":${'['.repeat(5000)}${']'.repeat(5000)}}`,
+    ];
+    for (const text of hostile) nc.publish('cancel-hostile.cancel', text);
+    await nc.flush();
+    expect(JSON.parse(await held.answer)).toEqual([
+      { jsonrpc: '2.0', result: 300, id: 1 },
+      { jsonrpc: '2.0', result: 300, id: 'x' },
+    ]);
+    const { data } = h.host.stats();
+    expect([data.cancelsIgnored, data.cancelled, data.inHand]).toEqual([hostile.length, 0, 0]);
+    expect(await h.remote.exec('echo', 'alive')).toBe('alive');
+    await h.close();
+  });
+});
