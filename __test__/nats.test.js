@@ -114,6 +114,33 @@ maybe('corepool/nats request/reply', () => {
     expect(host.stats().data.messages - before).toBe(4);
   });
 
+  test('answers find their calls in any order; a missing, repeated or stray answer and a whole-batch error settle as documented', async () => {
+    // A responder that answers each batch with the text `answer(requests)` makes.
+    let answer;
+    const sub = nc.subscribe('odd', { callback: (err, m) => m.respond(answer(JSON.parse(m.string()))) });
+    const client = new RemotePool(nc, { name: 'odd' });
+    const four = () => Promise.allSettled([1, 2, 3, 4].map((v) => client.exec('echo', v)));
+    const outcomes = (settled) => settled.map((o) => (o.status === 'fulfilled' ? o.value : o.reason.code));
+    const ok = (r) => ({ jsonrpc: '2.0', result: r.params[0], id: r.id });
+
+    answer = (rs) => JSON.stringify([...rs.map(ok).reverse(), ok(rs[0]), { jsonrpc: '2.0', result: 9, id: 999 }, 1, null, { ...ok(rs[1]), result: 'again' }]);
+    expect(outcomes(await four())).toEqual([1, 2, 3, 4]);
+    answer = (rs) => JSON.stringify([ok(rs[0]), ok(rs[1]), ok(rs[3])]);
+    const missing = await four();
+    expect(outcomes(missing)).toEqual([1, 2, C.InternalError, 4]);
+    expect(missing[2].reason.message).toMatch(/without an answer for this call/);
+    answer = (rs) => JSON.stringify([{ ...ok(rs[2]), result: undefined, error: { code: C.InvalidParams, message: 'no' } }, ok(rs[1]), ok(rs[0]), ok(rs[3])]);
+    expect(outcomes(await four())).toEqual([1, 2, C.InvalidParams, 4]);
+    answer = () => JSON.stringify({ jsonrpc: '2.0', error: { code: C.InvalidRequest, message: 'whole' }, id: null });
+    expect(outcomes(await four())).toEqual(Array(4).fill(C.InvalidRequest));
+    answer = () => 'not json';
+    expect(outcomes(await four())).toEqual(Array(4).fill(C.InternalError));
+    answer = (rs) => JSON.stringify(ok(rs));
+    expect(await client.exec('echo', 'lone')).toBe('lone');
+    await client.close();
+    sub.unsubscribe();
+  });
+
   test('a lone call travels as a lone request', async () => {
     const before = host.stats().data.messages;
     expect(await remote.exec('echo', 'one')).toBe('one');

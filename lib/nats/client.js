@@ -39,6 +39,9 @@ const SURVEY_MS = 5000;
 /** Longest pause before a message refused as busy is sent again. */
 const MAX_BACKOFF_MS = 50;
 
+/** The calls of a message once none waits (see #forget). */
+const NO_CALLS = Object.freeze([]);
+
 /** One call waiting for its answer. */
 class Call {
   constructor(id, text, resolve, reject) {
@@ -53,15 +56,17 @@ class Call {
   }
 }
 
-/** One message sent: its calls (by id), or for handle(), the one resolver of its answer text. */
+/** One message sent: its calls, or for handle(), the one resolver of its answer text. */
 class Message {
   constructor(seq, text, calls, answer) {
     this.seq = seq;
     this.text = text;
-    this.calls = calls; // Map id → Call, or null for handle()
-    this.sent = calls === null ? 0 : calls.size; // the calls in `text`
+    /** The calls in `text`, in its order (a host answers in that order), or null for handle(). */
+    this.calls = calls;
+    /** How many of `calls` are not settled yet. */
+    this.waiting = calls === null ? 0 : calls.length;
     this.answer = answer; // handle(): (text) => void
-    this.lastNews = performance.now();
+    this.lastNews = 0;
     this.busy = 0;
   }
 }
@@ -395,23 +400,27 @@ class RemotePool {
     const max = this.#nc.info?.max_payload ?? Infinity;
     let batch = [];
     let bytes = 2;
-    const sendBatch = () => {
-      if (batch.length === 0) return;
-      const m = new Message(++this.#seq, batchText(batch), new Map(batch.map((c) => [c.id, c])), null);
-      for (const c of batch) c.message = m;
-      batch = [];
-      bytes = 2;
-      this.#send(m);
-    };
-    for (const c of calls) {
+    for (let i = 0; i < calls.length; i++) {
+      const c = calls[i];
       // Lengths in UTF-16 units times 3 bound the bytes without measuring them.
       const size = c.text.length * 3 + 1;
-      if (batch.length >= perMessage || (batch.length > 0 && bytes + size > max)) sendBatch();
+      if (batch.length >= perMessage || (batch.length > 0 && bytes + size > max)) {
+        this.#sendCalls(batch);
+        batch = [];
+        bytes = 2;
+      }
       batch.push(c);
       bytes += size;
     }
-    sendBatch();
+    if (batch.length > 0) this.#sendCalls(batch);
   };
+
+  /** Sends `calls` as one message. */
+  #sendCalls(calls) {
+    const m = new Message(++this.#seq, batchText(calls), calls, null);
+    for (let i = 0; i < calls.length; i++) calls[i].message = m;
+    this.#send(m);
+  }
 
   /** Counts the hosts in the background: the first answers, then 20 ms without more. */
   #countHosts() {
@@ -457,10 +466,10 @@ class RemotePool {
         const pause = Math.random() * Math.min(MAX_BACKOFF_MS, 2 ** m.busy++);
         setTimeout(() => {
           if (this.#messages.get(m.seq) !== m) return;
-          if (m.calls !== null && m.calls.size !== m.sent) {
+          if (m.calls !== null && m.waiting !== m.calls.length) {
             // Calls given up on while it waited stay behind.
-            m.text = batchText([...m.calls.values()]);
-            m.sent = m.calls.size;
+            m.calls = m.calls.filter((c) => c.resolve !== null);
+            m.text = batchText(m.calls);
           }
           this.#send(m);
         }, pause);
@@ -475,7 +484,7 @@ class RemotePool {
   };
 
   #answered(m, text) {
-    this.#messages.delete(m.seq);
+    this.#forget(m);
     if (m.calls === null) {
       m.answer(text);
     } else {
@@ -487,32 +496,55 @@ class RemotePool {
         return;
       }
       if (!Array.isArray(answers)) answers = [answers];
-      for (const a of answers) {
-        const call = a !== null && typeof a === 'object' ? m.calls.get(a.id) : undefined;
-        if (call === undefined) continue;
-        m.calls.delete(a.id);
+      const calls = m.calls;
+      // Answers come in request order: the call at `next` is the one answered, unless the
+      // host answered otherwise (then calls are looked up by id).
+      let next = 0;
+      let byId = null;
+      for (let i = 0; i < answers.length; i++) {
+        const a = answers[i];
+        if (a === null || typeof a !== 'object') continue;
+        let call = calls[next];
+        if (call !== undefined && call.id === a.id) next++;
+        else {
+          byId ??= new Map(calls.map((c) => [c.id, c]));
+          call = byId.get(a.id);
+        }
+        if (call === undefined || call.resolve === null) continue; // not ours, or settled already
         if (a.error !== undefined) this.#settle(call, false, errorOf(a.error));
         else this.#settle(call, true, a.result);
       }
-      // A host's answer that misses a call (or answers the whole batch with one error).
-      const whole = answers.length === 1 && answers[0]?.id === null && answers[0].error ? errorOf(answers[0].error) : null;
-      for (const call of m.calls.values()) {
-        this.#settle(call, false, whole ?? new RpcError(CODES.InternalError, 'the host answered without an answer for this call'));
+      if (m.waiting > 0) {
+        // A host's answer that misses a call (or answers the whole batch with one error).
+        const whole = answers.length === 1 && answers[0]?.id === null && answers[0].error ? errorOf(answers[0].error) : null;
+        for (const call of calls) {
+          this.#settle(call, false, whole ?? new RpcError(CODES.InternalError, 'the host answered without an answer for this call'));
+        }
       }
-      m.calls.clear();
+      m.calls = NO_CALLS;
     }
     this.#checkIdle();
   }
 
   /** Settles every call of `m` with `error` (handle(): answers its error text). */
   #fail(m, error) {
-    this.#messages.delete(m.seq);
+    this.#forget(m);
     if (m.calls === null) m.answer(errorAnswer(error.code, error.message));
     else {
-      for (const call of m.calls.values()) this.#settle(call, false, error);
-      m.calls.clear();
+      for (const call of m.calls) this.#settle(call, false, error);
+      m.calls = NO_CALLS;
     }
     this.#checkIdle();
+  }
+
+  /**
+   * Takes a settled message out of #messages, and lets go of its text. (Its seq only grows, so
+   * V8 rehashes the Map every few inserts, and a replaced table that reached the old generation
+   * keeps what its entries reach alive until a full GC: a message keeps nothing big once done.)
+   */
+  #forget(m) {
+    this.#messages.delete(m.seq);
+    m.text = '';
   }
 
   #settle(call, ok, value) {
@@ -522,9 +554,10 @@ class RemotePool {
     clearTimeout(call.timer);
     if (call.signal !== null) call.signal.removeEventListener('abort', call.onAbort);
     const m = call.message;
-    if (m !== null && m.calls !== null && m.calls.delete(call.id) && m.calls.size === 0) {
+    if (m !== null && --m.waiting === 0 && this.#messages.get(m.seq) === m) {
       // Nobody waits for this message any more.
-      this.#messages.delete(m.seq);
+      this.#forget(m);
+      m.calls = NO_CALLS;
       this.#checkIdle();
     }
     if (ok) resolve(value);
@@ -601,7 +634,10 @@ function timeoutOption(v, what) {
 
 /** The text of a message of these calls: a lone request, or a batch. */
 function batchText(calls) {
-  return calls.length === 1 ? calls[0].text : `[${calls.map((c) => c.text).join(',')}]`;
+  if (calls.length === 1) return calls[0].text;
+  let text = `[${calls[0].text}`;
+  for (let i = 1; i < calls.length; i++) text += `,${calls[i].text}`;
+  return `${text}]`;
 }
 
 function rejected(code, message) {

@@ -102,9 +102,18 @@ function plainData(v, depth) {
   }
 }
 
+/** The text of a request up to its params, by method (a few methods are called over and over). */
+const heads = new Map();
+const MAX_HEADS = 256;
+
 /** A JSON-RPC request's text, with `params` validated by toJson. */
 function requestText(method, params, id) {
-  return `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${toJson(params, 'params')},"id":${id}}`;
+  let head = heads.get(method);
+  if (head === undefined) {
+    head = `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":`;
+    if (heads.size < MAX_HEADS) heads.set(method, head);
+  }
+  return `${head}${toJson(params, 'params')},"id":${id}}`;
 }
 
 /** The RpcError of a JSON-RPC error object (as a host answered it). */
