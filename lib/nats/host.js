@@ -79,6 +79,17 @@ class Held {
     this.cancel = null;
   }
 
+  /**
+   * Lets go of the message once answered: stale tables of the Set and Map that held it (their
+   * keys churn) may keep this object alive for a while, but not the message.
+   */
+  done() {
+    this.msg = null;
+    this.text = '';
+    this.cancel = null;
+    this.#places = null;
+  }
+
   /** The places in the message (a batch's indices, 0 for a lone request) of requests with these ids. */
   placesOf(ids) {
     if (this.#places === null) {
@@ -296,6 +307,7 @@ class Host {
       if (held !== null) {
         this.#held.delete(held);
         if (this.#byReply.get(msg.reply) === held) this.#byReply.delete(msg.reply);
+        held.done();
         this.#reply(msg, answer);
       }
       this.#count(text, methods, answer, ms);
