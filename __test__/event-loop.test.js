@@ -4,6 +4,8 @@
 // time in one event-loop turn; a caller whose continuation makes the next call, which the pool
 // answers at once, kept that going for the whole turn (a 5 ms interval fired twice in 2 s of
 // rendering). src/bindings/channel.rs bounds the time settlements may take in one turn.
+const path = require('node:path');
+const { Worker } = require('node:worker_threads');
 const { Pool } = require('..');
 
 let pool;
@@ -84,3 +86,18 @@ test('I/O gets its turn too: a socket round trip completes while calls keep comi
   // the test stopped them only after it); in bounded turns, a few batches' time.
   expect(ms).toBeLessThan(1000);
 });
+
+test('worker_threads terminated while their settlements wait for the next turn: the pool serves on', async () => {
+  const shared = Pool.shared();
+  for (let i = 0; i < 20; i++) {
+    const worker = new Worker(path.join(__dirname, 'fixtures', 'busy-continuations-worker.js'));
+    await new Promise((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    await new Promise((resolve) => setTimeout(resolve, i % 5));
+    expect(await worker.terminate()).toBe(1);
+  }
+  expect(await shared.exec('echo', 'still here')).toBe('still here');
+  expect(await pool.exec('echo', 'and here')).toBe('and here');
+}, 60000);
