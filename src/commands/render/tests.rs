@@ -473,10 +473,20 @@ fn render_config(
     partials: &str,
     config: &str,
 ) -> Result<Value, RpcError> {
+    render_four(template, json::parse(data).unwrap(), partials, config)
+}
+
+/// `render(template, data, partials, config)` with partials and config as JSON text.
+fn render_four(
+    template: &str,
+    data: Value,
+    partials: &str,
+    config: &str,
+) -> Result<Value, RpcError> {
     Render.run(
         vec![
             template.into(),
-            json::parse(data).unwrap(),
+            data,
             json::parse(partials).unwrap(),
             json::parse(config).unwrap(),
         ],
@@ -625,15 +635,7 @@ fn render_json_text(
     partials: &str,
     config: &str,
 ) -> Result<Value, RpcError> {
-    Render.run(
-        vec![
-            template.into(),
-            Value::from(text),
-            json::parse(partials).unwrap(),
-            json::parse(config).unwrap(),
-        ],
-        &context(&NOT_CANCELLED),
-    )
+    render_four(template, Value::from(text), partials, config)
 }
 
 #[test]
