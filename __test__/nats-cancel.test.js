@@ -152,8 +152,17 @@ maybe('corepool/nats: a call given up on is cancelled on its host', () => {
     const cancels = [];
     nc.subscribe('cancel-together.cancel', { callback: (err, m) => cancels.push(JSON.parse(m.string())) });
     await nc.flush();
-    const calls = Array.from({ length: 5 }, () => h.remote.call('sleep', [LONG], { timeout: 100 }));
-    expect(await Promise.all(calls.map(codeOf))).toEqual(Array(5).fill(C.Timeout));
+    // Five timers of 2 s made one after the other can straddle a millisecond and, on a loaded
+    // machine, fire in two turns of the loop. So once the host holds the message, the loop is
+    // held until all five are due: they then fire in one turn, as timers set together do.
+    const TIMEOUT = 2000;
+    const t0 = performance.now();
+    const calls = Array.from({ length: 5 }, () => h.remote.call('sleep', [LONG], { timeout: TIMEOUT }));
+    const outcomes = Promise.all(calls.map(codeOf));
+    await until(() => h.host.stats().data.inHand === 5, SOON, 'the host holds the five calls');
+    expect(performance.now() - t0).toBeLessThan(TIMEOUT);
+    while (performance.now() - t0 < TIMEOUT + 5);
+    expect(await outcomes).toEqual(Array(5).fill(C.Timeout));
     const [echo, ms] = await timed(() => h.remote.exec('echo', 1));
     expect([echo, ms < SOON]).toEqual([1, true]);
     // The two running sleeps stop when they next look at their cancel flag.
