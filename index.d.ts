@@ -273,9 +273,9 @@ export interface BuiltinMethods {
   square_sum(max: number): number;
   fibonacci(n: number): string;
   happycoin(options: HappycoinOptions): HappycoinResult;
-  /** Through exec/call the view holds no functions, `escape` is not a function, and
-   *  `output: 'buffer'` gives a Uint8Array; pool.render lifts all three. */
-  render(template: string, data?: Param, partials?: MustachePartials | null, config?: NativeMustacheConfig | [string, string]): string | Uint8Array;
+  /** Through exec/call the view holds no functions and `escape` is not a function;
+   *  pool.render lifts both. `output: 'buffer'` gives a Buffer. */
+  render(template: string, data?: Param, partials?: MustachePartials | null, config?: NativeMustacheConfig | [string, string]): string | Buffer;
   /** One Game of Life step for rows rowStart..rowEnd; resolves with the number of rows done. */
   life(params: LifeParams): number;
   /** Adds 1 to a shared counter `times` times under shared-memory locks, from a native thread; resolves with `times`. */
@@ -291,7 +291,7 @@ export declare class Pool extends EventEmitter {
   readonly options: ResolvedPoolOptions;
   readonly threads: number;
   /** The render command as it is (see BuiltinMethods.render); pool.render is the full one. */
-  exec(method: 'render', template: string, data: Param | undefined, partials: MustachePartials | null | undefined, config: NativeMustacheConfig & { output: 'buffer' }): Promise<Uint8Array>;
+  exec(method: 'render', template: string, data: Param | undefined, partials: MustachePartials | null | undefined, config: NativeMustacheConfig & { output: 'buffer' }): Promise<Buffer>;
   exec(method: 'render', template: string, data?: Param, partials?: MustachePartials | null, config?: (NativeMustacheConfig & { output?: 'string' | null }) | [string, string]): Promise<string>;
   exec<M extends Exclude<keyof BuiltinMethods, 'render'>>(method: M, ...params: Parameters<BuiltinMethods[M]>): Promise<ReturnType<BuiltinMethods[M]>>;
   /** Any other method (served or a task file's); a built-in's name takes the typed form above. */

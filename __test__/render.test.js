@@ -100,14 +100,19 @@ test('tags and escape in config, with partials and nested sections, as mustache.
   ]);
 });
 
-test("exec('render') takes the same four params: tags, escape choices, JSON text, bytes as a Uint8Array", async () => {
+test("exec('render') takes the same four params: tags, escape choices, JSON text, bytes as a Buffer", async () => {
   const data = { a: '<&>' };
   expect(await pool.exec('render', '<%a%>|{{a}}', data, null, ['<%', '%>'])).toBe('&lt;&amp;&gt;|{{a}}');
   expect(await pool.exec('render', '{{a}}', data, undefined, { escape: false })).toBe('<&>');
   expect(await pool.exec('render', '{{a}}', JSON.stringify(data), {}, { data: 'json', escape: 'none' })).toBe('<&>');
   const bytes = await pool.exec('render', '{{a}}é', data, {}, { output: 'buffer' });
-  expect(Object.prototype.toString.call(bytes)).toBe('[object Uint8Array]');
-  expect(Buffer.from(bytes).toString('utf8')).toBe('&lt;&amp;&gt;é');
+  expect(Buffer.isBuffer(bytes)).toBe(true);
+  expect(bytes.toString('utf8')).toBe('&lt;&amp;&gt;é');
+  // JSON-RPC text carries the bytes as numbers; a Uint8Array param still comes back as one.
+  const answer = await pool.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'render', params: ['{{a}}é', data, {}, { output: 'buffer' }] }));
+  expect(JSON.parse(answer).result).toEqual([...Buffer.from('&lt;&amp;&gt;é')]);
+  const echoed = await pool.exec('echo', new Uint8Array([1, 2]));
+  expect([Buffer.isBuffer(echoed), echoed instanceof Uint8Array, [...echoed]]).toEqual([false, true, [1, 2]]);
   const e = await pool.exec('render', '{{a}}', data, {}, { escape: (v) => v }).catch((err) => err);
   expect([e.code, e.message]).toEqual([C.InvalidParams, expect.stringMatching(/escape is a function.*except to pool\.render/)]);
 });

@@ -12,7 +12,7 @@ const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, channel } = require('./calls.js');
 const { wireParams } = require('./params.js');
 const { map } = require('./map.js');
-const { finishRender, asBuffer } = require('./render.js');
+const { finishRender } = require('./render.js');
 const { Server } = require('./serve.js');
 const { TaskWorkers } = require('./workers.js');
 const views = require('./views.js');
@@ -158,8 +158,7 @@ class Pool extends EventEmitter {
     const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions);
     const handles = this.#handles;
     this.#handles = undefined;
-    if (handles !== undefined) return call.then((result) => asBuffer(finishRender(result, handles)));
-    return params.length >= 4 ? call.then(asBuffer) : call;
+    return handles === undefined ? call : call.then((result) => finishRender(result, handles));
   }
 
   /** Runs `method(...params)` once on every thread; resolves with the results in thread order. */

@@ -51,12 +51,4 @@ function finishRender(result, handles) {
   return outcome(native.finishRender(result, handles, helpers));
 }
 
-/** A render's Uint8Array output as a Buffer over the same memory (no copy). */
-function asBuffer(result) {
-  if (result instanceof Uint8Array && !Buffer.isBuffer(result)) {
-    return Buffer.from(result.buffer, result.byteOffset, result.byteLength);
-  }
-  return result;
-}
-
-module.exports = { finishRender, asBuffer };
+module.exports = { finishRender };

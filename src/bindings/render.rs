@@ -131,26 +131,8 @@ unsafe fn answer(env: sys::napi_env, outcome: Result<Output, RpcError>) -> NapiR
     let made = match outcome {
         // SAFETY: caller contract.
         Ok(Output::Text(text)) => unsafe { to_js(env, &Value::String(text)) },
-        Ok(Output::Bytes(bytes)) => {
-            let mut data = ptr::null_mut();
-            let mut out = ptr::null_mut();
-            // SAFETY: caller contract; `data` receives room for `bytes.len()` bytes.
-            let status = unsafe {
-                sys::napi_create_buffer_copy(
-                    env,
-                    bytes.len(),
-                    bytes.as_ptr().cast(),
-                    &mut data,
-                    &mut out,
-                )
-            };
-            if status == sys::Status::napi_ok {
-                Ok(out)
-            } else {
-                // SAFETY: caller contract.
-                Err(unsafe { convert::failure(env, status, "creating a Buffer") })
-            }
-        }
+        // SAFETY: caller contract.
+        Ok(Output::Bytes(bytes)) => unsafe { to_js(env, &Value::Buffer(bytes)) },
         Err(e) => {
             let pair = Value::Array(vec![
                 Value::Number(f64::from(e.code.code())),

@@ -107,7 +107,7 @@ pub fn write(value: &Value, out: &mut String) {
             }
             out.push('}');
         }
-        Value::Bytes(bytes) => {
+        Value::Bytes(bytes) | Value::Buffer(bytes) => {
             // JSON.stringify(Uint8Array) gives {"0":1,"1":2,...}; an array is what callers mean.
             out.push('[');
             for (i, b) in bytes.iter().enumerate() {

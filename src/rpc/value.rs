@@ -421,6 +421,9 @@ pub enum Value {
     View(SharedView),
     /// A Uint8Array (or Buffer) not over shared memory, passed by value.
     Bytes(Vec<u8>),
+    /// Bytes handed to JavaScript as a Node Buffer (a result only: render's `output: 'buffer'`,
+    /// ready for a socket). Params never hold one: a Buffer passed in arrives as [`Value::Bytes`].
+    Buffer(Vec<u8>),
     BigInt(BigInt),
     /// A JavaScript function, which only the thread that made the call can run. Only a call
     /// that asks for functions gets them (`pool.render`, for Mustache lambdas); every other
@@ -459,7 +462,7 @@ impl PartialEq for Value {
             (Array(a), Array(b)) => a == b,
             (Object(a), Object(b)) => a == b,
             (View(a), View(b)) => a.same_memory(b),
-            (Bytes(a), Bytes(b)) => a == b,
+            (Bytes(a), Bytes(b)) | (Buffer(a), Buffer(b)) => a == b,
             (BigInt(a), BigInt(b)) => a == b,
             (Function(a), Function(b)) => a == b,
             (Pending(a), Pending(b)) => std::sync::Arc::ptr_eq(&a.0, &b.0),
@@ -480,6 +483,7 @@ impl Value {
             Value::Object(_) => "object",
             Value::View(v) => v.kind().js_name(),
             Value::Bytes(_) => "Uint8Array",
+            Value::Buffer(_) => "Buffer",
             Value::BigInt(_) => "bigint",
             Value::Function(_) => "function",
             Value::Pending(_) => "pending result",
@@ -523,6 +527,7 @@ impl Value {
             Value::Object(m) => m.iter().all(|(_, v)| v.is_json()),
             Value::View(_)
             | Value::Bytes(_)
+            | Value::Buffer(_)
             | Value::BigInt(_)
             | Value::Function(_)
             | Value::Pending(_) => false,

@@ -159,6 +159,22 @@ pub unsafe fn to_js_with(
                 "creating a Uint8Array"
             );
         }
+        Value::Buffer(bytes) => {
+            // One Node-API call: Node makes the Buffer without zero-filling it first, with
+            // Buffer's prototype, so the caller needs no wrapping step.
+            let mut data = ptr::null_mut();
+            napi_try!(
+                env,
+                sys::napi_create_buffer_copy(
+                    env,
+                    bytes.len(),
+                    bytes.as_ptr().cast(),
+                    &mut data,
+                    &mut out
+                ),
+                "creating a Buffer"
+            );
+        }
         Value::BigInt(b) => {
             napi_try!(
                 env,

@@ -348,9 +348,11 @@ impl<'a> Js<'a> {
             // The render command refuses data holding these before rendering starts.
             Value::Function(f) => Js::Function(*f),
             // The render command refuses data holding these before rendering starts.
-            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Pending(_) => {
-                Js::Undefined
-            }
+            Value::View(_)
+            | Value::Bytes(_)
+            | Value::Buffer(_)
+            | Value::BigInt(_)
+            | Value::Pending(_) => Js::Undefined,
         }
     }
 

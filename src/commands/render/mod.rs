@@ -157,7 +157,7 @@ fn parse_json_data(data: Option<&Value>) -> Result<Value, RpcError> {
 fn output(out: String, form: Output) -> Value {
     match form {
         Output::String => Value::String(out),
-        Output::Buffer => Value::Bytes(out.into_bytes()),
+        Output::Buffer => Value::Buffer(out.into_bytes()),
     }
 }
 
@@ -204,7 +204,11 @@ pub fn check_value(data: &Value, name: &str) -> Result<bool, RpcError> {
             Value::Array(items) => stack.extend(items),
             Value::Object(map) => stack.extend(map.iter().map(|(_, v)| v)),
             Value::Function(_) => functions = true,
-            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Pending(_) => {
+            Value::View(_)
+            | Value::Bytes(_)
+            | Value::Buffer(_)
+            | Value::BigInt(_)
+            | Value::Pending(_) => {
                 let (path, culprit) = first_non_json(data, String::from(name))
                     .unwrap_or_else(|| (String::from(name), value));
                 return Err(RpcError::invalid_params(format!(
@@ -236,9 +240,11 @@ fn first_non_json(value: &Value, path: String) -> Option<(String, &Value)> {
                     stack.push((item, format!("{path}{}", property_path(key))));
                 }
             }
-            Value::View(_) | Value::Bytes(_) | Value::BigInt(_) | Value::Pending(_) => {
-                return Some((path, value))
-            }
+            Value::View(_)
+            | Value::Bytes(_)
+            | Value::Buffer(_)
+            | Value::BigInt(_)
+            | Value::Pending(_) => return Some((path, value)),
             Value::Null
             | Value::Bool(_)
             | Value::Number(_)
