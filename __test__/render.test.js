@@ -157,3 +157,36 @@ test('a render that runs too long stops at its timeout, and the worker goes on s
   expect(Date.now() - started).toBeLessThan(5000);
   expect(await pool.render('{{a}}', { a: 'still here' })).toBe('still here');
 });
+
+test("output: 'buffer': small results of one batch share a bounded Buffer, each its own bytes; larger ones have their own", async () => {
+  // Outputs around the size at which results stop being slices of a shared Buffer (4 KiB), and
+  // many at once so that they settle in batches; each must hold exactly its own text.
+  const sizes = [1, 2, 100, 2400, 4094, 4095, 4096, 4097, 9000, 40000];
+  const outputs = [];
+  const pending = [];
+  for (let i = 0; i < 600; i++) {
+    const size = sizes[i % sizes.length];
+    const text = `${i}:`.padEnd(size, String.fromCharCode(97 + (i % 26)));
+    outputs.push(text);
+    pending.push(pool.render('{{{t}}}', { t: text }, undefined, { output: 'buffer' }));
+  }
+  const got = await Promise.all(pending);
+  const shared = new Map();
+  got.forEach((buf, i) => {
+    expect(Buffer.isBuffer(buf)).toBe(true);
+    expect(buf.byteLength).toBe(outputs[i].length);
+    expect(buf.toString('latin1')).toBe(outputs[i]);
+    if (buf.byteLength < 4096) {
+      // A slice keeps at most 32 KiB alive.
+      expect(buf.buffer.byteLength).toBeLessThanOrEqual(32 * 1024);
+      shared.set(buf.buffer, (shared.get(buf.buffer) ?? 0) + 1);
+    } else expect([buf.byteOffset, buf.buffer.byteLength]).toEqual([0, buf.byteLength]);
+  });
+  // Writing into one result changes no other.
+  got[0].fill(0x2a);
+  got.slice(1).forEach((buf, i) => expect(buf.toString('latin1')).toBe(outputs[i + 1]));
+  expect(Math.max(...shared.values())).toBeGreaterThan(1);
+  // An empty output is an empty Buffer.
+  const empty = await pool.render('{{t}}', {}, undefined, { output: 'buffer' });
+  expect([Buffer.isBuffer(empty), empty.byteLength]).toEqual([true, 0]);
+});

@@ -164,6 +164,10 @@ function settle(batch) {
         continue;
       }
       call.resolve(value);
+    } else if (code === contract.resultSlice) {
+      const place = batch[i + 3];
+      const start = Math.floor(place / contract.sliceSpan);
+      call.resolve(batch[i + 2].subarray(start, start + (place % contract.sliceSpan)));
     } else call.reject(new RpcError(code, batch[i + 2], batch[i + 3]));
   }
 }

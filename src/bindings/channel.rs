@@ -31,8 +31,11 @@
 //! it returns no worker runs this environment's jobs or touches its inbox, so Node may free the
 //! threadsafe function and the environment's SharedArrayBuffers.
 
-use super::contract::{JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RESULT_AS_JSON};
-use super::convert::{text_to_js, to_js, Converted};
+use super::contract::{
+    JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RESULT_AS_JSON, RESULT_SLICE, SLAB_BYTES, SLICE_MAX,
+    SLICE_SPAN,
+};
+use super::convert::{napi_try, text_to_js, to_js, Converted};
 use super::tsfn::{self, Tsfn};
 use crate::pool::{Control, Deliver, Origin, Requests};
 use crate::rpc::text::too_long_for_js;
@@ -158,8 +161,9 @@ pub struct Channel {
 impl Channel {
     /// `settle(batch)` receives a flat array: for each settled call, four entries
     /// `id, code, value, data` — code 0 with the result as value, code 1 with the result's
-    /// JSON text as value, or an error code with the message as value and the error data
-    /// (or undefined).
+    /// JSON text as value, code 3 (a small Buffer result) with a Buffer shared by several
+    /// results as value and `start * sliceSpan + length` of its slice as data, or an error code
+    /// with the message as value and the error data (or undefined).
     #[napi(constructor, catch_unwind)]
     pub fn new(env: Env, settle: Unknown) -> Result<Channel> {
         let raw_env = env.raw();
@@ -539,9 +543,20 @@ unsafe fn hand_to_js(env: sys::napi_env, settle: sys::napi_value, settled: Vec<(
     unsafe {
         sys::napi_create_array_with_length(env, settled.len() * 4, &mut array);
         sys::napi_get_undefined(env, &mut undefined);
+        let mut slabs = Slabs {
+            current: None,
+            left: settled
+                .iter()
+                .map(|(_, o)| sliced(o).map_or(0, <[u8]>::len))
+                .sum(),
+        };
         let mut at = 0u32;
         for (call, outcome) in &settled {
-            let entry = match entry(env, undefined, outcome) {
+            let made = match sliced(outcome) {
+                Some(bytes) => slabs.slice(env, bytes),
+                None => entry(env, undefined, outcome),
+            };
+            let entry = match made {
                 Ok(entry) => entry,
                 // A report that cannot be made into a value is skipped: it is advisory, and the
                 // call has not settled.
@@ -571,6 +586,65 @@ unsafe fn hand_to_js(env: sys::napi_env, settle: sys::napi_value, settled: Vec<(
         let mut result = ptr::null_mut();
         let argv = [array];
         sys::napi_call_function(env, undefined, settle, 1, argv.as_ptr(), &mut result);
+    }
+}
+
+/// The bytes of a result handed over as a slice of a shared Buffer, if it is one.
+fn sliced(outcome: &Settlement) -> Option<&[u8]> {
+    match outcome {
+        Settlement::Value(Value::Buffer(b)) if !b.is_empty() && b.len() < SLICE_MAX => Some(b),
+        _ => None,
+    }
+}
+
+/// The shared Buffers that one batch's small Buffer results are cut from.
+struct Slabs {
+    /// The Buffer being filled: its value, its memory, its size and the bytes used.
+    current: Option<(sys::napi_value, *mut u8, usize, usize)>,
+    /// Bytes of the batch's small results not placed yet (a new slab is no bigger).
+    left: usize,
+}
+
+impl Slabs {
+    /// The `code, value, data` of `bytes` placed in a slab.
+    ///
+    /// # Safety
+    /// Must run on `env`'s JS thread, within one handle scope for the whole batch.
+    unsafe fn slice(
+        &mut self,
+        env: sys::napi_env,
+        bytes: &[u8],
+    ) -> Converted<(i32, sys::napi_value, sys::napi_value)> {
+        let fits = matches!(self.current, Some((_, _, size, used)) if size - used >= bytes.len());
+        if !fits {
+            let size = self.left.clamp(bytes.len(), SLAB_BYTES.max(bytes.len()));
+            let mut data = ptr::null_mut();
+            let mut buffer = ptr::null_mut();
+            // `data` receives `size` writable bytes.
+            napi_try!(
+                env,
+                sys::napi_create_buffer(env, size, &mut data, &mut buffer),
+                "creating a Buffer"
+            );
+            self.current = Some((buffer, data.cast(), size, 0));
+        }
+        let Some((buffer, data, _, used)) = self.current.as_mut() else {
+            unreachable!("a slab was made above")
+        };
+        // SAFETY: the slab's memory holds `size` bytes, `used + bytes.len() <= size` (checked
+        // or made so above), and nothing else writes it: the Buffer is not handed to JS yet.
+        unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), data.add(*used), bytes.len()) };
+        let start = *used;
+        *used += bytes.len();
+        self.left -= bytes.len();
+        let mut place = ptr::null_mut();
+        let packed = start as f64 * f64::from(SLICE_SPAN) + bytes.len() as f64;
+        napi_try!(
+            env,
+            sys::napi_create_double(env, packed, &mut place),
+            "creating a number"
+        );
+        Ok((RESULT_SLICE, *buffer, place))
     }
 }
 

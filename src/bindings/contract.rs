@@ -31,6 +31,20 @@ pub(crate) const RENDER_WRITE_ESCAPE: u32 = 2;
 pub(crate) const RESULT_AS_JSON: i32 = 1;
 /// Code of a settle-batch entry that reports a call's progress (the call does not settle).
 pub(crate) const PROGRESS: i32 = 2;
+/// Settle code of a small Buffer result (render's `output: 'buffer'`) handed over as a slice of
+/// a Buffer that other small results of the same batch share: the value is that Buffer, the
+/// data `start * SLICE_SPAN + length`. One allocation for many results is what makes small
+/// Buffers cheap, as Node's own pool does for `Buffer.from` under 4 KiB.
+pub(crate) const RESULT_SLICE: i32 = 3;
+/// Buffer results shorter than this are sliced (Node pools Buffers under half its 8 KiB pool).
+pub(crate) const SLICE_MAX: usize = 4096;
+/// The most bytes one shared Buffer holds, so that a slice kept alive keeps at most this much.
+pub(crate) const SLAB_BYTES: usize = 32 * 1024;
+/// `data` of a [`RESULT_SLICE`] entry packs the start and length in one number: both are below
+/// this.
+pub(crate) const SLICE_SPAN: u32 = 1 << 16;
+const _: () = assert!(SLICE_MAX <= SLAB_BYTES);
+const _: () = assert!(SLAB_BYTES <= SLICE_SPAN as usize);
 /// Params or results of at least this many plain JSON values travel as JSON text, which costs
 /// far less than building them value by value through Node-API. The rule that counts them is
 /// `json_size` (`channel.rs`) here and `plainJsonSize` (`lib/params.js`) in JavaScript: values
@@ -112,6 +126,8 @@ pub struct Contract {
     pub call_flags: CallFlags,
     pub result_as_json: i32,
     pub progress: i32,
+    pub result_slice: i32,
+    pub slice_span: u32,
     pub json_min_values: u32,
     pub json_max_depth: u32,
     /// Most values the params of one call may hold, on either path.
@@ -143,6 +159,8 @@ pub fn contract() -> Contract {
         },
         result_as_json: RESULT_AS_JSON,
         progress: PROGRESS,
+        result_slice: RESULT_SLICE,
+        slice_span: SLICE_SPAN,
         json_min_values: JSON_MIN_VALUES as u32,
         json_max_depth: JSON_MAX_DEPTH as u32,
         max_values: MAX_VALUES as u32,
