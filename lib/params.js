@@ -49,6 +49,8 @@ function plainJsonSize(v, depth) {
       }
       const proto = Object.getPrototypeOf(v);
       if (proto !== Object.prototype && proto !== null) return -1;
+      // A typed array given a plain prototype: never listed index by index (2^30 of them).
+      if (ArrayBuffer.isView(v)) return -1;
       for (const k in v) {
         const item = v[k];
         // JSON drops a key whose value is undefined; the value-by-value path keeps it (as null).
