@@ -138,6 +138,27 @@ describe('calls', () => {
     expect(e.message).toMatch(/params\[0\]\[150\]\.when is a Date/);
   });
 
+  test('objects cross by what they are, whatever the order of the checks: plain, typed array, Date, ArrayBuffer, DataView, instance', async () => {
+    const u8 = new Uint8Array([1, 2]);
+    expect(await pool.exec('echo', { a: u8, n: Object.create(null) })).toEqual({ a: new Uint8Array([1, 2]), n: {} });
+    for (const [value, why] of [
+      [new Date(0), /params\[0\] is a Date/],
+      [new ArrayBuffer(4), /params\[0\] is an ArrayBuffer/],
+      [new DataView(new ArrayBuffer(4)), /params\[0\] is a DataView/],
+      [new Map(), /params\[0\] is an instance of Map/],
+    ]) {
+      const e = await rejection(pool.exec('echo', value));
+      expect([e.code, e.message]).toEqual([C.InvalidParams, expect.stringMatching(why)]);
+    }
+    // Given Object.prototype, they cross as their own enumerable keys, as JSON sends them; a
+    // typed array stays a typed array (its index keys are never listed one by one).
+    const odd = [new Date(0), new ArrayBuffer(4), new DataView(new ArrayBuffer(4))].map((o) => Object.assign(Object.setPrototypeOf(o, Object.prototype), { k: 1 }));
+    expect(await pool.exec('echo', odd)).toEqual(JSON.parse(JSON.stringify(odd)));
+    const big = Object.setPrototypeOf(new Uint8Array(2 ** 24).fill(7), Object.prototype);
+    const back = await pool.exec('echo', big);
+    expect([back instanceof Uint8Array, back.length, back[2 ** 24 - 1]]).toEqual([true, 2 ** 24, 7]);
+  });
+
   test('big strings cross exactly in every encoding JavaScript keeps (ASCII, Latin-1, UTF-16, lone surrogates)', async () => {
     const kinds = {
       ascii: '<td>plain</td>',

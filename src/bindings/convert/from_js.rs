@@ -457,6 +457,15 @@ impl FromJs {
             // SAFETY: v is an array of this env.
             return unsafe { self.array(v, ArrayKind::Plain, depth, path, true) };
         }
+        // Most objects sent are plain: their prototype is looked at first, and then only a typed
+        // array (whose index keys must never be listed one by one) is told apart. An ArrayBuffer,
+        // DataView or Date given Object.prototype crosses as its own enumerable keys (`{}`), as
+        // JSON.stringify sends it.
+        // SAFETY: caller contract; `v` is an object.
+        let (proto, proto_type) = unsafe { prototype_of(env, v, path, "reading its prototype") }?;
+        // SAFETY: proto is a value of this env.
+        let plain = proto_type != sys::ValueType::napi_null
+            && unsafe { self.is_object_prototype(proto, path) }?;
         at_try!(
             env,
             path,
@@ -471,58 +480,11 @@ impl FromJs {
             }
             return Ok(value);
         }
-        at_try!(
-            env,
-            path,
-            sys::napi_is_arraybuffer(env, v, &mut flag),
-            "checking for an ArrayBuffer"
-        );
-        if flag {
-            return Err(format!(
-                "{} is an ArrayBuffer: pass a typed-array view (e.g. a Uint8Array) instead",
-                place(path)
-            ));
-        }
-        at_try!(
-            env,
-            path,
-            sys::napi_is_dataview(env, v, &mut flag),
-            "checking for a DataView"
-        );
-        if flag {
-            return Err(format!(
-                "{} is a DataView: pass a typed array instead",
-                place(path)
-            ));
-        }
-        at_try!(
-            env,
-            path,
-            sys::napi_is_date(env, v, &mut flag),
-            "checking for a Date"
-        );
-        if flag {
-            return Err(format!(
-                "{} is a Date, which JSON would turn into a string: pass date.toISOString() \
-                 (or render with mustache.js on the main thread)",
-                place(path)
-            ));
-        }
-        // Only plain objects: a class instance may compute fields in getters on its prototype,
-        // which JSON.stringify would silently drop. Node-API gives a Proxy a null prototype
-        // (its trap does not run), so a null prototype may still hide a Proxy of an array.
-        // SAFETY: caller contract; `v` is an object.
-        let (proto, proto_type) = unsafe { prototype_of(env, v, path, "reading its prototype") }?;
-        let kind = if proto_type == sys::ValueType::napi_null {
-            // A null-prototype object, or a Proxy (Node-API shows none for one): ask JavaScript,
-            // whose Array.isArray and Object.getPrototypeOf see through proxies.
-            // SAFETY: v is an object of this env.
-            unsafe { self.through_proxy(v, path) }?
-        // SAFETY: proto is a value of this env.
-        } else if unsafe { self.is_object_prototype(proto, path) }? {
+        let kind = if plain {
             Shape::Plain
         } else {
-            Shape::Instance
+            // SAFETY: v is an object of this env.
+            unsafe { self.unusual(v, proto_type, path) }?
         };
         match kind {
             Shape::Plain => {}
@@ -576,6 +538,70 @@ impl FromJs {
             map.push_unique(name, value);
         }
         Ok(Value::Object(map))
+    }
+
+    /// What an object that is neither an array, a typed array nor a plain object with
+    /// `Object.prototype` is: an error for an ArrayBuffer, a DataView or a Date (with the way
+    /// to send it); else, for a null prototype (a plain object, or a Proxy: Node-API shows none
+    /// for one, and its trap does not run), what JavaScript sees through it; else an instance.
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`], with `v` an object whose prototype has type `proto_type`.
+    unsafe fn unusual(
+        &mut self,
+        v: sys::napi_value,
+        proto_type: sys::napi_valuetype,
+        path: &str,
+    ) -> Converted<Shape> {
+        let env = self.env;
+        let mut flag = false;
+        at_try!(
+            env,
+            path,
+            sys::napi_is_arraybuffer(env, v, &mut flag),
+            "checking for an ArrayBuffer"
+        );
+        if flag {
+            return Err(format!(
+                "{} is an ArrayBuffer: pass a typed-array view (e.g. a Uint8Array) instead",
+                place(path)
+            ));
+        }
+        at_try!(
+            env,
+            path,
+            sys::napi_is_dataview(env, v, &mut flag),
+            "checking for a DataView"
+        );
+        if flag {
+            return Err(format!(
+                "{} is a DataView: pass a typed array instead",
+                place(path)
+            ));
+        }
+        at_try!(
+            env,
+            path,
+            sys::napi_is_date(env, v, &mut flag),
+            "checking for a Date"
+        );
+        if flag {
+            return Err(format!(
+                "{} is a Date, which JSON would turn into a string: pass date.toISOString() \
+                 (or render with mustache.js on the main thread)",
+                place(path)
+            ));
+        }
+        // Only plain objects: a class instance may compute fields in getters on its prototype,
+        // which JSON.stringify would silently drop.
+        if proto_type == sys::ValueType::napi_null {
+            // A null-prototype object, or a Proxy: ask JavaScript, whose Array.isArray and
+            // Object.getPrototypeOf see through proxies.
+            // SAFETY: v is an object of this env.
+            unsafe { self.through_proxy(v, path) }
+        } else {
+            Ok(Shape::Instance)
+        }
     }
 
     /// The elements of `v` (an array, or a Proxy whose target is an array), holes as `null`.
