@@ -157,6 +157,12 @@ describe('calls', () => {
     const big = Object.setPrototypeOf(new Uint8Array(2 ** 24).fill(7), Object.prototype);
     const back = await pool.exec('echo', big);
     expect([back instanceof Uint8Array, back.length, back[2 ** 24 - 1]]).toEqual([true, 2 ** 24, 7]);
+    // A String object given Object.prototype is refused at once (it would list a key per
+    // character: 2^24 of them took 14 s and 1 GB before being refused); a `length` field is data.
+    const text = Object.setPrototypeOf(new String('a'.repeat(2 ** 24)), Object.prototype);
+    const e = await rejection(pool.exec('echo', { text }));
+    expect([e.code, e.message]).toEqual([C.InvalidParams, expect.stringMatching(/String object whose prototype was replaced.*String\(value\)/)]);
+    expect(await pool.exec('echo', { length: 3, s: new String('x').valueOf() })).toEqual({ length: 3, s: 'x' });
   });
 
   test('big strings cross exactly in every encoding JavaScript keeps (ASCII, Latin-1, UTF-16, lone surrogates)', async () => {

@@ -18,6 +18,9 @@ const JSON_MAX_VALUES = 2 ** 24;
 let budget = 0;
 /** plainJsonSize's answer when the params hold more values than a call may carry. */
 const TOO_MANY = -2;
+/** plainJsonSize's answer for a String object whose prototype was replaced (see there). */
+const STRING_OBJECT = -3;
+const tagOf = Function.prototype.call.bind(Object.prototype.toString);
 
 /**
  * Counts the values in `v` if JSON text carries it unchanged, else returns -1 (then the
@@ -51,6 +54,8 @@ function plainJsonSize(v, depth) {
       if (proto !== Object.prototype && proto !== null) return -1;
       // A typed array given a plain prototype: never listed index by index (2^30 of them).
       if (ArrayBuffer.isView(v)) return -1;
+      // Nor a String object: it has a key per character, and no conversion lists them.
+      if (typeof v.length === 'number' && tagOf(v) === '[object String]') return STRING_OBJECT;
       for (const k in v) {
         const item = v[k];
         // JSON drops a key whose value is undefined; the value-by-value path keeps it (as null).
@@ -82,6 +87,9 @@ function wireParams(params) {
   if (size === TOO_MANY) {
     // Walked no further than that: a value that reaches one object many times may hold 2^64.
     throw new RpcError(CODES.InvalidParams, `params hold more than the ${JSON_MAX_VALUES} values a call may carry: pass bulk data in a SharedArrayBuffer`);
+  }
+  if (size === STRING_OBJECT) {
+    throw new RpcError(CODES.InvalidParams, 'params hold a String object whose prototype was replaced, which would cross as a key per character: pass its text (String(value)) instead');
   }
   if (size < contract.jsonMinValues) return [params, 0];
   try {
