@@ -39,6 +39,21 @@ describe('a pool of JavaScript workers from a task file', () => {
     await pool.close();
   });
 
+  test('a built-in command on a task-file pool without native threads says why it is not found; with nativeThreads it runs', async () => {
+    const pool = new Pool({ filename: task('basic.js'), threads: 1 });
+    const e = await outcome(pool.exec('fibonacci', 10));
+    expect([e.code, e.message]).toEqual([C.MethodNotFound, expect.stringMatching(/"fibonacci" is a built-in command, and this pool runs no native threads .*nativeThreads ≥ 1/)]);
+    // A name that is no command stays the plain MethodNotFound.
+    expect((await outcome(pool.exec('nope'))).message).toBe('Method not found: "nope"');
+    // A function in a view: the error does not point to pool.render as the way out.
+    const f = await outcome(pool.render('{{x}}', { x: () => 1 }));
+    expect([f.code, f.message]).toEqual([C.InvalidParams, expect.stringMatching(/except in pool\.render's view on a pool with native threads/)]);
+    await pool.close();
+    const both = new Pool({ filename: task('basic.js'), threads: 1, nativeThreads: 1 });
+    expect(await both.exec('fibonacci', 10)).toBe('55');
+    await both.close();
+  });
+
   test('errors, timeouts, aborts and queue limits work as for native commands', async () => {
     const pool = new Pool({ filename: task('basic.js'), threads: 1, maxQueue: 1 });
     await pool.exec('add', { a: 0, b: 0 }); // loaded: one server, so room for 1 running + 1 queued

@@ -114,7 +114,7 @@ test("exec('render') takes the same four params: tags, escape choices, JSON text
   const echoed = await pool.exec('echo', new Uint8Array([1, 2]));
   expect([Buffer.isBuffer(echoed), echoed instanceof Uint8Array, [...echoed]]).toEqual([false, true, [1, 2]]);
   const e = await pool.exec('render', '{{a}}', data, {}, { escape: (v) => v }).catch((err) => err);
-  expect([e.code, e.message]).toEqual([C.InvalidParams, expect.stringMatching(/escape is a function.*except to pool\.render/)]);
+  expect([e.code, e.message]).toEqual([C.InvalidParams, expect.stringMatching(/escape is a function.*except in pool\.render.s view/)]);
 });
 
 test('a bad config is refused with InvalidParams naming the option', async () => {

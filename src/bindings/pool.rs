@@ -111,10 +111,11 @@ fn options(o: &PoolOptions) -> Result<Options> {
 }
 
 /// Starts a pool. One of no native threads has no native commands either: its methods are
-/// all its JavaScript servers' (a task file may export a function named `render`).
+/// all its JavaScript servers' (a task file may export a function named `render`); it only
+/// names the commands in the error of a call to one that no server takes.
 fn spawn(options: Options) -> Result<Arc<Pool>> {
     let registry = if options.threads == 0 {
-        crate::rpc::Registry::new()
+        commands::registry().names_only()
     } else {
         commands::registry()
     };

@@ -138,7 +138,7 @@ impl Scheduler {
                 return None;
             }
             None => {
-                reply.finish(Err(RpcError::method_not_found(method)), origin);
+                reply.finish(Err(self.registry.not_found(method)), origin);
                 return None;
             }
         };
@@ -650,7 +650,7 @@ impl Scheduler {
             let e = if self.lifecycle.is_destroyed() {
                 destroyed_error()
             } else {
-                RpcError::method_not_found(&job.method)
+                self.registry.not_found(&job.method)
             };
             job.core.settle(Err(e));
         }

@@ -248,6 +248,8 @@ pub trait Command: Send + Sync + 'static {
 pub struct Registry {
     by_name: HashMap<&'static str, Arc<dyn Command>>,
     order: Vec<Arc<dyn Command>>,
+    /// Commands named but not run (see [`Registry::names_only`]).
+    named: Vec<&'static str>,
 }
 
 impl Registry {
@@ -273,6 +275,30 @@ impl Registry {
 
     pub fn commands(&self) -> impl Iterator<Item = &Arc<dyn Command>> {
         self.order.iter()
+    }
+
+    /// A registry that runs none of these commands but knows their names: a pool with no
+    /// native threads runs no command, yet a call to one should say why it finds none.
+    pub fn names_only(&self) -> Registry {
+        Registry {
+            named: self.order.iter().map(|c| c.name()).collect(),
+            ..Registry::default()
+        }
+    }
+
+    /// The MethodNotFound of a call to `method` that no command and no server takes.
+    pub fn not_found(&self, method: &str) -> RpcError {
+        if self.named.contains(&method) {
+            return RpcError::new(
+                ErrorCode::MethodNotFound,
+                format!(
+                    "Method not found: {method:?} is a built-in command, and this pool runs no \
+                     native threads (a pool started from a task file runs them only with \
+                     nativeThreads ≥ 1), nor does any of its JavaScript servers serve it"
+                ),
+            );
+        }
+        RpcError::method_not_found(method)
     }
 }
 

@@ -299,8 +299,9 @@ impl FromJs {
                 self.function(v, path)
             },
             sys::ValueType::napi_function => Err(format!(
-                "{} is a function: functions (such as Mustache lambdas) cannot be sent to a \
-                 native thread, except to pool.render; compute the value first",
+                "{} is a function: functions (such as Mustache lambdas) cannot be sent in a \
+                 call, except in pool.render's view on a pool with native threads; compute the \
+                 value first",
                 place(path)
             )),
             sys::ValueType::napi_symbol => {
