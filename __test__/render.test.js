@@ -190,3 +190,16 @@ test("output: 'buffer': small results of one batch share a bounded Buffer, each 
   const empty = await pool.render('{{t}}', {}, undefined, { output: 'buffer' });
   expect([Buffer.isBuffer(empty), empty.byteLength]).toEqual([true, 0]);
 });
+
+test("output: 'buffer': transferring one small output's memory to another thread leaves the other outputs intact", async () => {
+  const { MessageChannel } = require('node:worker_threads');
+  const texts = Array.from({ length: 64 }, (_, i) => `out ${i}`);
+  const got = await Promise.all(texts.map((t) => pool.render('{{t}}', { t }, undefined, { output: 'buffer' })));
+  // Transferring the memory of a Buffer shared with other results must not empty them (Node's
+  // own Buffer pool is untransferable for the same reason: postMessage copies it instead).
+  const { port1, port2 } = new MessageChannel();
+  port1.postMessage(got[0], [got[0].buffer]);
+  port1.close();
+  port2.close();
+  expect(got.map((b) => b.toString())).toEqual(texts);
+});

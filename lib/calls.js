@@ -4,6 +4,7 @@
 // settles, exactly once, through `settle`. This module owns the call table.
 
 const { native, contract } = require('./native.js');
+const { markAsUntransferable } = require('node:worker_threads');
 const { RpcError, CODES, errorText } = require('./errors.js');
 require('./views.js'); // registers this environment's publisher of views
 
@@ -139,6 +140,8 @@ function finish(call) {
  * way instead of cutting this loop short.
  */
 function settle(batch) {
+  // The shared Buffer the last small Buffer result was cut from (see resultSlice below).
+  let slab;
   if (batch === undefined) {
     // Settlements had their share of this turn of the event loop: the rest come after timers
     // and I/O had theirs (src/bindings/channel.rs, "Fairness to the event loop").
@@ -165,6 +168,12 @@ function settle(batch) {
       }
       call.resolve(value);
     } else if (code === contract.resultSlice) {
+      // The memory is shared with other calls' results: transferring it to another thread would
+      // empty theirs. As with Node's own Buffer pool, postMessage copies it instead.
+      if (batch[i + 2] !== slab) {
+        slab = batch[i + 2];
+        markAsUntransferable(slab.buffer);
+      }
       const place = batch[i + 3];
       const start = Math.floor(place / contract.sliceSpan);
       call.resolve(batch[i + 2].subarray(start, start + (place % contract.sliceSpan)));
