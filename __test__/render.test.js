@@ -203,3 +203,27 @@ test("output: 'buffer': transferring one small output's memory to another thread
   port2.close();
   expect(got.map((b) => b.toString())).toEqual(texts);
 });
+
+test("output: 'buffer': the shared memory behind small outputs holds nothing but their bytes (no stale memory)", async () => {
+  // Outputs of 3000–3900 bytes do not fill a 32 KiB shared Buffer exactly: the room left at
+  // its end must not show whatever the allocator's memory held before.
+  let seen = 0;
+  for (let round = 0; round < 20; round++) {
+    const got = await Promise.all(Array.from({ length: 40 }, (_, i) => pool.render('{{{t}}}', { t: 'x'.repeat(3000 + (i % 7) * 150) }, undefined, { output: 'buffer' })));
+    const owned = new Map();
+    for (const b of got) {
+      if (!owned.has(b.buffer)) owned.set(b.buffer, new Uint8Array(b.buffer.byteLength));
+      owned.get(b.buffer).fill(1, b.byteOffset, b.byteOffset + b.byteLength);
+    }
+    for (const [memory, mine] of owned) {
+      const all = new Uint8Array(memory);
+      for (let k = 0; k < all.length; k++) {
+        if (mine[k] === 0) {
+          seen++;
+          if (all[k] !== 0) throw new Error(`byte ${k} of a shared Buffer (${all.length} bytes) belongs to no output but holds ${all[k]}`);
+        }
+      }
+    }
+  }
+  expect(seen).toBeGreaterThan(0);
+});

@@ -583,6 +583,7 @@ unsafe fn hand_to_js(env: sys::napi_env, settle: sys::napi_value, settled: Vec<(
                 at += 1;
             }
         }
+        slabs.seal();
         let mut result = ptr::null_mut();
         let argv = [array];
         sys::napi_call_function(env, undefined, settle, 1, argv.as_ptr(), &mut result);
@@ -617,6 +618,7 @@ impl Slabs {
     ) -> Converted<(i32, sys::napi_value, sys::napi_value)> {
         let fits = matches!(self.current, Some((_, _, size, used)) if size - used >= bytes.len());
         if !fits {
+            self.seal();
             let size = self.left.clamp(bytes.len(), SLAB_BYTES.max(bytes.len()));
             let mut data = ptr::null_mut();
             let mut buffer = ptr::null_mut();
@@ -645,6 +647,16 @@ impl Slabs {
             "creating a number"
         );
         Ok((RESULT_SLICE, *buffer, place))
+    }
+
+    /// Zeroes the unused end of the slab being filled: `napi_create_buffer` does not clear its
+    /// memory, and every slice's `.buffer` shows the whole slab.
+    fn seal(&mut self) {
+        if let Some((_, data, size, used)) = self.current {
+            // SAFETY: the slab's memory holds `size` bytes and `used <= size`; nothing else
+            // writes it (the Buffer is not handed to JS yet).
+            unsafe { ptr::write_bytes(data.add(used), 0, size - used) };
+        }
     }
 }
 
