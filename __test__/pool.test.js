@@ -165,6 +165,35 @@ describe('calls', () => {
     expect(await pool.exec('echo', { length: 3, s: new String('x').valueOf() })).toEqual({ length: 3, s: 'x' });
   });
 
+  test('a String object given a plain prototype is refused wherever it is met: after a non-JSON value, from another realm, as a served result', async () => {
+    const vm = require('node:vm');
+    const big = (make) => make('a'.repeat(2 ** 22));
+    const here = (text) => Object.setPrototypeOf(new String(text), Object.prototype);
+    const why = /String object whose prototype was replaced.*String\(value\)/;
+    for (const params of [
+      [{ u: new Uint8Array(1), text: big(here) }],
+      [NaN, big(here)],
+      [{ a: undefined, text: big(here) }],
+      [{ text: big((text) => vm.runInNewContext('Object.setPrototypeOf(new String(t), Object.prototype)', { t: text })) }],
+    ]) {
+      const started = Date.now();
+      const e = await rejection(pool.call('echo', params));
+      expect([e.code, e.message]).toEqual([C.InvalidParams, expect.stringMatching(why)]);
+      expect(Date.now() - started).toBeLessThan(500);
+    }
+    const server = pool.serve({ give: () => big(here) });
+    try {
+      const e = await rejection(pool.exec('give'));
+      expect(e.message).toMatch(why);
+    } finally {
+      await server.close();
+    }
+    // Only a String object is: a plain object may say it is one, and keep its length as data.
+    const tagged = { length: 3, [Symbol.toStringTag]: 'String', a: 1 };
+    expect(await pool.exec('echo', tagged)).toEqual({ length: 3, a: 1 });
+    expect(await pool.exec('echo', [new Uint8Array(1), tagged])).toEqual([new Uint8Array(1), { length: 3, a: 1 }]);
+  });
+
   test('big strings cross exactly in every encoding JavaScript keeps (ASCII, Latin-1, UTF-16, lone surrogates)', async () => {
     const kinds = {
       ascii: '<td>plain</td>',

@@ -20,7 +20,17 @@ let budget = 0;
 const TOO_MANY = -2;
 /** plainJsonSize's answer for a String object whose prototype was replaced (see there). */
 const STRING_OBJECT = -3;
-const tagOf = Function.prototype.call.bind(Object.prototype.toString);
+const stringValueOf = Function.prototype.call.bind(String.prototype.valueOf);
+
+/** True for a String object only: Symbol.toStringTag can make any object look like one. */
+function isStringObject(v) {
+  try {
+    stringValueOf(v);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Counts the values in `v` if JSON text carries it unchanged, else returns -1 (then the
@@ -55,7 +65,7 @@ function plainJsonSize(v, depth) {
       // A typed array given a plain prototype: never listed index by index (2^30 of them).
       if (ArrayBuffer.isView(v)) return -1;
       // Nor a String object: it has a key per character, and no conversion lists them.
-      if (typeof v.length === 'number' && tagOf(v) === '[object String]') return STRING_OBJECT;
+      if (typeof v.length === 'number' && isStringObject(v)) return STRING_OBJECT;
       for (const k in v) {
         const item = v[k];
         // JSON drops a key whose value is undefined; the value-by-value path keeps it (as null).

@@ -161,13 +161,16 @@ const OBJECT_PROTOTYPE: usize = 0;
 const TO_JSON: usize = 1;
 const IS_ARRAY: usize = 2;
 const GET_PROTOTYPE_OF: usize = 3;
-const KNOWN: usize = 4;
+const LENGTH: usize = 4;
+const STRING_VALUE_OF: usize = 5;
+const KNOWN: usize = 6;
 
 thread_local! {
     /// This thread's environment and references to what its conversions look things up with,
     /// made on first use: the `Object.prototype` met first (then recognised with one
-    /// comparison), the key `"toJSON"`, and `Array.isArray` and `Object.getPrototypeOf` (taken
-    /// from the global object then: a program that replaces them later changes nothing here).
+    /// comparison), the keys `"toJSON"` and `"length"`, and `Array.isArray`,
+    /// `Object.getPrototypeOf` and `String.prototype.valueOf` (taken from the global object
+    /// then: a program that replaces them later changes nothing here).
     static CACHE: std::cell::Cell<(sys::napi_env, [sys::napi_ref; KNOWN])> =
         const { std::cell::Cell::new((ptr::null_mut(), [ptr::null_mut(); KNOWN])) };
 }
@@ -505,6 +508,11 @@ impl FromJs {
         }
         // SAFETY: v is an object of this env.
         unsafe { self.refuse_to_json(v, path) }?;
+        if plain {
+            // Not a Proxy (Node-API shows none a prototype), so no trap runs here.
+            // SAFETY: v is an object of this env.
+            unsafe { self.refuse_string_object(v, path) }?;
+        }
         if let Some(collected) = &mut self.collected {
             collected.objects.push(v);
         }
@@ -752,6 +760,47 @@ impl FromJs {
         Ok(())
     }
 
+    /// Refuses a String object that passes for a plain object (its prototype replaced by an
+    /// `Object.prototype`, of this realm or another): it has an own key per
+    /// character, which listing would make one by one before any budget could refuse them. It
+    /// is told by its own `length` and then by `String.prototype.valueOf`, which only a String
+    /// object does not make throw (a `Symbol.toStringTag` cannot fake it).
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`], with `v` an object.
+    unsafe fn refuse_string_object(&mut self, v: sys::napi_value, path: &str) -> Converted<()> {
+        let env = self.env;
+        // SAFETY: caller contract.
+        let key = unsafe { self.known(LENGTH, path) }?;
+        let mut own = false;
+        at_try!(
+            env,
+            path,
+            sys::napi_has_own_property(env, v, key, &mut own),
+            "looking for its length"
+        );
+        if !own {
+            return Ok(());
+        }
+        // SAFETY: caller contract.
+        let value_of = unsafe { self.known(STRING_VALUE_OF, path) }?;
+        let mut text = ptr::null_mut();
+        // SAFETY: live env on its JS thread; `v` and `value_of` are values of it, and no
+        // argument is passed.
+        let status =
+            unsafe { sys::napi_call_function(env, v, value_of, 0, ptr::null(), &mut text) };
+        if status != sys::Status::napi_ok {
+            // SAFETY: caller contract. It threw: not a String object.
+            unsafe { super::take_exception_quietly(env) };
+            return Ok(());
+        }
+        Err(format!(
+            "{} is a String object whose prototype was replaced, which would cross as a key per \
+             character: pass its text (String(value)) instead",
+            place(path)
+        ))
+    }
+
     /// What a null-prototype object is once proxies are seen through: a Proxy of an array, a
     /// plain object (null prototype or `Object.prototype`), or an instance of something else
     /// (a Proxy of a Map, a class instance…), as `Array.isArray` and `Object.getPrototypeOf`
@@ -824,40 +873,45 @@ impl FromJs {
         }
         let mut value = ptr::null_mut();
         match which {
-            TO_JSON => {
+            TO_JSON | LENGTH => {
+                let key = if which == TO_JSON {
+                    c"toJSON"
+                } else {
+                    c"length"
+                };
                 at_try!(
                     env,
                     path,
-                    sys::napi_create_string_utf8(env, c"toJSON".as_ptr(), 6, &mut value),
+                    sys::napi_create_string_utf8(
+                        env,
+                        key.as_ptr(),
+                        key.count_bytes() as isize,
+                        &mut value
+                    ),
                     "making a key"
                 );
             }
-            IS_ARRAY | GET_PROTOTYPE_OF => {
-                let (holder, name) = if which == IS_ARRAY {
-                    (c"Array", c"isArray")
-                } else {
-                    (c"Object", c"getPrototypeOf")
+            IS_ARRAY | GET_PROTOTYPE_OF | STRING_VALUE_OF => {
+                let names: &[&std::ffi::CStr] = match which {
+                    IS_ARRAY => &[c"Array", c"isArray"],
+                    GET_PROTOTYPE_OF => &[c"Object", c"getPrototypeOf"],
+                    _ => &[c"String", c"prototype", c"valueOf"],
                 };
-                let mut global = ptr::null_mut();
-                let mut object = ptr::null_mut();
                 at_try!(
                     env,
                     path,
-                    sys::napi_get_global(env, &mut global),
+                    sys::napi_get_global(env, &mut value),
                     "finding a builtin"
                 );
-                at_try!(
-                    env,
-                    path,
-                    sys::napi_get_named_property(env, global, holder.as_ptr(), &mut object),
-                    "finding a builtin"
-                );
-                at_try!(
-                    env,
-                    path,
-                    sys::napi_get_named_property(env, object, name.as_ptr(), &mut value),
-                    "finding a builtin"
-                );
+                for name in names {
+                    let holder = value;
+                    at_try!(
+                        env,
+                        path,
+                        sys::napi_get_named_property(env, holder, name.as_ptr(), &mut value),
+                        "finding a builtin"
+                    );
+                }
             }
             // Object.prototype is recognised by `is_object_prototype` and remembered there.
             _ => return Ok(ptr::null_mut()),
