@@ -600,7 +600,7 @@ fn escape_none_writes_values_as_triple_mustaches_do() {
 #[test]
 fn output_buffer_is_the_utf8_bytes_of_the_string() {
     let out = render_config("é{{a}}😀", r#"{"a":"<"}"#, "null", r#"{"output":"buffer"}"#).unwrap();
-    assert_eq!(out, Value::Bytes("é&lt;😀".as_bytes().to_vec()));
+    assert_eq!(out, Value::Buffer("é&lt;😀".as_bytes().to_vec()));
 }
 
 #[test]
@@ -689,7 +689,7 @@ fn json_text_renders_as_its_parsed_view_does() {
             r#"{"tags":["<%","%>"],"data":"json","output":"buffer"}"#
         )
         .unwrap(),
-        Value::Bytes("é&lt;".as_bytes().to_vec())
+        Value::Buffer("é&lt;".as_bytes().to_vec())
     );
     // `data: 'view'` is the default: a string is then the view itself.
     assert_eq!(
