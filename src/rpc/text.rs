@@ -100,33 +100,48 @@ fn latin1_in_place(mut bytes: Vec<u8>) -> Result<Vec<u8>, (Vec<u8>, usize, usize
     Ok(bytes)
 }
 
+/// UTF-16 units tested and narrowed at a time on the ASCII path.
+const ASCII_RUN: usize = 16;
+
 /// UTF-16 to UTF-8 with a fast path for ASCII runs; `None` on a lone surrogate.
 fn utf16_to_utf8(units: &[u16]) -> Option<String> {
     let mut out = Vec::with_capacity(units.len() + units.len() / 8);
     let mut i = 0;
     while i < units.len() {
-        // ASCII, sixteen units at a time (fixed-size loops the compiler turns into vector code).
-        while let Some(chunk) = units.get(i..i + 16) {
-            let chunk: &[u16; 16] = chunk.try_into().unwrap_or(&[0xFFFF; 16]);
+        // ASCII, a run of units at a time (fixed-size loops the compiler turns into vector
+        // code).
+        while let Some(chunk) = units.get(i..i + ASCII_RUN) {
+            let chunk: &[u16; ASCII_RUN] = chunk.try_into().unwrap_or(&[0xFFFF; ASCII_RUN]);
             if chunk.iter().fold(0u16, |acc, &u| acc | u) >= 0x80 {
                 break;
             }
-            let mut ascii = [0u8; 16];
+            let mut ascii = [0u8; ASCII_RUN];
             for (byte, &unit) in ascii.iter_mut().zip(chunk) {
                 *byte = unit as u8;
             }
             out.extend_from_slice(&ascii);
-            i += 16;
+            i += ASCII_RUN;
         }
-        // One char past the ASCII run, decoded by the standard library (pairs and lone
-        // surrogates alike).
-        let Some(c) = char::decode_utf16(units[i..].iter().copied()).next() else {
-            break;
-        };
-        let c = c.ok()?;
-        i += c.len_utf16();
-        let mut buf = [0u8; 4];
-        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        // The run that stopped it (or the tail), unit by unit: its ASCII units as bytes, the
+        // rest a char at a time, decoded by the standard library (pairs and lone surrogates
+        // alike). Back to whole runs after it, so that a name like "Zoë" sends only its run
+        // this way, not every unit up to the next run boundary one char at a time.
+        let end = (i + ASCII_RUN).min(units.len());
+        while i < end {
+            let unit = units[i];
+            if unit < 0x80 {
+                out.push(unit as u8);
+                i += 1;
+                continue;
+            }
+            let Some(c) = char::decode_utf16(units[i..].iter().copied()).next() else {
+                break;
+            };
+            let c = c.ok()?;
+            i += c.len_utf16();
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        }
     }
     // SAFETY: every push above wrote an ASCII byte or the whole UTF-8 encoding of a `char`,
     // so `out` is valid UTF-8 (checking it again would cost a full pass).
@@ -202,6 +217,24 @@ mod tests {
             assert_eq!(text.to_utf8().as_deref(), Some(s.as_str()));
             let units = JsText::Utf16(s.encode_utf16().collect());
             assert_eq!(units.to_utf8().as_deref(), Some(s.as_str()));
+        }
+    }
+
+    #[test]
+    fn non_ascii_at_every_offset_of_an_ascii_run_decodes_as_std_does() {
+        // One or two non-ASCII chars (Latin-1, BMP, a surrogate pair) at every position within
+        // and around a run, then ASCII past the next run boundary; and a lone surrogate there.
+        for wide in ["é", "€", "😀", "é😀"] {
+            for before in 0..2 * ASCII_RUN + 2 {
+                for after in [0, 1, ASCII_RUN - 1, ASCII_RUN + 3] {
+                    let s = format!("{}{wide}{}{wide}", "a".repeat(before), "b".repeat(after));
+                    let units = JsText::Utf16(s.encode_utf16().collect());
+                    assert_eq!(units.to_utf8().as_deref(), Some(s.as_str()), "{s:?}");
+                    let mut lone: Vec<u16> = s.encode_utf16().collect();
+                    lone.insert(before, 0xDC00);
+                    assert_eq!(JsText::Utf16(lone).to_utf8(), None, "{s:?}");
+                }
+            }
         }
     }
 
