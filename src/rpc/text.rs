@@ -63,6 +63,9 @@ impl JsText {
     }
 }
 
+/// Bytes tested and moved at a time on the ASCII path of [`latin1_in_place`].
+const LATIN1_RUN: usize = 32;
+
 /// Rewrites the UTF-8 `bytes` as Latin-1 in their own buffer (never longer, so writing stays
 /// behind reading). A char above U+00FF stops it: then `Err((bytes, written, read))`, where
 /// `bytes[..written]` is the Latin-1 of `bytes[..read]`'s chars and `bytes[read..]` is still
@@ -71,30 +74,39 @@ fn latin1_in_place(mut bytes: Vec<u8>) -> Result<Vec<u8>, (Vec<u8>, usize, usize
     let len = bytes.len();
     let (mut read, mut write) = (0, 0);
     while read < len {
-        // ASCII, eight bytes at a time; while nothing was shortened, there is nothing to move.
-        while read + 8 <= len {
-            let word = u64::from_ne_bytes(bytes[read..read + 8].try_into().unwrap_or_default());
-            if word & 0x8080_8080_8080_8080 != 0 {
+        // ASCII, LATIN1_RUN bytes at a time; while nothing was shortened, there is nothing to
+        // move.
+        while let Some(chunk) = bytes.get(read..read + LATIN1_RUN) {
+            let any_high = chunk
+                .chunks_exact(8)
+                .map(|word| u64::from_ne_bytes(word.try_into().unwrap_or([0x80; 8])))
+                .fold(0, |acc, word| acc | word);
+            if any_high & 0x8080_8080_8080_8080 != 0 {
                 break;
             }
             if write != read {
-                bytes[write..write + 8].copy_from_slice(&word.to_ne_bytes());
+                bytes.copy_within(read..read + LATIN1_RUN, write);
             }
-            read += 8;
-            write += 8;
+            read += LATIN1_RUN;
+            write += LATIN1_RUN;
         }
-        let Some(&b) = bytes.get(read) else { break };
-        if b < 0x80 {
-            bytes[write] = b;
-            read += 1;
-        } else if b == 0xC2 || b == 0xC3 {
-            // U+0080..=U+00FF: two bytes, 110000xx 10xxxxxx.
-            bytes[write] = ((b & 0x03) << 6) | (bytes[read + 1] & 0x3F);
-            read += 2;
-        } else {
-            return Err((bytes, write, read));
+        // The run that stopped it (or the tail), a char at a time; then whole runs again. (Back
+        // to the run test after every char instead tested the same bytes again and again.)
+        let end = (read + LATIN1_RUN).min(len);
+        while read < end {
+            let b = bytes[read];
+            if b < 0x80 {
+                bytes[write] = b;
+                read += 1;
+            } else if b == 0xC2 || b == 0xC3 {
+                // U+0080..=U+00FF: two bytes, 110000xx 10xxxxxx.
+                bytes[write] = ((b & 0x03) << 6) | (bytes[read + 1] & 0x3F);
+                read += 2;
+            } else {
+                return Err((bytes, write, read));
+            }
+            write += 1;
         }
-        write += 1;
     }
     bytes.truncate(write);
     Ok(bytes)
@@ -184,6 +196,24 @@ mod tests {
                 assert_eq!(bytes, expected);
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn latin1_and_wider_chars_at_every_offset_of_an_ascii_run() {
+        let pad = "p".repeat(TRANSCODE_MIN_BYTES);
+        for before in 0..2 * LATIN1_RUN + 2 {
+            for after in [0, 1, LATIN1_RUN - 1, LATIN1_RUN + 3] {
+                let (a, b) = ("a".repeat(before), "b".repeat(after));
+                let s = format!("{pad}{a}ü{b}ÿ{b}");
+                let latin1: Vec<u8> = s.chars().map(|c| c as u32 as u8).collect();
+                assert_eq!(JsText::for_js(s.clone()), JsText::Latin1(latin1), "{s:?}");
+                for wide in ["€", "😀"] {
+                    let s = format!("{pad}{a}ü{b}{wide}{b}é");
+                    let units = s.encode_utf16().collect();
+                    assert_eq!(JsText::for_js(s.clone()), JsText::Utf16(units), "{s:?}");
+                }
+            }
         }
     }
 
