@@ -496,6 +496,9 @@ impl Scheduler {
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             let limit = timeout::running_limit(command.name(), start, timeout);
             let mut ctx = crate::rpc::Context::new(flags, limit, index);
+            if matches!(params, Params::Json(_)) {
+                ctx = ctx.with_json_params();
+            }
             if let Some(progress) = &progress {
                 ctx = ctx.reporting_to(progress);
             }

@@ -652,3 +652,34 @@ fn a_call_admitted_while_destroy_runs_is_settled_not_stranded() {
     );
     assert_eq!(p.stats().queued, 0);
 }
+
+/// Answers whether its context says the params were parsed from JSON text.
+struct SaysJsonParams;
+
+impl crate::rpc::Command for SaysJsonParams {
+    fn name(&self) -> &'static str {
+        "says_json_params"
+    }
+    fn params(&self) -> &'static str {
+        "..."
+    }
+    fn summary(&self) -> &'static str {
+        "whether the params came as JSON text"
+    }
+    fn run(&self, _: Vec<Value>, ctx: &crate::rpc::Context) -> Result<Value, RpcError> {
+        Ok(Value::Bool(ctx.json_params()))
+    }
+}
+
+#[test]
+fn a_command_is_told_when_its_params_were_parsed_from_json_text() {
+    let mut registry = crate::rpc::Registry::new();
+    registry.register(SaysJsonParams);
+    let p = Pool::new(Options::default(), registry).unwrap();
+    let (o, rx) = origin();
+    let text = crate::rpc::JsText::Utf8(r#"[{"a":[1,"x"]}]"#.into());
+    p.call(&o, 1, "says_json_params", Params::Json(text), None);
+    assert_eq!(recv(&rx), (1, Ok(Value::Bool(true))));
+    p.call(&o, 2, "says_json_params", vec![Value::Null], None);
+    assert_eq!(recv(&rx), (2, Ok(Value::Bool(false))));
+}
