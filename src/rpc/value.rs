@@ -24,6 +24,21 @@ pub struct Map {
 /// Longest key kept inline: a `Key` is then as big as a `String`.
 const INLINE: usize = 22;
 
+/// Row `n`: `n` bytes of 0xFF, then zeros (the mask that keeps the first `n` bytes of a window).
+const KEEP_FIRST: [[u8; INLINE]; INLINE + 1] = {
+    let mut rows = [[0; INLINE]; INLINE + 1];
+    let mut n = 0;
+    while n <= INLINE {
+        let mut i = 0;
+        while i < n {
+            rows[n][i] = 0xFF;
+            i += 1;
+        }
+        n += 1;
+    }
+    rows
+};
+
 /// An object key. Nearly all keys are short, and those live inline, so that building, cloning
 /// and dropping an object costs no allocation per key and comparing keys needs no pointer
 /// chasing; longer keys go on the heap.
@@ -65,10 +80,11 @@ impl Key {
         let key = &text[at..at + len];
         match text.as_bytes().get(at..at + INLINE) {
             Some(window) if len <= INLINE => {
-                // Branch-free, so that it compiles to vector compares and masks.
+                // Masked by a table row, so that it compiles to a vector AND (a mask computed
+                // per byte compiled to 22 scalar compares gathered into a vector).
                 let mut bytes = [0; INLINE];
-                for ((to, from), i) in bytes.iter_mut().zip(window).zip(0..) {
-                    *to = *from & u8::from(i < len as u8).wrapping_neg();
+                for ((to, from), keep) in bytes.iter_mut().zip(window).zip(&KEEP_FIRST[len]) {
+                    *to = *from & *keep;
                 }
                 Key::Inline {
                     len: len as u8,
@@ -635,5 +651,22 @@ mod tests {
         assert_eq!(m.remove(&long), Some(Value::from(long.as_str())));
         assert_eq!(m.len(), 5);
         assert_eq!(m.clone(), m);
+    }
+
+    #[test]
+    fn a_key_read_from_text_is_the_key_made_from_its_str() {
+        // Every length around the inline limit, at every offset, with text after the key (which
+        // the window reads and the mask must drop) and without (no whole window left).
+        let text = "abcdefghijklmnopqrstuvwxyz0123456789".repeat(2);
+        for at in 0..INLINE {
+            for len in 0..=INLINE + 2 {
+                for text in [&text[..at + len], text.as_str()] {
+                    let key = &text[at..at + len];
+                    let read = Key::in_text(text, at, len);
+                    assert_eq!(read, Key::new(key), "{key:?}");
+                    assert_eq!(read.as_str(), key);
+                }
+            }
+        }
     }
 }
