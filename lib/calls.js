@@ -176,7 +176,7 @@ function settle(batch) {
       }
       const place = batch[i + 3];
       const start = Math.floor(place / contract.sliceSpan);
-      call.resolve(batch[i + 2].subarray(start, start + (place % contract.sliceSpan)));
+      call.resolve(slab.subarray(start, start + (place % contract.sliceSpan)));
     } else call.reject(new RpcError(code, batch[i + 2], batch[i + 3]));
   }
 }

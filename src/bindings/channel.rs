@@ -619,7 +619,8 @@ impl Slabs {
         let fits = matches!(self.current, Some((_, _, size, used)) if size - used >= bytes.len());
         if !fits {
             self.seal();
-            let size = self.left.clamp(bytes.len(), SLAB_BYTES.max(bytes.len()));
+            // SLICE_MAX <= SLAB_BYTES (contract.rs), so the bounds are in order.
+            let size = self.left.clamp(bytes.len(), SLAB_BYTES);
             let mut data = ptr::null_mut();
             let mut buffer = ptr::null_mut();
             // `data` receives `size` writable bytes.
