@@ -104,16 +104,10 @@ pub fn render_in_scope(env: Env, token: f64, text: Unknown) -> NapiResult<RawVal
         // SAFETY: the pointer is registered only while the `section` call that made the
         // closure is on this thread's stack (see `Live`), and this runs on that thread.
         let render = unsafe { &*render };
-        render(&text).map(Output::Text)
+        render(&text).map(Value::String)
     })();
     // SAFETY: as above.
     unsafe { answer(env, outcome) }
-}
-
-/// What the two functions above return.
-enum Output {
-    Text(String),
-    Bytes(Vec<u8>),
 }
 
 /// The JavaScript value of an outcome: the output, `[code, message]`, or (a function threw)
@@ -121,7 +115,7 @@ enum Output {
 ///
 /// # Safety
 /// Must run on `env`'s JS thread.
-unsafe fn answer(env: sys::napi_env, outcome: Result<Output, RpcError>) -> NapiResult<RawValue> {
+unsafe fn answer(env: sys::napi_env, outcome: Result<Value, RpcError>) -> NapiResult<RawValue> {
     let mut pending = false;
     // SAFETY: caller contract.
     unsafe { sys::napi_is_exception_pending(env, &mut pending) };
@@ -130,9 +124,7 @@ unsafe fn answer(env: sys::napi_env, outcome: Result<Output, RpcError>) -> NapiR
     }
     let made = match outcome {
         // SAFETY: caller contract.
-        Ok(Output::Text(text)) => unsafe { to_js(env, &Value::String(text)) },
-        // SAFETY: caller contract.
-        Ok(Output::Bytes(bytes)) => unsafe { to_js(env, &Value::Buffer(bytes)) },
+        Ok(output) => unsafe { to_js(env, &output) },
         Err(e) => {
             let pair = Value::Array(vec![
                 Value::Number(f64::from(e.code.code())),
@@ -153,7 +145,7 @@ unsafe fn finish(
     pending: sys::napi_value,
     handles: sys::napi_value,
     helpers: sys::napi_value,
-) -> Result<Output, RpcError> {
+) -> Result<Value, RpcError> {
     let mut data = ptr::null_mut();
     // SAFETY: caller contract; a value that is not an external fails here.
     let status = unsafe { sys::napi_get_value_external(env, pending, &mut data) };
@@ -174,11 +166,7 @@ unsafe fn finish(
     // SAFETY: caller contract.
     let host = unsafe { JsHost::new(env, &finishing, handles, helpers) }?;
     let out = finishing.fill(&host)?;
-    Ok(if unfinished.wants_bytes() {
-        Output::Bytes(out.into_bytes())
-    } else {
-        Output::Text(out)
-    })
+    Ok(unfinished.output().value(out))
 }
 
 fn internal(why: &str) -> RpcError {

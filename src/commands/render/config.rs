@@ -35,6 +35,16 @@ pub enum Output {
     Buffer,
 }
 
+impl Output {
+    /// The render's result `out` in this form.
+    pub fn value(self, out: String) -> Value {
+        match self {
+            Output::String => Value::String(out),
+            Output::Buffer => Value::Buffer(out.into_bytes()),
+        }
+    }
+}
+
 /// What the data param is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Data {

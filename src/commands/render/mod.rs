@@ -49,7 +49,7 @@ use crate::rpc::json::Unparsed;
 use crate::rpc::value::Pending;
 use crate::rpc::{params, Command, Context, ErrorCode, Map, RpcError, Value};
 use cache::TemplateCache;
-use config::{Config, Data, Output};
+use config::{Config, Data};
 use functions::pending::{PendingRender, Recorder};
 use std::sync::Arc;
 
@@ -103,7 +103,7 @@ impl Command for Render {
         if !functions {
             let (out, done) = writer::render(template, data, partials, &config, cache, None, ctx);
             done?;
-            return Ok(output(out, config.output));
+            return Ok(config.output.value(out));
         }
         let recorder = Recorder::default();
         let (out, done) = writer::render(
@@ -116,7 +116,7 @@ impl Command for Render {
             ctx,
         );
         let error = match done {
-            Ok(()) if recorder.is_empty() => return Ok(output(out, config.output)),
+            Ok(()) if recorder.is_empty() => return Ok(config.output.value(out)),
             Ok(()) => None,
             // Too many slots: no function is called for a render that cannot finish.
             Err(e) if recorder.is_empty() || stopped(&e) || recorder.is_full() => return Err(e),
@@ -152,14 +152,6 @@ fn parse_json_data(data: Option<&Value>) -> Result<Value, RpcError> {
             Unparsed::TooDeep => format!("render: data, JSON text (config.data is 'json'): {why}"),
         })
     })
-}
-
-/// The result in the form `config.output` asks for.
-fn output(out: String, form: Output) -> Value {
-    match form {
-        Output::String => Value::String(out),
-        Output::Buffer => Value::Buffer(out.into_bytes()),
-    }
 }
 
 /// Whether `e` says the call was stopped (abort, timeout, destroy): that ends it at once, even

@@ -267,9 +267,9 @@ impl Unfinished {
         }
     }
 
-    /// Whether the output is wanted as bytes.
-    pub fn wants_bytes(&self) -> bool {
-        self.0.config.output == Output::Buffer
+    /// The form the output is wanted in.
+    pub fn output(&self) -> Output {
+        self.0.config.output
     }
 }
 
