@@ -4,7 +4,9 @@
 //! RpcErrors delivered like any other outcome, so `exec`/`call` never throw synchronously.
 
 use super::channel::{lock, Channel, Inbox};
-use super::contract::{CALL_CANCELLABLE, CALL_FUNCTIONS, CALL_JSON_PARAMS, CALL_PROGRESS};
+use super::contract::{
+    CALL_CANCELLABLE, CALL_FUNCTIONS, CALL_JSON_LATIN1, CALL_JSON_PARAMS, CALL_PROGRESS,
+};
 use super::convert::{self, FromJs};
 use super::serve::{self, NativeServer};
 use crate::commands;
@@ -867,12 +869,16 @@ unsafe extern "C" fn hot_call(
             // SAFETY: as above.
             let timeout = unsafe { call_timeout(env, argv[3]) }?;
             let params = if flags & CALL_JSON_PARAMS != 0 {
-                // SAFETY: as above; index.js passes a string with this flag. Read as UTF-16: a
-                // copy here; the worker decodes it (see `rpc::text`).
-                Params::Json(JsText::Utf16(
-                    unsafe { convert::string_utf16(env, argv[2]) }
-                        .map_err(RpcError::invalid_params)?,
-                ))
+                // Read as Latin-1 when lib/params.js says every unit fits a byte, else as
+                // UTF-16: a copy here either way; the worker decodes it (see `rpc::text`).
+                let text = if flags & CALL_JSON_LATIN1 != 0 {
+                    // SAFETY: as above; lib/params.js passes a string with this flag.
+                    unsafe { convert::string_latin1(env, argv[2]) }.map(JsText::Latin1)
+                } else {
+                    // SAFETY: as above.
+                    unsafe { convert::string_utf16(env, argv[2]) }.map(JsText::Utf16)
+                };
+                Params::Json(text.map_err(RpcError::invalid_params)?)
             } else {
                 // SAFETY: as above.
                 Params::Values(unsafe { from.params(argv[2]) }?)

@@ -57,10 +57,38 @@ impl JsText {
         use std::borrow::Cow;
         match self {
             JsText::Utf8(s) => Some(Cow::Borrowed(s)),
-            JsText::Latin1(bytes) => Some(Cow::Owned(bytes.iter().map(|&b| b as char).collect())),
+            JsText::Latin1(bytes) => Some(Cow::Owned(latin1_to_utf8(bytes))),
             JsText::Utf16(units) => utf16_to_utf8(units).map(Cow::Owned),
         }
     }
+}
+
+/// Latin-1 to UTF-8: each ASCII run (found 8 bytes at a time) is copied at once; a byte above
+/// 0x7F becomes two.
+fn latin1_to_utf8(bytes: &[u8]) -> String {
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + bytes.len() / 8);
+    let mut at = 0;
+    while at < bytes.len() {
+        let start = at;
+        while let Some(word) = bytes.get(at..at + 8) {
+            let w = u64::from_ne_bytes(word.try_into().unwrap_or([0x80; 8]));
+            if w & 0x8080_8080_8080_8080 != 0 {
+                break;
+            }
+            at += 8;
+        }
+        while at < bytes.len() && bytes[at] < 0x80 {
+            at += 1;
+        }
+        out.extend_from_slice(&bytes[start..at]);
+        while at < bytes.len() && bytes[at] >= 0x80 {
+            let b = bytes[at];
+            out.extend_from_slice(&[0xC0 | (b >> 6), 0x80 | (b & 0x3F)]);
+            at += 1;
+        }
+    }
+    // Every byte pushed is ASCII or a whole two-byte char.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Bytes tested and moved at a time on the ASCII path of [`latin1_in_place`].
@@ -214,6 +242,30 @@ mod tests {
                     assert_eq!(JsText::for_js(s.clone()), JsText::Utf16(units), "{s:?}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn latin1_decodes_at_every_offset_of_an_ascii_run() {
+        for before in 0..3 * LATIN1_RUN + 2 {
+            for high in [&[0x80u8][..], &[0xFF, 0xE9], &[0xC3, 0xA9, 0x00]] {
+                let mut bytes = vec![b'a'; before];
+                bytes.extend_from_slice(high);
+                bytes.extend(std::iter::repeat_n(b'z', before % (LATIN1_RUN + 5)));
+                let expected: String = bytes.iter().map(|&b| char::from(b)).collect();
+                let text = JsText::Latin1(bytes);
+                assert_eq!(text.to_utf8().as_deref(), Some(expected.as_str()));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn latin1_decodes_as_its_chars(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let expected: String = bytes.iter().map(|&b| char::from(b)).collect();
+            let text = JsText::Latin1(bytes);
+            let decoded = text.to_utf8().map(|s| s.into_owned());
+            proptest::prop_assert_eq!(decoded, Some(expected));
         }
     }
 

@@ -356,13 +356,48 @@ pub unsafe fn string_utf16(env: sys::napi_env, v: sys::napi_value) -> Converted<
     let mut buf: Vec<u16> = Vec::new();
     buf.try_reserve_exact(len + 1)
         .map_err(|_| format!("no memory to read a string of {len} UTF-16 units"))?;
-    buf.resize(len + 1, 0);
     let mut written = 0usize;
     napi_try!(
         env,
         sys::napi_get_value_string_utf16(env, v, buf.as_mut_ptr(), len + 1, &mut written),
         "reading a string"
     );
-    buf.truncate(written);
+    if written > len {
+        return Err("a string was misread".into());
+    }
+    // SAFETY: Node-API wrote `written` units (then a NUL, left out) at the start of the
+    // buffer, within its `len + 1` units of capacity (checked above).
+    unsafe { buf.set_len(written) };
+    Ok(buf)
+}
+
+/// The string `v` as Latin-1, one byte per UTF-16 unit: a plain copy on the JS thread when V8
+/// stores it as one byte per unit. Units above 0xFF would be cut to their low byte, so the
+/// caller must know there are none (lib/params.js tests the text).
+///
+/// # Safety
+/// `v` must be a string of the live `env`, on its JS thread.
+pub unsafe fn string_latin1(env: sys::napi_env, v: sys::napi_value) -> Converted<Vec<u8>> {
+    let mut len = 0usize;
+    napi_try!(
+        env,
+        sys::napi_get_value_string_latin1(env, v, ptr::null_mut(), 0, &mut len),
+        "measuring a string"
+    );
+    let mut buf: Vec<u8> = Vec::new();
+    buf.try_reserve_exact(len + 1)
+        .map_err(|_| format!("no memory to read a string of {len} characters"))?;
+    let mut written = 0usize;
+    napi_try!(
+        env,
+        sys::napi_get_value_string_latin1(env, v, buf.as_mut_ptr().cast(), len + 1, &mut written),
+        "reading a string"
+    );
+    if written > len {
+        return Err("a string was misread".into());
+    }
+    // SAFETY: Node-API wrote `written` bytes (then a NUL, left out) at the start of the
+    // buffer, within its `len + 1` bytes of capacity (checked above).
+    unsafe { buf.set_len(written) };
     Ok(buf)
 }
