@@ -33,12 +33,11 @@ function isStringObject(v) {
 }
 
 /**
- * Counts the values in `v` if JSON text carries it unchanged, else returns -1 (then the
- * value-by-value path converts it, or refuses it with the precise error), or TOO_MANY. A value
- * with a `toJSON` method is not carried unchanged: JSON would send what the method returns.
+ * A leaf's count: 1 for a value JSON text carries unchanged, -1 for one it does not, 0 for an
+ * object (counted by plainJsonSize). Leaves are counted in their container's loop, without a
+ * call of plainJsonSize each (a fifth of the walk's time on a 200-row table).
  */
-function plainJsonSize(v, depth) {
-  if (--budget < 0) return TOO_MANY;
+function leafSize(v) {
   switch (typeof v) {
     case 'string': // JSON.stringify escapes lone surrogates; the native parse makes them U+FFFD
     case 'boolean':
@@ -47,38 +46,59 @@ function plainJsonSize(v, depth) {
     case 'number':
       // JSON has no NaN, Infinity or -0.
       return Number.isFinite(v) && (v !== 0 || 1 / v > 0) ? 1 : -1;
-    case 'object': {
-      if (v === null) return 1;
-      if (depth >= contract.jsonMaxDepth || typeof v.toJSON === 'function') return -1;
-      let n = 1;
-      if (Array.isArray(v)) {
-        if (!(v.length <= budget)) return TOO_MANY;
-        for (let i = 0; i < v.length; i++) {
-          const c = plainJsonSize(v[i], depth + 1);
-          if (c < 0) return c;
-          n += c;
-        }
-        return n;
-      }
-      const proto = Object.getPrototypeOf(v);
-      if (proto !== Object.prototype && proto !== null) return -1;
-      // A typed array given a plain prototype: never listed index by index (2^30 of them).
-      if (ArrayBuffer.isView(v)) return -1;
-      // Nor a String object: it has a key per character, and no conversion lists them.
-      if (typeof v.length === 'number' && isStringObject(v)) return STRING_OBJECT;
-      for (const k in v) {
-        const item = v[k];
-        // JSON drops a key whose value is undefined; the value-by-value path keeps it (as null).
-        if (item === undefined) return -1;
-        const c = plainJsonSize(item, depth + 1);
-        if (c < 0) return c;
-        n += c;
-      }
-      return n;
-    }
+    case 'object':
+      return v === null ? 1 : 0;
     default:
       return -1;
   }
+}
+
+/**
+ * Counts the values in `v` if JSON text carries it unchanged, else returns -1 (then the
+ * value-by-value path converts it, or refuses it with the precise error), or TOO_MANY. A value
+ * with a `toJSON` method is not carried unchanged: JSON would send what the method returns.
+ */
+function plainJsonSize(v, depth) {
+  if (--budget < 0) return TOO_MANY;
+  const leaf = leafSize(v);
+  return leaf !== 0 ? leaf : objectSize(v, depth);
+}
+
+/** plainJsonSize of the object `v` (not null), counted already against the budget. */
+function objectSize(v, depth) {
+  if (depth >= contract.jsonMaxDepth || typeof v.toJSON === 'function') return -1;
+  let n = 1;
+  if (Array.isArray(v)) {
+    const length = v.length;
+    if (!(length <= budget)) return TOO_MANY;
+    budget -= length;
+    for (let i = 0; i < length; i++) {
+      const item = v[i];
+      let c = leafSize(item);
+      // An undefined item is written as null, as the value-by-value path sends it.
+      if (c === 0) c = objectSize(item, depth + 1);
+      if (c < 0) return c;
+      n += c;
+    }
+    return n;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return -1;
+  // A typed array given a plain prototype: never listed index by index (2^30 of them).
+  if (ArrayBuffer.isView(v)) return -1;
+  // Nor a String object: it has a key per character, and no conversion lists them.
+  if (typeof v.length === 'number' && isStringObject(v)) return STRING_OBJECT;
+  for (const k in v) {
+    if (--budget < 0) return TOO_MANY;
+    const item = v[k];
+    // JSON drops a key whose value is undefined; the value-by-value path keeps it (as null).
+    if (item === undefined) return -1;
+    let c = leafSize(item);
+    if (c === 0) c = objectSize(item, depth + 1);
+    if (c < 0) return c;
+    n += c;
+  }
+  return n;
 }
 
 /**
