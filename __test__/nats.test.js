@@ -159,6 +159,54 @@ maybe('corepool/nats request/reply', () => {
     await nc2.close();
   });
 
+  test('messages go to the hosts in turn, least busy first, each to its own subject', async () => {
+    const nc2 = await connectTo(server.url);
+    const [a, b] = [await serve(pool, nc, { name: 'turns' }), await serve(pool, nc2, { name: 'turns' })];
+    const client = new RemotePool(nc, { name: 'turns' });
+    const evenly = new RemotePool(nc, { name: 'turns', maxBatch: 1 });
+    try {
+      expect((await client.hosts()).length).toBe(2);
+      // One message at a time: each goes to the host whose turn it is (a queue group picks at
+      // random, and 20 in strict turns by chance would be 1 in 2^19).
+      const order = [];
+      for (let i = 0; i < 20; i++) {
+        const before = a.stats().data.messages;
+        expect(await client.exec('echo', i)).toBe(i);
+        order.push(a.stats().data.messages > before ? 'a' : 'b');
+      }
+      expect(['ab'.repeat(10), 'ba'.repeat(10)]).toContain(order.join(''));
+      // Many at once: spread evenly (maxBatch 1: a message per call).
+      await evenly.hosts();
+      const [ma, mb] = [a.stats().data.messages, b.stats().data.messages];
+      await Promise.all(Array.from({ length: 40 }, (_, i) => evenly.call('sleep', [5]).then(() => i)));
+      expect([a.stats().data.messages - ma, b.stats().data.messages - mb]).toEqual([20, 20]);
+    } finally {
+      await Promise.all([a.close(), b.close(), client.close(), evenly.close()]);
+      await nc2.close();
+    }
+  });
+
+  test('a host gone since the last survey: its messages go to the others, and none fails; with none left, Unavailable', async () => {
+    const nc2 = await connectTo(server.url);
+    const nc3 = await connectTo(server.url);
+    const [a, b, c] = [await serve(pool, nc, { name: 'gone' }), await serve(pool, nc2, { name: 'gone' }), await serve(pool, nc3, { name: 'gone' })];
+    const client = new RemotePool(nc, { name: 'gone' });
+    try {
+      expect((await client.hosts()).length).toBe(3);
+      await b.close();
+      await c.close();
+      const before = a.stats().data.messages;
+      // Messages sent straight to b or c hear "no responders" and go to another host.
+      for (let i = 0; i < 6; i++) expect(await client.exec('echo', i)).toBe(i);
+      expect(a.stats().data.messages - before).toBe(6);
+      await a.close();
+      expect(await codeOf(client.exec('echo', 1))).toBe(C.Unavailable);
+    } finally {
+      await Promise.all([a.close(), b.close(), c.close(), client.close()]);
+      await Promise.all([nc2.close(), nc3.close()]);
+    }
+  });
+
   test('params beyond the max payload are refused clearly; results beyond it are InternalError', async () => {
     const max = nc.info.max_payload;
     const e = await remote.exec('echo', 'x'.repeat(max)).catch((x) => x);

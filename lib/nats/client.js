@@ -14,8 +14,12 @@
 //   `maxBatch` calls and the server's max payload each, so many small calls cost few messages;
 //   a lone call travels as a lone request, with no added wait. While fewer messages are in
 //   flight than hosts answered the last $SRV.PING (asked every SURVEY_MS while calls are made),
-//   a tick's calls are split into one message per host without one, so that the queue group
-//   can spread them over the hosts.
+//   a tick's calls are split into one message per host without one.
+// - With two or more hosts known from that survey, each message goes to one host's own subject
+//   (names.js: host): the one with the fewest of this client's messages in flight, taking
+//   turns among equals; the count of each host is the messages sent to it and not settled.
+//   "No responders" for such a message (its host left) drops that host and sends it again the
+//   same way; with fewer than two hosts known, messages go to the queue group.
 // - Every call settles exactly once: by its answer, its timeout, its signal, its host's silence
 //   or the connection's end — whichever comes first; later news of it is dropped.
 // - A message a host refused as busy is sent again after a short, growing, random pause,
@@ -36,6 +40,8 @@ const CALL_OPTIONS = ['signal', 'timeout'];
 const MAP_OPTIONS = ['settle', 'onProgress', 'signal', 'timeout', 'concurrency'];
 /** How often the number of hosts is asked again, while calls are made (ms). */
 const SURVEY_MS = 5000;
+/** A host id that can be a subject token (hosts make theirs in base64url). */
+const HOST_ID = /^[A-Za-z0-9_-]{1,64}$/;
 /** Longest pause before a message refused as busy is sent again. */
 const MAX_BACKOFF_MS = 50;
 
@@ -57,6 +63,16 @@ class Call {
 }
 
 /** One message sent: its calls, or for handle(), the one resolver of its answer text. */
+/** The services id in a $SRV.PING answer, if it can be a subject token; else null. */
+function hostId(msg) {
+  try {
+    const id = JSON.parse(msg.string())?.id;
+    return typeof id === 'string' && HOST_ID.test(id) ? id : null;
+  } catch {
+    return null;
+  }
+}
+
 class Message {
   constructor(seq, text, calls, answer) {
     this.seq = seq;
@@ -68,6 +84,8 @@ class Message {
     this.answer = answer; // handle(): (text) => void
     this.lastNews = 0;
     this.busy = 0;
+    /** The host it was sent to (its id), or null: sent to the queue group. */
+    this.host = null;
   }
 }
 
@@ -96,6 +114,10 @@ class RemotePool {
   #cancels = new Map();
   /** Hosts that answered the last $SRV.PING (1 until one is counted). */
   #hostCount = 1;
+  /** Those hosts by id, with the number of messages sent to each and not settled. */
+  #hosts = new Map();
+  /** Where the search for the least busy host starts next (see #pickHost). */
+  #turn = 0;
   #surveyedAt = -Infinity;
 
   /**
@@ -263,6 +285,7 @@ class RemotePool {
   async hosts(ms = 500) {
     const found = await this.#survey('PING', ms);
     this.#hostCount = Math.max(1, found.length);
+    this.#knowHosts(found.map((a) => (typeof a?.id === 'string' && HOST_ID.test(a.id) ? a.id : null)));
     this.#surveyedAt = performance.now();
     return found;
   }
@@ -428,20 +451,66 @@ class RemotePool {
     this.#nc
       .requestMany(`$SRV.PING.${this.#n.name}`, '', { strategy: 'stall', stall: 20, maxWait: 1000 })
       .then(async (answers) => {
-        let n = 0;
-        for await (const m of answers) if (m.data.length > 0) n++;
-        this.#hostCount = Math.max(1, n);
+        const ids = [];
+        for await (const m of answers) {
+          if (m.data.length === 0) continue;
+          ids.push(hostId(m));
+        }
+        this.#hostCount = Math.max(1, ids.length);
+        this.#knowHosts(ids);
       })
       .catch(() => {
         // No hosts, or the connection is down: the count stays until the next survey.
       });
   }
 
+  /**
+   * The hosts the last survey found (ids; null for an answer without a usable one): messages
+   * go to them one by one, least busy first, once there are two; else to the queue group.
+   */
+  #knowHosts(ids) {
+    const hosts = new Map();
+    if (ids.length > 1 && ids.every((id) => id !== null)) for (const id of ids) hosts.set(id, this.#hosts.get(id) ?? 0);
+    this.#hosts = hosts;
+  }
+
+  /** The id of a host with the fewest messages in flight, taking turns among equals; or null. */
+  #pickHost() {
+    if (this.#hosts.size < 2) return null;
+    const ids = [...this.#hosts.keys()];
+    let best = null;
+    let least = Infinity;
+    for (let k = 0; k < ids.length; k++) {
+      const id = ids[(this.#turn + k) % ids.length];
+      const n = this.#hosts.get(id);
+      if (n < least) {
+        least = n;
+        best = id;
+      }
+    }
+    this.#turn = (this.#turn + 1) % ids.length;
+    return best;
+  }
+
+  /** `m` is no longer in flight on its host. */
+  #release(m) {
+    if (m.host === null) return;
+    const n = this.#hosts.get(m.host);
+    if (n !== undefined) this.#hosts.set(m.host, n - 1);
+    m.host = null;
+  }
+
   #send(m) {
     this.#messages.set(m.seq, m);
     m.lastNews = performance.now();
+    this.#release(m);
+    const host = this.#pickHost();
+    if (host !== null) {
+      m.host = host;
+      this.#hosts.set(host, this.#hosts.get(host) + 1);
+    }
     try {
-      this.#nc.publish(this.#n.subject, m.text, { reply: `${this.#prefix}.${m.seq}` });
+      this.#nc.publish(host === null ? this.#n.subject : this.#n.host(host), m.text, { reply: `${this.#prefix}.${m.seq}` });
     } catch (e) {
       this.#fail(m, new RpcError(CODES.Unavailable, `the message could not be sent to NATS: ${errorText(e)}`));
       return;
@@ -476,6 +545,15 @@ class RemotePool {
         return;
       }
       if (h.code === 503 && msg.data.length === 0) {
+        if (m.host !== null) {
+          // Its host is gone since the survey (no host got the message): ask the queue group,
+          // and the hosts again.
+          this.#hosts.delete(m.host);
+          m.host = null;
+          this.#surveyedAt = -Infinity;
+          this.#send(m);
+          return;
+        }
         this.#fail(m, new RpcError(CODES.Unavailable, `no host serves '${this.#n.subject}' (NATS: no responders)`));
         return;
       }
@@ -543,6 +621,7 @@ class RemotePool {
    * keeps what its entries reach alive until a full GC: a message keeps nothing big once done.)
    */
   #forget(m) {
+    this.#release(m);
     this.#messages.delete(m.seq);
     m.text = '';
   }

@@ -143,6 +143,8 @@ class Host {
   #id = crypto.randomBytes(12).toString('base64url');
   #started = new Date().toISOString();
   #rpc = null;
+  /** The subscription to this host's own subject (names.js: host), for messages sent to it. */
+  #direct = null;
   #cancels = null;
   #admin = [];
   #jobs = null;
@@ -196,6 +198,7 @@ class Host {
   /** Subscribes, and starts the job worker. */
   async start() {
     this.#rpc = this.#nc.subscribe(this.#n.subject, { queue: this.#queue, callback: this.#onRequest });
+    this.#direct = this.#nc.subscribe(this.#n.host(this.#id), { callback: this.#onRequest });
     this.#cancels = this.#nc.subscribe(this.#n.cancel, { callback: this.#onCancel });
     const n = this.#n;
     for (const verb of ['PING', 'INFO', 'STATS']) {
@@ -392,7 +395,7 @@ class Host {
    */
   close() {
     this.#closing ??= (async () => {
-      await this.#rpc?.drain().catch(() => {});
+      await Promise.all([this.#rpc, this.#direct].map((sub) => sub?.drain().catch(() => {})));
       await this.#jobs?.stop();
       await this.#drained();
       this.#cancels?.unsubscribe();

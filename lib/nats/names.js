@@ -3,6 +3,8 @@
 // place, so hosts and clients always agree:
 //
 //   <subject>                     JSON-RPC calls, a queue group of the hosts
+//   <subject>.host.<id>           JSON-RPC calls for one host (its services id), which a
+//                                 client sends to spread messages evenly over the hosts
 //   <subject>.cancel              cancels of calls whose caller gave up on them, heard by
 //                                 every host (lib/nats/wire.js says what they hold)
 //   $SRV.{PING,INFO,STATS}[.<name>[.<id>]]  the NATS services protocol (discovery, stats)
@@ -32,6 +34,7 @@ function names(name, subject) {
     name,
     subject,
     cancel: `${subject}.cancel`,
+    host: (id) => `${subject}.host.${id}`,
     jobs: `${subject}.jobs`,
     results: `${subject}.results`,
     dead: `${subject}.dead`,
