@@ -119,6 +119,32 @@ describe('calls', () => {
     expect(await pool.exec('echo', [undefined, 1])).toEqual([null, 1]);
   });
 
+  test('small params holding objects (JSON text, a leading string as it is) arrive whole and in order, natively and to served methods', async () => {
+    // A served method gets its params, then its call's context.
+    const server = pool.serve({ argsOf: (...a) => a.slice(0, -1) });
+    try {
+      const cases = [
+        [['tpl {{x}}', { x: 1, y: [1, 'ü', null] }], null],
+        // Lone surrogates become U+FFFD, in the leading string and in the JSON text alike;
+        // undefined in the params array is null, as value by value.
+        [['x\ud800y', { lone: 'a\udc00', nested: { deep: [[{ e: '€😀' }]] } }, undefined, ['{{', '}}']], ['x\ufffdy', { lone: 'a\ufffd', nested: { deep: [[{ e: '€😀' }]] } }, null, ['{{', '}}']]],
+        [[{ first: 'an object' }, 'then a string'], null],
+        [['', []], null],
+        [['only a string'], null],
+        [['a', 'b', 1, true, null], null],
+      ];
+      for (const [params, expected = null] of cases) {
+        const want = expected ?? params;
+        expect(await pool.exec('argsOf', ...params)).toEqual(want);
+      }
+      // A native command's params, the same way.
+      expect(await pool.exec('render', 'x\ud800 {{x}}|{{y.1}}', { x: 1, y: [1, 'ü'] })).toBe('x\ufffd 1|ü');
+      expect(await pool.exec('render', '<%x%> {{x}}', { x: '€' }, undefined, ['<%', '%>'])).toBe('€ {{x}}');
+    } finally {
+      await server.close();
+    }
+  });
+
   test('big plain data (sent as JSON text) round-trips exactly like small data', async () => {
     const rows = Array.from({ length: 200 }, (_, i) => ({ id: i, name: `row ${i} ✓`, admin: i % 3 === 0, score: i / 7, tags: ['a', 'b'], none: null }));
     const data = { title: 'Ünïcode "quotes" \\ slashes', rows, nested: { deep: [[[{ x: 1e21 }]]] }, 10: 'numeric key', b: 2, a: 1 };

@@ -1,8 +1,9 @@
 'use strict';
 // How a call's params cross to the native side: value by value (which also produces the
-// precise errors), or, for big plain data, as JSON text — JSON.stringify here and a parse on a
-// pool thread cost the calling thread far less than converting value by value through Node-API
-// (a 200-row table: ~0.3 ms instead of ~2 ms). The threshold, the flag and the rule that counts
+// precise errors), or, for plain data holding an object or many values, as JSON text —
+// JSON.stringify here and a parse on a pool thread cost the calling thread far less than
+// converting value by value through Node-API (a 200-row table: ~0.3 ms instead of ~2 ms; a
+// two-key object: ~0.2 µs instead of ~1 µs). The threshold, the flags and the rule that counts
 // plain values are the contract's (src/bindings/contract.rs, JSON_MIN_VALUES).
 
 const { contract } = require('./native.js');
@@ -64,9 +65,13 @@ function plainJsonSize(v, depth) {
   return leaf !== 0 ? leaf : objectSize(v, depth);
 }
 
+/** Objects and arrays plainJsonSize met in the current walk, the params array included. */
+let objects = 0;
+
 /** plainJsonSize of the object `v` (not null), counted already against the budget. */
 function objectSize(v, depth) {
   if (depth >= contract.jsonMaxDepth || typeof v.toJSON === 'function') return -1;
+  objects++;
   let n = 1;
   if (Array.isArray(v)) {
     const length = v.length;
@@ -102,14 +107,21 @@ function objectSize(v, depth) {
 }
 
 /**
- * What to hand the native call for `params`, and its flags: the array itself, or its JSON text
- * with the jsonParams flag. Throws an RpcError InvalidParams when the text cannot be made (a
- * getter that returns a BigInt on its second read, text longer than a string can be).
+ * What to hand the native call for `params`: `[sent, flags, json]`. Plain params cross as JSON
+ * text when they hold an object or array, or at least jsonMinValues values: JSON.stringify
+ * here and a parse on a pool thread cost the calling thread a few hundred ns for small objects,
+ * against about a µs each value by value. Then, when the first param is a string, it crosses as
+ * it is (`sent`) and `json` is the text of the others (flag jsonAfterString): JSON.stringify
+ * would scan a long template for escapes. Else `sent` is the text (flag jsonParams). Params
+ * that are not plain, or small and flat, cross value by value (`sent` is the array, flags 0).
+ * Throws an RpcError InvalidParams when the text cannot be made (a getter that returns a BigInt
+ * on its second read, text longer than a string can be).
  */
 function wireParams(params) {
   let size;
   try {
     budget = JSON_MAX_VALUES;
+    objects = 0;
     size = params.length > 0 ? plainJsonSize(params, 0) : 0;
   } catch {
     size = -1; // a getter or a trap threw: the native conversion names it precisely
@@ -121,20 +133,24 @@ function wireParams(params) {
   if (size === STRING_OBJECT) {
     throw new RpcError(CODES.InvalidParams, 'params hold a String object whose prototype was replaced, which would cross as a key per character: pass its text (String(value)) instead');
   }
-  if (size < contract.jsonMinValues) return [params, 0];
+  if (size < 0 || (size < contract.jsonMinValues && objects < 2)) return [params, 0, undefined];
+  const first = params[0];
+  const after = typeof first === 'string' && params.length > 1;
   let text;
   try {
-    text = JSON.stringify(params);
+    text = JSON.stringify(after ? params.slice(1) : params);
   } catch (e) {
     throw new RpcError(CODES.InvalidParams, `params cannot be sent: JSON.stringify threw ${errorText(e)}`);
   }
   // One byte per unit: read natively as Latin-1, half the bytes of UTF-16. (V8 answers this at
   // once for a string it stores as one byte per unit: no such string can match.)
-  return [text, NOT_LATIN1.test(text) ? JSON_UTF16 : JSON_LATIN1];
+  const flags = NOT_LATIN1.test(text) ? JSON_UTF16 : JSON_LATIN1;
+  return after ? [first, flags | JSON_AFTER_STRING, text] : [text, flags, undefined];
 }
 
 const NOT_LATIN1 = /[\u0100-\uffff]/;
 const JSON_UTF16 = contract.callFlags.jsonParams;
 const JSON_LATIN1 = contract.callFlags.jsonParams | contract.callFlags.jsonLatin1;
+const JSON_AFTER_STRING = contract.callFlags.jsonAfterString;
 
 module.exports = { wireParams, plainJsonSize };

@@ -291,8 +291,9 @@ class Pool extends EventEmitter {
   #submit(method, params, timeout, signal, onProgress, extraFlags = 0) {
     let sent;
     let flags;
+    let json;
     try {
-      [sent, flags] = wireParams(params);
+      [sent, flags, json] = wireParams(params);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -302,7 +303,7 @@ class Pool extends EventEmitter {
     const call = start(
       this,
       (id) => {
-        this.#handles = this.#call(id, method, sent, timeout, flags) ?? undefined;
+        this.#handles = this.#call(id, method, sent, timeout, flags, json) ?? undefined;
       },
       signal,
       this.#cancel,

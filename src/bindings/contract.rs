@@ -26,6 +26,10 @@ pub(crate) const CALL_FUNCTIONS: u32 = 8;
 /// text is ≤ 0xFF, so it is read as Latin-1 (a copy of V8's one-byte string, half the bytes of
 /// UTF-16).
 pub(crate) const CALL_JSON_LATIN1: u32 = 16;
+/// `flags` bit of the hot call function, with `CALL_JSON_PARAMS`: `params` is the first param,
+/// a string read as it is, and the 6th argument the JSON text of the other params (an array).
+/// (A long template in JSON text would cost JSON.stringify a scan for escapes.)
+pub(crate) const CALL_JSON_AFTER_STRING: u32 = 32;
 /// How the render helper `write` (lib/render.js) makes a tag's text of a value: `'' + value`;
 /// `String(value)`, which the addon then escapes as HTML; `'' + escape(value)`.
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
@@ -50,7 +54,8 @@ pub(crate) const SLICE_SPAN: u32 = 1 << 16;
 const _: () = assert!(SLICE_MAX <= SLAB_BYTES);
 const _: () = assert!(SLAB_BYTES <= SLICE_SPAN as usize);
 /// Params or results of at least this many plain JSON values travel as JSON text, which costs
-/// far less than building them value by value through Node-API. The rule that counts them is
+/// far less than building them value by value through Node-API (params holding an object or
+/// array travel so too, however few: see lib/params.js). The rule that counts them is
 /// `json_size` (`channel.rs`) here and `plainJsonSize` (`lib/params.js`) in JavaScript: values
 /// JSON text carries unchanged (finite numbers but -0, strings, booleans, null, plain arrays and
 /// objects, nesting under JSON_MAX_DEPTH levels); anything else counts as "not plain".
@@ -74,6 +79,7 @@ pub struct CallFlags {
     pub cancellable: u32,
     pub json_params: u32,
     pub json_latin1: u32,
+    pub json_after_string: u32,
     pub progress: u32,
     pub functions: u32,
 }
@@ -160,6 +166,7 @@ pub fn contract() -> Contract {
             cancellable: CALL_CANCELLABLE,
             json_params: CALL_JSON_PARAMS,
             json_latin1: CALL_JSON_LATIN1,
+            json_after_string: CALL_JSON_AFTER_STRING,
             progress: CALL_PROGRESS,
             functions: CALL_FUNCTIONS,
         },

@@ -5,7 +5,8 @@
 
 use super::channel::{lock, Channel, Inbox};
 use super::contract::{
-    CALL_CANCELLABLE, CALL_FUNCTIONS, CALL_JSON_LATIN1, CALL_JSON_PARAMS, CALL_PROGRESS,
+    CALL_CANCELLABLE, CALL_FUNCTIONS, CALL_JSON_AFTER_STRING, CALL_JSON_LATIN1, CALL_JSON_PARAMS,
+    CALL_PROGRESS,
 };
 use super::convert::{self, FromJs};
 use super::serve::{self, NativeServer};
@@ -834,7 +835,7 @@ unsafe extern "C" fn hot_call(
     let mut placed = false;
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: we are inside this function's Node-API callback.
-        let (argv, data) = unsafe { super::callback_args::<5>(env, info) };
+        let (argv, data) = unsafe { super::callback_args::<6>(env, info) };
         // SAFETY: `data` is the Arc<Hot> owned by this function object, alive while it can be
         // called (see `caller`).
         let hot = unsafe { &*(data as *const Hot) };
@@ -869,16 +870,26 @@ unsafe extern "C" fn hot_call(
             // SAFETY: as above.
             let timeout = unsafe { call_timeout(env, argv[3]) }?;
             let params = if flags & CALL_JSON_PARAMS != 0 {
+                let after_string = flags & CALL_JSON_AFTER_STRING != 0;
+                let json = argv[if after_string { 5 } else { 2 }];
                 // Read as Latin-1 when lib/params.js says every unit fits a byte, else as
                 // UTF-16: a copy here either way; the worker decodes it (see `rpc::text`).
                 let text = if flags & CALL_JSON_LATIN1 != 0 {
                     // SAFETY: as above; lib/params.js passes a string with this flag.
-                    unsafe { convert::string_latin1(env, argv[2]) }.map(JsText::Latin1)
+                    unsafe { convert::string_latin1(env, json) }.map(JsText::Latin1)
                 } else {
                     // SAFETY: as above.
-                    unsafe { convert::string_utf16(env, argv[2]) }.map(JsText::Utf16)
-                };
-                Params::Json(text.map_err(RpcError::invalid_params)?)
+                    unsafe { convert::string_utf16(env, json) }.map(JsText::Utf16)
+                }
+                .map_err(RpcError::invalid_params)?;
+                if after_string {
+                    // SAFETY: as above; lib/params.js passes the first param, a string.
+                    let first = unsafe { convert::string(env, argv[2]) }
+                        .map_err(RpcError::invalid_params)?;
+                    Params::JsonAfter(first, text)
+                } else {
+                    Params::Json(text)
+                }
             } else {
                 // SAFETY: as above.
                 Params::Values(unsafe { from.params(argv[2]) }?)

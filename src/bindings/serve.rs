@@ -305,6 +305,11 @@ unsafe fn batch_to_js(
                     // The caller's JSON.stringify text: JSON.parse in the serving thread is
                     // faster than building the values through Node-API.
                     Params::Json(text) => convert::text_to_js(env, &text)?,
+                    // Made whole here (rare for a served method: a string, then small data).
+                    params @ Params::JsonAfter(..) => match params.into_values() {
+                        Ok(values) => convert::to_js(env, &Value::Array(values))?,
+                        Err(e) => return Err(e.message),
+                    },
                 };
                 // What is left of the limit (it counts from `take`), never 0, which says none.
                 let timeout = job.deadline.map_or(0.0, |d| {

@@ -226,6 +226,8 @@ pub enum Params {
     Values(Vec<Value>),
     /// The JSON text of the params array, as read from JavaScript.
     Json(JsText),
+    /// The first param, a string, and the JSON text of the array of the others.
+    JsonAfter(String, JsText),
 }
 
 impl Params {
@@ -233,6 +235,11 @@ impl Params {
     pub fn into_values(self) -> Result<Vec<Value>, RpcError> {
         match self {
             Params::Values(v) => Ok(v),
+            Params::JsonAfter(first, text) => {
+                let mut rest = Params::Json(text).into_values()?;
+                rest.insert(0, Value::String(first));
+                Ok(rest)
+            }
             Params::Json(text) => {
                 let parsed = match text.to_utf8() {
                     Some(utf8) => json::parse(&utf8).map_err(|e| match e {

@@ -123,7 +123,7 @@ impl Scheduler {
                 let token = self.servers.next_token();
                 let views = match &params {
                     Params::Values(values) => values.iter().any(has_view),
-                    Params::Json(_) => false,
+                    Params::Json(_) | Params::JsonAfter(..) => false,
                 };
                 Err((token, views))
             }
@@ -496,7 +496,7 @@ impl Scheduler {
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             let limit = timeout::running_limit(command.name(), start, timeout);
             let mut ctx = crate::rpc::Context::new(flags, limit, index);
-            if matches!(params, Params::Json(_)) {
+            if matches!(params, Params::Json(_) | Params::JsonAfter(..)) {
                 ctx = ctx.with_json_params();
             }
             if let Some(progress) = &progress {

@@ -682,4 +682,39 @@ fn a_command_is_told_when_its_params_were_parsed_from_json_text() {
     assert_eq!(recv(&rx), (1, Ok(Value::Bool(true))));
     p.call(&o, 2, "says_json_params", vec![Value::Null], None);
     assert_eq!(recv(&rx), (2, Ok(Value::Bool(false))));
+    let text = crate::rpc::JsText::Latin1(br#"[{"a":1}]"#.to_vec());
+    p.call(
+        &o,
+        3,
+        "says_json_params",
+        Params::JsonAfter("t".into(), text),
+        None,
+    );
+    assert_eq!(recv(&rx), (3, Ok(Value::Bool(true))));
+}
+
+#[test]
+fn a_leading_string_goes_before_the_params_of_its_json_text() {
+    use crate::rpc::JsText;
+    let after = |first: &str, text: &str| {
+        Params::JsonAfter(first.into(), JsText::Latin1(text.as_bytes().to_vec())).into_values()
+    };
+    let mut object = crate::rpc::Map::new();
+    object.insert("é", Value::Number(1.0));
+    assert_eq!(
+        after("tpl", r#"[{"\u00e9":1},null]"#).unwrap(),
+        vec![
+            Value::String("tpl".into()),
+            Value::Object(object),
+            Value::Null
+        ]
+    );
+    assert_eq!(
+        after("only", "[]").unwrap(),
+        vec![Value::String("only".into())]
+    );
+    for bad in ["{}", "[1", "null"] {
+        let e = after("t", bad).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidParams, "{bad}");
+    }
 }
