@@ -347,6 +347,11 @@ describe('9. nothing thrown between tracking and submission leaks a call', () =>
       const long = 'a'.repeat(2 ** 28);
       results.tooLong = await code(pool.exec('echo', [long, long, long, ...second]));
       results.bigGetter = await code(pool.exec('echo', { rows: second, get x() { throw new Error('late'); } }));
+      // A params array whose first item (a string, then a throw) is read again for JSON text.
+      const firstAgain = ['', { a: 1 }];
+      let firstReads = 0;
+      Object.defineProperty(firstAgain, 0, { enumerable: true, get() { if (++firstReads > 1) throw new Error('again'); return '{{a}}'; } });
+      results.firstAgain = await code(pool.call('render', firstAgain));
       results.requestGetter = (await pool.request({ jsonrpc: '2.0', method: 'echo', get id() { throw new Error('id'); } })).error.code;
       results.broadcastTrap = await code(pool.broadcast('echo', trap));
       const drained = await Promise.race([pool.drained().then(() => 'drained'), new Promise((r) => setTimeout(r, 3000, 'leaked').unref())]);
@@ -362,6 +367,7 @@ describe('9. nothing thrown between tracking and submission leaks a call', () =>
       flaky: p,
       tooLong: p,
       bigGetter: p,
+      firstAgain: p,
       requestGetter: C.InvalidRequest,
       broadcastTrap: p,
       drained: 'drained',

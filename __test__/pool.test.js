@@ -119,6 +119,29 @@ describe('calls', () => {
     expect(await pool.exec('echo', [undefined, 1])).toEqual([null, 1]);
   });
 
+  test('how params cross: small objects as JSON text after a leading string; long strings beside them value by value', () => {
+    const { wireParams } = require('../lib/params.js');
+    const { contract } = require('../lib/native.js');
+    const { jsonParams, jsonAfterString } = contract.callFlags;
+    const how = (params) => {
+      const [, flags, json] = wireParams(params);
+      if (flags & jsonAfterString) return `after string, ${json}`;
+      return flags & jsonParams ? 'JSON' : 'value by value';
+    };
+    const template = '<em>{{me}}</em> '.repeat(200);
+    expect(how([template, { me: 'Zoë' }, undefined, { output: 'buffer' }])).toBe('after string, [{"me":"Zoë"},null,{"output":"buffer"}]');
+    expect(how([{ a: 1 }])).toBe('JSON');
+    expect(how(['x', 1, true])).toBe('value by value');
+    // JSON text as a param (render's data: 'json'): escaping its quotes and parsing it twice
+    // would cost more than copying it.
+    const text = JSON.stringify({ rows: Array.from({ length: 100 }, (_, i) => ({ i, s: 'row "quoted"' })) });
+    expect(how([template, text, undefined, { data: 'json' }])).toBe('value by value');
+    expect(how([template, { bio: 'b'.repeat(5000) }])).toBe('value by value');
+    // Big plain data goes as JSON text whatever its strings.
+    const rows = Array.from({ length: 40 }, (_, i) => ({ i, bio: 'b'.repeat(100) }));
+    expect(how([template, { rows }])).toMatch(/^after string, \[\{"rows"/);
+  });
+
   test('small params holding objects (JSON text, a leading string as it is) arrive whole and in order, natively and to served methods', async () => {
     // A served method gets its params, then its call's context.
     const server = pool.serve({ argsOf: (...a) => a.slice(0, -1) });

@@ -41,6 +41,8 @@ function isStringObject(v) {
 function leafSize(v) {
   switch (typeof v) {
     case 'string': // JSON.stringify escapes lone surrogates; the native parse makes them U+FFFD
+      units += v.length;
+      return 1;
     case 'boolean':
     case 'undefined':
       return 1;
@@ -67,6 +69,15 @@ function plainJsonSize(v, depth) {
 
 /** Objects and arrays plainJsonSize met in the current walk, the params array included. */
 let objects = 0;
+/** UTF-16 units of the strings plainJsonSize met in the current walk. */
+let units = 0;
+/**
+ * Small params (under jsonMinValues values) cross as JSON text only while their strings, but a
+ * leading one, hold at most this many units: JSON.stringify scans every string for escapes
+ * (about 1-2 ns a unit), where Node-API copies it, and JSON text inside params (render's
+ * `data: 'json'`) would have every quote escaped and the text parsed twice.
+ */
+const SMALL_JSON_UNITS = 1024;
 
 /** plainJsonSize of the object `v` (not null), counted already against the budget. */
 function objectSize(v, depth) {
@@ -108,9 +119,10 @@ function objectSize(v, depth) {
 
 /**
  * What to hand the native call for `params`: `[sent, flags, json]`. Plain params cross as JSON
- * text when they hold an object or array, or at least jsonMinValues values: JSON.stringify
- * here and a parse on a pool thread cost the calling thread a few hundred ns for small objects,
- * against about a µs each value by value. Then, when the first param is a string, it crosses as
+ * text when they hold at least jsonMinValues values, or an object or array and few long
+ * strings (SMALL_JSON_UNITS): JSON.stringify here and a parse on a pool thread cost the calling
+ * thread a few hundred ns for small objects, against about a µs each value by value. Then,
+ * when the first param is a string, it crosses as
  * it is (`sent`) and `json` is the text of the others (flag jsonAfterString): JSON.stringify
  * would scan a long template for escapes. Else `sent` is the text (flag jsonParams). Params
  * that are not plain, or small and flat, cross value by value (`sent` is the array, flags 0).
@@ -122,6 +134,7 @@ function wireParams(params) {
   try {
     budget = JSON_MAX_VALUES;
     objects = 0;
+    units = 0;
     size = params.length > 0 ? plainJsonSize(params, 0) : 0;
   } catch {
     size = -1; // a getter or a trap threw: the native conversion names it precisely
@@ -134,13 +147,16 @@ function wireParams(params) {
     throw new RpcError(CODES.InvalidParams, 'params hold a String object whose prototype was replaced, which would cross as a key per character: pass its text (String(value)) instead');
   }
   if (size < 0 || (size < contract.jsonMinValues && objects < 2)) return [params, 0, undefined];
-  const first = params[0];
-  const after = typeof first === 'string' && params.length > 1;
+  let first;
+  let after;
   let text;
   try {
+    first = params[0]; // read again, as JSON.stringify reads everything again
+    after = typeof first === 'string' && params.length > 1;
+    if (size < contract.jsonMinValues && units - (after ? first.length : 0) > SMALL_JSON_UNITS) return [params, 0, undefined];
     text = JSON.stringify(after ? params.slice(1) : params);
   } catch (e) {
-    throw new RpcError(CODES.InvalidParams, `params cannot be sent: JSON.stringify threw ${errorText(e)}`);
+    throw new RpcError(CODES.InvalidParams, `params cannot be sent: reading them again for JSON text threw ${errorText(e)}`);
   }
   // One byte per unit: read natively as Latin-1, half the bytes of UTF-16. (V8 answers this at
   // once for a string it stores as one byte per unit: no such string can match.)
