@@ -347,28 +347,12 @@ pub unsafe fn can_run_js(env: sys::napi_env) -> bool {
 /// # Safety
 /// `v` must be a string of the live `env`, on its JS thread.
 pub unsafe fn string_utf16(env: sys::napi_env, v: sys::napi_value) -> Converted<Vec<u16>> {
-    let mut len = 0usize;
-    napi_try!(
-        env,
-        sys::napi_get_value_string_utf16(env, v, ptr::null_mut(), 0, &mut len),
-        "measuring a string"
-    );
-    let mut buf: Vec<u16> = Vec::new();
-    buf.try_reserve_exact(len + 1)
-        .map_err(|_| format!("no memory to read a string of {len} UTF-16 units"))?;
-    let mut written = 0usize;
-    napi_try!(
-        env,
-        sys::napi_get_value_string_utf16(env, v, buf.as_mut_ptr(), len + 1, &mut written),
-        "reading a string"
-    );
-    if written > len {
-        return Err("a string was misread".into());
+    // SAFETY: caller contract; `read` gets a buffer of `n` units and a live out-pointer.
+    unsafe {
+        read_units(env, "UTF-16 units", |buf, n, written| {
+            sys::napi_get_value_string_utf16(env, v, buf, n, written)
+        })
     }
-    // SAFETY: Node-API wrote `written` units (then a NUL, left out) at the start of the
-    // buffer, within its `len + 1` units of capacity (checked above).
-    unsafe { buf.set_len(written) };
-    Ok(buf)
 }
 
 /// The string `v` as Latin-1, one byte per UTF-16 unit: a plain copy on the JS thread when V8
@@ -378,26 +362,47 @@ pub unsafe fn string_utf16(env: sys::napi_env, v: sys::napi_value) -> Converted<
 /// # Safety
 /// `v` must be a string of the live `env`, on its JS thread.
 pub unsafe fn string_latin1(env: sys::napi_env, v: sys::napi_value) -> Converted<Vec<u8>> {
+    // SAFETY: as above.
+    unsafe {
+        read_units(env, "characters", |buf: *mut u8, n, written| {
+            sys::napi_get_value_string_latin1(env, v, buf.cast(), n, written)
+        })
+    }
+}
+
+/// A string's units through `read(buffer, capacity, written)`, a Node-API string reader of
+/// `env`: measured (a null buffer), then written into a buffer of exactly that many and a NUL.
+///
+/// # Safety
+/// `read` must be a Node-API string reader of the live `env` on its JS thread: with a null
+/// buffer it sets the length, else it writes at most `capacity` units and sets `written`.
+unsafe fn read_units<T>(
+    env: sys::napi_env,
+    unit: &str,
+    read: impl Fn(*mut T, usize, &mut usize) -> sys::napi_status,
+) -> Converted<Vec<T>> {
+    let failed = |status, what| {
+        // SAFETY: as for this function.
+        Err(unsafe { failure(env, status, what) })
+    };
     let mut len = 0usize;
-    napi_try!(
-        env,
-        sys::napi_get_value_string_latin1(env, v, ptr::null_mut(), 0, &mut len),
-        "measuring a string"
-    );
-    let mut buf: Vec<u8> = Vec::new();
+    let status = read(ptr::null_mut(), 0, &mut len);
+    if status != sys::Status::napi_ok {
+        return failed(status, "measuring a string");
+    }
+    let mut buf: Vec<T> = Vec::new();
     buf.try_reserve_exact(len + 1)
-        .map_err(|_| format!("no memory to read a string of {len} characters"))?;
+        .map_err(|_| format!("no memory to read a string of {len} {unit}"))?;
     let mut written = 0usize;
-    napi_try!(
-        env,
-        sys::napi_get_value_string_latin1(env, v, buf.as_mut_ptr().cast(), len + 1, &mut written),
-        "reading a string"
-    );
+    let status = read(buf.as_mut_ptr(), len + 1, &mut written);
+    if status != sys::Status::napi_ok {
+        return failed(status, "reading a string");
+    }
     if written > len {
         return Err("a string was misread".into());
     }
-    // SAFETY: Node-API wrote `written` bytes (then a NUL, left out) at the start of the
-    // buffer, within its `len + 1` bytes of capacity (checked above).
+    // SAFETY: Node-API wrote `written` units (then a NUL, left out) at the start of the
+    // buffer, within its `len + 1` units of capacity (checked above).
     unsafe { buf.set_len(written) };
     Ok(buf)
 }
