@@ -122,9 +122,9 @@ function objectSize(v, depth) {
  * text when they hold at least jsonMinValues values, or an object or array and few long
  * strings (SMALL_JSON_UNITS): JSON.stringify here and a parse on a pool thread cost the calling
  * thread a few hundred ns for small objects, against about a µs each value by value. Then,
- * when the first param is a string, it crosses as
- * it is (`sent`) and `json` is the text of the others (flag jsonAfterString): JSON.stringify
- * would scan a long template for escapes. Else `sent` is the text (flag jsonParams). Params
+ * when the first param is a string, it crosses as it is (`sent`) and `json` is the text of the
+ * others (flag jsonAfterString): JSON.stringify would scan a long template for escapes. Else
+ * `sent` is the text (flag jsonParams). Params
  * that are not plain, or small and flat, cross value by value (`sent` is the array, flags 0).
  * Throws an RpcError InvalidParams when the text cannot be made (a getter that returns a BigInt
  * on its second read, text longer than a string can be).

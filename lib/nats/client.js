@@ -62,7 +62,6 @@ class Call {
   }
 }
 
-/** One message sent: its calls, or for handle(), the one resolver of its answer text. */
 /** The services id in a $SRV.PING answer, if it can be a subject token; else null. */
 function hostId(msg) {
   try {
@@ -73,6 +72,7 @@ function hostId(msg) {
   }
 }
 
+/** One message sent: its calls, or for handle(), the one resolver of its answer text. */
 class Message {
   constructor(seq, text, calls, answer) {
     this.seq = seq;
@@ -546,8 +546,8 @@ class RemotePool {
       }
       if (h.code === 503 && msg.data.length === 0) {
         if (m.host !== null) {
-          // Its host is gone since the survey (no host got the message): ask the queue group,
-          // and the hosts again.
+          // Its host is gone since the survey (no host got the message): another host takes
+          // it, or the queue group once fewer than two are known; the hosts are asked again.
           this.#hosts.delete(m.host);
           m.host = null;
           this.#surveyedAt = -Infinity;
