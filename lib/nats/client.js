@@ -62,11 +62,16 @@ class Call {
   }
 }
 
-/** The services id in a $SRV.PING answer, if it can be a subject token; else null. */
-function hostId(msg) {
+/** The services id of a parsed $SRV.PING answer, if it can be a subject token; else null. */
+function hostId(answer) {
+  const id = answer?.id;
+  return typeof id === 'string' && HOST_ID.test(id) ? id : null;
+}
+
+/** hostId of a $SRV.PING answer message (null when it is not JSON). */
+function hostIdOf(msg) {
   try {
-    const id = JSON.parse(msg.string())?.id;
-    return typeof id === 'string' && HOST_ID.test(id) ? id : null;
+    return hostId(JSON.parse(msg.string()));
   } catch {
     return null;
   }
@@ -285,7 +290,7 @@ class RemotePool {
   async hosts(ms = 500) {
     const found = await this.#survey('PING', ms);
     this.#hostCount = Math.max(1, found.length);
-    this.#knowHosts(found.map((a) => (typeof a?.id === 'string' && HOST_ID.test(a.id) ? a.id : null)));
+    this.#knowHosts(found.map(hostId));
     this.#surveyedAt = performance.now();
     return found;
   }
@@ -454,7 +459,7 @@ class RemotePool {
         const ids = [];
         for await (const m of answers) {
           if (m.data.length === 0) continue;
-          ids.push(hostId(m));
+          ids.push(hostIdOf(m));
         }
         this.#hostCount = Math.max(1, ids.length);
         this.#knowHosts(ids);
