@@ -119,36 +119,46 @@ describe('calls', () => {
     expect(await pool.exec('echo', [undefined, 1])).toEqual([null, 1]);
   });
 
-  test('how params cross: small objects as JSON text after a leading string; long strings beside them value by value', () => {
-    const { wireParams } = require('../lib/params.js');
+  test('how params cross: small objects packed; long strings beside them value by value', () => {
+    const { wireParams, released } = require('../lib/params.js');
     const { contract } = require('../lib/native.js');
-    const { jsonParams, jsonAfterString } = contract.callFlags;
+    const { packed, packedLatin1 } = contract.callFlags;
     const how = (params) => {
-      const [, flags, json] = wireParams(params);
-      if (flags & jsonAfterString) return `after string, ${json}`;
-      return flags & jsonParams ? 'JSON' : 'value by value';
+      const [text, flags, tape] = wireParams(params);
+      if (!(flags & packed)) return 'value by value';
+      const entries = Array.from(tape.subarray(0, tape[0]));
+      released();
+      return `packed${flags & packedLatin1 ? ' (Latin-1)' : ''}: ${JSON.stringify(text)} ${entries.join(',')}`;
     };
     const template = '<em>{{me}}</em> '.repeat(200);
-    expect(how([template, { me: 'Zoë' }, undefined, { output: 'buffer' }])).toBe('after string, [{"me":"Zoë"},null,{"output":"buffer"}]');
-    expect(how([{ a: 1 }])).toBe('JSON');
+    const T = contract.packedTags;
+    // The strings in the order the tape meets them, an object's keys after its values.
+    expect(how([template, { me: 'Zoë' }, undefined, { output: 'buffer' }])).toBe(
+      `packed (Latin-1): ${JSON.stringify(`${template}Zoëmebufferoutput`)} 16,${T.array},4,${T.string},${template.length},${T.objectShape},1,${T.string},3,2,${T.null},${T.objectShape},1,${T.string},6,6`,
+    );
+    // Rows with the same keys name the first row's shape.
+    expect(how([[{ a: 1, b: '€' }, { a: 2, b: 'x' }]])).toBe(
+      `packed: "€abx" 20,${T.array},1,${T.array},2,${T.objectShape},2,${T.number},1,${T.string},1,1,1,${T.shaped},2,${T.number},2,${T.string},1,0`,
+    );
+    expect(how([{ a: 1 }])).toMatch(/^packed/);
     expect(how(['x', 1, true])).toBe('value by value');
     // JSON text as a param (render's data: 'json'): escaping its quotes and parsing it twice
     // would cost more than copying it.
     const text = JSON.stringify({ rows: Array.from({ length: 100 }, (_, i) => ({ i, s: 'row "quoted"' })) });
     expect(how([template, text, undefined, { data: 'json' }])).toBe('value by value');
     expect(how([template, { bio: 'b'.repeat(5000) }])).toBe('value by value');
-    // Big plain data goes as JSON text whatever its strings.
+    // Big plain data goes packed whatever its strings.
     const rows = Array.from({ length: 40 }, (_, i) => ({ i, bio: 'b'.repeat(100) }));
-    expect(how([template, { rows }])).toMatch(/^after string, \[\{"rows"/);
+    expect(how([template, { rows }])).toMatch(/^packed \(Latin-1\)/);
   });
 
-  test('small params holding objects (JSON text, a leading string as it is) arrive whole and in order, natively and to served methods', async () => {
+  test('small params holding objects (packed) arrive whole and in order, natively and to served methods', async () => {
     // A served method gets its params, then its call's context.
     const server = pool.serve({ argsOf: (...a) => a.slice(0, -1) });
     try {
       const cases = [
         [['tpl {{x}}', { x: 1, y: [1, 'ü', null] }], null],
-        // Lone surrogates become U+FFFD, in the leading string and in the JSON text alike;
+        // Lone surrogates become U+FFFD, in the leading string and in the others alike;
         // undefined in the params array is null, as value by value.
         [['x\ud800y', { lone: 'a\udc00', nested: { deep: [[{ e: '€😀' }]] } }, undefined, ['{{', '}}']], ['x\ufffdy', { lone: 'a\ufffd', nested: { deep: [[{ e: '€😀' }]] } }, null, ['{{', '}}']]],
         [[{ first: 'an object' }, 'then a string'], null],

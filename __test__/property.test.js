@@ -1320,6 +1320,51 @@ describe('1b. handle() of JSON text nested deeper than 100 levels', () => {
   }, LIMIT_MS);
 });
 
+describe('1c. packed params: tables of objects that share keys, in any order, arrive as JSON would carry them', () => {
+  // Plain params holding objects cross packed (src/rpc/packed.rs): an object whose keys an
+  // earlier object of the call had, in the same order, names that earlier key list. Objects
+  // here draw their keys from a few lists in shuffled orders, so that keys are shared, shared
+  // in another order, or share only a first key; strings include every plane and lone
+  // surrogates (U+FFFD natively); there may be more than the 256 key lists a call names.
+  const KEYS = ['id', 'name', 'a', 'é', '😀', '__proto__', '0', '10', 'x'.repeat(30), ''];
+  const stringArb = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 6 }), fc.string({ unit: 'binary', maxLength: 6 }), fc.constantFrom('\ud800', 'a\udc00b', '"\\', 'ÿ'));
+  const leafArb = fc.oneof(stringArb, fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Object.is(n, -0)), fc.integer(), fc.boolean(), fc.constant(null));
+  const objectArb = (valueArb) =>
+    fc.tuple(fc.shuffledSubarray(KEYS, { minLength: 0, maxLength: 5 }), fc.array(valueArb, { minLength: 5, maxLength: 5 })).map(([keys, values]) => {
+      const o = {};
+      // __proto__ as an own key, as JSON.parse makes it.
+      keys.forEach((k, i) => Object.defineProperty(o, k, { value: values[i], enumerable: true, writable: true, configurable: true }));
+      return o;
+    });
+  const { tree } = fc.letrec((tie) => ({
+    tree: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leafArb, objectArb(tie('tree')), fc.array(tie('tree'), { maxLength: 4 })),
+  }));
+  const tableArb = fc.oneof(fc.array(objectArb(leafArb), { minLength: 1, maxLength: 300 }), fc.array(tree, { minLength: 1, maxLength: 6 }));
+  const wellFormed = (v) => JSON.parse(JSON.stringify(v), (_, x) => (typeof x === 'string' ? x.toWellFormed() : x));
+
+  test('natively (echo) and to a served method, key order and all', async () => {
+    const pool = new Pool({ threads: 2 });
+    const server = pool.serve({ packedEcho: (rows) => rows });
+    try {
+      await check(
+        fc.asyncProperty(tableArb, fc.constantFrom('echo', 'packedEcho'), async (rows, method) => {
+          let back;
+          const settled = await within(
+            pool.exec(method, rows).then((v) => (back = v)),
+            DEADLINE_MS,
+          );
+          expect(settled).toBe(true);
+          expect(JSON.stringify(back)).toBe(JSON.stringify(wellFormed(rows)));
+        }),
+        150,
+      );
+    } finally {
+      await server.close();
+      await pool.close();
+    }
+  }, LIMIT_MS);
+});
+
 // ---------------------------------------------------------------------------------------------
 // 2. Lifecycle interleavings against a model.
 

@@ -1,13 +1,16 @@
 'use strict';
 // How a call's params cross to the native side: value by value (which also produces the
-// precise errors), or, for plain data holding an object or many values, as JSON text —
-// JSON.stringify here and a parse on a pool thread cost the calling thread far less than
-// converting value by value through Node-API (a 200-row table: ~0.3 ms instead of ~2 ms; a
-// two-key object: ~0.2 µs instead of ~1 µs). The threshold, the flags and the rule that counts
-// plain values are the contract's (src/bindings/contract.rs, JSON_MIN_VALUES).
+// precise errors), or, for plain data holding an object or many values, packed: one walk
+// checks the data is plain and writes it as it goes, numbers into a Float64Array (the tape)
+// and strings into one text, which a pool thread unpacks (src/rpc/packed.rs states the
+// format). That costs the calling thread far less than converting value by value through
+// Node-API (a 200-row table: ~0.1 ms instead of ~2 ms; a two-key object: ~0.2 µs instead of
+// ~1 µs), and about half of what JSON.stringify and the walk before it cost. The threshold,
+// the flags, the tags and the rule that counts plain values are the contract's
+// (src/bindings/contract.rs, JSON_MIN_VALUES).
 
 const { contract } = require('./native.js');
-const { RpcError, CODES, errorText } = require('./errors.js');
+const { RpcError, CODES } = require('./errors.js');
 
 /**
  * Plain data of more values than this is refused: walking it here already takes seconds, and a
@@ -15,13 +18,14 @@ const { RpcError, CODES, errorText } = require('./errors.js');
  * value-by-value path have a smaller limit, the contract's maxValues, checked natively.)
  */
 const JSON_MAX_VALUES = 2 ** 24;
-/** Values plainJsonSize may still visit in the current walk. */
+/** Values the walk may still visit in the current call. */
 let budget = 0;
-/** plainJsonSize's answer when the params hold more values than a call may carry. */
+/** packParams's answer when the params hold more values than a call may carry. */
 const TOO_MANY = -2;
-/** plainJsonSize's answer for a String object whose prototype was replaced (see there). */
+/** packParams's answer for a String object whose prototype was replaced (see there). */
 const STRING_OBJECT = -3;
 const stringValueOf = Function.prototype.call.bind(String.prototype.valueOf);
+const hasOwn = Object.prototype.hasOwnProperty;
 
 /** True for a String object only: Symbol.toStringTag can make any object look like one. */
 function isStringObject(v) {
@@ -33,54 +37,97 @@ function isStringObject(v) {
   }
 }
 
+const { null: NULL, false: FALSE, true: TRUE, number: NUMBER, string: STRING, array: ARRAY, object: OBJECT, objectShape: OBJECT_SHAPE, shaped: SHAPED } = contract.packedTags;
+
+/** Tape entries kept between calls; a call that needed more gets a new tape of this size after. */
+const TAPE_KEPT = 1 << 14;
+/** The tape: entry 0 is how many entries are used (written last). */
+let tape = new Float64Array(TAPE_KEPT);
+/** The next free entry of the tape. */
+let at = 1;
+// Nothing below writes past the end of an array: an index accessor put on Array.prototype
+// would see such a write, and could drop it or change it.
+/** The text so far: the strings the tape met, in order (concatenated: V8 joins them once, when the text is read). */
+let text = '';
+/** The keys of the objects being walked, innermost last (written after each object's values). */
+let keys = Array.from({ length: 256 }, () => '');
+let nk = 0;
+/** This call's shapes: key lists of objects written with OBJECT_SHAPE, and by first key. */
+let shapes = [];
+let nShapes = 0;
+const shapeByFirstKey = new Map();
+/** At most this many shapes per call (past it, objects carry their keys). */
+const MAX_SHAPES = 256;
+/** True when Object.prototype has enumerable keys: for-in then lists them, JSON does not. */
+let inherited = false;
+
+/** Makes room for `n` more tape entries: the tape grows with what was walked, never by a count read from the data. */
+function room(n) {
+  if (at + n > tape.length) {
+    let length = tape.length * 2;
+    while (length < at + n) length *= 2;
+    const grown = new Float64Array(length);
+    grown.set(tape.subarray(0, at));
+    tape = grown;
+  }
+}
+
+/** Objects and arrays the walk met in the current call, the params array included. */
+let objects = 0;
+/** UTF-16 units of the strings (not keys) the walk met in the current call. */
+let units = 0;
 /**
- * A leaf's count: 1 for a value JSON text carries unchanged, -1 for one it does not, 0 for an
- * object (counted by plainJsonSize). Leaves are counted in their container's loop, without a
- * call of plainJsonSize each (a fifth of the walk's time on a 200-row table).
+ * Small params (under jsonMinValues values) cross packed only while their strings, but a
+ * leading one, hold at most this many units: Node-API copies a string once, where packing
+ * copies it twice (into the text, then out of it), and JSON text inside params (render's
+ * `data: 'json'`) is best read as one string.
  */
-function leafSize(v) {
+const SMALL_JSON_UNITS = 1024;
+
+/**
+ * Writes `v` on the tape and returns how many values it holds if it is plain data (what JSON
+ * text would carry unchanged), else -1 (then the value-by-value path converts it, or refuses
+ * it with the precise error), or TOO_MANY, or STRING_OBJECT. A value with a `toJSON` method is
+ * not plain: JSON would send what the method returns.
+ */
+function pack(v, depth) {
   switch (typeof v) {
-    case 'string': // JSON.stringify escapes lone surrogates; the native parse makes them U+FFFD
+    case 'string': // a lone surrogate becomes U+FFFD natively, as value by value
+      room(2);
+      tape[at++] = STRING;
+      tape[at++] = v.length;
+      text += v;
       units += v.length;
-      return 1;
-    case 'boolean':
-    case 'undefined':
       return 1;
     case 'number':
       // JSON has no NaN, Infinity or -0.
-      return Number.isFinite(v) && (v !== 0 || 1 / v > 0) ? 1 : -1;
+      if (!(Number.isFinite(v) && (v !== 0 || 1 / v > 0))) return -1;
+      room(2);
+      tape[at++] = NUMBER;
+      tape[at++] = v;
+      return 1;
+    case 'boolean':
+      room(1);
+      tape[at++] = v ? TRUE : FALSE;
+      return 1;
+    case 'undefined': // an array item (an object's undefined is refused before): null, as value by value
+      room(1);
+      tape[at++] = NULL;
+      return 1;
     case 'object':
-      return v === null ? 1 : 0;
+      if (v === null) {
+        room(1);
+        tape[at++] = NULL;
+        return 1;
+      }
+      return packObject(v, depth);
     default:
       return -1;
   }
 }
 
-/**
- * Counts the values in `v` if JSON text carries it unchanged, else returns -1 (then the
- * value-by-value path converts it, or refuses it with the precise error), or TOO_MANY. A value
- * with a `toJSON` method is not carried unchanged: JSON would send what the method returns.
- */
-function plainJsonSize(v, depth) {
-  if (--budget < 0) return TOO_MANY;
-  const leaf = leafSize(v);
-  return leaf !== 0 ? leaf : objectSize(v, depth);
-}
-
-/** Objects and arrays plainJsonSize met in the current walk, the params array included. */
-let objects = 0;
-/** UTF-16 units of the strings plainJsonSize met in the current walk. */
-let units = 0;
-/**
- * Small params (under jsonMinValues values) cross as JSON text only while their strings, but a
- * leading one, hold at most this many units: JSON.stringify scans every string for escapes
- * (about 1-2 ns a unit), where Node-API copies it, and JSON text inside params (render's
- * `data: 'json'`) would have every quote escaped and the text parsed twice.
- */
-const SMALL_JSON_UNITS = 1024;
-
-/** plainJsonSize of the object `v` (not null), counted already against the budget. */
-function objectSize(v, depth) {
+/** pack for the object `v` (not null), counted already against the budget. */
+function packObject(v, depth) {
   if (depth >= contract.jsonMaxDepth || typeof v.toJSON === 'function') return -1;
   objects++;
   let n = 1;
@@ -88,11 +135,11 @@ function objectSize(v, depth) {
     const length = v.length;
     if (!(length <= budget)) return TOO_MANY;
     budget -= length;
+    room(2);
+    tape[at++] = ARRAY;
+    tape[at++] = length;
     for (let i = 0; i < length; i++) {
-      const item = v[i];
-      let c = leafSize(item);
-      // An undefined item is written as null, as the value-by-value path sends it.
-      if (c === 0) c = objectSize(item, depth + 1);
+      const c = pack(v[i], depth + 1);
       if (c < 0) return c;
       n += c;
     }
@@ -104,69 +151,143 @@ function objectSize(v, depth) {
   if (ArrayBuffer.isView(v)) return -1;
   // Nor a String object: it has a key per character, and no conversion lists them.
   if (typeof v.length === 'number' && isStringObject(v)) return STRING_OBJECT;
+  room(2);
+  const head = at;
+  at += 2;
+  const first = nk;
   for (const k in v) {
+    // JSON lists own keys only (for-in also lists Object.prototype's enumerable ones).
+    if (inherited && proto !== null && !hasOwn.call(v, k)) continue;
     if (--budget < 0) return TOO_MANY;
     const item = v[k];
     // JSON drops a key whose value is undefined; the value-by-value path keeps it (as null).
     if (item === undefined) return -1;
-    let c = leafSize(item);
-    if (c === 0) c = objectSize(item, depth + 1);
+    const c = pack(item, depth + 1);
     if (c < 0) return c;
     n += c;
+    if (nk === keys.length) keys = keys.concat(keys.map(() => ''));
+    keys[nk++] = k;
   }
+  const count = nk - first;
+  // Keys an earlier object of this call had, in the same order (a table's rows): its shape's
+  // number instead of the keys.
+  const id = count > 0 ? shapeByFirstKey.get(keys[first]) : undefined;
+  if (id !== undefined && sameKeys(shapes[id], first, count)) {
+    tape[head] = SHAPED;
+    tape[head + 1] = count;
+    room(1);
+    tape[at++] = id;
+  } else {
+    if (count > 0 && nShapes < MAX_SHAPES) {
+      tape[head] = OBJECT_SHAPE;
+      shapeByFirstKey.set(keys[first], nShapes);
+      if (nShapes === shapes.length) shapes = shapes.concat(shapes.length === 0 ? [null] : shapes.map(() => null));
+      shapes[nShapes++] = keys.slice(first, nk);
+    } else {
+      tape[head] = OBJECT;
+    }
+    tape[head + 1] = count;
+    room(count);
+    for (let i = first; i < nk; i++) {
+      const k = keys[i];
+      tape[at++] = k.length;
+      text += k;
+    }
+  }
+  nk = first;
   return n;
 }
 
+/** True when `shape` is keys[first .. first + count]. */
+function sameKeys(shape, first, count) {
+  if (shape.length !== count) return false;
+  for (let i = 0; i < count; i++) if (shape[i] !== keys[first + i]) return false;
+  return true;
+}
+
+/** Clears the walk's state for the next call (the tape is rewritten from its start). */
+function clearWalk() {
+  text = '';
+  nk = 0;
+  if (nShapes > 0) {
+    for (let i = 0; i < nShapes; i++) shapes[i] = null;
+    nShapes = 0;
+    shapeByFirstKey.clear();
+  }
+}
+
+/** Whether Object.prototype has an enumerable key (for-in would list it). */
+function hasInheritedKeys() {
+  for (const _ in EMPTY) return true;
+  return false;
+}
+const EMPTY = {};
+
+/** True from a packed wireParams until released(): the native call has not copied the tape yet. */
+let lent = false;
+
 /**
- * What to hand the native call for `params`: `[sent, flags, json]`. Plain params cross as JSON
- * text when they hold at least jsonMinValues values, or an object or array and few long
- * strings (SMALL_JSON_UNITS): JSON.stringify here and a parse on a pool thread cost the calling
- * thread a few hundred ns for small objects, against about a µs each value by value. Then,
- * when the first param is a string, it crosses as it is (`sent`) and `json` is the text of the
- * others (flag jsonAfterString): JSON.stringify would scan a long template for escapes. Else
- * `sent` is the text (flag jsonParams). Params
- * that are not plain, or small and flat, cross value by value (`sent` is the array, flags 0).
- * Throws an RpcError InvalidParams when the text cannot be made (a getter that returns a BigInt
- * on its second read, text longer than a string can be).
+ * What to hand the native call for `params`: `[sent, flags, tape]`. Plain params cross packed
+ * (`sent` is the text, flag packed) when they hold at least jsonMinValues values, or an object
+ * or array and few long strings (SMALL_JSON_UNITS): packing here and unpacking on a pool thread
+ * cost the calling thread a few hundred ns for small objects, against about a µs each value by
+ * value. Params that are not plain, or small and flat, cross value by value (`sent` is the
+ * array, flags 0). The tape is this module's, reused: call released() once the native call
+ * has returned (it copies what it needs). Params whose strings are longer together than one
+ * string can be cross value by value. Throws an RpcError InvalidParams when the params cannot
+ * be sent (more values than a call may carry, a String object with a replaced prototype).
  */
 function wireParams(params) {
+  // A call started while the previous one's tape is still lent (a listener that calls the
+  // pool from inside the call's start) gets a tape of its own.
+  if (lent) tape = new Float64Array(TAPE_KEPT);
   let size;
   try {
-    budget = JSON_MAX_VALUES;
+    budget = JSON_MAX_VALUES - 1;
     objects = 0;
     units = 0;
-    size = params.length > 0 ? plainJsonSize(params, 0) : 0;
+    at = 1;
+    inherited = hasInheritedKeys();
+    size = params.length > 0 ? packObject(params, 0) : 0;
   } catch {
     size = -1; // a getter or a trap threw: the native conversion names it precisely
   }
-  if (size === TOO_MANY) {
-    // Walked no further than that: a value that reaches one object many times may hold 2^64.
-    throw new RpcError(CODES.InvalidParams, `params hold more than the ${JSON_MAX_VALUES} values a call may carry: pass bulk data in a SharedArrayBuffer`);
+  if (size < 0 || (size < contract.jsonMinValues && objects < 2)) {
+    clearWalk();
+    if (size === TOO_MANY) {
+      // Walked no further than that: a value that reaches one object many times may hold 2^64.
+      throw new RpcError(CODES.InvalidParams, `params hold more than the ${JSON_MAX_VALUES} values a call may carry: pass bulk data in a SharedArrayBuffer`);
+    }
+    if (size === STRING_OBJECT) {
+      throw new RpcError(CODES.InvalidParams, 'params hold a String object whose prototype was replaced, which would cross as a key per character: pass its text (String(value)) instead');
+    }
+    return [params, 0, undefined];
   }
-  if (size === STRING_OBJECT) {
-    throw new RpcError(CODES.InvalidParams, 'params hold a String object whose prototype was replaced, which would cross as a key per character: pass its text (String(value)) instead');
+  if (size < contract.jsonMinValues) {
+    // Units but those of a leading string (tape[1] is the params array, tape[3] its first item).
+    const first = tape[3] === STRING ? tape[4] : 0;
+    if (units - first > SMALL_JSON_UNITS) {
+      clearWalk();
+      return [params, 0, undefined];
+    }
   }
-  if (size < 0 || (size < contract.jsonMinValues && objects < 2)) return [params, 0, undefined];
-  let first;
-  let after;
-  let text;
-  try {
-    first = params[0]; // read again, as JSON.stringify reads everything again
-    after = typeof first === 'string' && params.length > 1;
-    if (size < contract.jsonMinValues && units - (after ? first.length : 0) > SMALL_JSON_UNITS) return [params, 0, undefined];
-    text = JSON.stringify(after ? params.slice(1) : params);
-  } catch (e) {
-    throw new RpcError(CODES.InvalidParams, `params cannot be sent: reading them again for JSON text threw ${errorText(e)}`);
-  }
+  const sent = text;
+  clearWalk();
+  tape[0] = at;
+  lent = true;
   // One byte per unit: read natively as Latin-1, half the bytes of UTF-16. (V8 answers this at
   // once for a string it stores as one byte per unit: no such string can match.)
-  const flags = NOT_LATIN1.test(text) ? JSON_UTF16 : JSON_LATIN1;
-  return after ? [first, flags | JSON_AFTER_STRING, text] : [text, flags, undefined];
+  return [sent, NOT_LATIN1.test(sent) ? PACKED_UTF16 : PACKED_LATIN1, tape];
+}
+
+/** The native call that got wireParams's tape has returned: the tape may be written again. */
+function released() {
+  lent = false;
+  if (tape.length > TAPE_KEPT) tape = new Float64Array(TAPE_KEPT);
 }
 
 const NOT_LATIN1 = /[\u0100-\uffff]/;
-const JSON_UTF16 = contract.callFlags.jsonParams;
-const JSON_LATIN1 = contract.callFlags.jsonParams | contract.callFlags.jsonLatin1;
-const JSON_AFTER_STRING = contract.callFlags.jsonAfterString;
+const PACKED_UTF16 = contract.callFlags.packed;
+const PACKED_LATIN1 = contract.callFlags.packed | contract.callFlags.packedLatin1;
 
-module.exports = { wireParams, plainJsonSize };
+module.exports = { wireParams, released };

@@ -10,7 +10,7 @@ const { CODES, rejected, describe, errorText } = require('./errors.js');
 const { validateOptions, nativeOptions } = require('./options.js');
 const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, channel } = require('./calls.js');
-const { wireParams } = require('./params.js');
+const { wireParams, released } = require('./params.js');
 const { map } = require('./map.js');
 const { finishRender } = require('./render.js');
 const { Server } = require('./serve.js');
@@ -291,24 +291,30 @@ class Pool extends EventEmitter {
   #submit(method, params, timeout, signal, onProgress, extraFlags = 0) {
     let sent;
     let flags;
-    let json;
+    let tape;
     try {
-      [sent, flags, json] = wireParams(params);
+      [sent, flags, tape] = wireParams(params);
     } catch (e) {
       return Promise.reject(e);
     }
     if (signal !== undefined) flags |= contract.callFlags.cancellable;
     if (onProgress !== undefined) flags |= contract.callFlags.progress;
     flags |= extraFlags;
-    const call = start(
-      this,
-      (id) => {
-        this.#handles = this.#call(id, method, sent, timeout, flags, json) ?? undefined;
-      },
-      signal,
-      this.#cancel,
-      onProgress,
-    );
+    let call;
+    try {
+      call = start(
+        this,
+        (id) => {
+          this.#handles = this.#call(id, method, sent, timeout, flags, tape) ?? undefined;
+        },
+        signal,
+        this.#cancel,
+        onProgress,
+      );
+    } finally {
+      // start() ran the native call, which copied the tape.
+      if (tape !== undefined) released();
+    }
     if (this.#workers !== null) this.#workers.load();
     return call;
   }

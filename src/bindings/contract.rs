@@ -8,28 +8,24 @@
 
 use super::convert::from_js::MAX_VALUES;
 use crate::pool::{Strategy, MAX_NICE_INCREMENT, MAX_THREADS};
-use crate::rpc::ErrorCode;
+use crate::rpc::{packed, ErrorCode};
 use crate::shm::{agent, fair_mutex, owned_mutex, reentrant_mutex};
 use napi_derive::napi;
 
 /// `flags` bit of the hot call function: the call carries an AbortSignal (keep its control).
 pub(crate) const CALL_CANCELLABLE: u32 = 1;
-/// `flags` bit of the hot call function: `params` is the JSON text of the params array.
-pub(crate) const CALL_JSON_PARAMS: u32 = 2;
+/// `flags` bit of the hot call function: the params array is packed (`rpc::packed`): `params`
+/// is the text, the 6th argument the tape.
+pub(crate) const CALL_PACKED: u32 = 2;
 /// `flags` bit of the hot call function: the caller listens to the call's progress.
 pub(crate) const CALL_PROGRESS: u32 = 4;
 /// `flags` bit of the hot call function: the call (`pool.render`, of the native command
 /// `render`) may hold functions; the call function then returns `[functions, objects]`, what
 /// `finishRender` needs (see `render.rs`), or undefined when it held none.
 pub(crate) const CALL_FUNCTIONS: u32 = 8;
-/// `flags` bit of the hot call function, with `CALL_JSON_PARAMS`: every UTF-16 unit of the
-/// text is ≤ 0xFF, so it is read as Latin-1 (a copy of V8's one-byte string, half the bytes of
-/// UTF-16).
-pub(crate) const CALL_JSON_LATIN1: u32 = 16;
-/// `flags` bit of the hot call function, with `CALL_JSON_PARAMS`: `params` is the first param,
-/// a string read as it is, and the 6th argument the JSON text of the other params (an array).
-/// (A long template in JSON text would cost JSON.stringify a scan for escapes.)
-pub(crate) const CALL_JSON_AFTER_STRING: u32 = 32;
+/// `flags` bit of the hot call function, with `CALL_PACKED`: every UTF-16 unit of the text is
+/// ≤ 0xFF, so it is read as Latin-1 (a copy of V8's one-byte string, half the bytes of UTF-16).
+pub(crate) const CALL_PACKED_LATIN1: u32 = 16;
 /// How the render helper `write` (lib/render.js) makes a tag's text of a value: `'' + value`;
 /// `String(value)`, which the addon then escapes as HTML; `'' + escape(value)`.
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
@@ -53,10 +49,11 @@ pub(crate) const SLAB_BYTES: usize = 32 * 1024;
 pub(crate) const SLICE_SPAN: u32 = 1 << 16;
 const _: () = assert!(SLICE_MAX <= SLAB_BYTES);
 const _: () = assert!(SLAB_BYTES <= SLICE_SPAN as usize);
-/// Params or results of at least this many plain JSON values travel as JSON text, which costs
-/// far less than building them value by value through Node-API (params holding an object or
-/// array travel so too, however few: see lib/params.js). The rule that counts them is
-/// `json_size` (`channel.rs`) here and `plainJsonSize` (`lib/params.js`) in JavaScript: values
+/// Params of at least this many plain values travel packed (`rpc::packed`), and results as JSON
+/// text, which costs far less than building them value by value through Node-API (params
+/// holding an object or array travel packed too, however few: see lib/params.js). The rule
+/// that counts them is `json_size` (`channel.rs`) here and `packParams` (`lib/params.js`) in
+/// JavaScript: values
 /// JSON text carries unchanged (finite numbers but -0, strings, booleans, null, plain arrays and
 /// objects, nesting under JSON_MAX_DEPTH levels); anything else counts as "not plain".
 pub(crate) const JSON_MIN_VALUES: usize = 32;
@@ -77,11 +74,24 @@ pub struct ErrorCodeInfo {
 #[napi(object)]
 pub struct CallFlags {
     pub cancellable: u32,
-    pub json_params: u32,
-    pub json_latin1: u32,
-    pub json_after_string: u32,
+    pub packed: u32,
+    pub packed_latin1: u32,
     pub progress: u32,
     pub functions: u32,
+}
+
+/// The tags of a packed-params tape (`rpc::packed`).
+#[napi(object)]
+pub struct PackedTags {
+    pub null: u32,
+    pub r#false: u32,
+    pub r#true: u32,
+    pub number: u32,
+    pub string: u32,
+    pub array: u32,
+    pub object: u32,
+    pub object_shape: u32,
+    pub shaped: u32,
 }
 
 #[napi(object)]
@@ -135,6 +145,7 @@ pub struct Contract {
     /// Largest `niceIncrement`.
     pub max_nice_increment: u32,
     pub call_flags: CallFlags,
+    pub packed_tags: PackedTags,
     pub result_as_json: i32,
     pub progress: i32,
     pub result_slice: i32,
@@ -164,11 +175,21 @@ pub fn contract() -> Contract {
         max_nice_increment: MAX_NICE_INCREMENT,
         call_flags: CallFlags {
             cancellable: CALL_CANCELLABLE,
-            json_params: CALL_JSON_PARAMS,
-            json_latin1: CALL_JSON_LATIN1,
-            json_after_string: CALL_JSON_AFTER_STRING,
+            packed: CALL_PACKED,
+            packed_latin1: CALL_PACKED_LATIN1,
             progress: CALL_PROGRESS,
             functions: CALL_FUNCTIONS,
+        },
+        packed_tags: PackedTags {
+            null: packed::NULL.into(),
+            r#false: packed::FALSE.into(),
+            r#true: packed::TRUE.into(),
+            number: packed::NUMBER.into(),
+            string: packed::STRING.into(),
+            array: packed::ARRAY.into(),
+            object: packed::OBJECT.into(),
+            object_shape: packed::OBJECT_SHAPE.into(),
+            shaped: packed::SHAPED.into(),
         },
         result_as_json: RESULT_AS_JSON,
         progress: PROGRESS,

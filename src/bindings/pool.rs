@@ -5,8 +5,7 @@
 
 use super::channel::{lock, Channel, Inbox};
 use super::contract::{
-    CALL_CANCELLABLE, CALL_FUNCTIONS, CALL_JSON_AFTER_STRING, CALL_JSON_LATIN1, CALL_JSON_PARAMS,
-    CALL_PROGRESS,
+    CALL_CANCELLABLE, CALL_FUNCTIONS, CALL_PACKED, CALL_PACKED_LATIN1, CALL_PROGRESS,
 };
 use super::convert::{self, FromJs};
 use super::serve::{self, NativeServer};
@@ -16,6 +15,7 @@ use crate::pool::{
     closed_error, timeout, Caller, Control, OnFull, Options, Params, Pool, Stats, Strategy,
     MAX_NICE_INCREMENT, MAX_THREADS,
 };
+use crate::rpc::packed::Packed;
 use crate::rpc::{envelope, json, CancelReason, ErrorCode, JsText, RpcError, Value};
 use napi::bindgen_prelude::*;
 use napi::sys;
@@ -383,7 +383,8 @@ impl NativePool {
             .fail_expected(RpcError::new(ErrorCode::InternalError, message));
     }
 
-    /// A function `call(id, method, params, timeoutMs, flags)` bound to this pool: the
+    /// A function `call(id, method, params, timeoutMs, flags, tape)` bound to this pool (`tape`
+    /// only with the `packed` flag, see `rpc::packed`): the
     /// hot path of `exec`/`call`, made as a plain Node-API function (no class unwrapping),
     /// which costs a fraction of a generated method. Settles call `id` through the channel.
     #[napi(catch_unwind)]
@@ -869,27 +870,22 @@ unsafe extern "C" fn hot_call(
             }
             // SAFETY: as above.
             let timeout = unsafe { call_timeout(env, argv[3]) }?;
-            let params = if flags & CALL_JSON_PARAMS != 0 {
-                let after_string = flags & CALL_JSON_AFTER_STRING != 0;
-                let json = argv[if after_string { 5 } else { 2 }];
-                // Read as Latin-1 when lib/params.js says every unit fits a byte, else as
-                // UTF-16: a copy here either way; the worker decodes it (see `rpc::text`).
-                let text = if flags & CALL_JSON_LATIN1 != 0 {
+            let params = if flags & CALL_PACKED != 0 {
+                // The text read as Latin-1 when lib/params.js says every unit fits a byte, else
+                // as UTF-16: a copy here either way, and the tape's used part copied; the
+                // worker unpacks them (see `rpc::packed`).
+                let text = if flags & CALL_PACKED_LATIN1 != 0 {
                     // SAFETY: as above; lib/params.js passes a string with this flag.
-                    unsafe { convert::string_latin1(env, json) }.map(JsText::Latin1)
+                    unsafe { convert::string_latin1(env, argv[2]) }.map(JsText::Latin1)
                 } else {
                     // SAFETY: as above.
-                    unsafe { convert::string_utf16(env, json) }.map(JsText::Utf16)
+                    unsafe { convert::string_utf16(env, argv[2]) }.map(JsText::Utf16)
                 }
                 .map_err(RpcError::invalid_params)?;
-                if after_string {
-                    // SAFETY: as above; lib/params.js passes the first param, a string.
-                    let first = unsafe { convert::string(env, argv[2]) }
-                        .map_err(RpcError::invalid_params)?;
-                    Params::JsonAfter(first, text)
-                } else {
-                    Params::Json(text)
-                }
+                // SAFETY: as above.
+                let tape = unsafe { convert::packed_tape(env, argv[5]) }
+                    .map_err(RpcError::invalid_params)?;
+                Params::Packed(Packed { tape, text })
             } else {
                 // SAFETY: as above.
                 Params::Values(unsafe { from.params(argv[2]) }?)

@@ -26,7 +26,8 @@ use super::contract::{REST_IDLE, REST_LATER};
 use super::convert::{self, from_js::MAX_VALUES, Converted, FromJs};
 use super::tsfn::{self, Tsfn};
 use crate::pool::{Params, Pool, Rest, Server, Wake};
-use crate::rpc::{CancelReason, ErrorCode, Map, RpcError, Value};
+use crate::rpc::text::too_long_for_js;
+use crate::rpc::{CancelReason, ErrorCode, JsText, Map, RpcError, Value};
 use crate::shm::SharedView;
 use napi::bindgen_prelude::*;
 use napi::sys;
@@ -242,8 +243,7 @@ unsafe extern "C" fn call_js(
 /// A batch as one flat array: `nStops, nForgotten`, then the stop tokens, the forgotten tokens,
 /// and five entries per job — `token, method, params, timeoutMs (0: none; what is left of the
 /// call's limit otherwise, however small), watched (the caller listens to progress)`; params
-/// are an
-/// array, the JSON text of one, or undefined while views are needed. (One array, not three: a
+/// are an array, the JSON text of one, or undefined while views are needed. (One array, not three: a
 /// Node-API call costs about as much as handling the usual one-job batch in JavaScript.)
 ///
 /// # Safety
@@ -302,14 +302,18 @@ unsafe fn batch_to_js(
                         undefined
                     }
                     Params::Values(values) => convert::to_js(env, &Value::Array(values))?,
-                    // The caller's JSON.stringify text: JSON.parse in the serving thread is
-                    // faster than building the values through Node-API.
-                    Params::Json(text) => convert::text_to_js(env, &text)?,
-                    // Made whole here (rare for a served method: a string, then small data).
-                    params @ Params::JsonAfter(..) => match params.into_values() {
-                        Ok(values) => convert::to_js(env, &Value::Array(values))?,
-                        Err(e) => return Err(e.message),
-                    },
+                    // Packed plain data goes on as JSON text, which JSON.parse in the serving
+                    // thread turns into values far faster than Node-API builds them, and
+                    // which keeps a lone surrogate as sent.
+                    Params::Packed(packed) => {
+                        let text = packed.to_json()?;
+                        if too_long_for_js(&text) {
+                            return Err("the params are longer as JSON text than a JavaScript \
+                                        string can be"
+                                .into());
+                        }
+                        convert::text_to_js(env, &JsText::for_js(text))?
+                    }
                 };
                 // What is left of the limit (it counts from `take`), never 0, which says none.
                 let timeout = job.deadline.map_or(0.0, |d| {

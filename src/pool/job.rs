@@ -25,10 +25,9 @@
 //! `README.md` §2 lists who makes each move and proves the exactly-once claim.
 
 use super::origin::Origin;
+use crate::rpc::packed::Packed;
 use crate::rpc::text::too_long_for_js;
-use crate::rpc::{
-    envelope, json, CancelReason, Command, ErrorCode, JsText, Outcome, RpcError, Value,
-};
+use crate::rpc::{envelope, json, CancelReason, Command, ErrorCode, Outcome, RpcError, Value};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -219,46 +218,20 @@ impl Control {
     }
 }
 
-/// A call's params: values, or JSON text that the worker parses (so that a big plain-data
-/// argument is serialised by the caller's fast `JSON.stringify` and parsed off its thread).
+/// A call's params: values, or plain data packed by the calling thread (lib/params.js), which
+/// the worker unpacks (see `rpc::packed`).
 #[derive(Clone, Debug)]
 pub enum Params {
     Values(Vec<Value>),
-    /// The JSON text of the params array, as read from JavaScript.
-    Json(JsText),
-    /// The first param, a string, and the JSON text of the array of the others.
-    JsonAfter(String, JsText),
+    Packed(Packed),
 }
 
 impl Params {
-    /// The positional params; JSON text must hold an array.
+    /// The positional params.
     pub fn into_values(self) -> Result<Vec<Value>, RpcError> {
         match self {
             Params::Values(v) => Ok(v),
-            Params::JsonAfter(first, text) => {
-                let mut rest = Params::Json(text).into_values()?;
-                rest.insert(0, Value::String(first));
-                Ok(rest)
-            }
-            Params::Json(text) => {
-                let parsed = match text.to_utf8() {
-                    Some(utf8) => json::parse(&utf8).map_err(|e| match e {
-                        json::Unparsed::NotJson(why) => format!("params are not valid JSON: {why}"),
-                        too_deep => format!("params are not valid here: {too_deep}"),
-                    }),
-                    None => {
-                        Err("params are not valid JSON: the text holds a lone surrogate".into())
-                    }
-                };
-                match parsed {
-                    Ok(Value::Array(items)) => Ok(items),
-                    Ok(other) => Err(RpcError::invalid_params(format!(
-                        "params must be a JSON array, got {}",
-                        other.kind()
-                    ))),
-                    Err(why) => Err(RpcError::invalid_params(why)),
-                }
-            }
+            Params::Packed(packed) => packed.unpack().map_err(RpcError::invalid_params),
         }
     }
 }

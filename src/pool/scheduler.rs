@@ -123,7 +123,7 @@ impl Scheduler {
                 let token = self.servers.next_token();
                 let views = match &params {
                     Params::Values(values) => values.iter().any(has_view),
-                    Params::Json(_) | Params::JsonAfter(..) => false,
+                    Params::Packed(_) => false,
                 };
                 Err((token, views))
             }
@@ -496,8 +496,8 @@ impl Scheduler {
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             let limit = timeout::running_limit(command.name(), start, timeout);
             let mut ctx = crate::rpc::Context::new(flags, limit, index);
-            if matches!(params, Params::Json(_) | Params::JsonAfter(..)) {
-                ctx = ctx.with_json_params();
+            if matches!(params, Params::Packed(_)) {
+                ctx = ctx.with_plain_params();
             }
             if let Some(progress) = &progress {
                 ctx = ctx.reporting_to(progress);

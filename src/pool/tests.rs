@@ -653,68 +653,56 @@ fn a_call_admitted_while_destroy_runs_is_settled_not_stranded() {
     assert_eq!(p.stats().queued, 0);
 }
 
-/// Answers whether its context says the params were parsed from JSON text.
-struct SaysJsonParams;
+/// Answers whether its context says the params crossed packed.
+struct SaysPlainParams;
 
-impl crate::rpc::Command for SaysJsonParams {
+impl crate::rpc::Command for SaysPlainParams {
     fn name(&self) -> &'static str {
-        "says_json_params"
+        "says_plain_params"
     }
     fn params(&self) -> &'static str {
         "..."
     }
     fn summary(&self) -> &'static str {
-        "whether the params came as JSON text"
+        "whether the params crossed packed"
     }
     fn run(&self, _: Vec<Value>, ctx: &crate::rpc::Context) -> Result<Value, RpcError> {
-        Ok(Value::Bool(ctx.json_params()))
+        Ok(Value::Bool(ctx.plain_params()))
     }
 }
 
 #[test]
-fn a_command_is_told_when_its_params_were_parsed_from_json_text() {
+fn a_command_is_told_when_its_params_crossed_packed_and_a_bad_tape_is_invalid_params() {
+    use crate::rpc::packed::{Packed, ARRAY, NULL};
     let mut registry = crate::rpc::Registry::new();
-    registry.register(SaysJsonParams);
+    registry.register(SaysPlainParams);
     let p = Pool::new(Options::default(), registry).unwrap();
     let (o, rx) = origin();
-    let text = crate::rpc::JsText::Utf8(r#"[{"a":[1,"x"]}]"#.into());
-    p.call(&o, 1, "says_json_params", Params::Json(text), None);
+    let packed = |tape: Vec<f64>| {
+        Params::Packed(Packed {
+            tape,
+            text: crate::rpc::JsText::Latin1(vec![]),
+        })
+    };
+    let (a, n) = (f64::from(ARRAY), f64::from(NULL));
+    p.call(
+        &o,
+        1,
+        "says_plain_params",
+        packed(vec![4.0, a, 1.0, n]),
+        None,
+    );
     assert_eq!(recv(&rx), (1, Ok(Value::Bool(true))));
-    p.call(&o, 2, "says_json_params", vec![Value::Null], None);
+    p.call(&o, 2, "says_plain_params", vec![Value::Null], None);
     assert_eq!(recv(&rx), (2, Ok(Value::Bool(false))));
-    let text = crate::rpc::JsText::Latin1(br#"[{"a":1}]"#.to_vec());
     p.call(
         &o,
         3,
-        "says_json_params",
-        Params::JsonAfter("t".into(), text),
+        "says_plain_params",
+        packed(vec![4.0, a, 2.0, n]),
         None,
     );
-    assert_eq!(recv(&rx), (3, Ok(Value::Bool(true))));
-}
-
-#[test]
-fn a_leading_string_goes_before_the_params_of_its_json_text() {
-    use crate::rpc::JsText;
-    let after = |first: &str, text: &str| {
-        Params::JsonAfter(first.into(), JsText::Latin1(text.as_bytes().to_vec())).into_values()
-    };
-    let mut object = crate::rpc::Map::new();
-    object.insert("é", Value::Number(1.0));
-    assert_eq!(
-        after("tpl", r#"[{"\u00e9":1},null]"#).unwrap(),
-        vec![
-            Value::String("tpl".into()),
-            Value::Object(object),
-            Value::Null
-        ]
-    );
-    assert_eq!(
-        after("only", "[]").unwrap(),
-        vec![Value::String("only".into())]
-    );
-    for bad in ["{}", "[1", "null"] {
-        let e = after("t", bad).unwrap_err();
-        assert_eq!(e.code, ErrorCode::InvalidParams, "{bad}");
-    }
+    let (id, outcome) = recv(&rx);
+    assert_eq!(id, 3);
+    assert_eq!(outcome.unwrap_err().code, ErrorCode::InvalidParams);
 }

@@ -76,8 +76,8 @@ pub struct Context<'a> {
     /// When the next report may go, in ns after that instant (0: the first goes at once). An
     /// atomic, so that a context stays shareable with threads a command starts.
     next_report: AtomicU64,
-    /// The params were parsed from JSON text, so they hold JSON values only.
-    json_params: bool,
+    /// The params crossed packed (`rpc::packed`), so they hold plain data only.
+    plain_params: bool,
 }
 
 /// A running call's time limit: when it must stop, and what its Timeout error names
@@ -111,22 +111,22 @@ impl<'a> Context<'a> {
             worker,
             progress: None,
             next_report: AtomicU64::new(0),
-            json_params: false,
+            plain_params: false,
         }
     }
 
-    /// The same context, for params parsed from JSON text (`Params::Json`).
-    pub fn with_json_params(self) -> Self {
+    /// The same context, for params that crossed packed (`Params::Packed`).
+    pub fn with_plain_params(self) -> Self {
         Context {
-            json_params: true,
+            plain_params: true,
             ..self
         }
     }
 
-    /// True when the params were parsed from JSON text: they hold nothing JSON cannot say (no
-    /// functions, views, byte arrays or BigInts), so a command need not look for such values.
-    pub fn json_params(&self) -> bool {
-        self.json_params
+    /// True when the params crossed packed: they hold nothing JSON cannot say (no functions,
+    /// views, byte arrays or BigInts), so a command need not look for such values.
+    pub fn plain_params(&self) -> bool {
+        self.plain_params
     }
 
     /// The same context, reporting progress to `to` (its caller listens).
@@ -231,7 +231,7 @@ impl<'a> Context<'a> {
             worker: self.worker,
             progress: self.progress,
             next_report: AtomicU64::new(self.next_report.load(Ordering::Relaxed)),
-            json_params: self.json_params,
+            plain_params: self.plain_params,
         }
     }
 }

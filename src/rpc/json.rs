@@ -156,6 +156,12 @@ const CONTROL_ESCAPES: [&str; 0x20] = [
 fn write_string(s: &str, out: &mut String) {
     out.reserve(s.len() + 2);
     out.push('"');
+    write_string_body(s, out);
+    out.push('"');
+}
+
+/// The inside of `s`'s JSON string (no quotes), escaped as `JSON.stringify` escapes it.
+pub(crate) fn write_string_body(s: &str, out: &mut String) {
     let mut run = 0;
     for (at, &b) in s.as_bytes().iter().enumerate() {
         if !ESCAPED[b as usize] {
@@ -171,7 +177,6 @@ fn write_string(s: &str, out: &mut String) {
         run = at + 1;
     }
     out.push_str(&s[run..]);
-    out.push('"');
 }
 
 pub fn to_string(value: &Value) -> String {

@@ -13,6 +13,7 @@ pub mod envelope;
 pub mod error;
 pub mod json;
 pub mod number;
+pub mod packed;
 pub mod params;
 pub mod text;
 pub mod value;

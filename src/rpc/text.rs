@@ -65,7 +65,7 @@ impl JsText {
 
 /// Latin-1 to UTF-8: each ASCII run (found 8 bytes at a time) is copied at once; a byte above
 /// 0x7F becomes two.
-fn latin1_to_utf8(bytes: &[u8]) -> String {
+pub(crate) fn latin1_to_utf8(bytes: &[u8]) -> String {
     let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + bytes.len() / 8);
     let mut at = 0;
     while at < bytes.len() {

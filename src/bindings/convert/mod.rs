@@ -370,6 +370,55 @@ pub unsafe fn string_latin1(env: sys::napi_env, v: sys::napi_value) -> Converted
     }
 }
 
+/// The used part of a packed-params tape (`rpc::packed`): a Float64Array whose entry 0 says how
+/// many entries are used, itself included. Those are copied; the array is lib/params.js's own,
+/// reused by the next call.
+///
+/// # Safety
+/// `v` must be a value of the live `env`, on its JS thread.
+pub unsafe fn packed_tape(env: sys::napi_env, v: sys::napi_value) -> Converted<Vec<f64>> {
+    let mut is_typed = false;
+    let mut kind = sys::TypedarrayType::int8_array;
+    let mut length = 0usize;
+    let mut data: *mut std::ffi::c_void = ptr::null_mut();
+    // SAFETY: caller contract; out-pointers are live locals.
+    let ok = unsafe {
+        sys::napi_is_typedarray(env, v, &mut is_typed) == sys::Status::napi_ok
+            && is_typed
+            && sys::napi_get_typedarray_info(
+                env,
+                v,
+                &mut kind,
+                &mut length,
+                &mut data,
+                ptr::null_mut(),
+                ptr::null_mut(),
+            ) == sys::Status::napi_ok
+    };
+    if !ok || kind != sys::TypedarrayType::float64_array || length == 0 || data.is_null() {
+        return Err("packed params without their tape".into());
+    }
+    let data = data as *const f64;
+    // SAFETY: `data` points at `length` ≥ 1 f64 elements of the array (Node-API's answer), which
+    // nothing else touches while this JS thread runs here; read unaligned to assume nothing.
+    let used = unsafe { data.read_unaligned() };
+    if !(used >= 1.0 && used <= length as f64 && used.fract() == 0.0) {
+        return Err("packed params with a tape of a wrong length".into());
+    }
+    let used = used as usize;
+    let mut tape: Vec<f64> = Vec::new();
+    tape.try_reserve_exact(used)
+        .map_err(|_| format!("no memory to read packed params of {used} entries"))?;
+    // SAFETY: `used` ≤ `length` elements are readable at `data` (above), and `tape` has room
+    // for `used` f64s; the two do not overlap (the Vec is new). Copied as bytes, so alignment
+    // does not matter.
+    unsafe {
+        ptr::copy_nonoverlapping(data.cast::<u8>(), tape.as_mut_ptr().cast::<u8>(), used * 8);
+        tape.set_len(used);
+    }
+    Ok(tape)
+}
+
 /// A string's units through `read(buffer, capacity, written)`, a Node-API string reader of
 /// `env`: measured (a null buffer), then written into a buffer of exactly that many and a NUL.
 ///

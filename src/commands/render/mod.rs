@@ -79,9 +79,9 @@ impl Command for Render {
         let template = params::string("render: template", &params[0])?;
         let data = params.get(1);
         let mut functions = match data {
-            // Parsed JSON holds nothing but JSON: no functions, nothing to refuse. (The walk
-            // that checks, over a big view, cost 2% of a render.)
-            Some(_) if config.data == Data::Json || ctx.json_params() => false,
+            // Parsed JSON and packed params hold nothing but plain data: no functions, nothing
+            // to refuse. (The walk that checks, over a big view, cost 2% of a render.)
+            Some(_) if config.data == Data::Json || ctx.plain_params() => false,
             Some(data) => check_data(data)?,
             None => false,
         };

@@ -1,0 +1,483 @@
+//! Packed params: plain data that the calling thread walked once (`packParams` in
+//! lib/params.js) and handed over as two flat pieces, which a pool thread turns into values.
+//!
+//! Why not JSON text: on the calling thread `JSON.stringify` costs about as much again as the
+//! walk that must check the data is plain first (a getter, a `toJSON`, a -0 would change it),
+//! and a pool thread then scans the text for quotes and escapes and parses every number. Here
+//! the walk writes as it checks: numbers go into a `Float64Array` as they are, strings are
+//! joined into one text unescaped, and an object whose keys an earlier object of the call
+//! already had (the rows of a table) names that earlier key list instead of repeating its
+//! keys. On a 200-row table this halves the calling thread's cost of sending the view.
+//!
+//! The pieces:
+//! - the **tape**, numbers: entry 0 is how many entries are used, itself included; then the
+//!   params array, each value written as
+//!   - [`NULL`], [`FALSE`], [`TRUE`]: the tag alone;
+//!   - [`NUMBER`], the number;
+//!   - [`STRING`], its length `n` in UTF-16 units: the string is the next `n` units of the text;
+//!   - [`ARRAY`], `count`, then `count` values;
+//!   - [`OBJECT`], `count`, then its `count` values, then the lengths of its `count` keys (each
+//!     key's units follow in the text, after the strings of its values);
+//!   - [`OBJECT_SHAPE`]: as [`OBJECT`], and its keys become the call's next shape (numbered from
+//!     0 in each call);
+//!   - [`SHAPED`], `count`, then its `count` values, then a shape's number: an object with
+//!     that shape's keys, in order. (Shapes are numbered as objects end, so the shape may be
+//!     one that an object among its values defined.)
+//! - the **text**: every string and key, in the order the tape meets them, as V8 stores it
+//!   (one byte per unit when every unit fits, else UTF-16; see `rpc::text`).
+//!
+//! What it carries is what JSON text would: lib/params.js packs only finite numbers but -0,
+//! strings, booleans, null (and undefined array items, as null), plain arrays and objects; a
+//! lone surrogate becomes U+FFFD, as every string from JavaScript does here.
+//!
+//! The tags are the contract's (`packedTags`), so lib/params.js holds none of these numbers.
+//! A tape that does not fit these rules (a count past the end, a tag that is not one, nesting
+//! deeper than [`MAX_NESTING`], pieces left over) is an error, never a panic: every length is
+//! checked against what is left of the tape or text before anything is allocated by it.
+
+use super::json::write_string_body;
+use super::number::format_number;
+use super::text::{latin1_to_utf8, JsText};
+use super::value::{Key, Map, Value, MAX_NESTING};
+
+pub const NULL: u8 = 0;
+pub const FALSE: u8 = 1;
+pub const TRUE: u8 = 2;
+pub const NUMBER: u8 = 3;
+pub const STRING: u8 = 4;
+pub const ARRAY: u8 = 5;
+pub const OBJECT: u8 = 6;
+pub const OBJECT_SHAPE: u8 = 7;
+pub const SHAPED: u8 = 8;
+
+/// A call's packed params, as read from JavaScript.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Packed {
+    /// The tape, entry 0 included.
+    pub tape: Vec<f64>,
+    pub text: JsText,
+}
+
+impl Packed {
+    /// The params array's values.
+    pub fn unpack(&self) -> Result<Vec<Value>, String> {
+        match self.read(Values)? {
+            Value::Array(items) => Ok(items),
+            _ => Err(wrong("a params array")), // read() checks it is one
+        }
+    }
+
+    /// The params array as JSON text, its strings exactly as they were sent: a lone surrogate is
+    /// written as its escape (`\ud800`), which `JSON.parse` turns back into it. For a method
+    /// served by JavaScript, which gets its params through `JSON.parse`.
+    pub fn to_json(&self) -> Result<String, String> {
+        self.read(Json)
+    }
+
+    fn read<B>(&self, build: B) -> Result<<B as Build<u8>>::Out, String>
+    where
+        B: Build<u8> + Build<u16, Out = <B as Build<u8>>::Out>,
+    {
+        match &self.text {
+            JsText::Latin1(bytes) => read(&self.tape, bytes, build),
+            JsText::Utf16(units) => read(&self.tape, units, build),
+            JsText::Utf8(s) => {
+                // Not made by the binding (it reads Latin-1 or UTF-16), but whole: as UTF-16.
+                let units: Vec<u16> = s.encode_utf16().collect();
+                read(&self.tape, &units, build)
+            }
+        }
+    }
+}
+
+/// What a reader makes of the values it reads, from units `U` of the text.
+trait Build<U> {
+    type Out;
+    type Key: Clone;
+    fn null(&mut self) -> Self::Out;
+    fn bool(&mut self, b: bool) -> Self::Out;
+    fn number(&mut self, n: f64) -> Self::Out;
+    fn string(&mut self, units: &[U]) -> Self::Out;
+    fn key(&mut self, units: &[U]) -> Self::Key;
+    fn array(&mut self, items: Vec<Self::Out>) -> Self::Out;
+    /// `keys` are unique: a JavaScript object's own keys, each listed once by the walk.
+    fn object(&mut self, keys: Vec<Self::Key>, values: Vec<Self::Out>) -> Self::Out;
+}
+
+/// Builds values (a lone surrogate becomes U+FFFD, as every string from JavaScript does here).
+struct Values;
+
+/// Builds JSON text, strings exactly.
+struct Json;
+
+impl Build<u8> for Values {
+    type Out = Value;
+    type Key = Key;
+    fn null(&mut self) -> Value {
+        Value::Null
+    }
+    fn bool(&mut self, b: bool) -> Value {
+        Value::Bool(b)
+    }
+    fn number(&mut self, n: f64) -> Value {
+        Value::Number(n)
+    }
+    fn string(&mut self, units: &[u8]) -> Value {
+        Value::String(latin1_to_utf8(units))
+    }
+    fn key(&mut self, units: &[u8]) -> Key {
+        match std::str::from_utf8(units) {
+            // ASCII (a Latin-1 run that is valid UTF-8 is ASCII): no String on the way.
+            Ok(ascii) if units.is_ascii() => Key::new(ascii),
+            _ => Key::from_string(latin1_to_utf8(units)),
+        }
+    }
+    fn array(&mut self, items: Vec<Value>) -> Value {
+        Value::Array(items)
+    }
+    fn object(&mut self, keys: Vec<Key>, values: Vec<Value>) -> Value {
+        Value::Object(Map::from_unique(keys.into_iter().zip(values).collect()))
+    }
+}
+
+impl Build<u16> for Values {
+    type Out = Value;
+    type Key = Key;
+    fn null(&mut self) -> Value {
+        Value::Null
+    }
+    fn bool(&mut self, b: bool) -> Value {
+        Value::Bool(b)
+    }
+    fn number(&mut self, n: f64) -> Value {
+        Value::Number(n)
+    }
+    fn string(&mut self, units: &[u16]) -> Value {
+        Value::String(String::from_utf16_lossy(units))
+    }
+    fn key(&mut self, units: &[u16]) -> Key {
+        Key::from_string(String::from_utf16_lossy(units))
+    }
+    fn array(&mut self, items: Vec<Value>) -> Value {
+        Value::Array(items)
+    }
+    fn object(&mut self, keys: Vec<Key>, values: Vec<Value>) -> Value {
+        Value::Object(Map::from_unique(keys.into_iter().zip(values).collect()))
+    }
+}
+
+impl<U: Copy + Into<u32>> Build<U> for Json {
+    type Out = String;
+    type Key = String;
+    fn null(&mut self) -> String {
+        "null".into()
+    }
+    fn bool(&mut self, b: bool) -> String {
+        if b { "true" } else { "false" }.into()
+    }
+    fn number(&mut self, n: f64) -> String {
+        let mut s = String::new();
+        format_number(n, &mut s);
+        s
+    }
+    fn string(&mut self, units: &[U]) -> String {
+        json_string(units)
+    }
+    fn key(&mut self, units: &[U]) -> String {
+        json_string(units)
+    }
+    fn array(&mut self, items: Vec<String>) -> String {
+        format!("[{}]", items.join(","))
+    }
+    fn object(&mut self, keys: Vec<String>, values: Vec<String>) -> String {
+        let entries: Vec<String> = keys
+            .iter()
+            .zip(values)
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect();
+        format!("{{{}}}", entries.join(","))
+    }
+}
+
+/// The JSON string of UTF-16 units (Latin-1 bytes are their own units), as `JSON.stringify`
+/// writes it: a lone surrogate as its escape.
+fn json_string<U: Copy + Into<u32>>(units: &[U]) -> String {
+    let units = units.iter().map(|&u| u.into() as u16);
+    let mut out = String::with_capacity(units.len() + 2);
+    out.push('"');
+    let mut run = String::new();
+    for c in char::decode_utf16(units) {
+        match c {
+            Ok(c) => run.push(c),
+            Err(lone) => {
+                write_string_body(&run, &mut out);
+                run.clear();
+                out.push_str(&format!("\\u{:04x}", lone.unpaired_surrogate()));
+            }
+        }
+    }
+    write_string_body(&run, &mut out);
+    out.push('"');
+    out
+}
+
+fn read<U: Copy, B: Build<U>>(tape: &[f64], text: &[U], build: B) -> Result<B::Out, String> {
+    let used = match tape.first() {
+        Some(&n) if n >= 1.0 && n.fract() == 0.0 && n <= tape.len() as f64 => n as usize,
+        _ => return Err(wrong("its length")),
+    };
+    if tape.get(1) != Some(&f64::from(ARRAY)) {
+        return Err(wrong("a params array"));
+    }
+    let mut reader = Reader {
+        tape: &tape[..used],
+        at: 1,
+        text,
+        pos: 0,
+        shapes: Vec::new(),
+        build,
+    };
+    let params = reader.value(0)?;
+    if reader.at != reader.tape.len() || reader.pos != text.len() {
+        return Err(wrong("pieces left over"));
+    }
+    Ok(params)
+}
+
+fn wrong(what: &str) -> String {
+    format!("corepool: the packed params are not as lib/params.js writes them ({what})")
+}
+
+struct Reader<'a, U, B: Build<U>> {
+    tape: &'a [f64],
+    at: usize,
+    text: &'a [U],
+    pos: usize,
+    /// The key lists of this call's OBJECT_SHAPE objects, in order.
+    shapes: Vec<Vec<B::Key>>,
+    build: B,
+}
+
+impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
+    fn next(&mut self) -> Result<f64, String> {
+        let n = *self.tape.get(self.at).ok_or_else(|| wrong("cut short"))?;
+        self.at += 1;
+        Ok(n)
+    }
+
+    /// A count or length: a whole number, at most `limit` (what is left to read it from).
+    fn count(&mut self, limit: usize) -> Result<usize, String> {
+        let n = self.next()?;
+        if n >= 0.0 && n.fract() == 0.0 && n <= limit as f64 {
+            Ok(n as usize)
+        } else {
+            Err(wrong("a count"))
+        }
+    }
+
+    /// The next `n` units of the text, `n` read from the tape.
+    fn units(&mut self) -> Result<&[U], String> {
+        let n = self.count(self.text.len() - self.pos)?;
+        let run = &self.text[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(run)
+    }
+
+    /// `count` values (each takes at least one entry of the tape: `count` was checked so).
+    fn values(&mut self, count: usize, depth: usize) -> Result<Vec<B::Out>, String> {
+        let mut values = Vec::with_capacity(count);
+        for _ in 0..count {
+            values.push(self.value(depth + 1)?);
+        }
+        Ok(values)
+    }
+
+    fn value(&mut self, depth: usize) -> Result<B::Out, String> {
+        let tag = self.next()?;
+        Ok(match tag {
+            t if t == f64::from(NULL) => self.build.null(),
+            t if t == f64::from(FALSE) => self.build.bool(false),
+            t if t == f64::from(TRUE) => self.build.bool(true),
+            t if t == f64::from(NUMBER) => {
+                let n = self.next()?;
+                self.build.number(n)
+            }
+            t if t == f64::from(STRING) => {
+                let (start, end) = self.span()?;
+                self.build.string(&self.text[start..end])
+            }
+            _ if depth >= MAX_NESTING => {
+                return Err(wrong(&format!(
+                    "nested more than {MAX_NESTING} levels deep"
+                )))
+            }
+            t if t == f64::from(ARRAY) => {
+                let count = self.count(self.tape.len() - self.at)?;
+                let items = self.values(count, depth)?;
+                self.build.array(items)
+            }
+            t if t == f64::from(OBJECT) || t == f64::from(OBJECT_SHAPE) => {
+                // Each value and each key length takes at least one entry.
+                let count = self.count((self.tape.len() - self.at) / 2)?;
+                let values = self.values(count, depth)?;
+                let mut keys = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let (start, end) = self.span()?;
+                    keys.push(self.build.key(&self.text[start..end]));
+                }
+                if t == f64::from(OBJECT_SHAPE) {
+                    self.shapes.push(keys.clone());
+                }
+                self.build.object(keys, values)
+            }
+            t if t == f64::from(SHAPED) => {
+                let count = self.count(self.tape.len() - self.at)?;
+                let values = self.values(count, depth)?;
+                let shape = self.count(self.shapes.len().saturating_sub(1))?;
+                let keys = match self.shapes.get(shape) {
+                    Some(keys) if keys.len() == count => keys.clone(),
+                    _ => return Err(wrong("a shape")),
+                };
+                self.build.object(keys, values)
+            }
+            _ => return Err(wrong("a tag")),
+        })
+    }
+
+    /// Where the next string's units are in the text (its length read from the tape).
+    fn span(&mut self) -> Result<(usize, usize), String> {
+        let start = self.pos;
+        let n = self.units()?.len();
+        Ok((start, start + n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn latin1(tape: &[f64], text: &str) -> Result<Vec<Value>, String> {
+        let mut t = vec![tape.len() as f64 + 1.0];
+        t.extend_from_slice(tape);
+        Packed {
+            tape: t,
+            text: JsText::Latin1(text.chars().map(|c| c as u8).collect()),
+        }
+        .unpack()
+    }
+
+    const N: f64 = NULL as f64;
+    const T: f64 = TRUE as f64;
+    const NUM: f64 = NUMBER as f64;
+    const S: f64 = STRING as f64;
+    const A: f64 = ARRAY as f64;
+    const O: f64 = OBJECT as f64;
+    const OS: f64 = OBJECT_SHAPE as f64;
+    const SH: f64 = SHAPED as f64;
+
+    #[test]
+    fn reads_every_kind_and_shapes() {
+        // [null, true, 1.5, "ab", {x: "c", y: []}, {x: 2, y: null}, {z: {z: 1}}]: the last
+        // object has the shape its own value defines.
+        let tape = [
+            A, 7.0, N, T, NUM, 1.5, S, 2.0, OS, 2.0, S, 1.0, A, 0.0, 1.0, 1.0, SH, 2.0, NUM, 2.0,
+            N, 0.0, SH, 1.0, OS, 1.0, NUM, 1.0, 1.0, 1.0,
+        ];
+        let v = latin1(&tape, "abcxyz").unwrap();
+        let json = {
+            let mut s = String::new();
+            crate::rpc::json::write(&Value::Array(v), &mut s);
+            s
+        };
+        assert_eq!(
+            json,
+            r#"[null,true,1.5,"ab",{"x":"c","y":[]},{"x":2,"y":null},{"z":{"z":1}}]"#
+        );
+    }
+
+    #[test]
+    fn latin1_and_utf16_texts_decode() {
+        let v = latin1(&[A, 1.0, O, 1.0, S, 1.0, 1.0], "\u{e9}\u{fc}").unwrap();
+        assert_eq!(
+            v[0].as_object().unwrap().get("\u{fc}").unwrap().as_str(),
+            Some("\u{e9}")
+        );
+        let units: Vec<u16> = vec![0xD800, 0x41];
+        let p = Packed {
+            tape: vec![5.0, A, 1.0, S, 2.0],
+            text: JsText::Utf16(units),
+        };
+        assert_eq!(p.unpack().unwrap()[0].as_str(), Some("\u{FFFD}A"));
+    }
+
+    #[test]
+    fn refuses_tapes_that_do_not_fit() {
+        let cases: &[(&[f64], &str)] = &[
+            (&[], ""),                                             // no params array
+            (&[N], ""),                                            // not an array
+            (&[A, 2.0, N], ""),                                    // cut short
+            (&[A, 1e9, N], ""),   // a count past the end: no allocation of 1e9
+            (&[A, 1.5, N], ""),   // not a whole number
+            (&[A, -1.0], ""),     // negative
+            (&[A, f64::NAN], ""), // NaN
+            (&[A, 1.0, S, 3.0], "ab"), // a string past the text
+            (&[A, 1.0, 9.0], ""), // not a tag
+            (&[A, 1.0, SH, 0.0, 0.0], ""), // no such shape
+            (&[A, 2.0, OS, 1.0, N, 1.0, SH, 2.0, N, N, 0.0], "a"), // a shape of another count
+            (&[A, 1.0, N, N], ""), // entries left over
+            (&[A, 1.0, S, 1.0], "ab"), // text left over
+            (&[A, 1.0, O, 1e300, N], ""), // an object count past the end
+        ];
+        for (tape, text) in cases {
+            assert!(latin1(tape, text).is_err(), "{tape:?} {text:?}");
+        }
+        // Entry 0 out of range.
+        let p = Packed {
+            tape: vec![9.0, A, 0.0],
+            text: JsText::Latin1(vec![]),
+        };
+        assert!(p.unpack().is_err());
+    }
+
+    #[test]
+    fn json_text_keeps_lone_surrogates_and_escapes_as_json_stringify_does() {
+        // [{"k\"": "a\ud800b"}, {"k\"": ["\u0001é😀"]}]
+        let text: Vec<u16> = "a\u{0}b"
+            .encode_utf16()
+            .chain("k\"".encode_utf16())
+            .collect();
+        let mut units = text.clone();
+        units[1] = 0xD800; // a lone high surrogate in place of the NUL
+        units.extend("\u{1}é😀".encode_utf16());
+        let tape = vec![
+            0.0, A, 2.0, OS, 1.0, S, 3.0, 2.0, SH, 1.0, A, 1.0, S, 4.0, 0.0,
+        ];
+        let mut tape = tape;
+        tape[0] = tape.len() as f64;
+        let p = Packed {
+            tape,
+            text: JsText::Utf16(units),
+        };
+        assert_eq!(
+            p.to_json().unwrap(),
+            r#"[{"k\"":"a\ud800b"},{"k\"":["\u0001é😀"]}]"#
+        );
+        // The same params as values: the lone surrogate is U+FFFD.
+        let values = p.unpack().unwrap();
+        let o = values[0].as_object().unwrap();
+        assert_eq!(o.get("k\"").unwrap().as_str(), Some("a\u{FFFD}b"));
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let mut tape = vec![];
+        for _ in 0..=MAX_NESTING {
+            tape.extend_from_slice(&[A, 1.0]);
+        }
+        tape.push(N);
+        let e = latin1(&tape, "").unwrap_err();
+        assert!(e.contains("nested"), "{e}");
+        tape.drain(..2);
+        assert!(latin1(&tape, "").is_ok());
+    }
+}
