@@ -119,23 +119,26 @@ describe('calls', () => {
     expect(await pool.exec('echo', [undefined, 1])).toEqual([null, 1]);
   });
 
-  test('how params cross: small objects packed; long strings beside them value by value', () => {
+  test('how params cross: small objects packed, a leading string apart; long strings beside them value by value', () => {
     const { wireParams, released } = require('../lib/params.js');
     const { contract } = require('../lib/native.js');
-    const { packed, packedLatin1 } = contract.callFlags;
+    const { packed, packedLatin1, packedAfterString } = contract.callFlags;
     const how = (params) => {
-      const [text, flags, tape] = wireParams(params);
+      const [sent, flags, tape, rest] = wireParams(params);
       if (!(flags & packed)) return 'value by value';
       const entries = Array.from(tape.subarray(0, tape[0]));
       released();
-      return `packed${flags & packedLatin1 ? ' (Latin-1)' : ''}: ${JSON.stringify(text)} ${entries.join(',')}`;
+      const text = flags & packedAfterString ? `${JSON.stringify(sent)} apart, then ${JSON.stringify(rest)}` : JSON.stringify(sent);
+      return `packed${flags & packedLatin1 ? ' (Latin-1)' : ''}: ${text} ${entries.join(',')}`;
     };
     const template = '<em>{{me}}</em> '.repeat(200);
     const T = contract.packedTags;
-    // The strings in the order the tape meets them, an object's keys after its values.
+    // The strings in the order the tape meets them, an object's keys after its values; the
+    // template apart.
     expect(how([template, { me: 'Zoë' }, undefined, { output: 'buffer' }])).toBe(
-      `packed (Latin-1): ${JSON.stringify(`${template}Zoëmebufferoutput`)} 16,${T.array},4,${T.string},${template.length},${T.objectShape},1,${T.string},3,2,${T.null},${T.objectShape},1,${T.string},6,6`,
+      `packed (Latin-1): ${JSON.stringify(template)} apart, then "Zoëmebufferoutput" 14,${T.array},3,${T.objectShape},1,${T.string},3,2,${T.null},${T.objectShape},1,${T.string},6,6`,
     );
+    expect(how([{ a: 1 }, 'x'])).toBe(`packed (Latin-1): "ax" 10,${T.array},2,${T.objectShape},1,${T.number},1,1,${T.string},1`);
     // Rows with the same keys name the first row's shape.
     expect(how([[{ a: 1, b: '€' }, { a: 2, b: 'x' }]])).toBe(
       `packed: "€abx" 20,${T.array},1,${T.array},2,${T.objectShape},2,${T.number},1,${T.string},1,1,1,${T.shaped},2,${T.number},2,${T.string},1,0`,
@@ -149,7 +152,7 @@ describe('calls', () => {
     expect(how([template, { bio: 'b'.repeat(5000) }])).toBe('value by value');
     // Big plain data goes packed whatever its strings.
     const rows = Array.from({ length: 40 }, (_, i) => ({ i, bio: 'b'.repeat(100) }));
-    expect(how([template, { rows }])).toMatch(/^packed \(Latin-1\)/);
+    expect(how([template, { rows }])).toMatch(/^packed \(Latin-1\): ".*" apart, then "b{100}ibio(b{100}){39}rows" /);
   });
 
   test('small params holding objects (packed) arrive whole and in order, natively and to served methods', async () => {

@@ -78,7 +78,7 @@ let objects = 0;
 let units = 0;
 /**
  * Small params (under jsonMinValues values) cross packed only while their strings, but a
- * leading one, hold at most this many units: Node-API copies a string once, where packing
+ * leading one (which travels apart), hold at most this many units: Node-API copies a string once, where packing
  * copies it twice (into the text, then out of it), and JSON text inside params (render's
  * `data: 'json'`) is best read as one string.
  */
@@ -130,21 +130,8 @@ function pack(v, depth) {
 function packObject(v, depth) {
   if (depth >= contract.jsonMaxDepth || typeof v.toJSON === 'function') return -1;
   objects++;
+  if (Array.isArray(v)) return packArray(v, depth, 0);
   let n = 1;
-  if (Array.isArray(v)) {
-    const length = v.length;
-    if (!(length <= budget)) return TOO_MANY;
-    budget -= length;
-    room(2);
-    tape[at++] = ARRAY;
-    tape[at++] = length;
-    for (let i = 0; i < length; i++) {
-      const c = pack(v[i], depth + 1);
-      if (c < 0) return c;
-      n += c;
-    }
-    return n;
-  }
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) return -1;
   // A typed array given a plain prototype: never listed index by index (2^30 of them).
@@ -198,6 +185,23 @@ function packObject(v, depth) {
   return n;
 }
 
+/** pack for the array `v` from its item `from` on (the items before it travel apart). */
+function packArray(v, depth, from) {
+  const length = v.length;
+  if (!(length <= budget)) return TOO_MANY;
+  budget -= length;
+  room(2);
+  tape[at++] = ARRAY;
+  tape[at++] = length - from;
+  let n = 1 + from;
+  for (let i = from; i < length; i++) {
+    const c = pack(v[i], depth + 1);
+    if (c < 0) return c;
+    n += c;
+  }
+  return n;
+}
+
 /** True when `shape` is keys[first .. first + count]. */
 function sameKeys(shape, first, count) {
   if (shape.length !== count) return false;
@@ -227,9 +231,11 @@ const EMPTY = {};
 let lent = false;
 
 /**
- * What to hand the native call for `params`: `[sent, flags, tape]`. Plain params cross packed
- * (`sent` is the text, flag packed) when they hold at least jsonMinValues values, or an object
- * or array and few long strings (SMALL_JSON_UNITS): packing here and unpacking on a pool thread
+ * What to hand the native call for `params`: `[sent, flags, tape, text]`. Plain params cross
+ * packed (flag packed) when they hold at least jsonMinValues values, or an object or array and
+ * few long strings (SMALL_JSON_UNITS); `sent` is the text, or, when the first param is a
+ * string, that string, and `text` the text of the others (flag packedAfterString). Packing here
+ * and unpacking on a pool thread
  * cost the calling thread a few hundred ns for small objects, against about a µs each value by
  * value. Params that are not plain, or small and flat, cross value by value (`sent` is the
  * array, flags 0). The tape is this module's, reused: call released() once the native call
@@ -242,13 +248,24 @@ function wireParams(params) {
   // pool from inside the call's start) gets a tape of its own.
   if (lent) tape = new Float64Array(TAPE_KEPT);
   let size;
+  let first;
+  let after = false;
   try {
     budget = JSON_MAX_VALUES - 1;
     objects = 0;
     units = 0;
     at = 1;
     inherited = hasInheritedKeys();
-    size = params.length > 0 ? packObject(params, 0) : 0;
+    // A leading string (a template) travels apart, as it is: copied into the text, it would
+    // cost a copy and a new string per call.
+    first = params.length > 1 ? params[0] : undefined;
+    after = typeof first === 'string';
+    if (after) {
+      objects++;
+      size = typeof params.toJSON === 'function' ? -1 : packArray(params, 0, 1);
+    } else {
+      size = params.length > 0 ? packObject(params, 0) : 0;
+    }
   } catch {
     size = -1; // a getter or a trap threw: the native conversion names it precisely
   }
@@ -263,13 +280,9 @@ function wireParams(params) {
     }
     return [params, 0, undefined];
   }
-  if (size < contract.jsonMinValues) {
-    // Units but those of a leading string (tape[1] is the params array, tape[3] its first item).
-    const first = tape[3] === STRING ? tape[4] : 0;
-    if (units - first > SMALL_JSON_UNITS) {
-      clearWalk();
-      return [params, 0, undefined];
-    }
+  if (size < contract.jsonMinValues && units > SMALL_JSON_UNITS) {
+    clearWalk();
+    return [params, 0, undefined];
   }
   const sent = text;
   clearWalk();
@@ -277,7 +290,8 @@ function wireParams(params) {
   lent = true;
   // One byte per unit: read natively as Latin-1, half the bytes of UTF-16. (V8 answers this at
   // once for a string it stores as one byte per unit: no such string can match.)
-  return [sent, NOT_LATIN1.test(sent) ? PACKED_UTF16 : PACKED_LATIN1, tape];
+  const flags = NOT_LATIN1.test(sent) ? PACKED_UTF16 : PACKED_LATIN1;
+  return after ? [first, flags | PACKED_AFTER_STRING, tape, sent] : [sent, flags, tape, undefined];
 }
 
 /** The native call that got wireParams's tape has returned: the tape may be written again. */
@@ -289,5 +303,6 @@ function released() {
 const NOT_LATIN1 = /[\u0100-\uffff]/;
 const PACKED_UTF16 = contract.callFlags.packed;
 const PACKED_LATIN1 = contract.callFlags.packed | contract.callFlags.packedLatin1;
+const PACKED_AFTER_STRING = contract.callFlags.packedAfterString;
 
 module.exports = { wireParams, released };

@@ -292,8 +292,9 @@ class Pool extends EventEmitter {
     let sent;
     let flags;
     let tape;
+    let text;
     try {
-      [sent, flags, tape] = wireParams(params);
+      [sent, flags, tape, text] = wireParams(params);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -305,7 +306,7 @@ class Pool extends EventEmitter {
       call = start(
         this,
         (id) => {
-          this.#handles = this.#call(id, method, sent, timeout, flags, tape) ?? undefined;
+          this.#handles = this.#call(id, method, sent, timeout, flags, tape, text) ?? undefined;
         },
         signal,
         this.#cancel,

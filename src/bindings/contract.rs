@@ -26,6 +26,9 @@ pub(crate) const CALL_FUNCTIONS: u32 = 8;
 /// `flags` bit of the hot call function, with `CALL_PACKED`: every UTF-16 unit of the text is
 /// ≤ 0xFF, so it is read as Latin-1 (a copy of V8's one-byte string, half the bytes of UTF-16).
 pub(crate) const CALL_PACKED_LATIN1: u32 = 16;
+/// `flags` bit of the hot call function, with `CALL_PACKED`: `params` is the first param, a
+/// string read as it is, and the 7th argument the text of the others (see `rpc::packed`).
+pub(crate) const CALL_PACKED_AFTER_STRING: u32 = 32;
 /// How the render helper `write` (lib/render.js) makes a tag's text of a value: `'' + value`;
 /// `String(value)`, which the addon then escapes as HTML; `'' + escape(value)`.
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
@@ -76,6 +79,7 @@ pub struct CallFlags {
     pub cancellable: u32,
     pub packed: u32,
     pub packed_latin1: u32,
+    pub packed_after_string: u32,
     pub progress: u32,
     pub functions: u32,
 }
@@ -177,6 +181,7 @@ pub fn contract() -> Contract {
             cancellable: CALL_CANCELLABLE,
             packed: CALL_PACKED,
             packed_latin1: CALL_PACKED_LATIN1,
+            packed_after_string: CALL_PACKED_AFTER_STRING,
             progress: CALL_PROGRESS,
             functions: CALL_FUNCTIONS,
         },

@@ -5,7 +5,8 @@
 
 use super::channel::{lock, Channel, Inbox};
 use super::contract::{
-    CALL_CANCELLABLE, CALL_FUNCTIONS, CALL_PACKED, CALL_PACKED_LATIN1, CALL_PROGRESS,
+    CALL_CANCELLABLE, CALL_FUNCTIONS, CALL_PACKED, CALL_PACKED_AFTER_STRING, CALL_PACKED_LATIN1,
+    CALL_PROGRESS,
 };
 use super::convert::{self, FromJs};
 use super::serve::{self, NativeServer};
@@ -836,7 +837,7 @@ unsafe extern "C" fn hot_call(
     let mut placed = false;
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: we are inside this function's Node-API callback.
-        let (argv, data) = unsafe { super::callback_args::<6>(env, info) };
+        let (argv, data) = unsafe { super::callback_args::<7>(env, info) };
         // SAFETY: `data` is the Arc<Hot> owned by this function object, alive while it can be
         // called (see `caller`).
         let hot = unsafe { &*(data as *const Hot) };
@@ -874,18 +875,27 @@ unsafe extern "C" fn hot_call(
                 // The text read as Latin-1 when lib/params.js says every unit fits a byte, else
                 // as UTF-16: a copy here either way, and the tape's used part copied; the
                 // worker unpacks them (see `rpc::packed`).
+                let after_string = flags & CALL_PACKED_AFTER_STRING != 0;
+                let text_arg = argv[if after_string { 6 } else { 2 }];
                 let text = if flags & CALL_PACKED_LATIN1 != 0 {
                     // SAFETY: as above; lib/params.js passes a string with this flag.
-                    unsafe { convert::string_latin1(env, argv[2]) }.map(JsText::Latin1)
+                    unsafe { convert::string_latin1(env, text_arg) }.map(JsText::Latin1)
                 } else {
                     // SAFETY: as above.
-                    unsafe { convert::string_utf16(env, argv[2]) }.map(JsText::Utf16)
+                    unsafe { convert::string_utf16(env, text_arg) }.map(JsText::Utf16)
                 }
                 .map_err(RpcError::invalid_params)?;
                 // SAFETY: as above.
                 let tape = unsafe { convert::packed_tape(env, argv[5]) }
                     .map_err(RpcError::invalid_params)?;
-                Params::Packed(Packed { tape, text })
+                let first = if after_string {
+                    // SAFETY: as above; lib/params.js passes the first param, a string.
+                    let first = unsafe { convert::string(env, argv[2]) };
+                    Some(first.map_err(RpcError::invalid_params)?)
+                } else {
+                    None
+                };
+                Params::Packed(Packed { first, tape, text })
             } else {
                 // SAFETY: as above.
                 Params::Values(unsafe { from.params(argv[2]) }?)

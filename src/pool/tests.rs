@@ -680,6 +680,7 @@ fn a_command_is_told_when_its_params_crossed_packed_and_a_bad_tape_is_invalid_pa
     let (o, rx) = origin();
     let packed = |tape: Vec<f64>| {
         Params::Packed(Packed {
+            first: None,
             tape,
             text: crate::rpc::JsText::Latin1(vec![]),
         })

@@ -26,6 +26,10 @@
 //! - the **text**: every string and key, in the order the tape meets them, as V8 stores it
 //!   (one byte per unit when every unit fits, else UTF-16; see `rpc::text`).
 //!
+//! A first param that is a string (a template) may travel apart, as it is (`first`): copied
+//! into the text it would cost the calling thread a copy and a new string per call. The tape
+//! then holds the params array without it.
+//!
 //! What it carries is what JSON text would: lib/params.js packs only finite numbers but -0,
 //! strings, booleans, null (and undefined array items, as null), plain arrays and objects; a
 //! lone surrogate becomes U+FFFD, as every string from JavaScript does here.
@@ -53,6 +57,8 @@ pub const SHAPED: u8 = 8;
 /// A call's packed params, as read from JavaScript.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Packed {
+    /// The first param, when it travels apart (then the tape holds the others).
+    pub first: Option<String>,
     /// The tape, entry 0 included.
     pub tape: Vec<f64>,
     pub text: JsText,
@@ -61,17 +67,34 @@ pub struct Packed {
 impl Packed {
     /// The params array's values.
     pub fn unpack(&self) -> Result<Vec<Value>, String> {
-        match self.read(Values)? {
-            Value::Array(items) => Ok(items),
-            _ => Err(wrong("a params array")), // read() checks it is one
+        let mut items = match self.read(Values)? {
+            Value::Array(items) => items,
+            _ => return Err(wrong("a params array")), // read() checks it is one
+        };
+        if let Some(first) = &self.first {
+            items.insert(0, Value::String(first.clone()));
         }
+        Ok(items)
     }
 
     /// The params array as JSON text, its strings exactly as they were sent: a lone surrogate is
     /// written as its escape (`\ud800`), which `JSON.parse` turns back into it. For a method
-    /// served by JavaScript, which gets its params through `JSON.parse`.
+    /// served by JavaScript, which gets its params through `JSON.parse`. (A first param that
+    /// travelled apart was read as UTF-8: there a lone surrogate is U+FFFD.)
     pub fn to_json(&self) -> Result<String, String> {
-        self.read(Json)
+        let rest = self.read(Json)?;
+        let Some(first) = &self.first else {
+            return Ok(rest);
+        };
+        let mut json = String::with_capacity(first.len() + rest.len() + 3);
+        json.push('[');
+        let units: Vec<u16> = first.encode_utf16().collect();
+        json.push_str(&json_string(&units));
+        if rest != "[]" {
+            json.push(',');
+        }
+        json.push_str(&rest[1..]);
+        Ok(json)
     }
 
     fn read<B>(&self, build: B) -> Result<<B as Build<u8>>::Out, String>
@@ -360,6 +383,7 @@ mod tests {
         let mut t = vec![tape.len() as f64 + 1.0];
         t.extend_from_slice(tape);
         Packed {
+            first: None,
             tape: t,
             text: JsText::Latin1(text.chars().map(|c| c as u8).collect()),
         }
@@ -404,6 +428,7 @@ mod tests {
         );
         let units: Vec<u16> = vec![0xD800, 0x41];
         let p = Packed {
+            first: None,
             tape: vec![5.0, A, 1.0, S, 2.0],
             text: JsText::Utf16(units),
         };
@@ -433,6 +458,7 @@ mod tests {
         }
         // Entry 0 out of range.
         let p = Packed {
+            first: None,
             tape: vec![9.0, A, 0.0],
             text: JsText::Latin1(vec![]),
         };
@@ -454,7 +480,8 @@ mod tests {
         ];
         let mut tape = tape;
         tape[0] = tape.len() as f64;
-        let p = Packed {
+        let mut p = Packed {
+            first: None,
             tape,
             text: JsText::Utf16(units),
         };
@@ -466,6 +493,17 @@ mod tests {
         let values = p.unpack().unwrap();
         let o = values[0].as_object().unwrap();
         assert_eq!(o.get("k\"").unwrap().as_str(), Some("a\u{FFFD}b"));
+        // A first param apart goes first, in both.
+        p.first = Some("t\"".into());
+        assert_eq!(
+            p.to_json().unwrap(),
+            r#"["t\"",{"k\"":"a\ud800b"},{"k\"":["\u0001é😀"]}]"#
+        );
+        assert_eq!(p.unpack().unwrap()[0].as_str(), Some("t\""));
+        p.tape = vec![3.0, A, 0.0];
+        p.text = JsText::Latin1(vec![]);
+        assert_eq!(p.to_json().unwrap(), r#"["t\""]"#);
+        assert_eq!(p.unpack().unwrap(), vec![Value::from("t\"")]);
     }
 
     #[test]

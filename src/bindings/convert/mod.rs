@@ -377,23 +377,21 @@ pub unsafe fn string_latin1(env: sys::napi_env, v: sys::napi_value) -> Converted
 /// # Safety
 /// `v` must be a value of the live `env`, on its JS thread.
 pub unsafe fn packed_tape(env: sys::napi_env, v: sys::napi_value) -> Converted<Vec<f64>> {
-    let mut is_typed = false;
     let mut kind = sys::TypedarrayType::int8_array;
     let mut length = 0usize;
     let mut data: *mut std::ffi::c_void = ptr::null_mut();
-    // SAFETY: caller contract; out-pointers are live locals.
+    // SAFETY: caller contract; out-pointers are live locals. (On a value that is not a typed
+    // array, Node-API answers napi_invalid_arg and throws nothing.)
     let ok = unsafe {
-        sys::napi_is_typedarray(env, v, &mut is_typed) == sys::Status::napi_ok
-            && is_typed
-            && sys::napi_get_typedarray_info(
-                env,
-                v,
-                &mut kind,
-                &mut length,
-                &mut data,
-                ptr::null_mut(),
-                ptr::null_mut(),
-            ) == sys::Status::napi_ok
+        sys::napi_get_typedarray_info(
+            env,
+            v,
+            &mut kind,
+            &mut length,
+            &mut data,
+            ptr::null_mut(),
+            ptr::null_mut(),
+        ) == sys::Status::napi_ok
     };
     if !ok || kind != sys::TypedarrayType::float64_array || length == 0 || data.is_null() {
         return Err("packed params without their tape".into());
