@@ -11,3 +11,9 @@ pub mod commands;
 pub mod pool;
 pub mod rpc;
 pub mod shm;
+
+/// mimalloc for everything the addon allocates (why: Cargo.toml). Memory never crosses between
+/// allocators: what Node-API hands out it frees itself, and what the addon hands to Node-API
+/// (externals, pending renders) comes back to a Rust finalizer.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
