@@ -133,15 +133,15 @@ describe('calls', () => {
     };
     const template = '<em>{{me}}</em> '.repeat(200);
     const T = contract.packedTags;
-    // The strings in the order the tape meets them, an object's keys after its values; the
-    // template apart.
+    // The tape: the entries used, the values held, then the params array. The strings in the
+    // order the tape meets them, an object's keys after its values; the template apart.
     expect(how([template, { me: 'Zoë' }, undefined, { output: 'buffer' }])).toBe(
-      `packed (Latin-1): ${JSON.stringify(template)} apart, then "Zoëmebufferoutput" 14,${T.array},3,${T.objectShape},1,${T.string},3,2,${T.null},${T.objectShape},1,${T.string},6,6`,
+      `packed (Latin-1): ${JSON.stringify(template)} apart, then "Zoëmebufferoutput" 15,7,${T.array},3,${T.objectShape},1,${T.string},3,2,${T.null},${T.objectShape},1,${T.string},6,6`,
     );
-    expect(how([{ a: 1 }, 'x'])).toBe(`packed (Latin-1): "ax" 10,${T.array},2,${T.objectShape},1,${T.number},1,1,${T.string},1`);
+    expect(how([{ a: 1 }, 'x'])).toBe(`packed (Latin-1): "ax" 11,4,${T.array},2,${T.objectShape},1,${T.number},1,1,${T.string},1`);
     // Rows with the same keys name the first row's shape.
     expect(how([[{ a: 1, b: '€' }, { a: 2, b: 'x' }]])).toBe(
-      `packed: "€abx" 20,${T.array},1,${T.array},2,${T.objectShape},2,${T.number},1,${T.string},1,1,1,${T.shaped},2,${T.number},2,${T.string},1,0`,
+      `packed: "€abx" 21,8,${T.array},1,${T.array},2,${T.objectShape},2,${T.number},1,${T.string},1,1,1,${T.shaped},2,${T.number},2,${T.string},1,0`,
     );
     expect(how([{ a: 1 }])).toMatch(/^packed/);
     expect(how(['x', 1, true])).toBe('value by value');

@@ -41,10 +41,12 @@ const { null: NULL, false: FALSE, true: TRUE, number: NUMBER, string: STRING, ar
 
 /** Tape entries kept between calls; a call that needed more gets a new tape of this size after. */
 const TAPE_KEPT = 1 << 14;
-/** The tape: entry 0 is how many entries are used (written last). */
+/** The tape: entry 0 is how many entries are used, entry 1 how many values (both written last). */
 let tape = new Float64Array(TAPE_KEPT);
+/** Entries before the params array. */
+const HEADER = 2;
 /** The next free entry of the tape. */
-let at = 1;
+let at = HEADER;
 // Nothing below writes past the end of an array: an index accessor put on Array.prototype
 // would see such a write, and could drop it or change it.
 /** The text so far: the strings the tape met, in order (concatenated: V8 joins them once, when the text is read). */
@@ -254,7 +256,7 @@ function wireParams(params) {
     budget = JSON_MAX_VALUES - 1;
     objects = 0;
     units = 0;
-    at = 1;
+    at = HEADER;
     inherited = hasInheritedKeys();
     // A leading string (a template) travels apart, as it is: copied into the text, it would
     // cost a copy and a new string per call.
@@ -287,6 +289,7 @@ function wireParams(params) {
   const sent = text;
   clearWalk();
   tape[0] = at;
+  tape[1] = size;
   lent = true;
   // One byte per unit: read natively as Latin-1, half the bytes of UTF-16. (V8 answers this at
   // once for a string it stores as one byte per unit: no such string can match.)

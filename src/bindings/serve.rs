@@ -22,7 +22,7 @@
 //! replaced by the received typed array over the same memory (matched by address, length and
 //! type). The native side never dereferences those views.
 
-use super::contract::{REST_IDLE, REST_LATER};
+use super::contract::{JSON_MIN_VALUES, REST_IDLE, REST_LATER};
 use super::convert::{self, from_js::MAX_VALUES, Converted, FromJs};
 use super::tsfn::{self, Tsfn};
 use crate::pool::{Params, Pool, Rest, Server, Wake};
@@ -302,9 +302,16 @@ unsafe fn batch_to_js(
                         undefined
                     }
                     Params::Values(values) => convert::to_js(env, &Value::Array(values))?,
-                    // Packed plain data goes on as JSON text, which JSON.parse in the serving
-                    // thread turns into values far faster than Node-API builds them, and
-                    // which keeps a lone surrogate as sent.
+                    // Few values are built here. Many go on as JSON text, which JSON.parse in
+                    // the serving thread turns into values far faster than Node-API builds
+                    // them, and which keeps a lone surrogate as sent (results follow the same
+                    // rule, `channel::json_size`).
+                    Params::Packed(packed) if packed.values() < JSON_MIN_VALUES => {
+                        match Params::Packed(packed).into_values() {
+                            Ok(values) => convert::to_js(env, &Value::Array(values))?,
+                            Err(e) => return Err(e.message),
+                        }
+                    }
                     Params::Packed(packed) => {
                         let text = packed.to_json()?;
                         if too_long_for_js(&text) {

@@ -690,7 +690,7 @@ fn a_command_is_told_when_its_params_crossed_packed_and_a_bad_tape_is_invalid_pa
         &o,
         1,
         "says_plain_params",
-        packed(vec![4.0, a, 1.0, n]),
+        packed(vec![5.0, 1.0, a, 1.0, n]),
         None,
     );
     assert_eq!(recv(&rx), (1, Ok(Value::Bool(true))));
@@ -700,7 +700,7 @@ fn a_command_is_told_when_its_params_crossed_packed_and_a_bad_tape_is_invalid_pa
         &o,
         3,
         "says_plain_params",
-        packed(vec![4.0, a, 2.0, n]),
+        packed(vec![5.0, 1.0, a, 2.0, n]),
         None,
     );
     let (id, outcome) = recv(&rx);

@@ -10,8 +10,9 @@
 //! keys. On a 200-row table this halves the calling thread's cost of sending the view.
 //!
 //! The pieces:
-//! - the **tape**, numbers: entry 0 is how many entries are used, itself included; then the
-//!   params array, each value written as
+//! - the **tape**, numbers: entry 0 is how many entries are used, itself included; entry 1
+//!   how many values the params hold (counted as `contract::JSON_MIN_VALUES` counts them, a
+//!   leading string apart included); then the params array, each value written as
 //!   - [`NULL`], [`FALSE`], [`TRUE`]: the tag alone;
 //!   - [`NUMBER`], the number;
 //!   - [`STRING`], its length `n` in UTF-16 units: the string is the next `n` units of the text;
@@ -54,6 +55,9 @@ pub const OBJECT: u8 = 6;
 pub const OBJECT_SHAPE: u8 = 7;
 pub const SHAPED: u8 = 8;
 
+/// Entries before the params array: the entries used, the values held.
+const HEADER: usize = 2;
+
 /// A call's packed params, as read from JavaScript.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Packed {
@@ -65,6 +69,15 @@ pub struct Packed {
 }
 
 impl Packed {
+    /// How many values the params hold, as lib/params.js counted them (0 when the tape does
+    /// not say).
+    pub fn values(&self) -> usize {
+        match self.tape.get(1) {
+            Some(&n) if n >= 0.0 && n <= u32::MAX as f64 => n as usize,
+            _ => 0,
+        }
+    }
+
     /// The params array's values.
     pub fn unpack(&self) -> Result<Vec<Value>, String> {
         let mut items = match self.read(Values)? {
@@ -256,12 +269,12 @@ fn read<U: Copy, B: Build<U>>(tape: &[f64], text: &[U], build: B) -> Result<B::O
         Some(&n) if n >= 1.0 && n.fract() == 0.0 && n <= tape.len() as f64 => n as usize,
         _ => return Err(wrong("its length")),
     };
-    if tape.get(1) != Some(&f64::from(ARRAY)) {
+    if tape.get(HEADER) != Some(&f64::from(ARRAY)) {
         return Err(wrong("a params array"));
     }
     let mut reader = Reader {
         tape: &tape[..used],
-        at: 1,
+        at: HEADER,
         text,
         pos: 0,
         shapes: Vec::new(),
@@ -433,7 +446,7 @@ mod tests {
     use super::*;
 
     fn latin1(tape: &[f64], text: &str) -> Result<Vec<Value>, String> {
-        let mut t = vec![tape.len() as f64 + 1.0];
+        let mut t = vec![tape.len() as f64 + 2.0, 0.0];
         t.extend_from_slice(tape);
         Packed {
             first: None,
@@ -482,7 +495,7 @@ mod tests {
         let units: Vec<u16> = vec![0xD800, 0x41];
         let p = Packed {
             first: None,
-            tape: vec![5.0, A, 1.0, S, 2.0],
+            tape: vec![6.0, 1.0, A, 1.0, S, 2.0],
             text: JsText::Utf16(units),
         };
         assert_eq!(p.unpack().unwrap()[0].as_str(), Some("\u{FFFD}A"));
@@ -512,7 +525,7 @@ mod tests {
         // Entry 0 out of range.
         let p = Packed {
             first: None,
-            tape: vec![9.0, A, 0.0],
+            tape: vec![9.0, 0.0, A, 0.0],
             text: JsText::Latin1(vec![]),
         };
         assert!(p.unpack().is_err());
@@ -529,7 +542,7 @@ mod tests {
         units[1] = 0xD800; // a lone high surrogate in place of the NUL
         units.extend("\u{1}é😀".encode_utf16());
         let tape = vec![
-            0.0, A, 2.0, OS, 1.0, S, 3.0, 2.0, SH, 1.0, A, 1.0, S, 4.0, 0.0,
+            0.0, 0.0, A, 2.0, OS, 1.0, S, 3.0, 2.0, SH, 1.0, A, 1.0, S, 4.0, 0.0,
         ];
         let mut tape = tape;
         tape[0] = tape.len() as f64;
@@ -553,7 +566,7 @@ mod tests {
             r#"["t\"",{"k\"":"a\ud800b"},{"k\"":["\u0001é😀"]}]"#
         );
         assert_eq!(p.unpack().unwrap()[0].as_str(), Some("t\""));
-        p.tape = vec![3.0, A, 0.0];
+        p.tape = vec![4.0, 1.0, A, 0.0];
         p.text = JsText::Latin1(vec![]);
         assert_eq!(p.to_json().unwrap(), r#"["t\""]"#);
         assert_eq!(p.unpack().unwrap(), vec![Value::from("t\"")]);
