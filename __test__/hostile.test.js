@@ -557,6 +557,29 @@ describe('16. packed params (plain data walked once, src/rpc/packed.rs)', () => 
     }
   });
 
+  test('a getter among the params that calls the pool while they are walked: both calls get their own params', async () => {
+    // The walk's state is module state: a call made from inside the walk goes value by value.
+    const pool = new Pool({ threads: 2 });
+    try {
+      const inner = Array.from({ length: 50 }, (_, i) => ({ k: i, v: `inner ${i}` }));
+      let innerCall;
+      const rows = Array.from({ length: 50 }, (_, i) => ({ i, s: `outer ${i}` }));
+      const outer = {
+        head: rows.slice(0, 25),
+        get middle() {
+          innerCall = pool.exec('echo', inner);
+          return 'middle';
+        },
+        tail: rows.slice(25),
+      };
+      const back = await pool.exec('echo', outer);
+      expect(back).toEqual({ head: rows.slice(0, 25), middle: 'middle', tail: rows.slice(25) });
+      expect(await innerCall).toEqual(inner);
+    } finally {
+      await pool.close();
+    }
+  });
+
   test('polluted prototypes: an enumerable Object.prototype key is not sent, index accessors on Array.prototype change nothing', async () => {
     const r = await child(`
       const pool = new Pool({ threads: 1 });

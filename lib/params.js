@@ -80,9 +80,9 @@ let objects = 0;
 let units = 0;
 /**
  * Small params (under jsonMinValues values) cross packed only while their strings, but a
- * leading one (which travels apart), hold at most this many units: Node-API copies a string once, where packing
- * copies it twice (into the text, then out of it), and JSON text inside params (render's
- * `data: 'json'`) is best read as one string.
+ * leading one (which travels apart), hold at most this many units: Node-API copies a string
+ * once, where packing copies it twice (into the text, then out of it), and JSON text inside
+ * params (render's `data: 'json'`) is best read as one string.
  */
 const SMALL_JSON_UNITS = 1024;
 
@@ -231,27 +231,31 @@ const EMPTY = {};
 
 /** True from a packed wireParams until released(): the native call has not copied the tape yet. */
 let lent = false;
+/** True while wireParams walks: a getter among the params may call the pool. */
+let walking = false;
 
 /**
  * What to hand the native call for `params`: `[sent, flags, tape, text]`. Plain params cross
  * packed (flag packed) when they hold at least jsonMinValues values, or an object or array and
  * few long strings (SMALL_JSON_UNITS); `sent` is the text, or, when the first param is a
  * string, that string, and `text` the text of the others (flag packedAfterString). Packing here
- * and unpacking on a pool thread
- * cost the calling thread a few hundred ns for small objects, against about a µs each value by
- * value. Params that are not plain, or small and flat, cross value by value (`sent` is the
- * array, flags 0). The tape is this module's, reused: call released() once the native call
+ * and unpacking on a pool thread cost the calling thread a few hundred ns for small objects,
+ * against about a µs each value by value. Params that are not plain, or small and flat, cross
+ * value by value (`sent` is the array, flags 0), and so do the params of a call made while
+ * another call's params are walked (by a getter among them): the walk's state is not its. The tape is this module's, reused: call released() once the native call
  * has returned (it copies what it needs). Params whose strings are longer together than one
  * string can be cross value by value. Throws an RpcError InvalidParams when the params cannot
  * be sent (more values than a call may carry, a String object with a replaced prototype).
  */
 function wireParams(params) {
+  if (walking) return [params, 0, undefined];
   // A call started while the previous one's tape is still lent (a listener that calls the
   // pool from inside the call's start) gets a tape of its own.
   if (lent) tape = new Float64Array(TAPE_KEPT);
   let size;
   let first;
   let after = false;
+  walking = true;
   try {
     budget = JSON_MAX_VALUES - 1;
     objects = 0;
@@ -270,6 +274,8 @@ function wireParams(params) {
     }
   } catch {
     size = -1; // a getter or a trap threw: the native conversion names it precisely
+  } finally {
+    walking = false;
   }
   if (size < 0 || (size < contract.jsonMinValues && objects < 2)) {
     clearWalk();
