@@ -10,6 +10,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
 mod fast;
+pub(crate) use fast::push_reserved;
 #[cfg(test)]
 mod property_tests;
 

@@ -40,7 +40,7 @@
 //! deeper than [`MAX_NESTING`], pieces left over) is an error, never a panic: every length is
 //! checked against what is left of the tape or text before anything is allocated by it.
 
-use super::json::write_string_body;
+use super::json::{push_reserved, write_string_body};
 use super::number::format_number;
 use super::text::{latin1_to_utf8, JsText};
 use super::value::{Key, Map, Value, MAX_NESTING};
@@ -148,40 +148,35 @@ struct Values;
 /// Builds JSON text, strings exactly.
 struct Json;
 
-impl Build<u8> for Values {
-    type Out = Value;
-    type Key = Key;
-    fn null(&mut self) -> Value {
-        Value::Null
+/// How a run of text units becomes a string or a key of a value.
+trait ValueUnits: Copy {
+    fn string(units: &[Self]) -> String;
+    fn key(units: &[Self]) -> Key;
+}
+
+impl ValueUnits for u8 {
+    fn string(units: &[u8]) -> String {
+        latin1_to_utf8(units)
     }
-    fn bool(&mut self, b: bool) -> Value {
-        Value::Bool(b)
-    }
-    fn number(&mut self, n: f64) -> Value {
-        Value::Number(n)
-    }
-    fn string(&mut self, units: &[u8]) -> Value {
-        Value::String(latin1_to_utf8(units))
-    }
-    fn key(&mut self, units: &[u8]) -> Key {
+    fn key(units: &[u8]) -> Key {
         match std::str::from_utf8(units) {
             // ASCII (a Latin-1 run that is valid UTF-8 is ASCII): no String on the way.
             Ok(ascii) if units.is_ascii() => Key::new(ascii),
             _ => Key::from_string(latin1_to_utf8(units)),
         }
     }
-    fn array(&mut self, items: Vec<Value>) -> Value {
-        Value::Array(items)
+}
+
+impl ValueUnits for u16 {
+    fn string(units: &[u16]) -> String {
+        String::from_utf16_lossy(units)
     }
-    fn no_key(&self) -> Key {
-        Key::EMPTY
-    }
-    fn object(&mut self, entries: Vec<(Key, Value)>) -> Value {
-        Value::Object(Map::from_unique(entries))
+    fn key(units: &[u16]) -> Key {
+        Key::from_string(String::from_utf16_lossy(units))
     }
 }
 
-impl Build<u16> for Values {
+impl<U: ValueUnits> Build<U> for Values {
     type Out = Value;
     type Key = Key;
     fn null(&mut self) -> Value {
@@ -193,11 +188,11 @@ impl Build<u16> for Values {
     fn number(&mut self, n: f64) -> Value {
         Value::Number(n)
     }
-    fn string(&mut self, units: &[u16]) -> Value {
-        Value::String(String::from_utf16_lossy(units))
+    fn string(&mut self, units: &[U]) -> Value {
+        Value::String(U::string(units))
     }
-    fn key(&mut self, units: &[u16]) -> Key {
-        Key::from_string(String::from_utf16_lossy(units))
+    fn key(&mut self, units: &[U]) -> Key {
+        U::key(units)
     }
     fn array(&mut self, items: Vec<Value>) -> Value {
         Value::Array(items)
@@ -285,15 +280,6 @@ fn read<U: Copy, B: Build<U>>(tape: &[f64], text: &[U], build: B) -> Result<B::O
         return Err(wrong("pieces left over"));
     }
     Ok(params)
-}
-
-/// `stack.push(item)` into room reserved before: no call comes between building the item and
-/// storing it (see `Reader::value`).
-#[inline(always)]
-fn push_reserved<T>(stack: &mut Vec<T>, item: T) {
-    stack.spare_capacity_mut()[0].write(item);
-    // SAFETY: the slot at `len` was initialized just above (indexing panics if there is none).
-    unsafe { stack.set_len(stack.len() + 1) };
 }
 
 fn wrong(what: &str) -> String {

@@ -224,8 +224,9 @@ fn find_in_big(
 /// `stack.push(item)` where room for `item` was reserved before it was built. Through
 /// `Vec::push`, whose growing is a call, a just-built item goes through the stack in pieces and
 /// is read back in wider ones, which stalls on store forwarding (a tenth of the parse); here no
-/// call comes between building it and storing it in place.
-fn push_reserved<T>(stack: &mut Vec<T>, item: T) {
+/// call comes between building it and storing it in place. (`rpc::packed` stores so too.)
+#[inline(always)]
+pub(crate) fn push_reserved<T>(stack: &mut Vec<T>, item: T) {
     stack.spare_capacity_mut()[0].write(item);
     // SAFETY: the slot at `len` was initialized just above (indexing panics if there is none).
     unsafe { stack.set_len(stack.len() + 1) };
