@@ -20,9 +20,9 @@ const { RpcError, CODES } = require('./errors.js');
 const JSON_MAX_VALUES = 2 ** 24;
 /** Values the walk may still visit in the current call. */
 let budget = 0;
-/** packParams's answer when the params hold more values than a call may carry. */
+/** pack's answer when the params hold more values than a call may carry. */
 const TOO_MANY = -2;
-/** packParams's answer for a String object whose prototype was replaced (see there). */
+/** pack's answer for a String object whose prototype was replaced (see there). */
 const STRING_OBJECT = -3;
 const stringValueOf = Function.prototype.call.bind(String.prototype.valueOf);
 const hasOwn = Object.prototype.hasOwnProperty;

@@ -55,7 +55,7 @@ const _: () = assert!(SLAB_BYTES <= SLICE_SPAN as usize);
 /// Params of at least this many plain values travel packed (`rpc::packed`), and results as JSON
 /// text, which costs far less than building them value by value through Node-API (params
 /// holding an object or array travel packed too, however few: see lib/params.js). The rule
-/// that counts them is `json_size` (`channel.rs`) here and `packParams` (`lib/params.js`) in
+/// that counts them is `json_size` (`channel.rs`) here and `pack` (`lib/params.js`) in
 /// JavaScript: values
 /// JSON text carries unchanged (finite numbers but -0, strings, booleans, null, plain arrays and
 /// objects, nesting under JSON_MAX_DEPTH levels); anything else counts as "not plain".

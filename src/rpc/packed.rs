@@ -1,4 +1,4 @@
-//! Packed params: plain data that the calling thread walked once (`packParams` in
+//! Packed params: plain data that the calling thread walked once (`wireParams` in
 //! lib/params.js) and handed over as two flat pieces, which a pool thread turns into values.
 //!
 //! Why not JSON text: on the calling thread `JSON.stringify` costs about as much again as the
