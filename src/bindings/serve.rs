@@ -307,10 +307,7 @@ unsafe fn batch_to_js(
                     // them, and which keeps a lone surrogate as sent (results follow the same
                     // rule, `channel::json_size`).
                     Params::Packed(packed) if packed.values() < JSON_MIN_VALUES => {
-                        match Params::Packed(packed).into_values() {
-                            Ok(values) => convert::to_js(env, &Value::Array(values))?,
-                            Err(e) => return Err(e.message),
-                        }
+                        convert::to_js(env, &Value::Array(packed.unpack()?))?
                     }
                     Params::Packed(packed) => {
                         let text = packed.to_json()?;
