@@ -384,8 +384,8 @@ impl NativePool {
             .fail_expected(RpcError::new(ErrorCode::InternalError, message));
     }
 
-    /// A function `call(id, method, params, timeoutMs, flags, tape)` bound to this pool (`tape`
-    /// only with the `packed` flag, see `rpc::packed`): the
+    /// A function `call(id, method, params, timeoutMs, flags, tape, text)` bound to this pool
+    /// (`tape` with the `packed` flag, `text` with `packedAfterString`; see `rpc::packed`): the
     /// hot path of `exec`/`call`, made as a plain Node-API function (no class unwrapping),
     /// which costs a fraction of a generated method. Settles call `id` through the channel.
     #[napi(catch_unwind)]

@@ -243,8 +243,8 @@ unsafe extern "C" fn call_js(
 /// A batch as one flat array: `nStops, nForgotten`, then the stop tokens, the forgotten tokens,
 /// and five entries per job — `token, method, params, timeoutMs (0: none; what is left of the
 /// call's limit otherwise, however small), watched (the caller listens to progress)`; params
-/// are an array, the JSON text of one, or undefined while views are needed. (One array, not three: a
-/// Node-API call costs about as much as handling the usual one-job batch in JavaScript.)
+/// are an array, the JSON text of one, or undefined while views are needed. (One array, not
+/// three: a Node-API call costs about as much as handling the usual one-job batch in JavaScript.)
 ///
 /// # Safety
 /// Must run on `env`'s JS thread.

@@ -58,6 +58,17 @@ pub const SHAPED: u8 = 8;
 /// Entries before the params array: the entries used, the values held.
 const HEADER: usize = 2;
 
+/// `n` as a count if it is a whole number from 0 to `limit`: the one rule for every count and
+/// length a tape holds. (`as` saturates, NaN and negatives to 0, so a whole number in range
+/// casts back to itself and nothing else does; `f64::fract` would be a call to `trunc` on the
+/// baseline x86-64 target.)
+pub fn whole(n: f64, limit: usize) -> Option<usize> {
+    match n as usize {
+        c if c as f64 == n && c <= limit => Some(c),
+        _ => None,
+    }
+}
+
 /// A call's packed params, as read from JavaScript.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Packed {
@@ -72,10 +83,10 @@ impl Packed {
     /// How many values the params hold, as lib/params.js counted them (0 when the tape does
     /// not say).
     pub fn values(&self) -> usize {
-        match self.tape.get(1) {
-            Some(&n) if n >= 0.0 && n <= u32::MAX as f64 => n as usize,
-            _ => 0,
-        }
+        self.tape
+            .get(1)
+            .and_then(|&n| whole(n, u32::MAX as usize))
+            .unwrap_or(0)
     }
 
     /// The params array's values.
@@ -260,8 +271,8 @@ fn json_string<U: Copy + Into<u32>>(units: &[U]) -> String {
 }
 
 fn read<U: Copy, B: Build<U>>(tape: &[f64], text: &[U], build: B) -> Result<B::Out, String> {
-    let used = match tape.first() {
-        Some(&n) if n >= 1.0 && n.fract() == 0.0 && n <= tape.len() as f64 => n as usize,
+    let used = match tape.first().and_then(|&n| whole(n, tape.len())) {
+        Some(used) if used >= 1 => used,
         _ => return Err(wrong("its length")),
     };
     if tape.get(HEADER) != Some(&f64::from(ARRAY)) {
@@ -309,12 +320,7 @@ impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
     /// A count or length: a whole number, at most `limit` (what is left to read it from).
     fn count(&mut self, limit: usize) -> Result<usize, String> {
         let n = self.next()?;
-        // `as` saturates (NaN and negatives to 0), so a whole number in range casts back to
-        // itself and nothing else does.
-        match n as usize {
-            c if c as f64 == n && c <= limit => Ok(c),
-            _ => Err(wrong("a count")),
-        }
+        whole(n, limit).ok_or_else(|| wrong("a count"))
     }
 
     /// The next `n` units of the text, `n` read from the tape.

@@ -400,10 +400,10 @@ pub unsafe fn packed_tape(env: sys::napi_env, v: sys::napi_value) -> Converted<V
     // SAFETY: `data` points at `length` ≥ 1 f64 elements of the array (Node-API's answer), which
     // nothing else touches while this JS thread runs here; read unaligned to assume nothing.
     let used = unsafe { data.read_unaligned() };
-    if !(used >= 1.0 && used <= length as f64 && used.fract() == 0.0) {
-        return Err("packed params with a tape of a wrong length".into());
-    }
-    let used = used as usize;
+    let used = match crate::rpc::packed::whole(used, length) {
+        Some(used) if used >= 1 => used,
+        _ => return Err("packed params with a tape of a wrong length".into()),
+    };
     let mut tape: Vec<f64> = Vec::new();
     tape.try_reserve_exact(used)
         .map_err(|_| format!("no memory to read packed params of {used} entries"))?;
