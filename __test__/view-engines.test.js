@@ -126,6 +126,68 @@ test('corepool/express reads each file once, and again after it changes on disk'
   }
 });
 
+test('corepool/express follows a change of the views setting, and keeps Express keys out of the view', async () => {
+  // The page stays the same file, but its partials come from the first views folder.
+  const other = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-views-'));
+  const header = '<header>other</header>{{#settings}}settings{{/settings}}{{#cache}}cache{{/cache}}{{#_locals}}locals{{/_locals}}';
+  fs.writeFileSync(path.join(other, 'header.mustache'), header);
+  const engine = expressEngine.mustacheEngine({ pool });
+  const app = express();
+  app.engine('mustache', engine);
+  app.set('views', dir);
+  app.set('view engine', 'mustache');
+  app.set('view cache', false); // Express looks the file up again under the new setting
+  app.get('/', (req, res) => res.render('page', view()));
+  const server = await listen(app);
+  try {
+    expect(await (await fetch(`${server.url}/`)).text()).toBe(expected());
+    app.set('views', [other, dir]);
+    expect(await (await fetch(`${server.url}/`)).text()).toBe(Mustache.render(PAGE, view(), { header: '<header>other</header>' }));
+    app.set('views', dir);
+    expect(await (await fetch(`${server.url}/`)).text()).toBe(expected());
+  } finally {
+    await server.close();
+    engine.close();
+    fs.rmSync(other, { recursive: true, force: true });
+  }
+});
+
+test('corepool/express does not keep what it read while the file changed', async () => {
+  const own = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-views-'));
+  const file = path.join(own, 'page.mustache');
+  fs.writeFileSync(file, 'one');
+  const engine = expressEngine.mustacheEngine({ pool });
+  const render = (locals = {}) => new Promise((resolve, reject) => engine(file, { settings: { views: own }, ...locals }, (e, out) => (e ? reject(e) : resolve(out))));
+  const readFile = fs.promises.readFile;
+  try {
+    // The file changes just after a render read it, and another render reads it again (and
+    // watches the folder again) before the first is done: the first shows the old text, but
+    // what it read must not be kept over what the second read.
+    let wrote = false;
+    let second;
+    fs.promises.readFile = async (...args) => {
+      const text = await readFile(...args);
+      if (!wrote) {
+        wrote = true;
+        fs.writeFileSync(file, 'two');
+        await new Promise((r) => setTimeout(r, 200)); // the watcher's event arrives
+        second = await render();
+      }
+      return text;
+    };
+    expect(await render()).toBe('one');
+    expect(second).toBe('two');
+    expect(await render()).toBe('two');
+    // A getter on the locals that throws fails that render alone.
+    await expect(render({ get boom() { throw new Error('boom'); } })).rejects.toThrow('boom');
+    expect(await render()).toBe('two');
+  } finally {
+    fs.promises.readFile = readFile;
+    engine.close();
+    fs.rmSync(own, { recursive: true, force: true });
+  }
+});
+
 test('corepool/express refuses bad options with a TypeError naming the option', () => {
   expect(() => expressEngine.mustacheEngine({ pool: {} })).toThrow(/options\.pool must be a corepool Pool/);
   expect(() => expressEngine.mustacheEngine({ pool, output: 'html' })).toThrow(/options\.output must be 'string' or 'buffer'/);

@@ -120,9 +120,15 @@ function mustacheEngine(options = {}) {
   const config = output === 'buffer' ? { output } : undefined;
   const folders = new Map(); // `${dir}\0${ext}\0${deep}` → Folder
   const templates = new Map(); // file → Promise<string>
+  // file → { views, template, partials }: what rendering the file takes, found once and kept
+  // while nothing it came from has changed (`views`: the setting it was found under).
+  const plans = new Map();
+  let generation = 0; // bumped by every change: a plan found across one is not kept
   let closed = false; // after close(): every render reads the files, and nothing is watched
   const forget = () => {
+    generation++;
     templates.clear();
+    plans.clear();
     for (const folder of folders.values()) folder.partials = null;
   };
 
@@ -148,34 +154,62 @@ function mustacheEngine(options = {}) {
     return text;
   };
 
-  async function render(file, locals) {
-    // Express's own keys are not the view's.
-    const view = { ...locals };
-    const settings = view.settings ?? {};
-    for (const key of EXPRESS_KEYS) delete view[key];
-    const views = partialsDir ?? (Array.isArray(settings.views) ? settings.views[0] : settings.views) ?? path.dirname(file);
+  /** The folder partials come from, as set: the option, else Express's `views` (its first folder). */
+  const viewsSetting = (settings) => {
+    const views = partialsDir !== undefined ? partialsDir : settings?.views;
+    return Array.isArray(views) ? views[0] : views;
+  };
+
+  /** Reads what rendering `file` takes, and keeps it as the file's plan when it may. */
+  async function plan(file, settings) {
+    const since = generation;
+    const setting = viewsSetting(settings);
+    const views = setting ?? path.dirname(file);
     const ext = extension === undefined ? path.extname(file) : extension.startsWith('.') ? extension : `.${extension}`;
     const folder = folderOf(path.resolve(views), ext, true);
-    const partials = cache && !closed ? folder.load() : readPartials(folder.dir, ext);
-    const named = await partials;
+    const keep = cache && !closed;
+    const named = await (keep ? folder.load() : readPartials(folder.dir, ext));
     // A view inside the partials folder is one of the partials already read; one outside it is
     // watched where it is (a change there must be seen too).
     const relative = path.relative(folder.dir, file);
     const inside = !relative.startsWith('..') && !path.isAbsolute(relative);
     const name = inside && relative.endsWith(ext) ? relative.slice(0, -ext.length).split(path.sep).join('/') : null;
-    if (name !== null && Object.hasOwn(named, name)) return pool.render(named[name], view, named, config);
-    const template = await templateOf(file, inside ? folder : folderOf(path.dirname(path.resolve(file)), ext, false));
-    return pool.render(template, view, named, config);
+    const own = name !== null && Object.hasOwn(named, name);
+    const template = own ? named[name] : await templateOf(file, inside ? folder : folderOf(path.dirname(path.resolve(file)), ext, false));
+    const found = { views: setting, template, partials: named };
+    // Kept only if every folder it came from is still watched and nothing changed meanwhile.
+    if (keep && !closed && generation === since && folder.watcher !== null && (own || templates.has(file))) plans.set(file, found);
+    return found;
+  }
+
+  /** Express's locals without Express's own keys. */
+  function viewOf(locals) {
+    const view = { ...locals };
+    for (const key of EXPRESS_KEYS) delete view[key];
+    return view;
   }
 
   function engine(file, locals, callback) {
-    render(file, locals).then((out) => callback(null, out), callback);
+    let rendered;
+    try {
+      const settings = locals.settings;
+      const found = plans.get(file);
+      if (found !== undefined && found.views === viewsSetting(settings)) {
+        rendered = pool.render(found.template, viewOf(locals), found.partials, config);
+      } else {
+        rendered = plan(file, settings).then((p) => pool.render(p.template, viewOf(locals), p.partials, config));
+      }
+    } catch (e) {
+      rendered = Promise.reject(e);
+    }
+    rendered.then((out) => callback(null, out), callback);
   }
   engine.close = () => {
     closed = true;
     for (const folder of folders.values()) folder.close();
     folders.clear();
     templates.clear();
+    plans.clear();
   };
   return engine;
 }
