@@ -76,16 +76,6 @@ function room(n) {
 
 /** Objects and arrays the walk met in the current call, the params array included. */
 let objects = 0;
-/** UTF-16 units of the strings (not keys) the walk met in the current call. */
-let units = 0;
-/**
- * Small params (under jsonMinValues values) cross packed only while their strings, but a
- * leading one (which travels apart), hold at most this many units: Node-API copies a string
- * once, where packing copies it twice (into the text, then out of it), and JSON text inside
- * params (render's `data: 'json'`) is best read as one string.
- */
-const SMALL_JSON_UNITS = 1024;
-
 /**
  * Writes `v` on the tape and returns how many values it holds if it is plain data (what JSON
  * text would carry unchanged), else -1 (then the value-by-value path converts it, or refuses
@@ -99,7 +89,6 @@ function pack(v, depth) {
       tape[at++] = STRING;
       tape[at++] = v.length;
       text += v;
-      units += v.length;
       return 1;
     case 'number':
       // JSON has no NaN, Infinity or -0.
@@ -236,11 +225,13 @@ let walking = false;
 
 /**
  * What to hand the native call for `params`: `[sent, flags, tape, text]`. Plain params cross
- * packed (flag packed) when they hold at least jsonMinValues values, or an object or array and
- * few long strings (SMALL_JSON_UNITS); `sent` is the text, or, when the first param is a
- * string, that string, and `text` the text of the others (flag packedAfterString). Packing here
- * and unpacking on a pool thread cost the calling thread a few hundred ns for small objects,
- * against about a µs each value by value. Params that are not plain, or small and flat, cross
+ * packed (flag packed) when they hold at least jsonMinValues values, or an object or array;
+ * `sent` is the text, or, when the first param is a string, that string, and `text` the text of
+ * the others (flag packedAfterString). Packing here and unpacking on a pool thread cost the
+ * calling thread a few hundred ns for small objects, against about a µs each value by value;
+ * long strings too cost it less packed (its text is copied as it is, where Node-API would
+ * transcode each string to UTF-8 here: render's 50 kB of JSON text, data: 'json', ~30 µs
+ * instead of ~45 µs). Params that are not plain, or small and flat, cross
  * value by value (`sent` is the array, flags 0), and so do the params of a call made while
  * another call's params are walked (by a getter among them): the walk's state is not its. The tape is this module's, reused: call released() once the native call
  * has returned (it copies what it needs). Params whose strings are longer together than one
@@ -259,7 +250,6 @@ function wireParams(params) {
   try {
     budget = JSON_MAX_VALUES - 1;
     objects = 0;
-    units = 0;
     at = HEADER;
     inherited = hasInheritedKeys();
     // A leading string (a template) travels apart, as it is: copied into the text, it would
@@ -286,10 +276,6 @@ function wireParams(params) {
     if (size === STRING_OBJECT) {
       throw new RpcError(CODES.InvalidParams, 'params hold a String object whose prototype was replaced, which would cross as a key per character: pass its text (String(value)) instead');
     }
-    return [params, 0, undefined];
-  }
-  if (size < contract.jsonMinValues && units > SMALL_JSON_UNITS) {
-    clearWalk();
     return [params, 0, undefined];
   }
   const sent = text;
