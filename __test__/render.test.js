@@ -204,6 +204,17 @@ test("output: 'buffer': transferring one small output's memory to another thread
   expect(got.map((b) => b.toString())).toEqual(texts);
 });
 
+test("output: 'buffer': a small output that comes back alone is a Buffer of its own, transferable without a copy", async () => {
+  const { MessageChannel } = require('node:worker_threads');
+  const out = await pool.render('<p>{{t}}</p>', { t: 'alone' }, undefined, { output: 'buffer' });
+  expect([out.toString(), out.byteOffset, out.buffer.byteLength]).toEqual(['<p>alone</p>', 0, 12]);
+  const { port1, port2 } = new MessageChannel();
+  port1.postMessage(out, [out.buffer]);
+  port1.close();
+  port2.close();
+  expect(out.byteLength).toBe(0); // moved, not copied: nothing else shared its memory
+});
+
 test("output: 'buffer': the shared memory behind small outputs holds nothing but their bytes (no stale memory)", async () => {
   // Outputs of 3000–3900 bytes do not fill a 32 KiB shared Buffer exactly: the room left at
   // its end must not show whatever the allocator's memory held before.

@@ -607,7 +607,8 @@ struct Slabs {
 }
 
 impl Slabs {
-    /// The `code, value, data` of `bytes` placed in a slab.
+    /// The `code, value, data` of `bytes` placed in a slab, or handed over as a Buffer of its own
+    /// when the slab would hold it alone.
     ///
     /// # Safety
     /// Must run on `env`'s JS thread, within one handle scope for the whole batch.
@@ -631,7 +632,7 @@ impl Slabs {
             );
             self.current = Some((buffer, data.cast(), size, 0));
         }
-        let Some((buffer, data, _, used)) = self.current.as_mut() else {
+        let Some((buffer, data, size, used)) = self.current.as_mut() else {
             unreachable!("a slab was made above")
         };
         // SAFETY: the slab's memory holds `size` bytes, `used + bytes.len() <= size` (checked
@@ -640,6 +641,19 @@ impl Slabs {
         let start = *used;
         *used += bytes.len();
         self.left -= bytes.len();
+        if start == 0 && *used == *size {
+            // The slab holds this result alone (the batch's only small one, or its last): it
+            // is handed over as the result itself, with no slice to cut and nothing shared.
+            let whole = *buffer;
+            self.current = None;
+            let mut undefined = ptr::null_mut();
+            napi_try!(
+                env,
+                sys::napi_get_undefined(env, &mut undefined),
+                "getting undefined"
+            );
+            return Ok((0, whole, undefined));
+        }
         let mut place = ptr::null_mut();
         let packed = start as f64 * f64::from(SLICE_SPAN) + bytes.len() as f64;
         napi_try!(

@@ -41,7 +41,8 @@ pub(crate) const PROGRESS: i32 = 2;
 /// Settle code of a small Buffer result (render's `output: 'buffer'`) handed over as a slice of
 /// a Buffer that other small results of the same batch share: the value is that Buffer, the
 /// data `start * SLICE_SPAN + length`. One allocation for many results is what makes small
-/// Buffers cheap, as Node's own pool does for `Buffer.from` under 4 KiB.
+/// Buffers cheap, as Node's own pool does for `Buffer.from` under 4 KiB. (A small result that
+/// would have a shared Buffer to itself is handed over as that Buffer, with code 0.)
 pub(crate) const RESULT_SLICE: i32 = 3;
 /// Buffer results shorter than this are sliced (Node pools Buffers under half its 8 KiB pool).
 pub(crate) const SLICE_MAX: usize = 4096;
