@@ -144,6 +144,13 @@ describe('calls', () => {
       `packed: "€abx" 21,8,${T.array},1,${T.array},2,${T.objectShape},2,${T.number},1,${T.string},1,1,1,${T.shaped},2,${T.number},2,${T.string},1,0`,
     );
     expect(how([{ a: 1 }])).toMatch(/^packed/);
+    // A leading string whose units all fit a byte is read natively as Latin-1.
+    const firstLatin1 = (params) => {
+      const [, flags] = wireParams(params);
+      released();
+      return (flags & contract.callFlags.firstLatin1) !== 0;
+    };
+    expect([firstLatin1(['Zoë {{x}}', { x: 1 }]), firstLatin1(['€ {{x}}', { x: 1 }]), firstLatin1(['\ud800 {{x}}', { x: 1 }])]).toEqual([true, false, false]);
     expect(how(['x', 1, true])).toBe('value by value');
     // Long strings in small params (render's JSON text, data: 'json'; a partial) go packed too,
     // as they are: copying them costs this thread less than Node-API's transcoding.

@@ -25,6 +25,8 @@ test('tricky cases render exactly as mustache.js renders them', async () => {
     ['{{.a}}|{{a.}}|{{a..b}}|{{ a }}', { '.a': 1, a: { '': 2 } }],
     ['  {{#a}} {{/a}}  \r\n{{#b}}\r\nx\r\n{{/b}}\r\n', { a: true, b: [1, 2] }],
     ['ab{{>p}}\n  {{>p}}\n😀{{>p}} z\n\u00a0\t{{>p}}\n', {}, { p: 'x\ny\n' }],
+    // A template of one byte per unit, not ASCII (read natively as Latin-1).
+    ['Zoë & café {{a}} \u00ff\u0080{{#b}}ñ{{/b}}\u00a0', { a: 'ü€', b: [1, 2] }],
     ['{{=<% %>=}}<%a%> <%{a}%> <%={{ }}=%>{{a}}', { a: '<' }],
     ['{{=a b c=}}a x b', { x: 1 }],
     ['{{#list}}{{name}}{{/list}}', { list: [{ name: 1 }, null] }],

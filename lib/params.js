@@ -286,7 +286,10 @@ function wireParams(params) {
   // One byte per unit: read natively as Latin-1, half the bytes of UTF-16. (V8 answers this at
   // once for a string it stores as one byte per unit: no such string can match.)
   const flags = NOT_LATIN1.test(sent) ? PACKED_UTF16 : PACKED_LATIN1;
-  return after ? [first, flags | PACKED_AFTER_STRING, tape, sent] : [sent, flags, tape, undefined];
+  if (!after) return [sent, flags, tape, undefined];
+  // The first param too (a template): a copy natively when it is one byte per unit, where
+  // reading it as UTF-8 would transcode it.
+  return [first, flags | PACKED_AFTER_STRING | (NOT_LATIN1.test(first) ? 0 : FIRST_LATIN1), tape, sent];
 }
 
 /** The native call that got wireParams's tape has returned: the tape may be written again. */
@@ -299,5 +302,6 @@ const NOT_LATIN1 = /[\u0100-\uffff]/;
 const PACKED_UTF16 = contract.callFlags.packed;
 const PACKED_LATIN1 = contract.callFlags.packed | contract.callFlags.packedLatin1;
 const PACKED_AFTER_STRING = contract.callFlags.packedAfterString;
+const FIRST_LATIN1 = contract.callFlags.firstLatin1;
 
 module.exports = { wireParams, released };

@@ -29,6 +29,10 @@ pub(crate) const CALL_PACKED_LATIN1: u32 = 16;
 /// `flags` bit of the hot call function, with `CALL_PACKED`: `params` is the first param, a
 /// string read as it is, and the 7th argument the text of the others (see `rpc::packed`).
 pub(crate) const CALL_PACKED_AFTER_STRING: u32 = 32;
+/// `flags` bit of the hot call function, with `CALL_PACKED_AFTER_STRING`: every UTF-16 unit of
+/// the first param is ≤ 0xFF, so it is read as Latin-1 (a copy, where reading it as UTF-8 makes
+/// V8 transcode it).
+pub(crate) const CALL_FIRST_LATIN1: u32 = 64;
 /// How the render helper `write` (lib/render.js) makes a tag's text of a value: `'' + value`;
 /// `String(value)`, which the addon then escapes as HTML; `'' + escape(value)`.
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
@@ -81,6 +85,7 @@ pub struct CallFlags {
     pub packed: u32,
     pub packed_latin1: u32,
     pub packed_after_string: u32,
+    pub first_latin1: u32,
     pub progress: u32,
     pub functions: u32,
 }
@@ -183,6 +188,7 @@ pub fn contract() -> Contract {
             packed: CALL_PACKED,
             packed_latin1: CALL_PACKED_LATIN1,
             packed_after_string: CALL_PACKED_AFTER_STRING,
+            first_latin1: CALL_FIRST_LATIN1,
             progress: CALL_PROGRESS,
             functions: CALL_FUNCTIONS,
         },

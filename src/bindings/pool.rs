@@ -5,8 +5,8 @@
 
 use super::channel::{lock, Channel, Inbox};
 use super::contract::{
-    CALL_CANCELLABLE, CALL_FUNCTIONS, CALL_PACKED, CALL_PACKED_AFTER_STRING, CALL_PACKED_LATIN1,
-    CALL_PROGRESS,
+    CALL_CANCELLABLE, CALL_FIRST_LATIN1, CALL_FUNCTIONS, CALL_PACKED, CALL_PACKED_AFTER_STRING,
+    CALL_PACKED_LATIN1, CALL_PROGRESS,
 };
 use super::convert::{self, FromJs};
 use super::serve::{self, NativeServer};
@@ -889,8 +889,15 @@ unsafe extern "C" fn hot_call(
                 let tape = unsafe { convert::packed_tape(env, argv[5]) }
                     .map_err(RpcError::invalid_params)?;
                 let first = if after_string {
-                    // SAFETY: as above; lib/params.js passes the first param, a string.
-                    let first = unsafe { convert::string(env, argv[2]) };
+                    // lib/params.js passes the first param, a string (with CALL_FIRST_LATIN1, one
+                    // whose units all fit a byte).
+                    let first = if flags & CALL_FIRST_LATIN1 != 0 {
+                        // SAFETY: as above.
+                        unsafe { convert::string_from_latin1(env, argv[2]) }
+                    } else {
+                        // SAFETY: as above.
+                        unsafe { convert::string(env, argv[2]) }
+                    };
                     Some(first.map_err(RpcError::invalid_params)?)
                 } else {
                     None

@@ -370,6 +370,23 @@ pub unsafe fn string_latin1(env: sys::napi_env, v: sys::napi_value) -> Converted
     }
 }
 
+/// The string `v`, every UTF-16 unit of which is ≤ 0xFF (the caller knows), read as Latin-1:
+/// one copy of V8's one-byte string, kept as it is when it is ASCII (most templates), else
+/// made UTF-8. (Anything above 0xFF would read as `?`.)
+///
+/// # Safety
+/// `v` must be a string of the live `env`, on its JS thread.
+pub unsafe fn string_from_latin1(env: sys::napi_env, v: sys::napi_value) -> Converted<String> {
+    // SAFETY: as for this function.
+    let bytes = unsafe { string_latin1(env, v) }?;
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        Ok(unsafe { String::from_utf8_unchecked(bytes) })
+    } else {
+        Ok(crate::rpc::text::latin1_to_utf8(&bytes))
+    }
+}
+
 /// The used part of a packed-params tape (`rpc::packed`): a Float64Array whose entry 0 says how
 /// many entries are used, itself included. Those are copied; the array is lib/params.js's own,
 /// reused by the next call.
