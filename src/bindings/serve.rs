@@ -307,7 +307,7 @@ unsafe fn batch_to_js(
                     // them, and which keeps a lone surrogate as sent (results follow the same
                     // rule, `channel::json_size`).
                     Params::Packed(packed) if packed.values() < JSON_MIN_VALUES => {
-                        convert::to_js(env, &Value::Array(packed.unpack()?))?
+                        convert::to_js(env, &Value::Array(packed.into_unpacked()?))?
                     }
                     Params::Packed(packed) => {
                         let text = packed.to_json()?;

@@ -231,7 +231,7 @@ impl Params {
     pub fn into_values(self) -> Result<Vec<Value>, RpcError> {
         match self {
             Params::Values(v) => Ok(v),
-            Params::Packed(packed) => packed.unpack().map_err(RpcError::invalid_params),
+            Params::Packed(packed) => packed.into_unpacked().map_err(RpcError::invalid_params),
         }
     }
 }

@@ -91,12 +91,23 @@ impl Packed {
 
     /// The params array's values.
     pub fn unpack(&self) -> Result<Vec<Value>, String> {
+        self.values_after(self.first.clone())
+    }
+
+    /// [`Packed::unpack`], the first param moved instead of copied (a template may be long).
+    pub fn into_unpacked(mut self) -> Result<Vec<Value>, String> {
+        let first = self.first.take();
+        self.values_after(first)
+    }
+
+    /// The tape's values, after `first` when there is one.
+    fn values_after(&self, first: Option<String>) -> Result<Vec<Value>, String> {
         let mut items = match self.read(Values)? {
             Value::Array(items) => items,
             _ => return Err(wrong("a params array")), // read() checks it is one
         };
-        if let Some(first) = &self.first {
-            items.insert(0, Value::String(first.clone()));
+        if let Some(first) = first {
+            items.insert(0, Value::String(first));
         }
         Ok(items)
     }
@@ -558,6 +569,7 @@ mod tests {
             r#"["t\"",{"k\"":"a\ud800b"},{"k\"":["\u0001é😀"]}]"#
         );
         assert_eq!(p.unpack().unwrap()[0].as_str(), Some("t\""));
+        assert_eq!(p.clone().into_unpacked(), p.unpack());
         p.tape = vec![4.0, 1.0, A, 0.0];
         p.text = JsText::Latin1(vec![]);
         assert_eq!(p.to_json().unwrap(), r#"["t\""]"#);
