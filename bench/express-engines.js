@@ -2,8 +2,9 @@
 // Issue #17: corepool/express against mustache-express 1.3.2 on the page route: an Express 5
 // server (a child process) renders template-render.js's page template from a views folder
 // through each engine; this process loads it with autocannon (10 connections), the routes in
-// interleaved rounds (3 rounds of 5 s; --quick: 1 of 2 s), after checking that both bodies are
-// mustache.js's output. Results in bench/results/express-engines.json.
+// interleaved rounds (5 rounds of 5 s, as the ratio moved ±0.1 between runs of 3 rounds on 2
+// cores; --quick: 1 of 2 s), after checking that both bodies are mustache.js's output. Results
+// in bench/results/express-engines.json.
 //
 //   node bench/express-engines.js [--quick]
 const fs = require('node:fs');
@@ -54,7 +55,7 @@ async function main() {
   const { template, data } = TEMPLATES.page;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-bench-views-'));
   fs.writeFileSync(path.join(dir, 'page.mustache'), template);
-  const suite = new Suite('express-engines', { runs: 3, warmup: 1, quickRuns: 1 });
+  const suite = new Suite('express-engines', { runs: 5, warmup: 1, quickRuns: 1 });
   suite.log(`${os.availableParallelism()} cores; autocannon, 10 connections, ${SECONDS} s per run`);
   const child = fork(__filename, ['--serve', dir]);
   const ports = await new Promise((resolve) => child.once('message', resolve));
