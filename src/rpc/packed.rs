@@ -89,7 +89,9 @@ impl Packed {
             .unwrap_or(0)
     }
 
-    /// The params array's values.
+    /// The params array's values, leaving these packed params as they are (the tests read them
+    /// more than once; calls use [`Packed::into_unpacked`]).
+    #[cfg(test)]
     pub fn unpack(&self) -> Result<Vec<Value>, String> {
         self.values_after(self.first.clone())
     }
