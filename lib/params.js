@@ -231,11 +231,11 @@ let walking = false;
  * calling thread a few hundred ns for small objects, against about a µs each value by value;
  * long strings too cost it less packed (its text is copied as it is, where Node-API would
  * transcode each string to UTF-8 here: render's 50 kB of JSON text, data: 'json', ~30 µs
- * instead of ~45 µs). Params that are not plain, or small and flat, cross
- * value by value (`sent` is the array, flags 0), and so do the params of a call made while
- * another call's params are walked (by a getter among them): the walk's state is not its. The tape is this module's, reused: call released() once the native call
- * has returned (it copies what it needs). Params whose strings are longer together than one
- * string can be cross value by value. Throws an RpcError InvalidParams when the params cannot
+ * instead of ~45 µs). Params that are not plain, or small and flat, cross value by value
+ * (`sent` is the array, flags 0), and so do the params of a call made while another call's
+ * params are walked (by a getter among them): the walk's state is not its. The tape is this
+ * module's, reused: call released() once the native call has returned (it copies what it
+ * needs). Params whose strings are longer together than one string can be cross value by value. Throws an RpcError InvalidParams when the params cannot
  * be sent (more values than a call may carry, a String object with a replaced prototype).
  */
 function wireParams(params) {
