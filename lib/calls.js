@@ -139,10 +139,10 @@ function finish(call) {
  * listeners from a process.nextTick, so an exception of theirs reaches the process the usual
  * way instead of cutting this loop short.
  */
-function settle(batch) {
+function settle(...batch) {
   // The shared Buffer the last small Buffer result was cut from (see resultSlice below).
   let slab;
-  if (batch === undefined) {
+  if (batch.length === 0) {
     // Settlements had their share of this turn of the event loop: the rest come after timers
     // and I/O had theirs (src/bindings/channel.rs, "Fairness to the event loop").
     setImmediate(resume);

@@ -159,7 +159,8 @@ pub struct Channel {
 
 #[napi]
 impl Channel {
-    /// `settle(batch)` receives a flat array: for each settled call, four entries
+    /// `settle(...batch)` receives a flat batch as its arguments (a rest parameter makes the
+    /// array: no element is stored through Array.prototype): for each settled call, four entries
     /// `id, code, value, data` — code 0 with the result as value, code 1 with the result's
     /// JSON text as value, code 3 (a small Buffer result) with a Buffer shared by several
     /// results as value and `start * sliceSpan + length` of its slice as data, or an error code
@@ -367,8 +368,8 @@ unsafe extern "C" fn call_js(
     unsafe { drain(env, settle, inbox) };
 }
 
-/// Asks JS for the `setImmediate` that resumes settling: `settle()` with no batch. False when
-/// the call failed.
+/// Asks JS for the `setImmediate` that resumes settling: `settle()` with no batch (a batch is
+/// never empty). False when the call failed.
 ///
 /// # Safety
 /// On `env`'s JS thread, with `settle` the channel's settle function.
@@ -530,18 +531,23 @@ impl Settlement {
     }
 }
 
-/// Builds the flat settle array and calls `settle(array)`. Each call settles in isolation: a
+/// Most arguments of one `settle(...batch)` call (a batch's four entries per settlement): a
+/// whole batch of [`MAX_BATCH`] would put 32k values on the stack.
+const SETTLE_ARGS: usize = 4 * 1024;
+const _: () = assert!(SETTLE_ARGS.is_multiple_of(4));
+
+/// Calls `settle(...batch)` with the flat batch as its arguments, in calls of at most
+/// [`SETTLE_ARGS`] (whole settlements each). Each call settles in isolation: a
 /// result that cannot be made into a JavaScript value (a string longer than the engine allows)
 /// settles its own call with InternalError, and the others go on as usual.
 ///
 /// # Safety
 /// Must run on `env`'s JS thread with `settle` a function of that env.
 unsafe fn hand_to_js(env: sys::napi_env, settle: sys::napi_value, settled: Vec<(u64, Settlement)>) {
-    let mut array = ptr::null_mut();
+    let mut args = Vec::with_capacity(settled.len() * 4);
     let mut undefined = ptr::null_mut();
     // SAFETY: live env on its JS thread (caller contract) for every call below.
     unsafe {
-        sys::napi_create_array_with_length(env, settled.len() * 4, &mut array);
         sys::napi_get_undefined(env, &mut undefined);
         let mut slabs = Slabs {
             current: None,
@@ -550,7 +556,6 @@ unsafe fn hand_to_js(env: sys::napi_env, settle: sys::napi_value, settled: Vec<(
                 .map(|(_, o)| sliced(o).map_or(0, <[u8]>::len))
                 .sum(),
         };
-        let mut at = 0u32;
         for (call, outcome) in &settled {
             let made = match sliced(outcome) {
                 Some(bytes) => slabs.slice(env, bytes),
@@ -578,15 +583,20 @@ unsafe fn hand_to_js(env: sys::napi_env, settle: sys::napi_value, settled: Vec<(
             let (code, value, data) = entry;
             let mut c = ptr::null_mut();
             sys::napi_create_int32(env, code, &mut c);
-            for v in [id, c, value, data] {
-                sys::napi_set_element(env, array, at, v);
-                at += 1;
-            }
+            args.extend([id, c, value, data]);
         }
         slabs.seal();
-        let mut result = ptr::null_mut();
-        let argv = [array];
-        sys::napi_call_function(env, undefined, settle, 1, argv.as_ptr(), &mut result);
+        for chunk in args.chunks(SETTLE_ARGS) {
+            let mut result = ptr::null_mut();
+            sys::napi_call_function(
+                env,
+                undefined,
+                settle,
+                chunk.len(),
+                chunk.as_ptr(),
+                &mut result,
+            );
+        }
     }
 }
 
