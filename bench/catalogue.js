@@ -155,7 +155,8 @@ const catalogue = {
   'template-render': {
     summary: 'an HTTP server rendering Mustache (the book\'s chapter 8)',
     measures:
-      'Requests per second, latency and the server\'s event-loop delay of a Fastify server whose routes return ' +
+      'Requests per second, latency, the server\'s event-loop delay and its CPU time per request (main thread, ' +
+      'other threads) of a Fastify server whose routes return ' +
       'the same HTML rendered in different places: pre-rendered (`/static`), mustache.js on the main thread ' +
       '(`/main`), the book\'s RpcWorkerPool (`/offload`), Piscina (`/piscina`), corepool\'s native render ' +
       '(`/corepool`), mustache.js in worker_threads serving it (`/served`) and in a pool of JS workers from ' +

@@ -21,8 +21,9 @@
 // route is checked once (body byte-identical to mustache.js's output) and warmed up, then the
 // routes run in interleaved rounds (every route once per round), so a burst of load from
 // elsewhere on the machine spreads over all of them. Latency comes from autocannon's
-// per-response times; the server's event-loop delay (monitorEventLoopDelay) and how busy its
-// main thread was (eventLoopUtilization) are reset before and read after every run over IPC.
+// per-response times; the server's event-loop delay (monitorEventLoopDelay), how busy its
+// main thread was (eventLoopUtilization) and the CPU time its main thread and its other threads
+// used (per request answered) are reset before and read after every run over IPC.
 // A micro-benchmark runs last, once no server is left: renders per second on one thread,
 // mustache.js on this thread vs corepool's native render through a 1-thread pool with many
 // calls in flight (so corepool's figure includes dispatch).
@@ -140,15 +141,20 @@ async function serve(name) {
   const delay = monitorEventLoopDelay({ resolution: DELAY_RESOLUTION_MS });
   delay.enable();
   let busy = performance.eventLoopUtilization();
+  let cpu = cpuNow();
   const ms = (ns) => ns / 1e6;
   process.on('message', async ({ type }) => {
     if (type === 'reset') {
       delay.reset();
       busy = performance.eventLoopUtilization();
+      cpu = cpuNow();
       process.send({ type });
     } else if (type === 'read') {
       const utilization = performance.eventLoopUtilization(busy).utilization;
-      process.send({ type, p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max), utilization });
+      const now = cpuNow();
+      const mainUs = now.main === null || cpu.main === null ? null : now.main - cpu.main;
+      const processUs = now.process - cpu.process;
+      process.send({ type, p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max), utilization, mainUs, processUs });
     } else if (type === 'close') {
       delay.disable();
       await app.close();
@@ -158,6 +164,36 @@ async function serve(name) {
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   process.send({ type: 'ready', port: app.server.address().port });
+}
+
+/**
+ * CPU time used so far, in µs: by this process's main thread (`null` where it cannot be read:
+ * Node < 23.9 off Linux) and by the whole process (every thread: the pools', libuv's, V8's).
+ */
+function cpuNow() {
+  const all = process.cpuUsage();
+  return { main: mainThreadCpu(), process: all.user + all.system };
+}
+
+/** Clock ticks per second of Linux's /proc times (`getconf CLK_TCK`), read once. */
+let clockTicks;
+
+function mainThreadCpu() {
+  if (typeof process.threadCpuUsage === 'function') {
+    const t = process.threadCpuUsage();
+    return t.user + t.system;
+  }
+  if (process.platform !== 'linux') return null;
+  try {
+    clockTicks ??= Number(require('node:child_process').execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+    // The main thread's task id is the process id. Fields after the command name's ')':
+    // state is the first, utime the 12th and stime the 13th.
+    const stat = require('node:fs').readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTicks;
+  } catch {
+    return null;
+  }
 }
 
 // --- the load generator (this process) -------------------------------------------------------
@@ -227,6 +263,7 @@ async function load(port, route, seconds) {
   const failed = result.errors + result.timeouts + result.non2xx;
   return {
     rps: result.requests.average,
+    requests: result.requests.total,
     failed,
     p50: latency.percentile(50) / 1000,
     p99: latency.percentile(99) / 1000,
@@ -238,8 +275,20 @@ async function measuredLoad(server, route, seconds) {
   await ask(server.child, 'reset');
   const figures = await load(server.port, route, seconds);
   const loop = await ask(server.child, 'read');
-  return { ...figures, delayP50: loop.p50, delayP99: loop.p99, delayMax: loop.max, utilization: loop.utilization };
+  const perRequest = (us) => (us === null || figures.requests === 0 ? null : us / figures.requests);
+  return {
+    ...figures,
+    delayP50: loop.p50,
+    delayP99: loop.p99,
+    delayMax: loop.max,
+    utilization: loop.utilization,
+    mainUs: perRequest(loop.mainUs),
+    otherUs: perRequest(loop.mainUs === null ? null : loop.processUs - loop.mainUs),
+  };
 }
+
+/** The median of CPU figures, or null when a run could not read them. */
+const cpuMedian = (xs) => (xs.some((x) => x === null) ? null : median(xs));
 
 async function httpBenchmark(suite, name) {
   const { template, data } = TEMPLATES[name];
@@ -266,7 +315,8 @@ async function httpBenchmark(suite, name) {
         runs.get(route).push(r);
         suite.log(
           `${name} ${route}: run ${i + 1}/${suite.runs} → ${fmt(r.rps)} req/s, latency p99 ${fmt(r.p99)} ms, ` +
-            `event-loop delay p99 ${fmt(r.delayP99)} ms`,
+            `event-loop delay p99 ${fmt(r.delayP99)} ms` +
+            (r.mainUs === null ? '' : `, CPU per request: main thread ${fmt(r.mainUs)} µs, other threads ${fmt(r.otherUs)} µs`),
         );
         if (r.failed) suite.note(`${name} ${route} run ${i + 1}: ${r.failed} requests failed (errors, timeouts or non-2xx)`);
       }
@@ -289,6 +339,8 @@ async function httpBenchmark(suite, name) {
         'loop delay p99 ms': delay.median,
         'loop delay max ms': mid('delayMax'),
         'main thread busy': mid('utilization'),
+        'main thread CPU µs/req': cpuMedian(pick('mainUs')),
+        'other threads CPU µs/req': cpuMedian(pick('otherUs')),
       });
     }
     suite.table(`${name} (${fmt(expected.length)} bytes per response)`, rows);
