@@ -12,7 +12,6 @@ const path = require('node:path');
 const { Pool } = require('./pool.js');
 const { describe } = require('./errors.js');
 
-
 /**
  * A folder the engine reads: the partials it holds (`.ext` files), read once and kept while a
  * watcher on it hears nothing. A watcher may go deaf without a word (its folder removed and made
