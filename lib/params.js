@@ -54,12 +54,21 @@ let text = '';
 /** The keys of the objects being walked, innermost last (written after each object's values). */
 let keys = Array.from({ length: 256 }, () => '');
 let nk = 0;
-/** This call's shapes: key lists of objects written with OBJECT_SHAPE, and by first key. */
+/** This call's shapes: key lists of objects written with OBJECT_SHAPE. */
 let shapes = [];
 let nShapes = 0;
-const shapeByFirstKey = new Map();
 /** At most this many shapes per call (past it, objects carry their keys). */
 const MAX_SHAPES = 256;
+/**
+ * Shapes by first key, as `shapeBase + number` for this call's shapes: an entry below
+ * `shapeBase` is an earlier call's, and means none. So a call needs no clear() of the map (which
+ * cost small calls as much as their whole walk); it is cleared only when it holds many keys.
+ */
+const shapeByFirstKey = new Map();
+let shapeBase = 0;
+const SHAPE_KEYS_KEPT = 1024;
+/** A first key longer than this names no shape: the map, kept between calls, holds no long key. */
+const SHAPE_KEY_MAX = 64;
 /** True when Object.prototype has enumerable keys: for-in then lists them, JSON does not. */
 let inherited = false;
 
@@ -149,16 +158,17 @@ function packObject(v, depth) {
   const count = nk - first;
   // Keys an earlier object of this call had, in the same order (a table's rows): its shape's
   // number instead of the keys.
-  const id = count > 0 ? shapeByFirstKey.get(keys[first]) : undefined;
-  if (id !== undefined && sameKeys(shapes[id], first, count)) {
+  const entry = count > 0 ? shapeByFirstKey.get(keys[first]) : undefined;
+  const id = entry !== undefined && entry >= shapeBase ? entry - shapeBase : -1;
+  if (id >= 0 && sameKeys(shapes[id], first, count)) {
     tape[head] = SHAPED;
     tape[head + 1] = count;
     room(1);
     tape[at++] = id;
   } else {
-    if (count > 0 && nShapes < MAX_SHAPES) {
+    if (count > 0 && nShapes < MAX_SHAPES && keys[first].length <= SHAPE_KEY_MAX) {
       tape[head] = OBJECT_SHAPE;
-      shapeByFirstKey.set(keys[first], nShapes);
+      shapeByFirstKey.set(keys[first], shapeBase + nShapes);
       if (nShapes === shapes.length) shapes = shapes.concat(shapes.length === 0 ? [null] : shapes.map(() => null));
       shapes[nShapes++] = keys.slice(first, nk);
     } else {
@@ -207,7 +217,12 @@ function clearWalk() {
   if (nShapes > 0) {
     for (let i = 0; i < nShapes; i++) shapes[i] = null;
     nShapes = 0;
-    shapeByFirstKey.clear();
+    if (shapeByFirstKey.size > SHAPE_KEYS_KEPT || shapeBase >= Number.MAX_SAFE_INTEGER - 2 * MAX_SHAPES) {
+      shapeByFirstKey.clear();
+      shapeBase = 0;
+    } else {
+      shapeBase += MAX_SHAPES;
+    }
   }
 }
 
