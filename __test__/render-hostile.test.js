@@ -313,3 +313,15 @@ test('a render that needs JavaScript in more places than it may record fails at 
   expect(await pool.render('{{#b}}{{#b}}{{f}}{{/b}}{{/b}}', { b, f: () => (calls++, '') })).toBe('');
   expect(calls).toBe(2048 * 2048);
 });
+
+test('keys that differ only in lone surrogates are one key once they cross (U+FFFD): its last value, however the params cross', async () => {
+  // Two keys in JavaScript, one key natively: a lone surrogate becomes U+FFFD on the way.
+  const data = { '\ud800': 1, '\udc00': 2 };
+  // Plain data crosses packed; a function in the view makes it cross value by value.
+  expect(await pool.render('{{\ufffd}}', data)).toBe('2');
+  expect(await pool.render('{{\ufffd}}', { ...data, f: () => 'x' })).toBe('2');
+  // A table of such rows: every row has the first row's keys (one shape).
+  const rows = [data, { '\ud800': 3, '\udc00': 4 }];
+  expect(await pool.render('{{#rows}}{{\ufffd}},{{/rows}}', { rows })).toBe('2,4,');
+  expect(await pool.exec('echo', rows)).toEqual([{ '\ufffd': 2 }, { '\ufffd': 4 }]);
+});

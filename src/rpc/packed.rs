@@ -43,7 +43,7 @@
 use super::json::{push_reserved, write_string_body};
 use super::number::format_number;
 use super::text::{latin1_to_utf8, JsText};
-use super::value::{Key, Map, Value, MAX_NESTING};
+use super::value::{Key, Map, MapBuilder, Value, MAX_NESTING, SCAN_LIMIT};
 
 pub const NULL: u8 = 0;
 pub const FALSE: u8 = 1;
@@ -162,8 +162,14 @@ trait Build<U> {
     fn array(&mut self, items: Vec<Self::Out>) -> Self::Out;
     /// A key to hold an entry's place until its key is read (after the values).
     fn no_key(&self) -> Self::Key;
-    /// The keys are unique: a JavaScript object's own keys, each listed once by the walk.
+    /// The keys are unique: a JavaScript object's own keys, each listed once by the walk, none
+    /// of them repeated by the text's decoding (see [`repeats`]).
     fn object(&mut self, entries: Vec<(Self::Key, Self::Out)>) -> Self::Out;
+    /// An object some of whose keys are one key once decoded: a repeated key keeps its first
+    /// position and takes the last value, as in JavaScript.
+    fn object_repeating(&mut self, entries: Vec<(Self::Key, Self::Out)>) -> Self::Out;
+    /// The key's text, to find repeated keys by.
+    fn key_text(key: &Self::Key) -> &str;
 }
 
 /// Builds values (a lone surrogate becomes U+FFFD, as every string from JavaScript does here).
@@ -227,6 +233,16 @@ impl<U: ValueUnits> Build<U> for Values {
     fn object(&mut self, entries: Vec<(Key, Value)>) -> Value {
         Value::Object(Map::from_unique(entries))
     }
+    fn object_repeating(&mut self, entries: Vec<(Key, Value)>) -> Value {
+        let mut map = MapBuilder::with_capacity(entries.len());
+        for (k, v) in entries {
+            map.insert(k.as_str().to_string(), v);
+        }
+        Value::Object(map.finish())
+    }
+    fn key_text(key: &Key) -> &str {
+        key.as_str()
+    }
 }
 
 impl<U: Copy + Into<u32>> Build<U> for Json {
@@ -259,6 +275,14 @@ impl<U: Copy + Into<u32>> Build<U> for Json {
         let entries: Vec<String> = entries.iter().map(|(k, v)| format!("{k}:{v}")).collect();
         format!("{{{}}}", entries.join(","))
     }
+    fn object_repeating(&mut self, entries: Vec<(String, String)>) -> String {
+        // JSON text keeps strings exactly, so only a malformed tape repeats a key here; the
+        // text lists it twice, and JSON.parse applies JavaScript's rule.
+        Build::<U>::object(self, entries)
+    }
+    fn key_text(key: &String) -> &str {
+        key
+    }
 }
 
 /// The JSON string of UTF-16 units (Latin-1 bytes are their own units), as `JSON.stringify`
@@ -284,6 +308,20 @@ fn json_string<U: Copy + Into<u32>>(units: &[U]) -> String {
 }
 
 fn read<U: Copy, B: Build<U>>(tape: &[f64], text: &[U], build: B) -> Result<B::Out, String> {
+    let tape = used_tape(tape)?;
+    let mut reader = Reader {
+        cursor: Cursor::new(tape, text),
+        shapes: Vec::new(),
+        build,
+    };
+    let params = reader.value(0)?;
+    reader.cursor.finish()?;
+    Ok(params)
+}
+
+/// The tape's entries used by the params, if entry 0 says so and the params array starts
+/// where it should.
+fn used_tape(tape: &[f64]) -> Result<&[f64], String> {
     let used = match tape.first().and_then(|&n| whole(n, tape.len())) {
         Some(used) if used >= 1 => used,
         _ => return Err(wrong("its length")),
@@ -291,19 +329,20 @@ fn read<U: Copy, B: Build<U>>(tape: &[f64], text: &[U], build: B) -> Result<B::O
     if tape.get(HEADER) != Some(&f64::from(ARRAY)) {
         return Err(wrong("a params array"));
     }
-    let mut reader = Reader {
-        tape: &tape[..used],
-        at: HEADER,
-        text,
-        pos: 0,
-        shapes: Vec::new(),
-        build,
-    };
-    let params = reader.value(0)?;
-    if reader.at != reader.tape.len() || reader.pos != text.len() {
-        return Err(wrong("pieces left over"));
+    Ok(&tape[..used])
+}
+
+/// Whether a key appears twice among `keys`. The walk lists each of an object's keys once, but
+/// two keys may decode to one: lone surrogates become U+FFFD (`{"\ud800": 1, "\udc00": 2}`
+/// has two keys in JavaScript and one here), and a malformed tape may repeat a key. Checked
+/// once per object that carries its keys, and once per shape for the objects of that shape.
+fn repeats<'k>(keys: impl Iterator<Item = &'k str>) -> bool {
+    let keys: Vec<&str> = keys.collect();
+    if keys.len() <= SCAN_LIMIT {
+        return keys.iter().enumerate().any(|(i, k)| keys[..i].contains(k));
     }
-    Ok(params)
+    let mut seen = std::collections::HashSet::with_capacity(keys.len());
+    !keys.iter().all(|k| seen.insert(*k))
 }
 
 fn wrong(what: &str) -> String {
@@ -313,17 +352,26 @@ fn wrong(what: &str) -> String {
 /// An object's entries as a builder makes them.
 type Entries<B, U> = Vec<(<B as Build<U>>::Key, <B as Build<U>>::Out)>;
 
-struct Reader<'a, U, B: Build<U>> {
+/// Where a reading of the tape and the text stands, and the checked steps every reading takes:
+/// the next entry, a count within a limit, the next run of text.
+struct Cursor<'a, U> {
     tape: &'a [f64],
     at: usize,
     text: &'a [U],
     pos: usize,
-    /// The key lists of this call's OBJECT_SHAPE objects, in order.
-    shapes: Vec<Vec<B::Key>>,
-    build: B,
 }
 
-impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
+impl<'a, U> Cursor<'a, U> {
+    /// A reading of the used `tape` (see [`used_tape`]) from the params array's tag.
+    fn new(tape: &'a [f64], text: &'a [U]) -> Self {
+        Cursor {
+            tape,
+            at: HEADER,
+            text,
+            pos: 0,
+        }
+    }
+
     fn next(&mut self) -> Result<f64, String> {
         let n = *self.tape.get(self.at).ok_or_else(|| wrong("cut short"))?;
         self.at += 1;
@@ -337,13 +385,58 @@ impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
     }
 
     /// The next `n` units of the text, `n` read from the tape.
-    fn units(&mut self) -> Result<&[U], String> {
+    fn units(&mut self) -> Result<&'a [U], String> {
         let n = self.count(self.text.len() - self.pos)?;
         let run = &self.text[self.pos..self.pos + n];
         self.pos += n;
         Ok(run)
     }
 
+    /// Entries left on the tape.
+    fn left(&self) -> usize {
+        self.tape.len() - self.at
+    }
+
+    /// The tag of the next value: a small whole number, or `u8::MAX` for anything else (no
+    /// tag). (A cast and a compare: `fract` is a call to `trunc` on the baseline x86-64
+    /// target.)
+    #[inline(always)]
+    fn tag(&mut self) -> Result<u8, String> {
+        let tag = self.next()?;
+        Ok(match tag as u8 {
+            t if f64::from(t) == tag => t,
+            _ => u8::MAX,
+        })
+    }
+
+    /// The error for a container nested past [`MAX_NESTING`], if `depth` is that deep.
+    fn check_depth(depth: usize) -> Result<(), String> {
+        if depth >= MAX_NESTING {
+            return Err(wrong(&format!(
+                "nested more than {MAX_NESTING} levels deep"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The params read, every entry and unit must have been used.
+    fn finish(&self) -> Result<(), String> {
+        if self.at != self.tape.len() || self.pos != self.text.len() {
+            return Err(wrong("pieces left over"));
+        }
+        Ok(())
+    }
+}
+
+struct Reader<'a, U, B: Build<U>> {
+    cursor: Cursor<'a, U>,
+    /// The key lists of this call's OBJECT_SHAPE objects, in order, each with whether a key
+    /// of it repeats (see [`repeats`]).
+    shapes: Vec<(Vec<B::Key>, bool)>,
+    build: B,
+}
+
+impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
     /// `count` values (each takes at least one entry of the tape: `count` was checked so).
     fn values(&mut self, count: usize, depth: usize) -> Result<Vec<B::Out>, String> {
         let mut values = Vec::with_capacity(count);
@@ -369,80 +462,73 @@ impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
     /// read back in wider ones, which stalls on store forwarding (a third of the unpacking).
     #[inline(always)]
     fn value(&mut self, depth: usize) -> Result<B::Out, String> {
-        // A tag is a small whole number (anything else: no tag, below).
-        let tag = self.next()?;
-        // (A cast and a compare: `fract` is a call to `trunc` on the baseline x86-64 target.)
-        let tag = match tag as u8 {
-            t if f64::from(t) == tag => t,
-            _ => u8::MAX,
-        };
+        let tag = self.cursor.tag()?;
         Ok(match tag {
             NULL => self.build.null(),
             FALSE => self.build.bool(false),
             TRUE => self.build.bool(true),
             NUMBER => {
-                let n = self.next()?;
+                let n = self.cursor.next()?;
                 self.build.number(n)
             }
             STRING => {
-                let (start, end) = self.span()?;
-                self.build.string(&self.text[start..end])
+                let units = self.cursor.units()?;
+                self.build.string(units)
             }
             _ => return self.container(tag, depth),
         })
     }
 
+    fn object(&mut self, entries: Entries<B, U>, repeating: bool) -> B::Out {
+        if repeating {
+            self.build.object_repeating(entries)
+        } else {
+            self.build.object(entries)
+        }
+    }
+
     /// An array or object, whose tag was read (or an error for a tag that is none).
     #[inline(never)]
     fn container(&mut self, tag: u8, depth: usize) -> Result<B::Out, String> {
+        Cursor::<U>::check_depth(depth)?;
         Ok(match tag {
-            _ if depth >= MAX_NESTING => {
-                return Err(wrong(&format!(
-                    "nested more than {MAX_NESTING} levels deep"
-                )))
-            }
             ARRAY => {
-                let count = self.count(self.tape.len() - self.at)?;
+                let count = self.cursor.count(self.cursor.left())?;
                 let items = self.values(count, depth)?;
                 self.build.array(items)
             }
             OBJECT | OBJECT_SHAPE => {
                 // Each value and each key length takes at least one entry.
-                let count = self.count((self.tape.len() - self.at) / 2)?;
+                let count = self.cursor.count(self.cursor.left() / 2)?;
                 let mut entries = self.entries(count, depth)?;
                 for entry in &mut entries {
-                    let (start, end) = self.span()?;
-                    entry.0 = self.build.key(&self.text[start..end]);
+                    let units = self.cursor.units()?;
+                    entry.0 = self.build.key(units);
                 }
+                let repeating = repeats(entries.iter().map(|(k, _)| B::key_text(k)));
                 if tag == OBJECT_SHAPE {
-                    self.shapes
-                        .push(entries.iter().map(|(k, _)| k.clone()).collect());
+                    let keys = entries.iter().map(|(k, _)| k.clone()).collect();
+                    self.shapes.push((keys, repeating));
                 }
-                self.build.object(entries)
+                self.object(entries, repeating)
             }
             SHAPED => {
-                let count = self.count(self.tape.len() - self.at)?;
+                let count = self.cursor.count(self.cursor.left())?;
                 let mut entries = self.entries(count, depth)?;
-                let shape = self.count(self.shapes.len().saturating_sub(1))?;
-                match self.shapes.get(shape) {
-                    Some(keys) if keys.len() == count => {
+                let shape = self.cursor.count(self.shapes.len().saturating_sub(1))?;
+                let repeating = match self.shapes.get(shape) {
+                    Some((keys, repeating)) if keys.len() == count => {
                         for (entry, key) in entries.iter_mut().zip(keys) {
                             entry.0 = key.clone();
                         }
+                        *repeating
                     }
                     _ => return Err(wrong("a shape")),
-                }
-                self.build.object(entries)
+                };
+                self.object(entries, repeating)
             }
             _ => return Err(wrong("a tag")),
         })
-    }
-
-    /// Where the next string's units are in the text (its length read from the tape).
-    fn span(&mut self) -> Result<(usize, usize), String> {
-        let start = self.pos;
-        let n = self.units()?.len();
-        Ok((start, start + n))
     }
 }
 
@@ -576,6 +662,40 @@ mod tests {
         p.text = JsText::Latin1(vec![]);
         assert_eq!(p.to_json().unwrap(), r#"["t\""]"#);
         assert_eq!(p.unpack().unwrap(), vec![Value::from("t\"")]);
+    }
+
+    #[test]
+    fn keys_that_are_one_key_once_decoded_keep_the_first_place_and_the_last_value() {
+        // [{"\ud800": 1, "x": 2, "\udc00": 3}, the same keys again]: both lone halves become
+        // U+FFFD, in the object that carries its keys and in the one of its shape.
+        let mut tape = vec![
+            0.0, 0.0, A, 2.0, OS, 3.0, NUM, 1.0, NUM, 2.0, NUM, 3.0, 1.0, 1.0, 1.0, SH, 3.0, NUM,
+            4.0, NUM, 5.0, NUM, 6.0, 0.0,
+        ];
+        tape[0] = tape.len() as f64;
+        let p = Packed {
+            first: None,
+            tape,
+            text: JsText::Utf16(vec![0xD800, u16::from(b'x'), 0xDC00]),
+        };
+        let written: Vec<String> = p
+            .unpack()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                let mut s = String::new();
+                crate::rpc::json::write(v, &mut s);
+                s
+            })
+            .collect();
+        assert_eq!(
+            written,
+            ["{\"\u{FFFD}\":3,\"x\":2}", "{\"\u{FFFD}\":6,\"x\":5}"]
+        );
+        // A tape that repeats a key itself (lib/params.js never writes one) reads the same way.
+        let v = latin1(&[A, 1.0, O, 2.0, NUM, 1.0, NUM, 2.0, 1.0, 1.0], "aa").unwrap();
+        assert_eq!(v[0].as_object().unwrap().iter().count(), 1);
+        assert_eq!(v[0].as_object().unwrap().get("a"), Some(&Value::from(2.0)));
     }
 
     #[test]

@@ -543,8 +543,14 @@ impl FromJs {
             // SAFETY: item is a value of this env.
             let value = unsafe { self.value(item, depth + 1, path) }?;
             path.truncate(mark);
-            // Own enumerable keys are unique, so no duplicate check is needed.
-            map.push_unique(name, value);
+            // Own enumerable keys are unique, and stay so as UTF-8, but for lone surrogates,
+            // which become U+FFFD: `{"\ud800": 1, "\udc00": 2}` is one key here, and, as in
+            // JavaScript, it keeps its first place and takes the last value.
+            if name.contains('\u{FFFD}') {
+                map.insert(name, value);
+            } else {
+                map.push_unique(name, value);
+            }
         }
         Ok(Value::Object(map))
     }
