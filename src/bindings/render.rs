@@ -26,6 +26,7 @@ use crate::commands::render::functions::pending::{Finishing, PendingRender};
 use crate::commands::render::functions::{Functions, SectionCall, SectionValue, TagEscape};
 use crate::commands::render::js::Js;
 use crate::commands::render::{check_value, escape_html};
+use crate::rpc::packed::tree::Item;
 use crate::rpc::value::Pending;
 use crate::rpc::{FunctionId, RpcError, Value};
 use napi::bindgen_prelude::{Env, Error, JsValue, Result as NapiResult, Status, Unknown};
@@ -345,6 +346,10 @@ impl<'f, 'p> JsHost<'f, 'p> {
             Js::Function(id) => return self.function(id),
             Js::Array(items) => return self.object(value, || Value::Array(items.clone())),
             Js::Object(map) => return self.object(value, || Value::Object(map.clone())),
+            // Params that hold functions never cross packed: a render with functions has
+            // none of these. Should one come, it is made anew, like data given as JSON text.
+            Js::List(list) => return self.object(value, || Item::Array(list).to_value()),
+            Js::Record(record) => return self.object(value, || Item::Object(record).to_value()),
             Js::LoneSurrogate => return Err(RpcError::failed(LONE_SURROGATE)),
         };
         made.map_err(|why| internal(&why))

@@ -503,7 +503,10 @@ impl Scheduler {
                 ctx = ctx.reporting_to(progress);
             }
             ctx.check()?;
-            let value = command.run(params.into_values()?, &ctx)?;
+            let value = match params {
+                Params::Values(values) => command.run(values, &ctx),
+                Params::Packed(packed) => command.run_packed(packed, &ctx),
+            }?;
             match ctx.stop_reason() {
                 // It finished, but after it was told to stop: the stop is the answer.
                 Some(reason) => Err(ctx.stop_error(reason)),

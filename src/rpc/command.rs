@@ -6,6 +6,7 @@
 //! thread is never killed, so no lock or buffer is left half-written).
 
 use super::error::{ErrorCode, RpcError};
+use super::packed::Packed;
 use super::value::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -259,6 +260,13 @@ pub trait Command: Send + Sync + 'static {
     fn summary(&self) -> &'static str;
     /// Runs the command on a worker thread.
     fn run(&self, params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError>;
+    /// Runs the command with params that crossed packed (plain data, see `rpc::packed`): as
+    /// values, unless the command reads them in place (`rpc::packed::tree`), which costs no
+    /// allocation per value. Either way it must answer what `run` answers for their values.
+    fn run_packed(&self, packed: Packed, ctx: &Context) -> Result<Value, RpcError> {
+        let params = packed.into_unpacked().map_err(RpcError::invalid_params)?;
+        self.run(params, ctx)
+    }
 }
 
 /// The commands a pool can run, by name. Only own names resolve (`__proto__` is just unknown).

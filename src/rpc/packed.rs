@@ -40,6 +40,8 @@
 //! deeper than [`MAX_NESTING`], pieces left over) is an error, never a panic: every length is
 //! checked against what is left of the tape or text before anything is allocated by it.
 
+pub mod tree;
+
 use super::json::{push_reserved, write_string_body};
 use super::number::format_number;
 use super::text::{latin1_to_utf8, JsText};

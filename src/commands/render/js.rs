@@ -16,6 +16,7 @@
 
 use super::escape::escape_html;
 use crate::rpc::number::format_number;
+use crate::rpc::packed::tree::{Item, List, Record};
 use crate::rpc::{FunctionId, Map, RpcError, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -33,6 +34,11 @@ pub enum Js<'a> {
     /// a function's `this` needs.)
     Array(&'a Vec<Value>),
     Object(&'a Map),
+    /// An array of params that crossed packed, read in place (`rpc::packed::tree`). Such
+    /// params are plain data: nothing in them is a function, or needs one to print.
+    List(List<'a>),
+    /// An object of params that crossed packed, read in place.
+    Record(Record<'a>),
     /// A function of the call's (see `functions.rs`).
     Function(FunctionId),
     /// A string of one lone surrogate, as indexing a string can make: JavaScript has it, a
@@ -56,6 +62,8 @@ impl Js<'_> {
             }
             (Js::Array(a), Js::Array(b)) => std::ptr::eq(*a, *b),
             (Js::Object(a), Js::Object(b)) => std::ptr::eq(*a, *b),
+            (Js::List(a), Js::List(b)) => a.same(*b),
+            (Js::Record(a), Js::Record(b)) => a.same(*b),
             (Js::Function(a), Js::Function(b)) => a.0 == b.0,
             _ => false,
         }
@@ -281,6 +289,23 @@ impl Key {
         Some(v)
     }
 
+    /// [`Key::get`] for an object of packed params.
+    #[inline(always)]
+    pub fn get_in<'t>(&self, record: Record<'t>) -> Option<Item<'t>> {
+        let slot = self.slot.load(Ordering::Relaxed);
+        match record.entry(slot) {
+            Some((k, v)) if self.is(k) => Some(v),
+            _ => self.search_in(record),
+        }
+    }
+
+    #[inline(never)]
+    fn search_in<'t>(&self, record: Record<'t>) -> Option<Item<'t>> {
+        let found = record.keys().position(|k| self.is(k))?;
+        self.slot.store(found, Ordering::Relaxed);
+        record.value(found)
+    }
+
     /// Whether `other` is this key's text. The keys templates name are short: compared as at
     /// most two overlapping words, without the call a slice comparison makes.
     #[inline]
@@ -356,6 +381,19 @@ impl<'a> Js<'a> {
         }
     }
 
+    /// An item of packed params.
+    #[inline]
+    pub fn of_item(item: Item<'a>) -> Js<'a> {
+        match item {
+            Item::Null => Js::Null,
+            Item::Bool(b) => Js::Bool(b),
+            Item::Number(n) => Js::Number(n),
+            Item::String(s) => Js::String(s),
+            Item::Array(list) => Js::List(list),
+            Item::Object(record) => Js::Record(record),
+        }
+    }
+
     /// `value == null`.
     pub fn is_nullish(self) -> bool {
         matches!(self, Js::Undefined | Js::Null)
@@ -368,13 +406,21 @@ impl<'a> Js<'a> {
             Js::Bool(b) => b,
             Js::Number(n) => n != 0.0 && !n.is_nan(),
             Js::String(s) => !s.is_empty(),
-            Js::Array(_) | Js::Object(_) | Js::LoneSurrogate | Js::Function(_) => true,
+            Js::Array(_)
+            | Js::Object(_)
+            | Js::List(_)
+            | Js::Record(_)
+            | Js::LoneSurrogate
+            | Js::Function(_) => true,
         }
     }
 
     /// Whether `typeof value === 'object'` (and not null): only those answer `key in value`.
     pub fn is_object(self) -> bool {
-        matches!(self, Js::Array(_) | Js::Object(_))
+        matches!(
+            self,
+            Js::Array(_) | Js::Object(_) | Js::List(_) | Js::Record(_)
+        )
     }
 
     /// `value[key]` for a value that is not null or undefined.
@@ -385,17 +431,22 @@ impl<'a> Js<'a> {
                 None if key.on(ON_OBJECT) => Property::Inherited,
                 None => Property::Absent,
             },
+            Js::Record(record) => match key.get_in(record) {
+                Some(v) => Property::Own(Js::of_item(v)),
+                None if key.on(ON_OBJECT) => Property::Inherited,
+                None => Property::Absent,
+            },
             Js::Array(items) => {
                 if let Some(item) = key.index.and_then(|i| items.get(i)) {
                     Property::Own(Js::of(item))
-                } else if key.is_length() {
-                    Property::Own(Js::Number(items.len() as f64))
-                } else if key.on(ON_ARRAY) {
-                    Property::Inherited
                 } else {
-                    Property::Absent
+                    array_property(key, items.len())
                 }
             }
+            Js::List(list) => match key.index.and_then(|i| list.get(i)) {
+                Some(item) => Property::Own(Js::of_item(item)),
+                None => array_property(key, list.len()),
+            },
             Js::String(s) => {
                 if let Some(i) = key.index {
                     code_unit(s, i)
@@ -453,9 +504,21 @@ impl<'a> Js<'a> {
         match self {
             Js::Undefined | Js::Null => {}
             Js::Array(items) => return write_joined(items, escape, out),
+            Js::List(list) => return write_joined_list(list, escape, out),
             other => write_scalar(other, escape, out)?,
         }
         Ok(())
+    }
+}
+
+/// An array's property that is not one of its items: `length`, a built-in, or nothing.
+fn array_property<'a>(key: &Key, len: usize) -> Property<'a> {
+    if key.is_length() {
+        Property::Own(Js::Number(len as f64))
+    } else if key.on(ON_ARRAY) {
+        Property::Inherited
+    } else {
+        Property::Absent
     }
 }
 
@@ -486,10 +549,13 @@ fn write_scalar(value: Js, escape: bool, out: &mut String) -> Result<(), RpcErro
         Js::Object(map) if map.get("toString").is_some() => {
             return Err(RpcError::failed(NOT_CONVERTIBLE))
         }
-        Js::Object(_) => out.push_str("[object Object]"),
+        Js::Record(record) if record.get("toString").is_some() => {
+            return Err(RpcError::failed(NOT_CONVERTIBLE))
+        }
+        Js::Object(_) | Js::Record(_) => out.push_str("[object Object]"),
         Js::LoneSurrogate => return Err(RpcError::failed(LONE_SURROGATE)),
         Js::Function(_) => return Err(RpcError::failed(FUNCTION_PRINTED)),
-        Js::Array(_) | Js::Undefined | Js::Null => {}
+        Js::Array(_) | Js::List(_) | Js::Undefined | Js::Null => {}
     }
     Ok(())
 }
@@ -508,6 +574,25 @@ fn write_joined(items: &[Value], escape: bool, out: &mut String) -> Result<(), R
         }
         match Js::of(item) {
             Js::Array(inner) => stack.push(inner.iter().enumerate()),
+            scalar => write_scalar(scalar, escape, out)?,
+        }
+    }
+    Ok(())
+}
+
+/// [`write_joined`] for an array of packed params.
+fn write_joined_list(list: List, escape: bool, out: &mut String) -> Result<(), RpcError> {
+    let mut stack = vec![list.iter().enumerate()];
+    while let Some(level) = stack.last_mut() {
+        let Some((i, item)) = level.next() else {
+            stack.pop();
+            continue;
+        };
+        if i > 0 {
+            out.push(',');
+        }
+        match Js::of_item(item) {
+            Js::List(inner) => stack.push(inner.iter().enumerate()),
             scalar => write_scalar(scalar, escape, out)?,
         }
     }

@@ -28,10 +28,18 @@ use crate::rpc::RpcError;
 /// of the current element of a list): the rest is out of line.
 #[inline(always)]
 pub fn lookup<'a>(views: &[Js<'a>], name: &Name) -> Result<Js<'a>, Box<RpcError>> {
-    if let (Name::Key(key), Some(Js::Object(map))) = (name, views.last()) {
-        if let Some(value) = key.get(map) {
-            return Ok(Js::of(value));
+    match (name, views.last()) {
+        (Name::Key(key), Some(Js::Object(map))) => {
+            if let Some(value) = key.get(map) {
+                return Ok(Js::of(value));
+            }
         }
+        (Name::Key(key), Some(Js::Record(record))) => {
+            if let Some(item) = key.get_in(*record) {
+                return Ok(Js::of_item(item));
+            }
+        }
+        _ => {}
     }
     lookup_anywhere(views, name)
 }
@@ -44,11 +52,13 @@ pub fn lookup_anywhere<'a>(views: &[Js<'a>], name: &Name) -> Result<Js<'a>, Box<
             for &view in views.iter().rev() {
                 match view {
                     Js::Undefined | Js::Null => return Err(null_view(view, key).into()),
-                    Js::Array(_) | Js::Object(_) => match view.property(key) {
-                        Property::Own(value) => return Ok(value),
-                        Property::Absent => {}
-                        Property::Inherited => return Err(inherited(name, key).into()),
-                    },
+                    Js::Array(_) | Js::Object(_) | Js::List(_) | Js::Record(_) => {
+                        match view.property(key) {
+                            Property::Own(value) => return Ok(value),
+                            Property::Absent => {}
+                            Property::Inherited => return Err(inherited(name, key).into()),
+                        }
+                    }
                     // mustache.js's `hasProperty` wants an object: a function view (an element
                     // of a list of functions) never has the key either.
                     Js::Bool(_)

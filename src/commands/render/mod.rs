@@ -15,6 +15,12 @@
 //! - `writer.rs`: the walk over the nodes that writes the output (mustache.js's `Writer`);
 //!   iterative, depth-capped, cancellable.
 //!
+//! Params that crossed packed (plain data, `rpc::packed`) are read in place: the view is the
+//! packed tree (`rpc::packed::tree`), its arrays and objects `Js::List` and `Js::Record`, and
+//! no value is made of them (`Render::run_packed`; on the 200-row table of the benchmarks,
+//! reading the tree costs ~20 µs where making its values and freeing them cost ~48 µs). The
+//! answer is the one the values would give (`packed_tests.rs`).
+//!
 //! Data as JSON text (`config.data: 'json'`): the data param is a string, parsed here, on the
 //! pool thread, by the same parser as `pool.handle` (`rpc::json`: `JSON.parse`'s reading, so
 //! `1e400` is Infinity, a repeated key keeps its first position and last value, a lone
@@ -40,17 +46,23 @@ mod escape;
 pub mod functions;
 pub mod js;
 mod lookup;
+#[cfg(test)]
+mod packed_tests;
 mod parse;
 #[cfg(test)]
 mod tests;
 mod writer;
 
 use crate::rpc::json::Unparsed;
+use crate::rpc::packed::tree::{Item, Tree};
+use crate::rpc::packed::Packed;
 use crate::rpc::value::Pending;
 use crate::rpc::{params, Command, Context, ErrorCode, Map, RpcError, Value};
 use cache::TemplateCache;
 use config::{Config, Data};
 use functions::pending::{PendingRender, Recorder};
+use js::Js;
+use parse::Template;
 use std::sync::Arc;
 
 pub struct Render;
@@ -85,25 +97,15 @@ impl Command for Render {
             Some(data) => check_data(data)?,
             None => false,
         };
-        let partials = match params.get(2) {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(partials)) => Some(check_partials(partials)?),
-            Some(other) => {
-                return Err(RpcError::invalid_params(format!(
-                    "render: partials must be an object of name → template string, got {}",
-                    other.kind()
-                )))
-            }
-        };
+        let partials = partials_of(params.get(2))?;
         functions |= matches!(config.escape, config::Escape::Function(_));
         let cache = TemplateCache::global();
         let template = cache
             .get_or_parse(template, config.tags.as_ref())
             .map_err(RpcError::failed)?;
+        let data = data.map_or(Js::Undefined, Js::of);
         if !functions {
-            let (out, done) = writer::render(template, data, partials, &config, cache, None, ctx);
-            done?;
-            return Ok(config.output.value(out));
+            return render_plain(template, data, partials, &config, ctx);
         }
         let recorder = Recorder::default();
         let (out, done) = writer::render(
@@ -131,6 +133,59 @@ impl Command for Render {
         let pending = unsafe { PendingRender::new(recorder, out, error, config, params) };
         Ok(Value::Pending(Pending(Arc::new(pending))))
     }
+
+    /// Packed params are plain data, read in place: the view a render walks is the tree, with
+    /// no value made for it. The same checks in the same order as `run`, whose answer it gives:
+    /// where a param is not what a render takes, `run` answers from the values.
+    fn run_packed(&self, packed: Packed, ctx: &Context) -> Result<Value, RpcError> {
+        let tree = Tree::read(packed).map_err(RpcError::invalid_params)?;
+        if !(1..=4).contains(&tree.len()) {
+            return self.run(tree.into_values(), ctx);
+        }
+        let config = Config::parse(tree.param_value(3).as_ref())?;
+        // Data as JSON text is parsed into values; an `escape` function cannot cross packed,
+        // but should one, the render that calls it is `run`'s.
+        let (Some(Item::String(template)), Data::View, false) = (
+            tree.param(0),
+            config.data,
+            matches!(config.escape, config::Escape::Function(_)),
+        ) else {
+            return self.run(tree.into_values(), ctx);
+        };
+        let partials = tree.param_value(2);
+        let partials = partials_of(partials.as_ref())?;
+        let template = TemplateCache::global()
+            .get_or_parse(template, config.tags.as_ref())
+            .map_err(RpcError::failed)?;
+        let data = tree.param(1).map_or(Js::Undefined, Js::of_item);
+        render_plain(template, data, partials, &config, ctx)
+    }
+}
+
+/// The partials param: none, or an object of template strings (or nulls).
+fn partials_of(partials: Option<&Value>) -> Result<Option<&Map>, RpcError> {
+    match partials {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(partials)) => Ok(Some(check_partials(partials)?)),
+        Some(other) => Err(RpcError::invalid_params(format!(
+            "render: partials must be an object of name → template string, got {}",
+            other.kind()
+        ))),
+    }
+}
+
+/// A render with no function to call: the output, as the config asks for it.
+fn render_plain(
+    template: Arc<Template>,
+    data: Js<'_>,
+    partials: Option<&Map>,
+    config: &Config,
+    ctx: &Context,
+) -> Result<Value, RpcError> {
+    let cache = TemplateCache::global();
+    let (out, done) = writer::render(template, data, partials, config, cache, None, ctx);
+    done?;
+    Ok(config.output.value(out))
 }
 
 /// The view that `data`, JSON text, stands for; InvalidParams for anything else.
@@ -176,6 +231,7 @@ fn render_with(
     let template = cache
         .get_or_parse(template, config.tags.as_ref())
         .map_err(RpcError::failed)?;
+    let data = data.map_or(Js::Undefined, Js::of);
     let (out, done) = writer::render(template, data, partials, config, cache, None, ctx);
     done.map(|()| out)
 }

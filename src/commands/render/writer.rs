@@ -27,6 +27,7 @@ use super::js::{object_builtin, Js};
 use super::lookup::{lookup, lookup_anywhere};
 use super::parse::{Name, Node, Tags, Template};
 use crate::rpc::number::format_number;
+use crate::rpc::packed::tree::{Item, List};
 use crate::rpc::{Context, Map, RpcError, Value};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -83,9 +84,34 @@ struct Frame<'a> {
     start: usize,
     end: usize,
     /// Array elements still to render the range with (a section over an array).
-    rest: &'a [Value],
+    rest: Rest<'a>,
     /// Whether the frame pushed a view, to pop when it is done.
     pushed: bool,
+}
+
+/// The elements of an array that a section has still to render its body with.
+#[derive(Clone, Copy)]
+enum Rest<'a> {
+    Values(&'a [Value]),
+    /// An array of packed params (see `rpc::packed::tree`).
+    List(List<'a>),
+}
+
+impl<'a> Rest<'a> {
+    const NONE: Rest<'static> = Rest::Values(&[]);
+
+    /// The next element, and those after it.
+    #[inline]
+    fn split_first(self) -> Option<(Js<'a>, Rest<'a>)> {
+        match self {
+            Rest::Values(items) => items
+                .split_first()
+                .map(|(first, rest)| (Js::of(first), Rest::Values(rest))),
+            Rest::List(list) => list
+                .split_first()
+                .map(|(first, rest)| (Js::of_item(first), Rest::List(rest))),
+        }
+    }
 }
 
 /// What a section or partial node asks the renderer to do next.
@@ -96,7 +122,7 @@ enum Step<'a> {
         start: usize,
         end: usize,
         view: Option<Js<'a>>,
-        rest: &'a [Value],
+        rest: Rest<'a>,
     },
     /// Render the partial the node names, whose text is `text`.
     Partial {
@@ -131,16 +157,30 @@ pub(super) struct Renderer<'a, 'c> {
 /// number that the innermost object has: straight from the data to the output.
 #[inline(always)]
 fn write_value(views: &[Js], name: &Name, escape: bool, out: &mut String) -> Result<(), RpcError> {
-    if let (Name::Key(key), Some(Js::Object(map))) = (name, views.last()) {
-        if let Some(value) = key.get(map) {
-            match value {
-                Value::String(s) if escape => escape_html(s, out),
-                Value::String(s) => out.push_str(s),
-                Value::Number(n) => format_number(*n, out),
-                other => return Js::of(other).write(escape, out),
+    match (name, views.last()) {
+        (Name::Key(key), Some(Js::Object(map))) => {
+            if let Some(value) = key.get(map) {
+                match value {
+                    Value::String(s) if escape => escape_html(s, out),
+                    Value::String(s) => out.push_str(s),
+                    Value::Number(n) => format_number(*n, out),
+                    other => return Js::of(other).write(escape, out),
+                }
+                return Ok(());
             }
-            return Ok(());
         }
+        (Name::Key(key), Some(Js::Record(record))) => {
+            if let Some(item) = key.get_in(*record) {
+                match item {
+                    Item::String(s) if escape => escape_html(s, out),
+                    Item::String(s) => out.push_str(s),
+                    Item::Number(n) => format_number(n, out),
+                    other => return Js::of_item(other).write(escape, out),
+                }
+                return Ok(());
+            }
+        }
+        _ => {}
     }
     lookup_anywhere(views, name)
         .map_err(|e| *e)?
@@ -166,12 +206,12 @@ fn write_with_functions<'a>(
     value.write(escape == TagEscape::Html, out)
 }
 
-/// Renders `template` with `data` (`None` is undefined), `partials` and `config`; `functions`
-/// takes whatever needs JavaScript. The output so far comes back with an error too (the slots
-/// recorded before it still have to be filled).
+/// Renders `template` with the view `data` (`Js::Undefined` for none), `partials` and
+/// `config`; `functions` takes whatever needs JavaScript. The output so far comes back with an
+/// error too (the slots recorded before it still have to be filled).
 pub fn render<'a>(
     template: Arc<Template>,
-    data: Option<&'a Value>,
+    data: Js<'a>,
     partials: Option<&'a Map>,
     config: &Config,
     cache: &TemplateCache,
@@ -191,11 +231,13 @@ pub fn render<'a>(
         escape: config.escape,
         cache,
     };
-    let mut r = Renderer::new(scope, vec![data.map_or(Js::Undefined, Js::of)], functions);
+    let mut r = Renderer::new(scope, vec![data], functions);
     r.out.reserve(capacity);
     let nodes = template.nodes.len();
     r.templates.push(template);
-    let done = r.enter(0, 0, nodes, None, &[]).and_then(|()| r.run(ctx));
+    let done = r
+        .enter(0, 0, nodes, None, Rest::NONE)
+        .and_then(|()| r.run(ctx));
     let main = &r.templates[0];
     if done.is_ok() && main.last_output.load(Ordering::Relaxed) != r.out.len() {
         main.last_output.store(r.out.len(), Ordering::Relaxed);
@@ -235,7 +277,7 @@ impl<'a, 'c> Renderer<'a, 'c> {
         let nodes = template.nodes.len();
         self.templates.push(template);
         let at = self.templates.len() - 1;
-        self.enter(at, 0, nodes, None, &[])?;
+        self.enter(at, 0, nodes, None, Rest::NONE)?;
         self.run(ctx)
     }
 
@@ -310,7 +352,7 @@ impl<'a, 'c> Renderer<'a, 'c> {
                     frame.rest = rest;
                     frame.next = frame.start;
                     if let Some(view) = self.views.last_mut() {
-                        *view = Js::of(first);
+                        *view = first;
                     }
                 } else {
                     if frame.pushed {
@@ -340,7 +382,7 @@ impl<'a, 'c> Renderer<'a, 'c> {
                     self.frames[current].next = at + 1;
                     let partial = self.partial(template, at, text)?;
                     let end = self.templates[partial].nodes.len();
-                    self.enter(partial, 0, end, None, &[])?;
+                    self.enter(partial, 0, end, None, Rest::NONE)?;
                 }
             }
         }
@@ -415,7 +457,7 @@ impl<'a, 'c> Renderer<'a, 'c> {
                             start: end,
                             end,
                             view: None,
-                            rest: &[],
+                            rest: Rest::NONE,
                         })
                     }
                 }
@@ -426,26 +468,36 @@ impl<'a, 'c> Renderer<'a, 'c> {
             start: end,
             end,
             view: None,
-            rest: &[],
+            rest: Rest::NONE,
         };
         let once = |view| Step::Enter {
             start,
             end,
             view,
-            rest: &[],
+            rest: Rest::NONE,
         };
         Ok(match value {
             _ if inverted => match value {
                 Js::Array(items) if items.is_empty() => once(None),
+                Js::List(list) if list.is_empty() => once(None),
                 _ if !value.truthy() => once(None),
                 _ => skip,
             },
-            Js::Array(items) => match items.split_first() {
+            Js::Array(items) => match Rest::Values(items).split_first() {
                 None => skip,
                 Some((first, rest)) => Step::Enter {
                     start,
                     end,
-                    view: Some(Js::of(first)),
+                    view: Some(first),
+                    rest,
+                },
+            },
+            Js::List(list) => match Rest::List(list).split_first() {
+                None => skip,
+                Some((first, rest)) => Step::Enter {
+                    start,
+                    end,
+                    view: Some(first),
                     rest,
                 },
             },
@@ -462,7 +514,7 @@ impl<'a, 'c> Renderer<'a, 'c> {
         start: usize,
         end: usize,
         view: Option<Js<'a>>,
-        rest: &'a [Value],
+        rest: Rest<'a>,
     ) -> Result<(), RpcError> {
         if start == end {
             return Ok(());

@@ -1,0 +1,341 @@
+//! The tree reads what the values hold: for tapes written as lib/params.js writes them (by
+//! [`pack`], its format in Rust), random ones included, `Tree::read` gives the values
+//! `Packed::into_unpacked` gives, and the same error for every tape that breaks the rules.
+
+use super::*;
+use crate::rpc::packed::MAX_NESTING;
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::select;
+
+const N: f64 = NULL as f64;
+const T: f64 = TRUE as f64;
+const NUM: f64 = NUMBER as f64;
+const S: f64 = STRING as f64;
+const A: f64 = ARRAY as f64;
+const O: f64 = OBJECT as f64;
+const OS: f64 = OBJECT_SHAPE as f64;
+const SH: f64 = SHAPED as f64;
+
+/// Params packed as lib/params.js packs them: numbers on the tape, strings and keys joined in
+/// the text (Latin-1 when every unit fits a byte, else UTF-16), an object with an earlier
+/// object's keys written with that object's shape.
+pub(crate) fn pack(params: &[Value], first: Option<&str>) -> Packed {
+    struct Packer {
+        tape: Vec<f64>,
+        text: Vec<u16>,
+        shapes: Vec<Vec<String>>,
+    }
+    impl Packer {
+        fn units(&mut self, s: &str) {
+            let before = self.text.len();
+            self.text.extend(s.encode_utf16());
+            self.tape.push((self.text.len() - before) as f64);
+        }
+        fn value(&mut self, v: &Value) {
+            match v {
+                Value::Null => self.tape.push(N),
+                Value::Bool(b) => self.tape.push(f64::from(if *b { TRUE } else { FALSE })),
+                Value::Number(n) => self.tape.extend([NUM, *n]),
+                Value::String(s) => {
+                    self.tape.push(S);
+                    self.units(s);
+                }
+                Value::Array(items) => {
+                    self.tape.extend([A, items.len() as f64]);
+                    for item in items {
+                        self.value(item);
+                    }
+                }
+                Value::Object(map) => {
+                    let head = self.tape.len();
+                    self.tape.extend([O, map.len() as f64]);
+                    for (_, v) in map.iter() {
+                        self.value(v);
+                    }
+                    let keys: Vec<String> = map.iter().map(|(k, _)| k.to_string()).collect();
+                    if let Some(id) = self.shapes.iter().position(|s| *s == keys) {
+                        self.tape[head] = SH;
+                        self.tape.push(id as f64);
+                    } else {
+                        if !keys.is_empty() {
+                            self.tape[head] = OS;
+                            self.shapes.push(keys.clone());
+                        }
+                        for k in &keys {
+                            self.units(k);
+                        }
+                    }
+                }
+                other => panic!("not plain data: {other:?}"),
+            }
+        }
+    }
+    let mut p = Packer {
+        tape: vec![0.0, 0.0],
+        text: Vec::new(),
+        shapes: Vec::new(),
+    };
+    p.value(&Value::Array(params.to_vec()));
+    p.tape[0] = p.tape.len() as f64;
+    let text = if p.text.iter().all(|&u| u <= 0xFF) {
+        JsText::Latin1(p.text.iter().map(|&u| u as u8).collect())
+    } else {
+        JsText::Utf16(p.text)
+    };
+    Packed {
+        first: first.map(str::to_string),
+        tape: p.tape,
+        text,
+    }
+}
+
+/// A packed params array written by hand (entries 0 and 1 added), with a Latin-1 text.
+fn by_hand(tape: &[f64], text: &str) -> Packed {
+    let mut t = vec![tape.len() as f64 + 2.0, 0.0];
+    t.extend_from_slice(tape);
+    Packed {
+        first: None,
+        tape: t,
+        text: JsText::Latin1(text.chars().map(|c| c as u8).collect()),
+    }
+}
+
+/// The tree's reading and the values' reading agree, value for value or error for error.
+/// (Compared as printed: a NaN a changed tape may hold is not equal to itself.)
+fn agree(p: &Packed) -> Result<Vec<Value>, String> {
+    let values = p.unpack();
+    let tree = Tree::read(p.clone()).map(Tree::into_values);
+    assert_eq!(
+        format!("{tree:?}"),
+        format!("{values:?}"),
+        "tape {:?}",
+        p.tape
+    );
+    values
+}
+
+#[test]
+fn every_kind_and_shape_reads_as_the_values_hold_it() {
+    // [null, true, 1.5, "ab", {x: "c", y: []}, {x: 2, y: null}, {z: {z: 1}}].
+    let p = by_hand(
+        &[
+            A, 7.0, N, T, NUM, 1.5, S, 2.0, OS, 2.0, S, 1.0, A, 0.0, 1.0, 1.0, SH, 2.0, NUM, 2.0,
+            N, 0.0, SH, 1.0, OS, 1.0, NUM, 1.0, 1.0, 1.0,
+        ],
+        "abcxyz",
+    );
+    let values = agree(&p).unwrap();
+    assert_eq!(values.len(), 7);
+    let tree = Tree::read(p).unwrap();
+    assert_eq!(tree.len(), 7);
+    let Some(Item::Object(first)) = tree.param(4) else {
+        panic!("param 4 is an object")
+    };
+    let Some(Item::Object(second)) = tree.param(5) else {
+        panic!("param 5 is an object")
+    };
+    assert_eq!(first.keys().collect::<Vec<_>>(), ["x", "y"]);
+    assert_eq!(second.keys().collect::<Vec<_>>(), ["x", "y"]);
+    assert!(matches!(first.get("x"), Some(Item::String("c"))));
+    assert!(matches!(second.get("x"), Some(Item::Number(n)) if n == 2.0));
+    assert!(second.get("z").is_none());
+    assert!(!first.same(second) && first.same(first));
+    // An object whose shape its own value defines.
+    let Some(Item::Object(z)) = tree.param(6) else {
+        panic!("param 6 is an object")
+    };
+    let Some(Item::Object(inner)) = z.get("z") else {
+        panic!("z.z is an object")
+    };
+    assert!(matches!(inner.get("z"), Some(Item::Number(n)) if n == 1.0));
+    assert!(tree.param(7).is_none());
+}
+
+#[test]
+fn latin1_and_utf16_texts_read_alike_and_a_lone_surrogate_is_u_fffd() {
+    agree(&by_hand(&[A, 1.0, O, 1.0, S, 1.0, 1.0], "\u{e9}\u{fc}")).unwrap();
+    let p = Packed {
+        first: None,
+        tape: vec![6.0, 1.0, A, 1.0, S, 2.0],
+        text: JsText::Utf16(vec![0xD800, 0x41]),
+    };
+    assert_eq!(agree(&p).unwrap(), vec![Value::from("\u{FFFD}A")]);
+    // Two lone halves in two strings stay two U+FFFD: they are not joined into a pair.
+    let p = Packed {
+        first: None,
+        tape: vec![8.0, 2.0, A, 2.0, S, 1.0, S, 1.0],
+        text: JsText::Utf16(vec![0xD83D, 0xDE00]),
+    };
+    assert_eq!(
+        agree(&p).unwrap(),
+        vec![Value::from("\u{FFFD}"), Value::from("\u{FFFD}")]
+    );
+}
+
+#[test]
+fn a_first_param_apart_comes_first() {
+    let p = pack(&[Value::from(1.0)], Some("{{x}}"));
+    assert_eq!(
+        agree(&p).unwrap(),
+        vec![Value::from("{{x}}"), Value::from(1.0)]
+    );
+    let tree = Tree::read(p).unwrap();
+    assert_eq!(tree.len(), 2);
+    assert!(matches!(tree.param(0), Some(Item::String("{{x}}"))));
+    assert_eq!(tree.param_value(1), Some(Value::from(1.0)));
+}
+
+#[test]
+fn tapes_that_break_the_rules_are_the_errors_the_values_give() {
+    let cases: &[(&[f64], &str)] = &[
+        (&[], ""),
+        (&[N], ""),
+        (&[A, 2.0, N], ""),
+        (&[A, 1e9, N], ""),
+        (&[A, 1.5, N], ""),
+        (&[A, -1.0], ""),
+        (&[A, f64::NAN], ""),
+        (&[A, 1.0, S, 3.0], "ab"),
+        (&[A, 1.0, 9.0], ""),
+        (&[A, 1.0, SH, 0.0, 0.0], ""),
+        (&[A, 2.0, OS, 1.0, N, 1.0, SH, 2.0, N, N, 0.0], "a"),
+        (&[A, 1.0, N, N], ""),
+        (&[A, 1.0, S, 1.0], "ab"),
+        (&[A, 1.0, O, 1e300, N], ""),
+        (&[A, 1.0, O, 1.0, N], ""),
+        (&[A, 1.0, SH, 1.0, N, 7.0], ""),
+    ];
+    for (tape, text) in cases {
+        assert!(agree(&by_hand(tape, text)).is_err(), "{tape:?} {text:?}");
+    }
+    let p = Packed {
+        first: None,
+        tape: vec![9.0, 0.0, A, 0.0],
+        text: JsText::Latin1(vec![]),
+    };
+    assert!(agree(&p).is_err());
+}
+
+#[test]
+fn nesting_is_bounded_as_for_values() {
+    let mut tape = vec![];
+    for _ in 0..=MAX_NESTING {
+        tape.extend_from_slice(&[A, 1.0]);
+    }
+    tape.push(N);
+    let e = agree(&by_hand(&tape, "")).unwrap_err();
+    assert!(e.contains("nested"), "{e}");
+    tape.drain(..2);
+    agree(&by_hand(&tape, "")).unwrap();
+}
+
+/// Strings from every plane, lone surrogates aside (a Rust string cannot hold one), often
+/// short, often repeated as keys.
+fn string() -> impl Strategy<Value = String> {
+    prop_oneof![
+        select(vec![
+            "", "a", "id", "name", "x", "é", "Zoë", "日本", "😀", "<&\"'>"
+        ])
+        .prop_map(str::to_string),
+        "\\PC{0,12}",
+    ]
+}
+
+/// Plain data (what crosses packed): objects with few keys, so that many share them.
+pub(crate) fn plain() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<f64>()
+            .prop_filter("JSON numbers", |n| n.is_finite())
+            .prop_map(Value::Number),
+        string().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(5, 64, 6, |inner| {
+        prop_oneof![
+            vec(inner.clone(), 0..6).prop_map(Value::Array),
+            // Objects with few keys, so that many share their keys (and so a shape).
+            vec((select(vec!["a", "b", "id", "é", "😀", ""]), inner), 0..4).prop_map(|entries| {
+                let mut map = Map::new();
+                for (k, v) in entries {
+                    map.insert(k, v);
+                }
+                Value::Object(map)
+            }),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_params_read_as_the_values_hold_them(
+        params in vec(plain(), 0..5),
+        first in proptest::option::of(string()),
+    ) {
+        let p = pack(&params, first.as_deref());
+        let mut expected = params.clone();
+        if let Some(first) = &first {
+            expected.insert(0, Value::from(first.as_str()));
+        }
+        prop_assert_eq!(agree(&p).unwrap(), expected);
+    }
+
+    #[test]
+    fn every_tape_cut_short_or_changed_is_the_same_error_either_way(
+        params in vec(plain(), 1..3),
+        cut in any::<prop::sample::Index>(),
+        at in any::<prop::sample::Index>(),
+        entry in select(vec![-1.0, 0.0, 0.5, 3.0, 7.0, 8.0, 1e9, f64::NAN]),
+    ) {
+        let p = pack(&params, None);
+        let mut short = p.clone();
+        short.tape.truncate(cut.index(p.tape.len()).max(1));
+        short.tape[0] = short.tape.len() as f64;
+        let _ = agree(&short);
+        let mut changed = p.clone();
+        let i = 2 + at.index(p.tape.len() - 2);
+        changed.tape[i] = entry;
+        let _ = agree(&changed);
+    }
+}
+
+#[test]
+fn keys_that_decode_to_one_keep_the_first_place_and_the_last_value() {
+    // [{"\ud800": 1, "\udc00": 2, "x": 3}, {"\ud800": 4, "\udc00": 5, "x": 6}]: both lone halves
+    // become U+FFFD; the second object has the first one's shape.
+    let p = Packed {
+        first: None,
+        tape: vec![
+            0.0, 0.0, A, 2.0, OS, 3.0, NUM, 1.0, NUM, 2.0, NUM, 3.0, 1.0, 1.0, 1.0, SH, 3.0, NUM,
+            4.0, NUM, 5.0, NUM, 6.0, 0.0,
+        ],
+        text: JsText::Utf16(vec![0xD800, 0xDC00, u16::from(b'x')]),
+    };
+    let mut p = p;
+    p.tape[0] = p.tape.len() as f64;
+    let values = agree(&p).unwrap();
+    let json: Vec<String> = values
+        .iter()
+        .map(|v| {
+            let mut s = String::new();
+            crate::rpc::json::write(v, &mut s);
+            s
+        })
+        .collect();
+    assert_eq!(
+        json,
+        [r#"{"\u{FFFD}":2,"x":3}"#, r#"{"\u{FFFD}":5,"x":6}"#]
+            .map(|s| s.replace("\\u{FFFD}", "\u{FFFD}"))
+    );
+    let tree = Tree::read(p).unwrap();
+    for (i, expected) in [(0, 2.0), (1, 5.0)] {
+        let Some(Item::Object(o)) = tree.param(i) else {
+            panic!("param {i} is an object")
+        };
+        assert_eq!(o.len(), 2);
+        assert!(matches!(o.get("\u{FFFD}"), Some(Item::Number(n)) if n == expected));
+    }
+}
