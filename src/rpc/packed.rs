@@ -535,10 +535,11 @@ impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn latin1(tape: &[f64], text: &str) -> Result<Vec<Value>, String> {
+    /// A packed params array written by hand (entries 0 and 1 added), with a Latin-1 text.
+    pub(crate) fn by_hand(tape: &[f64], text: &str) -> Packed {
         let mut t = vec![tape.len() as f64 + 2.0, 0.0];
         t.extend_from_slice(tape);
         Packed {
@@ -546,27 +547,70 @@ mod tests {
             tape: t,
             text: JsText::Latin1(text.chars().map(|c| c as u8).collect()),
         }
-        .unpack()
     }
 
-    const N: f64 = NULL as f64;
-    const T: f64 = TRUE as f64;
-    const NUM: f64 = NUMBER as f64;
-    const S: f64 = STRING as f64;
-    const A: f64 = ARRAY as f64;
-    const O: f64 = OBJECT as f64;
-    const OS: f64 = OBJECT_SHAPE as f64;
-    const SH: f64 = SHAPED as f64;
+    fn latin1(tape: &[f64], text: &str) -> Result<Vec<Value>, String> {
+        by_hand(tape, text).unpack()
+    }
+
+    pub(crate) const N: f64 = NULL as f64;
+    pub(crate) const T: f64 = TRUE as f64;
+    pub(crate) const NUM: f64 = NUMBER as f64;
+    pub(crate) const S: f64 = STRING as f64;
+    pub(crate) const A: f64 = ARRAY as f64;
+    pub(crate) const O: f64 = OBJECT as f64;
+    pub(crate) const OS: f64 = OBJECT_SHAPE as f64;
+    pub(crate) const SH: f64 = SHAPED as f64;
+
+    /// [null, true, 1.5, "ab", {x: "c", y: []}, {x: 2, y: null}, {z: {z: 1}}]: the last object
+    /// has the shape its own value defines.
+    pub(crate) const EVERY_KIND: (&[f64], &str) = (
+        &[
+            A, 7.0, N, T, NUM, 1.5, S, 2.0, OS, 2.0, S, 1.0, A, 0.0, 1.0, 1.0, SH, 2.0, NUM, 2.0,
+            N, 0.0, SH, 1.0, OS, 1.0, NUM, 1.0, 1.0, 1.0,
+        ],
+        "abcxyz",
+    );
+
+    /// Tapes that do not fit the rules, each for its own reason.
+    pub(crate) const MALFORMED: &[(&[f64], &str)] = &[
+        (&[], ""),                                             // no params array
+        (&[N], ""),                                            // not an array
+        (&[A, 2.0, N], ""),                                    // cut short
+        (&[A, 1e9, N], ""),        // a count past the end: no allocation of 1e9
+        (&[A, 1.5, N], ""),        // not a whole number
+        (&[A, -1.0], ""),          // negative
+        (&[A, f64::NAN], ""),      // NaN
+        (&[A, 1.0, S, 3.0], "ab"), // a string past the text
+        (&[A, 1.0, 9.0], ""),      // not a tag
+        (&[A, 1.0, SH, 0.0, 0.0], ""), // no such shape
+        (&[A, 2.0, OS, 1.0, N, 1.0, SH, 2.0, N, N, 0.0], "a"), // a shape of another count
+        (&[A, 1.0, N, N], ""),     // entries left over
+        (&[A, 1.0, S, 1.0], "ab"), // text left over
+        (&[A, 1.0, O, 1e300, N], ""), // an object count past the end
+        (&[A, 1.0, O, 1.0, N], ""), // an object's key cut short
+        (&[A, 1.0, SH, 1.0, N, 7.0], ""), // a shape past those defined
+    ];
+
+    /// [{"\ud800": 1, "x": 2, "\udc00": 3}, the same keys again]: both lone halves become
+    /// U+FFFD, in the object that carries its keys and in the one of its shape.
+    pub(crate) fn one_key_twice() -> Packed {
+        let mut tape = vec![
+            0.0, 0.0, A, 2.0, OS, 3.0, NUM, 1.0, NUM, 2.0, NUM, 3.0, 1.0, 1.0, 1.0, SH, 3.0, NUM,
+            4.0, NUM, 5.0, NUM, 6.0, 0.0,
+        ];
+        tape[0] = tape.len() as f64;
+        Packed {
+            first: None,
+            tape,
+            text: JsText::Utf16(vec![0xD800, u16::from(b'x'), 0xDC00]),
+        }
+    }
 
     #[test]
     fn reads_every_kind_and_shapes() {
-        // [null, true, 1.5, "ab", {x: "c", y: []}, {x: 2, y: null}, {z: {z: 1}}]: the last
-        // object has the shape its own value defines.
-        let tape = [
-            A, 7.0, N, T, NUM, 1.5, S, 2.0, OS, 2.0, S, 1.0, A, 0.0, 1.0, 1.0, SH, 2.0, NUM, 2.0,
-            N, 0.0, SH, 1.0, OS, 1.0, NUM, 1.0, 1.0, 1.0,
-        ];
-        let v = latin1(&tape, "abcxyz").unwrap();
+        let (tape, text) = EVERY_KIND;
+        let v = latin1(tape, text).unwrap();
         let json = {
             let mut s = String::new();
             crate::rpc::json::write(&Value::Array(v), &mut s);
@@ -596,23 +640,7 @@ mod tests {
 
     #[test]
     fn refuses_tapes_that_do_not_fit() {
-        let cases: &[(&[f64], &str)] = &[
-            (&[], ""),                                             // no params array
-            (&[N], ""),                                            // not an array
-            (&[A, 2.0, N], ""),                                    // cut short
-            (&[A, 1e9, N], ""),   // a count past the end: no allocation of 1e9
-            (&[A, 1.5, N], ""),   // not a whole number
-            (&[A, -1.0], ""),     // negative
-            (&[A, f64::NAN], ""), // NaN
-            (&[A, 1.0, S, 3.0], "ab"), // a string past the text
-            (&[A, 1.0, 9.0], ""), // not a tag
-            (&[A, 1.0, SH, 0.0, 0.0], ""), // no such shape
-            (&[A, 2.0, OS, 1.0, N, 1.0, SH, 2.0, N, N, 0.0], "a"), // a shape of another count
-            (&[A, 1.0, N, N], ""), // entries left over
-            (&[A, 1.0, S, 1.0], "ab"), // text left over
-            (&[A, 1.0, O, 1e300, N], ""), // an object count past the end
-        ];
-        for (tape, text) in cases {
+        for (tape, text) in MALFORMED {
             assert!(latin1(tape, text).is_err(), "{tape:?} {text:?}");
         }
         // Entry 0 out of range.
@@ -668,19 +696,7 @@ mod tests {
 
     #[test]
     fn keys_that_are_one_key_once_decoded_keep_the_first_place_and_the_last_value() {
-        // [{"\ud800": 1, "x": 2, "\udc00": 3}, the same keys again]: both lone halves become
-        // U+FFFD, in the object that carries its keys and in the one of its shape.
-        let mut tape = vec![
-            0.0, 0.0, A, 2.0, OS, 3.0, NUM, 1.0, NUM, 2.0, NUM, 3.0, 1.0, 1.0, 1.0, SH, 3.0, NUM,
-            4.0, NUM, 5.0, NUM, 6.0, 0.0,
-        ];
-        tape[0] = tape.len() as f64;
-        let p = Packed {
-            first: None,
-            tape,
-            text: JsText::Utf16(vec![0xD800, u16::from(b'x'), 0xDC00]),
-        };
-        let written: Vec<String> = p
+        let written: Vec<String> = one_key_twice()
             .unpack()
             .unwrap()
             .iter()

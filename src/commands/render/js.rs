@@ -503,8 +503,8 @@ impl<'a> Js<'a> {
     pub fn write(self, escape: bool, out: &mut String) -> Result<(), RpcError> {
         match self {
             Js::Undefined | Js::Null => {}
-            Js::Array(items) => return write_joined(items, escape, out),
-            Js::List(list) => return write_joined_list(list, escape, out),
+            Js::Array(items) => return write_joined(Items::Values(items), escape, out),
+            Js::List(list) => return write_joined(Items::List(list), escape, out),
             other => write_scalar(other, escape, out)?,
         }
         Ok(())
@@ -562,41 +562,67 @@ fn write_scalar(value: Js, escape: bool, out: &mut String) -> Result<(), RpcErro
 
 /// `String(array)`: `array.join(",")`, with null elements empty and nested arrays joined in
 /// place. Iterative: nesting depth costs heap, not stack.
-fn write_joined(items: &[Value], escape: bool, out: &mut String) -> Result<(), RpcError> {
-    let mut stack = vec![items.iter().enumerate()];
-    while let Some(level) = stack.last_mut() {
-        let Some((i, item)) = level.next() else {
+fn write_joined(items: Items, escape: bool, out: &mut String) -> Result<(), RpcError> {
+    // Each level: the items left, and whether none was written yet.
+    let mut stack = vec![(items, true)];
+    while let Some((level, first)) = stack.last_mut() {
+        let Some((item, rest)) = level.split_first() else {
             stack.pop();
             continue;
         };
-        if i > 0 {
+        *level = rest;
+        if !std::mem::replace(first, false) {
             out.push(',');
         }
-        match Js::of(item) {
-            Js::Array(inner) => stack.push(inner.iter().enumerate()),
-            scalar => write_scalar(scalar, escape, out)?,
+        match Items::of(item) {
+            Some(inner) => stack.push((inner, true)),
+            None => write_scalar(item, escape, out)?,
         }
     }
     Ok(())
 }
 
-/// [`write_joined`] for an array of packed params.
-fn write_joined_list(list: List, escape: bool, out: &mut String) -> Result<(), RpcError> {
-    let mut stack = vec![list.iter().enumerate()];
-    while let Some(level) = stack.last_mut() {
-        let Some((i, item)) = level.next() else {
-            stack.pop();
-            continue;
-        };
-        if i > 0 {
-            out.push(',');
-        }
-        match Js::of_item(item) {
-            Js::List(inner) => stack.push(inner.iter().enumerate()),
-            scalar => write_scalar(scalar, escape, out)?,
+/// An array's items, whichever way its params crossed: what a section over it renders with,
+/// and what printing it joins.
+#[derive(Clone, Copy)]
+pub enum Items<'a> {
+    Values(&'a [Value]),
+    /// An array of packed params (see `rpc::packed::tree`).
+    List(List<'a>),
+}
+
+impl<'a> Items<'a> {
+    pub const NONE: Items<'static> = Items::Values(&[]);
+
+    /// The items of `value`, if it is an array.
+    #[inline]
+    pub fn of(value: Js<'a>) -> Option<Items<'a>> {
+        match value {
+            Js::Array(items) => Some(Items::Values(items)),
+            Js::List(list) => Some(Items::List(list)),
+            _ => None,
         }
     }
-    Ok(())
+
+    pub fn is_empty(self) -> bool {
+        match self {
+            Items::Values(items) => items.is_empty(),
+            Items::List(list) => list.is_empty(),
+        }
+    }
+
+    /// The first item, and those after it.
+    #[inline]
+    pub fn split_first(self) -> Option<(Js<'a>, Items<'a>)> {
+        match self {
+            Items::Values(items) => items
+                .split_first()
+                .map(|(first, rest)| (Js::of(first), Items::Values(rest))),
+            Items::List(list) => list
+                .split_first()
+                .map(|(first, rest)| (Js::of_item(first), Items::List(rest))),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -23,11 +23,11 @@ use super::cache::TemplateCache;
 use super::config::{Config, Escape};
 use super::escape::escape_html;
 use super::functions::{Functions, Scope, SectionCall, SectionValue, TagEscape};
-use super::js::{object_builtin, Js};
+use super::js::{object_builtin, Items, Js};
 use super::lookup::{lookup, lookup_anywhere};
 use super::parse::{Name, Node, Tags, Template};
 use crate::rpc::number::format_number;
-use crate::rpc::packed::tree::{Item, List};
+use crate::rpc::packed::tree::Item;
 use crate::rpc::{Context, Map, RpcError, Value};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -84,34 +84,9 @@ struct Frame<'a> {
     start: usize,
     end: usize,
     /// Array elements still to render the range with (a section over an array).
-    rest: Rest<'a>,
+    rest: Items<'a>,
     /// Whether the frame pushed a view, to pop when it is done.
     pushed: bool,
-}
-
-/// The elements of an array that a section has still to render its body with.
-#[derive(Clone, Copy)]
-enum Rest<'a> {
-    Values(&'a [Value]),
-    /// An array of packed params (see `rpc::packed::tree`).
-    List(List<'a>),
-}
-
-impl<'a> Rest<'a> {
-    const NONE: Rest<'static> = Rest::Values(&[]);
-
-    /// The next element, and those after it.
-    #[inline]
-    fn split_first(self) -> Option<(Js<'a>, Rest<'a>)> {
-        match self {
-            Rest::Values(items) => items
-                .split_first()
-                .map(|(first, rest)| (Js::of(first), Rest::Values(rest))),
-            Rest::List(list) => list
-                .split_first()
-                .map(|(first, rest)| (Js::of_item(first), Rest::List(rest))),
-        }
-    }
 }
 
 /// What a section or partial node asks the renderer to do next.
@@ -122,7 +97,7 @@ enum Step<'a> {
         start: usize,
         end: usize,
         view: Option<Js<'a>>,
-        rest: Rest<'a>,
+        rest: Items<'a>,
     },
     /// Render the partial the node names, whose text is `text`.
     Partial {
@@ -236,7 +211,7 @@ pub fn render<'a>(
     let nodes = template.nodes.len();
     r.templates.push(template);
     let done = r
-        .enter(0, 0, nodes, None, Rest::NONE)
+        .enter(0, 0, nodes, None, Items::NONE)
         .and_then(|()| r.run(ctx));
     let main = &r.templates[0];
     if done.is_ok() && main.last_output.load(Ordering::Relaxed) != r.out.len() {
@@ -277,7 +252,7 @@ impl<'a, 'c> Renderer<'a, 'c> {
         let nodes = template.nodes.len();
         self.templates.push(template);
         let at = self.templates.len() - 1;
-        self.enter(at, 0, nodes, None, Rest::NONE)?;
+        self.enter(at, 0, nodes, None, Items::NONE)?;
         self.run(ctx)
     }
 
@@ -382,7 +357,7 @@ impl<'a, 'c> Renderer<'a, 'c> {
                     self.frames[current].next = at + 1;
                     let partial = self.partial(template, at, text)?;
                     let end = self.templates[partial].nodes.len();
-                    self.enter(partial, 0, end, None, Rest::NONE)?;
+                    self.enter(partial, 0, end, None, Items::NONE)?;
                 }
             }
         }
@@ -457,7 +432,7 @@ impl<'a, 'c> Renderer<'a, 'c> {
                             start: end,
                             end,
                             view: None,
-                            rest: Rest::NONE,
+                            rest: Items::NONE,
                         })
                     }
                 }
@@ -468,31 +443,21 @@ impl<'a, 'c> Renderer<'a, 'c> {
             start: end,
             end,
             view: None,
-            rest: Rest::NONE,
+            rest: Items::NONE,
         };
         let once = |view| Step::Enter {
             start,
             end,
             view,
-            rest: Rest::NONE,
+            rest: Items::NONE,
         };
         Ok(match value {
-            _ if inverted => match value {
-                Js::Array(items) if items.is_empty() => once(None),
-                Js::List(list) if list.is_empty() => once(None),
+            _ if inverted => match Items::of(value) {
+                Some(items) if items.is_empty() => once(None),
                 _ if !value.truthy() => once(None),
                 _ => skip,
             },
-            Js::Array(items) => match Rest::Values(items).split_first() {
-                None => skip,
-                Some((first, rest)) => Step::Enter {
-                    start,
-                    end,
-                    view: Some(first),
-                    rest,
-                },
-            },
-            Js::List(list) => match Rest::List(list).split_first() {
+            Js::Array(_) | Js::List(_) => match Items::of(value).and_then(Items::split_first) {
                 None => skip,
                 Some((first, rest)) => Step::Enter {
                     start,
@@ -514,7 +479,7 @@ impl<'a, 'c> Renderer<'a, 'c> {
         start: usize,
         end: usize,
         view: Option<Js<'a>>,
-        rest: Rest<'a>,
+        rest: Items<'a>,
     ) -> Result<(), RpcError> {
         if start == end {
             return Ok(());

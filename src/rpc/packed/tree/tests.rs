@@ -3,19 +3,12 @@
 //! `Packed::into_unpacked` gives, and the same error for every tape that breaks the rules.
 
 use super::*;
+use crate::rpc::packed::tests::{by_hand, one_key_twice, A, EVERY_KIND, MALFORMED, N, NUM, O};
+use crate::rpc::packed::tests::{OS, S, SH};
 use crate::rpc::packed::MAX_NESTING;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::select;
-
-const N: f64 = NULL as f64;
-const T: f64 = TRUE as f64;
-const NUM: f64 = NUMBER as f64;
-const S: f64 = STRING as f64;
-const A: f64 = ARRAY as f64;
-const O: f64 = OBJECT as f64;
-const OS: f64 = OBJECT_SHAPE as f64;
-const SH: f64 = SHAPED as f64;
 
 /// Params packed as lib/params.js packs them: numbers on the tape, strings and keys joined in
 /// the text (Latin-1 when every unit fits a byte, else UTF-16), an object with an earlier
@@ -90,17 +83,6 @@ pub(crate) fn pack(params: &[Value], first: Option<&str>) -> Packed {
     }
 }
 
-/// A packed params array written by hand (entries 0 and 1 added), with a Latin-1 text.
-fn by_hand(tape: &[f64], text: &str) -> Packed {
-    let mut t = vec![tape.len() as f64 + 2.0, 0.0];
-    t.extend_from_slice(tape);
-    Packed {
-        first: None,
-        tape: t,
-        text: JsText::Latin1(text.chars().map(|c| c as u8).collect()),
-    }
-}
-
 /// The tree's reading and the values' reading agree, value for value or error for error.
 /// (Compared as printed: a NaN a changed tape may hold is not equal to itself.)
 fn agree(p: &Packed) -> Result<Vec<Value>, String> {
@@ -117,14 +99,7 @@ fn agree(p: &Packed) -> Result<Vec<Value>, String> {
 
 #[test]
 fn every_kind_and_shape_reads_as_the_values_hold_it() {
-    // [null, true, 1.5, "ab", {x: "c", y: []}, {x: 2, y: null}, {z: {z: 1}}].
-    let p = by_hand(
-        &[
-            A, 7.0, N, T, NUM, 1.5, S, 2.0, OS, 2.0, S, 1.0, A, 0.0, 1.0, 1.0, SH, 2.0, NUM, 2.0,
-            N, 0.0, SH, 1.0, OS, 1.0, NUM, 1.0, 1.0, 1.0,
-        ],
-        "abcxyz",
-    );
+    let p = by_hand(EVERY_KIND.0, EVERY_KIND.1);
     let values = agree(&p).unwrap();
     assert_eq!(values.len(), 7);
     let tree = Tree::read(p).unwrap();
@@ -188,25 +163,7 @@ fn a_first_param_apart_comes_first() {
 
 #[test]
 fn tapes_that_break_the_rules_are_the_errors_the_values_give() {
-    let cases: &[(&[f64], &str)] = &[
-        (&[], ""),
-        (&[N], ""),
-        (&[A, 2.0, N], ""),
-        (&[A, 1e9, N], ""),
-        (&[A, 1.5, N], ""),
-        (&[A, -1.0], ""),
-        (&[A, f64::NAN], ""),
-        (&[A, 1.0, S, 3.0], "ab"),
-        (&[A, 1.0, 9.0], ""),
-        (&[A, 1.0, SH, 0.0, 0.0], ""),
-        (&[A, 2.0, OS, 1.0, N, 1.0, SH, 2.0, N, N, 0.0], "a"),
-        (&[A, 1.0, N, N], ""),
-        (&[A, 1.0, S, 1.0], "ab"),
-        (&[A, 1.0, O, 1e300, N], ""),
-        (&[A, 1.0, O, 1.0, N], ""),
-        (&[A, 1.0, SH, 1.0, N, 7.0], ""),
-    ];
-    for (tape, text) in cases {
+    for (tape, text) in MALFORMED {
         assert!(agree(&by_hand(tape, text)).is_err(), "{tape:?} {text:?}");
     }
     let p = Packed {
@@ -304,38 +261,16 @@ proptest! {
 
 #[test]
 fn keys_that_decode_to_one_keep_the_first_place_and_the_last_value() {
-    // [{"\ud800": 1, "\udc00": 2, "x": 3}, {"\ud800": 4, "\udc00": 5, "x": 6}]: both lone halves
-    // become U+FFFD; the second object has the first one's shape.
-    let p = Packed {
-        first: None,
-        tape: vec![
-            0.0, 0.0, A, 2.0, OS, 3.0, NUM, 1.0, NUM, 2.0, NUM, 3.0, 1.0, 1.0, 1.0, SH, 3.0, NUM,
-            4.0, NUM, 5.0, NUM, 6.0, 0.0,
-        ],
-        text: JsText::Utf16(vec![0xD800, 0xDC00, u16::from(b'x')]),
-    };
-    let mut p = p;
-    p.tape[0] = p.tape.len() as f64;
-    let values = agree(&p).unwrap();
-    let json: Vec<String> = values
-        .iter()
-        .map(|v| {
-            let mut s = String::new();
-            crate::rpc::json::write(v, &mut s);
-            s
-        })
-        .collect();
-    assert_eq!(
-        json,
-        [r#"{"\u{FFFD}":2,"x":3}"#, r#"{"\u{FFFD}":5,"x":6}"#]
-            .map(|s| s.replace("\\u{FFFD}", "\u{FFFD}"))
-    );
+    // What the values hold is checked in `packed::tests`; `agree` holds the tree to it.
+    let p = one_key_twice();
+    agree(&p).unwrap();
     let tree = Tree::read(p).unwrap();
-    for (i, expected) in [(0, 2.0), (1, 5.0)] {
+    for (i, repeated, x) in [(0, 3.0, 2.0), (1, 6.0, 5.0)] {
         let Some(Item::Object(o)) = tree.param(i) else {
             panic!("param {i} is an object")
         };
-        assert_eq!(o.len(), 2);
-        assert!(matches!(o.get("\u{FFFD}"), Some(Item::Number(n)) if n == expected));
+        assert_eq!(o.keys().collect::<Vec<_>>(), ["\u{FFFD}", "x"]);
+        assert!(matches!(o.get("\u{FFFD}"), Some(Item::Number(n)) if n == repeated));
+        assert!(matches!(o.get("x"), Some(Item::Number(n)) if n == x));
     }
 }
