@@ -45,7 +45,7 @@ pub mod tree;
 use super::json::{push_reserved, write_string_body};
 use super::number::format_number;
 use super::text::{latin1_to_utf8, JsText};
-use super::value::{Key, Map, MapBuilder, Value, MAX_NESTING, SCAN_LIMIT};
+use super::value::{Key, Map, Value, MAX_NESTING, SCAN_LIMIT};
 
 pub const NULL: u8 = 0;
 pub const FALSE: u8 = 1;
@@ -236,11 +236,7 @@ impl<U: ValueUnits> Build<U> for Values {
         Value::Object(Map::from_unique(entries))
     }
     fn object_repeating(&mut self, entries: Vec<(Key, Value)>) -> Value {
-        let mut map = MapBuilder::with_capacity(entries.len());
-        for (k, v) in entries {
-            map.insert(k.as_str().to_string(), v);
-        }
-        Value::Object(map.finish())
+        Value::Object(Map::from_repeating(entries))
     }
     fn key_text(key: &Key) -> &str {
         key.as_str()
@@ -361,6 +357,8 @@ struct Cursor<'a, U> {
     at: usize,
     text: &'a [U],
     pos: usize,
+    /// Children the containers read so far said they have.
+    claimed: usize,
 }
 
 impl<'a, U> Cursor<'a, U> {
@@ -371,6 +369,7 @@ impl<'a, U> Cursor<'a, U> {
             at: HEADER,
             text,
             pos: 0,
+            claimed: 0,
         }
     }
 
@@ -384,6 +383,20 @@ impl<'a, U> Cursor<'a, U> {
     fn count(&mut self, limit: usize) -> Result<usize, String> {
         let n = self.next()?;
         whole(n, limit).ok_or_else(|| wrong("a count"))
+    }
+
+    /// A container's count of children, each of which takes at least `per` of the entries
+    /// left. And, over the whole tape, at most as many children as it has entries: a count
+    /// that fits what is left when read is still refused once nested counts claim more in
+    /// all (a tape of counts nested 512 deep would otherwise make readers reserve room for
+    /// hundreds of times the children it holds).
+    fn children(&mut self, per: usize) -> Result<usize, String> {
+        let count = self.count(self.left() / per)?;
+        self.claimed += count;
+        if self.claimed > self.tape.len() {
+            return Err(wrong("a count"));
+        }
+        Ok(count)
     }
 
     /// The next `n` units of the text, `n` read from the tape.
@@ -495,13 +508,13 @@ impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
         Cursor::<U>::check_depth(depth)?;
         Ok(match tag {
             ARRAY => {
-                let count = self.cursor.count(self.cursor.left())?;
+                let count = self.cursor.children(1)?;
                 let items = self.values(count, depth)?;
                 self.build.array(items)
             }
             OBJECT | OBJECT_SHAPE => {
                 // Each value and each key length takes at least one entry.
-                let count = self.cursor.count(self.cursor.left() / 2)?;
+                let count = self.cursor.children(2)?;
                 let mut entries = self.entries(count, depth)?;
                 for entry in &mut entries {
                     let units = self.cursor.units()?;
@@ -515,7 +528,7 @@ impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
                 self.object(entries, repeating)
             }
             SHAPED => {
-                let count = self.cursor.count(self.cursor.left())?;
+                let count = self.cursor.children(1)?;
                 let mut entries = self.entries(count, depth)?;
                 let shape = self.cursor.count(self.shapes.len().saturating_sub(1))?;
                 let repeating = match self.shapes.get(shape) {

@@ -213,6 +213,21 @@ impl Map {
         }
     }
 
+    /// The map with each repeated key in its first place, holding its last value (as if each
+    /// entry had been set in order with `insert`), in time linear in the map's size.
+    pub(crate) fn into_unique(self) -> Map {
+        Map::from_repeating(self.entries)
+    }
+
+    /// A map of `entries`, some of whose keys may repeat: as [`Map::into_unique`] makes it.
+    pub(crate) fn from_repeating(entries: Vec<(Key, Value)>) -> Map {
+        let mut map = MapBuilder::with_capacity(entries.len());
+        for (k, v) in entries {
+            map.insert(k.as_str().to_string(), v);
+        }
+        map.finish()
+    }
+
     /// Appends without the duplicate check, for callers that know the key is new.
     pub fn push_unique(&mut self, key: String, value: Value) {
         self.entries.push((Key::from_string(key), value));
@@ -600,6 +615,26 @@ mod tests {
         let keys: Vec<_> = m.iter().map(|(k, _)| k).collect();
         assert_eq!(keys, ["b", "a"]);
         assert_eq!(m.get("b"), Some(&Value::Number(3.0)));
+    }
+
+    #[test]
+    fn a_map_made_unique_compares_each_key_a_bounded_number_of_times() {
+        // Keys holding U+FFFD, as lone surrogates make them: one of them twice.
+        let n = 20_000;
+        let mut map = Map::new();
+        for i in 0..n {
+            map.push_unique(format!("\u{FFFD}{i}"), Value::Number(i as f64));
+        }
+        map.push_unique("\u{FFFD}7".to_string(), Value::from("last"));
+        let before = key_comparisons();
+        let map = map.into_unique();
+        let compared = key_comparisons() - before;
+        assert!(
+            compared < 8 * n as u64,
+            "{compared} key comparisons for {n} keys"
+        );
+        assert_eq!(map.len(), n);
+        assert_eq!(map.iter().nth(7), Some(("\u{FFFD}7", &Value::from("last"))));
     }
 
     #[test]

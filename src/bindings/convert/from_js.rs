@@ -527,6 +527,7 @@ impl FromJs {
             ));
         }
         let mut map = Map::with_capacity((len as usize).min(FIRST_RESERVE));
+        let mut lossy = false;
         for i in 0..len {
             // SAFETY: keys came from own_names, on this env.
             let (key, name) = unsafe { name_at(env, keys, i, path, "reading a key") }?;
@@ -544,13 +545,13 @@ impl FromJs {
             let value = unsafe { self.value(item, depth + 1, path) }?;
             path.truncate(mark);
             // Own enumerable keys are unique, and stay so as UTF-8, but for lone surrogates,
-            // which become U+FFFD: `{"\ud800": 1, "\udc00": 2}` is one key here, and, as in
-            // JavaScript, it keeps its first place and takes the last value.
-            if name.contains('\u{FFFD}') {
-                map.insert(name, value);
-            } else {
-                map.push_unique(name, value);
-            }
+            // which become U+FFFD: `{"\ud800": 1, "\udc00": 2}` is one key here.
+            lossy |= name.contains('\u{FFFD}');
+            map.push_unique(name, value);
+        }
+        if lossy {
+            // As in JavaScript, such a key keeps its first place and takes the last value.
+            map = map.into_unique();
         }
         Ok(Value::Object(map))
     }

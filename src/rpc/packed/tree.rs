@@ -20,6 +20,7 @@ use super::{repeats, used_tape, wrong, Cursor, Packed, ARRAY, FALSE, NULL, NUMBE
 use super::{SHAPED, STRING, TRUE};
 use crate::rpc::text::{latin1_to_utf8, JsText};
 use crate::rpc::value::{Map, Value};
+use std::collections::HashMap;
 
 /// Packed params, read in place. See the module doc.
 #[derive(Debug)]
@@ -95,6 +96,7 @@ impl Tree {
             nodes: Vec::with_capacity(tape.len() / 2),
             keys: Vec::new(),
             shapes: Vec::new(),
+            plans: Vec::new(),
             text: String::new(),
             taken: 0,
         };
@@ -168,12 +170,15 @@ impl Tree {
 
     #[inline]
     fn span(&self, span: Span) -> &str {
-        let range = span.start as usize..(span.start + span.len) as usize;
+        let range = span.start as usize..span.start as usize + span.len as usize;
         debug_assert!(self.text.get(range.clone()).is_some());
-        // SAFETY: every span is one the walk made as it added a whole run of characters to
-        // the text (or, for a Latin-1 text converted whole, counted their bytes: each run is
-        // whole characters there too), so it lies within the text, on character boundaries.
-        // (The checked slice's two boundary tests were a tenth of a render's lookups.)
+        // SAFETY: every span is one the walk made for a run of the text's units, and the runs
+        // are read in order, each once. For a UTF-16 text the walk added the run's characters
+        // to the text and took their bytes; for a Latin-1 text, converted whole, it counted
+        // the run's bytes (two for a unit above 0x7F, one for the others), which are whole
+        // characters too. So a span starts where the previous one ended, and holds whole
+        // characters: it lies on character boundaries, within the text. (The checked slice's
+        // two boundary tests were a tenth of a render's lookups.)
         unsafe { self.text.get_unchecked(range) }
     }
 
@@ -257,12 +262,16 @@ impl<'t> List<'t> {
 
     pub fn iter(self) -> impl Iterator<Item = Item<'t>> {
         let tree = self.tree;
-        (self.start as usize..(self.start + self.len) as usize).map(move |at| tree.item(at))
+        (self.start as usize..self.start as usize + self.len as usize).map(move |at| tree.item(at))
     }
 
-    /// Whether `self` and `other` are the same array (not an equal one).
+    /// Whether `self` and `other` are the same array (not an equal one). Empty arrays have no
+    /// nodes to tell them apart by: two are never the same, an empty one not even itself.
     pub fn same(self, other: List<'_>) -> bool {
-        std::ptr::eq(self.tree, other.tree) && self.start == other.start && self.len == other.len
+        std::ptr::eq(self.tree, other.tree)
+            && self.start == other.start
+            && self.len == other.len
+            && self.len > 0
     }
 }
 
@@ -348,12 +357,21 @@ impl<'t> Record<'t> {
 struct Walk {
     nodes: Vec<Node>,
     keys: Vec<Span>,
-    /// The call's shapes: runs of `keys`, as `(start, len)`, and whether a key of the run
-    /// repeats.
-    shapes: Vec<(u32, u32, bool)>,
+    /// The call's shapes: runs of `keys`, as `(start, len)`, and the plan that writes their
+    /// objects when a key of the run repeats.
+    shapes: Vec<(u32, u32, Option<usize>)>,
+    plans: Vec<Plan>,
     text: String,
     /// Bytes of `text` that the runs read so far take (Latin-1 texts, converted whole).
     taken: usize,
+}
+
+/// How the objects of a run of keys that repeat are written (see [`Walk::dedupe`]): entry `i`
+/// goes to place `targets[i]`; the places are keyed by the `len` keys at `keys[keys..]`.
+struct Plan {
+    keys: u32,
+    len: u32,
+    targets: Vec<u32>,
 }
 
 /// How the text's units become the tree's text. Runs are read in order, each once, with none
@@ -425,9 +443,11 @@ impl Walk {
     fn span<U: Units>(&mut self, cursor: &mut Cursor<'_, U>) -> Result<Span, String> {
         let units = cursor.units()?;
         let (start, len) = U::run(units, &mut self.text, &mut self.taken);
+        // Its end fits too, so `start + len` never wraps where a span is read.
+        index(start + len)?;
         Ok(Span {
-            start: index(start)?,
-            len: index(len)?,
+            start: start as u32,
+            len: len as u32,
         })
     }
 
@@ -451,37 +471,57 @@ impl Walk {
 
     /// The texts of `len` keys from `keys[at]`.
     fn run(&self, at: u32, len: u32) -> impl Iterator<Item = &str> {
-        self.keys[at as usize..(at + len) as usize]
+        let text = &self.text;
+        self.keys[at as usize..at as usize + len as usize]
             .iter()
-            .map(|s| &self.text[s.start as usize..(s.start + s.len) as usize])
+            .map(move |s| &text[s.start as usize..s.start as usize + s.len as usize])
     }
 
-    /// The object of `len` values at `nodes[start..]` keyed by `keys[keys..]`. When a key
-    /// repeats (see `packed::repeats`), each key keeps its first position and takes its last
-    /// value, as in JavaScript and as the values hold it: its entries are written anew, the
-    /// values over the first of its nodes and the keys as a run of their own.
-    fn object(&mut self, start: u32, keys: u32, len: u32, repeating: bool) -> Node {
-        if !repeating {
+    /// How the objects keyed by the run of `len` keys at `keys[at]`, some of which repeat,
+    /// are written: each key keeps its first place and takes its last value (JavaScript's
+    /// rule, and the values'). Worked out once per run, in time linear in it: a shape's objects
+    /// share it.
+    fn dedupe(&mut self, at: u32, len: u32) -> usize {
+        let mut first: HashMap<&str, u32> = HashMap::with_capacity(len as usize);
+        let mut unique = Vec::new();
+        let mut targets = Vec::with_capacity(len as usize);
+        for (i, key) in self.run(at, len).enumerate() {
+            let slot = *first.entry(key).or_insert_with(|| {
+                unique.push(self.keys[at as usize + i]);
+                unique.len() as u32 - 1
+            });
+            targets.push(slot);
+        }
+        let keys = self.keys.len() as u32;
+        let kept = unique.len() as u32;
+        self.keys.extend(unique);
+        self.plans.push(Plan {
+            keys,
+            len: kept,
+            targets,
+        });
+        self.plans.len() - 1
+    }
+
+    /// The object of `len` values at `nodes[start..]` keyed by `keys[keys..]`, written by
+    /// `plan` when some of its keys repeat (see [`Walk::dedupe`]): its values over the first of
+    /// its nodes, each in its key's place, a later one over an earlier.
+    fn object(&mut self, start: u32, keys: u32, len: u32, plan: Option<usize>) -> Node {
+        let Some(plan) = plan else {
             return Node::Object { start, keys, len };
+        };
+        let plan = &self.plans[plan];
+        let values = start as usize..start as usize + len as usize;
+        let mut written = vec![Node::Null; plan.len as usize];
+        for (&target, node) in plan.targets.iter().zip(&self.nodes[values]) {
+            written[target as usize] = *node;
         }
-        let mut entries: Vec<(Span, Node)> = Vec::with_capacity(len as usize);
-        for i in 0..len as usize {
-            let (key, node) = (self.keys[keys as usize + i], self.nodes[start as usize + i]);
-            let text = |s: Span| &self.text[s.start as usize..(s.start + s.len) as usize];
-            match entries.iter_mut().find(|(k, _)| text(*k) == text(key)) {
-                Some(earlier) => earlier.1 = node,
-                None => entries.push((key, node)),
-            }
-        }
-        let at = self.keys.len() as u32;
-        for (i, (key, node)) in entries.iter().enumerate() {
-            self.keys.push(*key);
-            self.nodes[start as usize + i] = *node;
-        }
+        let at = start as usize;
+        self.nodes[at..at + written.len()].copy_from_slice(&written);
         Node::Object {
             start,
-            keys: at,
-            len: entries.len() as u32,
+            keys: plan.keys,
+            len: plan.len,
         }
     }
 
@@ -495,7 +535,7 @@ impl Walk {
         Cursor::<U>::check_depth(depth)?;
         Ok(match tag {
             ARRAY => {
-                let count = cursor.count(cursor.left())?;
+                let count = cursor.children(1)?;
                 let start = self.children(cursor, count, depth)?;
                 Node::Array {
                     start,
@@ -504,7 +544,7 @@ impl Walk {
             }
             OBJECT | OBJECT_SHAPE => {
                 // Each value and each key length takes at least one entry.
-                let count = cursor.count(cursor.left() / 2)?;
+                let count = cursor.children(2)?;
                 let start = self.children(cursor, count, depth)?;
                 let keys = index(self.keys.len())?;
                 for _ in 0..count {
@@ -512,19 +552,19 @@ impl Walk {
                     self.keys.push(span);
                 }
                 let len = index(count)?;
-                let repeating = repeats(self.run(keys, len));
+                let plan = repeats(self.run(keys, len)).then(|| self.dedupe(keys, len));
                 if tag == OBJECT_SHAPE {
-                    self.shapes.push((keys, len, repeating));
+                    self.shapes.push((keys, len, plan));
                 }
-                self.object(start, keys, len, repeating)
+                self.object(start, keys, len, plan)
             }
             SHAPED => {
-                let count = cursor.count(cursor.left())?;
+                let count = cursor.children(1)?;
                 let start = self.children(cursor, count, depth)?;
                 let shape = cursor.count(self.shapes.len().saturating_sub(1))?;
                 match self.shapes.get(shape) {
-                    Some(&(keys, len, repeating)) if len as usize == count => {
-                        self.object(start, keys, len, repeating)
+                    Some(&(keys, len, plan)) if len as usize == count => {
+                        self.object(start, keys, len, plan)
                     }
                     _ => return Err(wrong("a shape")),
                 }

@@ -274,3 +274,82 @@ fn keys_that_decode_to_one_keep_the_first_place_and_the_last_value() {
         assert!(matches!(o.get("x"), Some(Item::Number(n)) if n == x));
     }
 }
+
+#[test]
+fn the_objects_of_a_shape_whose_keys_repeat_are_written_by_one_plan() {
+    // [rows], 100 rows of {"\ud800": i, "x": [i], "\udc00": {"y": i}}: one shape for the
+    // rows (shape 1; {"y"} ends first and is shape 0), one plan; each row keeps U+FFFD's last
+    // value, a container, in the first place.
+    let mut tape = vec![0.0, 0.0, A, 1.0, A, 100.0];
+    tape.extend([
+        OS, 3.0, NUM, 0.0, A, 1.0, NUM, 0.0, OS, 1.0, NUM, 0.0, 1.0, 1.0, 1.0, 1.0,
+    ]);
+    for i in 1..100 {
+        let i = f64::from(i);
+        tape.extend([SH, 3.0, NUM, i, A, 1.0, NUM, i, SH, 1.0, NUM, i, 0.0, 1.0]);
+    }
+    tape[0] = tape.len() as f64;
+    let p = Packed {
+        first: None,
+        tape,
+        text: JsText::Utf16(vec![u16::from(b'y'), 0xD800, u16::from(b'x'), 0xDC00]),
+    };
+    agree(&p).unwrap();
+    let tree = Tree::read(p.clone()).unwrap();
+    let Some(Item::Array(rows)) = tree.param(0) else {
+        panic!("param 0 is an array")
+    };
+    for (i, row) in rows.iter().enumerate() {
+        let Item::Object(row) = row else {
+            panic!("row {i} is an object")
+        };
+        assert_eq!(row.keys().collect::<Vec<_>>(), ["\u{FFFD}", "x"]);
+        let Some(Item::Object(last)) = row.get("\u{FFFD}") else {
+            panic!("row {i}'s U+FFFD is its last value")
+        };
+        assert!(matches!(last.get("y"), Some(Item::Number(n)) if n == i as f64));
+    }
+    // One plan for the shape, worked out once: the walk's own count.
+    let mut walk = Walk {
+        nodes: Vec::new(),
+        keys: Vec::new(),
+        shapes: Vec::new(),
+        plans: Vec::new(),
+        text: String::new(),
+        taken: 0,
+    };
+    let JsText::Utf16(units) = &p.text else {
+        unreachable!()
+    };
+    walk.read(Cursor::new(super::used_tape(&p.tape).unwrap(), units))
+        .unwrap();
+    assert_eq!(walk.plans.len(), 1);
+}
+
+#[test]
+fn counts_nested_past_the_tape_are_refused_before_room_is_made_for_them() {
+    // Each of 500 nested arrays says it holds as many items as there are entries left: room
+    // for ~500 times the tape's entries. Both readers stop at the count that claims more
+    // children in all than the tape has entries.
+    let depth = 500;
+    let mut tape = Vec::new();
+    for level in 0..depth {
+        tape.extend([A, (2 * (depth - level)) as f64]);
+    }
+    tape.push(N);
+    let e = agree(&by_hand(&tape, "")).unwrap_err();
+    assert!(e.contains("(a count)"), "{e}");
+}
+
+#[test]
+fn empty_arrays_are_never_the_same_array_and_others_are_themselves() {
+    // [[], [], [null]]
+    let tree = Tree::read(by_hand(&[A, 3.0, A, 0.0, A, 0.0, A, 1.0, N], "")).unwrap();
+    let list = |i| match tree.param(i) {
+        Some(Item::Array(list)) => list,
+        other => panic!("param {i} is {other:?}"),
+    };
+    assert!(!list(0).same(list(1)));
+    assert!(!list(0).same(list(0)));
+    assert!(list(2).same(list(2)) && !list(2).same(list(1)));
+}
