@@ -143,13 +143,19 @@ impl Command for Render {
             return self.run(tree.into_values(), ctx);
         }
         let config = Config::parse(tree.param_value(3).as_ref())?;
-        // Data as JSON text is parsed into values; an `escape` function cannot cross packed,
-        // but should one, the render that calls it is `run`'s.
-        let (Some(Item::String(template)), Data::View, false) = (
-            tree.param(0),
-            config.data,
-            matches!(config.escape, config::Escape::Function(_)),
-        ) else {
+        // An `escape` function cannot cross packed, but should one, the render that calls it
+        // is `run`'s.
+        if matches!(config.escape, config::Escape::Function(_)) {
+            return self.run(tree.into_values(), ctx);
+        }
+        // Data as JSON text is parsed from where it lies; the view is then the parsed values.
+        let parsed = match (config.data, tree.param(1)) {
+            (Data::View, _) => None,
+            (Data::Json, Some(Item::String(text))) => Some(parse_json_text(text)?),
+            // Not a string: `run` says what it is.
+            (Data::Json, _) => return self.run(tree.into_values(), ctx),
+        };
+        let Some(Item::String(template)) = tree.param(0) else {
             return self.run(tree.into_values(), ctx);
         };
         let partials = tree.param_value(2);
@@ -157,7 +163,10 @@ impl Command for Render {
         let template = TemplateCache::global()
             .get_or_parse(template, config.tags.as_ref())
             .map_err(RpcError::failed)?;
-        let data = tree.param(1).map_or(Js::Undefined, Js::of_item);
+        let data = match &parsed {
+            Some(view) => Js::of(view),
+            None => tree.param(1).map_or(Js::Undefined, Js::of_item),
+        };
         render_plain(template, data, partials, &config, ctx)
     }
 }
@@ -190,15 +199,17 @@ fn render_plain(
 
 /// The view that `data`, JSON text, stands for; InvalidParams for anything else.
 fn parse_json_data(data: Option<&Value>) -> Result<Value, RpcError> {
-    let text = match data {
-        Some(Value::String(text)) => text,
-        other => {
-            return Err(RpcError::invalid_params(format!(
-                "render: config.data is 'json', so data must be a string of JSON text, got {}",
-                other.map_or("nothing", Value::kind)
-            )))
-        }
-    };
+    match data {
+        Some(Value::String(text)) => parse_json_text(text),
+        other => Err(RpcError::invalid_params(format!(
+            "render: config.data is 'json', so data must be a string of JSON text, got {}",
+            other.map_or("nothing", Value::kind)
+        ))),
+    }
+}
+
+/// The view that the JSON text `text` stands for; InvalidParams for text that is not JSON.
+fn parse_json_text(text: &str) -> Result<Value, RpcError> {
     crate::rpc::json::parse(text).map_err(|why| {
         RpcError::invalid_params(match why {
             Unparsed::NotJson(why) => {
