@@ -161,8 +161,9 @@ const catalogue = {
       '(`/main`), the book\'s RpcWorkerPool (`/offload`), Piscina (`/piscina`), corepool\'s native render ' +
       '(`/corepool`), mustache.js in worker_threads serving it (`/served`) and in a pool of JS workers from ' +
       'Piscina\'s task file (`/file-pool`); autocannon loads them from another process. Two templates: the ' +
-      'book\'s page (2,400 characters) and a 200-row table. Then renders per second on one thread, native against ' +
-      'mustache.js.',
+      'book\'s page (2,400 characters) and a 200-row table; and the page with a function and a section lambda in ' +
+      'each repeat, on `/static`, `/main` and `/corepool` (`pool.render`). Then renders per second on one ' +
+      'thread, native against mustache.js.',
     headline: 'page: /corepool vs /piscina req/s',
   },
 };

@@ -18,7 +18,7 @@ const { monitorEventLoopDelay, performance } = require('node:perf_hooks');
 const Mustache = require('mustache');
 const Hogan = require('hogan.js');
 const { Pool } = require('..');
-const { TEMPLATES } = require('./template-render.js');
+const { TEMPLATES, lambdaPage } = require('./template-render.js');
 const { Suite, quick } = require('./harness');
 
 const suite = new Suite('render-engines', { runs: 5, warmup: 1, quickRuns: 2 });
@@ -60,22 +60,6 @@ async function withDelay(fn) {
   const rate = await fn();
   h.disable();
   return { rate, delayP99: h.percentile(99) / 1e6 };
-}
-
-function lambdaPage() {
-  const template = '<em>{{#bold}}{{me}}{{/bold}} loves {{you}}: {{price}}</em> '.repeat(80);
-  const data = {
-    me: 'Thomas',
-    you: 'Katelyn',
-    cents: 1999,
-    price() {
-      return `$${(this.cents / 100).toFixed(2)}`;
-    },
-    bold() {
-      return (text, render) => `<b>${render(text)}</b>`;
-    },
-  };
-  return { template, data };
 }
 
 async function main() {

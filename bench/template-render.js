@@ -13,10 +13,13 @@
 //              /offload's design with the native scheduler instead of postMessage
 //   /file-pool new Pool({ filename, threads: cores }) on /piscina's task file, run({ template, data }):
 //              Piscina's API, the workers reached through the native scheduler
-// Two templates, each served by a server process of its own:
+// Three templates, each served by a server process of its own:
 //   page    the book's "<em>{{me}} loves {{you}}</em> " × 80: 2,400 characters
 //   table   a 200-row table with sections, inverted sections, escaping, dotted names and
 //           numbers: ~50 kB, so offloading has real work to move
+//   lambda  the page with a function and a section lambda in each of its 80 repeats (issue #17):
+//           only /static, /main and /corepool, which renders it with pool.render (functions
+//           cross no other way: the pools of JS workers would have to clone them)
 // This process is the load generator: autocannon, 10 connections, one route at a time. Each
 // route is checked once (body byte-identical to mustache.js's output) and warmed up, then the
 // routes run in interleaved rounds (every route once per round), so a burst of load from
@@ -50,7 +53,7 @@ const CONNECTIONS = 10;
 // Seconds of load per measured run; the table template runs shorter to keep a full run of
 // this benchmark within about five minutes (its requests are ~20× heavier, so a run still
 // holds thousands of them).
-const SECONDS = quick ? { page: 2, table: 2 } : { page: 10, table: 5 };
+const SECONDS = quick ? { page: 2, table: 2, lambda: 2 } : { page: 10, table: 5, lambda: 10 };
 const WARMUP_SECONDS = quick ? 1 : 2;
 const MICRO_MS = quick ? 300 : 1500;
 const MICRO_IN_FLIGHT = 64;
@@ -100,6 +103,30 @@ const TEMPLATES = {
   table: { template: TABLE_TEMPLATE, data: tableData(200) },
 };
 
+/** The page with a function (a price worked out from the view) and a section lambda in each repeat. */
+function lambdaPage() {
+  const template = '<em>{{#bold}}{{me}}{{/bold}} loves {{you}}: {{price}}</em> '.repeat(80);
+  const data = {
+    me: 'Thomas',
+    you: 'Katelyn',
+    cents: 1999,
+    price() {
+      return `$${(this.cents / 100).toFixed(2)}`;
+    },
+    bold() {
+      return (text, render) => `<b>${render(text)}</b>`;
+    },
+  };
+  return { template, data };
+}
+
+/** What the HTTP benchmark serves: each template, and the routes it is served on. */
+const SERVED = {
+  page: { ...TEMPLATES.page, routes: ROUTES },
+  table: { ...TEMPLATES.table, routes: ROUTES },
+  lambda: { ...lambdaPage(), routes: ROUTES.filter((r) => ['/static', '/main', '/corepool'].includes(r)) },
+};
+
 // --- the server (child process) --------------------------------------------------------------
 
 async function serve(name) {
@@ -108,7 +135,9 @@ async function serve(name) {
   const { Piscina } = require('piscina');
   const RpcWorkerPool = require('./peers/rpc-worker-pool');
   const { Pool } = require('..');
-  const { template, data } = TEMPLATES[name];
+  const { template, data } = SERVED[name];
+  // Views holding functions go through pool.render: exec() refuses them.
+  const corepoolRender = name === 'lambda' ? () => pool.render(template, data) : () => pool.exec('render', template, data);
 
   const offload = new RpcWorkerPool(RpcWorkerPool.COMMANDS, CORES, 'leastbusy');
   const taskFile = path.join(__dirname, 'peers', 'render-task.js');
@@ -131,7 +160,7 @@ async function serve(name) {
   app.get('/main', html(() => Mustache.render(template, data)));
   app.get('/offload', html(() => offload.exec('render', template, data)));
   app.get('/piscina', html(() => piscina.run({ template, data })));
-  app.get('/corepool', html(() => pool.exec('render', template, data)));
+  app.get('/corepool', html(corepoolRender));
   app.get('/corepool-buffer', html(() => pool.render(template, data, undefined, { output: 'buffer' })));
   app.get('/served', html(() => served.exec('mustache', template, data)));
   app.get('/file-pool', html(() => filePool.run({ template, data })));
@@ -291,14 +320,14 @@ async function measuredLoad(server, route, seconds) {
 const cpuMedian = (xs) => (xs.some((x) => x === null) ? null : median(xs));
 
 async function httpBenchmark(suite, name) {
-  const { template, data } = TEMPLATES[name];
+  const { template, data, routes: served } = SERVED[name];
   const expected = Buffer.from(Mustache.render(template, data));
   const seconds = SECONDS[name];
   suite.log(`${name}: ${fmt(expected.length)} bytes per response; starting the server`);
   const server = await startServer(name);
   try {
     const routes = [];
-    for (const route of ROUTES) {
+    for (const route of served) {
       const problem = await verify(server.port, route, expected);
       if (problem) suite.note(`${name} ${route} skipped: ${problem}`);
       else routes.push(route);
@@ -349,6 +378,13 @@ async function httpBenchmark(suite, name) {
   }
 
   const label = (route) => `${name} ${route}`;
+  if (name === 'lambda') {
+    // Issue #17 asks for these figures without a goal.
+    suite.ratio(`${name}: /corepool vs /main req/s`, label('/corepool'), label('/main'));
+    suite.ratio(`${name}: /corepool share of /static req/s`, label('/corepool'), label('/static'));
+    suite.ratio(`${name}: loop delay p99, /main over /corepool`, label('/corepool loop delay p99'), label('/main loop delay p99'));
+    return;
+  }
   suite.ratio(`${name}: /corepool vs /main req/s`, label('/corepool'), label('/main'), 1.5);
   suite.ratio(`${name}: /corepool vs /offload req/s`, label('/corepool'), label('/offload'), 1.5);
   suite.ratio(`${name}: /corepool vs /piscina req/s`, label('/corepool'), label('/piscina'), 2);
@@ -426,8 +462,8 @@ async function microBenchmark(suite) {
 async function main() {
   const suite = new Suite('template-render', { runs: 3, warmup: 1, quickRuns: 1 });
   suite.log(`${CORES} cores; ${CONNECTIONS} connections; ${SECONDS.page} s per run (table: ${SECONDS.table} s)`);
-  for (const name of listFlag('templates') ?? Object.keys(TEMPLATES)) {
-    if (!TEMPLATES[name]) throw new Error(`no template ${JSON.stringify(name)}; there are ${Object.keys(TEMPLATES).join(', ')}`);
+  for (const name of listFlag('templates') ?? Object.keys(SERVED)) {
+    if (!SERVED[name]) throw new Error(`no template ${JSON.stringify(name)}; there are ${Object.keys(SERVED).join(', ')}`);
     await httpBenchmark(suite, name);
   }
   if (PARTIAL) {
@@ -440,7 +476,9 @@ async function main() {
     `HTTP: a Fastify ${require('fastify/package.json').version} server in a child process, autocannon ` +
       `${require('autocannon/package.json').version} in the parent, ${CONNECTIONS} connections, 127.0.0.1; ` +
       `every route warmed up ${WARMUP_SECONDS} s, then ${suite.runs} interleaved rounds of ${SECONDS.page} s ` +
-      `(page) and ${SECONDS.table} s (table) per route; medians (min–max over the rounds).`,
+      `(page, lambda) and ${SECONDS.table} s (table) per route; medians (min–max over the rounds). The lambda ` +
+      'page (a function and a section lambda in each repeat) is served on /static, /main and /corepool only, ' +
+      '/corepool through pool.render (views with functions cross no other way).',
   );
   suite.note(
     `Pools: RpcWorkerPool ${CORES} workers (leastbusy), Piscina ${CORES} threads, corepool ${CORES} threads (leastbusy), ` +
@@ -470,4 +508,4 @@ if (process.argv[2] === '--serve') {
   });
 }
 
-module.exports = { TEMPLATES };
+module.exports = { TEMPLATES, lambdaPage };
