@@ -390,7 +390,7 @@ impl<'a, U> Cursor<'a, U> {
     /// that fits what is left when read is still refused once nested counts claim more in
     /// all (a tape of counts nested 512 deep would otherwise make readers reserve room for
     /// hundreds of times the children it holds).
-    fn children(&mut self, per: usize) -> Result<usize, String> {
+    fn child_count(&mut self, per: usize) -> Result<usize, String> {
         let count = self.count(self.left() / per)?;
         self.claimed += count;
         if self.claimed > self.tape.len() {
@@ -508,13 +508,13 @@ impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
         Cursor::<U>::check_depth(depth)?;
         Ok(match tag {
             ARRAY => {
-                let count = self.cursor.children(1)?;
+                let count = self.cursor.child_count(1)?;
                 let items = self.values(count, depth)?;
                 self.build.array(items)
             }
             OBJECT | OBJECT_SHAPE => {
                 // Each value and each key length takes at least one entry.
-                let count = self.cursor.children(2)?;
+                let count = self.cursor.child_count(2)?;
                 let mut entries = self.entries(count, depth)?;
                 for entry in &mut entries {
                     let units = self.cursor.units()?;
@@ -528,7 +528,7 @@ impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
                 self.object(entries, repeating)
             }
             SHAPED => {
-                let count = self.cursor.children(1)?;
+                let count = self.cursor.child_count(1)?;
                 let mut entries = self.entries(count, depth)?;
                 let shape = self.cursor.count(self.shapes.len().saturating_sub(1))?;
                 let repeating = match self.shapes.get(shape) {

@@ -221,11 +221,10 @@ impl Map {
 
     /// A map of `entries`, some of whose keys may repeat: as [`Map::into_unique`] makes it.
     pub(crate) fn from_repeating(entries: Vec<(Key, Value)>) -> Map {
-        let mut map = MapBuilder::with_capacity(entries.len());
-        for (k, v) in entries {
-            map.insert(k.as_str().to_string(), v);
-        }
-        map.finish()
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.as_str().to_string(), v))
+            .collect()
     }
 
     /// Appends without the duplicate check, for callers that know the key is new.

@@ -294,13 +294,6 @@ impl<'t> Record<'t> {
         self.len() == 0
     }
 
-    /// Entry `i`'s key.
-    #[inline]
-    pub fn key(self, i: usize) -> Option<&'t str> {
-        let (_, keys, len) = self.parts();
-        (i < len).then(|| self.tree.span(self.tree.keys[keys + i]))
-    }
-
     /// Entry `i`'s value.
     #[inline]
     pub fn value(self, i: usize) -> Option<Item<'t>> {
@@ -464,8 +457,8 @@ impl Walk {
     }
 
     /// `count` values, in a run of nodes made for them at the end of `nodes` (the children of
-    /// nested containers go after it): where it starts. (`count` was checked against the
-    /// entries left, each value taking at least one.)
+    /// nested containers go after it): where it starts. (`count` was checked by
+    /// `Cursor::child_count`, so the run is never longer than the tape.)
     fn children<U: Units>(
         &mut self,
         cursor: &mut Cursor<'_, U>,
@@ -547,7 +540,7 @@ impl Walk {
         Cursor::<U>::check_depth(depth)?;
         Ok(match tag {
             ARRAY => {
-                let count = cursor.children(1)?;
+                let count = cursor.child_count(1)?;
                 let start = self.children(cursor, count, depth)?;
                 Node::Array {
                     start,
@@ -556,7 +549,7 @@ impl Walk {
             }
             OBJECT | OBJECT_SHAPE => {
                 // Each value and each key length takes at least one entry.
-                let count = cursor.children(2)?;
+                let count = cursor.child_count(2)?;
                 let start = self.children(cursor, count, depth)?;
                 let keys = index(self.keys.len())?;
                 for _ in 0..count {
@@ -571,7 +564,7 @@ impl Walk {
                 self.object(start, keys, len, plan)
             }
             SHAPED => {
-                let count = cursor.children(1)?;
+                let count = cursor.child_count(1)?;
                 let start = self.children(cursor, count, depth)?;
                 let shape = cursor.count(self.shapes.len().saturating_sub(1))?;
                 match self.shapes.get(shape) {
