@@ -27,7 +27,8 @@ const catalogue = {
     summary: '`corepool/express` vs mustache-express, page route',
     measures:
       'Requests per second on an Express 5 server (a child process) rendering template-render.js\'s page ' +
-      'template from a views folder, through `corepool/express` and through mustache-express 1.3.2, loaded ' +
+      'template from a views folder, through `corepool/express` and through mustache-express 1.3.2, and the ' +
+      'page pre-rendered through Express\'s own `res.send` (the ceiling no engine can pass), loaded ' +
       'by autocannon with 10 connections in interleaved rounds, with latency p99; both bodies are checked ' +
       'against mustache.js.',
     headline: 'corepool/express vs mustache-express, page',
@@ -160,7 +161,9 @@ const catalogue = {
       'the same HTML rendered in different places: pre-rendered (`/static`), mustache.js on the main thread ' +
       '(`/main`), the book\'s RpcWorkerPool (`/offload`), Piscina (`/piscina`), corepool\'s native render ' +
       '(`/corepool`), mustache.js in worker_threads serving it (`/served`) and in a pool of JS workers from ' +
-      'Piscina\'s task file (`/file-pool`); autocannon loads them from another process. Two templates: the ' +
+      'Piscina\'s task file (`/file-pool`), and on the page the pre-rendered page sent to the pool and back (`/echo`: ' +
+      'one round trip, nothing rendered, the ceiling of any answer from a pool thread); autocannon loads them ' +
+      'from another process. Two templates: the ' +
       'book\'s page (2,400 characters) and a 200-row table; and the page with a function and a section lambda in ' +
       'each repeat, on `/static`, `/main` and `/corepool` (`pool.render`). Then renders per second on one ' +
       'thread, native against mustache.js.',

@@ -9,6 +9,9 @@
 //   /piscina   Piscina (minThreads = maxThreads = cores), mustache.js (peers/render-task.js)
 //   /corepool  pool.exec('render', template, data), leastbusy
 //   /corepool-buffer  the same with output: 'buffer': the main thread builds no string of it
+//   /echo      (page only) pool.exec('echo', rendered): the pre-rendered page sent to the pool and
+//              back, nothing rendered: the ceiling of any route that answers from a pool thread,
+//              what one round trip costs here
 //   /served    mustache.js in worker_threads serving it through Pool#serve (peers/serve-worker.js):
 //              /offload's design with the native scheduler instead of postMessage
 //   /file-pool new Pool({ filename, threads: cores }) on /piscina's task file, run({ template, data }):
@@ -47,7 +50,7 @@ function listFlag(name) {
   const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
   return arg ? arg.slice(name.length + 3).split(',').filter(Boolean) : null;
 }
-const ROUTES = listFlag('routes') ?? ['/static', '/main', '/offload', '/piscina', '/corepool', '/corepool-buffer', '/served', '/file-pool'];
+const ROUTES = listFlag('routes') ?? ['/static', '/main', '/offload', '/piscina', '/corepool', '/corepool-buffer', '/echo', '/served', '/file-pool'];
 const PARTIAL = listFlag('routes') !== null || listFlag('templates') !== null;
 const CONNECTIONS = 10;
 // Seconds of load per measured run; the table template runs shorter to keep a full run of
@@ -123,7 +126,7 @@ function lambdaPage() {
 /** What the HTTP benchmark serves: each template, and the routes it is served on. */
 const SERVED = {
   page: { ...TEMPLATES.page, routes: ROUTES },
-  table: { ...TEMPLATES.table, routes: ROUTES },
+  table: { ...TEMPLATES.table, routes: ROUTES.filter((r) => r !== '/echo') },
   lambda: { ...lambdaPage(), routes: ROUTES.filter((r) => ['/static', '/main', '/corepool'].includes(r)) },
 };
 
@@ -162,6 +165,7 @@ async function serve(name) {
   app.get('/piscina', html(() => piscina.run({ template, data })));
   app.get('/corepool', html(corepoolRender));
   app.get('/corepool-buffer', html(() => pool.render(template, data, undefined, { output: 'buffer' })));
+  app.get('/echo', html(() => pool.exec('echo', rendered)));
   app.get('/served', html(() => served.exec('mustache', template, data)));
   app.get('/file-pool', html(() => filePool.run({ template, data })));
 
@@ -390,6 +394,8 @@ async function httpBenchmark(suite, name) {
   suite.ratio(`${name}: /corepool vs /piscina req/s`, label('/corepool'), label('/piscina'), 2);
   suite.ratio(`${name}: /corepool share of /static req/s`, label('/corepool'), label('/static'));
   suite.ratio(`${name}: /corepool-buffer share of /static req/s`, label('/corepool-buffer'), label('/static'), name === 'table' ? 0.5 : 0.8);
+  // What a round trip alone allows: the most any route answered from a pool thread can reach.
+  if (name === 'page') suite.ratio(`${name}: /echo share of /static req/s (round-trip ceiling)`, label('/echo'), label('/static'));
   // Issue #5's figure (≥ 1.5× Piscina) is for the benchmark's template, the page. On the table
   // both sides spend most of their CPU in the same mustache.js render, so the ratio tends to 1
   // by construction; it is reported without a goal.
