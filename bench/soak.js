@@ -43,7 +43,7 @@
 // event loop stuck in native code), reports a FAILURE with its last lines and, when gdb is
 // installed, the stacks of its threads (in a file under the temp dir).
 //
-//   node bench/soak.js [--quick] [--seconds=N] [--seed=N] [--sample=S]
+//   node bench/soak.js [--quick] [--seconds=N] [--seed=N] [--sample=S] [--replace-after=MS]
 //   npm run bench -- soak [--quick] [--seconds=N]   (past ~800 s, raise BENCH_TIMEOUT_S)
 const fs = require('node:fs');
 const os = require('node:os');
@@ -70,7 +70,10 @@ const SAMPLE_S = flag('sample') ?? (quick ? 1 : Math.min(10, Math.max(1, Math.ro
 const SEED = flag('seed', 0) ?? Date.now() % 2 ** 31;
 const TEARDOWN_S = quick ? 8 : 60;
 const WATCHDOG_S = SECONDS + TEARDOWN_S + (quick ? 15 : 60);
-const REPLACE_MS = quick ? [2000, 4000] : [10_000, 20_000];
+// --replace-after=MS: every replacement MS after the previous one (a run aimed at one moment,
+// such as a worker_thread starting as the load stops; it leaves bench/results alone).
+const REPLACE_AFTER = flag('replace-after');
+const REPLACE_MS = REPLACE_AFTER !== undefined ? [REPLACE_AFTER, REPLACE_AFTER] : quick ? [2000, 4000] : [10_000, 20_000];
 const CHURN_GAP_MS = quick ? 500 : 2000;
 const MB = 2 ** 20;
 
@@ -456,12 +459,16 @@ async function load() {
     stages.push({ stage: name, outcome, ms: Math.round(performance.now() - t) });
     log(`teardown: ${name}: ${outcome} in ${fmt(performance.now() - t)} ms`);
   };
+  // A replacement started before `stopping` was set joins `callers` once it is ready: only
+  // when the replacing loops are done is that list complete, and every caller in it gets 'stop'.
+  // (Stopping the callers first left such a late one running, its calls counted as never
+  // settled.)
+  await stage('replacing loops finish', Promise.all(replacing));
   for (const w of callers) w.worker.postMessage('stop');
   await stage(
     'loops and caller worker_threads finish',
     Promise.all([
       ...loops,
-      ...replacing,
       ...callers.map((w) => ledger.step('stop caller', w.done, `stop caller #${w.id}`)),
       ...callers.map((w) => ledger.step('caller exits', w.exited, `caller #${w.id} exits by itself after it is done`)),
     ]),
@@ -603,7 +610,7 @@ async function load() {
   );
   if (failures.length) for (const f of failures) console.log(`[soak] FAILURE: ${f}`);
   else console.log('[soak] every call accounted for');
-  suite.save();
+  if (REPLACE_AFTER === undefined) suite.save();
   // A pool left with calls in flight keeps the process alive: leave on our own.
   process.exit(failures.length ? 1 : 0);
 }
