@@ -463,3 +463,19 @@ describe('servers going away', () => {
     expect(await code).toBe(ServerGone);
   });
 });
+
+test('a call whose thread is terminated while its params are being made is ServerGone', async () => {
+  // The only server (the block above stopped its own). A call with a view gets its params made
+  // on the serving thread once its views are there; a big array keeps that going for tens of
+  // ms, and a terminating thread can no longer make JavaScript values: the call must not look
+  // like one with bad params (InvalidParams).
+  const pool = Pool.shared();
+  const worker = await startWorker();
+  const view = new Int32Array(new SharedArrayBuffer(8));
+  const big = Array.from({ length: 300_000 }, (_, i) => i);
+  const code = codeOf(pool.exec('bump', view, big));
+  // Taken by the server: its params are being made now (they take far longer than the take).
+  while (!pool.stats().servers.some((s) => s.running > 0)) await new Promise((resolve) => setImmediate(resolve));
+  await worker.terminate();
+  expect(await code).toBe(ServerGone);
+});

@@ -385,7 +385,8 @@ impl NativeServer {
 
     /// The params of job `token`, with its views replaced by `views` (typed arrays of this
     /// environment); `null` when some view has no match yet; `false` when the params cannot be
-    /// made here (the job is settled with InvalidParams then: drop it).
+    /// made here (the job is settled with InvalidParams then, or, as this thread is being
+    /// terminated, with ServerGone once it has gone: drop it).
     #[napi(catch_unwind)]
     pub fn params(&self, env: Env, token: f64, views: Unknown) -> Result<Unknown<'_>> {
         let raw = env.raw();
@@ -429,6 +430,13 @@ impl NativeServer {
         // SAFETY: as above; every object in `mine` is a value of this env.
         match unsafe { convert::to_js_with(raw, &params, &mine) } {
             Ok(made) => out = made,
+            // SAFETY: as above. Its thread is being terminated (a failed conversion then says
+            // nothing of the params): the job stays running, and the server's departure settles
+            // it with ServerGone, as `batch_to_js` and `complete` leave theirs.
+            Err(_) if !unsafe { convert::can_run_js(raw) } => {
+                // SAFETY: as above.
+                unsafe { sys::napi_get_boolean(raw, false, &mut out) };
+            }
             Err(why) => {
                 let e = RpcError::invalid_params(format!(
                     "the params cannot be made into JavaScript values on the serving thread: {why}"
