@@ -146,6 +146,24 @@ test("a function's `this` is the caller's own object (not a copy), the innermost
   expect(lambdaThis[0]).toBe(view.o);
 });
 
+test("functions and views first met inside a lambda's render are the right ones after it, many times over", async () => {
+  // A lambda's render(text) runs in a callback of its own: what it reads of the caller's
+  // functions and objects must not be taken for them once it has returned.
+  const view = {
+    o: { n: 7 },
+    f() {
+      return `f${this.n ?? ''}`;
+    },
+    lam() {
+      return (text, render) => `[${render(text)}]`;
+    },
+  };
+  const template = '{{#lam}}{{f}}{{#o}}{{f}}{{/o}}{{/lam}}{{f}}{{#o}}{{f}}{{/o}}'.repeat(50);
+  const want = Mustache.render(template, view);
+  expect(want).toBe('[ff7]ff7'.repeat(50));
+  for (let i = 0; i < 20; i++) expect(await pool.render(template, view)).toBe(want);
+});
+
 test("the native renderer reads the data once, when the call is made: a function's changes are seen by functions only", async () => {
   const data = {
     n: 1,

@@ -230,6 +230,16 @@ struct JsHost<'f, 'p> {
     lambda: sys::napi_value,
     inverted: sys::napi_value,
     undefined: sys::napi_value,
+    /// The elements of `functions` and `objects` read so far, by index (null: not yet read).
+    /// Reading an array element through Node-API is a generic property lookup, and a view's
+    /// function and its `this` are read once per tag in a loop: once each is enough, as
+    /// entries are only ever appended to those arrays. Only values read in `finishRender`'s
+    /// own callback are kept: one read while a lambda's `render` runs belongs to that
+    /// callback's handle scope, gone once it returns.
+    read_functions: RefCell<Vec<sys::napi_value>>,
+    read_objects: RefCell<Vec<sys::napi_value>>,
+    /// How many lambdas' `render` calls (callbacks of their own) are running.
+    nested: Cell<u32>,
     /// Values the functions' results kept so far hold: every result is kept until the render
     /// ends (the views point into it), so their sum is bounded like a call's params.
     kept: Cell<usize>,
@@ -258,6 +268,9 @@ impl<'f, 'p> JsHost<'f, 'p> {
             lambda: undefined,
             inverted: undefined,
             undefined,
+            read_functions: RefCell::new(Vec::new()),
+            read_objects: RefCell::new(Vec::new()),
+            nested: Cell::new(0),
             kept: Cell::new(0),
         };
         host.functions = host.element(handles, 0)?;
@@ -331,7 +344,32 @@ impl<'f, 'p> JsHost<'f, 'p> {
     }
 
     fn function(&self, id: FunctionId) -> Result<sys::napi_value, RpcError> {
-        self.element(self.functions, id.0)
+        self.element_once(&self.read_functions, self.functions, id.0)
+    }
+
+    /// Element `index` of `array` (`functions` or `objects`, with its cache `read`).
+    fn element_once(
+        &self,
+        read: &RefCell<Vec<sys::napi_value>>,
+        array: sys::napi_value,
+        index: u32,
+    ) -> Result<sys::napi_value, RpcError> {
+        let at = index as usize;
+        if let Some(&v) = read.borrow().get(at) {
+            if !v.is_null() {
+                return Ok(v);
+            }
+        }
+        let v = self.element(array, index)?;
+        if self.nested.get() > 0 {
+            return Ok(v);
+        }
+        let mut read = read.borrow_mut();
+        if read.len() <= at {
+            read.resize(at + 1, ptr::null_mut());
+        }
+        read[at] = v;
+        Ok(v)
     }
 
     /// The JavaScript value for `value`: a primitive made anew, the caller's own object or
@@ -363,7 +401,7 @@ impl<'f, 'p> JsHost<'f, 'p> {
         copy: impl FnOnce() -> Value,
     ) -> Result<sys::napi_value, RpcError> {
         match self.finishing.original(value) {
-            Some(index) => self.element(self.objects, index),
+            Some(index) => self.element_once(&self.read_objects, self.objects, index),
             None if self.finishing.data_is_json() => {
                 copy().to_js(self.env).map_err(|why| internal(&why))
             }
@@ -509,7 +547,13 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
             sys::ValueType::napi_function => {
                 let raw = Finishing::raw_text(call.template, call.node);
                 let scope = call.scope;
-                let render = |text: &str| self.finishing.render_text(text, scope, self);
+                // It runs in `renderInScope`'s callback, whose handles go when it returns.
+                let render = |text: &str| {
+                    self.nested.set(self.nested.get() + 1);
+                    let out = self.finishing.render_text(text, scope, self);
+                    self.nested.set(self.nested.get() - 1);
+                    out
+                };
                 let live = Live::register(&render);
                 let args = [
                     result,
