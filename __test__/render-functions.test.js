@@ -9,6 +9,8 @@ const { Pool, RpcError } = require('..');
 const { native } = require('../lib/native.js');
 const { expectAgreement, viaMustache, viaPool, CaseGenerator, C } = require('./render-cases.js');
 
+const { CommandFailed } = RpcError.codes;
+
 let pool;
 beforeAll(() => {
   pool = new Pool();
@@ -162,6 +164,23 @@ test("functions and views first met inside a lambda's render are the right ones 
   const want = Mustache.render(template, view);
   expect(want).toBe('[ff7]ff7'.repeat(50));
   for (let i = 0; i < 20; i++) expect(await pool.render(template, view)).toBe(want);
+});
+
+test("a function's or a lambda's U+FFFD is written, a lone surrogate refused (a Rust string cannot hold it)", async () => {
+  const long = 'x'.repeat(300);
+  const view = {
+    fffd: () => 'a\ufffdb',
+    longFffd: () => `${long}\ufffd`,
+    lone: () => 'a\ud800b',
+    lambdaFffd: () => (text) => `<${text}\ufffd>`,
+    lambdaLone: () => (text) => `<${text}\udc00>`,
+  };
+  for (const template of ['{{fffd}}', '{{{fffd}}}', '{{longFffd}}', '{{#lambdaFffd}}t{{/lambdaFffd}}', '{{fffd}}{{#lambdaFffd}}{{fffd}}{{/lambdaFffd}}']) {
+    expect(await pool.render(template, view)).toBe(Mustache.render(template, view));
+  }
+  for (const template of ['{{lone}}', '{{{lone}}}', '{{#lambdaLone}}t{{/lambdaLone}}', '{{fffd}}{{lone}}']) {
+    await expect(pool.render(template, view)).rejects.toMatchObject({ code: CommandFailed, message: expect.stringMatching(/lone surrogate/) });
+  }
 });
 
 test("the native renderer reads the data once, when the call is made: a function's changes are seen by functions only", async () => {

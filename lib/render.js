@@ -31,13 +31,34 @@ function inverted(value) {
   return !value || (Array.isArray(value) && value.length === 0);
 }
 
-/** A section lambda: `lambda.call(self, raw, render)`; its result is written as it is. */
-function lambda(fn, self, raw, token) {
-  const value = fn.call(self, raw, (text) => outcome(native.renderInScope(token, text)));
-  return value == null ? '' : '' + value;
+/**
+ * What section() returned, for the addon to read without a call: LAMBDA when it was a lambda's
+ * output, VALUE when it was the function's result. (Written after the calls it makes, which may
+ * run other sections' functions.)
+ */
+const returned = new Int32Array(new ArrayBuffer(4));
+const { value: VALUE, lambda: LAMBDA } = contract.renderSection;
+
+/**
+ * `{{#name}}` or `{{^name}}` whose name found the function `fn`, called with `self` as `this`:
+ * for an inverted section, whether its body renders; else the result, unless that is a
+ * function: then it is a lambda, called at once (as mustache.js calls it: `this` again, the
+ * section's raw text and a render of text in the section's context, the addon's `token`), and
+ * its output comes back.
+ */
+function section(fn, self, isInverted, raw, token) {
+  const value = fn.call(self);
+  if (isInverted) return inverted(value);
+  if (typeof value !== 'function') {
+    returned[0] = VALUE;
+    return value;
+  }
+  const out = value.call(self, raw, (text) => outcome(native.renderInScope(token, text)));
+  returned[0] = LAMBDA;
+  return out == null ? '' : '' + out;
 }
 
-const helpers = Object.freeze({ write, inverted, lambda });
+const helpers = Object.freeze({ write, section, returned });
 
 /** The addon's answer: the output, or `[code, message]` for an error of the render's. */
 function outcome(answer) {

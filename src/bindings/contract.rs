@@ -38,6 +38,11 @@ pub(crate) const CALL_FIRST_LATIN1: u32 = 64;
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
 pub(crate) const RENDER_WRITE_HTML: u32 = 1;
 pub(crate) const RENDER_WRITE_ESCAPE: u32 = 2;
+/// What the render helper `section` (lib/render.js) returned, as it says in its `returned`
+/// word: the section function's result, or (the function returned a lambda) the lambda's
+/// output.
+pub(crate) const RENDER_SECTION_VALUE: i32 = 1;
+pub(crate) const RENDER_SECTION_LAMBDA: i32 = 2;
 /// Settle code of a result handed over as JSON text (code 0: the value itself).
 pub(crate) const RESULT_AS_JSON: i32 = 1;
 /// Code of a settle-batch entry that reports a call's progress (the call does not settle).
@@ -112,6 +117,12 @@ pub struct RenderWriteModes {
 }
 
 #[napi(object)]
+pub struct RenderSectionResults {
+    pub value: i32,
+    pub lambda: i32,
+}
+
+#[napi(object)]
 pub struct RestCodes {
     pub idle: u32,
     pub later: u32,
@@ -167,6 +178,7 @@ pub struct Contract {
     pub rest: RestCodes,
     pub locks: LockLayout,
     pub render_write: RenderWriteModes,
+    pub render_section: RenderSectionResults,
 }
 
 /// The contract, once per environment at load.
@@ -235,6 +247,10 @@ pub fn contract() -> Contract {
             raw: RENDER_WRITE_RAW,
             html: RENDER_WRITE_HTML,
             escape: RENDER_WRITE_ESCAPE,
+        },
+        render_section: RenderSectionResults {
+            value: RENDER_SECTION_VALUE,
+            lambda: RENDER_SECTION_LAMBDA,
         },
     }
 }

@@ -9,16 +9,20 @@
 //! function's `this` is looked up there: the very object of the caller's view, not a copy.
 //! Values functions return are read the same way and appended.
 //!
-//! The helpers (`lib/render.js`) do in JavaScript what mustache.js does in JavaScript: make
-//! the text a tag writes of a value (`'' + value`, `String(value)`, `escape(value)`), tell
-//! whether an inverted section renders, and call a lambda with its `render` function. The rest
-//! is native: calling the view's functions (`f.call(this)`), reading what they return, and all
-//! the rendering around them.
+//! The helpers (`lib/render.js`) do in JavaScript what mustache.js does in JavaScript: `write`
+//! makes the text a tag writes of a value (`'' + value`, `String(value)`, `escape(value)`),
+//! calling the value first when it is a function; `section` calls a section's function and,
+//! should it return a lambda, the lambda with the raw text and its `render`, in the same call
+//! (one crossing into JavaScript per section, its `returned` word saying which it gave back),
+//! or tells whether an inverted section renders. The rest is native: finding the functions and
+//! their `this`, reading what sections' functions return, and all the rendering around them.
 //!
 //! Errors: a JavaScript exception (a function threw) stays pending and propagates to the
 //! caller's JavaScript as it is; an error of the render's own comes back as `[code, message]`.
 
-use super::contract::{RENDER_WRITE_ESCAPE, RENDER_WRITE_HTML, RENDER_WRITE_RAW};
+use super::contract::{
+    RENDER_SECTION_LAMBDA, RENDER_WRITE_ESCAPE, RENDER_WRITE_HTML, RENDER_WRITE_RAW,
+};
 use super::convert::from_js::MAX_VALUES;
 use super::convert::{self, to_js, FromJs};
 use super::pool::RawValue;
@@ -87,9 +91,7 @@ pub fn finish_render(
 #[napi(catch_unwind)]
 pub fn render_in_scope(env: Env, token: f64, text: Unknown) -> NapiResult<RawValue> {
     let env = env.raw();
-    let outcome = (|| {
-        // SAFETY: a Node-API callback on env's JS thread; `text` is a value of env.
-        let text = unsafe { text_arg(env, text.raw()) }?;
+    let rendered = |text: &str| {
         let render = LIVE
             .with(|live| {
                 live.borrow()
@@ -105,8 +107,10 @@ pub fn render_in_scope(env: Env, token: f64, text: Unknown) -> NapiResult<RawVal
         // SAFETY: the pointer is registered only while the `section` call that made the
         // closure is on this thread's stack (see `Live`), and this runs on that thread.
         let render = unsafe { &*render };
-        render(&text).map(Value::String)
-    })();
+        render(text).map(Value::String)
+    };
+    // SAFETY: a Node-API callback on env's JS thread; `text` is a value of env.
+    let outcome = unsafe { with_text_arg(env, text.raw(), rendered) }.and_then(|r| r);
     // SAFETY: as above.
     unsafe { answer(env, outcome) }
 }
@@ -227,8 +231,10 @@ struct JsHost<'f, 'p> {
     objects: sys::napi_value,
     helpers: sys::napi_value,
     write: sys::napi_value,
-    lambda: sys::napi_value,
-    inverted: sys::napi_value,
+    section: sys::napi_value,
+    /// The `returned` word of the helpers (an Int32Array over an ArrayBuffer of its own, which
+    /// lib/render.js keeps for the life of the process): what `section` returned.
+    returned: *const i32,
     undefined: sys::napi_value,
     /// The elements of `functions` and `objects` read so far, by index (null: not yet read).
     /// Reading an array element through Node-API is a generic property lookup, and a view's
@@ -265,8 +271,8 @@ impl<'f, 'p> JsHost<'f, 'p> {
             objects: undefined,
             helpers,
             write: undefined,
-            lambda: undefined,
-            inverted: undefined,
+            section: undefined,
+            returned: ptr::null(),
             undefined,
             read_functions: RefCell::new(Vec::new()),
             read_objects: RefCell::new(Vec::new()),
@@ -276,9 +282,57 @@ impl<'f, 'p> JsHost<'f, 'p> {
         host.functions = host.element(handles, 0)?;
         host.objects = host.element(handles, 1)?;
         host.write = host.property(helpers, c"write")?;
-        host.lambda = host.property(helpers, c"lambda")?;
-        host.inverted = host.property(helpers, c"inverted")?;
+        host.section = host.property(helpers, c"section")?;
+        let returned = host.property(helpers, c"returned")?;
+        let mut kind = sys::TypedarrayType::int8_array;
+        let mut length = 0usize;
+        let mut data: *mut c_void = ptr::null_mut();
+        // SAFETY: caller contract; out-pointers are live locals (a value that is not a typed
+        // array fails, throwing nothing).
+        let status = unsafe {
+            sys::napi_get_typedarray_info(
+                env,
+                returned,
+                &mut kind,
+                &mut length,
+                &mut data,
+                ptr::null_mut(),
+                ptr::null_mut(),
+            )
+        };
+        if status != sys::Status::napi_ok
+            || kind != sys::TypedarrayType::int32_array
+            || length == 0
+            || data.is_null()
+        {
+            return Err(internal("the render helpers have no `returned` word"));
+        }
+        host.returned = data as *const i32;
         Ok(host)
+    }
+
+    /// What `section` says it returned last (`RENDER_SECTION_*`).
+    fn returned(&self) -> i32 {
+        // SAFETY: `returned` points at the first element of an Int32Array (checked in `new`),
+        // whose memory the helpers keep; only this thread's JavaScript writes it, and none
+        // runs while this reads. Read unaligned to assume nothing.
+        unsafe { self.returned.read_unaligned() }
+    }
+
+    /// A JavaScript string of `text`.
+    fn string(&self, text: &str) -> Result<sys::napi_value, RpcError> {
+        let mut out = ptr::null_mut();
+        // SAFETY: as in `element`; `text` is valid UTF-8 of that many bytes.
+        let status = unsafe {
+            sys::napi_create_string_utf8(
+                self.env,
+                text.as_ptr().cast(),
+                text.len() as isize,
+                &mut out,
+            )
+        };
+        self.check(status, "making a string")?;
+        Ok(out)
     }
 
     fn element(&self, array: sys::napi_value, index: u32) -> Result<sys::napi_value, RpcError> {
@@ -409,11 +463,18 @@ impl<'f, 'p> JsHost<'f, 'p> {
         }
     }
 
-    /// A string a helper returned, as Rust text.
-    fn text(&self, v: sys::napi_value) -> Result<String, RpcError> {
+    /// Appends the string `v` (a helper's result) to `out`, escaped as HTML when `html`.
+    fn push_text(&self, v: sys::napi_value, out: &mut String, html: bool) -> Result<(), RpcError> {
         // SAFETY: as in `element`; the helpers return strings.
-        let units = unsafe { convert::string_utf16(self.env, v) }.map_err(|why| internal(&why))?;
-        String::from_utf16(&units).map_err(|_| RpcError::failed(LONE_SURROGATE))
+        unsafe {
+            with_text(self.env, v, |text| {
+                if html {
+                    escape_html(text, out);
+                } else {
+                    out.push_str(text);
+                }
+            })
+        }
     }
 
     fn number(&self, n: u32) -> sys::napi_value {
@@ -517,13 +578,8 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
             self.number(mode),
             escape_fn,
         ];
-        let text = self.text(self.call(self.write, self.helpers, &args)?)?;
-        if escape == TagEscape::Html {
-            escape_html(&text, out);
-        } else {
-            out.push_str(&text);
-        }
-        Ok(())
+        let text = self.call(self.write, self.helpers, &args)?;
+        self.push_text(text, out, escape == TagEscape::Html)
     }
 
     fn section(
@@ -532,44 +588,47 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
         out: &mut String,
     ) -> Result<SectionValue<'p>, RpcError> {
         let this = self.js_of(call.this)?;
-        let result = self.call(self.function(call.function)?, this, &[])?;
+        let function = self.function(call.function)?;
         if call.inverted {
-            let renders = self.call(self.inverted, self.helpers, &[result])?;
+            let args = [function, this, self.boolean(true)];
+            let renders = self.call(self.section, self.helpers, &args)?;
             let mut yes = false;
-            // SAFETY: as in `element`; the helper returns a boolean.
+            // SAFETY: as in `element`; for an inverted section the helper returns a boolean.
             unsafe { sys::napi_get_value_bool(self.env, renders, &mut yes) };
             return Ok(SectionValue::Value(Js::Bool(!yes)));
+        }
+        // One call: the function, and at once, should it return a lambda, the lambda, which
+        // gets the raw text and can render in this section's context while it runs.
+        let raw = Finishing::raw_text(call.template, call.node);
+        let scope = call.scope;
+        // It runs in `renderInScope`'s callback, whose handles go when it returns.
+        let render = |text: &str| {
+            self.nested.set(self.nested.get() + 1);
+            let out = self.finishing.render_text(text, scope, self);
+            self.nested.set(self.nested.get() - 1);
+            out
+        };
+        let live = Live::register(&render);
+        let args = [
+            function,
+            this,
+            self.boolean(false),
+            self.string(raw)?,
+            Value::Number(live.token)
+                .to_js(self.env)
+                .map_err(|why| internal(&why))?,
+        ];
+        let result = self.call(self.section, self.helpers, &args);
+        drop(live);
+        let result = result?;
+        if self.returned() == RENDER_SECTION_LAMBDA {
+            self.push_text(result, out, false)?;
+            return Ok(SectionValue::Done);
         }
         let mut kind = 0;
         // SAFETY: as in `element`.
         unsafe { sys::napi_typeof(self.env, result, &mut kind) };
         match kind {
-            sys::ValueType::napi_function => {
-                let raw = Finishing::raw_text(call.template, call.node);
-                let scope = call.scope;
-                // It runs in `renderInScope`'s callback, whose handles go when it returns.
-                let render = |text: &str| {
-                    self.nested.set(self.nested.get() + 1);
-                    let out = self.finishing.render_text(text, scope, self);
-                    self.nested.set(self.nested.get() - 1);
-                    out
-                };
-                let live = Live::register(&render);
-                let args = [
-                    result,
-                    this,
-                    Value::from(raw)
-                        .to_js(self.env)
-                        .map_err(|why| internal(&why))?,
-                    Value::Number(live.token)
-                        .to_js(self.env)
-                        .map_err(|why| internal(&why))?,
-                ];
-                let text = self.call(self.lambda, self.helpers, &args);
-                drop(live);
-                out.push_str(&self.text(text?)?);
-                Ok(SectionValue::Done)
-            }
             // Truthy, neither object, string nor number: the body renders once, unpushed.
             sys::ValueType::napi_symbol | sys::ValueType::napi_bigint => {
                 Ok(SectionValue::Value(Js::Bool(true)))
@@ -579,11 +638,15 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
     }
 }
 
-/// The text `render(text)` was given.
+/// `f` of the text `render(text)` was given.
 ///
 /// # Safety
 /// Must run on `env`'s JS thread, with `v` a value of env.
-unsafe fn text_arg(env: sys::napi_env, v: sys::napi_value) -> Result<String, RpcError> {
+unsafe fn with_text_arg<R>(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    f: impl FnOnce(&str) -> R,
+) -> Result<R, RpcError> {
     let mut kind = 0;
     // SAFETY: caller contract.
     unsafe { sys::napi_typeof(env, v, &mut kind) };
@@ -593,6 +656,37 @@ unsafe fn text_arg(env: sys::napi_env, v: sys::napi_value) -> Result<String, Rpc
         ));
     }
     // SAFETY: caller contract; `v` is a string.
+    unsafe { with_text(env, v, f) }
+}
+
+/// `f` of the string `v` (a function's output, or text a lambda renders), refused when it
+/// holds a lone surrogate: a Rust string cannot hold one, and mustache.js would write it as it
+/// is. Read as UTF-8, which for a short string is one copy into the stack; Node-API writes a
+/// lone surrogate as U+FFFD, so text holding U+FFFD is read again as UTF-16, which tells a lone
+/// surrogate from a U+FFFD of its own.
+///
+/// # Safety
+/// Must run on `env`'s JS thread, with `v` a string of env.
+unsafe fn with_text<R>(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    f: impl FnOnce(&str) -> R,
+) -> Result<R, RpcError> {
+    let mut f = Some(f);
+    // SAFETY: caller contract.
+    let done = unsafe {
+        convert::with_str(env, v, |text| match text.contains('\u{FFFD}') {
+            true => None,
+            false => f.take().map(|f| f(text)),
+        })
+    }
+    .map_err(|why| internal(&why))?;
+    if let Some(done) = done {
+        return Ok(done);
+    }
+    // SAFETY: caller contract.
     let units = unsafe { convert::string_utf16(env, v) }.map_err(|why| internal(&why))?;
-    String::from_utf16(&units).map_err(|_| RpcError::failed(LONE_SURROGATE))
+    let text = String::from_utf16(&units).map_err(|_| RpcError::failed(LONE_SURROGATE))?;
+    let f = f.ok_or_else(|| internal("a text was read twice"))?;
+    Ok(f(&text))
 }
