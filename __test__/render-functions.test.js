@@ -183,6 +183,44 @@ test("a function's or a lambda's U+FFFD is written, a lone surrogate refused (a 
   }
 });
 
+test("a lambda's output whose string conversion renders a section is the lambda's output", async () => {
+  // Turning what a lambda returned into a string runs its toString, which may render (its
+  // render is still live then) a section whose function returns data: the render must still
+  // take what comes back for the lambda's output, not for that section's value.
+  const view = {
+    name: 'N',
+    g: () => 'gv',
+    lam: () => (text, render) => ({ toString: () => render('{{#g}}<{{.}}>{{/g}}') }),
+    plain: () => (text, render) => ({
+      toString() {
+        render('{{#g}}{{/g}}');
+        return 'OUT';
+      },
+    }),
+  };
+  for (const template of ['{{#lam}}body {{name}}{{/lam}}', '[{{#plain}}x{{/plain}}]', '{{#lam}}a{{/lam}}{{#g}}{{.}}{{/g}}{{#plain}}b{{/plain}}']) {
+    expect(await pool.render(template, view)).toBe(Mustache.render(template, view));
+  }
+  expect(await pool.render('[{{#plain}}x{{/plain}}]', view)).toBe('[OUT]');
+});
+
+test("a section's function returning a BigInt or a symbol: the body renders as mustache.js renders it (0n is falsy)", async () => {
+  for (const value of [0n, 10n, -1n, Symbol('s')]) {
+    const view = { n: 1, f: () => value };
+    const template = '[{{#f}}N{{n}}{{/f}}|{{^f}}Y{{/f}}]';
+    expect(await pool.render(template, view)).toBe(Mustache.render(template, view));
+  }
+  expect(await pool.render('[{{#f}}N{{/f}}|{{^f}}Y{{/f}}]', { f: () => 0n })).toBe('[|Y]');
+});
+
+test("a lambda gets its section's raw text, short or long, and a data section's long body still renders", async () => {
+  const long = `<p>${'é lorem {{me}} ipsum '.repeat(60)}</p>`;
+  const view = { me: 'Ada', items: () => [{ me: 'x' }, { me: 'y' }], echo: () => (text) => `[${text.length}:${text}]`, twice: () => (text, render) => render(text) + render(text) };
+  for (const template of [`{{#echo}}short{{/echo}}`, `{{#echo}}${long}{{/echo}}`, `{{#twice}}${long}{{/twice}}`, `{{#items}}${long}{{/items}}`, `{{#items}}{{#echo}}${long}{{/echo}}{{/items}}`]) {
+    expect(await pool.render(template, view)).toBe(Mustache.render(template, view));
+  }
+});
+
 test("the native renderer reads the data once, when the call is made: a function's changes are seen by functions only", async () => {
   const data = {
     n: 1,

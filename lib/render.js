@@ -33,29 +33,35 @@ function inverted(value) {
 
 /**
  * What section() returned, for the addon to read without a call: LAMBDA when it was a lambda's
- * output, VALUE when it was the function's result. (Written after the calls it makes, which may
- * run other sections' functions.)
+ * output, VALUE when it was the function's result. Written last, once nothing else will run
+ * before section() returns (the calls it makes, and turning a lambda's output into a string,
+ * may run other sections' functions, which write it too). Made by the addon: no constructor of
+ * the caller's ever holds it.
  */
-const returned = new Int32Array(new ArrayBuffer(4));
+const returned = native.renderReturnedWord();
 const { value: VALUE, lambda: LAMBDA } = contract.renderSection;
 
 /**
  * `{{#name}}` or `{{^name}}` whose name found the function `fn`, called with `self` as `this`:
- * for an inverted section, whether its body renders; else the result, unless that is a
- * function: then it is a lambda, called at once (as mustache.js calls it: `this` again, the
- * section's raw text and a render of text in the section's context, the addon's `token`), and
- * its output comes back.
+ * for an inverted section, whether its body renders; else the result (a BigInt or a symbol as
+ * its truthiness, all a section makes of one), unless that is a function: then it is a lambda,
+ * called at once as mustache.js calls it (`this` again, the section's raw text, and a render
+ * of text in the section's context, through the addon's `token`), and its output comes back.
+ * `raw` is the raw text, or undefined when it is long: then it is asked for only if needed.
  */
 function section(fn, self, isInverted, raw, token) {
   const value = fn.call(self);
   if (isInverted) return inverted(value);
   if (typeof value !== 'function') {
+    const result = typeof value === 'bigint' || typeof value === 'symbol' ? Boolean(value) : value;
     returned[0] = VALUE;
-    return value;
+    return result;
   }
-  const out = value.call(self, raw, (text) => outcome(native.renderInScope(token, text)));
+  const text = raw ?? outcome(native.renderSectionText(token));
+  const out = value.call(self, text, (template) => outcome(native.renderInScope(token, template)));
+  const output = out == null ? '' : '' + out;
   returned[0] = LAMBDA;
-  return out == null ? '' : '' + out;
+  return output;
 }
 
 const helpers = Object.freeze({ write, section, returned });

@@ -92,18 +92,7 @@ pub fn finish_render(
 pub fn render_in_scope(env: Env, token: f64, text: Unknown) -> NapiResult<RawValue> {
     let env = env.raw();
     let rendered = |text: &str| {
-        let render = LIVE
-            .with(|live| {
-                live.borrow()
-                    .iter()
-                    .find(|(t, _)| *t == token)
-                    .map(|(_, f)| *f)
-            })
-            .ok_or_else(|| {
-                RpcError::failed(
-                    "render: a lambda's render() can only be called while the lambda runs",
-                )
-            })?;
+        let (render, _) = Live::find(token).ok_or_else(not_live)?;
         // SAFETY: the pointer is registered only while the `section` call that made the
         // closure is on this thread's stack (see `Live`), and this runs on that thread.
         let render = unsafe { &*render };
@@ -113,6 +102,52 @@ pub fn render_in_scope(env: Env, token: f64, text: Unknown) -> NapiResult<RawVal
     let outcome = unsafe { with_text_arg(env, text.raw(), rendered) }.and_then(|r| r);
     // SAFETY: as above.
     unsafe { answer(env, outcome) }
+}
+
+/// `renderSectionText(token)`: the raw text of the section whose lambda has `token` (what the
+/// lambda gets), while the section's function or lambda runs. The `section` helper asks for it
+/// only for a lambda whose section's text did not come with the call (a long one: see
+/// `RAW_TEXT_WITH_CALL`).
+#[napi(catch_unwind)]
+pub fn render_section_text(env: Env, token: f64) -> NapiResult<RawValue> {
+    let env = env.raw();
+    let outcome = Live::find(token).ok_or_else(not_live).map(|(_, raw)| {
+        // SAFETY: registered only while the section's text, borrowed from its template, is
+        // alive (see `Live`), and this runs on the thread that registered it.
+        Value::from(unsafe { &*raw })
+    });
+    // SAFETY: a Node-API callback on env's JS thread.
+    unsafe { answer(env, outcome) }
+}
+
+/// `renderReturnedWord()`: the Int32Array the `section` helper writes what it returned into
+/// (lib/render.js keeps it in a frozen object that only this addon gets). Made here, with
+/// V8's own constructors, so that no constructor of the caller's ever holds it.
+#[napi(catch_unwind)]
+pub fn render_returned_word(env: Env) -> NapiResult<RawValue> {
+    let env = env.raw();
+    let mut buffer = ptr::null_mut();
+    let mut data = ptr::null_mut();
+    let mut word = ptr::null_mut();
+    // SAFETY: a Node-API callback on env's JS thread; out-pointers are live locals.
+    let ok = unsafe {
+        sys::napi_create_arraybuffer(env, 4, &mut data, &mut buffer) == sys::Status::napi_ok
+            && sys::napi_create_typedarray(
+                env,
+                sys::TypedarrayType::int32_array,
+                1,
+                buffer,
+                0,
+                &mut word,
+            ) == sys::Status::napi_ok
+    };
+    if !ok {
+        return Err(Error::new(
+            Status::GenericFailure,
+            "corepool: could not make the render helpers' word",
+        ));
+    }
+    Ok(RawValue(word))
 }
 
 /// The JavaScript value of an outcome: the output, `[code, message]`, or (a function threw)
@@ -188,22 +223,32 @@ fn thrown() -> RpcError {
 }
 
 thread_local! {
-    /// The `render` of each lambda running on this thread, by token: pointers to closures on
-    /// this thread's stack, registered for exactly as long as the lambda runs (`Live`).
-    static LIVE: RefCell<Vec<(f64, *const RenderFn)>> = const { RefCell::new(Vec::new()) };
+    /// Each lambda running on this thread, by token: its `render`, a closure on this thread's
+    /// stack, and its section's raw text, registered for exactly as long as it runs (`Live`).
+    static LIVE: RefCell<Vec<(f64, *const RenderFn, *const str)>> =
+        const { RefCell::new(Vec::new()) };
     static NEXT_TOKEN: Cell<f64> = const { Cell::new(1.0) };
 }
 
 type RenderFn = dyn Fn(&str) -> Result<String, RpcError>;
 
-/// A lambda's `render`, registered while it lives.
+/// A section's raw text of at most this many bytes goes with the call of its function (making
+/// it costs little next to the call); a longer one is made only when a lambda asks for it
+/// (`renderSectionText`).
+const RAW_TEXT_WITH_CALL: usize = 256;
+
+/// A lambda's `render` and raw text, registered while it (or the section function that may
+/// return it) runs.
 struct Live {
     token: f64,
 }
 
 impl Live {
-    /// Registers `render` until the returned guard drops.
-    fn register<'r>(render: &'r (dyn Fn(&str) -> Result<String, RpcError> + 'r)) -> Live {
+    /// Registers `render` and `raw` until the returned guard drops.
+    fn register<'r>(
+        render: &'r (dyn Fn(&str) -> Result<String, RpcError> + 'r),
+        raw: &'r str,
+    ) -> Live {
         let token = NEXT_TOKEN.with(|next| {
             let token = next.get();
             next.set(token + 1.0);
@@ -212,15 +257,30 @@ impl Live {
         // SAFETY: only the lifetime is erased; the guard unregisters the pointer before
         // `render` (which outlives the guard, both being locals of the caller) goes.
         let render: *const RenderFn = unsafe { std::mem::transmute(render) };
-        LIVE.with(|live| live.borrow_mut().push((token, render)));
+        LIVE.with(|live| live.borrow_mut().push((token, render, raw as *const str)));
         Live { token }
+    }
+
+    /// What is registered under `token`, if it still is.
+    fn find(token: f64) -> Option<(*const RenderFn, *const str)> {
+        LIVE.with(|live| {
+            live.borrow()
+                .iter()
+                .find(|(t, _, _)| *t == token)
+                .map(|&(_, render, raw)| (render, raw))
+        })
     }
 }
 
 impl Drop for Live {
     fn drop(&mut self) {
-        LIVE.with(|live| live.borrow_mut().retain(|(t, _)| *t != self.token));
+        LIVE.with(|live| live.borrow_mut().retain(|(t, _, _)| *t != self.token));
     }
+}
+
+/// The error of a lambda's `render` (or raw text) asked for once the lambda has returned.
+fn not_live() -> RpcError {
+    RpcError::failed("render: a lambda's render() can only be called while the lambda runs")
 }
 
 /// [`Functions`] on the calling thread: calls the view's functions then and there.
@@ -232,9 +292,8 @@ struct JsHost<'f, 'p> {
     helpers: sys::napi_value,
     write: sys::napi_value,
     section: sys::napi_value,
-    /// The `returned` word of the helpers (an Int32Array over an ArrayBuffer of its own, which
-    /// lib/render.js keeps for the life of the process): what `section` returned.
-    returned: *const i32,
+    /// The helpers' `returned` word (`renderReturnedWord`): what `section` returned.
+    returned: sys::napi_value,
     undefined: sys::napi_value,
     /// The elements of `functions` and `objects` read so far, by index (null: not yet read).
     /// Reading an array element through Node-API is a generic property lookup, and a view's
@@ -272,7 +331,7 @@ impl<'f, 'p> JsHost<'f, 'p> {
             helpers,
             write: undefined,
             section: undefined,
-            returned: ptr::null(),
+            returned: undefined,
             undefined,
             read_functions: RefCell::new(Vec::new()),
             read_objects: RefCell::new(Vec::new()),
@@ -283,16 +342,23 @@ impl<'f, 'p> JsHost<'f, 'p> {
         host.objects = host.element(handles, 1)?;
         host.write = host.property(helpers, c"write")?;
         host.section = host.property(helpers, c"section")?;
-        let returned = host.property(helpers, c"returned")?;
+        host.returned = host.property(helpers, c"returned")?;
+        Ok(host)
+    }
+
+    /// What `section` says it returned last (`RENDER_SECTION_*`). Looked up at each read:
+    /// the function just called may have run any JavaScript, so nothing about the word's
+    /// memory is taken for granted from one call to the next.
+    fn returned(&self) -> Result<i32, RpcError> {
         let mut kind = sys::TypedarrayType::int8_array;
         let mut length = 0usize;
         let mut data: *mut c_void = ptr::null_mut();
-        // SAFETY: caller contract; out-pointers are live locals (a value that is not a typed
+        // SAFETY: as in `element`; out-pointers are live locals (a value that is not a typed
         // array fails, throwing nothing).
         let status = unsafe {
             sys::napi_get_typedarray_info(
-                env,
-                returned,
+                self.env,
+                self.returned,
                 &mut kind,
                 &mut length,
                 &mut data,
@@ -307,16 +373,10 @@ impl<'f, 'p> JsHost<'f, 'p> {
         {
             return Err(internal("the render helpers have no `returned` word"));
         }
-        host.returned = data as *const i32;
-        Ok(host)
-    }
-
-    /// What `section` says it returned last (`RENDER_SECTION_*`).
-    fn returned(&self) -> i32 {
-        // SAFETY: `returned` points at the first element of an Int32Array (checked in `new`),
-        // whose memory the helpers keep; only this thread's JavaScript writes it, and none
-        // runs while this reads. Read unaligned to assume nothing.
-        unsafe { self.returned.read_unaligned() }
+        // SAFETY: Node-API just said `data` is the first of `length` ≥ 1 elements of an
+        // Int32Array, and no JavaScript runs on this thread while this reads it. Read
+        // unaligned to assume nothing.
+        Ok(unsafe { (data as *const i32).read_unaligned() })
     }
 
     /// A JavaScript string of `text`.
@@ -608,12 +668,18 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
             self.nested.set(self.nested.get() - 1);
             out
         };
-        let live = Live::register(&render);
+        let live = Live::register(&render, raw);
+        // A short text comes with the call; a longer one only if a lambda asks for it, as most
+        // sections' functions return data, for which it would be made for nothing.
+        let raw = match raw.len() <= RAW_TEXT_WITH_CALL {
+            true => self.string(raw)?,
+            false => self.undefined,
+        };
         let args = [
             function,
             this,
             self.boolean(false),
-            self.string(raw)?,
+            raw,
             Value::Number(live.token)
                 .to_js(self.env)
                 .map_err(|why| internal(&why))?,
@@ -621,20 +687,13 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
         let result = self.call(self.section, self.helpers, &args);
         drop(live);
         let result = result?;
-        if self.returned() == RENDER_SECTION_LAMBDA {
+        if self.returned()? == RENDER_SECTION_LAMBDA {
             self.push_text(result, out, false)?;
             return Ok(SectionValue::Done);
         }
-        let mut kind = 0;
-        // SAFETY: as in `element`.
-        unsafe { sys::napi_typeof(self.env, result, &mut kind) };
-        match kind {
-            // Truthy, neither object, string nor number: the body renders once, unpushed.
-            sys::ValueType::napi_symbol | sys::ValueType::napi_bigint => {
-                Ok(SectionValue::Value(Js::Bool(true)))
-            }
-            _ => Ok(SectionValue::Value(Js::of(self.read(result)?))),
-        }
+        // (A symbol or BigInt comes back as its truthiness, which is all a section makes of
+        // it: mustache.js renders the body once, unpushed, when it is truthy.)
+        Ok(SectionValue::Value(Js::of(self.read(result)?)))
     }
 }
 
@@ -645,7 +704,7 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
 unsafe fn with_text_arg<R>(
     env: sys::napi_env,
     v: sys::napi_value,
-    f: impl FnOnce(&str) -> R,
+    f: impl FnMut(&str) -> R,
 ) -> Result<R, RpcError> {
     let mut kind = 0;
     // SAFETY: caller contract.
@@ -670,23 +729,17 @@ unsafe fn with_text_arg<R>(
 unsafe fn with_text<R>(
     env: sys::napi_env,
     v: sys::napi_value,
-    f: impl FnOnce(&str) -> R,
+    mut f: impl FnMut(&str) -> R,
 ) -> Result<R, RpcError> {
-    let mut f = Some(f);
     // SAFETY: caller contract.
-    let done = unsafe {
-        convert::with_str(env, v, |text| match text.contains('\u{FFFD}') {
-            true => None,
-            false => f.take().map(|f| f(text)),
-        })
-    }
-    .map_err(|why| internal(&why))?;
+    let done =
+        unsafe { convert::with_str(env, v, |text| (!text.contains('\u{FFFD}')).then(|| f(text))) }
+            .map_err(|why| internal(&why))?;
     if let Some(done) = done {
         return Ok(done);
     }
     // SAFETY: caller contract.
     let units = unsafe { convert::string_utf16(env, v) }.map_err(|why| internal(&why))?;
     let text = String::from_utf16(&units).map_err(|_| RpcError::failed(LONE_SURROGATE))?;
-    let f = f.ok_or_else(|| internal("a text was read twice"))?;
     Ok(f(&text))
 }
