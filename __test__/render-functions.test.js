@@ -221,6 +221,76 @@ test("a lambda gets its section's raw text, short or long, and a data section's 
   }
 });
 
+test('function tags in a row: each called once, in order, with its own `this`, across runs of any length', async () => {
+  // mustache.js's own example of a function in a view, over 1,000 rows: the rows' tags are
+  // called in runs, many in one call into JavaScript.
+  const calls = [];
+  const beatles = Array.from({ length: 1000 }, (_, i) => ({ firstName: `F${i}`, lastName: i % 3 ? `L${i}` : '<&>' }));
+  const view = {
+    beatles,
+    name() {
+      calls.push(this);
+      return `${this.firstName} ${this.lastName}`;
+    },
+    raw: () => '<b>',
+  };
+  const template = '{{#beatles}}* {{name}} {{{name}}} {{&raw}}{{raw}}\n{{/beatles}}';
+  const want = Mustache.render(template, view);
+  expect(calls).toHaveLength(2000);
+  calls.length = 0;
+  expect(await pool.render(template, view)).toBe(want);
+  expect(calls).toHaveLength(2000);
+  calls.forEach((self, i) => expect(self).toBe(beatles[i >> 1]));
+  // Rows whose `this` is not an object of the caller's (strings), an escape function, and
+  // plain values between the functions.
+  const mixed = { list: ['a', '<b>', 'c'], up() { return String(this).toUpperCase(); }, rows: beatles.slice(0, 5), name: view.name, n: 3 };
+  for (const t of ['{{#list}}{{up}}{{.}}{{up}}{{/list}}', '{{#rows}}{{name}}{{n}}{{name}}{{/rows}}', '{{#rows}}{{name}}{{#list}}{{up}}{{/list}}{{name}}{{/rows}}']) {
+    expect(await pool.render(t, mixed)).toBe(Mustache.render(t, mixed));
+    const escape = (v) => `[${v}]`;
+    expect(await pool.render(t, mixed, {}, { escape })).toBe(Mustache.render(t, mixed, {}, { escape }));
+  }
+});
+
+test('function tags in a row: one that throws or gives a lone surrogate stops the render before the next is called', async () => {
+  const called = [];
+  const rows = Array.from({ length: 40 }, (_, i) => ({ i }));
+  const view = (bad) => ({
+    rows,
+    f() {
+      called.push(this.i);
+      if (this.i === 7) return bad();
+      return `r${this.i}`;
+    },
+  });
+  const boom = new Error('boom');
+  called.length = 0;
+  await expect(
+    pool.render('{{#rows}}{{f}}{{/rows}}', view(() => {
+      throw boom;
+    })),
+  ).rejects.toBe(boom);
+  expect(called).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  called.length = 0;
+  await expect(pool.render('{{#rows}}{{f}}{{/rows}}', view(() => 'x\ud800'))).rejects.toMatchObject({ code: CommandFailed, message: expect.stringMatching(/lone surrogate/) });
+  expect(called).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+});
+
+test('function tags in a row whose texts are long: the output is whole, and past the longest string it stops', async () => {
+  const rows = Array.from({ length: 12 }, (_, i) => ({ i }));
+  const long = { rows, f() {
+    return `${this.i}:${'x'.repeat(300_000)}`;
+  } };
+  expect(await pool.render('{{#rows}}{{f}}|{{/rows}}', long)).toBe(Mustache.render('{{#rows}}{{f}}|{{/rows}}', long));
+  // Rows that are objects of the caller's, so their tags go in runs: each result 2^26 units,
+  // the 8th passes JavaScript's longest string, and no function is called after it.
+  const big = 'x'.repeat(2 ** 26);
+  const calls = { mustache: 0, corepool: 0 };
+  const huge = (who) => ({ rows, f: () => (calls[who]++, big) });
+  expect(() => Mustache.render('{{#rows}}{{{f}}}{{/rows}}', huge('mustache'))).toThrow('Invalid string length');
+  await expect(pool.render('{{#rows}}{{{f}}}{{/rows}}', huge('corepool'))).rejects.toMatchObject({ code: CommandFailed, message: expect.stringContaining("longer than JavaScript's longest string") });
+  expect(calls.corepool).toBe(calls.mustache);
+}, 60_000);
+
 test("the native renderer reads the data once, when the call is made: a function's changes are seen by functions only", async () => {
   const data = {
     n: 1,

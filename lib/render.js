@@ -32,14 +32,14 @@ function inverted(value) {
 }
 
 /**
- * What section() returned, for the addon to read without a call: LAMBDA when it was a lambda's
- * output, VALUE when it was the function's result. Written last, once nothing else will run
- * before section() returns (the calls it makes, and turning a lambda's output into a string,
- * may run other sections' functions, which write it too). Made by the addon: no constructor of
- * the caller's ever holds it.
+ * The memory the addon and these helpers share, made by the addon (no constructor of the
+ * caller's ever holds it). `returned`: what section() or writeRun() returned, for the addon to
+ * read without a call; written last, once nothing else will run before they return (the calls
+ * they make, and turning a lambda's output into a string, may run other sections' functions,
+ * which write it too). `runArgs`: writeRun()'s arguments, and the lengths of its texts.
  */
-const returned = native.renderReturnedWord();
-const { value: VALUE, lambda: LAMBDA } = contract.renderSection;
+const [returned, runArgs] = native.renderHelperMemory();
+const { value: VALUE, lambda: LAMBDA, runTextMax: RUN_TEXT_MAX } = contract.renderSection;
 
 /**
  * `{{#name}}` or `{{^name}}` whose name found the function `fn`, called with `self` as `this`:
@@ -64,7 +64,32 @@ function section(fn, self, isInverted, raw, token) {
   return output;
 }
 
-const helpers = Object.freeze({ write, section, returned });
+/**
+ * `count` function tags in a row, each written as write() writes it: `runArgs` holds 4 numbers
+ * per tag (the function's index in `functions`, its `this`'s in `objects` or -1 for undefined,
+ * the write mode, the escape function's index in `functions` or -1), and each tag's text
+ * length is written over its first. Returns the texts joined, and says in `returned` how many
+ * it wrote: it stops once they are longer together than RUN_TEXT_MAX, and after a text holding
+ * a lone surrogate (which the addon refuses before any later function is called).
+ */
+function writeRun(functions, objects, args, count) {
+  let joined = '';
+  let i = 0;
+  while (i < count) {
+    const at = 4 * i;
+    const self = args[at + 1] < 0 ? undefined : objects[args[at + 1]];
+    const escape = args[at + 3] < 0 ? undefined : functions[args[at + 3]];
+    const text = write(functions[args[at]], self, true, args[at + 2], escape);
+    args[at] = text.length;
+    joined += text;
+    i++;
+    if (joined.length > RUN_TEXT_MAX || !text.isWellFormed()) break;
+  }
+  returned[0] = i;
+  return joined;
+}
+
+const helpers = Object.freeze({ write, section, writeRun, returned, runArgs });
 
 /** The addon's answer: the output, or `[code, message]` for an error of the render's. */
 function outcome(answer) {

@@ -43,6 +43,10 @@ pub(crate) const RENDER_WRITE_ESCAPE: u32 = 2;
 /// output.
 pub(crate) const RENDER_SECTION_VALUE: i32 = 1;
 pub(crate) const RENDER_SECTION_LAMBDA: i32 = 2;
+/// The render helper `writeRun` (lib/render.js) stops once its texts are longer together
+/// than this many UTF-16 units: what functions return is checked against JavaScript's longest
+/// string every so much, not only once all of a run's functions were called.
+pub(crate) const RENDER_RUN_TEXT_MAX: u32 = 1 << 20;
 /// Settle code of a result handed over as JSON text (code 0: the value itself).
 pub(crate) const RESULT_AS_JSON: i32 = 1;
 /// Code of a settle-batch entry that reports a call's progress (the call does not settle).
@@ -120,6 +124,8 @@ pub struct RenderWriteModes {
 pub struct RenderSectionResults {
     pub value: i32,
     pub lambda: i32,
+    /// `writeRun`'s limit (`RENDER_RUN_TEXT_MAX`).
+    pub run_text_max: u32,
 }
 
 #[napi(object)]
@@ -251,6 +257,7 @@ pub fn contract() -> Contract {
         render_section: RenderSectionResults {
             value: RENDER_SECTION_VALUE,
             lambda: RENDER_SECTION_LAMBDA,
+            run_text_max: RENDER_RUN_TEXT_MAX,
         },
     }
 }

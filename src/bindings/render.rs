@@ -27,7 +27,9 @@ use super::convert::from_js::MAX_VALUES;
 use super::convert::{self, to_js, FromJs};
 use super::pool::RawValue;
 use crate::commands::render::functions::pending::{Finishing, PendingRender};
-use crate::commands::render::functions::{Functions, SectionCall, SectionValue, TagEscape};
+use crate::commands::render::functions::{
+    Functions, SectionCall, SectionValue, TagEscape, Write, WRITE_RUN_MAX,
+};
 use crate::commands::render::js::Js;
 use crate::commands::render::{check_value, escape_html};
 use crate::rpc::packed::tree::Item;
@@ -120,34 +122,50 @@ pub fn render_section_text(env: Env, token: f64) -> NapiResult<RawValue> {
     unsafe { answer(env, outcome) }
 }
 
-/// `renderReturnedWord()`: the Int32Array the `section` helper writes what it returned into
-/// (lib/render.js keeps it in a frozen object that only this addon gets). Made here, with
-/// V8's own constructors, so that no constructor of the caller's ever holds it.
+/// `renderHelperMemory()`: `[returned, runArgs]`, the memory the helpers and this side share
+/// (lib/render.js keeps both in its frozen helpers object, which only this addon gets):
+/// `returned`, an Int32Array of 1, what `section` and `writeRun` say they returned; `runArgs`,
+/// a Float64Array of 4 × `WRITE_RUN_MAX`, `writeRun`'s arguments going and the texts' lengths
+/// coming back. Made here, with V8's own constructors, so that no constructor of the caller's
+/// ever holds them.
 #[napi(catch_unwind)]
-pub fn render_returned_word(env: Env) -> NapiResult<RawValue> {
+pub fn render_helper_memory(env: Env) -> NapiResult<RawValue> {
     let env = env.raw();
-    let mut buffer = ptr::null_mut();
-    let mut data = ptr::null_mut();
-    let mut word = ptr::null_mut();
-    // SAFETY: a Node-API callback on env's JS thread; out-pointers are live locals.
-    let ok = unsafe {
-        sys::napi_create_arraybuffer(env, 4, &mut data, &mut buffer) == sys::Status::napi_ok
-            && sys::napi_create_typedarray(
-                env,
-                sys::TypedarrayType::int32_array,
-                1,
-                buffer,
-                0,
-                &mut word,
-            ) == sys::Status::napi_ok
+    let typed = |kind: sys::napi_typedarray_type, length: usize, bytes: usize| {
+        let mut buffer = ptr::null_mut();
+        let mut data = ptr::null_mut();
+        let mut array = ptr::null_mut();
+        // SAFETY: a Node-API callback on env's JS thread; out-pointers are live locals.
+        let ok = unsafe {
+            sys::napi_create_arraybuffer(env, bytes, &mut data, &mut buffer) == sys::Status::napi_ok
+                && sys::napi_create_typedarray(env, kind, length, buffer, 0, &mut array)
+                    == sys::Status::napi_ok
+        };
+        ok.then_some(array)
     };
-    if !ok {
+    let returned = typed(sys::TypedarrayType::int32_array, 1, 4);
+    let args = typed(
+        sys::TypedarrayType::float64_array,
+        4 * WRITE_RUN_MAX,
+        32 * WRITE_RUN_MAX,
+    );
+    let mut pair = ptr::null_mut();
+    let made = match (returned, args) {
+        // SAFETY: as above.
+        (Some(returned), Some(args)) => unsafe {
+            sys::napi_create_array_with_length(env, 2, &mut pair) == sys::Status::napi_ok
+                && sys::napi_set_element(env, pair, 0, returned) == sys::Status::napi_ok
+                && sys::napi_set_element(env, pair, 1, args) == sys::Status::napi_ok
+        },
+        _ => false,
+    };
+    if !made {
         return Err(Error::new(
             Status::GenericFailure,
-            "corepool: could not make the render helpers' word",
+            "corepool: could not make the render helpers' memory",
         ));
     }
-    Ok(RawValue(word))
+    Ok(RawValue(pair))
 }
 
 /// The JavaScript value of an outcome: the output, `[code, message]`, or (a function threw)
@@ -292,8 +310,10 @@ struct JsHost<'f, 'p> {
     helpers: sys::napi_value,
     write: sys::napi_value,
     section: sys::napi_value,
-    /// The helpers' `returned` word (`renderReturnedWord`): what `section` returned.
+    write_run: sys::napi_value,
+    /// The helpers' memory (`renderHelperMemory`): the `returned` word, `writeRun`'s args.
     returned: sys::napi_value,
+    run_args: sys::napi_value,
     undefined: sys::napi_value,
     /// The elements of `functions` and `objects` read so far, by index (null: not yet read).
     /// Reading an array element through Node-API is a generic property lookup, and a view's
@@ -331,7 +351,9 @@ impl<'f, 'p> JsHost<'f, 'p> {
             helpers,
             write: undefined,
             section: undefined,
+            write_run: undefined,
             returned: undefined,
+            run_args: undefined,
             undefined,
             read_functions: RefCell::new(Vec::new()),
             read_objects: RefCell::new(Vec::new()),
@@ -342,15 +364,22 @@ impl<'f, 'p> JsHost<'f, 'p> {
         host.objects = host.element(handles, 1)?;
         host.write = host.property(helpers, c"write")?;
         host.section = host.property(helpers, c"section")?;
+        host.write_run = host.property(helpers, c"writeRun")?;
         host.returned = host.property(helpers, c"returned")?;
+        host.run_args = host.property(helpers, c"runArgs")?;
         Ok(host)
     }
 
-    /// What `section` says it returned last (`RENDER_SECTION_*`). Looked up at each read:
-    /// the function just called may have run any JavaScript, so nothing about the word's
-    /// memory is taken for granted from one call to the next.
-    fn returned(&self) -> Result<i32, RpcError> {
-        let mut kind = sys::TypedarrayType::int8_array;
+    /// Where the elements of the helpers' typed array `array` are, and how many: looked up at
+    /// each use, as the JavaScript run since the last may have done anything, so nothing about
+    /// the array's memory is taken for granted from one call to the next. `kind` is the type
+    /// it must be.
+    fn helper_memory(
+        &self,
+        array: sys::napi_value,
+        kind: sys::napi_typedarray_type,
+    ) -> Result<(*mut c_void, usize), RpcError> {
+        let mut got = sys::TypedarrayType::int8_array;
         let mut length = 0usize;
         let mut data: *mut c_void = ptr::null_mut();
         // SAFETY: as in `element`; out-pointers are live locals (a value that is not a typed
@@ -358,25 +387,46 @@ impl<'f, 'p> JsHost<'f, 'p> {
         let status = unsafe {
             sys::napi_get_typedarray_info(
                 self.env,
-                self.returned,
-                &mut kind,
+                array,
+                &mut got,
                 &mut length,
                 &mut data,
                 ptr::null_mut(),
                 ptr::null_mut(),
             )
         };
-        if status != sys::Status::napi_ok
-            || kind != sys::TypedarrayType::int32_array
-            || length == 0
-            || data.is_null()
-        {
-            return Err(internal("the render helpers have no `returned` word"));
+        if status != sys::Status::napi_ok || got != kind || length == 0 || data.is_null() {
+            return Err(internal("the render helpers' memory is missing"));
         }
-        // SAFETY: Node-API just said `data` is the first of `length` ≥ 1 elements of an
-        // Int32Array, and no JavaScript runs on this thread while this reads it. Read
-        // unaligned to assume nothing.
+        Ok((data, length))
+    }
+
+    /// What `section` or `writeRun` says it returned last (`RENDER_SECTION_*`, or a count).
+    fn returned(&self) -> Result<i32, RpcError> {
+        let (data, _) = self.helper_memory(self.returned, sys::TypedarrayType::int32_array)?;
+        // SAFETY: Node-API just said `data` is the first of ≥ 1 elements of an Int32Array, and
+        // no JavaScript runs on this thread while this reads it. Read unaligned to assume
+        // nothing.
         Ok(unsafe { (data as *const i32).read_unaligned() })
+    }
+
+    /// `writeRun`'s entry for `w`: the indices of its function and `this`, its write mode and
+    /// its escape function's index (-1: none); `None` when JavaScript would need more than
+    /// indices (a value that is not a function, a `this` that is not an object of the caller's).
+    fn run_entry(&self, w: &Write<'p>) -> Option<[f64; 4]> {
+        let Js::Function(function) = w.value else {
+            return None;
+        };
+        let this = match w.this {
+            Js::Undefined => -1.0,
+            other => f64::from(self.finishing.original(other)?),
+        };
+        let (mode, escape) = match w.escape {
+            TagEscape::Raw => (RENDER_WRITE_RAW, -1.0),
+            TagEscape::Html => (RENDER_WRITE_HTML, -1.0),
+            TagEscape::Function(f) => (RENDER_WRITE_ESCAPE, f64::from(f.0)),
+        };
+        Some([f64::from(function.0), this, f64::from(mode), escape])
     }
 
     /// A JavaScript string of `text`.
@@ -694,6 +744,79 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
         // (A symbol or BigInt comes back as its truthiness, which is all a section makes of
         // it: mustache.js renders the body once, unpushed, when it is truthy.)
         Ok(SectionValue::Value(Js::of(self.read(result)?)))
+    }
+
+    /// A run of function tags whose `this` JavaScript holds goes in one call (`writeRun`),
+    /// which calls them in order and gives back their texts joined, each one's length in
+    /// `runArgs`; it stops early past `RENDER_RUN_TEXT_MAX` units, or after a text that holds a
+    /// lone surrogate, which is refused here before any later function is called, as one by
+    /// one. Writes it cannot take go one by one.
+    fn write_run(
+        &self,
+        writes: &[Write<'p>],
+        texts: &mut String,
+        ends: &mut Vec<usize>,
+    ) -> Result<usize, RpcError> {
+        let entries: Vec<[f64; 4]> = writes.iter().map_while(|w| self.run_entry(w)).collect();
+        if entries.len() < 2 {
+            let w = &writes[0];
+            self.write(w.value, w.this, w.escape, texts)?;
+            ends.push(texts.len());
+            return Ok(1);
+        }
+        let float64 = sys::TypedarrayType::float64_array;
+        let (data, length) = self.helper_memory(self.run_args, float64)?;
+        if length < 4 * entries.len() {
+            return Err(internal("the render helpers' memory is too small"));
+        }
+        for (i, &number) in entries.iter().flatten().enumerate() {
+            // SAFETY: `data` has `length` > i f64 elements (just checked, with no JavaScript
+            // run since); written unaligned to assume nothing.
+            unsafe { (data as *mut f64).add(i).write_unaligned(number) };
+        }
+        let count = Value::Number(entries.len() as f64)
+            .to_js(self.env)
+            .map_err(|why| internal(&why))?;
+        let args = [self.functions, self.objects, self.run_args, count];
+        let joined = self.call(self.write_run, self.helpers, &args)?;
+        let done = usize::try_from(self.returned()?).unwrap_or(0);
+        if done == 0 || done > entries.len() {
+            return Err(internal("a run of writes came back miscounted"));
+        }
+        // SAFETY: as in `element`; the helper returns a string.
+        let units =
+            unsafe { convert::string_utf16(self.env, joined) }.map_err(|why| internal(&why))?;
+        let (data, length) = self.helper_memory(self.run_args, float64)?;
+        let mut start = 0usize;
+        let mut html = String::new();
+        for (k, w) in writes.iter().take(done).enumerate() {
+            // SAFETY: as above; `4 * k` < 4 × `done` ≤ `length` (checked before the call,
+            // and the array is the helpers' own, of a fixed length).
+            let len = unsafe { (data as *const f64).add(4 * k).read_unaligned() };
+            let end = crate::rpc::packed::whole(len, units.len() - start)
+                .map(|len| start + len)
+                .filter(|_| 4 * k < length)
+                .ok_or_else(|| internal("a run of writes came back miscounted"))?;
+            let decoded = char::decode_utf16(units[start..end].iter().copied());
+            let sink = if w.escape == TagEscape::Html {
+                html.clear();
+                &mut html
+            } else {
+                &mut *texts
+            };
+            for c in decoded {
+                sink.push(c.map_err(|_| RpcError::failed(LONE_SURROGATE))?);
+            }
+            if w.escape == TagEscape::Html {
+                escape_html(&html, texts);
+            }
+            ends.push(texts.len());
+            start = end;
+        }
+        if start != units.len() {
+            return Err(internal("a run of writes came back miscounted"));
+        }
+        Ok(done)
     }
 }
 

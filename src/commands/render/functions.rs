@@ -94,6 +94,17 @@ pub enum SectionValue<'a> {
     Done,
 }
 
+/// A `{{name}}` whose value needs JavaScript, as [`Functions::write`] takes it.
+#[derive(Clone, Copy)]
+pub struct Write<'a> {
+    pub value: Js<'a>,
+    pub this: Js<'a>,
+    pub escape: TagEscape,
+}
+
+/// The most writes one [`Functions::write_run`] call is given.
+pub const WRITE_RUN_MAX: usize = 256;
+
 /// Where the JavaScript of a render runs: [`pending::Recorder`] on a pool thread (records
 /// slots), the Node-API host on the calling thread (calls functions then and there).
 pub trait Functions<'a> {
@@ -114,4 +125,22 @@ pub trait Functions<'a> {
         call: SectionCall<'a, '_>,
         out: &mut String,
     ) -> Result<SectionValue<'a>, RpcError>;
+
+    /// Writes (at most [`WRITE_RUN_MAX`]) that follow one another in the output with nothing
+    /// rendered between them, done in order as [`Functions::write`] does each: their texts
+    /// appended to `texts`, each ended at its entry of `ends`. A host may do fewer (at least
+    /// one; the caller checks what the output has grown to before it asks for the rest) and
+    /// says how many. By default, one by one.
+    fn write_run(
+        &self,
+        writes: &[Write<'a>],
+        texts: &mut String,
+        ends: &mut Vec<usize>,
+    ) -> Result<usize, RpcError> {
+        for w in writes {
+            self.write(w.value, w.this, w.escape, texts)?;
+            ends.push(texts.len());
+        }
+        Ok(writes.len())
+    }
 }

@@ -8,13 +8,13 @@
 //! handed out is tied to `&self`. Values that functions return while the render is finished
 //! are kept in an [`Arena`] of the same lifetime.
 
-use super::{Functions, Scope, SectionCall, SectionValue, TagEscape};
+use super::{Functions, Scope, SectionCall, SectionValue, TagEscape, Write, WRITE_RUN_MAX};
 use crate::commands::render::cache::TemplateCache;
 use crate::commands::render::config::{Config, Data, Output};
 use crate::commands::render::js::Js;
 use crate::commands::render::parse::{Node, Template};
 use crate::commands::render::writer::{OutputLength, Renderer, MAX_STRING_LENGTH};
-use crate::rpc::{Context, FunctionId, RpcError, StopFlags, Value};
+use crate::rpc::{Context, ErrorCode, FunctionId, RpcError, StopFlags, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8};
@@ -23,11 +23,7 @@ use std::sync::{Arc, Mutex};
 /// Something the first pass could not write.
 enum Slot<'a> {
     /// `{{name}}`: see [`Functions::write`].
-    Write {
-        value: Js<'a>,
-        this: Js<'a>,
-        escape: TagEscape,
-    },
+    Write(Write<'a>),
     /// `{{#name}}`/`{{^name}}` whose name found `function`, with the views in effect (the
     /// node of the innermost in [`ViewTree`]).
     Section {
@@ -136,11 +132,11 @@ impl<'a> Functions<'a> for Recorder<'a> {
         escape: TagEscape,
         out: &mut String,
     ) -> Result<(), RpcError> {
-        let slot = Slot::Write {
+        let slot = Slot::Write(Write {
             value,
             this,
             escape,
-        };
+        });
         self.push(out.len(), slot)
     }
 
@@ -312,21 +308,53 @@ impl<'p> Finishing<'p> {
         // instead of growing the output by every function's result first.
         let mut length = OutputLength::default();
         let mut copied = 0;
-        for (at, slot) in &parts.slots {
-            out.push_str(&parts.out[copied..*at]);
-            copied = *at;
+        // A run of writes goes to the host at once (it may call their functions in one go).
+        let (mut run, mut texts, mut ends) = (Vec::new(), String::new(), Vec::new());
+        let mut next = 0;
+        while let Some((at, slot)) = parts.slots.get(next) {
             match slot {
-                Slot::Write {
-                    value,
-                    this,
-                    escape,
-                } => host.write(*value, *this, *escape, &mut out)?,
+                Slot::Write(_) => {
+                    run.clear();
+                    run.extend(
+                        parts.slots[next..]
+                            .iter()
+                            .map_while(|(_, slot)| match slot {
+                                Slot::Write(w) => Some(*w),
+                                Slot::Section { .. } => None,
+                            })
+                            .take(WRITE_RUN_MAX),
+                    );
+                    texts.clear();
+                    ends.clear();
+                    let done = host.write_run(&run, &mut texts, &mut ends)?;
+                    let miscounted = || {
+                        RpcError::new(
+                            ErrorCode::InternalError,
+                            "corepool: a run of writes came back miscounted",
+                        )
+                    };
+                    if done == 0 || done > run.len() || ends.len() != done {
+                        return Err(miscounted());
+                    }
+                    let mut start = 0;
+                    for (&(at, _), &end) in parts.slots[next..next + done].iter().zip(&ends) {
+                        out.push_str(&parts.out[copied..at]);
+                        copied = at;
+                        out.push_str(texts.get(start..end).ok_or_else(miscounted)?);
+                        start = end;
+                        length.check(&out, MAX_STRING_LENGTH)?;
+                    }
+                    next += done;
+                    continue;
+                }
                 Slot::Section {
                     function,
                     views,
                     template,
                     node,
                 } => {
+                    out.push_str(&parts.out[copied..*at]);
+                    copied = *at;
                     let views = parts.tree.stack(*views);
                     let scope = self.scope(&views);
                     let mut r = Renderer::new(scope, views.clone(), Some(host));
@@ -339,9 +367,10 @@ impl<'p> Finishing<'p> {
                     );
                     out = r.out;
                     done?;
+                    length.check(&out, MAX_STRING_LENGTH)?;
+                    next += 1;
                 }
             }
-            length.check(&out, MAX_STRING_LENGTH)?;
         }
         out.push_str(&parts.out[copied..]);
         if let Some(e) = &parts.error {
