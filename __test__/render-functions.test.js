@@ -291,6 +291,54 @@ test('function tags in a row whose texts are long: the output is whole, and past
   expect(calls.corepool).toBe(calls.mustache);
 }, 60_000);
 
+test('function tags in a row near the longest string: the same functions are called as one by one, and the error is the same', async () => {
+  const MAX = 2 ** 29 - 24; // JavaScript's longest string here
+  const rows = Array.from({ length: 20 }, (_, i) => ({ i }));
+  const template = '{{#rows}}{{{f}}}{{/rows}}';
+  // The output is 10 units short of the limit after the first row, then short texts: the run
+  // must stop at the one that passes it, as mustache.js does.
+  const near = 'x'.repeat(MAX - 10);
+  const calls = { mustache: [], corepool: [] };
+  const view = (who, first) => ({
+    rows,
+    f() {
+      calls[who].push(this.i);
+      return this.i === 0 ? first : 'abc';
+    },
+  });
+  expect(() => Mustache.render(template, view('mustache', near))).toThrow('Invalid string length');
+  await expect(pool.render(template, view('corepool', near))).rejects.toMatchObject({ code: CommandFailed, message: expect.stringContaining("longer than JavaScript's longest string") });
+  expect(calls.corepool).toEqual(calls.mustache);
+  // A short text, then one that together with it passes the limit (11 + MAX − 10): CommandFailed,
+  // as one by one, not a RangeError from joining the two.
+  calls.corepool.length = 0;
+  const pastLimitTogether = {
+    rows,
+    f() {
+      calls.corepool.push(this.i);
+      return this.i === 0 ? 'a'.repeat(11) : near;
+    },
+  };
+  await expect(pool.render(template, pastLimitTogether)).rejects.toMatchObject({ code: CommandFailed, message: expect.stringContaining("longer than JavaScript's longest string") });
+  expect(calls.corepool).toEqual([0, 1]);
+}, 120_000);
+
+test('function tags in a row stop after a lone surrogate even when String.prototype.isWellFormed is replaced', async () => {
+  const called = [];
+  const view = { rows: Array.from({ length: 10 }, (_, i) => ({ i })), f() {
+    called.push(this.i);
+    return this.i === 1 ? 'a\ud800' : 'b';
+  } };
+  const own = String.prototype.isWellFormed;
+  String.prototype.isWellFormed = () => true;
+  try {
+    await expect(pool.render('{{#rows}}{{f}}{{/rows}}', view)).rejects.toMatchObject({ code: CommandFailed, message: expect.stringMatching(/lone surrogate/) });
+  } finally {
+    String.prototype.isWellFormed = own;
+  }
+  expect(called).toEqual([0, 1]);
+});
+
 test("the native renderer reads the data once, when the call is made: a function's changes are seen by functions only", async () => {
   const data = {
     n: 1,

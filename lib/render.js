@@ -64,26 +64,39 @@ function section(fn, self, isInverted, raw, token) {
   return output;
 }
 
+/** String.prototype.isWellFormed as this module found it (user code may replace it later). */
+const isWellFormed = Function.prototype.call.bind(String.prototype.isWellFormed);
+
 /**
  * `count` function tags in a row, each written as write() writes it: `runArgs` holds 4 numbers
  * per tag (the function's index in `functions`, its `this`'s in `objects` or -1 for undefined,
  * the write mode, the escape function's index in `functions` or -1), and each tag's text
- * length is written over its first. Returns the texts joined, and says in `returned` how many
- * it wrote: it stops once they are longer together than RUN_TEXT_MAX, and after a text holding
- * a lone surrogate (which the addon refuses before any later function is called).
+ * length is written over its first. Returns the texts joined, or `[joined, text]` when the
+ * last, longer than RUN_TEXT_MAX, comes apart; says in `returned` how many it wrote. It stops
+ * once the texts could take more than `room` units of the output (escaping as HTML makes a
+ * text at most 6 times longer) or pass RUN_TEXT_MAX, and after a text holding a lone surrogate
+ * (which the addon refuses before any later function is called).
  */
-function writeRun(functions, objects, args, count) {
+function writeRun(functions, objects, args, count, room) {
+  const limit = Math.min(room, RUN_TEXT_MAX);
   let joined = '';
+  let taken = 0;
   let i = 0;
   while (i < count) {
     const at = 4 * i;
     const self = args[at + 1] < 0 ? undefined : objects[args[at + 1]];
     const escape = args[at + 3] < 0 ? undefined : functions[args[at + 3]];
-    const text = write(functions[args[at]], self, true, args[at + 2], escape);
+    const mode = args[at + 2];
+    const text = write(functions[args[at]], self, true, mode, escape);
     args[at] = text.length;
-    joined += text;
     i++;
-    if (joined.length > RUN_TEXT_MAX || !text.isWellFormed()) break;
+    if (i > 1 && text.length > RUN_TEXT_MAX) {
+      returned[0] = i;
+      return [joined, text];
+    }
+    joined += text;
+    taken += mode === WRITE.html ? 6 * text.length : text.length;
+    if (taken > limit || !isWellFormed(text)) break;
   }
   returned[0] = i;
   return joined;

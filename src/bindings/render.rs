@@ -33,6 +33,7 @@ use crate::commands::render::functions::{
 use crate::commands::render::js::Js;
 use crate::commands::render::{check_value, escape_html};
 use crate::rpc::packed::tree::Item;
+use crate::rpc::text::MAX_JS_STRING;
 use crate::rpc::value::Pending;
 use crate::rpc::{FunctionId, RpcError, Value};
 use napi::bindgen_prelude::{Env, Error, JsValue, Result as NapiResult, Status, Unknown};
@@ -748,12 +749,16 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
 
     /// A run of function tags whose `this` JavaScript holds goes in one call (`writeRun`),
     /// which calls them in order and gives back their texts joined, each one's length in
-    /// `runArgs`; it stops early past `RENDER_RUN_TEXT_MAX` units, or after a text that holds a
-    /// lone surrogate, which is refused here before any later function is called, as one by
-    /// one. Writes it cannot take go one by one.
+    /// `runArgs` (a text longer than `RENDER_RUN_TEXT_MAX` that is not the first comes apart,
+    /// and ends the run). It stops once the texts could make the output longer than `room`
+    /// allows (escaping counted at its worst) or pass `RENDER_RUN_TEXT_MAX` units, so no
+    /// function is called after the one whose text makes the output too long, and right after
+    /// a text that holds a lone surrogate, which is refused here before any later function is
+    /// called: as one by one. Writes it cannot take go one by one.
     fn write_run(
         &self,
         writes: &[Write<'p>],
+        room: usize,
         texts: &mut String,
         ends: &mut Vec<usize>,
     ) -> Result<usize, RpcError> {
@@ -774,49 +779,143 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
             // run since); written unaligned to assume nothing.
             unsafe { (data as *mut f64).add(i).write_unaligned(number) };
         }
-        let count = Value::Number(entries.len() as f64)
-            .to_js(self.env)
-            .map_err(|why| internal(&why))?;
-        let args = [self.functions, self.objects, self.run_args, count];
-        let joined = self.call(self.write_run, self.helpers, &args)?;
+        let number = |n: usize| {
+            Value::Number(n as f64)
+                .to_js(self.env)
+                .map_err(|why| internal(&why))
+        };
+        let args = [
+            self.functions,
+            self.objects,
+            self.run_args,
+            number(entries.len())?,
+            number(room)?,
+        ];
+        let result = self.call(self.write_run, self.helpers, &args)?;
         let done = usize::try_from(self.returned()?).unwrap_or(0);
+        let miscounted = || internal("a run of writes came back miscounted");
         if done == 0 || done > entries.len() {
-            return Err(internal("a run of writes came back miscounted"));
+            return Err(miscounted());
         }
-        // SAFETY: as in `element`; the helper returns a string.
-        let units =
-            unsafe { convert::string_utf16(self.env, joined) }.map_err(|why| internal(&why))?;
         let (data, length) = self.helper_memory(self.run_args, float64)?;
-        let mut start = 0usize;
-        let mut html = String::new();
-        for (k, w) in writes.iter().take(done).enumerate() {
-            // SAFETY: as above; `4 * k` < 4 × `done` ≤ `length` (checked before the call,
-            // and the array is the helpers' own, of a fixed length).
-            let len = unsafe { (data as *const f64).add(4 * k).read_unaligned() };
-            let end = crate::rpc::packed::whole(len, units.len() - start)
-                .map(|len| start + len)
-                .filter(|_| 4 * k < length)
-                .ok_or_else(|| internal("a run of writes came back miscounted"))?;
-            let decoded = char::decode_utf16(units[start..end].iter().copied());
-            let sink = if w.escape == TagEscape::Html {
-                html.clear();
-                &mut html
-            } else {
-                &mut *texts
-            };
-            for c in decoded {
-                sink.push(c.map_err(|_| RpcError::failed(LONE_SURROGATE))?);
-            }
-            if w.escape == TagEscape::Html {
-                escape_html(&html, texts);
-            }
-            ends.push(texts.len());
-            start = end;
+        if length < 4 * done {
+            return Err(miscounted());
         }
-        if start != units.len() {
-            return Err(internal("a run of writes came back miscounted"));
+        let lengths = (0..done)
+            .map(|k| {
+                // SAFETY: `4 * k` < 4 × `done` ≤ `length` elements (just checked, with no
+                // JavaScript run since); read unaligned to assume nothing.
+                let len = unsafe { (data as *const f64).add(4 * k).read_unaligned() };
+                crate::rpc::packed::whole(len, MAX_JS_STRING).ok_or_else(miscounted)
+            })
+            .collect::<Result<Vec<usize>, RpcError>>()?;
+        // A string, or `[joined, apart]`: the last text came apart.
+        let mut is_array = false;
+        // SAFETY: as in `element`.
+        unsafe { sys::napi_is_array(self.env, result, &mut is_array) };
+        let (joined, apart) = match is_array {
+            true => (self.element(result, 0)?, Some(self.element(result, 1)?)),
+            false => (result, None),
+        };
+        let in_joined = done - usize::from(apart.is_some());
+        self.split(
+            joined,
+            &writes[..in_joined],
+            &lengths[..in_joined],
+            texts,
+            ends,
+        )?;
+        if let Some(apart) = apart {
+            self.push_text(apart, texts, writes[in_joined].escape == TagEscape::Html)?;
+            ends.push(texts.len());
         }
         Ok(done)
+    }
+}
+
+impl<'f, 'p> JsHost<'f, 'p> {
+    /// Appends the texts `joined` holds, one per write of `writes`, `lengths` UTF-16 units
+    /// each, as [`JsHost::push_text`] would append each, ending each at its entry of `ends`.
+    fn split(
+        &self,
+        joined: sys::napi_value,
+        writes: &[Write<'p>],
+        lengths: &[usize],
+        texts: &mut String,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), RpcError> {
+        let miscounted = || internal("a run of writes came back miscounted");
+        let mut push = |text: &str, w: &Write<'p>| {
+            if w.escape == TagEscape::Html {
+                escape_html(text, texts);
+            } else {
+                texts.push_str(text);
+            }
+            ends.push(texts.len());
+        };
+        // As UTF-8 (see `with_text`), finding where each text ends by its UTF-16 length: in
+        // bytes at once for ASCII, else char by char; then appending them.
+        // SAFETY: as in `element`; the helper returns a string.
+        let split = unsafe {
+            convert::with_str(self.env, joined, |all| {
+                if all.contains('\u{FFFD}') {
+                    return None;
+                }
+                let mut cuts = Vec::with_capacity(lengths.len());
+                let mut at = 0;
+                for &len in lengths {
+                    let rest = all.get(at..)?;
+                    let bytes = if rest.is_ascii() {
+                        len
+                    } else {
+                        let mut units = 0;
+                        let mut chars = rest.char_indices();
+                        loop {
+                            if units == len {
+                                break chars.next().map_or(rest.len(), |(i, _)| i);
+                            }
+                            let (_, c) = chars.next()?;
+                            units += c.len_utf16();
+                        }
+                    };
+                    at = at.checked_add(bytes).filter(|&end| end <= all.len())?;
+                    cuts.push(at);
+                }
+                if at != all.len() || !all.is_char_boundary(at) {
+                    return None;
+                }
+                let mut start = 0;
+                for (w, &end) in writes.iter().zip(&cuts) {
+                    push(all.get(start..end)?, w);
+                    start = end;
+                }
+                Some(())
+            })
+        }
+        .map_err(|why| internal(&why))?;
+        if split.is_some() {
+            return Ok(());
+        }
+        // U+FFFD somewhere (a lone surrogate, or one of the texts' own), or lengths that do
+        // not fall on chars: read as UTF-16, which tells.
+        // SAFETY: as above.
+        let units =
+            unsafe { convert::string_utf16(self.env, joined) }.map_err(|why| internal(&why))?;
+        let mut start = 0usize;
+        let mut text = String::new();
+        for (w, &len) in writes.iter().zip(lengths) {
+            let end = start
+                .checked_add(len)
+                .filter(|&end| end <= units.len())
+                .ok_or_else(miscounted)?;
+            text.clear();
+            for c in char::decode_utf16(units[start..end].iter().copied()) {
+                text.push(c.map_err(|_| RpcError::failed(LONE_SURROGATE))?);
+            }
+            push(&text, w);
+            start = end;
+        }
+        (start == units.len()).then_some(()).ok_or_else(miscounted)
     }
 }
 

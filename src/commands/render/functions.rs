@@ -130,13 +130,17 @@ pub trait Functions<'a> {
     /// rendered between them, done in order as [`Functions::write`] does each: their texts
     /// appended to `texts`, each ended at its entry of `ends`. A host may do fewer (at least
     /// one; the caller checks what the output has grown to before it asks for the rest) and
-    /// says how many. By default, one by one.
+    /// says how many; it must do no write after one whose text takes the output past `room`
+    /// UTF-16 units more (the caller's bound: JavaScript's longest string, less what the
+    /// output and the text between the writes may already take). By default, one by one.
     fn write_run(
         &self,
         writes: &[Write<'a>],
+        _room: usize,
         texts: &mut String,
         ends: &mut Vec<usize>,
     ) -> Result<usize, RpcError> {
+        // One by one, the caller checks the output after every write.
         for w in writes {
             self.write(w.value, w.this, w.escape, texts)?;
             ends.push(texts.len());

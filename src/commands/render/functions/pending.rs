@@ -326,7 +326,13 @@ impl<'p> Finishing<'p> {
                     );
                     texts.clear();
                     ends.clear();
-                    let done = host.write_run(&run, &mut texts, &mut ends)?;
+                    // Bytes count for at least as many UTF-16 units, so this is at most the room
+                    // left: the output so far, and the text between the run's writes.
+                    let between = parts.slots[next..next + run.len()]
+                        .last()
+                        .map_or(0, |&(last, _)| last - copied);
+                    let room = MAX_STRING_LENGTH.saturating_sub(out.len() + between);
+                    let done = host.write_run(&run, room, &mut texts, &mut ends)?;
                     let miscounted = || {
                         RpcError::new(
                             ErrorCode::InternalError,
