@@ -321,6 +321,39 @@ test('function tags in a row near the longest string: the same functions are cal
   };
   await expect(pool.render(template, pastLimitTogether)).rejects.toMatchObject({ code: CommandFailed, message: expect.stringContaining("longer than JavaScript's longest string") });
   expect(calls.corepool).toEqual([0, 1]);
+  // Text between the tags that passes the limit by itself, after empty texts; and the first
+  // case again with Math.min replaced: rows that are objects (runs) call what rows that are
+  // strings (one by one) call.
+  const between = `{{#rows}}{{{f}}}${'S'.repeat(20)}{{/rows}}`;
+  const called = (rowsOf, first, rest) => {
+    const list = [];
+    const v = {
+      rows: rowsOf,
+      f() {
+        const i = typeof this === 'object' ? this.i : Number(this);
+        list.push(i);
+        return i === 0 ? first : rest;
+      },
+    };
+    return { v, list };
+  };
+  const strings = Array.from({ length: 20 }, (_, i) => String(i));
+  for (const [template_, first, rest, swapMin] of [
+    [between, near, '', false],
+    [template, near, 'abc', true],
+  ]) {
+    const min = Math.min;
+    if (swapMin) Math.min = () => Infinity;
+    try {
+      const runs = called(rows, first, rest);
+      const oneByOne = called(strings, first, rest);
+      await expect(pool.render(template_, runs.v)).rejects.toMatchObject({ code: CommandFailed });
+      await expect(pool.render(template_, oneByOne.v)).rejects.toMatchObject({ code: CommandFailed });
+      expect(runs.list).toEqual(oneByOne.list);
+    } finally {
+      Math.min = min;
+    }
+  }
 }, 120_000);
 
 test('function tags in a row stop after a lone surrogate even when String.prototype.isWellFormed is replaced', async () => {

@@ -78,7 +78,7 @@ const isWellFormed = Function.prototype.call.bind(String.prototype.isWellFormed)
  * (which the addon refuses before any later function is called).
  */
 function writeRun(functions, objects, args, count, room) {
-  const limit = Math.min(room, RUN_TEXT_MAX);
+  const limit = room < RUN_TEXT_MAX ? room : RUN_TEXT_MAX; // (Math.min may be replaced)
   let joined = '';
   let taken = 0;
   let i = 0;

@@ -854,18 +854,19 @@ impl<'f, 'p> JsHost<'f, 'p> {
             ends.push(texts.len());
         };
         // As UTF-8 (see `with_text`), finding where each text ends by its UTF-16 length: in
-        // bytes at once for ASCII, else char by char; then appending them.
+        // bytes at once when all of it is ASCII, else char by char; then appending them.
         // SAFETY: as in `element`; the helper returns a string.
         let split = unsafe {
             convert::with_str(self.env, joined, |all| {
                 if all.contains('\u{FFFD}') {
                     return None;
                 }
+                let ascii = all.is_ascii();
                 let mut cuts = Vec::with_capacity(lengths.len());
                 let mut at = 0;
                 for &len in lengths {
                     let rest = all.get(at..)?;
-                    let bytes = if rest.is_ascii() {
+                    let bytes = if ascii {
                         len
                     } else {
                         let mut units = 0;

@@ -131,8 +131,8 @@ pub trait Functions<'a> {
     /// appended to `texts`, each ended at its entry of `ends`. A host may do fewer (at least
     /// one; the caller checks what the output has grown to before it asks for the rest) and
     /// says how many; it must do no write after one whose text takes the output past `room`
-    /// UTF-16 units more (the caller's bound: JavaScript's longest string, less what the
-    /// output and the text between the writes may already take). By default, one by one.
+    /// more UTF-16 units (the caller's bound: JavaScript's longest string, less what the
+    /// output and the text between the writes may already take). By default, the first only.
     fn write_run(
         &self,
         writes: &[Write<'a>],
@@ -140,11 +140,11 @@ pub trait Functions<'a> {
         texts: &mut String,
         ends: &mut Vec<usize>,
     ) -> Result<usize, RpcError> {
-        // One by one, the caller checks the output after every write.
-        for w in writes {
-            self.write(w.value, w.this, w.escape, texts)?;
-            ends.push(texts.len());
-        }
-        Ok(writes.len())
+        let Some(w) = writes.first() else {
+            return Ok(0);
+        };
+        self.write(w.value, w.this, w.escape, texts)?;
+        ends.push(texts.len());
+        Ok(1)
     }
 }

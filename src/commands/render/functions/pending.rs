@@ -332,6 +332,11 @@ impl<'p> Finishing<'p> {
                         .last()
                         .map_or(0, |&(last, _)| last - copied);
                     let room = MAX_STRING_LENGTH.saturating_sub(out.len() + between);
+                    if room == 0 {
+                        // The text between the writes may pass the limit by itself, which one
+                        // by one finds after the write before it: one write, then the check.
+                        run.truncate(1);
+                    }
                     let done = host.write_run(&run, room, &mut texts, &mut ends)?;
                     let miscounted = || {
                         RpcError::new(
