@@ -323,7 +323,7 @@ test('function tags in a row near the longest string: the same functions are cal
   expect(calls.corepool).toEqual([0, 1]);
   // Text between the tags that passes the limit by itself, after empty texts; and the first
   // case again with Math.min replaced: rows that are objects (runs) call what rows that are
-  // strings (one by one) call.
+  // strings (one by one) call, and what mustache.js calls.
   const between = `{{#rows}}{{{f}}}${'S'.repeat(20)}{{/rows}}`;
   const called = (rowsOf, first, rest) => {
     const list = [];
@@ -350,6 +350,9 @@ test('function tags in a row near the longest string: the same functions are cal
       await expect(pool.render(template_, runs.v)).rejects.toMatchObject({ code: CommandFailed });
       await expect(pool.render(template_, oneByOne.v)).rejects.toMatchObject({ code: CommandFailed });
       expect(runs.list).toEqual(oneByOne.list);
+      const theirs = called(strings, first, rest);
+      expect(() => Mustache.render(template_, theirs.v)).toThrow('Invalid string length');
+      expect(runs.list).toEqual(theirs.list);
     } finally {
       Math.min = min;
     }

@@ -303,15 +303,20 @@ impl<'p> Finishing<'p> {
     pub fn fill(&self, host: &dyn Functions<'p>) -> Result<String, RpcError> {
         let parts = self.parts;
         let mut out = String::with_capacity(parts.out.len() + parts.out.len() / 4);
-        // Checked after every slot, as a function may return JavaScript's longest string each
-        // time: mustache.js fails at the concatenation that passes the limit, and so does this,
-        // instead of growing the output by every function's result first.
+        // Checked before and after every slot, as a function may return JavaScript's longest
+        // string each time: mustache.js fails at the concatenation that passes the limit, and so
+        // does this, instead of growing the output by every function's result first.
         let mut length = OutputLength::default();
         let mut copied = 0;
         // A run of writes goes to the host at once (it may call their functions in one go).
         let (mut run, mut texts, mut ends) = (Vec::new(), String::new(), Vec::new());
         let mut next = 0;
         while let Some((at, slot)) = parts.slots.get(next) {
+            // The text before the slot first: mustache.js fails on it before it calls the
+            // slot's function.
+            out.push_str(&parts.out[copied..*at]);
+            copied = *at;
+            length.check(&out, MAX_STRING_LENGTH)?;
             match slot {
                 Slot::Write(_) => {
                     run.clear();
@@ -333,8 +338,8 @@ impl<'p> Finishing<'p> {
                         .map_or(0, |&(last, _)| last - copied);
                     let room = MAX_STRING_LENGTH.saturating_sub(out.len() + between);
                     if room == 0 {
-                        // The text between the writes may pass the limit by itself, which one
-                        // by one finds after the write before it: one write, then the check.
+                        // The text between the writes may pass the limit by itself, which must
+                        // fail before the next write's function is called: one write at a time.
                         run.truncate(1);
                     }
                     let done = host.write_run(&run, room, &mut texts, &mut ends)?;
@@ -364,8 +369,6 @@ impl<'p> Finishing<'p> {
                     template,
                     node,
                 } => {
-                    out.push_str(&parts.out[copied..*at]);
-                    copied = *at;
                     let views = parts.tree.stack(*views);
                     let scope = self.scope(&views);
                     let mut r = Renderer::new(scope, views.clone(), Some(host));
