@@ -28,7 +28,7 @@ use super::convert::{self, to_js, FromJs};
 use super::pool::RawValue;
 use crate::commands::render::functions::pending::{Finishing, PendingRender};
 use crate::commands::render::functions::{
-    Functions, SectionCall, SectionValue, TagEscape, Write, WRITE_RUN_MAX,
+    write_first, Functions, SectionCall, SectionValue, TagEscape, Write, WRITE_RUN_MAX,
 };
 use crate::commands::render::js::Js;
 use crate::commands::render::{check_value, escape_html};
@@ -764,10 +764,7 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
     ) -> Result<usize, RpcError> {
         let entries: Vec<[f64; 4]> = writes.iter().map_while(|w| self.run_entry(w)).collect();
         if entries.len() < 2 {
-            let w = &writes[0];
-            self.write(w.value, w.this, w.escape, texts)?;
-            ends.push(texts.len());
-            return Ok(1);
+            return write_first(self, writes, texts, ends);
         }
         let float64 = sys::TypedarrayType::float64_array;
         let (data, length) = self.helper_memory(self.run_args, float64)?;

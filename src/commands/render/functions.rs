@@ -140,11 +140,21 @@ pub trait Functions<'a> {
         texts: &mut String,
         ends: &mut Vec<usize>,
     ) -> Result<usize, RpcError> {
-        let Some(w) = writes.first() else {
-            return Ok(0);
-        };
-        self.write(w.value, w.this, w.escape, texts)?;
-        ends.push(texts.len());
-        Ok(1)
+        write_first(self, writes, texts, ends)
     }
+}
+
+/// [`Functions::write_run`] that does the first write only (none of none).
+pub fn write_first<'a, F: Functions<'a> + ?Sized>(
+    host: &F,
+    writes: &[Write<'a>],
+    texts: &mut String,
+    ends: &mut Vec<usize>,
+) -> Result<usize, RpcError> {
+    let Some(w) = writes.first() else {
+        return Ok(0);
+    };
+    host.write(w.value, w.this, w.escape, texts)?;
+    ends.push(texts.len());
+    Ok(1)
 }
