@@ -12,12 +12,16 @@ const RESULTS = path.join(__dirname, '..', 'bench', 'results');
 
 test('a caller replaced as the soak stops is stopped too, and every call is accounted for', () => {
   const before = fs.readdirSync(RESULTS).map((f) => [f, fs.statSync(path.join(RESULTS, f)).mtimeMs]);
-  // 3 s of load; the first replacement starts 50 ms before the end, so the new caller is ready
-  // only after the load has stopped.
-  const r = spawnSync(process.execPath, [SOAK, '--seconds=3', '--replace-after=2950', '--seed=1'], { encoding: 'utf8', timeout: 120_000 });
+  // 2 s of load, then a server and a caller replaced as it stops: the new ones are ready
+  // only during the teardown.
+  const r = spawnSync(process.execPath, [SOAK, '--seconds=2', '--replace-at-end', '--seed=1'], { encoding: 'utf8', timeout: 120_000 });
   const out = `${r.stdout}\n${r.stderr}`;
   expect(out).toMatch(/\[soak\] every call accounted for/);
-  expect(out).toMatch(/start caller +3 +3 /); // the two first and the late replacement
+  // The two first of each, and the late replacements, stopped like the others.
+  expect(out).toMatch(/start caller +3 +3 /);
+  expect(out).toMatch(/stop caller +2 +2 /);
+  expect(out).toMatch(/start server +3 +3 /);
+  expect(out).toMatch(/server exits +2 +2 /);
   expect(out).not.toMatch(/FAILURE/);
   expect(r.status).toBe(0);
   // A run aimed at one moment leaves the recorded results alone.

@@ -43,7 +43,7 @@
 // event loop stuck in native code), reports a FAILURE with its last lines and, when gdb is
 // installed, the stacks of its threads (in a file under the temp dir).
 //
-//   node bench/soak.js [--quick] [--seconds=N] [--seed=N] [--sample=S] [--replace-after=MS]
+//   node bench/soak.js [--quick] [--seconds=N] [--seed=N] [--sample=S] [--replace-at-end]
 //   npm run bench -- soak [--quick] [--seconds=N]   (past ~800 s, raise BENCH_TIMEOUT_S)
 const fs = require('node:fs');
 const os = require('node:os');
@@ -70,10 +70,11 @@ const SAMPLE_S = flag('sample') ?? (quick ? 1 : Math.min(10, Math.max(1, Math.ro
 const SEED = flag('seed', 0) ?? Date.now() % 2 ** 31;
 const TEARDOWN_S = quick ? 8 : 60;
 const WATCHDOG_S = SECONDS + TEARDOWN_S + (quick ? 15 : 60);
-// --replace-after=MS: every replacement MS after the previous one (a run aimed at one moment,
-// such as a worker_thread starting as the load stops; it leaves bench/results alone).
-const REPLACE_AFTER = flag('replace-after');
-const REPLACE_MS = REPLACE_AFTER !== undefined ? [REPLACE_AFTER, REPLACE_AFTER] : quick ? [2000, 4000] : [10_000, 20_000];
+const REPLACE_MS = quick ? [2000, 4000] : [10_000, 20_000];
+// --replace-at-end: one worker_thread of each kind is also replaced as the load stops, so that
+// its replacement is ready only during the teardown (a run aimed at that moment; it leaves
+// bench/results alone).
+const REPLACE_AT_END = args.includes('--replace-at-end');
 const CHURN_GAP_MS = quick ? 500 : 2000;
 const MB = 2 ** 20;
 
@@ -354,19 +355,28 @@ async function load() {
     while (!stopping) {
       await nap(REPLACE_MS[0] + r() * (REPLACE_MS[1] - REPLACE_MS[0]));
       if (stopping || list.length === 0) return;
-      const victim = list.shift();
-      let inFlight;
-      if (role === 'server') {
-        const s = pools.shared.stats().servers.find((x) => x.id === victim.serverId);
-        inFlight = s ? { running: s.running, queued: s.queued } : { running: '?', queued: '?' };
-      } else {
-        inFlight = { open: callerOpen(victim) };
-      }
-      victim.terminated = true;
-      await ledger.step(`terminate ${role}`, victim.worker.terminate(), `terminate ${role} #${victim.id}`);
-      terminations.push({ t: Math.round(since(t0)), role, id: victim.id, ...inFlight });
-      if (!stopping) await start();
+      await replaceOne(role, list, start);
     }
+  }
+
+  /**
+   * Terminates the oldest worker_thread of `list` (its calls in flight go with it), then starts
+   * another, unless the load has stopped meanwhile; `late`: start it all the same.
+   */
+  async function replaceOne(role, list, start, late = false) {
+    if (list.length === 0) return;
+    const victim = list.shift();
+    let inFlight;
+    if (role === 'server') {
+      const s = pools.shared.stats().servers.find((x) => x.id === victim.serverId);
+      inFlight = s ? { running: s.running, queued: s.queued } : { running: '?', queued: '?' };
+    } else {
+      inFlight = { open: callerOpen(victim) };
+    }
+    victim.terminated = true;
+    await ledger.step(`terminate ${role}`, victim.worker.terminate(), `terminate ${role} #${victim.id}`);
+    terminations.push({ t: Math.round(since(t0)), role, id: victim.id, ...inFlight });
+    if (late || !stopping) await start();
   }
 
   await Promise.all([startServer(), startServer()]);
@@ -448,6 +458,7 @@ async function load() {
 
   // --- teardown, within a deadline ---------------------------------------------------------------
   log(`stopping: ${ledger.open.size} calls open on this thread`);
+  if (REPLACE_AT_END) replacing.push(replaceOne('server', servers, startServer, true), replaceOne('caller', callers, startCaller, true));
   stopping = true;
   stopper.abort();
   const until = performance.now() + TEARDOWN_S * 1000;
@@ -610,7 +621,7 @@ async function load() {
   );
   if (failures.length) for (const f of failures) console.log(`[soak] FAILURE: ${f}`);
   else console.log('[soak] every call accounted for');
-  if (REPLACE_AFTER === undefined) suite.save();
+  if (!REPLACE_AT_END) suite.save();
   // A pool left with calls in flight keeps the process alive: leave on our own.
   process.exit(failures.length ? 1 : 0);
 }
