@@ -468,14 +468,20 @@ test('a call whose thread is terminated while its params are being made is Serve
   // The only server (the block above stopped its own). A call with a view gets its params made
   // on the serving thread once its views are there; a big array keeps that going for tens of
   // ms, and a terminating thread can no longer make JavaScript values: the call must not look
-  // like one with bad params (InvalidParams).
+  // like one with bad params (InvalidParams). Should this thread be held up long enough for
+  // the call to finish first, it resolves: that attempt says nothing, and another is made.
   const pool = Pool.shared();
-  const worker = await startWorker();
-  const view = new Int32Array(new SharedArrayBuffer(8));
   const big = Array.from({ length: 300_000 }, (_, i) => i);
-  const code = codeOf(pool.exec('bump', view, big));
-  // Taken by the server: its params are being made now (they take far longer than the take).
-  while (!pool.stats().servers.some((s) => s.running > 0)) await new Promise((resolve) => setImmediate(resolve));
-  await worker.terminate();
-  expect(await code).toBe(ServerGone);
+  const codes = [];
+  while (codes.length < 5 && !codes.includes(ServerGone)) {
+    const worker = await startWorker();
+    const view = new Int32Array(new SharedArrayBuffer(8));
+    const code = codeOf(pool.exec('bump', view, big));
+    // Taken by the server: its params are being made now (they take far longer than the take).
+    while (!pool.stats().servers.some((s) => s.running > 0)) await new Promise((resolve) => setImmediate(resolve));
+    await worker.terminate();
+    codes.push(await code);
+  }
+  expect(codes).not.toContain(InvalidParams);
+  expect(codes).toContain(ServerGone);
 });
