@@ -28,7 +28,8 @@ use super::convert::{self, to_js, FromJs};
 use super::pool::RawValue;
 use crate::commands::render::functions::pending::{Finishing, PendingRender};
 use crate::commands::render::functions::{
-    write_first, Functions, SectionCall, SectionValue, TagEscape, Write, WRITE_RUN_MAX,
+    run_miscounted, write_first, Functions, SectionCall, SectionValue, TagEscape, Write,
+    WRITE_RUN_MAX,
 };
 use crate::commands::render::js::Js;
 use crate::commands::render::{check_value, escape_html};
@@ -790,20 +791,19 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
         ];
         let result = self.call(self.write_run, self.helpers, &args)?;
         let done = usize::try_from(self.returned()?).unwrap_or(0);
-        let miscounted = || internal("a run of writes came back miscounted");
         if done == 0 || done > entries.len() {
-            return Err(miscounted());
+            return Err(run_miscounted());
         }
         let (data, length) = self.helper_memory(self.run_args, float64)?;
         if length < 4 * done {
-            return Err(miscounted());
+            return Err(run_miscounted());
         }
         let lengths = (0..done)
             .map(|k| {
                 // SAFETY: `4 * k` < 4 × `done` ≤ `length` elements (just checked, with no
                 // JavaScript run since); read unaligned to assume nothing.
                 let len = unsafe { (data as *const f64).add(4 * k).read_unaligned() };
-                crate::rpc::packed::whole(len, MAX_JS_STRING).ok_or_else(miscounted)
+                crate::rpc::packed::whole(len, MAX_JS_STRING).ok_or_else(run_miscounted)
             })
             .collect::<Result<Vec<usize>, RpcError>>()?;
         // A string, or `[joined, apart]`: the last text came apart.
@@ -841,7 +841,6 @@ impl<'f, 'p> JsHost<'f, 'p> {
         texts: &mut String,
         ends: &mut Vec<usize>,
     ) -> Result<(), RpcError> {
-        let miscounted = || internal("a run of writes came back miscounted");
         let mut push = |text: &str, w: &Write<'p>| {
             if w.escape == TagEscape::Html {
                 escape_html(text, texts);
@@ -905,7 +904,7 @@ impl<'f, 'p> JsHost<'f, 'p> {
             let end = start
                 .checked_add(len)
                 .filter(|&end| end <= units.len())
-                .ok_or_else(miscounted)?;
+                .ok_or_else(run_miscounted)?;
             text.clear();
             for c in char::decode_utf16(units[start..end].iter().copied()) {
                 text.push(c.map_err(|_| RpcError::failed(LONE_SURROGATE))?);
@@ -913,7 +912,9 @@ impl<'f, 'p> JsHost<'f, 'p> {
             push(&text, w);
             start = end;
         }
-        (start == units.len()).then_some(()).ok_or_else(miscounted)
+        (start == units.len())
+            .then_some(())
+            .ok_or_else(run_miscounted)
     }
 }
 

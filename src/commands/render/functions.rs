@@ -158,3 +158,12 @@ pub fn write_first<'a, F: Functions<'a> + ?Sized>(
     ends.push(texts.len());
     Ok(1)
 }
+
+/// The error of a run of writes whose texts came back not as the run was asked for (a host's
+/// bug, never the caller's).
+pub fn run_miscounted() -> RpcError {
+    RpcError::new(
+        crate::rpc::ErrorCode::InternalError,
+        "corepool: a run of writes came back miscounted",
+    )
+}

@@ -8,13 +8,15 @@
 //! handed out is tied to `&self`. Values that functions return while the render is finished
 //! are kept in an [`Arena`] of the same lifetime.
 
-use super::{Functions, Scope, SectionCall, SectionValue, TagEscape, Write, WRITE_RUN_MAX};
+use super::{
+    run_miscounted, Functions, Scope, SectionCall, SectionValue, TagEscape, Write, WRITE_RUN_MAX,
+};
 use crate::commands::render::cache::TemplateCache;
 use crate::commands::render::config::{Config, Data, Output};
 use crate::commands::render::js::Js;
 use crate::commands::render::parse::{Node, Template};
 use crate::commands::render::writer::{OutputLength, Renderer, MAX_STRING_LENGTH};
-use crate::rpc::{Context, ErrorCode, FunctionId, RpcError, StopFlags, Value};
+use crate::rpc::{Context, FunctionId, RpcError, StopFlags, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8};
@@ -343,20 +345,14 @@ impl<'p> Finishing<'p> {
                         run.truncate(1);
                     }
                     let done = host.write_run(&run, room, &mut texts, &mut ends)?;
-                    let miscounted = || {
-                        RpcError::new(
-                            ErrorCode::InternalError,
-                            "corepool: a run of writes came back miscounted",
-                        )
-                    };
                     if done == 0 || done > run.len() || ends.len() != done {
-                        return Err(miscounted());
+                        return Err(run_miscounted());
                     }
                     let mut start = 0;
                     for (&(at, _), &end) in parts.slots[next..next + done].iter().zip(&ends) {
                         out.push_str(&parts.out[copied..at]);
                         copied = at;
-                        out.push_str(texts.get(start..end).ok_or_else(miscounted)?);
+                        out.push_str(texts.get(start..end).ok_or_else(run_miscounted)?);
                         start = end;
                         length.check(&out, MAX_STRING_LENGTH)?;
                     }
