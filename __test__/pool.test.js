@@ -612,6 +612,16 @@ describe('JSON-RPC 2.0', () => {
     expect(parse.id).toBe(null);
     expect(JSON.parse(await pool.handle('[]')).error.code).toBe(-32600);
     expect(JSON.parse(await pool.handle(42)).error.code).toBe(-32600);
+    // Text that is not JSON is a parse error however deep it nests, as JSON.parse says
+    // (JSONTestSuite n_structure_100000_opening_arrays, n_structure_open_array_object); JSON
+    // nested past the 512 levels of every value is an invalid request.
+    for (const text of ['['.repeat(100000), '[{"":'.repeat(50000), '['.repeat(600) + ']'.repeat(599), '['.repeat(600) + 'x' + ']'.repeat(600)]) {
+      expect(() => JSON.parse(text)).toThrow(SyntaxError);
+      const answer = JSON.parse(await pool.handle(text));
+      expect([answer.error.code, answer.id]).toEqual([-32700, null]);
+    }
+    const tooDeep = JSON.parse(await pool.handle('['.repeat(600) + ']'.repeat(600)));
+    expect([tooDeep.error.code, tooDeep.error.message]).toEqual([-32600, 'Invalid Request: it is nested more than 512 levels deep']);
     const batch = JSON.parse(await pool.handle('[1,{"jsonrpc":"2.0","method":"echo","params":["x"],"id":9}]'));
     expect(batch).toEqual([
       { jsonrpc: '2.0', error: { code: -32600, message: expect.any(String) }, id: null },

@@ -1320,6 +1320,53 @@ describe('1b. handle() of JSON text nested deeper than 100 levels', () => {
   }, LIMIT_MS);
 });
 
+describe('1d. handle() of text nested past the limit: a parse error exactly when JSON.parse throws', () => {
+  // Brackets nested 500–3,000 deep around a leaf, sometimes with one character changed: text
+  // that is not JSON is -32700 however deep, as JSON.parse says; JSON is never -32700.
+  const textArb = fc
+    .record({
+      depth: fc.integer({ min: 500, max: 3000 }),
+      opens: fc.array(fc.constantFrom('[', '{"":', '{"a":1,"b":'), { minLength: 1, maxLength: 3 }),
+      leaf: fc.constantFrom('1', '"x"', '[]', '{}', 'null', '-0.5e3', '"\\u00e9"'),
+      cut: fc.option(fc.tuple(fc.nat(), fc.constantFrom('', 'x', ',', ']', '}', '[', '"', ':', ' ')), { nil: undefined }),
+    })
+    .map(({ depth, opens, leaf, cut }) => {
+      let open = '';
+      let close = '';
+      for (let i = 0; i < depth; i++) {
+        const o = opens[i % opens.length];
+        open += o;
+        close = (o === '[' ? ']' : '}') + close;
+      }
+      let text = open + leaf + close;
+      if (cut !== undefined) {
+        const at = cut[0] % text.length;
+        text = text.slice(0, at) + cut[1] + text.slice(at + 1);
+      }
+      return text;
+    });
+
+  test('-32700 for every text JSON.parse refuses, never for one it takes', async () => {
+    const pool = new Pool({ threads: 1 });
+    await check(
+      fc.asyncProperty(textArb, async (text) => {
+        let json = true;
+        try {
+          JSON.parse(text);
+        } catch {
+          json = false;
+        }
+        const answer = JSON.parse(await pool.handle(text));
+        const code = Array.isArray(answer) || answer === null ? undefined : answer.error?.code;
+        if (json) expect(code).not.toBe(-32700);
+        else expect([code, answer.id]).toEqual([-32700, null]);
+      }),
+      100,
+    );
+    await pool.close();
+  }, LIMIT_MS);
+});
+
 describe('1c. packed params: tables of objects that share keys, in any order, arrive as JSON would carry them', () => {
   // Plain params holding objects cross packed (src/rpc/packed.rs): an object whose keys an
   // earlier object of the call had, in the same order, names that earlier key list. Objects

@@ -13,14 +13,22 @@ mod fast;
 pub(crate) use fast::push_reserved;
 #[cfg(test)]
 mod property_tests;
+mod syntax;
 
-/// Parses JSON text as `JSON.parse` does, up to [`MAX_NESTING`] levels: a lone surrogate escape
+/// Parses JSON text as `JSON.parse` does, up to [`MAX_NESTING`] levels (JSON nested deeper is
+/// [`Unparsed::TooDeep`]; text that is not JSON is [`Unparsed::NotJson`] at any depth): a lone surrogate escape
 /// (as `JSON.stringify` writes a lone surrogate) becomes U+FFFD, a number out of range is
 /// ±Infinity. For text that is not JSON, the message is serde_json's (line and column).
 pub fn parse(text: &str) -> Result<Value, Unparsed> {
     match fast::parse(text) {
         Some(value) => Ok(value),
-        None if nested_deeper_than(text, MAX_NESTING) => Err(Unparsed::TooDeep),
+        // Too deep for a value: JSON nested that deep is refused as such, anything else is not
+        // JSON, as `JSON.parse` says of it however deep (serde_json would stop at its own
+        // recursion limit before finding where the text goes wrong).
+        None if nested_deeper_than(text, MAX_NESTING) => match syntax::check(text) {
+            Ok(()) => Err(Unparsed::TooDeep),
+            Err(why) => Err(Unparsed::NotJson(why)),
+        },
         None => serde_json::from_str(text).map_err(|e| Unparsed::NotJson(e.to_string())),
     }
 }
@@ -552,9 +560,20 @@ mod tests {
             let quoted = format!("[\"{}\"]", "[".repeat(depth));
             assert!(parse(&quoted).is_ok());
         }
-        // Text that is not JSON, however deep, is not JSON.
-        let broken = format!("{}x{}", "[".repeat(600), "]".repeat(600));
-        assert_eq!(parse(&broken), Err(Unparsed::TooDeep));
+        // Text that is not JSON, however deep, is not JSON (JSONTestSuite's
+        // n_structure_100000_opening_arrays and n_structure_open_array_object among them).
+        for broken in [
+            format!("{}x{}", "[".repeat(600), "]".repeat(600)),
+            "[".repeat(100_000),
+            r#"[{"":"#.repeat(50_000),
+            format!("{}{}", "[".repeat(600), "]".repeat(599)),
+        ] {
+            assert!(
+                matches!(parse(&broken), Err(Unparsed::NotJson(_))),
+                "{}",
+                &broken[..40]
+            );
+        }
         assert!(matches!(parse("[1,]"), Err(Unparsed::NotJson(_))));
     }
 
