@@ -204,6 +204,9 @@ pub struct Server {
     /// queue anyway takes a call without a wake-up).
     wake_pending: AtomicBool,
     waker: Box<dyn Wake>,
+    /// Pauses taken while polling in [`Server::rest`]: tests tell "did not poll" by it.
+    #[cfg(test)]
+    pub(super) polls: AtomicUsize,
 }
 
 /// One drain of a server's queue ([`Server::begin_take`]): the jobs taken off it, the notices
@@ -289,6 +292,8 @@ impl Server {
             departed: AtomicBool::new(false),
             wake_pending: AtomicBool::new(false),
             waker,
+            #[cfg(test)]
+            polls: AtomicUsize::new(0),
         })
     }
 
@@ -613,6 +618,8 @@ impl Server {
                 return Rest::Idle;
             }
             drop(inner);
+            #[cfg(test)]
+            self.polls.fetch_add(1, Ordering::Relaxed);
             idle_pause();
         }
     }

@@ -62,15 +62,22 @@ impl Backoff {
             Some(d) => d - now,
             None => Duration::MAX,
         };
-        if step < SPIN_STEPS + YIELD_STEPS {
-            std::thread::yield_now();
-        } else {
-            let doublings = (step - SPIN_STEPS - YIELD_STEPS).min(16);
-            let nap = (FIRST_SLEEP * (1 << doublings)).min(MAX_SLEEP).min(left);
-            std::thread::sleep(nap);
+        match nap(step, left) {
+            None => std::thread::yield_now(),
+            Some(nap) => std::thread::sleep(nap),
         }
         true
     }
+}
+
+/// How long step `step` (past the spinning) sleeps with `left` before the deadline: `None` to
+/// yield instead; never longer than [`MAX_SLEEP`] or than `left`.
+fn nap(step: u32, left: Duration) -> Option<Duration> {
+    if step < SPIN_STEPS + YIELD_STEPS {
+        return None;
+    }
+    let doublings = (step - SPIN_STEPS - YIELD_STEPS).min(16);
+    Some((FIRST_SLEEP * (1 << doublings)).min(MAX_SLEEP).min(left))
 }
 
 #[cfg(test)]
@@ -88,18 +95,31 @@ mod tests {
     }
 
     #[test]
-    fn sleeps_stay_short_however_long_the_wait() {
-        let mut b = Backoff::new();
-        for _ in 0..60 {
-            b.snooze(None);
+    fn sleeps_stay_short_however_long_the_wait_and_never_pass_the_deadline() {
+        let lefts = [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            FIRST_SLEEP,
+            MAX_SLEEP / 2,
+            MAX_SLEEP,
+            Duration::from_secs(1),
+            Duration::MAX,
+        ];
+        let mut slept = false;
+        for step in SPIN_STEPS..200 {
+            for left in lefts {
+                if let Some(nap) = nap(step, left) {
+                    slept = true;
+                    assert!(nap <= MAX_SLEEP, "step {step}: a nap of {nap:?}");
+                    assert!(
+                        nap <= left,
+                        "step {step}: a nap of {nap:?} with {left:?} left"
+                    );
+                }
+            }
         }
-        let t = Instant::now();
-        assert!(b.snooze(None));
-        // MAX_SLEEP plus generous scheduling slack on a loaded 2-core machine.
-        assert!(
-            t.elapsed() < MAX_SLEEP * 50,
-            "one snooze took {:?}",
-            t.elapsed()
-        );
+        assert!(slept, "no step ever slept");
+        // The sleeps grow to MAX_SLEEP, so a long wait does not spin.
+        assert_eq!(nap(u32::MAX, Duration::MAX), Some(MAX_SLEEP));
     }
 }
