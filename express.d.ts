@@ -1,3 +1,4 @@
+/// <reference types="node" />
 // Types for corepool/express: an Express app.engine() callback rendering Mustache on the pool.
 
 import type { Pool } from './index';

@@ -1,3 +1,4 @@
+/// <reference types="node" />
 // Types for corepool/fastify: the engine object @fastify/view takes as `engine: { mustache }`.
 
 import type { Pool, MustachePartials, MustacheView } from './index';

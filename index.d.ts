@@ -1,3 +1,4 @@
+/// <reference types="node" />
 // Types for corepool. Kept in step with index.js by __test__/types.test.js.
 
 import { EventEmitter } from 'node:events';

@@ -1,3 +1,4 @@
+/// <reference types="node" />
 // corepool/nats: corepool hosts behind NATS. Needs the optional peer dependency
 // @nats-io/transport-node (and @nats-io/jetstream for durable jobs).
 import type { Pool, Param, JsonRpcRequest, JsonRpcResponse, BuiltinMethods, MapOptions, MapOutcome, PoolStats } from './index';

@@ -135,6 +135,66 @@ test('with no binary for its platform, corepool names the build command, and tha
   expect((await run(process.execPath, ['-e', cjs], project)).stdout.trim()).toBe('cjs 1 corepool');
 }, 600_000);
 
+// What a TypeScript user writes; each consumer project below compiles it with tsc --strict.
+const TYPED_APP = `import { Pool, RpcError, Mutex, type PoolStats } from 'corepool';
+import { serve, RemotePool } from 'corepool/nats';
+import { mustacheEngine } from 'corepool/express';
+import { mustacheEngine as fastifyEngine } from 'corepool/fastify';
+
+const pool = new Pool({ threads: 1 });
+const echoed: Promise<unknown> = pool.exec('echo', 1);
+const stats: PoolStats = pool.stats();
+const closing: PromiseLike<void> = pool[Symbol.asyncDispose]();
+const lock = new Mutex(new Int32Array(new SharedArrayBuffer(4)), 0);
+const page: Promise<string | Buffer> = pool.render('{{a}}', { a: 1 });
+export { echoed, stats, closing, lock, page, RpcError, serve, RemotePool, mustacheEngine, fastifyEngine };
+`;
+
+/** A project of `type` ('commonjs' | 'module') with the packed corepool and @types/node, as npm lays them out. */
+function typedProject(type) {
+  const project = path.join(workdir, `typed-${type}`);
+  if (!fs.existsSync(project)) {
+    fs.mkdirSync(path.join(project, 'node_modules', '@types'), { recursive: true });
+    fs.symlinkSync(path.join(workdir, 'package'), path.join(project, 'node_modules', 'corepool'));
+    fs.symlinkSync(path.dirname(require.resolve('@types/node/package.json')), path.join(project, 'node_modules', '@types', 'node'));
+    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'app', private: true, type }));
+    fs.writeFileSync(path.join(project, 'app.ts'), TYPED_APP);
+  }
+  return project;
+}
+
+const TSC = { 'TypeScript 5': 'typescript', 'TypeScript 7': 'typescript7' };
+const RESOLUTIONS = { 'no flags': [], node16: ['--module', 'node16'], nodenext: ['--module', 'nodenext'], bundler: ['--module', 'preserve', '--moduleResolution', 'bundler'] };
+const typeCases = Object.keys(TSC).flatMap((ts) => ['commonjs', 'module'].flatMap((type) => Object.keys(RESOLUTIONS).map((r) => [ts, type, r])));
+
+test.each(typeCases)("the packed types pass %s's tsc --strict in a %s project with %s", async (ts, type, resolution) => {
+  // @types/node is the consumer's, as the .d.ts files reference it (TypeScript 7 no longer
+  // includes every @types package unasked: it reported 'Cannot find name node:events' before).
+  const tscPkg = require.resolve(`${TSC[ts]}/package.json`);
+  const tsc = path.join(path.dirname(tscPkg), require(tscPkg).bin.tsc);
+  const out = await run(process.execPath, [tsc, '--strict', '--noEmit', ...RESOLUTIONS[resolution], 'app.ts'], typedProject(type)).then(
+    (r) => r.stdout + r.stderr,
+    (e) => e.message,
+  );
+  expect(out).toBe('');
+}, 120_000);
+
+test('the package passes publint (strict) and Are the Types Wrong', async () => {
+  // Their exports maps hide package.json: each is read where npm installed it.
+  const bin = (pkg, name) => {
+    const dir = path.join(root, 'node_modules', pkg);
+    const { bin: b } = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+    return path.join(dir, typeof b === 'string' ? b : b[name]);
+  };
+  const lint = await run(process.execPath, [bin('publint', 'publint'), 'run', path.join(workdir, 'package'), '--pack', 'false', '--strict'], workdir);
+  expect(lint.stdout).toMatch(/All good!/);
+  // attw exits non-zero on any problem of any entry point, under every module resolution.
+  const attw = await run(process.execPath, [bin('@arethetypeswrong/cli', 'attw'), path.join(workdir, packed.filename), '--format', 'json'], workdir);
+  const report = JSON.parse(attw.stdout);
+  expect(report.analysis.problems).toEqual([]);
+  expect(Object.keys(report.analysis.entrypoints).sort()).toEqual(['.', './express', './fastify', './nats', './package.json']);
+}, 120_000);
+
 test('the loader says how to build from source on a platform with no binary', () => {
   const triple = platformTriple({ platform: 'linux', arch: 'riscv64', glibc: false });
   expect(triple).toBe('linux-riscv64-musl');
