@@ -7,6 +7,7 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { runtimes } = require('./runtimes.js');
 
 const root = path.join(__dirname, '..');
 const jestArgs = process.argv.slice(2);
@@ -43,17 +44,18 @@ function cargoCounts(r) {
   return { passed: p, failed: f };
 }
 
-step('cargo fmt', 'cargo', ['fmt', '--check']);
-// eslint's exports map hides bin/; its package.json names the entry point.
-const eslintPkg = require.resolve('eslint/package.json');
-const eslintBin = path.join(path.dirname(eslintPkg), require(eslintPkg).bin.eslint);
-step('eslint', process.execPath, [eslintBin, '--max-warnings=0', '.']);
-step('cargo clippy', 'cargo', ['clippy', '--all-targets', '--', '-D', 'warnings']);
-step('cargo test', 'cargo', ['test'], cargoCounts);
-const built = step('build addon', process.execPath, [path.join('scripts', 'build.js')]);
-if (built) {
+/** The closing "N passed, N failed" line of a run that prints one. */
+function plainCounts(r) {
+  const m = [...(r.stdout + r.stderr).matchAll(/^(\d+) passed, (\d+) failed$/gm)].at(-1);
+  if (!m) return { passed: 0, failed: 1 };
+  // A run that exits non-zero with no failure counted (it crashed after its line) is one.
+  return { passed: Number(m[1]), failed: Number(m[2]) || (r.status === 0 ? 0 : 1) };
+}
+
+/** The jest suite on the Node at `node`, counted by its JSON report. */
+function jest(name, node) {
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-jest-')), 'results.json');
-  step('jest', process.execPath, [require.resolve('jest/bin/jest'), '--json', `--outputFile=${out}`, ...jestArgs], () => {
+  step(name, node, [require.resolve('jest/bin/jest'), '--json', `--outputFile=${out}`, ...jestArgs], () => {
     try {
       const j = JSON.parse(fs.readFileSync(out, 'utf8'));
       // A suite that fails to run has no test results: count it as a failure.
@@ -63,6 +65,33 @@ if (built) {
       return { passed: 0, failed: 1 };
     }
   });
+}
+
+step('cargo fmt', 'cargo', ['fmt', '--check']);
+// eslint's exports map hides bin/; its package.json names the entry point.
+const eslintPkg = require.resolve('eslint/package.json');
+const eslintBin = path.join(path.dirname(eslintPkg), require(eslintPkg).bin.eslint);
+step('eslint', process.execPath, [eslintBin, '--max-warnings=0', '.']);
+step('cargo clippy', 'cargo', ['clippy', '--all-targets', '--', '-D', 'warnings']);
+step('cargo test', 'cargo', ['test'], cargoCounts);
+const built = step('build addon', process.execPath, [path.join('scripts', 'build.js')]);
+if (built) {
+  jest(`jest (Node ${process.versions.node})`, process.execPath);
+  // The other runtimes, pinned in runtimes/package.json and installed by `npm ci --prefix
+  // runtimes` into the checkout: the whole suite on each Node, a smoke run of the public API on
+  // Bun and Deno. Under CI a runtime that is not installed fails; elsewhere it is named.
+  for (const runtime of runtimes()) {
+    if (!fs.existsSync(runtime.bin)) {
+      const why = `${runtime.name} is not installed (npm ci --prefix runtimes)`;
+      if (process.env.CI) {
+        failed += 1;
+        summary.push(`${runtime.name}: FAILED (${why})`);
+      } else summary.push(`${runtime.name}: not run (${why})`);
+      continue;
+    }
+    if (runtime.kind === 'node') jest(`jest (${runtime.name})`, runtime.bin);
+    else step(`smoke (${runtime.name})`, runtime.bin, [...runtime.args, path.join('__test__', 'smoke', 'runtime.mjs')], plainCounts);
+  }
 }
 
 console.log('\n=== summary');
