@@ -10,7 +10,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFile, execFileSync } = require('node:child_process');
 const { loadAddon } = require('../lib/native.js');
-const { platformTriple } = require('../lib/platform.js');
+const { platformTriple, GLIBC_BASELINE } = require('../lib/platform.js');
 
 const root = path.join(__dirname, '..');
 const NPM12 = 'npm@12.2.0';
@@ -194,6 +194,15 @@ test('the package passes publint (strict) and Are the Types Wrong', async () => 
   expect(report.analysis.problems).toEqual([]);
   expect(Object.keys(report.analysis.entrypoints).sort()).toEqual(['.', './express', './fastify', './nats', './package.json']);
 }, 120_000);
+
+test('the packed linux-x64-gnu binary needs no glibc newer than the baseline', () => {
+  // Built with cargo-zigbuild (scripts/release-tools.txt, installed by .ci/run); a plain cargo
+  // build here needs this machine's glibc (2.34 before), and would not load on RHEL 8 or Debian 11.
+  const versions = [...execFileSync('objdump', ['-T', path.join(workdir, 'package', 'corepool.linux-x64-gnu.node')], { encoding: 'utf8' }).matchAll(/\bGLIBC_(\d+)\.(\d+)/g)];
+  expect(versions.length).toBeGreaterThan(0);
+  const newest = versions.map((m) => [Number(m[1]), Number(m[2])]).reduce((a, b) => (b[0] > a[0] || (b[0] === a[0] && b[1] > a[1]) ? b : a));
+  expect(newest.join('.')).toBe(GLIBC_BASELINE);
+});
 
 test('the loader says how to build from source on a platform with no binary', () => {
   const triple = platformTriple({ platform: 'linux', arch: 'riscv64', glibc: false });

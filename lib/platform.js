@@ -17,4 +17,11 @@ function platformTriple({ platform, arch, glibc } = hostPlatform()) {
   return `${platform}-${arch}`;
 }
 
-module.exports = { platformTriple };
+/**
+ * The oldest glibc the published linux-*-gnu binaries load on: 2.17, the oldest Rust's standard
+ * library supports (RHEL/CentOS 7, Amazon Linux 2, Debian 8, Ubuntu 14.04 and everything
+ * since). A build with cargo-zigbuild links against it (scripts/build.js).
+ */
+const GLIBC_BASELINE = '2.17';
+
+module.exports = { platformTriple, GLIBC_BASELINE };

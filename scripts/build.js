@@ -3,16 +3,23 @@
 // ./corepool.<platform-triple>.node (the napi-rs naming, e.g. corepool.linux-x64-gnu.node).
 // It runs as `npm run build`, as npm's `prepare` step in a clone (`npm install`/`npm ci`, and
 // before `npm pack`/`npm publish`), and as the installed package's `corepool-build` command:
-// the build from source on a platform the package has no binary for.
+// the build from source on a platform the package has no binary for. `--native` links
+// against this machine's glibc even where cargo-zigbuild could link against the baseline.
 'use strict';
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { platformTriple } = require('../lib/platform.js');
+const { platformTriple, GLIBC_BASELINE } = require('../lib/platform.js');
 
 const root = path.join(__dirname, '..');
 const profile = process.argv.includes('--debug') ? 'debug' : 'release';
-const args = ['build', '--lib'];
+const triple = platformTriple();
+// On x64 glibc Linux, the binary is linked against the oldest glibc it may need
+// (GLIBC_BASELINE) whenever cargo-zigbuild is there (as under CI, which packs it): a plain
+// cargo build links against this machine's glibc, and the binary would not load on older ones.
+const RUST_TARGETS = { 'linux-x64-gnu': 'x86_64-unknown-linux-gnu' };
+const zig = RUST_TARGETS[triple] && !process.argv.includes('--native') && spawnSync('cargo-zigbuild', ['--version']).status === 0;
+const args = zig ? ['zigbuild', '--lib', '--target', `${RUST_TARGETS[triple]}.${GLIBC_BASELINE}`] : ['build', '--lib'];
 if (profile === 'release') args.push('--release');
 const r = spawnSync('cargo', args, { cwd: root, stdio: 'inherit' });
 if (r.error) {
@@ -23,9 +30,9 @@ if (r.status !== 0) process.exit(r.status ?? 1);
 
 const targetDir = process.env.CARGO_TARGET_DIR || path.join(root, 'target');
 const lib = { linux: 'libcorepool.so', darwin: 'libcorepool.dylib', win32: 'corepool.dll' }[process.platform] || 'libcorepool.so';
-const from = path.join(targetDir, profile, lib);
-const to = path.join(root, `corepool.${platformTriple()}.node`);
+const from = zig ? path.join(targetDir, RUST_TARGETS[triple], profile, lib) : path.join(targetDir, profile, lib);
+const to = path.join(root, `corepool.${triple}.node`);
 // Copy to a temporary name and rename: a running process that has the old file mapped keeps it.
 fs.copyFileSync(from, `${to}.tmp`);
 fs.renameSync(`${to}.tmp`, to);
-console.log(`corepool: built ${path.basename(to)} (${profile})`);
+console.log(`corepool: built ${path.basename(to)} (${profile}${zig ? `, glibc ${GLIBC_BASELINE}` : ''})`);
