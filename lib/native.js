@@ -3,11 +3,12 @@
 // name, code, flag and limit shared by this side and Rust is defined in Rust
 // (src/bindings/contract.rs) and read from here.
 //
-// Where the binary comes from: the published package carries corepool.<triple>.node for the
-// targets built before publishing, a corepool-<triple> package may carry it for others, and a
-// clone builds it in npm's `prepare` step. Installing never runs a build, so when no binary
-// fits this system the error says how to build one from source: the package's own
-// `corepool-build` command (scripts/build.js), which writes the file this loader looks for first.
+// Where the binary comes from: a build in this package's folder (a clone builds it in npm's
+// `prepare` step; `corepool-build` builds it from the packed sources), else the corepool-<triple>
+// package, which npm installs from corepool's optionalDependencies on the platform it fits
+// (scripts/packages.js). Installing never runs a build, so when no binary fits this system the
+// error says how to build one from source: the package's own `corepool-build` command
+// (scripts/build.js), which writes the file this loader looks for first.
 
 const path = require('node:path');
 const { platformTriple } = require('./platform.js');

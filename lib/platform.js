@@ -18,10 +18,22 @@ function platformTriple({ platform, arch, glibc } = hostPlatform()) {
 }
 
 /**
+ * Each Rust target a binary can be built for, with its napi-rs triple and the os, cpu and libc
+ * npm matches a platform package against (package.json's `napi.targets` names which are built).
+ */
+const RUST_TARGETS = {
+  'x86_64-unknown-linux-gnu': { triple: 'linux-x64-gnu', os: 'linux', cpu: 'x64', libc: 'glibc' },
+  'aarch64-unknown-linux-gnu': { triple: 'linux-arm64-gnu', os: 'linux', cpu: 'arm64', libc: 'glibc' },
+  'x86_64-apple-darwin': { triple: 'darwin-x64', os: 'darwin', cpu: 'x64' },
+  'aarch64-apple-darwin': { triple: 'darwin-arm64', os: 'darwin', cpu: 'arm64' },
+  'x86_64-pc-windows-msvc': { triple: 'win32-x64-msvc', os: 'win32', cpu: 'x64' },
+};
+
+/**
  * The oldest glibc the published linux-*-gnu binaries load on: 2.17, the oldest Rust's standard
  * library supports (RHEL/CentOS 7, Amazon Linux 2, Debian 8, Ubuntu 14.04 and everything
  * since). A build with cargo-zigbuild links against it (scripts/build.js).
  */
 const GLIBC_BASELINE = '2.17';
 
-module.exports = { platformTriple, GLIBC_BASELINE };
+module.exports = { platformTriple, RUST_TARGETS, GLIBC_BASELINE };
