@@ -7,6 +7,7 @@ const { execFile } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { Pool, RpcError, Mutex, Semaphore, OwnedMutex, ReentrantMutex, FairMutex, lockAll, lockAllAsync } = require('..');
 const { contract } = require('../lib/native.js');
+const { unlessHung } = require('./order.js');
 
 const WORKER = path.join(__dirname, 'workers', 'locks-worker.js');
 const ROOT = path.join(__dirname, '..');
@@ -38,6 +39,41 @@ async function until(condition, what) {
 
 function words(n) {
   return new Int32Array(new SharedArrayBuffer(4 * n));
+}
+
+/** How long a holder waits before it lets go of a lock that a waiter should have given up on:
+ *  a hang guard (a waiter that waits for the holder then takes the lock, and says so). */
+const HANG_MS = 10_000;
+
+/** Runs `fn` (sync or async) with `Atomics[name]` watched: [fn's result, what each call returned]. */
+async function watching(name, fn) {
+  const original = Atomics[name];
+  const returned = [];
+  Atomics[name] = function (...args) {
+    const r = original.apply(this, args);
+    returned.push(r);
+    return r;
+  };
+  try {
+    return [await fn(), returned];
+  } finally {
+    Atomics[name] = original;
+  }
+}
+
+/** Runs `fn()` (sync) with `Atomics[name]` counted: [fn's result, how many calls it made]. */
+function counting(name, fn) {
+  const original = Atomics[name];
+  let calls = 0;
+  Atomics[name] = function (...args) {
+    calls++;
+    return original.apply(this, args);
+  };
+  try {
+    return [fn(), calls];
+  } finally {
+    Atomics[name] = original;
+  }
 }
 
 function thrown(fn) {
@@ -249,15 +285,13 @@ describe('FairMutex', () => {
 
   test('a waiter gives up at its timeout however many gave up before it (3 × 16 slots of them; across the counters\' wrap), in a worker, an async context or a native command', async () => {
     const timeoutMs = 5;
-    const slackMs = 250; // scheduling on a loaded machine, not a critical section
     const times = 3 * L.fairSlots + 1;
     const counter = words(3);
-    /** `times` timed waits in a row by `side`, one after another, while this thread holds the lock. */
+    /** `times` timed waits in a row by `side`, one after another, while this thread holds the lock: whether each took it. */
     async function waitsBy(side, array) {
-      if (side === 'worker') return (await run('timeouts', { lock: { kind: 'fair', array }, times, timeoutMs })).waits;
+      if (side === 'worker') return (await run('timeouts', { lock: { kind: 'fair', array }, times, timeoutMs })).waits.map((w) => w.took);
       const waits = [];
       for (let i = 0; i < times; i++) {
-        const t = performance.now();
         const attempt =
           side === 'async'
             ? new FairMutex(array).withLockAsync(() => {}, timeoutMs)
@@ -266,11 +300,10 @@ describe('FairMutex', () => {
           () => true,
           (e) => (e.code === RpcError.codes.Timeout ? false : Promise.reject(e)),
         );
-        waits.push({ took, waitedMs: performance.now() - t });
+        waits.push(took);
       }
       return waits;
     }
-    const outcomes = [];
     for (const start of [0, 2 ** 31 - 20, -20]) {
       for (const side of ['worker', 'async', 'native']) {
         const array = words(FairMutex.WORDS);
@@ -278,25 +311,24 @@ describe('FairMutex', () => {
         array[L.fairServing] = start;
         const fair = new FairMutex(array);
         fair.lock();
-        // A waiter that overruns its timeout gets the lock when this thread lets go.
-        const release = setTimeout(() => fair.unlock(), 3000);
+        // This thread lets go only once every wait has returned, so each gave up while the lock
+        // was held: none took it. One that waits for the holder instead (the 17th, whose slot
+        // held an earlier mark, once did) takes it when the hang guard lets go.
+        const release = setTimeout(() => fair.unlock(), HANG_MS);
         const waits = await waitsBy(side, array);
         clearTimeout(release);
         if (fair.heldByMe) fair.unlock();
-        const slowest = Math.max(...waits.map((w) => w.waitedMs));
         const marks = Array.from({ length: L.fairSlots }, (_, s) => array[L.fairMarks + s]);
-        outcomes.push({
+        expect({
           side,
           start,
-          took: waits.filter((w) => w.took).length,
-          slowest: slowest < timeoutMs + slackMs ? 'on time' : `${slowest.toFixed(0)} ms`,
+          took: waits.filter(Boolean).length,
           locked: fair.locked,
           drawn: (array[L.fairNext] - start) | 0,
           marksLeft: marks.filter((m) => m !== 0).length,
-        });
+        }).toEqual({ side, start, took: 0, locked: false, drawn: times + 1, marksLeft: 0 });
       }
     }
-    expect(outcomes).toEqual(outcomes.map(({ side, start }) => ({ side, start, took: 0, slowest: 'on time', locked: false, drawn: times + 1, marksLeft: 0 })));
   });
 
   test('with a span of tickets out, a waiter with a timeout draws none and leaves on time, one without draws at once, and the door opens as the queue moves', async () => {
@@ -310,16 +342,15 @@ describe('FairMutex', () => {
     for (let s = 0; s < L.fairSlots; s++) array[L.fairMarks + s] = s === 0 ? ~1 : -1;
     const lock = { kind: 'fair', array };
     const timeoutMs = 20;
-    const slackMs = 250;
+    // Each gives up while this thread holds the lock, which it lets go only after them: one that
+    // waited for room past its timeout would wait for this thread, and take the lock when the
+    // hang guard lets go.
+    const release = setTimeout(() => fair.unlock(), HANG_MS);
     const worker = await run('waitFor', { lock, timeoutMs });
-    let t = performance.now();
     const inAsync = await fair.withLockAsync(() => true, timeoutMs).catch((e) => e.code);
-    const asyncMs = performance.now() - t;
-    t = performance.now();
     const inNative = await pool.call('locked_add', [{ locks: [lock], counter: words(3), times: 1 }], { timeout: timeoutMs }).catch((e) => e.code);
-    const nativeMs = performance.now() - t;
+    clearTimeout(release);
     expect([worker.took, inAsync, inNative]).toEqual([false, RpcError.codes.Timeout, RpcError.codes.Timeout]);
-    expect(Math.max(worker.waitedMs, asyncMs, nativeMs)).toBeLessThan(timeoutMs + slackMs);
     expect(array[L.fairNext]).toBe(L.fairSpan); // no ticket drawn
     // One without a timeout draws ticket SPAN (ticket 0's slot and bit) at once; one with a
     // timeout waits for room, and gets the next ticket once this thread lets go.
@@ -572,7 +603,7 @@ describe('stress: 4 worker_threads and the native threads of a pool on one lock,
   });
 });
 
-test('FairMutex, while some hold it for milliseconds and others give up with tiny timeouts, across 4 worker_threads and native threads: tickets pile up far past the 16 slots (up to the span), nobody overruns a timeout, nobody overlaps', async () => {
+test('FairMutex, while some hold it for milliseconds and others give up with tiny timeouts, across 4 worker_threads and native threads: tickets pile up far past the 16 slots (up to the span), nobody overlaps', async () => {
   const array = words(FairMutex.WORDS);
   const locks = [{ kind: 'fair', array }];
   const counter = words(3);
@@ -610,7 +641,6 @@ test('FairMutex, while some hold it for milliseconds and others give up with tin
   await natives.close();
   const known = (workers + 2) * runs + 5 * timed.done;
   const [total, inside, most] = counter;
-  const lateMs = Math.max(timed.lateMs, ...js.map((r) => r.lateMs));
   const mostOut = Math.max(...js.map((r) => r.mostOut));
   console.log(
     `fair stress: ${js.reduce((n, r) => n + r.gaveUp, 0)} JS waits and ${timed.stopped} native calls gave up, at most ${mostOut} tickets out at once ` +
@@ -622,7 +652,8 @@ test('FairMutex, while some hold it for milliseconds and others give up with tin
   expect(total).toBeGreaterThanOrEqual(known);
   expect(total).toBeLessThanOrEqual(known + 5 * timed.stopped);
   expect(mostOut).toBeGreaterThan(2 * L.fairSlots);
-  expect(lateMs).toBeLessThan(250);
+  // How late the give-ups came is reported above, not asserted: it is speed (issue #28). That a
+  // waiter gives up while the lock is still held is asserted above, without a clock.
   const fair = new FairMutex(array);
   expect([fair.locked, fair.owner]).toEqual([false, null]);
   for (let s = 0; s < L.fairSlots; s++) expect(array[L.fairMarks + s]).toBe(0);
@@ -797,16 +828,18 @@ describe('hostile use (review of issue #15)', () => {
     const array = words(1);
     const m = new Mutex(array);
     Atomics.store(array, 0, L.nativeAgent | 7); // an OwnedMutex's word, held
+    // Each wait must sleep: a wait on a value the word does not hold ends at once, and the loop
+    // around it then starved the event loop (lockAsync: 0 timer ticks) or spun at full speed
+    // (lock) before. So every wait, counted, is a real one, and timers ran meanwhile.
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 5);
-    const took = await m.lockAsync(200);
+    const [took, asyncWaits] = await watching('waitAsync', () => m.lockAsync(200));
     clearInterval(ticker);
     expect(took).toBe(false);
-    expect(ticks).toBeGreaterThan(5); // it starved the event loop (0 ticks) before
-    const before = process.cpuUsage();
-    expect(m.lock(200)).toBe(false);
-    const cpuMs = process.cpuUsage(before).user / 1000;
-    expect(cpuMs).toBeLessThan(60); // it spun at full speed (about half the wait, even on a loaded machine) before
+    expect({ waited: asyncWaits.length > 0, endedAtOnce: asyncWaits.filter((r) => !r.async).length, timersRan: ticks > 0 }).toEqual({ waited: true, endedAtOnce: 0, timersRan: true });
+    const [tookBlocking, waits] = await watching('wait', () => m.lock(200));
+    expect(tookBlocking).toBe(false);
+    expect({ waited: waits.length > 0, endedAtOnce: waits.filter((r) => r !== 'timed-out').length }).toEqual({ waited: true, endedAtOnce: 0 });
     expect(array[0]).toBe(L.nativeAgent | 7);
   });
 });
@@ -831,10 +864,11 @@ describe('lockAll refuses locks whose words overlap (review of issue #15)', () =
 });
 
 test('locked_add stops at its timeout even when its locks are free (review of issue #15)', async () => {
-  const started = Date.now();
-  const e = await pool.call('locked_add', [{ locks: [{ kind: 'owned', array: words(1) }], counter: words(3), times: 1e9 }], { timeout: 50 }).catch((x) => x);
+  const counter = words(3);
+  const call = pool.call('locked_add', [{ locks: [{ kind: 'owned', array: words(1) }], counter, times: 1e9 }], { timeout: 50 });
+  const e = await unlessHung(call, 'locked_add ran on past its timeout').catch((x) => x);
   expect(e.code).toBe(RpcError.codes.Timeout);
-  expect(Date.now() - started).toBeLessThan(5000); // it ran all 10^9 entries (minutes) first
+  expect(counter[0]).toBeLessThan(1e9); // it ran all 10^9 entries (minutes) first
 });
 
 describe('bad arrays that lie or throw (review of issue #15)', () => {
@@ -916,20 +950,18 @@ test('a long spin stops at the timeout instead of polling on past it (review of 
     OwnedMutex: [() => Atomics.store(array, 1, nativeHolder), () => new OwnedMutex(array, 1, spin).lock(0)],
     Semaphore: [() => Atomics.store(array, 2, 0), () => new Semaphore(array, 2, undefined, spin).acquire(0)],
   };
+  // Counted in polls (each an Atomics.load of the word), not ms: with its timeout past, a spin
+  // stops at its next look at the clock (every 256 polls), long before its million polls.
   for (const [name, [hold, lock]] of Object.entries(cases)) {
     hold();
-    const times = [0, 1, 2].map(() => {
-      const t = performance.now();
-      expect(lock()).toBe(false);
-      return performance.now() - t;
-    });
-    expect(`${name}: ${Math.min(...times) < 5 ? 'quick' : `${Math.min(...times)} ms`}`).toBe(`${name}: quick`); // a million polls first: 10 ms or more
+    const [took, polls] = counting('load', lock);
+    expect({ name, took, fewPolls: polls < spin.spin / 100 }).toEqual({ name, took: false, fewPolls: true });
   }
-  // A FairMutex polls 20 times longer while next in line behind a native holder.
+  // A FairMutex polls 20 times longer while next in line behind a native holder: 20 million
+  // polls (about 170 ms, at best) before. With 1 ms to wait, it stops when the clock says so.
   const fair = new FairMutex(array, 4, spin);
   Atomics.store(array, 4 + L.fairNext, 1);
   Atomics.store(array, 4 + L.fairOwner, nativeHolder);
-  const t = performance.now();
-  expect(fair.lock(1)).toBe(false);
-  expect(performance.now() - t).toBeLessThan(60); // about 170 ms, at best, before
+  const [took, polls] = counting('load', () => fair.lock(1));
+  expect({ took, stoppedEarly: polls < 20 * spin.spin }).toEqual({ took: false, stoppedEarly: true });
 });

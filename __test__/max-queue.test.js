@@ -24,11 +24,11 @@ function start(n, call) {
   };
 }
 
-/** Resolves once `done()` is true; rejects after 5 s (a test that fails instead of hanging). */
+/** Resolves once `done()` is true; rejects after 20 s (a hang guard: a test that fails instead of hanging). */
 async function until(done) {
-  const giveUp = Date.now() + 5000;
+  const giveUp = Date.now() + 20_000;
   while (!done()) {
-    if (Date.now() > giveUp) throw new Error(`not reached in 5 s: ${done}`);
+    if (Date.now() > giveUp) throw new Error(`not reached in 20 s: ${done}`);
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
 }

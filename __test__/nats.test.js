@@ -253,10 +253,9 @@ maybe('corepool/nats request/reply', () => {
 
   test('no host on the subject: Unavailable at once, not after a timeout', async () => {
     const nobody = new RemotePool(nc, { name: 'nobody' });
-    const t0 = performance.now();
+    // Had it waited for its timeout, it would have settled with Timeout: Unavailable came first.
     const e = await nobody.call('echo', [1], { timeout: 10000 }).catch((x) => x);
     expect(e.code).toBe(C.Unavailable);
-    expect(performance.now() - t0).toBeLessThan(1000);
     expect(JSON.parse(await nobody.handle('{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}')).error.code).toBe(C.Unavailable);
     await nobody.close();
   });
@@ -313,12 +312,13 @@ maybe('corepool/nats request/reply', () => {
     let stop = false;
     const callers = Array.from({ length: 16 }, async () => {
       while (!stop) {
-        const t0 = performance.now();
-        const o = await client.call('sleep', [300]).then(
+        // A timeout far past the liveness window: a call whose host's silence went unnoticed
+        // settles with Timeout, not ServerGone.
+        const o = await client.call('sleep', [300], { timeout: 10000 }).then(
           () => 'ok',
           (e) => e.code,
         );
-        outcomes.push([o, performance.now() - t0]);
+        outcomes.push(o);
       }
     });
     // Kill host a while it holds calls: a host killed with none in hand would leave nothing to
@@ -338,11 +338,10 @@ maybe('corepool/nats request/reply', () => {
     await new Promise((r) => setTimeout(r, 1800));
     stop = true;
     await Promise.all(callers);
-    const codes = new Set(outcomes.map(([o]) => o));
+    const codes = new Set(outcomes);
+    // Every call settled, and none waited for its timeout: the silence was noticed first.
     for (const c of codes) expect(['ok', C.ServerGone]).toContain(c);
-    expect(outcomes.filter(([o]) => o === C.ServerGone).length).toBeGreaterThan(0);
-    // Nothing waited much past the call's own 300 ms and the liveness window.
-    expect(Math.max(...outcomes.map(([, ms]) => ms))).toBeLessThan(300 + 1000 + 1500);
+    expect(outcomes.filter((o) => o === C.ServerGone).length).toBeGreaterThan(0);
     // The survivor serves everything now.
     const who = await Promise.all(Array.from({ length: 8 }, () => client.exec('whoami')));
     expect(new Set(who.map((w) => w.label))).toEqual(new Set(['b']));

@@ -483,12 +483,12 @@ test('functions go only to render: other commands refuse them with InvalidParams
 test("while a render waits for its functions, the event loop runs: the native part is on the pool's thread", async () => {
   const rows = Array.from({ length: 400 }, (_, i) => ({ i }));
   const template = '{{#rows}}{{#rows}}{{i}}{{/rows}}{{/rows}}{{f}}';
-  let ticks = 0;
-  const timer = setInterval(() => ticks++, 1);
-  const started = Date.now();
-  const out = await pool.render(template, { rows, f: () => 'end' });
-  clearInterval(timer);
-  expect(out.endsWith('end')).toBe(true);
-  // The 160,000 values rendered on the pool thread while this thread ran its timers.
-  if (Date.now() - started > 20) expect(ticks).toBeGreaterThan(0);
+  // The 160,000 values before f render on the pool thread, so render() returns before f is
+  // called: rendered on this thread, the render would call f before returning. (How many timer
+  // ticks fit in the pool thread's part is a matter of speed, not asserted: issue #28.)
+  const order = [];
+  const rendering = pool.render(template, { rows, f: () => (order.push('f'), 'end') });
+  order.push('render() returned');
+  expect((await rendering).endsWith('end')).toBe(true);
+  expect(order).toEqual(['render() returned', 'f']);
 });

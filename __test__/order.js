@@ -1,0 +1,33 @@
+'use strict';
+// Orderings for tests that check "X happened without waiting for Y" (issue #28: tests never
+// assert wall-clock bounds, which a busy machine breaks). Rather than "X took under N ms", a
+// test asks which came first: X, or the moment a task that takes at least `ms` (a sleep of
+// `ms`, started after the mark was made) could have run its course.
+
+/**
+ * A promise that resolves with `label` once `ms` have passed: no task of at least `ms`
+ * started after this call can have ended, and nothing that waited for one can have settled,
+ * before it resolves. Its timer is unref'd: it never holds the process open.
+ */
+function sleepEnd(ms, label = `a ${ms} ms task ran its course first`) {
+  return new Promise((resolve) => setTimeout(resolve, ms, label).unref());
+}
+
+/** What settles first: `promise` (its value, or its rejection) or `end` (its label). */
+function first(promise, end) {
+  return Promise.race([promise, end]);
+}
+
+/**
+ * A hang guard: `promise`, or a rejection naming `what` after `ms` (at least 10 s, never a
+ * bound on speed: only what would otherwise hang until jest's own timeout fails here, clearly).
+ */
+function unlessHung(promise, what, ms = 20_000) {
+  let timer;
+  const hung = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`hung: ${what} (nothing after ${ms / 1000} s)`)), ms);
+  });
+  return Promise.race([promise, hung]).finally(() => clearTimeout(timer));
+}
+
+module.exports = { sleepEnd, first, unlessHung };
