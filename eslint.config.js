@@ -26,6 +26,20 @@ module.exports = [
     },
   },
   {
+    // Node's timers fire at once for delays of 2^31 ms or more: lib/ makes every timer with
+    // lib/timer.js, which takes any delay (Infinity: never).
+    files: ['lib/**/*.js'],
+    ignores: ['lib/timer.js'],
+    rules: {
+      'no-restricted-globals': ['error', ...['setTimeout', 'setInterval'].map((name) => ({ name, message: `use after()/every()/sleep() of lib/timer.js, not ${name}: Node's timers fire at once for delays of 2^31 ms or more` }))],
+      'no-restricted-syntax': [
+        'error',
+        { selector: "MemberExpression[property.name=/^set(Timeout|Interval)$/]", message: "use lib/timer.js: Node's timers fire at once for delays of 2^31 ms or more" },
+        { selector: "CallExpression[callee.name='require'][arguments.0.value=/^(node:)?timers/]", message: "use lib/timer.js: Node's timers fire at once for delays of 2^31 ms or more" },
+      ],
+    },
+  },
+  {
     files: ['**/*.mjs'],
     languageOptions: { sourceType: 'module', globals: { ...globals.node } },
   },

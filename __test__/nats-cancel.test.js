@@ -191,6 +191,23 @@ maybe('corepool/nats: a call given up on is cancelled on its host', () => {
     await h.close();
   });
 
+  test('a timeout of 2^31 ms or more, or Infinity, never fires early: the call waits until its caller aborts it', async () => {
+    const h = await localHost('cancel-long-timeout', 6); // a thread for each sleep, and one for the echo
+    const outcomes = [];
+    const ac = new AbortController();
+    const calls = [2147483647.5, 2 ** 31, 2 ** 40, Infinity].map((timeout) =>
+      codeOf(h.remote.call('sleep', [LONG], { timeout, signal: ac.signal })).then((outcome) => outcomes.push([timeout, outcome])),
+    );
+    // A sibling with a short timeout settles, then a round trip completes: the long ones wait on.
+    expect(await codeOf(h.remote.call('sleep', [LONG], { timeout: 20 }))).toBe(C.Timeout);
+    expect(await h.remote.exec('echo', 'round trip')).toBe('round trip');
+    expect(outcomes).toEqual([]);
+    ac.abort();
+    await Promise.all(calls);
+    expect(outcomes.map(([, outcome]) => outcome)).toEqual(Array(4).fill(C.Aborted));
+    await h.close();
+  });
+
   test('a cancel for a call already finished, or for a message no longer held, changes nothing', async () => {
     const h = await localHost('cancel-late', 2);
     // A message answered already: the cancel finds nothing held.

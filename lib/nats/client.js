@@ -33,7 +33,8 @@
 const { natsClient } = require('./peer.js');
 const { RpcError, CODES, describe, errorText } = require('../errors.js');
 const { toJson, requestText, errorOf, cancelText } = require('./wire.js');
-const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
+const { after, every } = require('../timer.js');
+const { serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const CLIENT_OPTIONS = ['name', 'subject', 'timeout', 'liveness', 'maxBatch'];
 const CALL_OPTIONS = ['signal', 'timeout'];
@@ -360,7 +361,7 @@ class RemotePool {
     this.#closed = true;
     this.#closing ??= this.drained().then(() => {
       this.#inbox.unsubscribe();
-      clearInterval(this.#watch);
+      this.#watch?.clear();
     });
     return this.#closing;
   }
@@ -386,7 +387,7 @@ class RemotePool {
     return new Promise((resolve, reject) => {
       const call = new Call(id, text, resolve, reject);
       if (timeout > 0) {
-        call.timer = setTimeout(() => this.#giveUp(call, new RpcError(CODES.Timeout, `The call timed out after ${timeout} ms (its host is asked to stop it)`)), timeout);
+        call.timer = after(timeout, () => this.#giveUp(call, new RpcError(CODES.Timeout, `The call timed out after ${timeout} ms (its host is asked to stop it)`)));
       }
       if (signal !== null) {
         call.signal = signal;
@@ -521,8 +522,7 @@ class RemotePool {
       return;
     }
     if (this.#watch === null) {
-      this.#watch = setInterval(this.#checkLiveness, Math.max(50, this.#liveness / 4));
-      this.#watch.unref();
+      this.#watch = every(Math.max(50, this.#liveness / 4), this.#checkLiveness).unref();
     }
   }
 
@@ -538,7 +538,7 @@ class RemotePool {
       if (status === WORKING) return;
       if (status === BUSY) {
         const pause = Math.random() * Math.min(MAX_BACKOFF_MS, 2 ** m.busy++);
-        setTimeout(() => {
+        after(pause, () => {
           if (this.#messages.get(m.seq) !== m) return;
           if (m.calls !== null && m.waiting !== m.calls.length) {
             // Calls given up on while it waited stay behind.
@@ -546,7 +546,7 @@ class RemotePool {
             m.text = batchText(m.calls);
           }
           this.#send(m);
-        }, pause);
+        });
         return;
       }
       if (h.code === 503 && msg.data.length === 0) {
@@ -635,7 +635,7 @@ class RemotePool {
     const { resolve, reject } = call;
     if (resolve === null) return;
     call.resolve = call.reject = null;
-    clearTimeout(call.timer);
+    call.timer?.clear();
     if (call.signal !== null) call.signal.removeEventListener('abort', call.onAbort);
     const m = call.message;
     if (m !== null && --m.waiting === 0 && this.#messages.get(m.seq) === m) {
@@ -691,7 +691,7 @@ class RemotePool {
       }
     }
     if (this.#messages.size === 0) {
-      clearInterval(this.#watch);
+      this.#watch.clear();
       this.#watch = null;
     }
   };
@@ -707,13 +707,6 @@ class RemotePool {
   #checkIdle() {
     if (this.#messages.size === 0 && this.#idle.length && this.#outgoing.length === 0) for (const wake of this.#idle.splice(0)) wake();
   }
-}
-
-function timeoutOption(v, what) {
-  if (v === undefined) return 0;
-  if (typeof v !== 'number' || !(v >= 0)) throw new RangeError(`corepool/nats: ${what} must be a number of ms ≥ 0 (0 or Infinity: none), got ${describe(v)}`);
-  // Timers take at most 2^31 - 1 ms (24.8 days): longer is as good as none.
-  return v >= 2 ** 31 ? 0 : v;
 }
 
 /** The text of a message of these calls: a lone request, or a batch. */

@@ -28,6 +28,7 @@ const { performance } = require('node:perf_hooks');
 const { CODES } = require('../errors.js');
 const { handleCancellable } = require('../pool.js');
 const { parseCancel } = require('./wire.js');
+const { every } = require('../timer.js');
 const { natsClient } = require('./peer.js');
 const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
@@ -213,8 +214,7 @@ class Host {
         );
       }
     }
-    this.#heartbeat = setInterval(this.#beat, HEARTBEAT_MS);
-    this.#heartbeat.unref();
+    this.#heartbeat = every(HEARTBEAT_MS, this.#beat).unref();
     if (this.#jobs !== null) await this.#jobs.start();
     await this.#nc.flush(); // the server has the subscriptions: calls sent from now on reach this host
     return this;
@@ -399,7 +399,7 @@ class Host {
       await this.#jobs?.stop();
       await this.#drained();
       this.#cancels?.unsubscribe();
-      clearInterval(this.#heartbeat);
+      this.#heartbeat?.clear();
       for (const sub of this.#admin) sub.unsubscribe();
       await this.#nc.flush().catch(() => {});
     })();

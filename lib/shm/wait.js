@@ -10,6 +10,7 @@
 const { performance } = require('node:perf_hooks');
 const { types } = require('node:util'); // realm-proof type checks, unlike instanceof
 const { invalidParams, describe, errorText } = require('../errors.js');
+const { after } = require('../timer.js');
 
 const WAIT_SLICE_MS = 10;
 /** The slice while the holder is a native thread, which cannot notify (src/shm/agent.rs). */
@@ -73,9 +74,9 @@ async function waitSliceAsync(array, index, value, until, sliceMs = WAIT_SLICE_M
   if (r.async) {
     // Held until the wait has resolved, however late V8's timeout task runs: a timer that
     // expired first would let a loaded process exit before the wait comes back.
-    const alive = until === Infinity ? null : setTimeout(noop, KEEP_ALIVE_MS);
+    const alive = until === Infinity ? null : after(KEEP_ALIVE_MS, noop);
     await r.value;
-    if (alive !== null) clearTimeout(alive);
+    alive?.clear();
   }
   return true;
 }
