@@ -87,6 +87,12 @@ export interface HostStats {
     cancelled: number;
     /** Cancels that named no call in hand (late, repeated, or not cancels at all). */
     cancelsIgnored: number;
+    /**
+     * Messages (calls, and services-protocol requests) whose reply subject was refused: the
+     * service's own subject or under it, a system subject (`$…`), or not a valid subject. They
+     * are neither run nor answered.
+     */
+    repliesRefused: number;
     concurrency: number | null;
     pool: PoolStats;
     /** With `durable`: the job worker's figures. */

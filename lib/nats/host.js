@@ -13,6 +13,9 @@
 //   message, however big its batch, so no batch is refused everywhere for ever.
 // - Every message taken is answered once (when it has a reply subject), also while close()
 //   drains: close() stops the subscription first, then waits for the calls in hand.
+// - A host publishes to a subject a message names (its reply subject) only through
+//   lib/nats/reply.js, which refuses the service's own namespace and system subjects: a
+//   request with such a reply subject is counted (repliesRefused) and neither run nor answered.
 // - While a message is in hand, its caller hears "working" every HEARTBEAT_MS (lib/nats/names.js),
 //   so a caller that hears nothing for longer knows this host or its connection is gone.
 // - An answer bigger than the server's max payload is never sent: the calls whose results are
@@ -28,6 +31,7 @@ const { performance } = require('node:perf_hooks');
 const { CODES } = require('../errors.js');
 const { handleCancellable } = require('../pool.js');
 const { parseCancel } = require('./wire.js');
+const { replyAllowed, respond } = require('./reply.js');
 const { every } = require('../timer.js');
 const { natsClient } = require('./peer.js');
 const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
@@ -164,6 +168,7 @@ class Host {
   #busy = 0;
   #cancelled = 0;
   #cancelsIgnored = 0;
+  #repliesRefused = 0;
   #lastError = '';
   #processingMs = 0;
   #messages = 0;
@@ -208,7 +213,7 @@ class Host {
         this.#admin.push(
           this.#nc.subscribe(subject, {
             callback: (err, msg) => {
-              if (!err && msg.reply) msg.respond(answer());
+              if (!err && msg.reply) this.#respond(msg, answer());
             },
           }),
         );
@@ -249,8 +254,9 @@ class Host {
    * This host's figures, as the services protocol's endpoint stats: calls answered, errors,
    * time in ns, and in `data` the per-method figures, the messages answered, the messages
    * refused while busy, the calls in hand now and at most, the calls cancelled at their
-   * caller's word and the cancels ignored, the pool's stats() and, with `durable`, the job
-   * worker's.
+   * caller's word and the cancels ignored, the messages whose reply subject was refused
+   * (lib/nats/reply.js: neither run nor answered), the pool's stats() and, with `durable`, the
+   * job worker's.
    */
   stats() {
     const methods = {};
@@ -272,6 +278,7 @@ class Host {
         peakInHand: this.#peakInHand,
         cancelled: this.#cancelled,
         cancelsIgnored: this.#cancelsIgnored,
+        repliesRefused: this.#repliesRefused,
         concurrency: this.#concurrency === Infinity ? null : this.#concurrency,
         pool: this.#pool.stats(),
         jobs: this.#jobs?.stats() ?? null,
@@ -281,6 +288,11 @@ class Host {
 
   #onRequest = (err, msg) => {
     if (err) return; // the subscription ended (a permissions error, or the connection closed)
+    if (msg.reply && !replyAllowed(this.#n, msg.reply)) {
+      // Not run: its answer could go nowhere it may be sent.
+      this.#repliesRefused++;
+      return;
+    }
     const text = msg.string();
     const methods = callsIn(text);
     const n = methods.length;
@@ -323,11 +335,12 @@ class Host {
   #tell(msg, status) {
     const h = natsClient().headers();
     h.set(STATUS_HEADER, status);
-    try {
-      msg.respond(undefined, { headers: h });
-    } catch {
-      // The connection closed: the caller's own liveness check settles the call.
-    }
+    this.#respond(msg, undefined, { headers: h });
+  }
+
+  /** Publishes to `msg`'s reply subject, unless lib/nats/reply.js refuses it (counted). */
+  #respond(msg, data, options) {
+    if (!respond(this.#n, msg, data, options)) this.#repliesRefused++;
   }
 
   #beat = () => {
@@ -352,11 +365,7 @@ class Host {
     const max = this.#nc.info?.max_payload ?? Infinity;
     // A UTF-16 unit takes at most 3 bytes: only long answers are measured.
     if (answer.length * 3 > max && Buffer.byteLength(answer) > max) answer = fitted(answer, max);
-    try {
-      msg.respond(answer);
-    } catch {
-      // The connection closed: the caller hears of it from its own connection (or its timeout).
-    }
+    this.#respond(msg, answer);
   }
 
   #count(text, methods, answer, ms) {

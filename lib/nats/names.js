@@ -101,4 +101,4 @@ function checkConnection(nc, who) {
   }
 }
 
-module.exports = { names, resultSubject, deadSubject, serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS };
+module.exports = { SUBJECT, names, resultSubject, deadSubject, serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS };
