@@ -85,7 +85,11 @@ export interface HostStats {
     peakInHand: number;
     /** Calls named by their callers' cancels while their message was in hand. */
     cancelled: number;
-    /** Cancels that named no call in hand (late, repeated, or not cancels at all). */
+    /**
+     * Cancels that cancelled nothing: late, repeated, naming no call in hand, not cancels of
+     * this version, or without the secret whose proof the message carries (made up by anyone
+     * but the message's sender).
+     */
     cancelsIgnored: number;
     /**
      * Messages (calls, and services-protocol requests) whose reply subject was refused: the

@@ -7,7 +7,7 @@
 const path = require('node:path');
 const { Linter } = require('eslint');
 const { connect } = require('@nats-io/transport-node');
-const { Pool } = require('../index.js');
+const { Pool, RpcError } = require('../index.js');
 const { serve, RemotePool } = require('../nats.js');
 const { startNats, natsServerPath } = require('./nats/server.js');
 
@@ -77,6 +77,59 @@ maybe('corepool/nats trust on an open server', () => {
     expect(watched.seen).toEqual(Object.fromEntries(targets.map((t) => [t, t === 'own' ? refused.length + 1 : 0])));
     expect(data.data.repliesRefused).toBe(refused.length + 1);
     expect(data.num_requests - calls).toBe(1);
+    await remote.close();
+    await host.close();
+  });
+
+  test('a third party that sees a request cannot cancel it: cancels without the caller\'s secret are ignored and counted', async () => {
+    const host = await serve(pool, nc, { name: 'spy' });
+    const remote = new RemotePool(nc, { name: 'spy' });
+    // The spy subscribes to the calls outside the queue group: it sees each request whole.
+    const spied = new Promise((resolve) => {
+      const sub = nc.subscribe('spy', { callback: (err, m) => (sub.unsubscribe(), resolve(m)) });
+    });
+    await nc.flush();
+    const call = remote.call('sleep', [300]);
+    const seen = await spied;
+    const { id } = JSON.parse(seen.string());
+    const proof = seen.headers?.get('Corepool-Cancel') ?? '';
+    const made = 'A'.repeat(43);
+    const forged = [
+      { reply: seen.reply, ids: [id] }, // no proof at all
+      { v: 1, reply: seen.reply, secret: proof, next: made, ids: [id] }, // the commitment it saw, as the secret
+      { v: 1, reply: seen.reply, secret: made, next: made, ids: [id] }, // a guess
+      { v: 2, reply: seen.reply, secret: made, next: made, ids: [id] },
+    ];
+    for (const cancel of forged) nc.publish('spy.cancel', JSON.stringify(cancel));
+    await nc.flush();
+    expect(await call).toBe(300);
+    expect(host.stats().data).toMatchObject({ cancelled: 0, cancelsIgnored: forged.length });
+    await remote.close();
+    await host.close();
+  });
+
+  test('a secret revealed by the caller\'s cancel cancels nothing more of its message', async () => {
+    const host = await serve(pool, nc, { name: 'replay' });
+    const remote = new RemotePool(nc, { name: 'replay' });
+    const replayed = new Promise((resolve) => {
+      const sub = nc.subscribe('replay.cancel', {
+        callback: (err, m) => {
+          sub.unsubscribe();
+          // The spy hears the caller's cancel of the first call, and names the second with it.
+          const cancel = JSON.parse(m.string());
+          nc.publish('replay.cancel', JSON.stringify({ ...cancel, ids: [cancel.ids[0] + 1] }));
+          resolve(cancel);
+        },
+      });
+    });
+    await nc.flush();
+    // One tick, one message: the first call gives up, the second runs on.
+    const first = remote.call('sleep', [5000], { timeout: 50 }).catch((e) => e.code);
+    const second = remote.call('sleep', [300]);
+    expect(await first).toBe(RpcError.codes.Timeout);
+    await replayed;
+    expect(await second).toBe(300);
+    expect(host.stats().data).toMatchObject({ cancelled: 1, cancelsIgnored: 1 });
     await remote.close();
     await host.close();
   });

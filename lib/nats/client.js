@@ -28,13 +28,15 @@
 //   host: its id goes out in a cancel (lib/nats/wire.js) on <subject>.cancel, with those of the
 //   other calls given up on in the same turn of the event loop. A cancel is advice: the caller
 //   settles at once, and a host that does not hold the message (it answered already, or refused
-//   it as busy) ignores it.
+//   it as busy) ignores it. Each message of calls carries the proof of a secret that only this
+//   client knows, and a cancel reveals it (and commits to the next): hosts ignore cancels that
+//   anyone else makes up.
 
 const { natsClient } = require('./peer.js');
 const { RpcError, CODES, describe, errorText } = require('../errors.js');
-const { toJson, requestText, errorOf, cancelText } = require('./wire.js');
+const { toJson, requestText, errorOf, cancelSecret, proofOf, cancelText } = require('./wire.js');
 const { after, every } = require('../timer.js');
-const { serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
+const { serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const CLIENT_OPTIONS = ['name', 'subject', 'timeout', 'liveness', 'maxBatch'];
 const CALL_OPTIONS = ['signal', 'timeout'];
@@ -92,6 +94,8 @@ class Message {
     this.busy = 0;
     /** The host it was sent to (its id), or null: sent to the queue group. */
     this.host = null;
+    /** The secret its next cancel reveals (its proof travels with it); null for handle(). */
+    this.secret = calls === null ? null : cancelSecret();
   }
 }
 
@@ -116,7 +120,7 @@ class RemotePool {
   #closing = null;
   #idle = [];
   #jobs = null;
-  /** Calls given up on this turn, to cancel on their hosts: ids by message. */
+  /** Calls given up on this turn, to cancel on their hosts: ids by Message. */
   #cancels = new Map();
   /** Hosts that answered the last $SRV.PING (1 until one is counted). */
   #hostCount = 1;
@@ -515,8 +519,13 @@ class RemotePool {
       m.host = host;
       this.#hosts.set(host, this.#hosts.get(host) + 1);
     }
+    const options = { reply: `${this.#prefix}.${m.seq}` };
+    if (m.secret !== null) {
+      options.headers = natsClient().headers();
+      options.headers.set(CANCEL_HEADER, proofOf(m.secret));
+    }
     try {
-      this.#nc.publish(host === null ? this.#n.subject : this.#n.host(host), m.text, { reply: `${this.#prefix}.${m.seq}` });
+      this.#nc.publish(host === null ? this.#n.subject : this.#n.host(host), m.text, options);
     } catch (e) {
       this.#fail(m, new RpcError(CODES.Unavailable, `the message could not be sent to NATS: ${errorText(e)}`));
       return;
@@ -654,23 +663,28 @@ class RemotePool {
     const m = call.message;
     this.#settle(call, false, error);
     if (m === null) return; // not sent: #flush leaves it out
-    const ids = this.#cancels.get(m.seq);
+    const ids = this.#cancels.get(m);
     if (ids !== undefined) ids.push(call.id);
     else {
       // After the timers of this turn (nextTick would run between them): calls of one batch
       // that time out together share one cancel.
       if (this.#cancels.size === 0) setImmediate(this.#sendCancels);
-      this.#cancels.set(m.seq, [call.id]);
+      this.#cancels.set(m, [call.id]);
     }
   }
 
-  /** Publishes the cancels of this turn, one per message. */
+  /**
+   * Publishes the cancels of this turn, one per message: each reveals its message's secret, which
+   * is then spent, and commits to a new one for the message's next cancel (and its resending).
+   */
   #sendCancels = () => {
     const cancels = this.#cancels;
     this.#cancels = new Map();
-    for (const [seq, ids] of cancels) {
+    for (const [m, ids] of cancels) {
+      const secret = m.secret;
+      m.secret = cancelSecret();
       try {
-        this.#nc.publish(this.#n.cancel, cancelText(`${this.#prefix}.${seq}`, ids));
+        this.#nc.publish(this.#n.cancel, cancelText(`${this.#prefix}.${m.seq}`, secret, proofOf(m.secret), ids));
       } catch {
         // The connection is closed: its host hears nothing more of the call either way.
       }

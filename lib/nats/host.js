@@ -23,18 +23,21 @@
 // - A cancel (lib/nats/wire.js) stops the calls it names of a message in hand, as an
 //   AbortSignal stops a local call: queued ones at once, running ones when their command next
 //   checks; they answer Aborted (to nobody: their caller has settled them), and the rest of the
-//   message runs on. A cancel for a message not in hand, or for ids it does not hold, is
-//   ignored, so one that comes late, twice or garbled changes nothing.
+//   message runs on. It must reveal the secret whose proof the message carries (or the one its
+//   last cancel committed to): one that does not, or one for a message not in hand, or for ids
+//   it does not hold, is ignored and counted, so one that comes late, twice, garbled or from
+//   anyone but the message's sender changes nothing. A message without a proof cannot be
+//   cancelled.
 
 const crypto = require('node:crypto');
 const { performance } = require('node:perf_hooks');
 const { CODES } = require('../errors.js');
 const { handleCancellable } = require('../pool.js');
-const { parseCancel } = require('./wire.js');
+const { parseCancel, proofOf, isToken } = require('./wire.js');
 const { replyAllowed, respond } = require('./reply.js');
 const { every } = require('../timer.js');
 const { natsClient } = require('./peer.js');
-const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
+const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const VERSION = require('../../package.json').version;
 const HOST_OPTIONS = ['name', 'subject', 'queue', 'concurrency', 'description', 'metadata', 'durable'];
@@ -82,6 +85,8 @@ class Held {
     this.text = text;
     /** `cancel(places)` of the pool's cancellable handle(), or null (a pool without one). */
     this.cancel = null;
+    /** Its key among the messages that may be cancelled (cancelKey), or null: it may not be. */
+    this.key = null;
   }
 
   /**
@@ -92,6 +97,7 @@ class Held {
     this.msg = null;
     this.text = '';
     this.cancel = null;
+    this.key = null;
     this.#places = null;
   }
 
@@ -122,6 +128,11 @@ class Held {
     }
     return places;
   }
+}
+
+/** The key of a message in hand that a cancel revealing the secret of `proof` may cancel. */
+function cancelKey(proof, reply) {
+  return `${proof} ${reply}`;
 }
 
 /** A JSON-RPC id (a string or a number) as a key, or null for anything else. */
@@ -157,8 +168,11 @@ class Host {
   #peakInHand = 0;
   /** The messages in hand with a reply subject (Held), told "working" every HEARTBEAT_MS. */
   #held = new Set();
-  /** The same, by reply subject, for cancels (the first, should a caller reuse one). */
-  #byReply = new Map();
+  /**
+   * Those that may be cancelled, by cancelKey: the proof of the secret their next cancel must
+   * reveal, and their reply subject (the first, should two messages share both).
+   */
+  #cancellable = new Map();
   #heartbeat = null;
   #idle = [];
   #closing = null;
@@ -309,7 +323,8 @@ class Host {
     if (msg.reply) {
       held = new Held(msg, text);
       this.#held.add(held);
-      if (!this.#byReply.has(msg.reply)) this.#byReply.set(msg.reply, held);
+      const proof = msg.headers?.get(CANCEL_HEADER);
+      if (isToken(proof)) this.#expectCancel(held, proof);
       if (typeof this.#pool[handleCancellable] === 'function') {
         const run = this.#pool[handleCancellable](text);
         held.cancel = run.cancel;
@@ -321,7 +336,7 @@ class Host {
       const ms = performance.now() - t0;
       if (held !== null) {
         this.#held.delete(held);
-        if (this.#byReply.get(msg.reply) === held) this.#byReply.delete(msg.reply);
+        if (held.key !== null && this.#cancellable.get(held.key) === held) this.#cancellable.delete(held.key);
         held.done();
         this.#reply(msg, answer);
       }
@@ -347,12 +362,27 @@ class Host {
     for (const held of this.#held) this.#tell(held.msg, WORKING);
   };
 
+  /** `held` may be cancelled by a cancel that reveals the secret of `proof`. */
+  #expectCancel(held, proof) {
+    held.key = cancelKey(proof, held.msg.reply);
+    if (!this.#cancellable.has(held.key)) this.#cancellable.set(held.key, held);
+  }
+
   /** A caller gave up on calls of a message it sent (see the module doc). */
   #onCancel = (err, msg) => {
     if (err) return;
     const order = parseCancel(msg.string());
-    const held = order === null ? undefined : this.#byReply.get(order.reply);
-    const places = held === undefined || held.cancel === null ? [] : held.placesOf(order.ids);
+    const key = order === null ? null : cancelKey(proofOf(order.secret), order.reply);
+    const held = key === null ? undefined : this.#cancellable.get(key);
+    if (held === undefined) {
+      this.#cancelsIgnored++;
+      return;
+    }
+    // Its secret is spent (anyone may have heard this cancel): the message's next cancel must
+    // reveal the secret this one committed to.
+    this.#cancellable.delete(key);
+    this.#expectCancel(held, order.next);
+    const places = held.cancel === null ? [] : held.placesOf(order.ids);
     if (places.length === 0) {
       this.#cancelsIgnored++;
       return;

@@ -27,6 +27,8 @@ const SUBJECT = /^[^.*>\s]+(\.[^.*>\s]+)*$/;
  * client that hears nothing of a message for longer knows its host or the connection is gone.
  */
 const STATUS_HEADER = 'Corepool-Status';
+/** The header of a request that may be cancelled: the proof of its cancel's secret (lib/nats/wire.js). */
+const CANCEL_HEADER = 'Corepool-Cancel';
 const BUSY = 'busy';
 const WORKING = 'working';
 const HEARTBEAT_MS = 500;
@@ -101,4 +103,4 @@ function checkConnection(nc, who) {
   }
 }
 
-module.exports = { SUBJECT, names, resultSubject, deadSubject, serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS };
+module.exports = { SUBJECT, names, resultSubject, deadSubject, serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS };
