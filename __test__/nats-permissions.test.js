@@ -141,6 +141,7 @@ maybe('corepool/nats with the documented permissions (examples/nats-permissions.
     const created = JSON.parse((await attackerNc.request('$JS.API.CONSUMER.CREATE.corepool-results.forger.corepool.results.>', JSON.stringify(consumer))).string());
     expect(created.error?.description).toMatch(/cycle/);
     await attackerNc.flush();
+    await hostNc.flush(); // the host has heard what the attacker sent
     expect(seen).toEqual(internals.map((subject) => `publish ${subject}`));
     expect(await remote.waitFor('perm-victim')).toBe(300);
     expect(await remote.outcome('perm-victim')).toMatchObject({ result: 300, host: host.id });
@@ -169,6 +170,7 @@ maybe('corepool/nats with the documented permissions (examples/nats-permissions.
     ];
     for (const cancel of forged) attackerNc.publish('corepool.cancel', JSON.stringify(cancel));
     await attackerNc.flush();
+    await hostNc.flush(); // the host has heard the forged cancels
     expect(await call).toBe(300);
     expect(host.stats().data.cancelsIgnored - ignored).toBe(forged.length);
     await remote.close();

@@ -128,6 +128,7 @@ maybe('corepool/nats trust on an open server', () => {
     const second = remote.call('sleep', [300]);
     expect(await first).toBe(RpcError.codes.Timeout);
     await replayed;
+    await nc.flush(); // the host (on this connection) has heard the replayed cancel
     expect(await second).toBe(300);
     expect(host.stats().data).toMatchObject({ cancelled: 1, cancelsIgnored: 1 });
     await remote.close();

@@ -4,6 +4,9 @@
 // would publish with a host's rights into its own service's namespace (a job's outcome, a job,
 // a cancel, another host's calls) or onto system subjects ($JS, $SRV, $KV, $SYS, …). It answers
 // only reply subjects outside them; eslint.config.js keeps `respond(` out of the rest of lib/.
+// (The job worker's acknowledgements go to the `$JS.ACK.…` subjects that JetStream itself sets
+// on the jobs it delivers, never to one a publisher chose: nats-server drops a published message
+// whose reply subject is one of those.)
 
 const { SUBJECT } = require('./names.js');
 
