@@ -59,6 +59,10 @@ test('a cancel reveals a secret whose proof its message carried, and commits to 
   const next = proofOf(cancelSecret());
   expect(proofOf(secret)).toMatch(/^[A-Za-z0-9_-]{43}$/);
   expect(proofOf(secret)).not.toBe(proofOf(cancelSecret()));
+  // Secrets are drawn 256 at a time: none repeats across draws.
+  const secrets = Array.from({ length: 600 }, cancelSecret);
+  expect(new Set(secrets).size).toBe(600);
+  expect(secrets.every((s) => /^[A-Za-z0-9_-]{43}$/.test(s))).toBe(true);
   const text = cancelText('_INBOX.x.1', secret, next, [1, 'a']);
   expect(parseCancel(text)).toEqual({ reply: '_INBOX.x.1', secret, next, ids: [1, 'a'] });
   const edited = (change) => JSON.stringify({ ...JSON.parse(text), ...change });

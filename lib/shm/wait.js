@@ -15,7 +15,7 @@ const { after } = require('../timer.js');
 const WAIT_SLICE_MS = 10;
 /** The slice while the holder is a native thread, which cannot notify (src/shm/agent.rs). */
 const NATIVE_HOLDER_SLICE_MS = 1;
-/** Longer than any wait slice, and within a Node timer's range (2^31 − 1 ms). */
+/** Longer than any wait slice. */
 const KEEP_ALIVE_MS = 2 ** 31 - 1;
 /**
  * Polls of a taken lock word before a blocking lock sleeps, unless the lock's `spin` option
