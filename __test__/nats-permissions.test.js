@@ -77,6 +77,16 @@ maybe('corepool/nats with the documented permissions (examples/nats-permissions.
     expect(host.stats().data.cancelled - cancelled).toBe(1);
     expect((await remote.hosts()).map((h) => h.id)).toEqual([host.id]);
     expect((await remote.stats()).map((s) => s.id)).toEqual([host.id]);
+    // With two hosts known, messages go to each host's own subject (<subject>.host.<id>).
+    const secondNc = await as('host');
+    const second = await serve(pool, secondNc);
+    expect((await remote.hosts()).map((h) => h.id).sort()).toEqual([host.id, second.id].sort());
+    const before = [host, second].map((h) => h.stats().data.messages);
+    for (let i = 0; i < 4; i++) expect(await remote.exec('echo', i)).toBe(i);
+    expect([host, second].map((h, i) => h.stats().data.messages - before[i])).toEqual([2, 2]);
+    await second.close();
+    expect(violations.get(secondNc)).toEqual([]);
+    await secondNc.close();
     // Durable jobs: submit, waitFor (before and after the outcome), outcome, results, dead letters.
     const waiting = remote.waitFor('perm-job');
     expect(await remote.submit('echo', ['job'], { id: 'perm-job' })).toEqual({ id: 'perm-job', duplicate: false });
