@@ -9,6 +9,7 @@ const TIMER_GLOBALS = ['setTimeout', 'setInterval'].map((name) => ({ name, messa
 const TIMER_SYNTAX = [
   { selector: 'MemberExpression[property.name=/^set(Timeout|Interval)$/]', message: TIMERS },
   { selector: "CallExpression[callee.name='require'][arguments.0.value=/^(node:)?timers/]", message: TIMERS },
+  { selector: "MemberExpression[object.name='AbortSignal'][property.name='timeout']", message: TIMERS },
 ];
 const RESPOND_SYNTAX = [
   {

@@ -51,6 +51,7 @@ test('the lint rule refuses raw timers anywhere in lib/ but lib/timer.js', () =>
     'globalThis.setTimeout(() => {}, 5);',
     "require('node:timers').setTimeout(() => {}, 5);",
     "require('timers/promises');",
+    'AbortSignal.timeout(5);',
   ];
   for (const code of raw) {
     const rules = lint(code, 'lib/nats/probe.js').map((m) => m.ruleId);
