@@ -1,9 +1,9 @@
 'use strict';
 // Every timer of lib/ is made here (eslint.config.js forbids setTimeout, setInterval, the timers
-// module and AbortSignal.timeout elsewhere in lib/). Node's timers hold at most 2^31 − 1 ms and fire after 1 ms for anything
-// longer, Infinity and fractions past the limit included: a delay taken from a user (a call's
-// timeout, a waitFor's) would then fire at once. These timers take any delay: a longer one is
-// re-armed until its time has passed, and Infinity means never.
+// module and AbortSignal.timeout elsewhere in lib/). Node's timers hold at most 2^31 − 1 ms and
+// fire after 1 ms for anything longer, Infinity and fractions past the limit included: a delay
+// taken from a user (a call's timeout, a waitFor's) would then fire at once. These timers take
+// any delay: a longer one is re-armed until its time has passed, and Infinity means never.
 
 const { performance } = require('node:perf_hooks'); // the global is a getter on every use
 
