@@ -86,8 +86,18 @@ export interface HostStats {
     peakInHand: number;
     /** Calls named by their callers' cancels while their message was in hand. */
     cancelled: number;
-    /** Cancels that named no call in hand (late, repeated, or not cancels at all). */
+    /**
+     * Cancels that cancelled nothing: late, repeated, naming no call in hand, not cancels of
+     * this version, or without the secret whose proof the message carries (made up by anyone
+     * but the message's sender).
+     */
     cancelsIgnored: number;
+    /**
+     * Messages (calls, and services-protocol requests) whose reply subject was refused: the
+     * service's own subject or under it, a system subject (`$…`), or not a valid subject. They
+     * are neither run nor answered.
+     */
+    repliesRefused: number;
     concurrency: number | null;
     pool: PoolStats;
     /** With `durable`: the job worker's figures. */
@@ -110,7 +120,7 @@ export declare class Host {
 export declare function serve(pool: Pool, nc: NatsConnection, options?: HostOptions): Promise<Host>;
 
 export interface RemotePoolOptions extends ServiceNames {
-  /** Default timeout of a call in ms (0: none). */
+  /** Default timeout of a call in ms, of any length (0 or Infinity: none). */
   timeout?: number;
   /** Ms without word of a call's host after which it settles with ServerGone (default 3000, at least 1000). */
   liveness?: number;
@@ -118,9 +128,13 @@ export interface RemotePoolOptions extends ServiceNames {
   maxBatch?: number;
 }
 
-/** A call given up on (its timeout or signal) settles at once, and its host is asked to stop it. */
+/**
+ * A call given up on (its timeout or signal) settles at once, and its host is asked to stop it
+ * (by a cancel that proves it comes from this client: nobody else can stop the call).
+ */
 export interface RemoteCallOptions {
   signal?: AbortSignal;
+  /** Ms, of any length (0 or Infinity: none; default the RemotePool's). */
   timeout?: number;
 }
 
@@ -157,7 +171,8 @@ export declare class RemotePool {
   /** A durable job on the JetStream work queue; resolves once stored. `duplicate`: the id was
    *  submitted within the last 2 minutes, and this submission was dropped. */
   submit(method: string, params?: Param[] | Param, options?: { id?: string }): Promise<{ id: string; duplicate: boolean }>;
-  /** Job `id`'s result once recorded; rejects with its RpcError (Timeout/Aborted by the options). */
+  /** Job `id`'s result once recorded; rejects with its RpcError (Timeout/Aborted by the options;
+   *  `timeout` in ms, of any length, 0 or Infinity: none). */
   waitFor<T = unknown>(id: string, options?: { timeout?: number; signal?: AbortSignal }): Promise<T>;
   /** Job `id`'s recorded outcome, or null. */
   outcome(id: string): Promise<JobOutcome | null>;

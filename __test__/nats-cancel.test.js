@@ -2,12 +2,13 @@
 // corepool/nats: a remote call's timeout or abort cancels it on its host (the cancel of
 // lib/nats/wire.js), against a real nats-server, with hosts in this process and in a child.
 
-const { connect, createInbox } = require('@nats-io/transport-node');
+const { connect, createInbox, headers } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
 const { serve, RemotePool } = require('../nats.js');
 const { startNats, natsServerPath } = require('./nats/server.js');
 const { childHost, killChildHosts } = require('./nats/child-host.js');
 const { sleepEnd, first } = require('./order.js');
+const { cancelSecret, proofOf, cancelText } = require('../lib/nats/wire.js');
 
 const C = RpcError.codes;
 const maybe = natsServerPath() === null ? describe.skip : describe;
@@ -51,10 +52,23 @@ async function localHost(name, threads, options = {}) {
   };
 }
 
-/** Publishes JSON-RPC `text` to `subject` with a reply subject of its own; resolves with
- *  that reply subject and a promise of the (first non-status) answer's text. */
+/**
+ * Publishes JSON-RPC `text` to `subject` with a reply subject of its own and the proof of a
+ * cancel secret; resolves with that reply subject, a promise of the (first non-status) answer's
+ * text, and `cancel(ids, spends = true)`: the text of a cancel of those ids, which reveals the
+ * message's current secret and commits to the next, as a RemotePool's cancels do (with `spends`
+ * false, the next cancel reveals the same secret: for cancels the host cannot read).
+ */
 async function sendRaw(subject, text) {
   const reply = createInbox();
+  let secret = cancelSecret();
+  const h = headers();
+  h.set('Corepool-Cancel', proofOf(secret));
+  const cancel = (ids, spends = true) => {
+    const revealed = secret;
+    if (spends) secret = cancelSecret();
+    return cancelText(reply, revealed, proofOf(secret), ids);
+  };
   const answer = new Promise((resolve) => {
     const sub = nc.subscribe(reply, {
       callback: (err, m) => {
@@ -65,9 +79,9 @@ async function sendRaw(subject, text) {
     });
   });
   await nc.flush();
-  nc.publish(subject, text, { reply });
+  nc.publish(subject, text, { reply, headers: h });
   await nc.flush();
-  return { reply, answer };
+  return { reply, answer, cancel };
 }
 
 maybe('corepool/nats: a call given up on is cancelled on its host', () => {
@@ -183,12 +197,29 @@ maybe('corepool/nats: a call given up on is cancelled on its host', () => {
     await h.close();
   });
 
+  test('a timeout of 2^31 ms or more, or Infinity, never fires early: the call waits until its caller aborts it', async () => {
+    const h = await localHost('cancel-long-timeout', 6); // a thread for each sleep, and one for the echo
+    const outcomes = [];
+    const ac = new AbortController();
+    const calls = [2147483647.5, 2 ** 31, 2 ** 40, Infinity].map((timeout) =>
+      codeOf(h.remote.call('sleep', [LONG], { timeout, signal: ac.signal })).then((outcome) => outcomes.push([timeout, outcome])),
+    );
+    // A sibling with a short timeout settles, then a round trip completes: the long ones wait on.
+    expect(await codeOf(h.remote.call('sleep', [LONG], { timeout: 20 }))).toBe(C.Timeout);
+    expect(await h.remote.exec('echo', 'round trip')).toBe('round trip');
+    expect(outcomes).toEqual([]);
+    ac.abort();
+    await Promise.all(calls);
+    expect(outcomes.map(([, outcome]) => outcome)).toEqual(Array(4).fill(C.Aborted));
+    await h.close();
+  });
+
   test('a cancel for a call already finished, or for a message no longer held, changes nothing', async () => {
     const h = await localHost('cancel-late', 2);
     // A message answered already: the cancel finds nothing held.
     const done = await sendRaw('cancel-late', '{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}');
     expect(JSON.parse(await done.answer).result).toBe(1);
-    nc.publish('cancel-late.cancel', JSON.stringify({ reply: done.reply, ids: [1] }));
+    nc.publish('cancel-late.cancel', done.cancel([1]));
     await nc.flush();
     // A batch in hand whose first call has finished: that call keeps its result.
     const batch = await sendRaw(
@@ -196,7 +227,7 @@ maybe('corepool/nats: a call given up on is cancelled on its host', () => {
       '[{"jsonrpc":"2.0","method":"echo","params":["a"],"id":1},{"jsonrpc":"2.0","method":"sleep","params":[300],"id":2}]',
     );
     await new Promise((r) => setTimeout(r, 100));
-    nc.publish('cancel-late.cancel', JSON.stringify({ reply: batch.reply, ids: [1, 1, 1] }));
+    nc.publish('cancel-late.cancel', batch.cancel([1, 1, 1]));
     await nc.flush();
     expect(JSON.parse(await batch.answer)).toEqual([
       { jsonrpc: '2.0', result: 'a', id: 1 },
@@ -214,6 +245,9 @@ maybe('corepool/nats: a call given up on is cancelled on its host', () => {
       'cancel-hostile',
       '[{"jsonrpc":"2.0","method":"sleep","params":[300],"id":1},{"jsonrpc":"2.0","method":"sleep","params":[300],"id":"x"},{"jsonrpc":"2.0","method":"echo","params":[3]}]',
     );
+    const R = JSON.stringify(held.reply);
+    const edited = (text, change) => JSON.stringify({ ...JSON.parse(text), ...change });
+    const spent = held.cancel(['none of its ids']);
     const hostile = [
       'garbage',
       '',
@@ -221,16 +255,27 @@ maybe('corepool/nats: a call given up on is cancelled on its host', () => {
       '[1,2]',
       '"text"',
       '{"reply":5,"ids":[1]}',
-      `{"reply":${JSON.stringify(held.reply)}}`,
-      `{"reply":${JSON.stringify(held.reply)},"ids":"1"}`,
-      `{"reply":${JSON.stringify(held.reply)},"ids":{"0":1}}`,
-      // Ids the message does not hold, or not as these types: "1" is not 1, 1 is not "x".
-      `{"reply":${JSON.stringify(held.reply)},"ids":["1",2,"y",null,{"id":1},[1],true,1e400,"x ",-0.5]}`,
-      `{"reply":"_INBOX.nobody","ids":[1,"x"]}`,
+      // Cancels of the version before proofs, and of a version to come.
+      `{"reply":${R},"ids":[1]}`,
+      edited(held.cancel([1], false), { v: 2 }),
+      edited(held.cancel([1], false), { v: '1' }),
+      // Without the message's secret: none, a malformed one, the proof itself, a spent one.
+      edited(held.cancel([1], false), { secret: undefined }),
+      edited(held.cancel([1], false), { secret: 'short' }),
+      edited(held.cancel([1], false), { next: 'short' }),
+      edited(held.cancel([1], false), { secret: JSON.parse(spent).next }),
+      spent,
+      // The message's secret, with ids that are not a list, or for another reply subject.
+      held.cancel('1', false),
+      held.cancel({ 0: 1 }, false),
+      edited(held.cancel([1, 'x'], false), { reply: '_INBOX.nobody' }),
+      // The message's secret, with ids it does not hold, or not as these types: "1" is not 1, 1 is not "x".
+      held.cancel(['1', 2, 'y', null, { id: 1 }, [1], true, 'x ', -0.5]),
       '['.repeat(200000),
-      `{"reply":${JSON.stringify(held.reply)},"ids":[${'9,'.repeat(100000)}9]}`,
-      `{"reply":${JSON.stringify(held.reply)},"ids":${'['.repeat(5000)}${']'.repeat(5000)}}`,
+      held.cancel(Array(100001).fill(9)),
+      held.cancel([]).replace('"ids":[]', `"ids":${'['.repeat(5000)}${']'.repeat(5000)}`),
     ];
+    nc.publish('cancel-hostile.cancel', spent);
     for (const text of hostile) nc.publish('cancel-hostile.cancel', text);
     await nc.flush();
     expect(JSON.parse(await held.answer)).toEqual([
@@ -238,7 +283,7 @@ maybe('corepool/nats: a call given up on is cancelled on its host', () => {
       { jsonrpc: '2.0', result: 300, id: 'x' },
     ]);
     const { data } = h.host.stats();
-    expect([data.cancelsIgnored, data.cancelled, data.inHand]).toEqual([hostile.length, 0, 0]);
+    expect([data.cancelsIgnored, data.cancelled, data.inHand]).toEqual([hostile.length + 1, 0, 0]);
     expect(await h.remote.exec('echo', 'alive')).toBe('alive');
     await h.close();
   });

@@ -73,6 +73,29 @@ maybe('corepool/nats durable jobs', () => {
     await remote.close();
   });
 
+  test('waitFor with a timeout of 2^31 ms or more, or Infinity, waits until its signal aborts it', async () => {
+    const remote = new RemotePool(nc, { name: 'long-wait' });
+    const outcomes = [];
+    const ac = new AbortController();
+    const waits = [2147483647.5, 2 ** 31, Infinity].map((timeout) =>
+      remote.waitFor(`never-${timeout}`, { timeout, signal: ac.signal }).then(
+        () => outcomes.push('resolved'),
+        (e) => outcomes.push(e.code),
+      ),
+    );
+    // A sibling with a short timeout gives up, then a job runs to its outcome: the long ones wait on.
+    await expect(remote.waitFor('never', { timeout: 20 })).rejects.toMatchObject({ code: C.Timeout });
+    const host = await serve(pool, nc, { name: 'long-wait', durable: true });
+    const { id } = await remote.submit('echo', ['round trip']);
+    expect(await remote.waitFor(id)).toBe('round trip');
+    expect(outcomes).toEqual([]);
+    ac.abort();
+    await Promise.all(waits);
+    expect(outcomes).toEqual(Array(3).fill(C.Aborted));
+    await host.close();
+    await remote.close();
+  });
+
   test('when the connection closes, waitFor and results() reject with Unavailable, never hang', async () => {
     const own = await connect({ servers: server.url });
     const remote = new RemotePool(own, { name: 'closing' });

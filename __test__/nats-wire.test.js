@@ -4,7 +4,9 @@
 // replay it with COREPOOL_PROPERTY_SEED=<seed> COREPOOL_PROPERTY_PATH=<path>.
 const fc = require('fast-check');
 const { RpcError } = require('..');
-const { toJson, carefulJson } = require('../lib/nats/wire.js');
+const { toJson, carefulJson, cancelSecret, proofOf, cancelText, parseCancel } = require('../lib/nats/wire.js');
+const { names } = require('../lib/nats/names.js');
+const { replyAllowed } = require('../lib/nats/reply.js');
 
 const settings = { numRuns: 2000 };
 if (process.env.COREPOOL_PROPERTY_SEED !== undefined) settings.seed = Number(process.env.COREPOOL_PROPERTY_SEED);
@@ -43,4 +45,28 @@ test('deep, cyclic and hostile values take the careful path and are refused by n
   expect(toJson({ a: undefined, b: [undefined] }, 'params')).toBe('{"a":null,"b":[null]}');
   // A key '' is not the value itself (the careful path once took it for the root: a cycle).
   expect(carefulJson({ '': false, x: { '': undefined } }, 'params')).toBe('{"":false,"x":{"":null}}');
+});
+
+test('a host may answer a reply subject only outside its service\'s namespace and the system subjects', () => {
+  const n = names('svc', 'app.svc');
+  for (const ok of ['_INBOX.abc.1', '_INBOX.caller.x.7', 'app', 'app.other', 'app.svcx', 'other.app.svc']) expect([ok, replyAllowed(n, ok)]).toEqual([ok, true]);
+  const refused = ['app.svc', 'app.svc.results.eA', 'app.svc.jobs', 'app.svc.cancel', 'app.svc.host.x', '$JS.API.STREAM.DELETE.svc-jobs', '$SRV.PING', '$KV.b.k', '$SYS.REQ.SERVER.PING', '$O.x', 'a.*', 'a.>', '>', 'a..b', '.a', 'a.', 'a b', '', 5, null, undefined];
+  for (const bad of refused) expect([bad, replyAllowed(n, bad)]).toEqual([bad, false]);
+});
+
+test('a cancel reveals a secret whose proof its message carried, and commits to the next; other shapes are not cancels', () => {
+  const secret = cancelSecret();
+  const next = proofOf(cancelSecret());
+  expect(proofOf(secret)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  expect(proofOf(secret)).not.toBe(proofOf(cancelSecret()));
+  // Secrets are drawn 256 at a time: none repeats across draws.
+  const secrets = Array.from({ length: 600 }, cancelSecret);
+  expect(new Set(secrets).size).toBe(600);
+  expect(secrets.every((s) => /^[A-Za-z0-9_-]{43}$/.test(s))).toBe(true);
+  const text = cancelText('_INBOX.x.1', secret, next, [1, 'a']);
+  expect(parseCancel(text)).toEqual({ reply: '_INBOX.x.1', secret, next, ids: [1, 'a'] });
+  const edited = (change) => JSON.stringify({ ...JSON.parse(text), ...change });
+  for (const bad of [edited({ v: 2 }), edited({ v: undefined }), edited({ secret: 'short' }), edited({ next: `${next}=` }), edited({ ids: 1 }), edited({ reply: 5 }), '{"reply":"_INBOX.x.1","ids":[1]}', 'null', '']) {
+    expect([bad, parseCancel(bad)]).toEqual([bad, null]);
+  }
 });

@@ -7,6 +7,7 @@ const { threadId } = require('node:worker_threads');
 const { performance } = require('node:perf_hooks'); // the global is a getter on every use
 const { contract } = require('./native.js');
 const { errorText } = require('./errors.js');
+const { after } = require('./timer.js');
 const views = require('./views.js');
 
 // How long a serving thread runs drain cycles (and polls for calls), all its servers together,
@@ -285,12 +286,12 @@ class Server {
     const run = new Running(context);
     this.#running.set(token, run);
     if (timeout > 0) {
-      run.timer = setLongTimeout(() => {
+      run.timer = after(timeout, () => {
         run.timer = null;
         // The message is the caller's Timeout's (it names the method and the limit).
         const message = this.#native.stop(token);
         if (message !== null && message !== undefined) context.abort(abortError(message, 'TimeoutError'));
-      }, timeout);
+      }).unref();
     }
     params.push(context);
     let result;
@@ -374,27 +375,6 @@ function safely(f, fallback) {
   } catch {
     return fallback;
   }
-}
-
-/** Node's timers hold at most 2^31 − 1 ms (longer ones fire after 1 ms): re-arms until `ms` passed. */
-const LONGEST_TIMER = 2 ** 31 - 1;
-
-/** An unref'd timer of any length; `clear()` cancels it. */
-function setLongTimeout(fn, ms) {
-  const until = performance.now() + ms;
-  const handle = {
-    timer: null,
-    clear() {
-      clearTimeout(handle.timer);
-    },
-  };
-  const arm = () => {
-    const left = until - performance.now();
-    handle.timer = left > LONGEST_TIMER ? setTimeout(arm, LONGEST_TIMER) : setTimeout(fn, Math.max(left, 0));
-    handle.timer.unref();
-  };
-  arm();
-  return handle;
 }
 
 module.exports = { Server };

@@ -7,6 +7,7 @@
 
 const { threadId, BroadcastChannel, receiveMessageOnPort } = require('node:worker_threads');
 const { native } = require('./native.js');
+const { every } = require('./timer.js');
 
 const CHANNEL_NAME = 'corepool:views';
 /** How often jobs waiting for resent views look whether their caller is gone. */
@@ -87,8 +88,7 @@ function forget(token) {
 function awaitResend(token, server, resume, drop) {
   awaiting.set(token, { server, resume, drop });
   if (orphanTimer === null) {
-    orphanTimer = setInterval(checkOrphans, ORPHAN_CHECK_MS);
-    orphanTimer.unref();
+    orphanTimer = every(ORPHAN_CHECK_MS, checkOrphans).unref();
   }
 }
 
@@ -112,7 +112,7 @@ function checkOrphans() {
     }
   }
   if (awaiting.size === 0) {
-    clearInterval(orphanTimer);
+    orphanTimer.clear();
     orphanTimer = null;
   }
 }

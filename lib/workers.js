@@ -17,6 +17,7 @@
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
 const { RpcError, CODES, errorText } = require('./errors.js');
+const { every } = require('./timer.js');
 
 const BOOTSTRAP = path.join(__dirname, 'task-worker.js');
 
@@ -48,8 +49,7 @@ class TaskWorkers {
     nativePool.planServed(options.minThreads * options.concurrency);
     for (let i = 0; i < options.minThreads; i++) this.#spawn();
     if (options.maxThreads > options.minThreads) {
-      this.#idleTimer = setInterval(() => this.#shrink(), Math.max(Math.min(options.idleTimeout, 1000), 20));
-      this.#idleTimer.unref();
+      this.#idleTimer = every(Math.max(Math.min(options.idleTimeout, 1000), 20), () => this.#shrink()).unref();
     }
   }
 
@@ -92,7 +92,7 @@ class TaskWorkers {
   /** Stops every worker (the pool has no call left for them, or was destroyed). */
   async stop() {
     this.#stopping = true;
-    if (this.#idleTimer !== null) clearInterval(this.#idleTimer);
+    this.#idleTimer?.clear();
     await Promise.all([...this.#workers.keys()].map((w) => w.terminate()));
   }
 

@@ -28,12 +28,15 @@
 //   host: its id goes out in a cancel (lib/nats/wire.js) on <subject>.cancel, with those of the
 //   other calls given up on in the same turn of the event loop. A cancel is advice: the caller
 //   settles at once, and a host that does not hold the message (it answered already, or refused
-//   it as busy) ignores it.
+//   it as busy) ignores it. Each message of calls carries the proof of a secret that only this
+//   client knows, and a cancel reveals it (and commits to the next): hosts ignore cancels that
+//   anyone else makes up.
 
 const { natsClient } = require('./peer.js');
 const { RpcError, CODES, describe, errorText } = require('../errors.js');
-const { toJson, requestText, errorOf, cancelText } = require('./wire.js');
-const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
+const { toJson, requestText, errorOf, cancelSecret, proofOf, cancelText } = require('./wire.js');
+const { after, every } = require('../timer.js');
+const { serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const CLIENT_OPTIONS = ['name', 'subject', 'timeout', 'liveness', 'maxBatch'];
 const CALL_OPTIONS = ['signal', 'timeout'];
@@ -91,6 +94,8 @@ class Message {
     this.busy = 0;
     /** The host it was sent to (its id), or null: sent to the queue group. */
     this.host = null;
+    /** The secret its next cancel reveals (its proof travels with it); null for handle(). */
+    this.secret = calls === null ? null : cancelSecret();
   }
 }
 
@@ -115,7 +120,7 @@ class RemotePool {
   #closing = null;
   #idle = [];
   #jobs = null;
-  /** Calls given up on this turn, to cancel on their hosts: ids by message. */
+  /** Calls given up on this turn, to cancel on their hosts: ids by Message. */
   #cancels = new Map();
   /** Hosts that answered the last $SRV.PING (1 until one is counted). */
   #hostCount = 1;
@@ -360,7 +365,7 @@ class RemotePool {
     this.#closed = true;
     this.#closing ??= this.drained().then(() => {
       this.#inbox.unsubscribe();
-      clearInterval(this.#watch);
+      this.#watch?.clear();
     });
     return this.#closing;
   }
@@ -386,7 +391,7 @@ class RemotePool {
     return new Promise((resolve, reject) => {
       const call = new Call(id, text, resolve, reject);
       if (timeout > 0) {
-        call.timer = setTimeout(() => this.#giveUp(call, new RpcError(CODES.Timeout, `The call timed out after ${timeout} ms (its host is asked to stop it)`)), timeout);
+        call.timer = after(timeout, () => this.#giveUp(call, new RpcError(CODES.Timeout, `The call timed out after ${timeout} ms (its host is asked to stop it)`)));
       }
       if (signal !== null) {
         call.signal = signal;
@@ -514,15 +519,19 @@ class RemotePool {
       m.host = host;
       this.#hosts.set(host, this.#hosts.get(host) + 1);
     }
+    const options = { reply: `${this.#prefix}.${m.seq}` };
+    if (m.secret !== null) {
+      options.headers = natsClient().headers();
+      options.headers.set(CANCEL_HEADER, proofOf(m.secret));
+    }
     try {
-      this.#nc.publish(host === null ? this.#n.subject : this.#n.host(host), m.text, { reply: `${this.#prefix}.${m.seq}` });
+      this.#nc.publish(host === null ? this.#n.subject : this.#n.host(host), m.text, options);
     } catch (e) {
       this.#fail(m, new RpcError(CODES.Unavailable, `the message could not be sent to NATS: ${errorText(e)}`));
       return;
     }
     if (this.#watch === null) {
-      this.#watch = setInterval(this.#checkLiveness, Math.max(50, this.#liveness / 4));
-      this.#watch.unref();
+      this.#watch = every(Math.max(50, this.#liveness / 4), this.#checkLiveness).unref();
     }
   }
 
@@ -538,7 +547,7 @@ class RemotePool {
       if (status === WORKING) return;
       if (status === BUSY) {
         const pause = Math.random() * Math.min(MAX_BACKOFF_MS, 2 ** m.busy++);
-        setTimeout(() => {
+        after(pause, () => {
           if (this.#messages.get(m.seq) !== m) return;
           if (m.calls !== null && m.waiting !== m.calls.length) {
             // Calls given up on while it waited stay behind.
@@ -546,7 +555,7 @@ class RemotePool {
             m.text = batchText(m.calls);
           }
           this.#send(m);
-        }, pause);
+        });
         return;
       }
       if (h.code === 503 && msg.data.length === 0) {
@@ -635,7 +644,7 @@ class RemotePool {
     const { resolve, reject } = call;
     if (resolve === null) return;
     call.resolve = call.reject = null;
-    clearTimeout(call.timer);
+    call.timer?.clear();
     if (call.signal !== null) call.signal.removeEventListener('abort', call.onAbort);
     const m = call.message;
     if (m !== null && --m.waiting === 0 && this.#messages.get(m.seq) === m) {
@@ -654,23 +663,28 @@ class RemotePool {
     const m = call.message;
     this.#settle(call, false, error);
     if (m === null) return; // not sent: #flush leaves it out
-    const ids = this.#cancels.get(m.seq);
+    const ids = this.#cancels.get(m);
     if (ids !== undefined) ids.push(call.id);
     else {
       // After the timers of this turn (nextTick would run between them): calls of one batch
       // that time out together share one cancel.
       if (this.#cancels.size === 0) setImmediate(this.#sendCancels);
-      this.#cancels.set(m.seq, [call.id]);
+      this.#cancels.set(m, [call.id]);
     }
   }
 
-  /** Publishes the cancels of this turn, one per message. */
+  /**
+   * Publishes the cancels of this turn, one per message: each reveals its message's secret, which
+   * is then spent, and commits to a new one for the message's next cancel (and its resending).
+   */
   #sendCancels = () => {
     const cancels = this.#cancels;
     this.#cancels = new Map();
-    for (const [seq, ids] of cancels) {
+    for (const [m, ids] of cancels) {
+      const secret = m.secret;
+      m.secret = cancelSecret();
       try {
-        this.#nc.publish(this.#n.cancel, cancelText(`${this.#prefix}.${seq}`, ids));
+        this.#nc.publish(this.#n.cancel, cancelText(`${this.#prefix}.${m.seq}`, secret, proofOf(m.secret), ids));
       } catch {
         // The connection is closed: its host hears nothing more of the call either way.
       }
@@ -691,7 +705,7 @@ class RemotePool {
       }
     }
     if (this.#messages.size === 0) {
-      clearInterval(this.#watch);
+      this.#watch.clear();
       this.#watch = null;
     }
   };
@@ -707,13 +721,6 @@ class RemotePool {
   #checkIdle() {
     if (this.#messages.size === 0 && this.#idle.length && this.#outgoing.length === 0) for (const wake of this.#idle.splice(0)) wake();
   }
-}
-
-function timeoutOption(v, what) {
-  if (v === undefined) return 0;
-  if (typeof v !== 'number' || !(v >= 0)) throw new RangeError(`corepool/nats: ${what} must be a number of ms ≥ 0 (0 or Infinity: none), got ${describe(v)}`);
-  // Timers take at most 2^31 - 1 ms (24.8 days): longer is as good as none.
-  return v >= 2 ** 31 ? 0 : v;
 }
 
 /** The text of a message of these calls: a lone request, or a batch. */

@@ -13,6 +13,9 @@
 //   message, however big its batch, so no batch is refused everywhere for ever.
 // - Every message taken is answered once (when it has a reply subject), also while close()
 //   drains: close() stops the subscription first, then waits for the calls in hand.
+// - A host publishes to a subject a message names (its reply subject) only through
+//   lib/nats/reply.js, which refuses the service's own namespace and system subjects: a
+//   request with such a reply subject is counted (repliesRefused) and neither run nor answered.
 // - While a message is in hand, its caller hears "working" every HEARTBEAT_MS (lib/nats/names.js),
 //   so a caller that hears nothing for longer knows this host or its connection is gone.
 // - An answer bigger than the server's max payload is never sent: the calls whose results are
@@ -20,16 +23,21 @@
 // - A cancel (lib/nats/wire.js) stops the calls it names of a message in hand, as an
 //   AbortSignal stops a local call: queued ones at once, running ones when their command next
 //   checks; they answer Aborted (to nobody: their caller has settled them), and the rest of the
-//   message runs on. A cancel for a message not in hand, or for ids it does not hold, is
-//   ignored, so one that comes late, twice or garbled changes nothing.
+//   message runs on. It must reveal the secret whose proof the message carries (or the one its
+//   last cancel committed to): one that does not, or one for a message not in hand, or for ids
+//   it does not hold, is ignored and counted, so one that comes late, twice, garbled or from
+//   anyone but the message's sender changes nothing. A message without a proof cannot be
+//   cancelled.
 
 const crypto = require('node:crypto');
 const { performance } = require('node:perf_hooks');
 const { CODES } = require('../errors.js');
 const { handleCancellable } = require('../pool.js');
-const { parseCancel } = require('./wire.js');
+const { parseCancel, proofOf, isToken } = require('./wire.js');
+const { replyAllowed, respond } = require('./reply.js');
+const { every } = require('../timer.js');
 const { natsClient } = require('./peer.js');
-const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
+const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const VERSION = require('../../package.json').version;
 const HOST_OPTIONS = ['name', 'subject', 'queue', 'concurrency', 'description', 'metadata', 'durable'];
@@ -77,6 +85,8 @@ class Held {
     this.text = text;
     /** `cancel(places)` of the pool's cancellable handle(), or null (a pool without one). */
     this.cancel = null;
+    /** Its key among the messages that may be cancelled (cancelKey), or null: it may not be. */
+    this.key = null;
   }
 
   /**
@@ -87,6 +97,7 @@ class Held {
     this.msg = null;
     this.text = '';
     this.cancel = null;
+    this.key = null;
     this.#places = null;
   }
 
@@ -117,6 +128,11 @@ class Held {
     }
     return places;
   }
+}
+
+/** The key of a message in hand that a cancel revealing the secret of `proof` may cancel. */
+function cancelKey(proof, reply) {
+  return `${proof} ${reply}`;
 }
 
 /** A JSON-RPC id (a string or a number) as a key, or null for anything else. */
@@ -152,8 +168,11 @@ class Host {
   #peakInHand = 0;
   /** The messages in hand with a reply subject (Held), told "working" every HEARTBEAT_MS. */
   #held = new Set();
-  /** The same, by reply subject, for cancels (the first, should a caller reuse one). */
-  #byReply = new Map();
+  /**
+   * Those that may be cancelled, by cancelKey: the proof of the secret their next cancel must
+   * reveal, and their reply subject (the first, should two messages share both).
+   */
+  #cancellable = new Map();
   #heartbeat = null;
   #idle = [];
   #closing = null;
@@ -163,6 +182,7 @@ class Host {
   #busy = 0;
   #cancelled = 0;
   #cancelsIgnored = 0;
+  #repliesRefused = 0;
   #lastError = '';
   #processingMs = 0;
   #messages = 0;
@@ -207,14 +227,13 @@ class Host {
         this.#admin.push(
           this.#nc.subscribe(subject, {
             callback: (err, msg) => {
-              if (!err && msg.reply) msg.respond(answer());
+              if (!err && msg.reply) this.#respond(msg, answer());
             },
           }),
         );
       }
     }
-    this.#heartbeat = setInterval(this.#beat, HEARTBEAT_MS);
-    this.#heartbeat.unref();
+    this.#heartbeat = every(HEARTBEAT_MS, this.#beat).unref();
     if (this.#jobs !== null) await this.#jobs.start();
     await this.#nc.flush(); // the server has the subscriptions: calls sent from now on reach this host
     return this;
@@ -249,8 +268,9 @@ class Host {
    * This host's figures, as the services protocol's endpoint stats: calls answered, errors,
    * time in ns, and in `data` the per-method figures, the messages answered, the messages
    * refused while busy, the calls in hand now and at most, the calls cancelled at their
-   * caller's word and the cancels ignored, the pool's stats() and, with `durable`, the job
-   * worker's.
+   * caller's word and the cancels ignored, the messages whose reply subject was refused
+   * (lib/nats/reply.js: neither run nor answered), the pool's stats() and, with `durable`, the
+   * job worker's.
    */
   stats() {
     const methods = {};
@@ -272,6 +292,7 @@ class Host {
         peakInHand: this.#peakInHand,
         cancelled: this.#cancelled,
         cancelsIgnored: this.#cancelsIgnored,
+        repliesRefused: this.#repliesRefused,
         concurrency: this.#concurrency === Infinity ? null : this.#concurrency,
         pool: this.#pool.stats(),
         jobs: this.#jobs?.stats() ?? null,
@@ -281,6 +302,11 @@ class Host {
 
   #onRequest = (err, msg) => {
     if (err) return; // the subscription ended (a permissions error, or the connection closed)
+    if (msg.reply && !replyAllowed(this.#n, msg.reply)) {
+      // Not run: its answer could go nowhere it may be sent.
+      this.#repliesRefused++;
+      return;
+    }
     const text = msg.string();
     const methods = callsIn(text);
     const n = methods.length;
@@ -297,7 +323,8 @@ class Host {
     if (msg.reply) {
       held = new Held(msg, text);
       this.#held.add(held);
-      if (!this.#byReply.has(msg.reply)) this.#byReply.set(msg.reply, held);
+      const proof = msg.headers?.get(CANCEL_HEADER);
+      if (isToken(proof)) this.#expectCancel(held, proof);
       if (typeof this.#pool[handleCancellable] === 'function') {
         const run = this.#pool[handleCancellable](text);
         held.cancel = run.cancel;
@@ -309,7 +336,7 @@ class Host {
       const ms = performance.now() - t0;
       if (held !== null) {
         this.#held.delete(held);
-        if (this.#byReply.get(msg.reply) === held) this.#byReply.delete(msg.reply);
+        if (held.key !== null && this.#cancellable.get(held.key) === held) this.#cancellable.delete(held.key);
         held.done();
         this.#reply(msg, answer);
       }
@@ -323,23 +350,39 @@ class Host {
   #tell(msg, status) {
     const h = natsClient().headers();
     h.set(STATUS_HEADER, status);
-    try {
-      msg.respond(undefined, { headers: h });
-    } catch {
-      // The connection closed: the caller's own liveness check settles the call.
-    }
+    this.#respond(msg, undefined, { headers: h });
+  }
+
+  /** Publishes to `msg`'s reply subject, unless lib/nats/reply.js refuses it (counted). */
+  #respond(msg, data, options) {
+    if (!respond(this.#n, msg, data, options)) this.#repliesRefused++;
   }
 
   #beat = () => {
     for (const held of this.#held) this.#tell(held.msg, WORKING);
   };
 
+  /** `held` may be cancelled by a cancel that reveals the secret of `proof`. */
+  #expectCancel(held, proof) {
+    held.key = cancelKey(proof, held.msg.reply);
+    if (!this.#cancellable.has(held.key)) this.#cancellable.set(held.key, held);
+  }
+
   /** A caller gave up on calls of a message it sent (see the module doc). */
   #onCancel = (err, msg) => {
     if (err) return;
     const order = parseCancel(msg.string());
-    const held = order === null ? undefined : this.#byReply.get(order.reply);
-    const places = held === undefined || held.cancel === null ? [] : held.placesOf(order.ids);
+    const key = order === null ? null : cancelKey(proofOf(order.secret), order.reply);
+    const held = key === null ? undefined : this.#cancellable.get(key);
+    if (held === undefined) {
+      this.#cancelsIgnored++;
+      return;
+    }
+    // Its secret is spent (anyone may have heard this cancel): the message's next cancel must
+    // reveal the secret this one committed to.
+    this.#cancellable.delete(key);
+    this.#expectCancel(held, order.next);
+    const places = held.cancel === null ? [] : held.placesOf(order.ids);
     if (places.length === 0) {
       this.#cancelsIgnored++;
       return;
@@ -352,11 +395,7 @@ class Host {
     const max = this.#nc.info?.max_payload ?? Infinity;
     // A UTF-16 unit takes at most 3 bytes: only long answers are measured.
     if (answer.length * 3 > max && Buffer.byteLength(answer) > max) answer = fitted(answer, max);
-    try {
-      msg.respond(answer);
-    } catch {
-      // The connection closed: the caller hears of it from its own connection (or its timeout).
-    }
+    this.#respond(msg, answer);
   }
 
   #count(text, methods, answer, ms) {
@@ -399,7 +438,7 @@ class Host {
       await this.#jobs?.stop();
       await this.#drained();
       this.#cancels?.unsubscribe();
-      clearInterval(this.#heartbeat);
+      this.#heartbeat?.clear();
       for (const sub of this.#admin) sub.unsubscribe();
       await this.#nc.flush().catch(() => {});
     })();

@@ -24,7 +24,8 @@ const crypto = require('node:crypto');
 const { RpcError, CODES, describe, errorText } = require('../errors.js');
 const { jetstreamClient } = require('./peer.js');
 const { toJson, errorOf } = require('./wire.js');
-const { knownOptions, wholeOption, resultSubject, deadSubject } = require('./names.js');
+const { knownOptions, wholeOption, timeoutOption, resultSubject, deadSubject } = require('./names.js');
+const { after, every, sleep } = require('../timer.js');
 
 const JOB_OPTIONS = ['inFlight', 'ackWait', 'maxDeliver', 'retryDelay'];
 /** Errors that running the job again cannot change: recorded at once. */
@@ -157,7 +158,7 @@ class JobWorker {
         // Closed for good: nothing more will come (close() still waits for the jobs in hand).
         if (this.#nc.isClosed()) break;
         // The connection is down or the consumer is being recreated: try again shortly.
-        if (!this.#stopped) await new Promise((r) => setTimeout(r, 200));
+        if (!this.#stopped) await sleep(200);
       } finally {
         this.#fetch = null;
       }
@@ -204,7 +205,7 @@ class JobWorker {
       m.ack();
       return;
     }
-    const beat = setInterval(() => m.working(), Math.max(50, this.#o.ackWait / 3));
+    const beat = every(Math.max(50, this.#o.ackWait / 3), () => m.working());
     let ok;
     let value;
     try {
@@ -214,7 +215,7 @@ class JobWorker {
       ok = false;
       value = e instanceof RpcError ? e.toJSON() : { code: CODES.InternalError, message: errorText(e) };
     } finally {
-      clearInterval(beat);
+      beat.clear();
     }
     if (!ok && !FINAL.has(value.code) && deliveries < this.#o.maxDeliver) {
       this.#retried++;
@@ -328,6 +329,7 @@ class JobClient {
   async waitFor(id, options) {
     const o = knownOptions(options, ['timeout', 'signal'], 'waitFor()');
     if (typeof id !== 'string' || id === '') throw new RpcError(CODES.InvalidRequest, `waitFor() takes a job id string, got ${describe(id)}`);
+    const timeout = timeoutOption(o.timeout, 'waitFor() options.timeout');
     await this.#init();
     const subject = resultSubject(this.#n, id);
     // Recorded already: read it directly, without a consumer.
@@ -338,11 +340,11 @@ class JobClient {
     let timer = null;
     const onAbort = () => messages.stop();
     let why = null;
-    if (o.timeout !== undefined && o.timeout > 0) {
-      timer = setTimeout(() => {
-        why = new RpcError(CODES.Timeout, `no outcome of job ${JSON.stringify(id)} within ${o.timeout} ms`);
+    if (timeout > 0) {
+      timer = after(timeout, () => {
+        why = new RpcError(CODES.Timeout, `no outcome of job ${JSON.stringify(id)} within ${timeout} ms`);
         messages.stop();
-      }, o.timeout);
+      });
     }
     if (o.signal) {
       if (o.signal.aborted) why = new RpcError(CODES.Aborted, 'waitFor() was aborted');
@@ -357,7 +359,7 @@ class JobClient {
       }
       throw why ?? new RpcError(CODES.Unavailable, 'the NATS connection closed before the outcome was recorded');
     } finally {
-      clearTimeout(timer);
+      timer?.clear();
       messages.stop();
     }
   }

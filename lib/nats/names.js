@@ -15,6 +15,8 @@
 //
 // <key> is the job id in base64url, since an id may hold characters a subject token cannot.
 
+const { describe } = require('../errors.js');
+
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 // A subject of tokens without wildcards or spaces.
 const SUBJECT = /^[^.*>\s]+(\.[^.*>\s]+)*$/;
@@ -25,6 +27,8 @@ const SUBJECT = /^[^.*>\s]+(\.[^.*>\s]+)*$/;
  * client that hears nothing of a message for longer knows its host or the connection is gone.
  */
 const STATUS_HEADER = 'Corepool-Status';
+/** The header of a request that may be cancelled: the proof of its cancel's secret (lib/nats/wire.js). */
+const CANCEL_HEADER = 'Corepool-Cancel';
 const BUSY = 'busy';
 const WORKING = 'working';
 const HEARTBEAT_MS = 500;
@@ -85,6 +89,13 @@ function wholeOption(value, fallback, min, max, what) {
   return value;
 }
 
+/** A timeout option in ms: 0 (or undefined) and Infinity mean none (RangeError naming it otherwise). */
+function timeoutOption(v, what) {
+  if (v === undefined) return 0;
+  if (typeof v !== 'number' || !(v >= 0)) throw new RangeError(`corepool/nats: ${what} must be a number of ms ≥ 0 (0 or Infinity: none), got ${describe(v)}`);
+  return v;
+}
+
 /** The NATS connection argument: anything with the client's request/subscribe/publish. */
 function checkConnection(nc, who) {
   if (nc === null || typeof nc !== 'object' || typeof nc.request !== 'function' || typeof nc.subscribe !== 'function' || typeof nc.publish !== 'function') {
@@ -92,4 +103,4 @@ function checkConnection(nc, who) {
   }
 }
 
-module.exports = { names, resultSubject, deadSubject, serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, BUSY, WORKING, HEARTBEAT_MS };
+module.exports = { SUBJECT, names, resultSubject, deadSubject, serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS };

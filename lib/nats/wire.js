@@ -3,6 +3,7 @@
 // text would change silently (NaN → null, a Date → its string, a Map → {}, a dropped key) is
 // refused with InvalidParams naming its place, as the local pool refuses what it cannot carry.
 
+const crypto = require('node:crypto');
 const { RpcError, CODES, describe, errorText } = require('../errors.js');
 
 /** Why `v` (at `place`) cannot travel as JSON text, or null if it can. */
@@ -126,19 +127,55 @@ function errorOf(error) {
 
 /**
  * A cancel: a caller that gave up on calls of a message it sent (their timeout or signal)
- * publishes `{"reply":"<the message's reply subject>","ids":[<the calls' JSON-RPC ids>]}` on
- * `<subject>.cancel`, with no reply subject of its own. Every host hears it, since the caller
- * does not know which host of the queue group took the message; the host that holds a message
- * with that reply subject cancels those of its calls, as an AbortSignal cancels a local call,
- * and the others ignore it. Anything else (not JSON, another shape, a message no longer held,
- * ids it does not hold) is ignored: the caller has settled its calls already, and a cancel only
- * spares the host the rest of the work.
+ * publishes `{"v":1,"reply":<the message's reply subject>,"secret":<s>,"next":<proof>,"ids":
+ * [<the calls' JSON-RPC ids>]}` on `<subject>.cancel`, with no reply subject of its own. Every
+ * host hears it, since the caller does not know which host of the queue group took the message.
+ *
+ * Anyone who subscribes to the service's subject sees the requests, so a cancel must prove it
+ * comes from the message's sender (commit and reveal): a message that may be cancelled carries
+ * the proof of a secret only its sender knows (header CANCEL_HEADER: proofOf(secret), SHA-256),
+ * and its cancel reveals that secret. A secret is spent by the cancel that reveals it (others
+ * hear that cancel): the cancel commits to the secret of the message's next cancel in `next`.
+ * The host that holds a message with that reply subject and proof cancels the calls named, as
+ * an AbortSignal cancels a local call. Anything else (not a cancel of this version, a secret
+ * that is not the message's, a message no longer held, ids it does not hold) is ignored: the
+ * caller has settled its calls already, and a cancel only spares the host the rest of the work.
  */
-function cancelText(reply, ids) {
-  return `{"reply":${JSON.stringify(reply)},"ids":${JSON.stringify(ids)}}`;
+const CANCEL_VERSION = 1;
+/** A secret (32 random bytes) and a proof (a SHA-256 digest), in base64url. */
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+/** Random bytes for SECRETS_AT_ONCE secrets, drawn at once (one draw per secret costs ~7× more). */
+const SECRETS_AT_ONCE = 256;
+let random = Buffer.alloc(0);
+let taken = 0;
+
+/** A new secret for a message's cancel: 32 random bytes, each used once. */
+function cancelSecret() {
+  if (taken === random.length) {
+    random = crypto.randomBytes(32 * SECRETS_AT_ONCE);
+    taken = 0;
+  }
+  taken += 32;
+  return random.toString('base64url', taken - 32, taken);
 }
 
-/** `{ reply, ids }` of a cancel's text, or null if the text is not a cancel. */
+/** The proof a message carries of its cancel's `secret`. */
+function proofOf(secret) {
+  return crypto.createHash('sha256').update(secret).digest('base64url');
+}
+
+/** True if `token` can be a secret or a proof (a request's proof header is checked with it). */
+function isToken(token) {
+  return typeof token === 'string' && TOKEN.test(token);
+}
+
+/** A cancel's text: reveals `secret`, commits to `next` (the proof of the next cancel's secret). */
+function cancelText(reply, secret, next, ids) {
+  return `{"v":${CANCEL_VERSION},"reply":${JSON.stringify(reply)},"secret":"${secret}","next":"${next}","ids":${JSON.stringify(ids)}}`;
+}
+
+/** `{ reply, secret, next, ids }` of a cancel's text, or null if the text is not a cancel of this version. */
 function parseCancel(text) {
   let v;
   try {
@@ -146,8 +183,8 @@ function parseCancel(text) {
   } catch {
     return null;
   }
-  if (v === null || typeof v !== 'object' || typeof v.reply !== 'string' || !Array.isArray(v.ids)) return null;
-  return { reply: v.reply, ids: v.ids };
+  if (v === null || typeof v !== 'object' || v.v !== CANCEL_VERSION || typeof v.reply !== 'string' || !isToken(v.secret) || !isToken(v.next) || !Array.isArray(v.ids)) return null;
+  return { reply: v.reply, secret: v.secret, next: v.next, ids: v.ids };
 }
 
-module.exports = { toJson, carefulJson, requestText, errorOf, cancelText, parseCancel };
+module.exports = { toJson, carefulJson, requestText, errorOf, cancelSecret, proofOf, isToken, cancelText, parseCancel };

@@ -10,11 +10,12 @@
 const { performance } = require('node:perf_hooks');
 const { types } = require('node:util'); // realm-proof type checks, unlike instanceof
 const { invalidParams, describe, errorText } = require('../errors.js');
+const { after } = require('../timer.js');
 
 const WAIT_SLICE_MS = 10;
 /** The slice while the holder is a native thread, which cannot notify (src/shm/agent.rs). */
 const NATIVE_HOLDER_SLICE_MS = 1;
-/** Longer than any wait slice, and within a Node timer's range (2^31 − 1 ms). */
+/** Longer than any wait slice. */
 const KEEP_ALIVE_MS = 2 ** 31 - 1;
 /**
  * Polls of a taken lock word before a blocking lock sleeps, unless the lock's `spin` option
@@ -73,9 +74,9 @@ async function waitSliceAsync(array, index, value, until, sliceMs = WAIT_SLICE_M
   if (r.async) {
     // Held until the wait has resolved, however late V8's timeout task runs: a timer that
     // expired first would let a loaded process exit before the wait comes back.
-    const alive = until === Infinity ? null : setTimeout(noop, KEEP_ALIVE_MS);
+    const alive = until === Infinity ? null : after(KEEP_ALIVE_MS, noop);
     await r.value;
-    if (alive !== null) clearTimeout(alive);
+    alive?.clear();
   }
   return true;
 }
