@@ -114,6 +114,12 @@ afterAll(() => {
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 
+test("the README's nats-server config is examples/nats-permissions.conf, the file the permissions tests run", () => {
+  const text = fs.readFileSync(README, 'utf8');
+  const configs = [...text.matchAll(/^```conf\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+  expect(configs).toEqual([fs.readFileSync(path.join(ROOT, 'examples', 'nats-permissions.conf'), 'utf8')]);
+});
+
 test('the README has code blocks to run', () => {
   expect(blocks.length).toBeGreaterThan(0);
 });
