@@ -485,7 +485,7 @@ unsafe fn resend_views(env: sys::napi_env, inbox: &Inbox) {
                 .collect()
         };
         // SAFETY: on env's JS thread with values of env.
-        unsafe { super::serve::publish(env, to, token, &views, true) };
+        unsafe { super::publish::publish(env, to, token, &views, true) };
     }
 }
 

@@ -5,12 +5,24 @@ pub mod channel;
 pub mod contract;
 pub mod convert;
 pub mod pool;
+pub mod publish;
 pub mod render;
 pub mod serve;
 pub mod shm;
 pub(crate) mod tsfn;
 
+use napi::bindgen_prelude::{Result, ToNapiValue};
 use napi::sys;
+
+/// A napi_value handed back to JS as is: what a `#[napi]` function returns when it made the
+/// value itself with raw Node-API calls.
+pub struct RawValue(pub(crate) sys::napi_value);
+
+impl ToNapiValue for RawValue {
+    unsafe fn to_napi_value(_env: sys::napi_env, v: Self) -> Result<sys::napi_value> {
+        Ok(v.0)
+    }
+}
 
 /// The first `N` arguments of a Node-API callback (missing ones are `undefined`) and the data
 /// pointer its function was created with.

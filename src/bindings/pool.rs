@@ -9,7 +9,9 @@ use super::contract::{
     CALL_PACKED_LATIN1, CALL_PROGRESS,
 };
 use super::convert::{self, FromJs};
+use super::publish::publish;
 use super::serve::{self, NativeServer};
+use super::RawValue;
 use crate::commands;
 use crate::pool::Origin;
 use crate::pool::{
@@ -535,7 +537,7 @@ impl NativePool {
             }
             let views = &from_js.views;
             // SAFETY: on this env's JS thread; the views are values of this env.
-            let mut announce = |to, token| unsafe { serve::publish(raw, to, token, views, false) };
+            let mut announce = |to, token| unsafe { publish(raw, to, token, views, false) };
             let caller = Caller {
                 watches_progress: false,
                 announce: (!views.is_empty()).then_some(&mut announce as _),
@@ -812,15 +814,6 @@ struct Hot {
     closed: Arc<AtomicBool>,
 }
 
-/// A napi_value handed back to JS as is.
-pub struct RawValue(pub(crate) sys::napi_value);
-
-impl ToNapiValue for RawValue {
-    unsafe fn to_napi_value(_env: sys::napi_env, v: Self) -> Result<sys::napi_value> {
-        Ok(v.0)
-    }
-}
-
 unsafe extern "C" fn drop_hot(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: `data` is the Arc<Hot> leaked in `caller`; Node runs this finalizer once.
     drop(unsafe { Arc::from_raw(data as *const Hot) });
@@ -917,8 +910,7 @@ unsafe extern "C" fn hot_call(
                 placed = true;
                 // A JS-served method gets the views from this thread's JavaScript (pool::server).
                 // SAFETY: on this env's JS thread; the views are values of this env.
-                let mut announce =
-                    |to, token| unsafe { serve::publish(env, to, token, views, false) };
+                let mut announce = |to, token| unsafe { publish(env, to, token, views, false) };
                 let caller = Caller {
                     watches_progress,
                     announce: (!views.is_empty()).then_some(&mut announce as _),

@@ -25,7 +25,7 @@ use super::contract::{
 };
 use super::convert::from_js::MAX_VALUES;
 use super::convert::{self, to_js, FromJs};
-use super::pool::RawValue;
+use super::RawValue;
 use crate::commands::render::functions::pending::{Finishing, PendingRender};
 use crate::commands::render::functions::{
     run_miscounted, write_first, Functions, SectionCall, SectionValue, TagEscape, Write,
@@ -43,35 +43,6 @@ use napi_derive::napi;
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::ptr;
-
-/// A pending render as a JavaScript value: an external holding it.
-///
-/// # Safety
-/// Must run on `env`'s JS thread.
-pub(crate) unsafe fn pending_to_js(
-    env: sys::napi_env,
-    pending: &Pending,
-) -> convert::Converted<sys::napi_value> {
-    let data = Box::into_raw(Box::new(pending.clone())) as *mut c_void;
-    let mut out = ptr::null_mut();
-    // SAFETY: caller contract; `data` is a leaked Box<Pending> that `drop_pending` reclaims
-    // exactly once, when the external is collected.
-    let status = unsafe {
-        sys::napi_create_external(env, data, Some(drop_pending), ptr::null_mut(), &mut out)
-    };
-    if status != sys::Status::napi_ok {
-        // SAFETY: creation failed, so no finalizer will run: reclaim it here.
-        drop(unsafe { Box::from_raw(data as *mut Pending) });
-        // SAFETY: caller contract.
-        return Err(unsafe { convert::failure(env, status, "handing over a pending render") });
-    }
-    Ok(out)
-}
-
-unsafe extern "C" fn drop_pending(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
-    // SAFETY: `data` is the Box<Pending> leaked in `pending_to_js`; Node finalizes once.
-    drop(unsafe { Box::from_raw(data as *mut Pending) });
-}
 
 /// `finishRender(pending, [functions, objects], helpers)`: fills the pending render's slots on
 /// this thread and returns its output (a string, or a Buffer if it asked for bytes), or
@@ -212,7 +183,7 @@ unsafe fn finish(
     if status != sys::Status::napi_ok || data.is_null() {
         return Err(internal("finishRender takes a pending render"));
     }
-    // SAFETY: the only externals this addon makes hold a Box<Pending> (`pending_to_js`), alive
+    // SAFETY: the only externals this addon makes hold a Box<Pending> (`convert::to_js::pending_to_js`), alive
     // while the external is (an argument of this call).
     let pending: &Pending = unsafe { &*(data as *const Pending) };
     let render = pending

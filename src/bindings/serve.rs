@@ -16,7 +16,7 @@
 //! memory. The caller's JavaScript sends the typed arrays themselves (`postMessage` on a
 //! process-wide BroadcastChannel shares the memory, it does not copy it) to the serving
 //! environment, addressed by its thread id: just before the push when the caller's thread
-//! places the job ([`publish`], called from the core's announce hook), or on the server's
+//! places the job (`publish.rs`, called from the core's announce hook), or on the server's
 //! request otherwise (`resend`). Jobs with views reach JavaScript without params; the serving
 //! thread calls `params(token, views)` once it holds the views, and each `Value::View` is
 //! replaced by the received typed array over the same memory (matched by address, length and
@@ -32,83 +32,11 @@ use crate::shm::SharedView;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
-
-thread_local! {
-    /// This thread's environment and a reference to its `publish(to, token, views)` function.
-    static PUBLISHER: Cell<(sys::napi_env, sys::napi_ref)> =
-        const { Cell::new((ptr::null_mut(), ptr::null_mut())) };
-}
-
-/// Registers this environment's `publish(to, token, views, resent)`, which sends a call's typed
-/// arrays over SharedArrayBuffers to serving environment `to` for job `token` (`resent`: asked
-/// for again). lib/views.js calls it once at load.
-#[napi(catch_unwind)]
-pub fn set_publisher(env: Env, publish: Unknown) -> Result<()> {
-    let raw = env.raw();
-    let mut reference = ptr::null_mut();
-    // SAFETY: a Node-API callback on this env's JS thread; `publish` belongs to this env.
-    let status = unsafe { sys::napi_create_reference(raw, publish.raw(), 1, &mut reference) };
-    if status != sys::Status::napi_ok {
-        return Err(Error::new(Status::InvalidArg, "corepool: bad publisher"));
-    }
-    // Node runs one environment per thread, so a thread-local is per environment. The reference
-    // lives as long as the environment (Node frees references at teardown).
-    PUBLISHER.with(|p| p.set((raw, reference)));
-    Ok(())
-}
-
-/// Calls this environment's publisher with `views` for job `token` on serving environment `to`.
-///
-/// # Safety
-/// Must run on `env`'s JS thread, with `views` values of that env.
-pub(crate) unsafe fn publish(
-    env: sys::napi_env,
-    to: u64,
-    token: u64,
-    views: &[sys::napi_value],
-    resent: bool,
-) {
-    let (penv, reference) = PUBLISHER.with(|p| p.get());
-    if penv != env || reference.is_null() {
-        return; // no publisher: the server will ask for the views (resend)
-    }
-    // SAFETY: live env on its JS thread (caller contract) for every call below.
-    unsafe {
-        let mut f = ptr::null_mut();
-        if sys::napi_get_reference_value(env, reference, &mut f) != sys::Status::napi_ok {
-            return;
-        }
-        let mut array = ptr::null_mut();
-        sys::napi_create_array_with_length(env, views.len(), &mut array);
-        for (i, v) in views.iter().enumerate() {
-            sys::napi_set_element(env, array, i as u32, *v);
-        }
-        let mut a = ptr::null_mut();
-        let mut b = ptr::null_mut();
-        let mut c = ptr::null_mut();
-        sys::napi_create_double(env, to as f64, &mut a);
-        sys::napi_create_double(env, token as f64, &mut b);
-        sys::napi_get_boolean(env, resent, &mut c);
-        let mut undefined = ptr::null_mut();
-        sys::napi_get_undefined(env, &mut undefined);
-        let argv = [a, b, array, c];
-        let mut result = ptr::null_mut();
-        sys::napi_call_function(env, undefined, f, 4, argv.as_ptr(), &mut result);
-        // publish() catches its own errors; never let one escape into the caller's exec().
-        let mut pending = false;
-        sys::napi_is_exception_pending(env, &mut pending);
-        if pending {
-            let mut e = ptr::null_mut();
-            sys::napi_get_and_clear_last_exception(env, &mut e);
-        }
-    }
-}
 
 /// A server's threadsafe function, as the core's [`Wake`].
 struct Waker(Arc<Tsfn>);

@@ -22,7 +22,7 @@
 //! (`shm::mutex` explains why).
 
 use super::convert;
-use super::pool::RawValue;
+use super::RawValue;
 use crate::rpc::Value;
 use crate::shm::{
     Agent, ElementKind, Moved, Mutex, RingBuffer, RingError, Semaphore, SharedView, SharedWord,
