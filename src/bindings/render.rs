@@ -1,5 +1,5 @@
 //! The calling thread's side of a render whose view or config holds JavaScript functions (see
-//! `commands/render/functions.rs` for the two passes): the handle a pending render travels to
+//! `render/functions.rs` for the two passes): the handle a pending render travels to
 //! JavaScript as, `finishRender`, which fills its slots by calling the functions, and the
 //! `render` that lambdas get.
 //!
@@ -26,13 +26,13 @@ use super::contract::{
 use super::convert::from_js::MAX_VALUES;
 use super::convert::{self, to_js, FromJs};
 use super::RawValue;
-use crate::commands::render::functions::pending::{Finishing, PendingRender};
-use crate::commands::render::functions::{
+use crate::render::functions::pending::{Finishing, PendingRender};
+use crate::render::functions::{
     run_miscounted, write_first, Functions, SectionCall, SectionValue, TagEscape, Write,
     WRITE_RUN_MAX,
 };
-use crate::commands::render::js::Js;
-use crate::commands::render::{check_value, escape_html};
+use crate::render::js::Js;
+use crate::render::{check_value, escape_html};
 use crate::rpc::packed::tree::Item;
 use crate::rpc::text::MAX_JS_STRING;
 use crate::rpc::value::Pending;

@@ -460,7 +460,7 @@ pub enum Value {
     /// call refuses them when its params are read.
     Function(FunctionId),
     /// A result that only the calling thread can finish (a render that met JavaScript
-    /// functions, see `commands::render::functions`): handed to JavaScript as an opaque
+    /// functions, see `render::functions`): handed to JavaScript as an opaque
     /// handle, which gives it back to the addon to finish.
     Pending(Pending),
 }

@@ -12,7 +12,7 @@
 //! Mustache lambdas): each function becomes a [`Value::Function`] numbered by its place in
 //! [`Collected::functions`], and every array and object converted is listed in
 //! [`Collected::objects`], depth first and in order (`render` finds a function's `this` there
-//! by that order, see `commands/render/functions/pending.rs`). A function with properties of
+//! by that order, see `render/functions/pending.rs`). A function with properties of
 //! its own beyond a function's built-ins is refused: the renderer could not see them.
 //!
 //! Hostile values get the same treatment as any other: a getter or a Proxy trap that throws
@@ -153,7 +153,7 @@ pub struct Collected {
 }
 
 /// The own properties a function may have that no render can reach except by a built-in name
-/// (`commands/render/js.rs` refuses those names on functions).
+/// (`render/js.rs` refuses those names on functions).
 const FUNCTION_OWN: &[&str] = &["length", "name", "prototype", "arguments", "caller"];
 
 /// The values a conversion looks things up with, by index into `FromJs::known`.

@@ -3,8 +3,8 @@
 
 use super::cache::TemplateCache;
 use super::config::Config;
-use super::{render_with, Render};
-use crate::rpc::{json, Command, Context, ErrorCode, RpcError, StopFlags, Value};
+use super::render_with;
+use crate::rpc::{json, Context, ErrorCode, RpcError, StopFlags, Value};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::Arc;
@@ -24,7 +24,7 @@ fn context(cancel: &'static AtomicU8) -> Context<'static> {
 
 /// Runs the command as the pool would: `render(template, data?, partials?)`.
 fn run(params: Vec<Value>) -> Result<String, RpcError> {
-    match Render.run(params, &context(&NOT_CANCELLED))? {
+    match super::run(params, &context(&NOT_CANCELLED))? {
         Value::String(s) => Ok(s),
         other => panic!("render returned a {}", other.kind()),
     }
@@ -483,7 +483,7 @@ fn render_four(
     partials: &str,
     config: &str,
 ) -> Result<Value, RpcError> {
-    Render.run(
+    super::run(
         vec![
             template.into(),
             data,
@@ -651,12 +651,11 @@ fn json_text_renders_as_its_parsed_view_does() {
         "{}",
     ] {
         let parsed = json::parse(text).unwrap();
-        let expected = Render
-            .run(
-                vec![template.into(), parsed, json::parse(partials).unwrap()],
-                &context(&NOT_CANCELLED),
-            )
-            .map_err(|e| (e.code, e.message));
+        let expected = super::run(
+            vec![template.into(), parsed, json::parse(partials).unwrap()],
+            &context(&NOT_CANCELLED),
+        )
+        .map_err(|e| (e.code, e.message));
         for config in [
             r#"{"data":"json"}"#,
             r#"{"data":"json","escape":"html","output":"string"}"#,
@@ -742,7 +741,7 @@ fn json_text_that_is_not_json_is_refused_with_the_parsers_position() {
             "null",
         ),
     ] {
-        let e = Render.run(params, &context(&NOT_CANCELLED)).unwrap_err();
+        let e = super::run(params, &context(&NOT_CANCELLED)).unwrap_err();
         assert_eq!(
             (e.code, e.message),
             (ErrorCode::InvalidParams, format!("render: config.data is 'json', so data must be a string of JSON text, got {got}"))

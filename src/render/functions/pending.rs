@@ -11,11 +11,11 @@
 use super::{
     run_miscounted, Functions, Scope, SectionCall, SectionValue, TagEscape, Write, WRITE_RUN_MAX,
 };
-use crate::commands::render::cache::TemplateCache;
-use crate::commands::render::config::{Config, Data, Output};
-use crate::commands::render::js::Js;
-use crate::commands::render::parse::{Node, Template};
-use crate::commands::render::writer::{OutputLength, Renderer, MAX_STRING_LENGTH};
+use crate::render::cache::TemplateCache;
+use crate::render::config::{Config, Data, Output};
+use crate::render::js::Js;
+use crate::render::parse::{Node, Template};
+use crate::render::writer::{OutputLength, Renderer, MAX_STRING_LENGTH};
 use crate::rpc::{Context, FunctionId, RpcError, StopFlags, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
