@@ -35,6 +35,7 @@ mod options;
 pub mod origin;
 mod scheduler;
 pub mod server;
+mod servers;
 pub mod stats;
 pub mod strategy;
 pub mod timeout;

@@ -21,9 +21,8 @@ use super::job::{Control, Job, JobCore, NativeJob, Params, Progress, Reply, Serv
 use super::lifecycle::{closed_error, destroyed_error, Lifecycle};
 use super::options::Options;
 use super::origin::Origin;
-use super::server::{
-    has_view, Announce, Batch, Hold, Running, ServeError, Served, Server, Servers, Wake,
-};
+use super::server::{has_view, Announce, Batch, Running, ServeError, Served, Server, Wake};
+use super::servers::{Hold, Servers};
 use super::stats::{Counters, ServerStats, Stats};
 use super::timeout;
 use super::worker::{self, Workers};
