@@ -568,4 +568,6 @@ impl Drop for Pool {
 #[cfg(test)]
 mod serve_tests;
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;

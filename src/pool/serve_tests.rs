@@ -1,28 +1,13 @@
 //! Tests of JavaScript-served methods, with Rust threads standing in for the serving JS threads.
 
+use super::test_support::{origin, recv, started};
 use super::*;
-use crate::commands;
 use crate::rpc::{CancelReason, Outcome};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::Receiver;
 use std::sync::{Condvar, Mutex as StdMutex};
 use std::time::Instant;
-
-/// Records outcomes and resend requests.
-struct Sink {
-    tx: StdMutex<Sender<(u64, Outcome)>>,
-    resends: StdMutex<Vec<(u64, u64, u64)>>,
-}
-
-impl Deliver for Arc<Sink> {
-    fn deliver(&self, call: u64, outcome: Outcome) {
-        let _ = self.tx.lock().unwrap().send((call, outcome));
-    }
-    fn resend(&self, call: u64, to: u64, token: u64) {
-        self.resends.lock().unwrap().push((call, to, token));
-    }
-}
 
 /// A caller that announces views through `announce`.
 fn announcing(announce: &mut dyn FnMut(u64, u64)) -> Caller<'_> {
@@ -32,15 +17,6 @@ fn announcing(announce: &mut dyn FnMut(u64, u64)) -> Caller<'_> {
     }
 }
 
-fn origin() -> (Arc<Origin>, Arc<Sink>, Receiver<(u64, Outcome)>) {
-    let (tx, rx) = channel();
-    let sink = Arc::new(Sink {
-        tx: StdMutex::new(tx),
-        resends: StdMutex::new(Vec::new()),
-    });
-    (Arc::new(Origin::new(sink.clone())), sink, rx)
-}
-
 fn pool(strategy: Strategy, max_queue: usize) -> Arc<Pool> {
     let options = Options {
         threads: 1,
@@ -48,16 +24,11 @@ fn pool(strategy: Strategy, max_queue: usize) -> Arc<Pool> {
         max_queue,
         ..Options::default()
     };
-    Arc::new(Pool::new(options, commands::registry()).unwrap())
+    Arc::new(started(options))
 }
 
 fn values(params: Params) -> Vec<Value> {
     params.into_values().unwrap()
-}
-
-fn recv(rx: &Receiver<(u64, Outcome)>) -> (u64, Outcome) {
-    rx.recv_timeout(Duration::from_secs(20))
-        .expect("a call did not settle within 20 s")
 }
 
 /// A wake-up flag the stand-in JS thread waits on; counts wakes.
@@ -699,7 +670,7 @@ fn bounded_pool(threads: usize, max_queue: usize, on_full: OnFull) -> Arc<Pool> 
         on_full,
         ..Options::default()
     };
-    Arc::new(Pool::new(options, commands::registry()).unwrap())
+    Arc::new(started(options))
 }
 
 /// `maxQueue` counts the calls that wait for a thread of their kind: with 2 threads and
@@ -782,7 +753,7 @@ fn waiting_calls_are_admitted_to_servers_as_slots_free() {
         on_full: OnFull::Wait,
         ..Options::default()
     };
-    let p = Pool::new(options, commands::registry()).unwrap();
+    let p = started(options);
     let (o, _, rx) = origin();
     let (server, _bell) = serve_at_once(&p, &["m"], 1, 1);
     for i in 0..6 {
@@ -1040,7 +1011,7 @@ fn a_long_wait_list_settles_when_its_method_loses_its_servers() {
         on_full: OnFull::Wait,
         ..Options::default()
     };
-    let p = Pool::new(options, commands::registry()).unwrap();
+    let p = started(options);
     let (o, _, rx) = origin();
     let n = 100_000u64;
     // Closed with one call running: its completion sets the chain off.
@@ -1083,7 +1054,7 @@ fn worker_pool() -> Arc<Pool> {
         threads: 0,
         ..Options::default()
     };
-    Arc::new(Pool::new(options, commands::registry()).unwrap())
+    Arc::new(started(options))
 }
 
 #[test]
