@@ -1,3 +1,7 @@
+//! `echo(value)`: returns its param. A call that does nothing else measures the pool's own
+//! cost (submit, schedule, settle; `bench/dispatch.js`). Shared views are refused: a result is
+//! a copy, and echoing lent memory back would hand the caller a second handle on it.
+
 use crate::rpc::{params, Command, Context, RpcError, Value};
 
 /// Returns its param: the cost of a round trip through the pool and nothing else.
