@@ -111,7 +111,7 @@ pub fn shm_address(env: Env, what: String, array: Unknown, index: f64, words: u3
 }
 
 /// The largest ring whose byte counts, doubled, still fit the int32 the bound functions answer.
-const MAX_RING_CAPACITY: usize = (1 << 30) - 1;
+pub(crate) const MAX_RING_CAPACITY: usize = (1 << 30) - 1;
 
 /// A RingBuffer's operations over `memory` (a Uint8Array over a whole SharedArrayBuffer laid
 /// out as `shm::ring` says): `[write(data, limit?), readInto(target, limit?)]` (at most
