@@ -24,7 +24,7 @@ pub(crate) const CALL_PACKED: u32 = 2;
 pub(crate) const CALL_PROGRESS: u32 = 4;
 /// `flags` bit of the hot call function: the call (`pool.render`, of the native command
 /// `render`) may hold functions; the call function then returns `[functions, objects]`, what
-/// `finishRender` needs (see `render.rs`), or undefined when it held none.
+/// `finishRender` needs (see `bindings/render/`), or undefined when it held none.
 pub(crate) const CALL_FUNCTIONS: u32 = 8;
 /// `flags` bit of the hot call function, with `CALL_PACKED`: every UTF-16 unit of the text is
 /// ≤ 0xFF, so it is read as Latin-1 (a copy of V8's one-byte string, half the bytes of UTF-16).

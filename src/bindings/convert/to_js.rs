@@ -53,7 +53,7 @@ pub unsafe fn to_js_with(
             );
         }
         // A render's unfinished result: an opaque handle the calling thread gives back to
-        // `finishRender` (see `bindings/render.rs`).
+        // `finishRender` (see `bindings/render/`).
         Value::Pending(pending) => {
             // SAFETY: as for this function.
             out = unsafe { pending_to_js(env, pending) }?;

@@ -103,7 +103,7 @@ struct Flags {
     /// The caller listens to the call's progress.
     watches_progress: bool,
     /// The call (`pool.render`) may hold functions: the call function then returns
-    /// `[functions, objects]`, what `finishRender` needs (`bindings/render.rs`).
+    /// `[functions, objects]`, what `finishRender` needs (`bindings/render/`).
     may_hold_functions: bool,
     /// `None`: `params` is an array of values.
     packed: Option<Packing>,

@@ -201,7 +201,7 @@ pub struct Finishing<'p> {
     parts: &'p Parts,
     arena: &'p Arena,
     /// Address of each array and object value → its index among the call's objects (the
-    /// order the params were read in, see `bindings/render.rs`). Made on first use.
+    /// order the params were read in, see `bindings/render/mod.rs`). Made on first use.
     originals: RefCell<Option<HashMap<usize, u32>>>,
 }
 
