@@ -149,7 +149,7 @@ impl Inbox {
     }
 }
 
-/// One environment's completion channel. index.js creates one per environment at load time.
+/// One environment's completion channel. lib/calls.js creates one per environment at load time.
 #[napi]
 pub struct Channel {
     pub(crate) origin: Arc<Origin>,

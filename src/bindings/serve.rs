@@ -465,7 +465,7 @@ impl NativeServer {
         let mut fields = Map::new();
         let mut keys = ptr::null_mut();
         // SAFETY: a Node-API callback on this env's JS thread; `data` belongs to this env.
-        // index.js passes a plain object.
+        // lib/serve.js passes a plain object.
         let ok = unsafe {
             sys::napi_get_all_property_names(
                 raw,

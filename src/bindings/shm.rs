@@ -37,7 +37,7 @@ use std::ptr;
 use std::sync::Arc;
 
 /// What a bound function reports to JavaScript when it fails: an error code name from the
-/// error table (index.js turns it into an RpcError) or a plain `Error`'s message.
+/// error table (lib/errors.js turns it into an RpcError) or a plain `Error`'s message.
 enum Failure {
     Rpc(&'static CStr, String),
     Plain(String),

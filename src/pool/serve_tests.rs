@@ -305,7 +305,7 @@ fn stress_polling_servers_with_calls_straddling_the_window_settle_each_call_once
         .map(|tag| {
             let (server, bell) = serve(&p, &["m"], tag);
             let (p, stop) = (p.clone(), stop.clone());
-            // The serving thread as index.js runs it: woken, it runs drain cycles until one
+            // The serving thread as lib/serve.js runs it: woken, it runs drain cycles until one
             // ends idle; every few cycles it is over its budget and comes back later itself.
             std::thread::spawn(move || {
                 let mut cycles = 0usize;

@@ -209,7 +209,7 @@ pub(crate) unsafe fn typed_array(
     // SAFETY: `ptr` is the view's first element (Node-API adjusts it by byteOffset), valid for
     // `length` elements of the SharedArrayBuffer, whose memory never moves (a growable one only
     // grows). The call that carries the view keeps this very typed array referenced until it
-    // settles (FromJs::views, index.js), and a departing environment waits for its running jobs
+    // settles (FromJs::views, Inbox::keep), and a departing environment waits for its running jobs
     // (pool::origin), so the memory outlives every use of the view.
     match unsafe { SharedView::new(ptr, length, kind) } {
         Some(view) => Ok(Value::View(view)),

@@ -216,7 +216,7 @@ impl FromJs {
         let mut is_array = false;
         // SAFETY: caller contract; a failure leaves `is_array` false (converted as one value).
         unsafe { sys::napi_is_array(self.env, array, &mut is_array) };
-        // The params array is the call's own container, not a value sent (index.js builds it
+        // The params array is the call's own container, not a value sent (lib/pool.js builds it
         // for exec()): it is not asked for a toJSON.
         let value = if is_array {
             // SAFETY: caller contract; `array` is an array.
