@@ -5,8 +5,8 @@
 //! JavaScript's own tuning, which no Rust code reads.
 //!
 //! The flat arrays that cross the boundary are documented where they are built: the settle
-//! batch in `channel.rs` (`Channel::new`), the serving thread's job batch in `serve.rs`
-//! (`batch_to_js`).
+//! batch in `channel/settle.rs` (and `Channel::new`), the serving thread's job batch in
+//! `serve.rs` (`batch_to_js`).
 
 use super::convert::from_js::MAX_VALUES;
 use super::shm::MAX_RING_CAPACITY;
@@ -72,7 +72,7 @@ const _: () = assert!(SLAB_BYTES <= SLICE_SPAN as usize);
 /// Params of at least this many plain values travel packed (`rpc::packed`), and results as JSON
 /// text, which costs far less than building them value by value through Node-API (params
 /// holding an object or array travel packed too, however few: see lib/params.js). The rule
-/// that counts them is `json_size` (`channel.rs`) here and `pack` (`lib/params.js`) in
+/// that counts them is `json_size` (`channel/settle.rs`) here and `pack` (`lib/params.js`) in
 /// JavaScript: values
 /// JSON text carries unchanged (finite numbers but -0, strings, booleans, null, plain arrays and
 /// objects, nesting under JSON_MAX_DEPTH levels); anything else counts as "not plain".
