@@ -325,15 +325,16 @@ impl NativeServer {
         unsafe { sys::napi_is_array(raw, views.raw(), &mut is_array) };
         if is_array {
             let mut len = 0u32;
-            // SAFETY: as above; `views` is an array.
+            // SAFETY: a Node-API callback on this env's JS thread; `views` is an array of this env.
             unsafe { sys::napi_get_array_length(raw, views.raw(), &mut len) };
             // Any thread may post on the views channel: a job has at most as many views as
             // values, so no longer list is read.
             for i in 0..len.min(MAX_VALUES as u32) {
                 let mut item = ptr::null_mut();
-                // SAFETY: as above; i < length.
+                // SAFETY: a Node-API callback on this env's JS thread; i < the length of `views`.
                 unsafe { sys::napi_get_element(raw, views.raw(), i, &mut item) };
-                // SAFETY: as above; `item` is a value of this env.
+                // SAFETY: a Node-API callback on this env's JS thread; `item` is a value of this
+                // env.
                 if let Some(view) = unsafe { convert::shared_view_of(raw, item) } {
                     mine.push((view, item));
                 }
@@ -348,21 +349,23 @@ impl NativeServer {
                 params
             }
             _ => {
-                // SAFETY: as above.
+                // SAFETY: a Node-API callback on this env's JS thread; `out` is a live local.
                 unsafe { sys::napi_get_null(raw, &mut out) };
                 // SAFETY: `out` is a value of this env created in this callback scope.
                 return Ok(unsafe { Unknown::from_raw_unchecked(raw, out) });
             }
         };
         drop(waiting);
-        // SAFETY: as above; every object in `mine` is a value of this env.
+        // SAFETY: a Node-API callback on this env's JS thread; every object in `mine` is a value of
+        // this env.
         match unsafe { convert::to_js_with(raw, &params, &mine) } {
             Ok(made) => out = made,
-            // SAFETY: as above. Its thread is being terminated (a failed conversion then says
-            // nothing of the params): the job stays running, and the server's departure settles
-            // it with ServerGone, as `batch_to_js` and `complete` leave theirs.
+            // SAFETY: a Node-API callback on this env's JS thread. Its thread is being terminated
+            // (a failed conversion then says nothing of the params): the job stays running, and the
+            // server's departure settles it with ServerGone, as `batch_to_js` and `complete` leave
+            // theirs.
             Err(_) if !unsafe { convert::can_run_js(raw) } => {
-                // SAFETY: as above.
+                // SAFETY: a Node-API callback on this env's JS thread; `out` is a live local.
                 unsafe { sys::napi_get_boolean(raw, false, &mut out) };
             }
             Err(why) => {
@@ -370,7 +373,7 @@ impl NativeServer {
                     "the params cannot be made into JavaScript values on the serving thread: {why}"
                 ));
                 self.ctx.pool.complete(&self.ctx.server, token, Err(e));
-                // SAFETY: as above.
+                // SAFETY: a Node-API callback on this env's JS thread; `out` is a live local.
                 unsafe { sys::napi_get_boolean(raw, false, &mut out) };
             }
         }
@@ -425,8 +428,8 @@ impl NativeServer {
                  are copied, so write into a view the caller passed instead",
             )),
             Ok(v) => Ok(v),
-            // SAFETY: as above. Its thread is being terminated: the job stays running, and the
-            // server's departure settles it with ServerGone.
+            // SAFETY: a Node-API callback on this env's JS thread. Its thread is being terminated:
+            // the job stays running, and the server's departure settles it with ServerGone.
             Err(_) if !unsafe { convert::can_run_js(env.raw()) } => return false,
             Err(why) => Err(RpcError::invalid_params(why)),
         };
@@ -478,12 +481,13 @@ impl NativeServer {
         } == sys::Status::napi_ok;
         if ok {
             let mut len = 0u32;
-            // SAFETY: as above; `keys` is an array.
+            // SAFETY: a Node-API callback on this env's JS thread; `keys` is an array of this env.
             unsafe { sys::napi_get_array_length(raw, keys, &mut len) };
             for i in 0..len {
                 let mut key = ptr::null_mut();
                 let mut item = ptr::null_mut();
-                // SAFETY: as above.
+                // SAFETY: a Node-API callback on this env's JS thread; `keys`, `data` and the
+                // out-pointers are this env's values and live locals.
                 unsafe {
                     sys::napi_get_element(raw, keys, i, &mut key);
                     sys::napi_get_property(raw, data.raw(), key, &mut item);

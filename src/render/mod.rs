@@ -125,7 +125,8 @@ pub fn run(mut params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
     // keeps the slots (see `pending.rs`). Taking it out of this borrow lets `params` move
     // into it.
     let recorder: Recorder<'static> = unsafe { std::mem::transmute(recorder) };
-    // SAFETY: as above.
+    // SAFETY: `recorder`'s views point into `params` and into templates its slots hold, as
+    // `PendingRender::new` requires (see the transmute above).
     let pending = unsafe { PendingRender::new(recorder, out, error, config, params) };
     Ok(Value::Pending(Pending(Arc::new(pending))))
 }

@@ -271,7 +271,8 @@ impl Inbox {
             let mut r = ptr::null_mut();
             // SAFETY: on env's JS thread with `v` of env (caller contract).
             if unsafe { sys::napi_create_reference(env, v, 1, &mut r) } != sys::Status::napi_ok {
-                // SAFETY: as above; these were made just now.
+                // SAFETY: on env's JS thread (caller contract); `refs` were made on it just now and
+                // are deleted once, here, as the call is not placed.
                 unsafe { delete_refs(env, refs) };
                 return false;
             }
@@ -421,7 +422,7 @@ unsafe fn drain(env: sys::napi_env, settle: sys::napi_value, inbox: &Inbox) {
     let calls: Vec<u64> = settled.iter().map(|(call, _)| *call).collect();
     // SAFETY: env is live and this is its JS thread (caller contract).
     unsafe { hand_to_js(env, settle, reports_first(reports, settled)) };
-    // SAFETY: as above.
+    // SAFETY: env is live and this is its JS thread (caller contract); `calls` were just settled.
     unsafe { inbox.let_go(env, &calls) };
     if inbox.inflight.fetch_sub(n, Ordering::Relaxed) == n {
         // SAFETY: JS thread of the env that owns the function.

@@ -27,13 +27,13 @@ pub(super) unsafe fn call_timeout(
         sys::ValueType::napi_undefined => Ok(None),
         sys::ValueType::napi_number => {
             let mut ms = 0.0;
-            // SAFETY: as above; `v` is a number.
+            // SAFETY: caller contract (`v` of this env, on its JS thread); `v` is a number.
             unsafe { sys::napi_get_value_double(env, v, &mut ms) };
             timeout::from_ms(ms).map(Some).map_err(bad)
         }
         _ => Err(bad(format!(
             "must be a number of ms ≥ 0 (0 or Infinity: no limit), got a {}",
-            // SAFETY: as above.
+            // SAFETY: caller contract: `v` is a value of this env, on its JS thread.
             type_name(&unsafe { Unknown::from_raw_unchecked(env, v) })
         ))),
     }

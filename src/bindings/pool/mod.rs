@@ -306,17 +306,18 @@ impl NativePool {
                 continue;
             }
             let mut item = ptr::null_mut();
-            // SAFETY: as above; a missing element (or a failed read) is `undefined` or an error.
+            // SAFETY: a Node-API callback on this env's JS thread; `items` belongs to it. A missing
+            // element (or a failed read) is `undefined` or an error.
             let read =
                 unsafe { sys::napi_get_element(raw, items.raw(), from + i as u32, &mut item) };
             if read != sys::Status::napi_ok {
-                // SAFETY: as above.
+                // SAFETY: a Node-API callback on this env's JS thread.
                 let why = unsafe { convert::failure(raw, read, "reading an item") };
                 ch.fail(id, RpcError::invalid_params(why));
                 continue;
             }
             let mut from_js = FromJs::new(raw);
-            // SAFETY: as above; `item` is a value of this env.
+            // SAFETY: a Node-API callback on this env's JS thread; `item` is a value of this env.
             let params = match unsafe { from_js.params_of_one(item) } {
                 Ok(params) => params,
                 Err(e) => {
@@ -389,16 +390,18 @@ impl NativePool {
                 .map_err(|_| RpcError::invalid_params("no memory for the map's items"))?;
             for i in from..from.saturating_add(count) {
                 let mut item = ptr::null_mut();
-                // SAFETY: as above; an element past the end is `undefined`.
+                // SAFETY: a Node-API callback on this env's JS thread; `items` belongs to it. An
+                // element past the end is `undefined`.
                 let read = unsafe { sys::napi_get_element(raw, items.raw(), i, &mut item) };
                 if read != sys::Status::napi_ok {
-                    // SAFETY: as above.
+                    // SAFETY: a Node-API callback on this env's JS thread.
                     let why = unsafe { convert::failure(raw, read, "reading an item") };
                     return Err(RpcError::invalid_params(why));
                 }
                 // One conversion for the chunk: its budget bounds what all its items hold.
                 let mut path = format!("inputs[{i}]");
-                // SAFETY: as above; `item` is a value of this env.
+                // SAFETY: a Node-API callback on this env's JS thread; `item` is a value of this
+                // env.
                 let value = unsafe { from_js.value(item, 0, &mut path) };
                 values.push(value.map_err(RpcError::invalid_params)?);
             }
@@ -516,7 +519,7 @@ impl NativePool {
             // SAFETY: a Node-API callback on this env's JS thread; the values belong to it.
             let timeout = unsafe { call_timeout(raw, timeout_ms.raw()) }?;
             let method = read_method(raw, &method)?;
-            // SAFETY: as above.
+            // SAFETY: a Node-API callback on this env's JS thread; `params` belongs to it.
             let params = unsafe { from.params(params.raw()) }?;
             // SAFETY: on this env's JS thread, before the call can settle.
             if !unsafe { self.channel.inbox.keep(raw, id, &from.views) } {

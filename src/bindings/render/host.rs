@@ -616,7 +616,8 @@ impl<'f, 'p> JsHost<'f, 'p> {
         }
         // U+FFFD somewhere (a lone surrogate, or one of the texts' own), or lengths that do
         // not fall on chars: read as UTF-16, which tells.
-        // SAFETY: as above.
+        // SAFETY: `joined` is a string the helper returned in this callback, of this env, on its JS
+        // thread.
         let units =
             unsafe { convert::string_utf16(self.env, joined) }.map_err(|why| internal(&why))?;
         let mut start = 0usize;

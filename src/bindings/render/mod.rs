@@ -61,7 +61,7 @@ pub fn finish_render(
     let env = env.raw();
     // SAFETY: a Node-API callback on env's JS thread, with values of env.
     let outcome = unsafe { finish(env, pending.raw(), handles.raw(), helpers.raw()) };
-    // SAFETY: as above.
+    // SAFETY: a Node-API callback on env's JS thread.
     unsafe { answer(env, outcome) }
 }
 
@@ -79,7 +79,7 @@ pub fn render_in_scope(env: Env, token: f64, text: Unknown) -> NapiResult<RawVal
     };
     // SAFETY: a Node-API callback on env's JS thread; `text` is a value of env.
     let outcome = unsafe { with_text_arg(env, text.raw(), rendered) }.and_then(|r| r);
-    // SAFETY: as above.
+    // SAFETY: a Node-API callback on env's JS thread.
     unsafe { answer(env, outcome) }
 }
 
@@ -128,7 +128,8 @@ pub fn render_helper_memory(env: Env) -> NapiResult<RawValue> {
     );
     let mut pair = ptr::null_mut();
     let made = match (returned, args) {
-        // SAFETY: as above.
+        // SAFETY: a Node-API callback on env's JS thread; `returned` and `args` are values of env,
+        // `pair` a live local.
         (Some(returned), Some(args)) => unsafe {
             sys::napi_create_array_with_length(env, 2, &mut pair) == sys::Status::napi_ok
                 && sys::napi_set_element(env, pair, 0, returned) == sys::Status::napi_ok
@@ -187,8 +188,8 @@ unsafe fn finish(
     if status != sys::Status::napi_ok || data.is_null() {
         return Err(internal("finishRender takes a pending render"));
     }
-    // SAFETY: the only externals this addon makes hold a Box<Pending> (`convert::to_js::pending_to_js`), alive
-    // while the external is (an argument of this call).
+    // SAFETY: the only externals this addon makes hold a Box<Pending>
+    // (`convert::to_js::pending_to_js`), alive while the external is (an argument of this call).
     let pending: &Pending = unsafe { &*(data as *const Pending) };
     let render = pending
         .0

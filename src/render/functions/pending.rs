@@ -226,7 +226,8 @@ impl PendingRender {
         // SAFETY: the caller contract: the views point into `params`' heap buffers, which
         // `Parts` keeps unchanged for as long as it holds the slots (dropped first).
         let slots: Vec<(usize, Slot<'static>)> = unsafe { std::mem::transmute(slots) };
-        // SAFETY: as above, for the views of the slots.
+        // SAFETY: the caller contract, for the views the tree's nodes hold: they point into
+        // `params` too, and `Parts` drops the tree before the params.
         let tree: ViewTree<'static> = unsafe { std::mem::transmute(tree) };
         PendingRender {
             state: Mutex::new(Some(Parts {

@@ -287,8 +287,8 @@ pub unsafe fn shared_view_of(env: sys::napi_env, v: sys::napi_value) -> Option<S
     if !is_typed {
         return None;
     }
-    // SAFETY: as above; v is a typed array. Only its address is used: the view is compared,
-    // never dereferenced.
+    // SAFETY: live env and value (caller contract); v is a typed array. Only its address is used:
+    // the view is compared, never dereferenced.
     match unsafe { typed_array(env, v, "") } {
         Ok(Value::View(view)) => Some(view),
         _ => None,

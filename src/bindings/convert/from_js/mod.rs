@@ -117,7 +117,8 @@ unsafe fn name_at(
         sys::napi_get_element(env, keys, i, &mut key),
         what
     );
-    // SAFETY: key is a string of this env (own_names leaves symbols out and turns numbers to strings).
+    // SAFETY: key is a string of this env (own_names leaves symbols out and turns numbers to
+    // strings).
     let name = unsafe { string(env, key) }?;
     Ok((key, name))
 }
@@ -310,7 +311,7 @@ impl FromJs {
                     for above in CYCLE_WATCH_DEPTH..self.ancestors.len() {
                         // SAFETY: v and the ancestors are values of this env.
                         if unsafe { self.same(v, self.ancestors[above].value, path) }? {
-                            // SAFETY: as above.
+                            // SAFETY: v and the ancestors are values of this env (caller contract).
                             return Err(unsafe { self.cycle_error(v, above, path) });
                         }
                     }
