@@ -5,11 +5,11 @@
 //! transcoded, big plain data written as JSON text), so the JS thread only copies; small
 //! Buffer results share one Buffer per batch (`Slabs`).
 
-use super::super::contract::{
+use crate::bindings::contract::{
     JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RESULT_AS_JSON, RESULT_SLICE, SLAB_BYTES, SLICE_MAX,
     SLICE_SPAN,
 };
-use super::super::convert::{napi_try, text_to_js, to_js, Converted};
+use crate::bindings::convert::{napi_try, text_to_js, to_js, Converted};
 use crate::rpc::text::too_long_for_js;
 use crate::rpc::{ErrorCode, JsText, Outcome, RpcError, Value};
 use napi::sys;
