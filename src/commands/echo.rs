@@ -20,7 +20,7 @@ impl Command for Echo {
     fn run(&self, mut params: Vec<Value>, _ctx: &Context) -> Result<Value, RpcError> {
         params::expect_count("echo", &params, 1..=1)?;
         let value = params.pop().unwrap_or_default();
-        if crate::pool::has_view(&value) {
+        if value.has_view() {
             // Results are copied, never shared: echoing the caller's memory back is not a copy.
             return Err(RpcError::invalid_params(
                 "echo: a typed array over a SharedArrayBuffer cannot be echoed (results are \

@@ -48,7 +48,6 @@ pub use job::{Control, Params};
 pub use lifecycle::closed_error;
 pub use options::{OnFull, Options, MAX_NICE_INCREMENT, MAX_THREADS};
 pub use origin::{Deliver, Origin};
-pub(crate) use server::has_view;
 pub use server::{Announce, Batch, Rest, ServeError, Served, Server, Wake};
 pub use stats::{Percentiles, ServerStats, Stats, WorkerStats};
 pub use strategy::Strategy;

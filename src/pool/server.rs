@@ -254,16 +254,6 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// True when a value holds a view into shared memory anywhere inside.
-pub(crate) fn has_view(v: &Value) -> bool {
-    match v {
-        Value::View(_) => true,
-        Value::Array(items) => items.iter().any(has_view),
-        Value::Object(m) => m.iter().any(|(_, v)| has_view(v)),
-        _ => false,
-    }
-}
-
 impl Server {
     /// A new server of `methods` (see `Pool::serve`).
     pub(crate) fn new(

@@ -502,6 +502,17 @@ impl PartialEq for Value {
 }
 
 impl Value {
+    /// True when the value holds a view into shared memory anywhere inside: such a value is
+    /// lent to a call, and never handed back as a result.
+    pub fn has_view(&self) -> bool {
+        match self {
+            Value::View(_) => true,
+            Value::Array(items) => items.iter().any(Value::has_view),
+            Value::Object(m) => m.iter().any(|(_, v)| v.has_view()),
+            _ => false,
+        }
+    }
+
     /// The JavaScript `typeof`-like name used in error messages.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -35,7 +35,7 @@ impl Settlement {
         match outcome {
             Ok(Value::String(s)) => Settlement::Text(JsText::for_js(s)),
             // A view is the caller's memory, lent for the call: a result cannot hand it back.
-            Ok(v) if crate::pool::has_view(&v) => Settlement::Error(RpcError::new(
+            Ok(v) if v.has_view() => Settlement::Error(RpcError::new(
                 ErrorCode::InternalError,
                 "the command's result holds a typed array over a SharedArrayBuffer, which a \
                  result cannot carry",

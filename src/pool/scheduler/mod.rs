@@ -27,12 +27,12 @@ use super::job::{Control, Job, JobCore, NativeJob, Params, Progress, Reply, Serv
 use super::lifecycle::{closed_error, destroyed_error, Lifecycle};
 use super::options::Options;
 use super::origin::Origin;
-use super::server::{has_view, Announce};
+use super::server::Announce;
 use super::servers::Servers;
 use super::stats::{Counters, Stats};
 use super::timeout;
 use super::worker::{self, Workers};
-use crate::rpc::{CancelReason, ErrorCode, Registry, RpcError, StopFlags};
+use crate::rpc::{CancelReason, ErrorCode, Registry, RpcError, StopFlags, Value};
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
@@ -127,7 +127,7 @@ impl Scheduler {
             None if pinned.is_none() && self.servers.serves(method) => {
                 let token = self.servers.next_token();
                 let views = match &params {
-                    Params::Values(values) => values.iter().any(has_view),
+                    Params::Values(values) => values.iter().any(Value::has_view),
                     Params::Packed(_) => false,
                 };
                 Err((token, views))
