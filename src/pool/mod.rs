@@ -17,7 +17,7 @@
 //! - `lifecycle.rs`, `options.rs`, `stats.rs`, `strategy.rs`, `timeout.rs`, `idle.rs`: flags,
 //!   settings, counters, the pick, time limits and idle polling;
 //! - `each.rs`: a chunk of a `map`, one native command run per item;
-//! - `tests.rs`, `serve_tests.rs`, `test_support.rs`: the tests, native and served.
+//! - `tests.rs`, `serve_tests/`, `test_support.rs`: the tests, native and served.
 //!
 //! Rules every part keeps:
 //! - A method is a native command (the registry) or served by JavaScript threads, never both:

@@ -1,4 +1,4 @@
-//! What the pool's tests share (`tests.rs`, `serve_tests.rs`): an origin whose outcomes arrive
+//! What the pool's tests share (`tests.rs`, `serve_tests/`): an origin whose outcomes arrive
 //! on a channel, a bounded wait for the next one, and a pool with the built-in commands.
 
 use super::{Deliver, Options, Origin, Pool};

@@ -1,7 +1,7 @@
 //! Tests of the pool with native commands: every call settles once with its own result, the
 //! strategies pick as documented, timeouts, cancels, `maxQueue`, close/destroy and retired
 //! origins behave as `README.md` says, and stress runs with cancels keep the counts exact.
-//! JavaScript-served methods are tested in `serve_tests.rs`; the helpers are `test_support.rs`.
+//! JavaScript-served methods are tested in `serve_tests/`; the helpers are `test_support.rs`.
 
 use super::test_support::{origin, recv, started};
 use super::*;
