@@ -3,7 +3,7 @@
 // their turn. Node hands a threadsafe function's queued calls to the addon up to 1,000 at a
 // time in one event-loop turn; a caller whose continuation makes the next call, which the pool
 // answers at once, kept that going for the whole turn (a 5 ms interval fired twice in 2 s of
-// rendering). src/bindings/channel.rs bounds the time settlements may take in one turn.
+// rendering). src/bindings/channel/mod.rs bounds the time settlements may take in one turn.
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
 const { Pool } = require('..');

@@ -134,7 +134,7 @@ function finish(call) {
 }
 
 /**
- * The channel's callback (src/bindings/channel.rs documents the flat batch). Each call settles
+ * The channel's callback (src/bindings/channel/settle.rs documents the flat batch). Each call settles
  * in isolation, and no user code runs here: promise reactions run later, and owners tell their
  * listeners from a process.nextTick, so an exception of theirs reaches the process the usual
  * way instead of cutting this loop short.
@@ -144,7 +144,7 @@ function settle(...batch) {
   let slab;
   if (batch.length === 0) {
     // Settlements had their share of this turn of the event loop: the rest come after timers
-    // and I/O had theirs (src/bindings/channel.rs, "Fairness to the event loop").
+    // and I/O had theirs (src/bindings/channel/mod.rs, "Fairness to the event loop").
     setImmediate(resume);
     return;
   }

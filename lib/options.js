@@ -139,7 +139,7 @@ function fileOptions(o, given) {
   };
 }
 
-/** Resolved options as the native pool takes them (src/bindings/pool.rs, PoolOptions). */
+/** Resolved options as the native pool takes them (src/bindings/pool/options.rs, PoolOptions). */
 function nativeOptions(o) {
   return {
     threads: o.filename === undefined ? o.threads : o.nativeThreads,

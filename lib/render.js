@@ -2,8 +2,8 @@
 // pool.render's JavaScript side: Mustache views and configs that hold functions (lambdas, an
 // `escape` function). A pool thread renders everything it can and hands back a pending render;
 // this thread then calls the functions in mustache.js 4.2.0's order while the addon fills in the
-// rest (src/commands/render/functions.rs states the two passes, src/bindings/render.rs this
-// side). The helpers below do the few things mustache.js itself does in JavaScript with a
+// rest (src/render/README.md states the protocol, src/bindings/render/ is the addon's side of
+// this thread). The helpers below do the few things mustache.js itself does in JavaScript with a
 // function's result, so they behave exactly as there.
 
 const { native, contract } = require('./native.js');

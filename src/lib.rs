@@ -1,6 +1,6 @@
 //! corepool: a pool of native worker threads for Node.js, called JSON-RPC style.
 //!
-//! The core (`rpc`, `pool`, `commands`, `shm`) is plain Rust with no Node dependency;
+//! The core (`rpc`, `pool`, `render`, `commands`, `shm`) is plain Rust with no Node dependency;
 //! `bindings` is the only module that speaks Node-API.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -9,6 +9,7 @@
 pub mod bindings;
 pub mod commands;
 pub mod pool;
+pub mod render;
 pub mod rpc;
 pub mod shm;
 

@@ -1,13 +1,13 @@
 'use strict';
 
+const { contract } = require('../native.js');
 const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause } = require('./wait.js');
 const { lockError } = require('./agent.js');
 const { LOCKING, lockAddress, mutexView } = require('./lock-all.js');
 const { withLock, withLockAsync } = require('./critical-section.js');
 
-/** The book's lock word: 0 unlocked, 1 locked (the ring buffer's lock word too). */
-const UNLOCKED = 0;
-const LOCKED = 1;
+/** The book's lock word: 0 unlocked, 1 locked (the ring buffer's lock word too), from src/shm/mutex.rs. */
+const { unlocked: UNLOCKED, locked: LOCKED } = contract.mutex;
 
 /**
  * The book's mutex on one Int32 word: 0 unlocked, 1 locked (src/shm/mutex.rs states the
@@ -103,4 +103,4 @@ class Mutex {
   }
 }
 
-module.exports = { Mutex, LOCKED };
+module.exports = { Mutex };

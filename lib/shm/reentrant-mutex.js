@@ -9,8 +9,7 @@ const { LOCKING, lockAddress, mutexView } = require('./lock-all.js');
 const { withLock, withLockAsync } = require('./critical-section.js');
 const { ownerOf, tryTake, take, takeAsync, release } = require('./owned-mutex.js');
 
-const { reentrantWords: WORDS, reentrantCount: COUNT } = contract.locks;
-const MAX_COUNT = 0x7fffffff;
+const { reentrantWords: WORDS, reentrantCount: COUNT, maxCount: MAX_COUNT } = contract.locks;
 
 /**
  * A mutex its holder may take again: each `lock()` by the holder adds one to a count in shared

@@ -1,15 +1,14 @@
 'use strict';
 
 const { types } = require('node:util'); // realm-proof type checks, unlike instanceof
-const { native } = require('../native.js');
+const { native, contract } = require('../native.js');
 const { RpcError, CODES, invalidParams, fromNative, describe } = require('../errors.js');
 const { checkTimeout, deadline, waitSlice, waitSliceAsync } = require('./wait.js');
-const { LOCKED } = require('./mutex.js');
 
-const RING_HEADER = 16;
-const RING_LOCK = 0;
-const RING_LENGTH = 3;
-const RING_MAX_CAPACITY = 2 ** 30 - 1;
+// The book's layout and lock word, as src/shm/ring.rs and src/shm/mutex.rs define them.
+const { headerBytes: RING_HEADER, lock: RING_LOCK, length: RING_LENGTH, maxCapacity: RING_MAX_CAPACITY } = contract.ring;
+const { locked: LOCKED } = contract.mutex;
+
 /** Arrays up to this size are copied through one long-lived array per RingBuffer, so the native
  *  side always sees the same off-heap memory (a fresh small typed array lives on the V8 heap and
  *  would have to be moved off it at every native call). */
@@ -66,7 +65,7 @@ class RingBuffer {
       throw fromNative(e);
     }
     this.#buffer = sab;
-    this.#meta = new Int32Array(sab, 0, 4);
+    this.#meta = new Int32Array(sab, 0, RING_HEADER / Int32Array.BYTES_PER_ELEMENT);
     this.#capacity = sab.byteLength - RING_HEADER;
     // Over 64 bytes, so V8 allocates it off-heap from the start.
     this.#staging = new Uint8Array(Math.max(128, Math.min(this.#capacity, RING_STAGING)));

@@ -1,11 +1,12 @@
 'use strict';
 
+const { contract } = require('../native.js');
 const { invalidParams, describe } = require('../errors.js');
 const { checkTimeout, deadline, waitSlice, waitSliceAsync, checkWord, spinOption, spinPast, pause } = require('./wait.js');
 const { lockError } = require('./agent.js');
 const { LOCKING, lockAddress } = require('./lock-all.js');
 
-const MAX_PERMITS = 0x7fffffff;
+const MAX_PERMITS = contract.locks.maxCount;
 
 /**
  * A counting semaphore on one Int32 word holding the free permits (src/shm/semaphore.rs states

@@ -1,15 +1,18 @@
-//! The contract between the JavaScript side (`lib/`) and this addon: every name, code, flag and
-//! limit both sides use is defined once, in Rust, and handed to JavaScript at load
-//! ([`contract`]). `lib/` holds none of these numbers itself.
+//! The contract between the JavaScript side (`lib/`) and this addon: every name, code, flag,
+//! limit and shared-memory layout both sides use is defined once, in Rust, and handed to
+//! JavaScript at load ([`contract`]; `lib/native.js` exposes it). `lib/` repeats none of them;
+//! the numbers it does hold (spin counts, wait slices, staging sizes, `lockAll`'s bound) are
+//! JavaScript's own tuning, which no Rust code reads.
 //!
 //! The flat arrays that cross the boundary are documented where they are built: the settle
-//! batch in `channel.rs` (`Channel::new`), the serving thread's job batch in `serve.rs`
-//! (`batch_to_js`).
+//! batch in `channel/settle.rs` (and `Channel::new`), the serving thread's job batch in
+//! `serve.rs` (`batch_to_js`).
 
 use super::convert::from_js::MAX_VALUES;
+use super::shm::MAX_RING_CAPACITY;
 use crate::pool::{Strategy, MAX_NICE_INCREMENT, MAX_THREADS};
 use crate::rpc::{packed, ErrorCode};
-use crate::shm::{agent, fair_mutex, owned_mutex, reentrant_mutex};
+use crate::shm::{agent, fair_mutex, mutex, owned_mutex, reentrant_mutex, ring};
 use napi_derive::napi;
 
 /// `flags` bit of the hot call function: the call carries an AbortSignal (keep its control).
@@ -21,7 +24,7 @@ pub(crate) const CALL_PACKED: u32 = 2;
 pub(crate) const CALL_PROGRESS: u32 = 4;
 /// `flags` bit of the hot call function: the call (`pool.render`, of the native command
 /// `render`) may hold functions; the call function then returns `[functions, objects]`, what
-/// `finishRender` needs (see `render.rs`), or undefined when it held none.
+/// `finishRender` needs (see `bindings/render/`), or undefined when it held none.
 pub(crate) const CALL_FUNCTIONS: u32 = 8;
 /// `flags` bit of the hot call function, with `CALL_PACKED`: every UTF-16 unit of the text is
 /// ≤ 0xFF, so it is read as Latin-1 (a copy of V8's one-byte string, half the bytes of UTF-16).
@@ -69,7 +72,7 @@ const _: () = assert!(SLAB_BYTES <= SLICE_SPAN as usize);
 /// Params of at least this many plain values travel packed (`rpc::packed`), and results as JSON
 /// text, which costs far less than building them value by value through Node-API (params
 /// holding an object or array travel packed too, however few: see lib/params.js). The rule
-/// that counts them is `json_size` (`channel.rs`) here and `pack` (`lib/params.js`) in
+/// that counts them is `json_size` (`channel/settle.rs`) here and `pack` (`lib/params.js`) in
 /// JavaScript: values
 /// JSON text carries unchanged (finite numbers but -0, strings, booleans, null, plain arrays and
 /// objects, nesting under JSON_MAX_DEPTH levels); anything else counts as "not plain".
@@ -159,6 +162,30 @@ pub struct LockLayout {
     pub fair_span: u32,
     pub fair_marks: u32,
     pub fair_turns: u32,
+    /// The largest count an Int32 word holds: a ReentrantMutex's holds, a Semaphore's permits.
+    pub max_count: i32,
+}
+
+/// The book's mutex word (`src/shm/mutex.rs`): `Mutex`, and a ring buffer's lock word.
+#[napi(object)]
+pub struct MutexLayout {
+    pub unlocked: i32,
+    pub locked: i32,
+}
+
+/// The book's SharedRingBuffer layout (`src/shm/ring.rs`): `lib/shm/ring-buffer.js` reads
+/// every offset from here.
+#[napi(object)]
+pub struct RingLayout {
+    /// Bytes before the data: the header words, Int32 each.
+    pub header_bytes: u32,
+    /// Int32 index of each header word.
+    pub lock: u32,
+    pub head: u32,
+    pub tail: u32,
+    pub length: u32,
+    /// The largest capacity in bytes (`shmRing` answers twice the bytes moved in an int32).
+    pub max_capacity: u32,
 }
 
 #[napi(object)]
@@ -183,6 +210,8 @@ pub struct Contract {
     pub max_values: u32,
     pub rest: RestCodes,
     pub locks: LockLayout,
+    pub mutex: MutexLayout,
+    pub ring: RingLayout,
     pub render_write: RenderWriteModes,
     pub render_section: RenderSectionResults,
 }
@@ -248,6 +277,19 @@ pub fn contract() -> Contract {
             fair_span: fair_mutex::SPAN as u32,
             fair_marks: fair_mutex::MARKS as u32,
             fair_turns: fair_mutex::TURNS as u32,
+            max_count: i32::MAX,
+        },
+        mutex: MutexLayout {
+            unlocked: mutex::UNLOCKED,
+            locked: mutex::LOCKED,
+        },
+        ring: RingLayout {
+            header_bytes: ring::HEADER_BYTES as u32,
+            lock: ring::LOCK as u32,
+            head: ring::HEAD as u32,
+            tail: ring::TAIL as u32,
+            length: ring::LENGTH as u32,
+            max_capacity: MAX_RING_CAPACITY as u32,
         },
         render_write: RenderWriteModes {
             raw: RENDER_WRITE_RAW,

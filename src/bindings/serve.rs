@@ -16,7 +16,7 @@
 //! memory. The caller's JavaScript sends the typed arrays themselves (`postMessage` on a
 //! process-wide BroadcastChannel shares the memory, it does not copy it) to the serving
 //! environment, addressed by its thread id: just before the push when the caller's thread
-//! places the job ([`publish`], called from the core's announce hook), or on the server's
+//! places the job (`publish.rs`, called from the core's announce hook), or on the server's
 //! request otherwise (`resend`). Jobs with views reach JavaScript without params; the serving
 //! thread calls `params(token, views)` once it holds the views, and each `Value::View` is
 //! replaced by the received typed array over the same memory (matched by address, length and
@@ -32,83 +32,11 @@ use crate::shm::SharedView;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
-
-thread_local! {
-    /// This thread's environment and a reference to its `publish(to, token, views)` function.
-    static PUBLISHER: Cell<(sys::napi_env, sys::napi_ref)> =
-        const { Cell::new((ptr::null_mut(), ptr::null_mut())) };
-}
-
-/// Registers this environment's `publish(to, token, views, resent)`, which sends a call's typed
-/// arrays over SharedArrayBuffers to serving environment `to` for job `token` (`resent`: asked
-/// for again). lib/views.js calls it once at load.
-#[napi(catch_unwind)]
-pub fn set_publisher(env: Env, publish: Unknown) -> Result<()> {
-    let raw = env.raw();
-    let mut reference = ptr::null_mut();
-    // SAFETY: a Node-API callback on this env's JS thread; `publish` belongs to this env.
-    let status = unsafe { sys::napi_create_reference(raw, publish.raw(), 1, &mut reference) };
-    if status != sys::Status::napi_ok {
-        return Err(Error::new(Status::InvalidArg, "corepool: bad publisher"));
-    }
-    // Node runs one environment per thread, so a thread-local is per environment. The reference
-    // lives as long as the environment (Node frees references at teardown).
-    PUBLISHER.with(|p| p.set((raw, reference)));
-    Ok(())
-}
-
-/// Calls this environment's publisher with `views` for job `token` on serving environment `to`.
-///
-/// # Safety
-/// Must run on `env`'s JS thread, with `views` values of that env.
-pub(crate) unsafe fn publish(
-    env: sys::napi_env,
-    to: u64,
-    token: u64,
-    views: &[sys::napi_value],
-    resent: bool,
-) {
-    let (penv, reference) = PUBLISHER.with(|p| p.get());
-    if penv != env || reference.is_null() {
-        return; // no publisher: the server will ask for the views (resend)
-    }
-    // SAFETY: live env on its JS thread (caller contract) for every call below.
-    unsafe {
-        let mut f = ptr::null_mut();
-        if sys::napi_get_reference_value(env, reference, &mut f) != sys::Status::napi_ok {
-            return;
-        }
-        let mut array = ptr::null_mut();
-        sys::napi_create_array_with_length(env, views.len(), &mut array);
-        for (i, v) in views.iter().enumerate() {
-            sys::napi_set_element(env, array, i as u32, *v);
-        }
-        let mut a = ptr::null_mut();
-        let mut b = ptr::null_mut();
-        let mut c = ptr::null_mut();
-        sys::napi_create_double(env, to as f64, &mut a);
-        sys::napi_create_double(env, token as f64, &mut b);
-        sys::napi_get_boolean(env, resent, &mut c);
-        let mut undefined = ptr::null_mut();
-        sys::napi_get_undefined(env, &mut undefined);
-        let argv = [a, b, array, c];
-        let mut result = ptr::null_mut();
-        sys::napi_call_function(env, undefined, f, 4, argv.as_ptr(), &mut result);
-        // publish() catches its own errors; never let one escape into the caller's exec().
-        let mut pending = false;
-        sys::napi_is_exception_pending(env, &mut pending);
-        if pending {
-            let mut e = ptr::null_mut();
-            sys::napi_get_and_clear_last_exception(env, &mut e);
-        }
-    }
-}
 
 /// A server's threadsafe function, as the core's [`Wake`].
 struct Waker(Arc<Tsfn>);
@@ -397,15 +325,16 @@ impl NativeServer {
         unsafe { sys::napi_is_array(raw, views.raw(), &mut is_array) };
         if is_array {
             let mut len = 0u32;
-            // SAFETY: as above; `views` is an array.
+            // SAFETY: a Node-API callback on this env's JS thread; `views` is an array of this env.
             unsafe { sys::napi_get_array_length(raw, views.raw(), &mut len) };
             // Any thread may post on the views channel: a job has at most as many views as
             // values, so no longer list is read.
             for i in 0..len.min(MAX_VALUES as u32) {
                 let mut item = ptr::null_mut();
-                // SAFETY: as above; i < length.
+                // SAFETY: a Node-API callback on this env's JS thread; i < the length of `views`.
                 unsafe { sys::napi_get_element(raw, views.raw(), i, &mut item) };
-                // SAFETY: as above; `item` is a value of this env.
+                // SAFETY: a Node-API callback on this env's JS thread; `item` is a value of this
+                // env.
                 if let Some(view) = unsafe { convert::shared_view_of(raw, item) } {
                     mine.push((view, item));
                 }
@@ -420,21 +349,23 @@ impl NativeServer {
                 params
             }
             _ => {
-                // SAFETY: as above.
+                // SAFETY: a Node-API callback on this env's JS thread; `out` is a live local.
                 unsafe { sys::napi_get_null(raw, &mut out) };
                 // SAFETY: `out` is a value of this env created in this callback scope.
                 return Ok(unsafe { Unknown::from_raw_unchecked(raw, out) });
             }
         };
         drop(waiting);
-        // SAFETY: as above; every object in `mine` is a value of this env.
+        // SAFETY: a Node-API callback on this env's JS thread; every object in `mine` is a value of
+        // this env.
         match unsafe { convert::to_js_with(raw, &params, &mine) } {
             Ok(made) => out = made,
-            // SAFETY: as above. Its thread is being terminated (a failed conversion then says
-            // nothing of the params): the job stays running, and the server's departure settles
-            // it with ServerGone, as `batch_to_js` and `complete` leave theirs.
+            // SAFETY: a Node-API callback on this env's JS thread. Its thread is being terminated
+            // (a failed conversion then says nothing of the params): the job stays running, and the
+            // server's departure settles it with ServerGone, as `batch_to_js` and `complete` leave
+            // theirs.
             Err(_) if !unsafe { convert::can_run_js(raw) } => {
-                // SAFETY: as above.
+                // SAFETY: a Node-API callback on this env's JS thread; `out` is a live local.
                 unsafe { sys::napi_get_boolean(raw, false, &mut out) };
             }
             Err(why) => {
@@ -442,7 +373,7 @@ impl NativeServer {
                     "the params cannot be made into JavaScript values on the serving thread: {why}"
                 ));
                 self.ctx.pool.complete(&self.ctx.server, token, Err(e));
-                // SAFETY: as above.
+                // SAFETY: a Node-API callback on this env's JS thread; `out` is a live local.
                 unsafe { sys::napi_get_boolean(raw, false, &mut out) };
             }
         }
@@ -497,8 +428,8 @@ impl NativeServer {
                  are copied, so write into a view the caller passed instead",
             )),
             Ok(v) => Ok(v),
-            // SAFETY: as above. Its thread is being terminated: the job stays running, and the
-            // server's departure settles it with ServerGone.
+            // SAFETY: a Node-API callback on this env's JS thread. Its thread is being terminated:
+            // the job stays running, and the server's departure settles it with ServerGone.
             Err(_) if !unsafe { convert::can_run_js(env.raw()) } => return false,
             Err(why) => Err(RpcError::invalid_params(why)),
         };
@@ -537,7 +468,7 @@ impl NativeServer {
         let mut fields = Map::new();
         let mut keys = ptr::null_mut();
         // SAFETY: a Node-API callback on this env's JS thread; `data` belongs to this env.
-        // index.js passes a plain object.
+        // lib/serve.js passes a plain object.
         let ok = unsafe {
             sys::napi_get_all_property_names(
                 raw,
@@ -550,12 +481,13 @@ impl NativeServer {
         } == sys::Status::napi_ok;
         if ok {
             let mut len = 0u32;
-            // SAFETY: as above; `keys` is an array.
+            // SAFETY: a Node-API callback on this env's JS thread; `keys` is an array of this env.
             unsafe { sys::napi_get_array_length(raw, keys, &mut len) };
             for i in 0..len {
                 let mut key = ptr::null_mut();
                 let mut item = ptr::null_mut();
-                // SAFETY: as above.
+                // SAFETY: a Node-API callback on this env's JS thread; `keys`, `data` and the
+                // out-pointers are this env's values and live locals.
                 unsafe {
                     sys::napi_get_element(raw, keys, i, &mut key);
                     sys::napi_get_property(raw, data.raw(), key, &mut item);

@@ -22,7 +22,7 @@
 //! (`shm::mutex` explains why).
 
 use super::convert;
-use super::pool::RawValue;
+use super::RawValue;
 use crate::rpc::Value;
 use crate::shm::{
     Agent, ElementKind, Moved, Mutex, RingBuffer, RingError, Semaphore, SharedView, SharedWord,
@@ -37,7 +37,7 @@ use std::ptr;
 use std::sync::Arc;
 
 /// What a bound function reports to JavaScript when it fails: an error code name from the
-/// error table (index.js turns it into an RpcError) or a plain `Error`'s message.
+/// error table (lib/errors.js turns it into an RpcError) or a plain `Error`'s message.
 enum Failure {
     Rpc(&'static CStr, String),
     Plain(String),
@@ -111,7 +111,7 @@ pub fn shm_address(env: Env, what: String, array: Unknown, index: f64, words: u3
 }
 
 /// The largest ring whose byte counts, doubled, still fit the int32 the bound functions answer.
-const MAX_RING_CAPACITY: usize = (1 << 30) - 1;
+pub(crate) const MAX_RING_CAPACITY: usize = (1 << 30) - 1;
 
 /// A RingBuffer's operations over `memory` (a Uint8Array over a whole SharedArrayBuffer laid
 /// out as `shm::ring` says): `[write(data, limit?), readInto(target, limit?)]` (at most
@@ -144,7 +144,8 @@ fn bytes_arg(
     let (view, shared) = unsafe { convert::view_for_call(env, args[0], what) }
         .map_err(|m| Failure::Rpc(c"InvalidParams", m))?;
     let mut limit = f64::INFINITY;
-    // SAFETY: as above; a non-number leaves `limit` alone (napi_number_expected).
+    // SAFETY: a Node-API callback on env's JS thread; `args[1]` is a value of env; a non-number
+    // leaves `limit` alone (napi_number_expected).
     unsafe { sys::napi_get_value_double(env, args[1], &mut limit) };
     if limit >= view.len() as f64 || limit.is_nan() {
         return Ok((view, shared));
@@ -299,10 +300,10 @@ fn bind<T: Send + Sync + 'static>(
             run: *run,
         }));
         let mut f = ptr::null_mut();
-        // SAFETY: as above. `data` is a leaked Box<Binding<T>>: if creating the function fails
-        // it is reclaimed right here, otherwise the finalizer added next reclaims it exactly
-        // once, when the function is collected (or the environment torn down); until then
-        // `call::<T>` may borrow it.
+        // SAFETY: a Node-API callback on env's JS thread. `data` is a leaked Box<Binding<T>>: if
+        // creating the function fails it is reclaimed right here, otherwise the finalizer added
+        // next reclaims it exactly once, when the function is collected (or the environment torn
+        // down); until then `call::<T>` may borrow it.
         unsafe {
             let status = sys::napi_create_function(
                 env,

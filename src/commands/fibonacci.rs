@@ -1,3 +1,7 @@
+//! `fibonacci(n)`: the book's command, F(n) exactly, as a decimal string (a JavaScript number
+//! is exact only up to F(78)). Big-integer addition on base-10^18 limbs, checking for a cancel
+//! as it goes; `n` is capped at 100,000 (20,899 digits, milliseconds).
+
 use crate::rpc::{params, Command, Context, RpcError, Value};
 
 /// F(n) in decimal (F(0) = 0, F(1) = 1), exact at any size, like the book's BigInt version.

@@ -6,7 +6,7 @@ mod happycoin;
 mod life;
 mod locked_add;
 mod panic;
-pub mod render;
+mod render;
 mod sleep;
 mod square_sum;
 

@@ -1,3 +1,7 @@
+//! `panic(message?)`: panics inside the worker on purpose. It shows, to users and to the tests,
+//! that a panicking command becomes InternalError for its call alone (every job runs under
+//! `catch_unwind`, `pool::worker`) and that the worker thread keeps serving.
+
 use crate::rpc::{Command, Context, RpcError, Value};
 
 /// Panics on purpose, so users (and our tests) can see that a panicking command becomes an

@@ -1,3 +1,7 @@
+//! `sleep(ms)`: holds a worker for `ms` milliseconds, then returns `ms`. For scheduling tests
+//! and demos: it waits through `Context::sleep`, so a cancel, a timeout or `destroy()` ends it
+//! at once instead of after the full time.
+
 use crate::rpc::{params, Command, Context, RpcError, Value};
 use std::time::Duration;
 

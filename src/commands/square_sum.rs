@@ -1,3 +1,7 @@
+//! `square_sum(max)`: the book's command, Σ √i for 0 ≤ i < max, summed in the order
+//! JavaScript's loop sums it so that the result is bit for bit the same. It checks for a cancel
+//! every 65,536 terms, so a long sum stops soon after an abort or a timeout.
+
 use crate::rpc::{params, Command, Context, RpcError, Value};
 
 /// The book's `square_sum`: Σ √i for 0 ≤ i < max, as JavaScript's loop computes it.

@@ -4,17 +4,20 @@
 //!
 //! Where things are (each module says in its first lines what state it keeps and which
 //! orderings make it correct; `README.md` gives the whole protocol with its proofs):
-//! - `scheduler.rs`: the owners below, put together, and every step that moves a job from one
-//!   owner to another (submit, admission of waiting jobs, cancel, destroy, the worker loop
-//!   around a native job, take/complete/depart of served jobs);
+//! - `scheduler/`: the owners below, put together, and every step that moves a job from one
+//!   owner to another (`mod.rs`: submit, admission of waiting jobs, cancel, destroy, the worker
+//!   loop around a native job; `served.rs`: take/complete/stop/depart of served jobs);
 //! - `job.rs`: a job's two kinds around one core, its state machine ([`Control`]) and where its
 //!   outcome goes;
 //! - `admission.rs`: the `maxQueue` bound and the `onFull: 'wait'` list;
 //! - `worker.rs`: native worker threads, their queues, sleep/wake and retirement;
 //! - `server.rs`: JavaScript threads serving methods, their queues and drain cycles;
+//! - `servers.rs`: the method table over the servers, job tokens, expected methods;
 //! - `origin.rs`: the handshake that makes a caller's environment safe to tear down;
 //! - `lifecycle.rs`, `options.rs`, `stats.rs`, `strategy.rs`, `timeout.rs`, `idle.rs`: flags,
-//!   settings, counters, the pick, time limits and idle polling.
+//!   settings, counters, the pick, time limits and idle polling;
+//! - `each.rs`: a chunk of a `map`, one native command run per item;
+//! - `tests.rs`, `serve_tests/`, `test_support.rs`: the tests, native and served.
 //!
 //! Rules every part keeps:
 //! - A method is a native command (the registry) or served by JavaScript threads, never both:
@@ -35,6 +38,7 @@ mod options;
 pub mod origin;
 mod scheduler;
 pub mod server;
+mod servers;
 pub mod stats;
 pub mod strategy;
 pub mod timeout;
@@ -44,7 +48,6 @@ pub use job::{Control, Params};
 pub use lifecycle::closed_error;
 pub use options::{OnFull, Options, MAX_NICE_INCREMENT, MAX_THREADS};
 pub use origin::{Deliver, Origin};
-pub(crate) use server::has_view;
 pub use server::{Announce, Batch, Rest, ServeError, Served, Server, Wake};
 pub use stats::{Percentiles, ServerStats, Stats, WorkerStats};
 pub use strategy::Strategy;
@@ -566,5 +569,7 @@ impl Drop for Pool {
 
 #[cfg(test)]
 mod serve_tests;
+#[cfg(test)]
+mod test_support;
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,8 @@
 //! implemented in JavaScript. To the scheduler it is a dispatch target beside the native
 //! workers: calls to a served method are spread among the servers of that method by the pool's
 //! strategy, each server has its own queue, and its JavaScript thread pulls the jobs when woken.
+//! This file is one server; `servers.rs` is the set of them (the method table, job tokens, the
+//! methods expected to be served).
 //!
 //! State (all behind `inner`'s mutex except the load counters; `wake_pending` is an atomic so
 //! that the strategy can read it without the lock, but it too changes only under the lock):
@@ -56,11 +58,10 @@ use super::job::{Control, Params, Reply, Runner, ServedJob, Stopped};
 use super::lifecycle::Lifecycle;
 use super::origin::Origin;
 use super::stats::{Counters, ServerStats};
-use super::strategy::Strategy;
 use crate::rpc::{CancelReason, ErrorCode, Outcome, RpcError, Value};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 /// Wakes a server's JavaScript thread so that it drains its queue (the bindings call a
@@ -247,18 +248,10 @@ impl Take<'_> {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// A mutex's guard; a poisoned lock is taken as it is (no code panics while holding one of
+/// these, and a job's settlement must never be lost to a poisoned lock).
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// True when a value holds a view into shared memory anywhere inside.
-pub(crate) fn has_view(v: &Value) -> bool {
-    match v {
-        Value::View(_) => true,
-        Value::Array(items) => items.iter().any(has_view),
-        Value::Object(m) => m.iter().any(|(_, v)| has_view(v)),
-        _ => false,
-    }
 }
 
 impl Server {
@@ -347,7 +340,7 @@ impl Server {
     /// with the job handed back, when the server no longer accepts or the pool is destroyed
     /// (`destroy` empties this queue under this lock after setting the flag: a job pushed then
     /// would run after all).
-    fn push(
+    pub(super) fn push(
         &self,
         mut job: ServedJob,
         announce: &mut Option<Announce>,
@@ -652,7 +645,7 @@ impl Server {
             .collect()
     }
 
-    fn stats(&self) -> ServerStats {
+    pub(super) fn stats(&self) -> ServerStats {
         let open = lock(&self.inner).accepting;
         ServerStats {
             id: self.id,
@@ -674,250 +667,10 @@ impl Runner for Server {
 }
 
 /// What became of a job pushed on a server.
-enum Push {
+pub(super) enum Push {
     Queued,
     /// Refused, closed between the lookup and the lock: it has left the table, look again.
     Closed(ServedJob),
     /// Refused, the pool is destroyed: the job never runs.
     Destroyed(ServedJob),
-}
-
-/// The servers of one method and the round-robin counter they share.
-#[derive(Default)]
-struct MethodServers {
-    list: Vec<Arc<Server>>,
-    next: AtomicUsize,
-}
-
-/// The method table: the open servers by method, and all not yet departed (for stats).
-#[derive(Default)]
-struct Table {
-    by_method: HashMap<String, MethodServers>,
-    all: Vec<Arc<Server>>,
-}
-
-/// Every server of a pool, and the tokens that name served jobs to them.
-pub(crate) struct Servers {
-    table: RwLock<Table>,
-    next_token: AtomicU64,
-    /// Methods that servers of this pool will serve although none may be up now (a pool of
-    /// JavaScript workers started from a file), and the jobs that wait for one.
-    expected: Mutex<Expected>,
-}
-
-/// What the pool expects servers for: see [`Servers::expect`].
-#[derive(Default)]
-enum Expect {
-    #[default]
-    Nothing,
-    /// Any method that is not a native command (until the methods are known).
-    Any,
-    Only(HashSet<String>),
-}
-
-#[derive(Default)]
-struct Expected {
-    methods: Expect,
-    /// QUEUED jobs of expected methods that found no server, oldest first (cancelled ones stay
-    /// as tombstones until taken out).
-    pending: VecDeque<ServedJob>,
-}
-
-impl Expected {
-    fn covers(&self, method: &str) -> bool {
-        match &self.methods {
-            Expect::Nothing => false,
-            Expect::Any => true,
-            Expect::Only(set) => set.contains(method),
-        }
-    }
-}
-
-/// What [`Servers::hold`] did with a job that found no server.
-pub(crate) enum Hold {
-    /// It waits for a server of its method.
-    Held,
-    /// A server of its method came meanwhile: place it again.
-    Retry(ServedJob),
-    /// Nobody serves its method, and nobody will.
-    Unserved(ServedJob),
-}
-
-impl Default for Servers {
-    fn default() -> Self {
-        Servers {
-            table: RwLock::new(Table::default()),
-            next_token: AtomicU64::new(1),
-            expected: Mutex::new(Expected::default()),
-        }
-    }
-}
-
-impl Servers {
-    fn read(&self) -> RwLockReadGuard<'_, Table> {
-        self.table.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, Table> {
-        self.table.write().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Some open server serves `method`, or one is expected to.
-    pub(crate) fn serves(&self, method: &str) -> bool {
-        self.has_server(method) || lock(&self.expected).covers(method)
-    }
-
-    fn has_server(&self, method: &str) -> bool {
-        self.read()
-            .by_method
-            .get(method)
-            .is_some_and(|m| !m.list.is_empty())
-    }
-
-    /// Says which methods this pool's servers will serve: `None` for any (not yet known),
-    /// `Some(methods)` once known. Jobs waiting for a method no longer expected are handed back
-    /// (to be settled with MethodNotFound).
-    pub(crate) fn expect(&self, methods: Option<Vec<String>>) -> Vec<ServedJob> {
-        let mut expected = lock(&self.expected);
-        expected.methods = match methods {
-            None => Expect::Any,
-            Some(methods) => Expect::Only(methods.into_iter().collect()),
-        };
-        let mut unserved = Vec::new();
-        for job in std::mem::take(&mut expected.pending) {
-            if expected.covers(&job.method) {
-                expected.pending.push_back(job);
-            } else {
-                unserved.push(job);
-            }
-        }
-        unserved
-    }
-
-    /// Servers are expected: this is a pool of JavaScript workers (see [`Servers::expect`]).
-    pub(crate) fn expects_servers(&self) -> bool {
-        !matches!(lock(&self.expected).methods, Expect::Nothing)
-    }
-
-    /// Expects no server any more: the jobs that waited for one are handed back.
-    pub(crate) fn expect_nothing(&self) -> Vec<ServedJob> {
-        let mut expected = lock(&self.expected);
-        expected.methods = Expect::Nothing;
-        expected.pending.drain(..).collect()
-    }
-
-    /// Keeps a job that found no server, if its method is expected. Under the same lock as
-    /// [`Servers::add`] takes the pending jobs for a new server, and after looking at the
-    /// table once more: a server that came meanwhile is found here or finds the job there.
-    pub(crate) fn hold(&self, job: ServedJob) -> Hold {
-        let mut expected = lock(&self.expected);
-        if !expected.covers(&job.method) {
-            return Hold::Unserved(job);
-        }
-        if self.has_server(&job.method) {
-            return Hold::Retry(job);
-        }
-        expected.pending.push_back(job);
-        Hold::Held
-    }
-
-    /// A new job's token: unique in the process.
-    pub(crate) fn next_token(&self) -> u64 {
-        self.next_token.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Enters an open server in the table under each of its methods, and hands back the
-    /// pending jobs of those methods (to be placed now; see [`Servers::hold`]).
-    pub(crate) fn add(&self, server: &Arc<Server>) -> Vec<ServedJob> {
-        {
-            let mut table = self.write();
-            for m in &server.methods {
-                table
-                    .by_method
-                    .entry(m.clone())
-                    .or_default()
-                    .list
-                    .push(server.clone());
-            }
-            table.all.push(server.clone());
-        }
-        let mut expected = lock(&self.expected);
-        if expected.pending.is_empty() {
-            return Vec::new();
-        }
-        let mut now = Vec::new();
-        for job in std::mem::take(&mut expected.pending) {
-            if server.methods.iter().any(|m| **m == *job.method) {
-                now.push(job);
-            } else {
-                expected.pending.push_back(job);
-            }
-        }
-        now
-    }
-
-    /// Takes a server out of its methods' lists (it gets no new jobs; stats still list it).
-    pub(crate) fn remove(&self, server: &Server) {
-        let mut table = self.write();
-        for m in &server.methods {
-            if let Some(entry) = table.by_method.get_mut(m.as_str()) {
-                entry.list.retain(|s| s.id != server.id);
-                if entry.list.is_empty() {
-                    table.by_method.remove(m.as_str());
-                }
-            }
-        }
-    }
-
-    /// Forgets a departed server altogether.
-    pub(crate) fn forget(&self, server: &Server) {
-        self.write().all.retain(|x| x.id != server.id);
-    }
-
-    /// Every server not yet departed.
-    pub(crate) fn all(&self) -> Vec<Arc<Server>> {
-        self.read().all.clone()
-    }
-
-    /// Places a QUEUED served job on a server of its method picked by `strategy`, announcing
-    /// its views when `announce` is given. `Err` hands the job back when no server took it:
-    /// none serves the method any more, or the pool is destroyed. (Handed back by value:
-    /// boxing it would allocate on the submit path.)
-    #[allow(clippy::result_large_err)]
-    pub(crate) fn place(
-        &self,
-        mut job: ServedJob,
-        mut announce: Option<Announce>,
-        strategy: Strategy,
-        lifecycle: &Lifecycle,
-    ) -> Result<(), ServedJob> {
-        job.announced = false;
-        loop {
-            let server = {
-                let table = self.read();
-                let Some(entry) = table
-                    .by_method
-                    .get(&*job.method)
-                    .filter(|e| !e.list.is_empty())
-                else {
-                    return Err(job);
-                };
-                let n = entry.list.len();
-                let i = strategy.pick(n, &entry.next, |i| {
-                    (entry.list[i].load(), entry.list[i].asleep())
-                });
-                entry.list[i].clone()
-            };
-            match server.push(job, &mut announce, lifecycle) {
-                Push::Queued => return Ok(()),
-                Push::Closed(refused) => job = refused,
-                Push::Destroyed(refused) => return Err(refused),
-            }
-        }
-    }
-
-    /// Counters of every server not yet departed.
-    pub(crate) fn stats(&self) -> Vec<ServerStats> {
-        self.read().all.iter().map(|sv| sv.stats()).collect()
-    }
 }

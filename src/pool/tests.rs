@@ -1,35 +1,22 @@
+//! Tests of the pool with native commands: every call settles once with its own result, the
+//! strategies pick as documented, timeouts, cancels, `maxQueue`, close/destroy and retired
+//! origins behave as `README.md` says, and stress runs with cancels keep the counts exact.
+//! JavaScript-served methods are tested in `serve_tests/`; the helpers are `test_support.rs`.
+
+use super::test_support::{origin, recv, started};
 use super::*;
 use crate::commands;
 use crate::rpc::{CancelReason, Map, Outcome};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::channel;
 use std::sync::Mutex as StdMutex;
 use std::time::Instant;
 
-struct ToChannel(StdMutex<Sender<(u64, Outcome)>>);
-
-impl Deliver for ToChannel {
-    fn deliver(&self, call: u64, outcome: Outcome) {
-        let _ = self.0.lock().unwrap().send((call, outcome));
-    }
-}
-
-fn origin() -> (Arc<Origin>, Receiver<(u64, Outcome)>) {
-    let (tx, rx) = channel();
-    (Arc::new(Origin::new(ToChannel(StdMutex::new(tx)))), rx)
-}
-
 fn pool(threads: usize, strategy: Strategy) -> Pool {
-    let options = Options {
+    started(Options {
         threads,
         strategy,
         ..Options::default()
-    };
-    Pool::new(options, commands::registry()).unwrap()
-}
-
-fn recv(rx: &Receiver<(u64, Outcome)>) -> (u64, Outcome) {
-    rx.recv_timeout(Duration::from_secs(20))
-        .expect("a call did not settle within 20 s")
+    })
 }
 
 fn sleep_params(ms: f64) -> Vec<Value> {
@@ -39,7 +26,7 @@ fn sleep_params(ms: f64) -> Vec<Value> {
 #[test]
 fn every_call_settles_exactly_once_with_its_own_result() {
     let p = pool(4, Strategy::Random);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     let n = 20_000u64;
     for i in 0..n {
         p.call(&o, i, "echo", vec![Value::Number(i as f64)], None);
@@ -64,7 +51,7 @@ fn every_call_settles_exactly_once_with_its_own_result() {
 #[test]
 fn roundrobin_serves_workers_in_turn() {
     let p = pool(3, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     for i in 0..9 {
         p.call(&o, i, "sleep", sleep_params(1.0), None);
     }
@@ -78,7 +65,7 @@ fn roundrobin_serves_workers_in_turn() {
 #[test]
 fn leastbusy_avoids_a_busy_worker() {
     let p = pool(2, Strategy::LeastBusy);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     p.call(&o, 0, "sleep", sleep_params(2_000.0), None);
     let started = Instant::now();
     let busy = loop {
@@ -109,7 +96,7 @@ fn leastbusy_avoids_a_busy_worker() {
 #[test]
 fn leastbusy_gives_a_tie_to_the_worker_that_is_not_parked() {
     let p = pool(4, Strategy::LeastBusy);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     let workers = p.scheduler.workers();
     let all_parked = || {
         let started = Instant::now();
@@ -143,7 +130,7 @@ fn leastbusy_gives_a_tie_to_the_worker_that_is_not_parked() {
 #[test]
 fn unknown_method_and_own_names_only() {
     let p = pool(1, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     for (i, m) in ["nope", "__proto__", "toString", "constructor", ""]
         .iter()
         .enumerate()
@@ -157,7 +144,7 @@ fn unknown_method_and_own_names_only() {
 #[test]
 fn a_panicking_command_is_an_internal_error_and_the_pool_keeps_serving() {
     let p = pool(1, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     p.call(&o, 1, "panic", vec!["boom".into()], None);
@@ -172,7 +159,7 @@ fn a_panicking_command_is_an_internal_error_and_the_pool_keeps_serving() {
 #[test]
 fn timeout_counts_from_start_and_stops_the_command() {
     let p = pool(1, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     // The second call waits 300 ms in the queue, longer than its 250 ms timeout, which starts
     // only when it runs. The third would hold the only worker for an hour.
     p.call(&o, 1, "sleep", sleep_params(300.0), None);
@@ -209,7 +196,7 @@ fn timeout_counts_from_start_and_stops_the_command() {
 #[test]
 fn cancel_removes_a_queued_call_and_stops_a_running_one() {
     let p = pool(1, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     let running = p
         .call(&o, 1, "sleep", sleep_params(10_000.0), None)
         .unwrap();
@@ -239,8 +226,8 @@ fn max_queue_reject_and_wait() {
         max_queue: 2,
         ..Options::default()
     };
-    let p = Pool::new(options, commands::registry()).unwrap();
-    let (o, rx) = origin();
+    let p = started(options);
+    let (o, _, rx) = origin();
     // Long enough to outlast the next three calls on a loaded machine: it holds the one thread
     // (accepted calls count from admission, so no wait for it to start is needed).
     p.call(&o, 0, "sleep", sleep_params(1000.0), None);
@@ -259,7 +246,7 @@ fn max_queue_reject_and_wait() {
         on_full: OnFull::Wait,
         ..Options::default()
     };
-    let p = Pool::new(options, commands::registry()).unwrap();
+    let p = started(options);
     for i in 0..50 {
         p.call(&o, 100 + i, "sleep", sleep_params(0.5), None);
         let st = p.stats();
@@ -284,7 +271,7 @@ fn max_queue_reject_and_wait() {
 #[test]
 fn closed_pool_rejects_and_destroy_settles_everything() {
     let p = pool(1, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     p.call(&o, 1, "sleep", sleep_params(10_000.0), None);
     for i in 2..12 {
         p.call(&o, i, "echo", vec![Value::Null], None);
@@ -306,7 +293,7 @@ fn closed_pool_rejects_and_destroy_settles_everything() {
 #[test]
 fn retired_origin_jobs_never_run_and_running_ones_stop() {
     let p = pool(2, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     // Sleeps of an hour: retire() returns only if it stops them rather than waiting.
     for i in 0..2 {
         p.call(&o, i, "sleep", sleep_params(3_600_000.0), None);
@@ -328,7 +315,7 @@ fn retired_origin_jobs_never_run_and_running_ones_stop() {
         rx.recv_timeout(Duration::from_millis(100)).is_err(),
         "a retired origin got an outcome"
     );
-    let (o2, rx2) = origin();
+    let (o2, _, rx2) = origin();
     p.call(&o2, 7, "echo", vec![Value::Number(7.0)], None);
     assert_eq!(recv(&rx2).1.unwrap(), Value::Number(7.0));
 }
@@ -336,7 +323,7 @@ fn retired_origin_jobs_never_run_and_running_ones_stop() {
 #[test]
 fn json_rpc_requests_batches_and_text() {
     let p = pool(2, Strategy::LeastBusy);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     let text = |t: &str| {
         p.handle(&o, 0, t, false);
         match recv(&rx).1.unwrap() {
@@ -378,7 +365,7 @@ fn json_rpc_requests_batches_and_text() {
 #[test]
 fn handle_cancellable_cancels_each_request_alone_and_answers_once() {
     let p = pool(1, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     let text = |v: Outcome| match v.unwrap() {
         Value::String(s) => s,
         other => panic!("handle answered {other:?}"),
@@ -440,7 +427,7 @@ fn handle_cancellable_cancels_each_request_alone_and_answers_once() {
 #[test]
 fn broadcast_runs_once_on_every_worker() {
     let p = pool(3, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     p.broadcast(&o, 1, "sleep", sleep_params(20.0), None);
     let out = recv(&rx).1.unwrap();
     assert_eq!(out.as_array().unwrap().len(), 3);
@@ -451,7 +438,7 @@ fn broadcast_runs_once_on_every_worker() {
 #[test]
 fn happycoin_with_a_seed_is_deterministic_and_every_coin_is_valid() {
     let p = pool(2, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     let mut opts = Map::new();
     opts.insert("attempts", Value::Number(2_000_000.0));
     opts.insert("seed", Value::Number(42.0));
@@ -495,7 +482,7 @@ fn stress_many_submitters_with_cancels_settle_each_call_once_with_its_value() {
     for t in 0..4u64 {
         let p = p.clone();
         joins.push(std::thread::spawn(move || {
-            let (o, rx) = origin();
+            let (o, _, rx) = origin();
             let n = 5_000u64;
             let mut controls = vec![];
             for i in 0..n {
@@ -545,7 +532,7 @@ fn stress_many_submitters_with_cancels_settle_each_call_once_with_its_value() {
 #[test]
 fn a_dead_worker_settles_its_queue_and_gets_no_more_jobs() {
     let p = pool(2, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     // Occupy both workers, queue one more call on each, then declare worker 1 dead as if its
     // thread could not be created.
     p.call(&o, 0, "sleep", sleep_params(100.0), None);
@@ -584,7 +571,7 @@ fn a_dead_worker_settles_its_queue_and_gets_no_more_jobs() {
 #[test]
 fn a_cancelled_call_lets_go_of_its_params_at_once() {
     let p = pool(1, Strategy::RoundRobin);
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     // The only thread is busy: the next calls stay queued.
     p.call(&o, 0, "sleep", sleep_params(2_000.0), None);
     let mut controls = Vec::new();
@@ -613,8 +600,8 @@ fn a_call_admitted_while_destroy_runs_is_settled_not_stranded() {
         on_full: OnFull::Wait,
         ..Options::default()
     };
-    let p = Pool::new(options, commands::registry()).unwrap();
-    let (o, rx) = origin();
+    let p = started(options);
+    let (o, _, rx) = origin();
     // Round robin: the long calls hold workers 0 and 1, the short one worker 2; the fourth
     // call waits for room and, admitted by worker 2, goes to worker 0 (the counter is at 3).
     p.call(&o, 0, "sleep", sleep_params(60_000.0), None);
@@ -677,7 +664,7 @@ fn a_command_is_told_when_its_params_crossed_packed_and_a_bad_tape_is_invalid_pa
     let mut registry = crate::rpc::Registry::new();
     registry.register(SaysPlainParams);
     let p = Pool::new(Options::default(), registry).unwrap();
-    let (o, rx) = origin();
+    let (o, _, rx) = origin();
     let packed = |tape: Vec<f64>| {
         Params::Packed(Packed {
             first: None,

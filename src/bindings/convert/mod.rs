@@ -29,7 +29,7 @@ macro_rules! napi_try {
         // and napi_values from that env; every out-pointer passed is a live local.
         let status = unsafe { $e };
         if status != sys::Status::napi_ok {
-            // SAFETY: as above.
+            // SAFETY: the caller of the enclosing unsafe fn guarantees a live env on its JS thread.
             return Err(unsafe { $crate::bindings::convert::failure($env, status, $what) });
         }
     };
@@ -89,7 +89,7 @@ pub(crate) unsafe fn describe_thrown(env: sys::napi_env, e: sys::napi_value) -> 
         | sys::ValueType::napi_null => {
             // Primitives other than symbols convert without running JavaScript.
             let mut s = ptr::null_mut();
-            // SAFETY: as above.
+            // SAFETY: caller contract: `e` is a value of the live env, on its JS thread.
             unsafe {
                 if sys::napi_coerce_to_string(env, e, &mut s) == sys::Status::napi_ok {
                     prefix(env, s)
@@ -101,12 +101,13 @@ pub(crate) unsafe fn describe_thrown(env: sys::napi_env, e: sys::napi_value) -> 
         }
         sys::ValueType::napi_object => {
             let mut is_error = false;
-            // SAFETY: as above. A Proxy is never an Error here (no trap runs).
+            // SAFETY: caller contract: `e` is a value of the live env. A Proxy is never an Error
+            // here (no trap runs).
             unsafe { sys::napi_is_error(env, e, &mut is_error) };
             if is_error {
-                // SAFETY: as above.
+                // SAFETY: caller contract: `e` is an object of the live env, on its JS thread.
                 let name = unsafe { string_property(env, e, c"name") };
-                // SAFETY: as above.
+                // SAFETY: caller contract: `e` is an object of the live env, on its JS thread.
                 let message = unsafe { string_property(env, e, c"message") };
                 match (name, message) {
                     (Some(n), Some(m)) => format!("{n}: {m}"),
@@ -362,7 +363,7 @@ pub unsafe fn string_utf16(env: sys::napi_env, v: sys::napi_value) -> Converted<
 /// # Safety
 /// `v` must be a string of the live `env`, on its JS thread.
 pub unsafe fn string_latin1(env: sys::napi_env, v: sys::napi_value) -> Converted<Vec<u8>> {
-    // SAFETY: as above.
+    // SAFETY: `v` is a string of the live env, on its JS thread (caller contract).
     unsafe {
         read_units(env, "characters", |buf: *mut u8, n, written| {
             sys::napi_get_value_string_latin1(env, v, buf.cast(), n, written)

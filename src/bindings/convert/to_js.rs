@@ -6,9 +6,11 @@
 
 use super::{napi_try, Converted};
 use crate::rpc::text::MAX_JS_STRING;
+use crate::rpc::value::Pending;
 use crate::rpc::{JsText, Value};
 use crate::shm::SharedView;
 use napi::sys;
+use std::ffi::c_void;
 use std::ptr;
 
 /// Creates the JS value of `value`.
@@ -51,10 +53,10 @@ pub unsafe fn to_js_with(
             );
         }
         // A render's unfinished result: an opaque handle the calling thread gives back to
-        // `finishRender` (see `bindings/render.rs`).
+        // `finishRender` (see `bindings/render/`).
         Value::Pending(pending) => {
             // SAFETY: as for this function.
-            out = unsafe { crate::bindings::render::pending_to_js(env, pending) }?;
+            out = unsafe { pending_to_js(env, pending) }?;
         }
         Value::Bool(b) => {
             napi_try!(
@@ -250,4 +252,33 @@ unsafe fn make_text(env: sys::napi_env, text: &JsText) -> Converted<sys::napi_va
         }
     }
     Ok(out)
+}
+
+/// A pending render as a JavaScript value: an external holding it.
+///
+/// # Safety
+/// Must run on `env`'s JS thread.
+pub(crate) unsafe fn pending_to_js(
+    env: sys::napi_env,
+    pending: &Pending,
+) -> Converted<sys::napi_value> {
+    let data = Box::into_raw(Box::new(pending.clone())) as *mut c_void;
+    let mut out = ptr::null_mut();
+    // SAFETY: caller contract; `data` is a leaked Box<Pending> that `drop_pending` reclaims
+    // exactly once, when the external is collected.
+    let status = unsafe {
+        sys::napi_create_external(env, data, Some(drop_pending), ptr::null_mut(), &mut out)
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: creation failed, so no finalizer will run: reclaim it here.
+        drop(unsafe { Box::from_raw(data as *mut Pending) });
+        // SAFETY: caller contract.
+        return Err(unsafe { super::failure(env, status, "handing over a pending render") });
+    }
+    Ok(out)
+}
+
+unsafe extern "C" fn drop_pending(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: `data` is the Box<Pending> leaked in `pending_to_js`; Node finalizes once.
+    drop(unsafe { Box::from_raw(data as *mut Pending) });
 }

@@ -1,3 +1,8 @@
+//! Tests of the ring buffer (`ring.rs`): it behaves as a bounded FIFO at every wrap position,
+//! reads the book's header as the book writes it, wakes the other side only when it leaves
+//! empty or full, reports a corrupt header without touching it, and with many producers and
+//! consumers on threads loses or duplicates no byte.
+
 use super::*;
 use crate::commands::Rng;
 use crate::shm::backoff::Backoff;

@@ -17,7 +17,7 @@
 //!    call's params (the views point into them) and goes back to the calling thread.
 //! 2. On the calling thread, the slots are filled in order ([`pending::PendingRender::finish`]),
 //!    each function called when mustache.js would call it, through a host that implements
-//!    [`Functions`] with Node-API (`bindings/render.rs`). The body of a section whose function
+//!    [`Functions`] with Node-API (`bindings/render/host.rs`). The body of a section whose function
 //!    returns data, and any text a lambda renders, render natively there and then, with the
 //!    same renderer calling functions directly.
 //!

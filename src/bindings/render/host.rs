@@ -1,310 +1,37 @@
-//! The calling thread's side of a render whose view or config holds JavaScript functions (see
-//! `commands/render/functions.rs` for the two passes): the handle a pending render travels to
-//! JavaScript as, `finishRender`, which fills its slots by calling the functions, and the
-//! `render` that lambdas get.
-//!
-//! For such a call, JavaScript keeps `[functions, objects]`: the functions and the arrays and
-//! objects its params held, in the order the conversion met them (`FromJs::collect_functions`),
-//! which the call function returned and `pool.render` hands back to `finishRender`. A
-//! function's `this` is looked up there: the very object of the caller's view, not a copy.
-//! Values functions return are read the same way and appended.
-//!
-//! The helpers (`lib/render.js`) do in JavaScript what mustache.js does in JavaScript: `write`
-//! makes the text a tag writes of a value (`'' + value`, `String(value)`, `escape(value)`),
-//! calling the value first when it is a function; `section` calls a section's function and,
-//! should it return a lambda, the lambda with the raw text and its `render`, in the same call
-//! (one crossing into JavaScript per section, its `returned` word saying which it gave back),
-//! or tells whether an inverted section renders. The rest is native: finding the functions and
-//! their `this`, reading what sections' functions return, and all the rendering around them.
-//!
-//! Errors: a JavaScript exception (a function threw) stays pending and propagates to the
-//! caller's JavaScript as it is; an error of the render's own comes back as `[code, message]`.
+//! [`JsHost`]: the engine's [`Functions`] on the calling thread, inside `finishRender`'s
+//! callback. Every crossing into JavaScript that a render with functions makes is a method
+//! here: the helpers `write`, `section` and `writeRun` (lib/render.js), reading the view's
+//! functions and their `this` out of `[functions, objects]`, and reading back what the
+//! functions returned (kept, and counted against the budget of a call's values).
 
-use super::contract::{
+use super::live::Live;
+use super::text::{internal, thrown, with_text, LONE_SURROGATE};
+use crate::bindings::contract::{
     RENDER_SECTION_LAMBDA, RENDER_WRITE_ESCAPE, RENDER_WRITE_HTML, RENDER_WRITE_RAW,
 };
-use super::convert::from_js::MAX_VALUES;
-use super::convert::{self, to_js, FromJs};
-use super::pool::RawValue;
-use crate::commands::render::functions::pending::{Finishing, PendingRender};
-use crate::commands::render::functions::{
+use crate::bindings::convert::from_js::MAX_VALUES;
+use crate::bindings::convert::{self, to_js, FromJs};
+use crate::render::functions::pending::Finishing;
+use crate::render::functions::{
     run_miscounted, write_first, Functions, SectionCall, SectionValue, TagEscape, Write,
-    WRITE_RUN_MAX,
 };
-use crate::commands::render::js::Js;
-use crate::commands::render::{check_value, escape_html};
+use crate::render::js::Js;
+use crate::render::{check_value, escape_html};
 use crate::rpc::packed::tree::Item;
 use crate::rpc::text::MAX_JS_STRING;
-use crate::rpc::value::Pending;
 use crate::rpc::{FunctionId, RpcError, Value};
-use napi::bindgen_prelude::{Env, Error, JsValue, Result as NapiResult, Status, Unknown};
 use napi::sys;
-use napi_derive::napi;
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::ptr;
-
-/// A pending render as a JavaScript value: an external holding it.
-///
-/// # Safety
-/// Must run on `env`'s JS thread.
-pub(crate) unsafe fn pending_to_js(
-    env: sys::napi_env,
-    pending: &Pending,
-) -> convert::Converted<sys::napi_value> {
-    let data = Box::into_raw(Box::new(pending.clone())) as *mut c_void;
-    let mut out = ptr::null_mut();
-    // SAFETY: caller contract; `data` is a leaked Box<Pending> that `drop_pending` reclaims
-    // exactly once, when the external is collected.
-    let status = unsafe {
-        sys::napi_create_external(env, data, Some(drop_pending), ptr::null_mut(), &mut out)
-    };
-    if status != sys::Status::napi_ok {
-        // SAFETY: creation failed, so no finalizer will run: reclaim it here.
-        drop(unsafe { Box::from_raw(data as *mut Pending) });
-        // SAFETY: caller contract.
-        return Err(unsafe { convert::failure(env, status, "handing over a pending render") });
-    }
-    Ok(out)
-}
-
-unsafe extern "C" fn drop_pending(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
-    // SAFETY: `data` is the Box<Pending> leaked in `pending_to_js`; Node finalizes once.
-    drop(unsafe { Box::from_raw(data as *mut Pending) });
-}
-
-/// `finishRender(pending, [functions, objects], helpers)`: fills the pending render's slots on
-/// this thread and returns its output (a string, or a Buffer if it asked for bytes), or
-/// `[code, message]` for an error of the render's; a function's exception propagates.
-#[napi(catch_unwind)]
-pub fn finish_render(
-    env: Env,
-    pending: Unknown,
-    handles: Unknown,
-    helpers: Unknown,
-) -> NapiResult<RawValue> {
-    let env = env.raw();
-    // SAFETY: a Node-API callback on env's JS thread, with values of env.
-    let outcome = unsafe { finish(env, pending.raw(), handles.raw(), helpers.raw()) };
-    // SAFETY: as above.
-    unsafe { answer(env, outcome) }
-}
-
-/// `renderInScope(token, text)`: what a lambda's `render(text)` does (lib/render.js wraps it):
-/// renders `text` in the views the lambda was called in, while that call runs.
-#[napi(catch_unwind)]
-pub fn render_in_scope(env: Env, token: f64, text: Unknown) -> NapiResult<RawValue> {
-    let env = env.raw();
-    let rendered = |text: &str| {
-        let (render, _) = Live::find(token).ok_or_else(not_live)?;
-        // SAFETY: the pointer is registered only while the `section` call that made the
-        // closure is on this thread's stack (see `Live`), and this runs on that thread.
-        let render = unsafe { &*render };
-        render(text).map(Value::String)
-    };
-    // SAFETY: a Node-API callback on env's JS thread; `text` is a value of env.
-    let outcome = unsafe { with_text_arg(env, text.raw(), rendered) }.and_then(|r| r);
-    // SAFETY: as above.
-    unsafe { answer(env, outcome) }
-}
-
-/// `renderSectionText(token)`: the raw text of the section whose lambda has `token` (what the
-/// lambda gets), while the section's function or lambda runs. The `section` helper asks for it
-/// only for a lambda whose section's text did not come with the call (a long one: see
-/// `RAW_TEXT_WITH_CALL`).
-#[napi(catch_unwind)]
-pub fn render_section_text(env: Env, token: f64) -> NapiResult<RawValue> {
-    let env = env.raw();
-    let outcome = Live::find(token).ok_or_else(not_live).map(|(_, raw)| {
-        // SAFETY: registered only while the section's text, borrowed from its template, is
-        // alive (see `Live`), and this runs on the thread that registered it.
-        Value::from(unsafe { &*raw })
-    });
-    // SAFETY: a Node-API callback on env's JS thread.
-    unsafe { answer(env, outcome) }
-}
-
-/// `renderHelperMemory()`: `[returned, runArgs]`, the memory the helpers and this side share
-/// (lib/render.js keeps both in its frozen helpers object, which only this addon gets):
-/// `returned`, an Int32Array of 1, what `section` and `writeRun` say they returned; `runArgs`,
-/// a Float64Array of 4 × `WRITE_RUN_MAX`, `writeRun`'s arguments going and the texts' lengths
-/// coming back. Made here, with V8's own constructors, so that no constructor of the caller's
-/// ever holds them.
-#[napi(catch_unwind)]
-pub fn render_helper_memory(env: Env) -> NapiResult<RawValue> {
-    let env = env.raw();
-    let typed = |kind: sys::napi_typedarray_type, length: usize, bytes: usize| {
-        let mut buffer = ptr::null_mut();
-        let mut data = ptr::null_mut();
-        let mut array = ptr::null_mut();
-        // SAFETY: a Node-API callback on env's JS thread; out-pointers are live locals.
-        let ok = unsafe {
-            sys::napi_create_arraybuffer(env, bytes, &mut data, &mut buffer) == sys::Status::napi_ok
-                && sys::napi_create_typedarray(env, kind, length, buffer, 0, &mut array)
-                    == sys::Status::napi_ok
-        };
-        ok.then_some(array)
-    };
-    let returned = typed(sys::TypedarrayType::int32_array, 1, 4);
-    let args = typed(
-        sys::TypedarrayType::float64_array,
-        4 * WRITE_RUN_MAX,
-        32 * WRITE_RUN_MAX,
-    );
-    let mut pair = ptr::null_mut();
-    let made = match (returned, args) {
-        // SAFETY: as above.
-        (Some(returned), Some(args)) => unsafe {
-            sys::napi_create_array_with_length(env, 2, &mut pair) == sys::Status::napi_ok
-                && sys::napi_set_element(env, pair, 0, returned) == sys::Status::napi_ok
-                && sys::napi_set_element(env, pair, 1, args) == sys::Status::napi_ok
-        },
-        _ => false,
-    };
-    if !made {
-        return Err(Error::new(
-            Status::GenericFailure,
-            "corepool: could not make the render helpers' memory",
-        ));
-    }
-    Ok(RawValue(pair))
-}
-
-/// The JavaScript value of an outcome: the output, `[code, message]`, or (a function threw)
-/// nothing, with the exception left pending.
-///
-/// # Safety
-/// Must run on `env`'s JS thread.
-unsafe fn answer(env: sys::napi_env, outcome: Result<Value, RpcError>) -> NapiResult<RawValue> {
-    let mut pending = false;
-    // SAFETY: caller contract.
-    unsafe { sys::napi_is_exception_pending(env, &mut pending) };
-    if pending {
-        return Ok(RawValue(ptr::null_mut()));
-    }
-    let made = match outcome {
-        // SAFETY: caller contract.
-        Ok(output) => unsafe { to_js(env, &output) },
-        Err(e) => {
-            let pair = Value::Array(vec![
-                Value::Number(f64::from(e.code.code())),
-                Value::String(e.message),
-            ]);
-            // SAFETY: caller contract.
-            unsafe { to_js(env, &pair) }
-        }
-    };
-    made.map(RawValue)
-        .map_err(|why| Error::new(Status::GenericFailure, why))
-}
-
-/// # Safety
-/// Must run in a Node-API callback on `env`'s JS thread, with values of `env`.
-unsafe fn finish(
-    env: sys::napi_env,
-    pending: sys::napi_value,
-    handles: sys::napi_value,
-    helpers: sys::napi_value,
-) -> Result<Value, RpcError> {
-    let mut data = ptr::null_mut();
-    // SAFETY: caller contract; a value that is not an external fails here.
-    let status = unsafe { sys::napi_get_value_external(env, pending, &mut data) };
-    if status != sys::Status::napi_ok || data.is_null() {
-        return Err(internal("finishRender takes a pending render"));
-    }
-    // SAFETY: the only externals this addon makes hold a Box<Pending> (`pending_to_js`), alive
-    // while the external is (an argument of this call).
-    let pending: &Pending = unsafe { &*(data as *const Pending) };
-    let render = pending
-        .0
-        .downcast_ref::<PendingRender>()
-        .ok_or_else(|| internal("finishRender takes a pending render"))?;
-    let unfinished = render
-        .take()
-        .ok_or_else(|| internal("a pending render was finished twice"))?;
-    let finishing = unfinished.finishing();
-    // SAFETY: caller contract.
-    let host = unsafe { JsHost::new(env, &finishing, handles, helpers) }?;
-    let out = finishing.fill(&host)?;
-    Ok(unfinished.output().value(out))
-}
-
-fn internal(why: &str) -> RpcError {
-    RpcError::new(
-        crate::rpc::ErrorCode::InternalError,
-        format!("corepool: {why}"),
-    )
-}
-
-/// The error that stands for "a function threw": the exception itself stays pending and is
-/// what the caller sees (see `answer`).
-fn thrown() -> RpcError {
-    RpcError::failed("render: a function threw")
-}
-
-thread_local! {
-    /// Each lambda running on this thread, by token: its `render`, a closure on this thread's
-    /// stack, and its section's raw text, registered for exactly as long as it runs (`Live`).
-    static LIVE: RefCell<Vec<(f64, *const RenderFn, *const str)>> =
-        const { RefCell::new(Vec::new()) };
-    static NEXT_TOKEN: Cell<f64> = const { Cell::new(1.0) };
-}
-
-type RenderFn = dyn Fn(&str) -> Result<String, RpcError>;
 
 /// A section's raw text of at most this many bytes goes with the call of its function (making
 /// it costs little next to the call); a longer one is made only when a lambda asks for it
 /// (`renderSectionText`).
 const RAW_TEXT_WITH_CALL: usize = 256;
 
-/// A lambda's `render` and raw text, registered while it (or the section function that may
-/// return it) runs.
-struct Live {
-    token: f64,
-}
-
-impl Live {
-    /// Registers `render` and `raw` until the returned guard drops.
-    fn register<'r>(
-        render: &'r (dyn Fn(&str) -> Result<String, RpcError> + 'r),
-        raw: &'r str,
-    ) -> Live {
-        let token = NEXT_TOKEN.with(|next| {
-            let token = next.get();
-            next.set(token + 1.0);
-            token
-        });
-        // SAFETY: only the lifetime is erased; the guard unregisters the pointer before
-        // `render` (which outlives the guard, both being locals of the caller) goes.
-        let render: *const RenderFn = unsafe { std::mem::transmute(render) };
-        LIVE.with(|live| live.borrow_mut().push((token, render, raw as *const str)));
-        Live { token }
-    }
-
-    /// What is registered under `token`, if it still is.
-    fn find(token: f64) -> Option<(*const RenderFn, *const str)> {
-        LIVE.with(|live| {
-            live.borrow()
-                .iter()
-                .find(|(t, _, _)| *t == token)
-                .map(|&(_, render, raw)| (render, raw))
-        })
-    }
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        LIVE.with(|live| live.borrow_mut().retain(|(t, _, _)| *t != self.token));
-    }
-}
-
-/// The error of a lambda's `render` (or raw text) asked for once the lambda has returned.
-fn not_live() -> RpcError {
-    RpcError::failed("render: a lambda's render() can only be called while the lambda runs")
-}
-
 /// [`Functions`] on the calling thread: calls the view's functions then and there.
-struct JsHost<'f, 'p> {
+pub(super) struct JsHost<'f, 'p> {
     env: sys::napi_env,
     finishing: &'f Finishing<'p>,
     functions: sys::napi_value,
@@ -336,7 +63,7 @@ impl<'f, 'p> JsHost<'f, 'p> {
     /// # Safety
     /// Must run in a Node-API callback on `env`'s JS thread, with values of `env`, and the
     /// host must not outlive that callback (its values live in its handle scope).
-    unsafe fn new(
+    pub(super) unsafe fn new(
         env: sys::napi_env,
         finishing: &'f Finishing<'p>,
         handles: sys::napi_value,
@@ -648,12 +375,6 @@ impl<'f, 'p> JsHost<'f, 'p> {
     }
 }
 
-/// A helper's output or a function's with a lone surrogate: mustache.js writes it, a Rust
-/// string cannot hold it.
-const LONE_SURROGATE: &str = "render: a function's output holds half of a surrogate pair (a lone \
-     surrogate), which a Rust string cannot hold (render this template with mustache.js on the \
-     main thread)";
-
 /// `Value::to_js` for the few values made here.
 trait ToJs {
     fn to_js(&self, env: sys::napi_env) -> convert::Converted<sys::napi_value>;
@@ -895,7 +616,8 @@ impl<'f, 'p> JsHost<'f, 'p> {
         }
         // U+FFFD somewhere (a lone surrogate, or one of the texts' own), or lengths that do
         // not fall on chars: read as UTF-16, which tells.
-        // SAFETY: as above.
+        // SAFETY: `joined` is a string the helper returned in this callback, of this env, on its JS
+        // thread.
         let units =
             unsafe { convert::string_utf16(self.env, joined) }.map_err(|why| internal(&why))?;
         let mut start = 0usize;
@@ -916,51 +638,4 @@ impl<'f, 'p> JsHost<'f, 'p> {
             .then_some(())
             .ok_or_else(run_miscounted)
     }
-}
-
-/// `f` of the text `render(text)` was given.
-///
-/// # Safety
-/// Must run on `env`'s JS thread, with `v` a value of env.
-unsafe fn with_text_arg<R>(
-    env: sys::napi_env,
-    v: sys::napi_value,
-    f: impl FnMut(&str) -> R,
-) -> Result<R, RpcError> {
-    let mut kind = 0;
-    // SAFETY: caller contract.
-    unsafe { sys::napi_typeof(env, v, &mut kind) };
-    if kind != sys::ValueType::napi_string {
-        return Err(RpcError::failed(
-            "render: a lambda's render() takes the template text, a string",
-        ));
-    }
-    // SAFETY: caller contract; `v` is a string.
-    unsafe { with_text(env, v, f) }
-}
-
-/// `f` of the string `v` (a function's output, or text a lambda renders), refused when it
-/// holds a lone surrogate: a Rust string cannot hold one, and mustache.js would write it as it
-/// is. Read as UTF-8, which for a short string is one copy into the stack; Node-API writes a
-/// lone surrogate as U+FFFD, so text holding U+FFFD is read again as UTF-16, which tells a lone
-/// surrogate from a U+FFFD of its own.
-///
-/// # Safety
-/// Must run on `env`'s JS thread, with `v` a string of env.
-unsafe fn with_text<R>(
-    env: sys::napi_env,
-    v: sys::napi_value,
-    mut f: impl FnMut(&str) -> R,
-) -> Result<R, RpcError> {
-    // SAFETY: caller contract.
-    let done =
-        unsafe { convert::with_str(env, v, |text| (!text.contains('\u{FFFD}')).then(|| f(text))) }
-            .map_err(|why| internal(&why))?;
-    if let Some(done) = done {
-        return Ok(done);
-    }
-    // SAFETY: caller contract.
-    let units = unsafe { convert::string_utf16(env, v) }.map_err(|why| internal(&why))?;
-    let text = String::from_utf16(&units).map_err(|_| RpcError::failed(LONE_SURROGATE))?;
-    Ok(f(&text))
 }

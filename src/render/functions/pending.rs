@@ -11,11 +11,11 @@
 use super::{
     run_miscounted, Functions, Scope, SectionCall, SectionValue, TagEscape, Write, WRITE_RUN_MAX,
 };
-use crate::commands::render::cache::TemplateCache;
-use crate::commands::render::config::{Config, Data, Output};
-use crate::commands::render::js::Js;
-use crate::commands::render::parse::{Node, Template};
-use crate::commands::render::writer::{OutputLength, Renderer, MAX_STRING_LENGTH};
+use crate::render::cache::TemplateCache;
+use crate::render::config::{Config, Data, Output};
+use crate::render::js::Js;
+use crate::render::parse::{Node, Template};
+use crate::render::writer::{OutputLength, Renderer, MAX_STRING_LENGTH};
 use crate::rpc::{Context, FunctionId, RpcError, StopFlags, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -201,7 +201,7 @@ pub struct Finishing<'p> {
     parts: &'p Parts,
     arena: &'p Arena,
     /// Address of each array and object value → its index among the call's objects (the
-    /// order the params were read in, see `bindings/render.rs`). Made on first use.
+    /// order the params were read in, see `bindings/render/mod.rs`). Made on first use.
     originals: RefCell<Option<HashMap<usize, u32>>>,
 }
 
@@ -226,7 +226,8 @@ impl PendingRender {
         // SAFETY: the caller contract: the views point into `params`' heap buffers, which
         // `Parts` keeps unchanged for as long as it holds the slots (dropped first).
         let slots: Vec<(usize, Slot<'static>)> = unsafe { std::mem::transmute(slots) };
-        // SAFETY: as above, for the views of the slots.
+        // SAFETY: the caller contract, for the views the tree's nodes hold: they point into
+        // `params` too, and `Parts` drops the tree before the params.
         let tree: ViewTree<'static> = unsafe { std::mem::transmute(tree) };
         PendingRender {
             state: Mutex::new(Some(Parts {

@@ -1,5 +1,8 @@
-//! `render(template, data?, partials?)`: Mustache on native threads, with output byte for byte
-//! what mustache.js 4.2.0 gives for the same template and JSON data (issue #4).
+//! The Mustache engine: templates rendered on native threads, with output byte for byte what
+//! mustache.js 4.2.0 gives for the same template and JSON data (issue #4). The command `render`
+//! (`commands/render.rs`) hands its params to [`run`] or [`run_packed`]; a render whose view
+//! holds JavaScript functions pauses and is finished on the calling thread, with the protocol
+//! described in `README.md` beside this file.
 //!
 //! It is a re-implementation of mustache.js's behaviour, not of the Mustache spec: where the two
 //! differ (the spec's "Dotted Names - Context Precedence", standalone lines with several tags,
@@ -14,10 +17,13 @@
 //! - `escape.rs`: mustache.js's HTML escaping.
 //! - `writer.rs`: the walk over the nodes that writes the output (mustache.js's `Writer`);
 //!   iterative, depth-capped, cancellable.
+//! - `config.rs`: the `config` param (tags, escape, output, data).
+//! - `functions.rs`, `functions/pending.rs`: renders whose view holds functions (two passes;
+//!   `README.md`).
 //!
 //! Params that crossed packed (plain data, `rpc::packed`) are read in place: the view is the
 //! packed tree (`rpc::packed::tree`), its arrays and objects `Js::List` and `Js::Record`, and
-//! no value is made of them (`Render::run_packed`; on the 200-row table of the benchmarks,
+//! no value is made of them ([`run_packed`]; on the 200-row table of the benchmarks,
 //! reading the tree costs ~20 µs where making its values and freeing them cost ~48 µs). The
 //! answer is the one the values would give (`packed_tests.rs`).
 //!
@@ -57,7 +63,7 @@ use crate::rpc::json::Unparsed;
 use crate::rpc::packed::tree::{Item, Tree};
 use crate::rpc::packed::Packed;
 use crate::rpc::value::Pending;
-use crate::rpc::{params, Command, Context, ErrorCode, Map, RpcError, Value};
+use crate::rpc::{params, Context, ErrorCode, Map, RpcError, Value};
 use cache::TemplateCache;
 use config::{Config, Data};
 use functions::pending::{PendingRender, Recorder};
@@ -65,110 +71,100 @@ use js::Js;
 use parse::Template;
 use std::sync::Arc;
 
-pub struct Render;
+/// A render of `params` (`template, data?, partials?, config?`): the output as the config asks
+/// for it, or, when the view or config holds functions, a pending render the calling thread
+/// finishes (`functions.rs`).
+pub fn run(mut params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
+    params::expect_count("render", &params, 1..=4)?;
+    let config = Config::parse(params.get(3))?;
+    if config.data == Data::Json {
+        let view = parse_json_data(params.get(1))?;
+        match params.get_mut(1) {
+            Some(slot) => *slot = view,
+            None => params.push(view),
+        }
+    }
+    let template = params::string("render: template", &params[0])?;
+    let data = params.get(1);
+    let mut functions = match data {
+        // Parsed JSON and packed params hold nothing but plain data: no functions, nothing
+        // to refuse. (The walk that checks, over a big view, cost 2% of a render.)
+        Some(_) if config.data == Data::Json || ctx.plain_params() => false,
+        Some(data) => check_data(data)?,
+        None => false,
+    };
+    let partials = partials_of(params.get(2))?;
+    functions |= matches!(config.escape, config::Escape::Function(_));
+    let cache = TemplateCache::global();
+    let template = cache
+        .get_or_parse(template, config.tags.as_ref())
+        .map_err(RpcError::failed)?;
+    let data = data.map_or(Js::Undefined, Js::of);
+    if !functions {
+        return render_plain(template, data, partials, &config, ctx);
+    }
+    let recorder = Recorder::default();
+    let (out, done) = writer::render(
+        template,
+        data,
+        partials,
+        &config,
+        cache,
+        Some(&recorder),
+        ctx,
+    );
+    let error = match done {
+        Ok(()) if recorder.is_empty() => return Ok(config.output.value(out)),
+        Ok(()) => None,
+        // Too many slots: no function is called for a render that cannot finish.
+        Err(e) if recorder.is_empty() || stopped(&e) || recorder.is_full() => return Err(e),
+        Err(e) => Some(e),
+    };
+    // SAFETY: the recorder's views point into `params` (data, partials, config) and into
+    // templates its slots hold; `PendingRender` keeps both, unchanged, for as long as it
+    // keeps the slots (see `pending.rs`). Taking it out of this borrow lets `params` move
+    // into it.
+    let recorder: Recorder<'static> = unsafe { std::mem::transmute(recorder) };
+    // SAFETY: `recorder`'s views point into `params` and into templates its slots hold, as
+    // `PendingRender::new` requires (see the transmute above).
+    let pending = unsafe { PendingRender::new(recorder, out, error, config, params) };
+    Ok(Value::Pending(Pending(Arc::new(pending))))
+}
 
-impl Command for Render {
-    fn name(&self) -> &'static str {
-        "render"
+/// Packed params are plain data, read in place: the view a render walks is the tree, with
+/// no value made for it. The same checks in the same order as `run`, whose answer it gives:
+/// where a param is not what a render takes, `run` answers from the values.
+pub fn run_packed(packed: Packed, ctx: &Context) -> Result<Value, RpcError> {
+    let tree = Tree::read(packed).map_err(RpcError::invalid_params)?;
+    if !(1..=4).contains(&tree.len()) {
+        return run(tree.into_values(), ctx);
     }
-    fn params(&self) -> &'static str {
-        "template: string, data?: JSON value (JSON text with config.data 'json'), \
-         partials?: { [name]: string }, config?: [open, close] | { tags?, escape?, output?, data? }"
+    let config = Config::parse(tree.param_value(3).as_ref())?;
+    // An `escape` function cannot cross packed, but should one, the render that calls it
+    // is `run`'s.
+    if matches!(config.escape, config::Escape::Function(_)) {
+        return run(tree.into_values(), ctx);
     }
-    fn summary(&self) -> &'static str {
-        "renders a Mustache template; output identical to mustache.js 4.2.0"
-    }
-    fn run(&self, mut params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
-        params::expect_count("render", &params, 1..=4)?;
-        let config = Config::parse(params.get(3))?;
-        if config.data == Data::Json {
-            let view = parse_json_data(params.get(1))?;
-            match params.get_mut(1) {
-                Some(slot) => *slot = view,
-                None => params.push(view),
-            }
-        }
-        let template = params::string("render: template", &params[0])?;
-        let data = params.get(1);
-        let mut functions = match data {
-            // Parsed JSON and packed params hold nothing but plain data: no functions, nothing
-            // to refuse. (The walk that checks, over a big view, cost 2% of a render.)
-            Some(_) if config.data == Data::Json || ctx.plain_params() => false,
-            Some(data) => check_data(data)?,
-            None => false,
-        };
-        let partials = partials_of(params.get(2))?;
-        functions |= matches!(config.escape, config::Escape::Function(_));
-        let cache = TemplateCache::global();
-        let template = cache
-            .get_or_parse(template, config.tags.as_ref())
-            .map_err(RpcError::failed)?;
-        let data = data.map_or(Js::Undefined, Js::of);
-        if !functions {
-            return render_plain(template, data, partials, &config, ctx);
-        }
-        let recorder = Recorder::default();
-        let (out, done) = writer::render(
-            template,
-            data,
-            partials,
-            &config,
-            cache,
-            Some(&recorder),
-            ctx,
-        );
-        let error = match done {
-            Ok(()) if recorder.is_empty() => return Ok(config.output.value(out)),
-            Ok(()) => None,
-            // Too many slots: no function is called for a render that cannot finish.
-            Err(e) if recorder.is_empty() || stopped(&e) || recorder.is_full() => return Err(e),
-            Err(e) => Some(e),
-        };
-        // SAFETY: the recorder's views point into `params` (data, partials, config) and into
-        // templates its slots hold; `PendingRender` keeps both, unchanged, for as long as it
-        // keeps the slots (see `pending.rs`). Taking it out of this borrow lets `params` move
-        // into it.
-        let recorder: Recorder<'static> = unsafe { std::mem::transmute(recorder) };
-        // SAFETY: as above.
-        let pending = unsafe { PendingRender::new(recorder, out, error, config, params) };
-        Ok(Value::Pending(Pending(Arc::new(pending))))
-    }
-
-    /// Packed params are plain data, read in place: the view a render walks is the tree, with
-    /// no value made for it. The same checks in the same order as `run`, whose answer it gives:
-    /// where a param is not what a render takes, `run` answers from the values.
-    fn run_packed(&self, packed: Packed, ctx: &Context) -> Result<Value, RpcError> {
-        let tree = Tree::read(packed).map_err(RpcError::invalid_params)?;
-        if !(1..=4).contains(&tree.len()) {
-            return self.run(tree.into_values(), ctx);
-        }
-        let config = Config::parse(tree.param_value(3).as_ref())?;
-        // An `escape` function cannot cross packed, but should one, the render that calls it
-        // is `run`'s.
-        if matches!(config.escape, config::Escape::Function(_)) {
-            return self.run(tree.into_values(), ctx);
-        }
-        // Data as JSON text is parsed from where it lies; the view is then the parsed values.
-        let parsed = match (config.data, tree.param(1)) {
-            (Data::View, _) => None,
-            (Data::Json, Some(Item::String(text))) => Some(parse_json_text(text)?),
-            // Not a string: `run` says what it is.
-            (Data::Json, _) => return self.run(tree.into_values(), ctx),
-        };
-        let Some(Item::String(template)) = tree.param(0) else {
-            return self.run(tree.into_values(), ctx);
-        };
-        let partials = tree.param_value(2);
-        let partials = partials_of(partials.as_ref())?;
-        let template = TemplateCache::global()
-            .get_or_parse(template, config.tags.as_ref())
-            .map_err(RpcError::failed)?;
-        let data = match &parsed {
-            Some(view) => Js::of(view),
-            None => tree.param(1).map_or(Js::Undefined, Js::of_item),
-        };
-        render_plain(template, data, partials, &config, ctx)
-    }
+    // Data as JSON text is parsed from where it lies; the view is then the parsed values.
+    let parsed = match (config.data, tree.param(1)) {
+        (Data::View, _) => None,
+        (Data::Json, Some(Item::String(text))) => Some(parse_json_text(text)?),
+        // Not a string: `run` says what it is.
+        (Data::Json, _) => return run(tree.into_values(), ctx),
+    };
+    let Some(Item::String(template)) = tree.param(0) else {
+        return run(tree.into_values(), ctx);
+    };
+    let partials = tree.param_value(2);
+    let partials = partials_of(partials.as_ref())?;
+    let template = TemplateCache::global()
+        .get_or_parse(template, config.tags.as_ref())
+        .map_err(RpcError::failed)?;
+    let data = match &parsed {
+        Some(view) => Js::of(view),
+        None => tree.param(1).map_or(Js::Undefined, Js::of_item),
+    };
+    render_plain(template, data, partials, &config, ctx)
 }
 
 /// The partials param: none, or an object of template strings (or nulls).

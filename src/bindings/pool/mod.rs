@@ -2,27 +2,34 @@
 //!
 //! Every method settles through the channel, never by throwing: argument mistakes become
 //! RpcErrors delivered like any other outcome, so `exec`/`call` never throw synchronously.
+//!
+//! - `mod.rs` (this file): the handle, its constructors and its methods.
+//! - `call.rs`: the hot call behind `exec`/`call`, a plain function with named arguments.
+//! - `arguments.rs`: the checks every call method makes of its timeout and method name.
+//! - `options.rs`: the pool's options as they cross, checked again.
+//! - `stats.rs`: `stats()` and `methods()` as plain objects.
+
+mod arguments;
+mod call;
+mod options;
+mod stats;
+
+pub use options::PoolOptions;
+pub use stats::{LatencyInfo, MethodInfo, ServerInfo, StatsInfo, WorkerInfo};
 
 use super::channel::{lock, Channel, Inbox};
-use super::contract::{
-    CALL_CANCELLABLE, CALL_FIRST_LATIN1, CALL_FUNCTIONS, CALL_PACKED, CALL_PACKED_AFTER_STRING,
-    CALL_PACKED_LATIN1, CALL_PROGRESS,
-};
 use super::convert::{self, FromJs};
+use super::publish::publish;
 use super::serve::{self, NativeServer};
+use super::RawValue;
 use crate::commands;
-use crate::pool::Origin;
-use crate::pool::{
-    closed_error, timeout, Caller, Control, OnFull, Options, Params, Pool, Stats, Strategy,
-    MAX_NICE_INCREMENT, MAX_THREADS,
-};
-use crate::rpc::packed::Packed;
-use crate::rpc::{envelope, json, CancelReason, ErrorCode, JsText, RpcError, Value};
+use crate::pool::{closed_error, Caller, Options, Origin, Pool};
+use crate::rpc::{envelope, json, CancelReason, ErrorCode, RpcError, Value};
+use arguments::{call_timeout, cannot_keep, read_method, string_arg};
+use call::Hot;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
-use std::ffi::c_void;
-use std::panic::AssertUnwindSafe;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -46,7 +53,7 @@ pub struct NativePool {
     closed: Arc<AtomicBool>,
 }
 
-/// The channel's shared parts (the JS object itself stays owned by index.js).
+/// The channel's shared parts (the JS object itself stays owned by lib/calls.js).
 struct ChannelRef {
     origin: Arc<Origin>,
     inbox: Arc<Inbox>,
@@ -55,63 +62,11 @@ struct ChannelRef {
 
 impl ChannelRef {
     fn channel(&self) -> &Channel {
-        // SAFETY: index.js keeps its environment's one Channel alive for the whole life of
+        // SAFETY: lib/calls.js keeps its environment's one Channel alive for the whole life of
         // the environment (a module-level constant), and NativePool objects live in the same
         // environment and are only used on its JS thread.
         unsafe { &*self.channel }
     }
-}
-
-/// The pool options, as index.js resolved them (`validateOptions`).
-#[napi(object)]
-pub struct PoolOptions {
-    pub threads: u32,
-    pub strategy: String,
-    /// Infinity for no bound.
-    pub max_queue: f64,
-    /// onFull: 'wait'.
-    pub wait: bool,
-    pub timeout_ms: f64,
-    pub nice_increment: u32,
-}
-
-fn options(o: &PoolOptions) -> Result<Options> {
-    let strategy: Strategy = o
-        .strategy
-        .parse()
-        .map_err(|e: String| Error::new(Status::InvalidArg, e))?;
-    let limit = timeout::from_ms(o.timeout_ms)
-        .map_err(|e| Error::new(Status::InvalidArg, format!("options.timeout {e}")))?;
-    if o.threads as usize > MAX_THREADS {
-        return Err(Error::new(
-            Status::InvalidArg,
-            format!(
-                "options.threads must be at most {MAX_THREADS}, got {}",
-                o.threads
-            ),
-        ));
-    }
-    if o.nice_increment > MAX_NICE_INCREMENT {
-        return Err(Error::new(
-            Status::InvalidArg,
-            format!(
-                "options.niceIncrement must be at most {MAX_NICE_INCREMENT}, got {}",
-                o.nice_increment
-            ),
-        ));
-    }
-    Ok(Options {
-        threads: o.threads as usize,
-        strategy,
-        max_queue: if o.max_queue.is_finite() {
-            o.max_queue.max(0.0) as usize
-        } else {
-            usize::MAX
-        },
-        on_full: if o.wait { OnFull::Wait } else { OnFull::Reject },
-        timeout: (!limit.is_zero()).then_some(limit),
-        nice_increment: o.nice_increment as u8,
-    })
 }
 
 /// Starts a pool. One of no native threads has no native commands either: its methods are
@@ -131,141 +86,12 @@ fn spawn(options: Options) -> Result<Arc<Pool>> {
     })
 }
 
-/// A call's `timeout` option: `undefined` → the pool's default (`None`); otherwise
-/// milliseconds by [`timeout::from_ms`] (zero: no limit).
-///
-/// # Safety
-/// On the JS thread of the env `v` belongs to.
-unsafe fn call_timeout(
-    env: sys::napi_env,
-    v: sys::napi_value,
-) -> std::result::Result<Option<Duration>, RpcError> {
-    let mut t = 0;
-    // SAFETY: caller contract; out-pointers are live locals.
-    unsafe { sys::napi_typeof(env, v, &mut t) };
-    let bad =
-        |why: String| RpcError::new(ErrorCode::InvalidRequest, format!("options.timeout {why}"));
-    match t {
-        sys::ValueType::napi_undefined => Ok(None),
-        sys::ValueType::napi_number => {
-            let mut ms = 0.0;
-            // SAFETY: as above; `v` is a number.
-            unsafe { sys::napi_get_value_double(env, v, &mut ms) };
-            timeout::from_ms(ms).map(Some).map_err(bad)
-        }
-        _ => Err(bad(format!(
-            "must be a number of ms ≥ 0 (0 or Infinity: no limit), got a {}",
-            // SAFETY: as above.
-            type_name(&unsafe { Unknown::from_raw_unchecked(env, v) })
-        ))),
-    }
-}
-
-#[napi(object)]
-pub struct WorkerInfo {
-    pub id: u32,
-    pub queued: u32,
-    pub running: u32,
-    pub completed: f64,
-    pub busy_ms: f64,
-}
-
-/// A JavaScript thread serving methods, in `stats().servers`.
-#[napi(object)]
-pub struct ServerInfo {
-    pub id: f64,
-    /// The serving thread's `threadId` (0: the main thread).
-    pub thread: f64,
-    pub methods: Vec<String>,
-    /// False once `close()`d: it finishes what it has but gets no new calls.
-    pub open: bool,
-    pub queued: u32,
-    pub running: u32,
-    pub completed: f64,
-    pub busy_ms: f64,
-}
-
-#[napi(object)]
-pub struct LatencyInfo {
-    pub p50: f64,
-    pub p99: f64,
-    pub max: f64,
-}
-
-#[napi(object)]
-pub struct StatsInfo {
-    pub threads: u32,
-    pub strategy: String,
-    pub queued: u32,
-    pub waiting: u32,
-    pub running: u32,
-    pub completed: f64,
-    pub failed: f64,
-    pub workers: Vec<WorkerInfo>,
-    pub servers: Vec<ServerInfo>,
-    pub run_time: LatencyInfo,
-    pub wait_time: LatencyInfo,
-}
-
-#[napi(object)]
-pub struct MethodInfo {
-    pub name: String,
-    pub params: String,
-    pub summary: String,
-}
-
-impl From<Stats> for StatsInfo {
-    fn from(s: Stats) -> Self {
-        let lat = |p: crate::pool::Percentiles| LatencyInfo {
-            p50: p.p50,
-            p99: p.p99,
-            max: p.max,
-        };
-        StatsInfo {
-            threads: s.threads as u32,
-            strategy: s.strategy.name().to_string(),
-            queued: s.queued as u32,
-            waiting: s.waiting as u32,
-            running: s.running as u32,
-            completed: s.completed as f64,
-            failed: s.failed as f64,
-            workers: s
-                .workers
-                .into_iter()
-                .map(|w| WorkerInfo {
-                    id: w.id as u32,
-                    queued: w.queued as u32,
-                    running: w.running as u32,
-                    completed: w.completed as f64,
-                    busy_ms: w.busy_ms,
-                })
-                .collect(),
-            servers: s
-                .servers
-                .into_iter()
-                .map(|sv| ServerInfo {
-                    id: sv.id as f64,
-                    thread: sv.thread as f64,
-                    methods: sv.methods,
-                    open: sv.open,
-                    queued: sv.queued as u32,
-                    running: sv.running as u32,
-                    completed: sv.completed as f64,
-                    busy_ms: sv.busy_ms,
-                })
-                .collect(),
-            run_time: lat(s.run_time),
-            wait_time: lat(s.wait_time),
-        }
-    }
-}
-
 #[napi]
 impl NativePool {
-    /// A private pool. Options are validated in index.js; this checks them again.
+    /// A private pool. Options are validated in lib/options.js; this checks them again.
     #[napi(constructor, catch_unwind)]
     pub fn new(channel: &Channel, options: PoolOptions) -> Result<Self> {
-        let pool = spawn(self::options(&options)?)?;
+        let pool = spawn(options::options(&options)?)?;
         let mut attachable = ATTACHABLE.lock().unwrap_or_else(|e| e.into_inner());
         attachable.retain(|(_, pool)| pool.strong_count() > 0);
         attachable.push((pool.id(), Arc::downgrade(&pool)));
@@ -282,7 +108,7 @@ impl NativePool {
     /// with its options, later calls must not ask for different ones.
     #[napi(factory, catch_unwind)]
     pub fn shared(channel: &Channel, options: PoolOptions, explicit: bool) -> Result<Self> {
-        let wanted = self::options(&options)?;
+        let wanted = options::options(&options)?;
         let mut slot = SHARED.lock().unwrap_or_else(|e| e.into_inner());
         let pool = match &*slot {
             Some(pool) => {
@@ -390,43 +216,13 @@ impl NativePool {
     /// which costs a fraction of a generated method. Settles call `id` through the channel.
     #[napi(catch_unwind)]
     pub fn caller(&self, env: Env) -> Result<RawValue> {
-        let hot = Arc::new(Hot {
+        let hot = Hot {
             pool: self.pool.clone(),
             origin: self.channel.origin.clone(),
             inbox: self.channel.inbox.clone(),
             closed: self.closed.clone(),
-        });
-        let data = Arc::into_raw(hot) as *mut c_void;
-        let mut f = ptr::null_mut();
-        // SAFETY: a Node-API callback on this env's JS thread. `data` is a leaked Arc<Hot>
-        // that the finalizer added below reclaims exactly once, when the function is collected
-        // (or the env torn down); until then `hot_call` may borrow it.
-        unsafe {
-            let status = sys::napi_create_function(
-                env.raw(),
-                c"call".as_ptr(),
-                4,
-                Some(hot_call),
-                data,
-                &mut f,
-            );
-            if status != sys::Status::napi_ok {
-                drop(Arc::from_raw(data as *const Hot));
-                return Err(Error::new(
-                    Status::GenericFailure,
-                    "corepool: could not create the call function",
-                ));
-            }
-            sys::napi_add_finalizer(
-                env.raw(),
-                f,
-                data,
-                Some(drop_hot),
-                ptr::null_mut(),
-                ptr::null_mut(),
-            );
-        }
-        Ok(RawValue(f))
+        };
+        call::bind(env, hot)
     }
 
     /// Stops call `id` (its AbortSignal fired): a queued call settles now, a running one as
@@ -510,17 +306,18 @@ impl NativePool {
                 continue;
             }
             let mut item = ptr::null_mut();
-            // SAFETY: as above; a missing element (or a failed read) is `undefined` or an error.
+            // SAFETY: a Node-API callback on this env's JS thread; `items` belongs to it. A missing
+            // element (or a failed read) is `undefined` or an error.
             let read =
                 unsafe { sys::napi_get_element(raw, items.raw(), from + i as u32, &mut item) };
             if read != sys::Status::napi_ok {
-                // SAFETY: as above.
+                // SAFETY: a Node-API callback on this env's JS thread.
                 let why = unsafe { convert::failure(raw, read, "reading an item") };
                 ch.fail(id, RpcError::invalid_params(why));
                 continue;
             }
             let mut from_js = FromJs::new(raw);
-            // SAFETY: as above; `item` is a value of this env.
+            // SAFETY: a Node-API callback on this env's JS thread; `item` is a value of this env.
             let params = match unsafe { from_js.params_of_one(item) } {
                 Ok(params) => params,
                 Err(e) => {
@@ -535,7 +332,7 @@ impl NativePool {
             }
             let views = &from_js.views;
             // SAFETY: on this env's JS thread; the views are values of this env.
-            let mut announce = |to, token| unsafe { serve::publish(raw, to, token, views, false) };
+            let mut announce = |to, token| unsafe { publish(raw, to, token, views, false) };
             let caller = Caller {
                 watches_progress: false,
                 announce: (!views.is_empty()).then_some(&mut announce as _),
@@ -593,16 +390,18 @@ impl NativePool {
                 .map_err(|_| RpcError::invalid_params("no memory for the map's items"))?;
             for i in from..from.saturating_add(count) {
                 let mut item = ptr::null_mut();
-                // SAFETY: as above; an element past the end is `undefined`.
+                // SAFETY: a Node-API callback on this env's JS thread; `items` belongs to it. An
+                // element past the end is `undefined`.
                 let read = unsafe { sys::napi_get_element(raw, items.raw(), i, &mut item) };
                 if read != sys::Status::napi_ok {
-                    // SAFETY: as above.
+                    // SAFETY: a Node-API callback on this env's JS thread.
                     let why = unsafe { convert::failure(raw, read, "reading an item") };
                     return Err(RpcError::invalid_params(why));
                 }
                 // One conversion for the chunk: its budget bounds what all its items hold.
                 let mut path = format!("inputs[{i}]");
-                // SAFETY: as above; `item` is a value of this env.
+                // SAFETY: a Node-API callback on this env's JS thread; `item` is a value of this
+                // env.
                 let value = unsafe { from_js.value(item, 0, &mut path) };
                 values.push(value.map_err(RpcError::invalid_params)?);
             }
@@ -720,7 +519,7 @@ impl NativePool {
             // SAFETY: a Node-API callback on this env's JS thread; the values belong to it.
             let timeout = unsafe { call_timeout(raw, timeout_ms.raw()) }?;
             let method = read_method(raw, &method)?;
-            // SAFETY: as above.
+            // SAFETY: a Node-API callback on this env's JS thread; `params` belongs to it.
             let params = unsafe { from.params(params.raw()) }?;
             // SAFETY: on this env's JS thread, before the call can settle.
             if !unsafe { self.channel.inbox.keep(raw, id, &from.views) } {
@@ -794,7 +593,7 @@ impl NativePool {
     }
 
     /// Settles queued calls with PoolClosed and stops running ones. No effect on the shared
-    /// pool's threads (index.js rejects this handle's calls instead).
+    /// pool's threads (lib/pool.js closes this handle instead).
     #[napi(catch_unwind)]
     pub fn destroy(&self) {
         self.closed.store(true, Ordering::Release);
@@ -804,283 +603,10 @@ impl NativePool {
     }
 }
 
-/// What the hot `call` function needs, owned by the function object.
-struct Hot {
-    pool: Arc<Pool>,
-    origin: Arc<Origin>,
-    inbox: Arc<Inbox>,
-    closed: Arc<AtomicBool>,
-}
-
-/// A napi_value handed back to JS as is.
-pub struct RawValue(pub(crate) sys::napi_value);
-
-impl ToNapiValue for RawValue {
-    unsafe fn to_napi_value(_env: sys::napi_env, v: Self) -> Result<sys::napi_value> {
-        Ok(v.0)
-    }
-}
-
-unsafe extern "C" fn drop_hot(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
-    // SAFETY: `data` is the Arc<Hot> leaked in `caller`; Node runs this finalizer once.
-    drop(unsafe { Arc::from_raw(data as *const Hot) });
-}
-
-unsafe extern "C" fn hot_call(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> sys::napi_value {
-    // Exactly once per call, whatever happens: once tracked, the call settles through the
-    // channel (an error delivered here, or the job's outcome once the pool has it), and nothing
-    // is thrown into the caller's JavaScript; `placed` says it is answered one way or the other.
-    let mut tracked: Option<(&Hot, u64)> = None;
-    let mut placed = false;
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: we are inside this function's Node-API callback.
-        let (argv, data) = unsafe { super::callback_args::<7>(env, info) };
-        // SAFETY: `data` is the Arc<Hot> owned by this function object, alive while it can be
-        // called (see `caller`).
-        let hot = unsafe { &*(data as *const Hot) };
-        let mut id = 0.0;
-        let mut flags = 0u32;
-        // SAFETY: the argv values belong to this env; out-pointers are live locals.
-        unsafe {
-            sys::napi_get_value_double(env, argv[0], &mut id);
-            sys::napi_get_value_uint32(env, argv[4], &mut flags);
-        }
-        let id = id as u64;
-        // SAFETY: JS thread of the env that owns the inbox.
-        unsafe { hot.inbox.track(env) };
-        tracked = Some((hot, id));
-        let mut from = FromJs::new(env);
-        let control = (|| -> std::result::Result<Option<Arc<Control>>, RpcError> {
-            if hot.closed.load(Ordering::Acquire) {
-                return Err(closed_error());
-            }
-            // SAFETY: argv values belong to this env, on its JS thread.
-            unsafe { method_str(env, argv[1]) }?;
-            if flags & CALL_FUNCTIONS != 0 {
-                // Functions only for the native render: a served method would get them as
-                // nothing at all.
-                // SAFETY: as above; argv[1] is a string.
-                let render =
-                    unsafe { convert::with_str(env, argv[1], |m| m == "render") }.unwrap_or(false);
-                if render && hot.pool.runs_natively("render") {
-                    from.collect_functions(0, 0);
-                }
-            }
-            // SAFETY: as above.
-            let timeout = unsafe { call_timeout(env, argv[3]) }?;
-            let params = if flags & CALL_PACKED != 0 {
-                // The text read as Latin-1 when lib/params.js says every unit fits a byte, else
-                // as UTF-16: a copy here either way, and the tape's used part copied; the
-                // worker unpacks them (see `rpc::packed`).
-                let after_string = flags & CALL_PACKED_AFTER_STRING != 0;
-                let text_arg = argv[if after_string { 6 } else { 2 }];
-                let text = if flags & CALL_PACKED_LATIN1 != 0 {
-                    // SAFETY: as above; lib/params.js passes a string with this flag.
-                    unsafe { convert::string_latin1(env, text_arg) }.map(JsText::Latin1)
-                } else {
-                    // SAFETY: as above.
-                    unsafe { convert::string_utf16(env, text_arg) }.map(JsText::Utf16)
-                }
-                .map_err(RpcError::invalid_params)?;
-                // SAFETY: as above.
-                let tape = unsafe { convert::packed_tape(env, argv[5]) }
-                    .map_err(RpcError::invalid_params)?;
-                let first = if after_string {
-                    // lib/params.js passes the first param, a string (with CALL_FIRST_LATIN1, one
-                    // whose units all fit a byte).
-                    let first = if flags & CALL_FIRST_LATIN1 != 0 {
-                        // SAFETY: as above.
-                        unsafe { convert::string_from_latin1(env, argv[2]) }
-                    } else {
-                        // SAFETY: as above.
-                        unsafe { convert::string(env, argv[2]) }
-                    };
-                    Some(first.map_err(RpcError::invalid_params)?)
-                } else {
-                    None
-                };
-                Params::Packed(Packed { first, tape, text })
-            } else {
-                // SAFETY: as above.
-                Params::Values(unsafe { from.params(argv[2]) }?)
-            };
-            // SAFETY: on this env's JS thread, before the call can settle.
-            if !unsafe { hot.inbox.keep(env, id, &from.views) } {
-                return Err(cannot_keep());
-            }
-            let views = &from.views;
-            let watches_progress = flags & CALL_PROGRESS != 0;
-            let submit = |m: &str| {
-                placed = true;
-                // A JS-served method gets the views from this thread's JavaScript (pool::server).
-                // SAFETY: on this env's JS thread; the views are values of this env.
-                let mut announce =
-                    |to, token| unsafe { serve::publish(env, to, token, views, false) };
-                let caller = Caller {
-                    watches_progress,
-                    announce: (!views.is_empty()).then_some(&mut announce as _),
-                };
-                hot.pool
-                    .call_as(&hot.origin, id, m, params, timeout, caller)
-            };
-            // SAFETY: argv[1] is a string of this env (checked above), on its JS thread.
-            unsafe { convert::with_str(env, argv[1], submit) }.map_err(RpcError::invalid_params)
-        })();
-        match control {
-            Ok(Some(control)) if flags & CALL_CANCELLABLE != 0 => {
-                hot.inbox
-                    .cancellable
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(id, control);
-            }
-            Ok(_) => {}
-            Err(e) if !placed => {
-                placed = true; // answered: the error settles it
-                hot.origin.deliver(id, Err(e));
-            }
-            Err(_) => {}
-        }
-        match from.collected {
-            // SAFETY: on this env's JS thread; the collected values belong to it.
-            Some(collected) if placed && !collected.functions.is_empty() => unsafe {
-                handles(env, &collected.functions, &collected.objects)
-            },
-            _ => ptr::null_mut(),
-        }
-    }));
-    match result {
-        Ok(undefined) => undefined,
-        Err(_) => {
-            match (tracked, placed) {
-                // Tracked but neither placed nor answered: answer it now.
-                (Some((hot, id)), false) => {
-                    let e = RpcError::new(
-                        ErrorCode::InternalError,
-                        "corepool: internal error in call()",
-                    );
-                    hot.origin.deliver(id, Err(e));
-                }
-                // Not tracked: nothing will settle it, so the JavaScript side must (it rejects
-                // the call when this throws).
-                (None, _) => {
-                    // SAFETY: JS thread of a live env, inside this function's callback.
-                    unsafe {
-                        sys::napi_throw_error(
-                            env,
-                            ptr::null(),
-                            c"corepool: internal error in call()".as_ptr(),
-                        )
-                    };
-                }
-                _ => {}
-            }
-            ptr::null_mut()
-        }
-    }
-}
-
-/// `[functions, objects]` as JavaScript arrays (null if they cannot be made: then the render
-/// cannot finish, and says so).
-///
-/// # Safety
-/// On `env`'s JS thread, with values of env.
-unsafe fn handles(
-    env: sys::napi_env,
-    functions: &[sys::napi_value],
-    objects: &[sys::napi_value],
-) -> sys::napi_value {
-    let mut pair = ptr::null_mut();
-    // SAFETY: caller contract; out-pointers are live locals; a failed call leaves a null
-    // value, which the next calls refuse.
-    unsafe {
-        sys::napi_create_array_with_length(env, 2, &mut pair);
-        for (at, list) in [functions, objects].into_iter().enumerate() {
-            let mut array = ptr::null_mut();
-            sys::napi_create_array_with_length(env, list.len(), &mut array);
-            for (i, &v) in list.iter().enumerate() {
-                sys::napi_set_element(env, array, i as u32, v);
-            }
-            sys::napi_set_element(env, pair, at as u32, array);
-        }
-    }
-    pair
-}
-
-/// A call whose views could not be kept alive is not placed (its environment is going away).
-fn cannot_keep() -> RpcError {
-    RpcError::new(
-        ErrorCode::InternalError,
-        "corepool: the call's shared memory could not be kept alive",
-    )
-}
-
-/// `Ok` when `v` is a string, else the InvalidRequest error for a bad method.
-///
-/// # Safety
-/// On the JS thread of the env `v` belongs to.
-unsafe fn method_str(env: sys::napi_env, v: sys::napi_value) -> std::result::Result<(), RpcError> {
-    let mut t = 0;
-    // SAFETY: caller contract.
-    unsafe { sys::napi_typeof(env, v, &mut t) };
-    if t == sys::ValueType::napi_string {
-        return Ok(());
-    }
-    // SAFETY: caller contract.
-    let kind = type_name(
-        &unsafe { Unknown::from_napi_value(env, v) }
-            .map_err(|e| RpcError::failed(e.to_string()))?,
-    );
-    Err(RpcError::new(
-        ErrorCode::InvalidRequest,
-        format!("method must be a string, got {kind}"),
-    ))
-}
-
 fn channel_ref(channel: &Channel) -> ChannelRef {
     ChannelRef {
         origin: channel.origin.clone(),
         inbox: channel.inbox.clone(),
         channel: channel as *const Channel,
-    }
-}
-
-/// The method name of a call, or the error that settles it.
-fn read_method(env: sys::napi_env, method: &Unknown) -> std::result::Result<String, RpcError> {
-    // SAFETY: a Node-API callback on this env's JS thread; the value belongs to this env.
-    match unsafe { string_arg(env, method) } {
-        Some(m) => Ok(m),
-        None => Err(RpcError::new(
-            ErrorCode::InvalidRequest,
-            format!("method must be a string, got {}", type_name(method)),
-        )),
-    }
-}
-
-/// # Safety
-/// On the JS thread of the env `v` belongs to.
-unsafe fn string_arg(env: sys::napi_env, v: &Unknown) -> Option<String> {
-    if v.get_type().ok()? != ValueType::String {
-        return None;
-    }
-    // SAFETY: v is a string of this env (checked above).
-    unsafe { convert::string(env, v.raw()) }.ok()
-}
-
-fn type_name(v: &Unknown) -> &'static str {
-    match v.get_type() {
-        Ok(ValueType::Undefined) => "undefined",
-        Ok(ValueType::Null) => "null",
-        Ok(ValueType::Boolean) => "boolean",
-        Ok(ValueType::Number) => "number",
-        Ok(ValueType::String) => "string",
-        Ok(ValueType::Symbol) => "symbol",
-        Ok(ValueType::Object) => "object",
-        Ok(ValueType::Function) => "function",
-        Ok(ValueType::BigInt) => "bigint",
-        _ => "an unknown type",
     }
 }

@@ -1,13 +1,12 @@
-//! A render of params that crossed packed reads them in place (`Render::run_packed`); it must
-//! answer exactly what the render of their values answers (`Render::run`): the same output, or
+//! A render of params that crossed packed reads them in place (`render::run_packed`); it must
+//! answer exactly what the render of their values answers (`render::run`): the same output, or
 //! the same error. Random templates over the names random data holds (sections over arrays
 //! and objects, inverted sections, dotted names, `.`, indexes and `length`, built-ins,
 //! partials), and hand-picked cases.
 
-use super::Render;
 use crate::rpc::command::TestFlags;
 use crate::rpc::packed::tree::tests::{pack, plain};
-use crate::rpc::{Command, Map, Value};
+use crate::rpc::{Map, Value};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -20,12 +19,15 @@ fn both(params: &[Value]) -> (String, String) {
         Ok(other) => format!("ok {other:?}"),
         Err(e) => format!("error {:?} {}", e.code, e.message),
     };
-    let values = outcome(Render.run(params.to_vec(), &flags.ctx().with_plain_params()));
+    let values = outcome(super::run(
+        params.to_vec(),
+        &flags.ctx().with_plain_params(),
+    ));
     let packed = match params.first() {
         Some(Value::String(template)) if params.len() > 1 => pack(&params[1..], Some(template)),
         _ => pack(params, None),
     };
-    let tree = outcome(Render.run_packed(packed, &flags.ctx().with_plain_params()));
+    let tree = outcome(super::run_packed(packed, &flags.ctx().with_plain_params()));
     (values, tree)
 }
 

@@ -1,0 +1,177 @@
+//! The values a conversion looks things up with (`Object.prototype`, the keys `"toJSON"` and
+//! `"length"`, `Array.isArray`, `Object.getPrototypeOf`, `String.prototype.valueOf`): found on
+//! first use, then kept per conversion in `FromJs::known` and per environment by reference in
+//! a thread-local (Node runs one environment per thread at a time).
+
+use super::{constructor_name, prototype_of, FromJs};
+use crate::bindings::convert::Converted;
+use napi::sys;
+use std::ptr;
+
+/// The values a conversion looks things up with, by index into `FromJs::known`.
+pub(super) const OBJECT_PROTOTYPE: usize = 0;
+pub(super) const TO_JSON: usize = 1;
+pub(super) const IS_ARRAY: usize = 2;
+pub(super) const GET_PROTOTYPE_OF: usize = 3;
+pub(super) const LENGTH: usize = 4;
+pub(super) const STRING_VALUE_OF: usize = 5;
+pub(super) const KNOWN: usize = 6;
+
+thread_local! {
+    /// This thread's environment and references to what its conversions look things up with,
+    /// made on first use: the `Object.prototype` met first (then recognised with one
+    /// comparison), the keys `"toJSON"` and `"length"`, and `Array.isArray`,
+    /// `Object.getPrototypeOf` and `String.prototype.valueOf` (taken from the global object
+    /// then: a program that replaces them later changes nothing here).
+    static CACHE: std::cell::Cell<(sys::napi_env, [sys::napi_ref; KNOWN])> =
+        const { std::cell::Cell::new((ptr::null_mut(), [ptr::null_mut(); KNOWN])) };
+}
+
+impl FromJs {
+    /// `known[which]`, from the environment's cache, made on first use.
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`].
+    pub(super) unsafe fn known(&mut self, which: usize, path: &str) -> Converted<sys::napi_value> {
+        let env = self.env;
+        if !self.known[which].is_null() {
+            return Ok(self.known[which]);
+        }
+        let (cached_env, refs) = CACHE.with(|c| c.get());
+        if cached_env == env && !refs[which].is_null() {
+            // SAFETY: references made in this env (checked) on this thread (a thread-local),
+            // alive as long as the env. On failure the value is looked up again below.
+            unsafe { sys::napi_get_reference_value(env, refs[which], &mut self.known[which]) };
+            if !self.known[which].is_null() {
+                return Ok(self.known[which]);
+            }
+        }
+        let mut value = ptr::null_mut();
+        match which {
+            TO_JSON | LENGTH => {
+                let key = if which == TO_JSON {
+                    c"toJSON"
+                } else {
+                    c"length"
+                };
+                at_try!(
+                    env,
+                    path,
+                    sys::napi_create_string_utf8(
+                        env,
+                        key.as_ptr(),
+                        key.count_bytes() as isize,
+                        &mut value
+                    ),
+                    "making a key"
+                );
+            }
+            IS_ARRAY | GET_PROTOTYPE_OF | STRING_VALUE_OF => {
+                let names: &[&std::ffi::CStr] = match which {
+                    IS_ARRAY => &[c"Array", c"isArray"],
+                    GET_PROTOTYPE_OF => &[c"Object", c"getPrototypeOf"],
+                    _ => &[c"String", c"prototype", c"valueOf"],
+                };
+                at_try!(
+                    env,
+                    path,
+                    sys::napi_get_global(env, &mut value),
+                    "finding a builtin"
+                );
+                for name in names {
+                    let holder = value;
+                    at_try!(
+                        env,
+                        path,
+                        sys::napi_get_named_property(env, holder, name.as_ptr(), &mut value),
+                        "finding a builtin"
+                    );
+                }
+            }
+            // Object.prototype is recognised by `is_object_prototype` and remembered there.
+            _ => return Ok(ptr::null_mut()),
+        }
+        // SAFETY: as for this function; `value` is a value of this env.
+        unsafe { self.remember(which, value) };
+        Ok(value)
+    }
+
+    /// Keeps `value` as `known[which]` for this conversion and, by reference, for the
+    /// environment's later ones.
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`], with `value` a value of this env.
+    pub(super) unsafe fn remember(&mut self, which: usize, value: sys::napi_value) {
+        let env = self.env;
+        self.known[which] = value;
+        let (cached_env, mut refs) = CACHE.with(|c| c.get());
+        if cached_env != env {
+            // Another environment used this thread before (Node runs one at a time per thread):
+            // its references died with it.
+            refs = [ptr::null_mut(); KNOWN];
+        }
+        if !refs[which].is_null() {
+            return;
+        }
+        let mut reference = ptr::null_mut();
+        // SAFETY: live env on its JS thread (caller contract); `value` belongs to it. The
+        // reference lives until the env is torn down (Node frees it then).
+        if unsafe { sys::napi_create_reference(env, value, 1, &mut reference) }
+            == sys::Status::napi_ok
+        {
+            refs[which] = reference;
+            CACHE.with(|c| c.set((env, refs)));
+        }
+    }
+
+    /// True when `proto` is an `Object.prototype`: of this realm or another one (a `vm`
+    /// context, a test runner's sandbox), recognised by having no prototype itself and a
+    /// `constructor` named "Object".
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`].
+    pub(super) unsafe fn is_object_prototype(
+        &mut self,
+        proto: sys::napi_value,
+        path: &str,
+    ) -> Converted<bool> {
+        let env = self.env;
+        if self.known[OBJECT_PROTOTYPE].is_null() {
+            let (cached_env, refs) = CACHE.with(|c| c.get());
+            if cached_env == env && !refs[OBJECT_PROTOTYPE].is_null() {
+                // SAFETY: as in `known`. On failure the slow check below runs.
+                unsafe {
+                    sys::napi_get_reference_value(
+                        env,
+                        refs[OBJECT_PROTOTYPE],
+                        &mut self.known[OBJECT_PROTOTYPE],
+                    )
+                };
+            }
+        }
+        if !self.known[OBJECT_PROTOTYPE].is_null() {
+            let mut same = false;
+            at_try!(
+                env,
+                path,
+                sys::napi_strict_equals(env, proto, self.known[OBJECT_PROTOTYPE], &mut same),
+                "comparing prototypes"
+            );
+            if same {
+                return Ok(true);
+            }
+        }
+        // SAFETY: `proto` is an object of this env.
+        let (_, t) = unsafe { prototype_of(env, proto, path, "reading a prototype") }?;
+        if t != sys::ValueType::napi_null {
+            return Ok(false);
+        }
+        // SAFETY: proto is an object of this env.
+        let plain = unsafe { constructor_name(env, proto) }.is_some_and(|n| n == "Object");
+        if plain && self.known[OBJECT_PROTOTYPE].is_null() {
+            // SAFETY: as for this function; `proto` is a value of this env.
+            unsafe { self.remember(OBJECT_PROTOTYPE, proto) };
+        }
+        Ok(plain)
+    }
+}

@@ -1,0 +1,299 @@
+//! The scheduler's steps for jobs served by JavaScript threads (see `server.rs` for one
+//! server, `servers.rs` for the method table): making a thread a server, placing a served job,
+//! the drain cycle's `take`, completion and stops, `destroy`'s share, and a server's departure.
+//! `README.md` §6 states the protocol and its invariants (V1–V3).
+
+use super::Scheduler;
+use crate::pool::admission::Kind;
+use crate::pool::job::{JobCore, ServedJob};
+use crate::pool::lifecycle::destroyed_error;
+use crate::pool::server::{Announce, Batch, Running, ServeError, Served, Server, Wake};
+use crate::pool::servers::Hold;
+use crate::pool::stats::ServerStats;
+use crate::pool::timeout;
+use crate::rpc::{CancelReason, Outcome, RpcError};
+use std::sync::Arc;
+use std::time::Instant;
+
+impl Scheduler {
+    /// Makes a JavaScript thread a server of `methods` (see `Pool::serve`).
+    pub(crate) fn serve(
+        &self,
+        methods: Vec<String>,
+        tag: u64,
+        thread: u64,
+        concurrency: usize,
+        waker: Box<dyn Wake>,
+    ) -> Result<Arc<Server>, ServeError> {
+        if methods.is_empty() {
+            return Err(ServeError::Empty);
+        }
+        if let Some(native) = methods.iter().find(|m| self.registry.get(m).is_some()) {
+            return Err(ServeError::Native(native.clone()));
+        }
+        let server = Server::new(methods, tag, thread, concurrency, waker);
+        // Counted in the bound before it is in the table: a call that finds it there also
+        // finds it counted.
+        self.admission.server_opened(server.concurrency());
+        for job in self.servers.add(&server) {
+            // Jobs that waited for a server of these methods (see `expect`).
+            if job.core.control.is_queued() {
+                self.place_served(job, None);
+            }
+        }
+        // In a pool of JavaScript workers (one that expects its servers), the calls queued on
+        // the other servers of these methods are placed again, now that there is one more to
+        // run them: a worker that starts under load takes its share of what waits, not only of
+        // what comes next. (Elsewhere a server's queue keeps its order: servers that serve
+        // the same methods from different threads may count on it.)
+        if self.servers.expects_servers() {
+            for other in self.servers.all() {
+                if other.id() == server.id()
+                    || !other.methods().iter().any(|m| server.methods().contains(m))
+                {
+                    continue;
+                }
+                for job in other.drain_queue() {
+                    if job.core.control.is_queued() {
+                        self.place_served(job, None);
+                    }
+                }
+            }
+        }
+        // Its capacity is room for calls waiting to be admitted, too.
+        if self.admission.has_waiting() {
+            self.admit_waiting();
+        }
+        Ok(server)
+    }
+
+    /// Says which methods servers of this pool will serve, although none may be up yet or
+    /// any more: calls to them wait for a server instead of failing with MethodNotFound.
+    /// `None`: any method (not known yet). Calls waiting for a method no longer expected fail.
+    pub(crate) fn expect(&self, methods: Option<Vec<String>>) {
+        for job in self.servers.expect(methods) {
+            self.settle_unserved(job);
+        }
+    }
+
+    /// The servers this pool expects will run `calls` calls at once (`maxQueue` counts with
+    /// that until they are open: see `admission.rs`).
+    pub(crate) fn plan_served(&self, calls: usize) {
+        self.admission.plan_served(calls);
+        if self.admission.has_waiting() {
+            self.admit_waiting();
+        }
+    }
+
+    /// Calls waiting for a server that will not come fail with `error` (the task file could
+    /// not be loaded, or the pool stops expecting servers).
+    pub(crate) fn fail_expected(&self, error: RpcError) {
+        for job in self.servers.expect_nothing() {
+            if job.core.control.withdraw_queued() {
+                self.counters.sub_queued();
+                self.release_slot(Kind::Served);
+                job.core.settle(Err(error.clone()));
+            }
+        }
+    }
+
+    /// Stops giving `server` new calls (see `Pool::unserve`). False if it was already closed.
+    pub(crate) fn unserve(&self, server: &Server) -> bool {
+        self.servers.remove(server);
+        if !server.close() {
+            return false;
+        }
+        self.admission.server_closed(server.concurrency());
+        true
+    }
+
+    /// Places a QUEUED served job (already counted in `queued` and holding a slot) on a server
+    /// of its method, announcing its views when `announce` is given. With no server left, the
+    /// job settles with MethodNotFound (PoolClosed once the pool is destroyed).
+    pub(super) fn place_served(&self, job: ServedJob, mut announce: Option<Announce>) {
+        let strategy = self.options.strategy;
+        let mut job = job;
+        let job = loop {
+            let Err(unplaced) = self
+                .servers
+                .place(job, announce.take(), strategy, &self.lifecycle)
+            else {
+                return;
+            };
+            if self.lifecycle.is_destroyed() {
+                break unplaced;
+            }
+            // No server for its method now: it waits for one if one is expected.
+            match self.servers.hold(unplaced) {
+                Hold::Held => return,
+                Hold::Retry(again) => job = again,
+                Hold::Unserved(unserved) => break unserved,
+            }
+        };
+        self.settle_unserved(job);
+    }
+
+    /// Settles a queued served job that no server will take: MethodNotFound (PoolClosed once
+    /// the pool is destroyed).
+    pub(super) fn settle_unserved(&self, job: ServedJob) {
+        if job.core.control.withdraw_queued() {
+            self.counters.sub_queued();
+            self.release_slot(Kind::Served);
+            let e = if self.lifecycle.is_destroyed() {
+                destroyed_error()
+            } else {
+                self.registry.not_found(&job.method)
+            };
+            job.core.settle(Err(e));
+        }
+    }
+
+    /// Settles a running served job now with its stop reason (if it is still running), and
+    /// tells its handler to stop when `notify`.
+    pub(super) fn stop_running(&self, server: &Server, token: u64, notify: bool) {
+        if let Some(stopped) = server.stop_running(token, notify) {
+            self.counters.add_failed();
+            stopped.settle();
+        }
+    }
+
+    /// `destroy()`: settles every queued served job with PoolClosed and stops running ones.
+    pub(super) fn destroy_served(&self, closed: impl Fn() -> RpcError) {
+        self.fail_expected(closed());
+        for server in self.servers.all() {
+            for job in server.drain_queue() {
+                if job.core.control.withdraw_queued() {
+                    self.counters.sub_queued();
+                    self.release_slot(Kind::Served);
+                    job.core.settle(Err(closed()));
+                }
+            }
+            for token in server.running_tokens() {
+                server.set_reason(token, CancelReason::Destroyed);
+                self.stop_running(&server, token, true);
+            }
+        }
+    }
+
+    /// The serving environment is gone (see `Pool::depart`): its queued jobs go to the other
+    /// servers of their method, its running ones settle with ServerGone. Idempotent.
+    pub(crate) fn depart(&self, server: &Arc<Server>) {
+        let _drain = server.lock_drain();
+        self.unserve(server);
+        let queued = server.depart_queue();
+        self.servers.forget(server);
+        for job in queued {
+            if job.core.control.is_queued() {
+                self.place_served(job, None);
+            }
+        }
+        for run in server.depart_running() {
+            run.abandon(&self.counters);
+            self.release_slot(Kind::Served);
+        }
+    }
+
+    /// Drains `server`'s queue for its JavaScript thread (see `Pool::take`).
+    pub(crate) fn take(&self, server: &Arc<Server>) -> Batch {
+        let mut take = server.begin_take();
+        let mut jobs = Vec::with_capacity(take.len());
+        let now = Instant::now();
+        while let Some(job) = take.next_job() {
+            let live = job.core.control.is_queued();
+            let destroyed = self.lifecycle.is_destroyed();
+            if !live || job.core.origin.is_gone() || destroyed {
+                if job.announced {
+                    take.forget(job.token);
+                }
+                if live && job.core.control.withdraw_queued() {
+                    self.counters.sub_queued();
+                    self.release_slot(Kind::Served);
+                    if destroyed {
+                        // Placed after destroy() emptied the queues (admitted from the wait
+                        // list by a thread that raced it): it never runs.
+                        job.core.settle(Err(destroyed_error()));
+                    } // else nobody is listening for it any more
+                }
+                continue;
+            }
+            let ServedJob {
+                core:
+                    JobCore {
+                        control,
+                        origin,
+                        reply,
+                        submitted,
+                        timeout,
+                    },
+                method,
+                token,
+                views,
+                ..
+            } = job;
+            let deadline = timeout::deadline(now, timeout);
+            let watched = reply.watched().is_some();
+            let named = (method.clone(), timeout.unwrap_or_default());
+            let Some(params) = server.start(token, &control, origin, reply, now, deadline, named)
+            else {
+                continue;
+            };
+            self.counters.sub_queued();
+            self.counters
+                .record_wait(now.saturating_duration_since(submitted));
+            if control.reason().is_some() {
+                // Cancelled between the CAS attempts: settle it and hand nothing over.
+                self.stop_running(server, token, false);
+                self.finish_running(server, token);
+                if views {
+                    take.forget(token);
+                }
+                continue;
+            }
+            jobs.push(Served {
+                token,
+                method,
+                params,
+                deadline,
+                views,
+                watched,
+            });
+        }
+        take.finish(jobs)
+    }
+
+    /// Removes a running job's record: its slot and the server's load are given back.
+    pub(super) fn finish_running(&self, server: &Server, token: u64) -> Option<Running> {
+        let run = server.finish_running(token)?;
+        self.release_slot(Kind::Served);
+        Some(run)
+    }
+
+    /// The handler of job `token` finished (see `Pool::complete`). True when the serving
+    /// thread should take again.
+    pub(crate) fn complete(&self, server: &Server, token: u64, outcome: Outcome) -> bool {
+        // `None`: unknown token, already settled by departure.
+        if let Some(mut run) = self.finish_running(server, token) {
+            run.complete(outcome, &self.counters);
+        }
+        server.more_to_take()
+    }
+
+    /// The serving thread stops job `token` (its timeout fired): the call settles now with
+    /// `reason`; the handler keeps counting as running until it completes.
+    /// Returns the error of that stop, for the handler's signal (`None`: it no longer runs).
+    pub(crate) fn stop(
+        &self,
+        server: &Server,
+        token: u64,
+        reason: CancelReason,
+    ) -> Option<RpcError> {
+        server.set_reason(token, reason);
+        let error = server.stop_error(token, reason);
+        self.stop_running(server, token, false);
+        error
+    }
+
+    pub(crate) fn server_stats(&self) -> Vec<ServerStats> {
+        self.servers.stats()
+    }
+}

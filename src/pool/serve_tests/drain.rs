@@ -1,0 +1,295 @@
+//! The drain cycle: served calls settle once with their value, wake-ups are batched (one per
+//! cycle, none lost, `README.md` §6 V1–V2), resting servers poll then sleep, and a server runs
+//! at most `concurrency` calls at once.
+
+use super::*;
+
+#[test]
+fn served_calls_settle_once_with_their_value_and_roundrobin_spreads_them() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut handles = vec![];
+    let mut servers = vec![];
+    for tag in 0..3 {
+        let (server, bell) = serve(&p, &["add"], tag);
+        servers.push(server.clone());
+        handles.push(echo_server(
+            p.clone(),
+            server,
+            bell,
+            stop.clone(),
+            Duration::ZERO,
+        ));
+    }
+    let n = 3000u64;
+    for i in 0..n {
+        assert!(p
+            .call(&o, i, "add", vec![Value::Number(i as f64)], None)
+            .is_some());
+    }
+    let mut seen = vec![false; n as usize];
+    for _ in 0..n {
+        let (id, outcome) = recv(&rx);
+        assert_eq!(outcome.unwrap(), Value::Number(id as f64));
+        assert!(!seen[id as usize], "call {id} settled twice");
+        seen[id as usize] = true;
+    }
+    stop.store(true, Ordering::Release);
+    let per: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(per, [1000, 1000, 1000]);
+    let st = p.stats();
+    assert_eq!(st.servers.len(), 3);
+    assert_eq!(st.completed, n);
+    assert_eq!(st.queued, 0);
+    assert!(st
+        .servers
+        .iter()
+        .all(|s| s.completed == 1000 && s.open && s.methods == ["add"]));
+}
+
+#[test]
+fn wakes_are_batched() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, bell) = serve(&p, &["m"], 1);
+    for i in 0..100 {
+        p.call(&o, i, "m", vec![], None);
+    }
+    assert_eq!(bell.wakes.load(Ordering::Relaxed), 1, "one wake per batch");
+    let batch = p.take(&server);
+    assert_eq!(batch.jobs.len(), 100);
+    for job in batch.jobs {
+        p.complete(&server, job.token, Ok(Value::Null));
+    }
+    for _ in 0..100 {
+        recv(&rx).1.unwrap();
+    }
+    // Until its cycle ends, the thread is bound to look again: a call wakes nobody.
+    p.call(&o, 100, "m", vec![], None);
+    assert_eq!(bell.wakes.load(Ordering::Relaxed), 1);
+    assert_eq!(p.rest(&server, true, false), Rest::Work);
+    let jobs = p.take(&server).jobs;
+    assert_eq!(jobs.len(), 1);
+    p.complete(&server, jobs[0].token, Ok(Value::Null));
+    recv(&rx).1.unwrap();
+    // Once the cycle has ended idle, the next call wakes it.
+    assert_eq!(p.rest(&server, true, false), Rest::Idle);
+    p.call(&o, 101, "m", vec![], None);
+    assert_eq!(bell.wakes.load(Ordering::Relaxed), 2);
+    // Over its budget, a thread is told to come back later, work or not, and meanwhile calls
+    // wake nobody.
+    assert_eq!(p.rest(&server, false, true), Rest::Later);
+    p.call(&o, 102, "m", vec![], None);
+    assert_eq!(bell.wakes.load(Ordering::Relaxed), 2);
+    let jobs = p.take(&server).jobs;
+    assert_eq!(jobs.len(), 2);
+    for job in jobs {
+        p.complete(&server, job.token, Ok(Value::Null));
+    }
+    assert_eq!(p.rest(&server, false, true), Rest::Later);
+    p.call(&o, 103, "m", vec![], None);
+    assert_eq!(bell.wakes.load(Ordering::Relaxed), 2);
+    // Back with its budget, it takes what came and ends idle.
+    assert_eq!(p.rest(&server, true, false), Rest::Work);
+    let jobs = p.take(&server).jobs;
+    assert_eq!(jobs.len(), 1);
+    p.complete(&server, jobs[0].token, Ok(Value::Null));
+    assert_eq!(p.rest(&server, true, false), Rest::Idle);
+    for _ in 0..3 {
+        recv(&rx).1.unwrap();
+    }
+}
+
+#[test]
+fn a_resting_server_sees_a_call_or_is_woken_for_it_never_neither() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, bell) = serve(&p, &["m"], 1);
+    // Nothing queued: it polls for the whole window, then wake-ups are on again.
+    let t = Instant::now();
+    assert_eq!(p.rest(&server, true, true), Rest::Idle);
+    assert!(t.elapsed() >= Duration::from_micros(50));
+    p.call(&o, 0, "m", vec![], None);
+    assert_eq!(bell.wakes.load(Ordering::Relaxed), 1);
+    assert!(bell.wait(&AtomicBool::new(false)));
+    // Something queued: it says so at once.
+    assert_eq!(p.rest(&server, true, true), Rest::Work);
+    let jobs = p.take(&server).jobs;
+    assert_eq!(jobs.len(), 1);
+    // A handler still running: no polling (an async handler's continuation needs the event
+    // loop), and wake-ups are on again at once.
+    let polls = server.polls.load(Ordering::Relaxed);
+    assert_eq!(p.rest(&server, true, true), Rest::Idle);
+    assert_eq!(server.polls.load(Ordering::Relaxed), polls, "it polled");
+    p.complete(&server, jobs[0].token, Ok(Value::Null));
+    recv(&rx).1.unwrap();
+    // A call placed while it polls, at every point of the window and just past it: either the
+    // poll sees it, or the call rings the bell (both when the call came before the cycle
+    // began). Never neither: that would be a lost call.
+    let mut seen_by_poll = 0;
+    for i in 1..=400u64 {
+        let before = bell.wakes.load(Ordering::Relaxed);
+        let delay = Duration::from_micros((i * 7) % 80);
+        let start = Arc::new(std::sync::Barrier::new(2));
+        let caller = {
+            let (p, o, start) = (p.clone(), o.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                let t = Instant::now();
+                while t.elapsed() < delay {
+                    std::hint::spin_loop();
+                }
+                p.call(&o, i, "m", vec![], None);
+            })
+        };
+        start.wait();
+        // A cycle begins (it may find the call already there), and ends with its rest.
+        let early = p.take(&server).jobs;
+        let rest = early.is_empty().then(|| p.rest(&server, true, true));
+        caller.join().unwrap();
+        let woken = bell.wakes.load(Ordering::Relaxed) - before;
+        assert!(woken <= 1, "call {i}: woken {woken} times");
+        match rest {
+            None => {} // taken at the start of the cycle
+            Some(Rest::Idle) => assert_eq!(woken, 1, "call {i}: not seen by the poll, not woken"),
+            Some(r) => {
+                assert_eq!(r, Rest::Work);
+                if woken == 0 {
+                    seen_by_poll += 1;
+                }
+            }
+        }
+        if woken == 1 {
+            assert!(bell.wait(&AtomicBool::new(false)));
+        }
+        let jobs = if early.is_empty() {
+            p.take(&server).jobs
+        } else {
+            early
+        };
+        assert_eq!(jobs.len(), 1, "call {i}");
+        p.complete(&server, jobs[0].token, Ok(Value::Null));
+        assert_eq!(recv(&rx).0, i);
+        // The cycle ends idle before the next round.
+        assert_eq!(p.rest(&server, true, false), Rest::Idle);
+    }
+    assert!(seen_by_poll > 0, "no call was ever caught by polling alone");
+    // A closed server does not poll.
+    p.unserve(&server);
+    let polls = server.polls.load(Ordering::Relaxed);
+    assert_eq!(p.rest(&server, true, true), Rest::Idle);
+    assert_eq!(
+        server.polls.load(Ordering::Relaxed),
+        polls,
+        "a closed server polled"
+    );
+}
+
+#[test]
+fn stress_polling_servers_with_calls_straddling_the_window_settle_each_call_once() {
+    let p = pool(Strategy::LeastBusy, usize::MAX);
+    let (o, _, rx) = origin();
+    let stop = Arc::new(AtomicBool::new(false));
+    let servers: Vec<_> = (0..2)
+        .map(|tag| {
+            let (server, bell) = serve(&p, &["m"], tag);
+            let (p, stop) = (p.clone(), stop.clone());
+            // The serving thread as lib/serve.js runs it: woken, it runs drain cycles until one
+            // ends idle; every few cycles it is over its budget and comes back later itself.
+            std::thread::spawn(move || {
+                let mut cycles = 0usize;
+                while bell.wait(&stop) {
+                    loop {
+                        for job in p.take(&server).jobs {
+                            let v = values(job.params).first().cloned().unwrap_or_default();
+                            p.complete(&server, job.token, Ok(v));
+                        }
+                        cycles += 1;
+                        match p.rest(&server, !cycles.is_multiple_of(5), true) {
+                            Rest::Idle => break,
+                            Rest::Work => {}
+                            Rest::Later => std::thread::yield_now(),
+                        }
+                    }
+                }
+                (cycles, bell.wakes.load(Ordering::Relaxed))
+            })
+        })
+        .collect();
+    let (callers, per) = (3u64, 2000u64);
+    let handles: Vec<_> = (0..callers)
+        .map(|c| {
+            let (p, o) = (p.clone(), o.clone());
+            std::thread::spawn(move || {
+                for i in 0..per {
+                    let id = c * per + i;
+                    p.call(&o, id, "m", vec![Value::Number(id as f64)], None);
+                    // Gaps from none to past the polling window.
+                    let gap = (id * 37) % 90;
+                    if gap > 0 {
+                        std::thread::sleep(Duration::from_micros(gap));
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let total = callers * per;
+    let mut seen = vec![false; total as usize];
+    let mut sum = 0u64;
+    for _ in 0..total {
+        let (id, outcome) = recv(&rx);
+        assert!(!seen[id as usize], "call {id} settled twice");
+        seen[id as usize] = true;
+        assert_eq!(outcome.unwrap(), Value::Number(id as f64));
+        sum += id;
+    }
+    assert_eq!(sum, total * (total - 1) / 2);
+    stop.store(true, Ordering::Release);
+    let mut wakes = 0;
+    for s in servers {
+        let (cycles, w) = s.join().unwrap();
+        assert!(cycles >= w, "every wake runs at least one cycle");
+        wakes += w;
+    }
+    assert!(wakes <= total as usize, "at most one wake per call");
+    let st = p.stats();
+    assert_eq!((st.queued, st.running, st.completed), (0, 0, total));
+}
+
+#[test]
+fn a_server_runs_at_most_concurrency_calls_and_the_rest_stay_queued() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let bell = Arc::new(Bell::default());
+    let server = p.serve(vec!["m".into()], 1, 1, 2, bell).unwrap();
+    for i in 0..5 {
+        p.call(&o, i, "m", vec![Value::Number(i as f64)], None);
+    }
+    let first = p.take(&server).jobs;
+    assert_eq!(first.len(), 2);
+    assert!(p.take(&server).jobs.is_empty(), "no free handler slot");
+    assert_eq!(p.stats().servers[0].queued, 3);
+    // Departure now would move the 3 queued calls; finishing one frees a slot instead.
+    assert!(p.complete(&server, first[0].token, Ok(Value::Null)));
+    let next = p.take(&server).jobs;
+    assert_eq!(next.len(), 1);
+    assert_eq!(
+        values(next[0].params.clone()),
+        [Value::Number(2.0)],
+        "in order"
+    );
+    let mut rest = vec![first[1].token, next[0].token];
+    while let Some(token) = rest.pop() {
+        if p.complete(&server, token, Ok(Value::Null)) {
+            rest.extend(p.take(&server).jobs.iter().map(|j| j.token));
+        }
+    }
+    for _ in 0..5 {
+        recv(&rx).1.unwrap();
+    }
+    assert_eq!(server.busy(), 0);
+}

@@ -1,0 +1,76 @@
+//! Stopping served calls: a cancel withdraws a queued call and settles a running one at once;
+//! timeouts settle at the stop, or when a late handler returns.
+
+use super::*;
+
+#[test]
+fn cancelling_a_queued_served_call_withdraws_it_and_a_running_one_settles_at_once() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve(&p, &["m"], 1);
+    let queued = p.call(&o, 1, "m", vec![], None).unwrap();
+    assert!(
+        p.cancel(&queued, CancelReason::Aborted),
+        "queued: caller settles"
+    );
+    let running = p.call(&o, 2, "m", vec![], None).unwrap();
+    let batch = p.take(&server);
+    assert_eq!(batch.jobs.len(), 1, "the tombstone is not handed over");
+    let token = batch.jobs[0].token;
+    assert!(!p.cancel(&running, CancelReason::Aborted));
+    let (id, outcome) = recv(&rx);
+    assert_eq!((id, outcome.unwrap_err().code), (2, ErrorCode::Aborted));
+    // The handler is told to stop and still counts as running until it returns.
+    let batch = p.take(&server);
+    assert_eq!(batch.stops, [token]);
+    assert_eq!(server.busy(), 1);
+    p.complete(&server, token, Ok(Value::Null));
+    assert_eq!(server.busy(), 0);
+    assert!(
+        rx.recv_timeout(Duration::from_millis(50)).is_err(),
+        "settled twice"
+    );
+    let st = p.stats();
+    assert_eq!((st.queued, st.running), (0, 0));
+}
+
+#[test]
+fn timeouts_settle_at_the_stop_or_when_a_late_handler_returns() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve(&p, &["m"], 1);
+    let ms = Some(Duration::from_millis(20));
+    p.call(&o, 1, "m", vec![], ms);
+    p.call(&o, 2, "m", vec![], ms);
+    let taken = Instant::now();
+    let jobs = p.take(&server).jobs;
+    // The 20 ms count from the take.
+    let deadline = jobs[0].deadline.expect("a deadline");
+    assert!(deadline > taken && deadline <= Instant::now() + Duration::from_millis(20));
+    // The serving thread's timer fires for job 1: it settles now.
+    // Its handler's signal and its caller are told the same: the method and the limit.
+    let said = "m timed out after 20 ms";
+    let stop = p.stop(&server, jobs[0].token, CancelReason::Timeout);
+    assert_eq!(stop.expect("it ran").message, said);
+    let first = recv(&rx).1.unwrap_err();
+    assert_eq!(
+        (first.code, first.message.as_str()),
+        (ErrorCode::Timeout, said)
+    );
+    // Job 2's handler blocked past its deadline: its answer is the timeout.
+    std::thread::sleep(Duration::from_millis(30));
+    p.complete(&server, jobs[1].token, Ok(Value::Null));
+    p.complete(&server, jobs[0].token, Ok(Value::Null));
+    let (id, outcome) = recv(&rx);
+    let late = outcome.unwrap_err();
+    assert_eq!(
+        (id, late.code, late.message.as_str()),
+        (2, ErrorCode::Timeout, said)
+    );
+    // A job that no longer runs has no stop to tell.
+    assert!(p
+        .stop(&server, jobs[0].token, CancelReason::Timeout)
+        .is_none());
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+    assert_eq!(server.busy(), 0);
+}

@@ -1,0 +1,45 @@
+//! What the pool's tests share (`tests.rs`, `serve_tests/`): an origin whose outcomes arrive
+//! on a channel, a bounded wait for the next one, and a pool with the built-in commands.
+
+use super::{Deliver, Options, Origin, Pool};
+use crate::commands;
+use crate::rpc::Outcome;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Records outcomes (sent on a channel) and resend requests.
+pub(super) struct Sink {
+    tx: Mutex<Sender<(u64, Outcome)>>,
+    pub(super) resends: Mutex<Vec<(u64, u64, u64)>>,
+}
+
+impl Deliver for Arc<Sink> {
+    fn deliver(&self, call: u64, outcome: Outcome) {
+        let _ = self.tx.lock().unwrap().send((call, outcome));
+    }
+    fn resend(&self, call: u64, to: u64, token: u64) {
+        self.resends.lock().unwrap().push((call, to, token));
+    }
+}
+
+/// A caller's environment: its outcomes arrive on the receiver, its resend requests in the sink.
+pub(super) fn origin() -> (Arc<Origin>, Arc<Sink>, Receiver<(u64, Outcome)>) {
+    let (tx, rx) = channel();
+    let sink = Arc::new(Sink {
+        tx: Mutex::new(tx),
+        resends: Mutex::new(Vec::new()),
+    });
+    (Arc::new(Origin::new(sink.clone())), sink, rx)
+}
+
+/// The next outcome; a test fails rather than hangs when a call never settles.
+pub(super) fn recv(rx: &Receiver<(u64, Outcome)>) -> (u64, Outcome) {
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("a call did not settle within 20 s")
+}
+
+/// A pool with `options` and the built-in commands.
+pub(super) fn started(options: Options) -> Pool {
+    Pool::new(options, commands::registry()).unwrap()
+}
