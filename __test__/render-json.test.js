@@ -102,10 +102,19 @@ test('text that is not JSON is InvalidParams with the parser position; data that
 
 test('hostile JSON text: nesting, __proto__, lone surrogates, out-of-range numbers, repeated keys, size', async () => {
   const J = { data: 'json' };
-  // Nested past 512 levels, closed or not: a clear InvalidParams, never a stack overflow.
-  for (const text of ['['.repeat(513) + ']'.repeat(513), '{"a":'.repeat(200000), '['.repeat(1e6)]) {
-    const e = await pool.render('{{a}}', text, null, J).catch((err) => err);
-    expect([e.code, e.message]).toEqual([C.InvalidParams, "render: data, JSON text (config.data is 'json'): it is nested more than 512 levels deep"]);
+  // Nested past 512 levels: a clear InvalidParams, never a stack overflow. JSON says it is too
+  // deep; text left open is not JSON, however deep (issue #28: it was called too deep), and
+  // says where it ends.
+  const tooDeep = '['.repeat(513) + ']'.repeat(513);
+  const e = await pool.render('{{a}}', tooDeep, null, J).catch((err) => err);
+  expect([e.code, e.message]).toEqual([C.InvalidParams, "render: data, JSON text (config.data is 'json'): it is nested more than 512 levels deep"]);
+  for (const [text, where] of [
+    ['{"a":'.repeat(200000), 'line 1 column 1000000'],
+    ['['.repeat(1e6), 'line 1 column 1000000'],
+  ]) {
+    expect(() => JSON.parse(text)).toThrow(SyntaxError);
+    const err = await pool.render('{{a}}', text, null, J).catch((x) => x);
+    expect([err.code, err.message]).toEqual([C.InvalidParams, `render: data is not JSON text (config.data is 'json'): EOF while parsing a value at ${where}`]);
   }
   const deepest = '['.repeat(512) + ']'.repeat(512);
   expect(await pool.render('{{#.}}x{{/.}}', deepest, null, J)).toBe(Mustache.render('{{#.}}x{{/.}}', JSON.parse(deepest)));
