@@ -167,3 +167,69 @@ test('no test asserts a wall-clock upper bound (issue #28)', () => {
     .flatMap((file) => clockBounds(fs.readFileSync(file, 'utf8')).map(({ line, text }) => `${path.relative(path.dirname(__dirname), file)}:${line}: ${text}`));
   expect(found).toEqual([]);
 });
+
+// The Rust tests, the same rule: an assert! that bounds an elapsed time from above
+// (`t.elapsed() < timeout + SLACK`). Counts, orderings and hang guards (a recv_timeout that
+// panics when nothing comes) are what they assert instead (src/shm/fair_mutex.rs, pool/tests.rs).
+function rustClockBounds(source) {
+  const text = source.replace(/\/\/[^\n]*/g, (c) => ' '.repeat(c.length));
+  const found = [];
+  for (const m of text.matchAll(/\bassert!\s*\(/g)) {
+    let depth = 0;
+    let end = m.index + m[0].length - 1;
+    for (let inString = false; end < text.length; end++) {
+      const c = text[end];
+      if (inString) {
+        if (c === '\\') end++;
+        else if (c === '"') inString = false;
+      } else if (c === '"') inString = true;
+      else if (c === '(') depth++;
+      else if (c === ')' && --depth === 0) break;
+    }
+    const arg = text.slice(m.index + m[0].length, end).replace(/"(?:[^"\\]|\\.)*"/g, '""');
+    // elapsed() or a clock read on the smaller side of a `<` / `<=` (each side of && and ||
+    // apart; the assert's message, after its first top-level comma, is not looked at).
+    const condition = arg.split(/,(?![^(]*\))/)[0];
+    const clock = /elapsed\(\)|Instant::now\(\)/;
+    const upper = condition.split(/&&|\|\|/).some((part) => {
+      const lt = part.split(/<=?/);
+      const gt = part.split(/>=?/);
+      return (lt.length === 2 && clock.test(lt[0])) || (gt.length === 2 && clock.test(gt[1]));
+    });
+    if (upper) {
+      found.push({ line: text.slice(0, m.index).split('\n').length, text: source.split('\n')[text.slice(0, m.index).split('\n').length - 1].trim() });
+    }
+  }
+  return found;
+}
+
+function rsFiles(dir) {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return rsFiles(p);
+    return e.name.endsWith('.rs') ? [p] : [];
+  });
+}
+
+test('the Rust scan finds elapsed-time upper bounds and leaves lower bounds and counts alone', () => {
+  const bad = [
+    'assert!(t.elapsed() < timeout + SLACK, "waited {:?}", t.elapsed());',
+    'assert!(\n    started.elapsed() < Duration::from_millis(2000),\n    "timeout did not stop the sleep"\n);',
+    'assert!(MAX_SLEEP * 50 > t.elapsed());',
+  ];
+  for (const source of bad) expect([source, rustClockBounds(source).length]).toEqual([source, 1]);
+  const fine = [
+    'assert!(t.elapsed() >= Duration::from_millis(30));',
+    'assert_eq!(waits, k + 1, "k = {k}");',
+    'assert!(deadline > taken && deadline <= Instant::now() + Duration::from_millis(20));',
+    '// assert!(t.elapsed() < limit);',
+    'assert!(nap <= left, "a nap of {nap:?} with {left:?} left (elapsed() < x)");',
+  ];
+  for (const source of fine) expect([source, rustClockBounds(source)]).toEqual([source, []]);
+});
+
+test('no Rust test asserts a wall-clock upper bound (issue #28)', () => {
+  const src = path.join(__dirname, '..', 'src');
+  const found = rsFiles(src).flatMap((file) => rustClockBounds(fs.readFileSync(file, 'utf8')).map(({ line, text }) => `${path.relative(path.dirname(__dirname), file)}:${line}: ${text}`));
+  expect(found).toEqual([]);
+});

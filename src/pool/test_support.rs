@@ -39,6 +39,18 @@ pub(super) fn recv(rx: &Receiver<(u64, Outcome)>) -> (u64, Outcome) {
         .expect("a call did not settle within 20 s")
 }
 
+/// Waits until `done()` holds, looking every millisecond; a test fails rather than hangs when it
+/// never does (a hang guard: nothing here says how soon it should).
+pub(super) fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let hung = std::time::Instant::now() + Duration::from_secs(60);
+    while !done() {
+        if std::time::Instant::now() >= hung {
+            panic!("hung: {what}");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// A pool with `options` and the built-in commands.
 pub(super) fn started(options: Options) -> Pool {
     Pool::new(options, commands::registry()).unwrap()

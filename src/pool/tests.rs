@@ -3,13 +3,12 @@
 //! origins behave as `README.md` says, and stress runs with cancels keep the counts exact.
 //! JavaScript-served methods are tested in `serve_tests/`; the helpers are `test_support.rs`.
 
-use super::test_support::{origin, recv, started};
+use super::test_support::{origin, recv, started, wait_until};
 use super::*;
 use crate::commands;
 use crate::rpc::{CancelReason, Map, Outcome};
 use std::sync::mpsc::channel;
 use std::sync::Mutex as StdMutex;
-use std::time::Instant;
 
 fn pool(threads: usize, strategy: Strategy) -> Pool {
     started(Options {
@@ -66,18 +65,11 @@ fn roundrobin_serves_workers_in_turn() {
 fn leastbusy_avoids_a_busy_worker() {
     let p = pool(2, Strategy::LeastBusy);
     let (o, _, rx) = origin();
-    p.call(&o, 0, "sleep", sleep_params(2_000.0), None);
-    let started = Instant::now();
-    let busy = loop {
-        if let Some(w) = p.stats().workers.iter().position(|w| w.running == 1) {
-            break w;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the long call never started"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    // An hour's sleep: the worker stays busy however slowly the rest runs (destroy stops it).
+    p.call(&o, 0, "sleep", sleep_params(3_600_000.0), None);
+    let running = || p.stats().workers.iter().position(|w| w.running == 1);
+    wait_until("the long call starts", || running().is_some());
+    let busy = running().unwrap();
     // One at a time, so the idle worker's load is 0 and the busy one's is 1 at every pick.
     for i in 1..=5 {
         p.call(&o, i, "echo", vec![Value::Number(i as f64)], None);
@@ -99,14 +91,7 @@ fn leastbusy_gives_a_tie_to_the_worker_that_is_not_parked() {
     let (o, _, rx) = origin();
     let workers = p.scheduler.workers();
     let all_parked = || {
-        let started = Instant::now();
-        while !workers.iter().all(|w| w.asleep()) {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "idle workers never parked"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_until("idle workers park", || workers.iter().all(|w| w.asleep()));
     };
     // 40 rounds with every worker idle and one of them (in turn) not parked: a coin toss
     // among the four would miss it in some round.
@@ -537,14 +522,7 @@ fn a_dead_worker_settles_its_queue_and_gets_no_more_jobs() {
     // thread could not be created.
     p.call(&o, 0, "sleep", sleep_params(100.0), None);
     p.call(&o, 1, "sleep", sleep_params(100.0), None);
-    let started = Instant::now();
-    while p.stats().running < 2 {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the sleeps never started"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_until("the sleeps start", || p.stats().running >= 2);
     p.call(&o, 2, "echo", vec![Value::Number(2.0)], None);
     p.call(&o, 3, "echo", vec![Value::Number(3.0)], None);
     p.scheduler.retire_worker(1);
@@ -621,14 +599,9 @@ fn a_call_admitted_while_destroy_runs_is_settled_not_stranded() {
         .expect("worker 2 admits the waiting call");
     p.destroy();
     // Worker 0's long call stops, and its thread ends: it will serve nothing more.
-    let until = Instant::now() + Duration::from_secs(20);
-    while p.scheduler.workers()[0].is_alive() {
-        assert!(
-            Instant::now() < until,
-            "worker 0 did not end after destroy()"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_until("worker 0 ends after destroy()", || {
+        !p.scheduler.workers()[0].is_alive()
+    });
     go_tx.send(()).unwrap();
     let mut settled: Vec<(u64, Outcome)> = (0..4).map(|_| recv(&rx)).collect();
     settled.sort_by_key(|(id, _)| *id);
