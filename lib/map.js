@@ -329,13 +329,24 @@ function map(owner, nativePool, method, inputs, options) {
     if (!Array.isArray(inputs) && (inputs === null || typeof inputs !== 'object' || typeof inputs[Symbol.iterator] !== 'function')) {
       return rejected(CODES.InvalidRequest, `map inputs must be an array or an iterable, got ${describe(inputs)}`);
     }
-    list = Array.isArray(inputs) ? inputs : Array.from(inputs);
+    // Read once, here: the map never looks at the caller's array again, so one that shrinks
+    // or grows meanwhile (or an iterable, consumed once) changes nothing of it.
+    list = readInputs(inputs);
     o = mapOptions(options);
     if (o.signal?.aborted) return rejected(CODES.Aborted, 'The map was aborted before it started');
   } catch (e) {
     return Promise.reject(e instanceof RpcError ? e : new RpcError(CODES.InvalidRequest, `map: ${errorText(e)}`));
   }
   return new MapRun(owner, nativePool, method, list, o).promise;
+}
+
+/** A copy of the inputs (an array's elements, an iterable's values); InvalidRequest if reading them throws. */
+function readInputs(inputs) {
+  try {
+    return Array.from(inputs);
+  } catch (e) {
+    throw new RpcError(CODES.InvalidRequest, `map inputs could not be read: ${errorText(e)}`);
+  }
 }
 
 /** The map's options (read by lib/call-options.js), with their defaults. */

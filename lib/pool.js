@@ -145,6 +145,8 @@ class Pool extends EventEmitter {
    * per input (its one param), results in input order. Rejects with the first error, unless
    * `settle: 'all'` (then each result is `{ status, value | reason }`, as Promise.allSettled
    * gives). `onProgress(done, total, { index, input, value | error })` after each input.
+   * `inputs` (an array or any iterable) is read once, at the call: changing it later changes
+   * nothing of the map; inputs whose reading throws reject it with InvalidRequest.
    */
   map(method, inputs, options) {
     return map(this, this.#native, method, inputs, options);
