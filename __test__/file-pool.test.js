@@ -138,6 +138,30 @@ describe('a pool of JavaScript workers from a task file', () => {
     await pool.close();
   }, 20_000);
 
+  // Every way in grows the pool: calls that each block their worker until 3 of them run at
+  // once can only all meet on 3 distinct workers (and would wait out the bound on fewer).
+  const MEET = 3;
+  const BOUND_MS = 10_000;
+  const request = (i) => ({ jsonrpc: '2.0', method: 'meet', params: [MEET, BOUND_MS], id: i });
+  const entryPoints = {
+    exec: (pool) => Promise.all(Array.from({ length: MEET }, () => pool.exec('meet', MEET, BOUND_MS))),
+    call: (pool) => Promise.all(Array.from({ length: MEET }, () => pool.call('meet', [MEET, BOUND_MS]))),
+    run: (pool) => Promise.all(Array.from({ length: MEET }, () => pool.run(MEET, { name: 'meet' }))),
+    map: (pool) => pool.map('meet', Array(MEET).fill(MEET)),
+    request: async (pool) => (await pool.request(Array.from({ length: MEET }, (_, i) => request(i)))).map((r) => r.result ?? r.error),
+    handle: async (pool) => JSON.parse(await pool.handle(JSON.stringify(Array.from({ length: MEET }, (_, i) => request(i))))).map((r) => r.result ?? r.error),
+  };
+  test.each(Object.keys(entryPoints))('%s grows a pool of minThreads..maxThreads workers while its calls wait', async (how) => {
+    const arrived = new Int32Array(new SharedArrayBuffer(4));
+    const pool = new Pool({ filename: task('meet.js'), minThreads: 1, maxThreads: MEET, workerData: { arrived } });
+    await pool.ready(); // one worker: the calls below are all that can make more start
+    const results = await entryPoints[how](pool);
+    // map and run pass one param: the bound is the file's default there.
+    expect(results.map((r) => r.met)).toEqual(Array(MEET).fill(true));
+    expect(new Set(results.map((r) => r.thread)).size).toBe(MEET);
+    await pool.close();
+  }, 60_000);
+
   test('filename may be a file: URL, as import.meta.url gives', async () => {
     const { pathToFileURL } = require('node:url');
     for (const filename of [pathToFileURL(task('basic.js')), pathToFileURL(task('basic.js')).href]) {

@@ -56,7 +56,7 @@ class Pool extends EventEmitter {
     const o = this.options;
     this.#native = new native.NativePool(channel, nativeOptions(o));
     this.#call = this.#native.caller();
-    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, () => this.#inflight);
+    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o);
   }
 
   /** A Pool of this module's making around a native handle. */
@@ -260,6 +260,7 @@ class Pool extends EventEmitter {
     if (this.#closing) return this.#closing;
     this.#closed = true;
     this.#native.close();
+    this.#workers?.close();
     this.#closing = this.drained().then(() => this.#stop());
     return this.#closing;
   }
@@ -279,6 +280,7 @@ class Pool extends EventEmitter {
       return this.close();
     }
     this.#native.destroy();
+    this.#workers?.close();
     if (!this.#closing) this.#closing = this.drained().then(() => this.#stop());
     return this.#closing;
   }
@@ -318,14 +320,18 @@ class Pool extends EventEmitter {
       // start() ran the native call, which copied the tape.
       if (tape !== undefined) released();
     }
-    if (this.#workers !== null) this.#workers.load();
     return call;
   }
 
   #cancel = (id) => this.#native.cancel(id);
 
+  /**
+   * One of this handle's calls is about to be handed to the native side: every call, whatever
+   * its entry point (lib/calls.js's start and startMany call this), is admitted here.
+   */
   [kStarted]() {
     this.#inflight++;
+    if (this.#workers !== null) this.#workers.admit();
   }
 
   /** One of this handle's calls settled. Waiters and listeners hear of it from a nextTick. */

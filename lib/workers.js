@@ -9,8 +9,10 @@
 //   their method (or go to another worker), the ones it was running reject with ServerGone.
 // - If the file cannot be loaded before any worker was ready, the calls waiting for one fail
 //   with that error, and so do later calls: nothing is retried in a loop.
-// - minThreads..maxThreads: one more worker starts when every ready one is busy and calls are
-//   waiting; a worker above minThreads that served nothing for idleTimeout ms is stopped.
+// - minThreads..maxThreads: one more worker starts when calls are waiting (none is free for
+//   them) and no other is starting; a worker above minThreads that served nothing for
+//   idleTimeout ms is stopped. Every call of the pool, whatever its way in (exec, call, run,
+//   map, request, handle, render), is admitted through `admit()`: the one place that grows it.
 // - The workers never keep the process alive by themselves (an idle pool lets Node exit); the
 //   calls in flight do, through the pool's channel.
 
@@ -23,25 +25,24 @@ const BOOTSTRAP = path.join(__dirname, 'task-worker.js');
 class TaskWorkers {
   #native;
   #options;
-  #inflight;
   /** Worker → { ready, retiring, thread, idleSince, completed } */
   #workers = new Map();
   #everReady = false;
   #failure = null;
   #stopping = false;
   #idleTimer = null;
+  #closing = false;
+  #growing = false;
   /** Resolves ready() promises once minThreads workers are ready (or loading failed). */
   #readyWaiters = [];
 
   /**
    * @param nativePool the pool's native handle
    * @param options its resolved options
-   * @param inflight () => the pool's calls in flight (queued or running)
    */
-  constructor(nativePool, options, inflight) {
+  constructor(nativePool, options) {
     this.#native = nativePool;
     this.#options = options;
-    this.#inflight = inflight;
     nativePool.expect(undefined);
     // maxQueue counts the calls that wait for a thread: the workers being started count as
     // threads, so that calls made before they are ready are not counted as queued.
@@ -82,12 +83,28 @@ class TaskWorkers {
     return n;
   }
 
-  /** Calls came (or a worker got ready): one more worker starts when the ready ones are all busy. */
-  load() {
+  /**
+   * A call of the pool is being handed to the native side (every entry point's calls pass
+   * here, from lib/calls.js through the pool): once it is there, the pool grows if calls wait.
+   */
+  admit() {
+    if (this.#closing || this.#growing) return;
+    this.#growing = true;
+    queueMicrotask(this.#grow);
+  }
+
+  /** The pool takes no new calls: no worker starts for them (the accepted ones still get theirs). */
+  close() {
+    this.#closing = true;
+  }
+
+  /** One more worker starts if calls wait for one (none is free) and no other is starting. */
+  #grow = () => {
+    this.#growing = false;
     if (this.#stopping || this.#failure !== null) return;
     if (this.#count((s) => !s.ready) > 0 || this.size >= this.#options.maxThreads) return;
-    if (this.#inflight() > this.#count((s) => s.ready && !s.retiring) * this.#options.concurrency) this.#spawn();
-  }
+    if (waitingCalls(this.#native.stats()) > 0) this.#spawn();
+  };
 
   /** Stops every worker (the pool has no call left for them, or was destroyed). */
   async stop() {
@@ -120,7 +137,7 @@ class TaskWorkers {
           // Now the pool knows what it serves: calls to any other name fail.
           this.#native.expect(m.methods);
         }
-        this.load();
+        this.#grow();
         this.#tellReady();
       } else if (m.corepool === 'retired') {
         worker.terminate(); // its server has finished every call it had
@@ -164,6 +181,14 @@ class TaskWorkers {
       }
     }
   }
+}
+
+/** Calls that wait for a JavaScript worker: every queued or waiting call of the pool but the
+ *  ones queued on its native threads. */
+function waitingCalls(stats) {
+  let n = stats.queued + stats.waiting;
+  for (const w of stats.workers) n -= w.queued;
+  return n;
 }
 
 module.exports = { TaskWorkers };
