@@ -16,6 +16,21 @@ async function outcome(promise) {
   }
 }
 
+/** Runs node with `args`: its exit status and what it printed (killed after a generous bound: a hang). */
+function script(args) {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, args);
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
+    p.on('close', (status, signal) => {
+      clearTimeout(timer);
+      resolve({ status: status ?? signal, out: out.trim() });
+    });
+  });
+}
+
 describe('a pool of JavaScript workers from a task file', () => {
   test('calls made before the workers are ready wait for them; the file’s functions answer', async () => {
     const pool = new Pool({ filename: task('basic.js'), threads: 2 });
@@ -180,6 +195,26 @@ describe('a pool of JavaScript workers from a task file', () => {
     expect(() => new Pool({ filename: task('basic.js'), threads: 2, maxThreads: 4 })).toThrow(/not both/);
     expect(() => new Pool({ filename: task('basic.js'), concurrency: 0 })).toThrow(/options\.concurrency/);
   });
+
+  // A plain script (CommonJS, or an ES module awaiting at top level) that awaits ready() and
+  // nothing else: ready() itself keeps the process alive until it settles. (It used to exit
+  // with 0, or 13 for the module, before printing anything.)
+  test.each([
+    ['CommonJS', 'basic.js', 'ready'],
+    ['ESM', 'basic.js', 'ready'],
+    ['CommonJS', 'broken.js', `failed: ${C.InternalError} this task file is broken`],
+    ['ESM', 'broken.js', `failed: ${C.InternalError} this task file is broken`],
+  ])('a script (%s) that awaits ready() on %s prints %j before it exits', async (kind, file, expected) => {
+    const body = `const pool = new Pool({ filename: ${JSON.stringify(task(file))} });
+      try { await pool.ready(); console.log('ready'); }
+      catch (e) { console.log('failed:', e.code, e.message.includes('this task file is broken') ? 'this task file is broken' : e.message); }`;
+    const root = JSON.stringify(path.join(__dirname, '..', 'index.js'));
+    const args =
+      kind === 'ESM'
+        ? ['--input-type=module', '-e', `import { Pool } from ${root};\n${body}`]
+        : ['-e', `const { Pool } = require(${root});\n(async () => { ${body} })();`];
+    expect(await script(args)).toEqual({ status: 0, out: expected });
+  }, 30_000);
 
   test.each(['close', 'destroy'])('a script that uses a file pool exits after %s(), and also when it never closes it', async (how) => {
     const run = (body) =>

@@ -35,6 +35,8 @@ class TaskWorkers {
   #growing = false;
   /** Resolves ready() promises once minThreads workers are ready (or loading failed). */
   #readyWaiters = [];
+  /** A ref'd timer while ready() promises are pending: they keep the process alive, as a call does. */
+  #keepAlive = null;
 
   /**
    * @param nativePool the pool's native handle
@@ -59,16 +61,25 @@ class TaskWorkers {
     return new Promise((resolve, reject) => {
       this.#readyWaiters.push({ resolve, reject });
       this.#tellReady();
+      if (this.#readyWaiters.length > 0 && this.#keepAlive === null) this.#keepAlive = setInterval(noop, 2 ** 31 - 1);
     });
   }
 
+  /** Settles the ready() promises if the workers are up, loading failed or the pool stopped. */
   #tellReady() {
-    if (this.#failure === null && this.#count((s) => s.ready && !s.retiring) < this.#options.minThreads) return;
+    let error = null;
+    if (this.#stopping) error = new RpcError(CODES.PoolClosed, 'corepool: the pool stopped before its workers were ready');
+    else if (this.#failure !== null) error = new RpcError(CODES.InternalError, this.#failure);
+    else if (this.#count((s) => s.ready && !s.retiring) < this.#options.minThreads) return;
     const waiters = this.#readyWaiters;
     this.#readyWaiters = [];
+    if (this.#keepAlive !== null) {
+      clearInterval(this.#keepAlive);
+      this.#keepAlive = null;
+    }
     for (const w of waiters) {
-      if (this.#failure === null) w.resolve();
-      else w.reject(new RpcError(CODES.InternalError, this.#failure));
+      if (error === null) w.resolve();
+      else w.reject(error);
     }
   }
 
@@ -109,6 +120,7 @@ class TaskWorkers {
   /** Stops every worker (the pool has no call left for them, or was destroyed). */
   async stop() {
     this.#stopping = true;
+    this.#tellReady();
     if (this.#idleTimer !== null) clearInterval(this.#idleTimer);
     await Promise.all([...this.#workers.keys()].map((w) => w.terminate()));
   }
@@ -182,6 +194,8 @@ class TaskWorkers {
     }
   }
 }
+
+function noop() {}
 
 /** Calls that wait for a JavaScript worker: every queued or waiting call of the pool but the
  *  ones queued on its native threads. */
