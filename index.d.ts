@@ -336,6 +336,10 @@ export declare class Pool extends EventEmitter {
   [Symbol.asyncDispose](): Promise<void>;
   on(event: 'drain', listener: () => void): this;
   once(event: 'drain', listener: () => void): this;
+  /** A task-file pool gave up loading its file (after several failed loads in a row): the
+   *  InternalError its waiting calls and ready() got. Emitted only while listened to. */
+  on(event: 'error', listener: (error: RpcError) => void): this;
+  once(event: 'error', listener: (error: RpcError) => void): this;
 }
 
 /** The last argument of every handler call. */

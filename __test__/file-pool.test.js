@@ -2,8 +2,11 @@
 // new Pool({ filename }): a pool of JavaScript workers serving a task file's functions, the way
 // Piscina users expect, scheduled by the native pool.
 const path = require('node:path');
+const fs = require('node:fs');
+const os = require('node:os');
 const { spawn } = require('node:child_process');
 const { Pool, RpcError } = require('..');
+const { RESPAWN } = require('../lib/workers.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
@@ -14,6 +17,15 @@ async function outcome(promise) {
   } catch (e) {
     return { code: e instanceof RpcError ? e.code : `not an RpcError: ${e?.constructor?.name}`, message: String(e?.message) };
   }
+}
+
+/** `promise`, or a rejection if it has not settled after a generous bound (a hang, not a time limit). */
+function settles(promise, ms = 20_000) {
+  let timer;
+  const guard = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`did not settle in ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
 }
 
 /** Runs node with `args`: its exit status and what it printed (killed after a generous bound: a hang). */
@@ -113,11 +125,53 @@ describe('a pool of JavaScript workers from a task file', () => {
     const pool = new Pool({ filename: task('broken.js'), threads: 2 });
     const first = await outcome(pool.exec('anything', 1));
     expect(first.code).toBe(C.InternalError);
-    expect(first.message).toMatch(/this task file is broken/);
+    // It names the file, and where in it the error was thrown.
+    expect(first.message).toBe(`corepool: the task file ${task('broken.js')} could not be loaded: this task file is broken (line 3, column 7)`);
     expect((await outcome(pool.ready())).message).toMatch(/this task file is broken/);
-    expect((await outcome(pool.exec('anything', 2))).code).toBe(C.MethodNotFound);
+    // A later call loads the file once more (it might have been fixed) and gets the same error.
+    expect(await outcome(pool.exec('anything', 2))).toMatchObject({ code: C.InternalError, message: first.message });
     await pool.close();
   });
+
+  test('a file broken after the start: reloads back off, stop after RESPAWN.maxFailedLoads, fail the waiting calls and ready() with the load error; a fixed file recovers', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-tasks-'));
+    const file = path.join(dir, 'tasks.js');
+    fs.copyFileSync(task('lifecycle.js'), file);
+    const loads = new Int32Array(new SharedArrayBuffer(8)); // [good loads, broken loads]
+    const pool = new Pool({ filename: file, threads: 1, workerData: { loads } });
+    const errors = [];
+    pool.on('error', (e) => errors.push(e));
+    try {
+      expect(await pool.exec('echo', 1)).toBe(1);
+      fs.copyFileSync(task('lifecycle-broken.js'), file);
+      const crash = outcome(pool.exec('crash'));
+      // Made while no worker can start: its timeout only counts once it runs, so it is the
+      // give-up that settles it (it used to wait for ever while the file loaded in a loop).
+      const waiting = outcome(pool.call('echo', [2], { timeout: 2000 }));
+      expect((await crash).code).toBe(C.ServerGone);
+      const w = await settles(waiting);
+      expect(w.code).toBe(C.InternalError);
+      expect(w.message).toContain(file);
+      expect(w.message).toMatch(/the lifecycle task file is broken/);
+      expect(Atomics.load(loads, 1)).toBe(RESPAWN.maxFailedLoads); // not hundreds a second
+      const r = await settles(outcome(pool.ready()));
+      expect([r.code, r.message]).toEqual([C.InternalError, w.message]);
+      expect(errors.map((e) => [e.code, e.message])).toEqual([[C.InternalError, w.message]]);
+      // A call after the give-up loads the file again (one load) and gets its outcome.
+      expect(await settles(outcome(pool.exec('echo', 3)))).toMatchObject({ code: C.InternalError, message: w.message });
+      expect(Atomics.load(loads, 1)).toBe(RESPAWN.maxFailedLoads + 1);
+      // The file is fixed: the next call loads it and is served; the pool is whole again.
+      fs.copyFileSync(task('lifecycle.js'), file);
+      expect(await settles(pool.exec('echo', 4))).toBe(4);
+      await settles(pool.ready());
+      expect(Atomics.load(loads, 0)).toBe(2);
+      expect(errors.length).toBe(2);
+      await settles(pool.close());
+    } finally {
+      await pool.destroy();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   test('a worker that crashes is replaced: its queued calls run elsewhere, its running one is ServerGone, no call runs twice', async () => {
     const pool = new Pool({ filename: task('basic.js'), threads: 2, strategy: 'roundrobin' });

@@ -56,8 +56,15 @@ class Pool extends EventEmitter {
     const o = this.options;
     this.#native = new native.NativePool(channel, nativeOptions(o));
     this.#call = this.#native.caller();
-    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o);
+    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, this.#loadFailed);
   }
+
+  /** A task-file pool gave up loading its file: listeners of 'error' hear of it (the calls
+   *  waiting for a worker and ready() fail with the same error; without a listener, an
+   *  'error' event would throw, so none is emitted). */
+  #loadFailed = (error) => {
+    if (this.listenerCount('error') > 0) this.emit('error', error);
+  };
 
   /** A Pool of this module's making around a native handle. */
   static #around(options, handle) {
@@ -242,8 +249,8 @@ class Pool extends EventEmitter {
 
   /**
    * Resolves when the pool's threads are up: at once for native threads; for a pool started
-   * from a task file, once minThreads workers serve (rejects with InternalError if the file
-   * cannot be loaded, PoolClosed if the pool stops first). Calls need not wait for it: they
+   * from a task file, once minThreads workers serve (rejects with InternalError if the pool
+   * gave up loading the file, PoolClosed if the pool stops first). Calls need not wait for it: they
    * wait for the workers by themselves. While it is pending it keeps the process alive, as a
    * call in flight does.
    */
