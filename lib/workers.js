@@ -92,10 +92,11 @@ class TaskWorkers {
 
   /** Settles the ready() promises if the workers are up, loading gave up or the pool stopped. */
   #tellReady() {
-    let error = null;
+    let error;
     if (this.#stopping) error = new RpcError(CODES.PoolClosed, 'corepool: the pool stopped before its workers were ready');
+    else if (this.#serving() >= this.#options.minThreads) error = null;
     else if (this.#gaveUp) error = new RpcError(CODES.InternalError, this.#loadError);
-    else if (this.#serving() < this.#options.minThreads) return;
+    else return;
     const waiters = this.#readyWaiters;
     this.#readyWaiters = [];
     if (this.#keepAlive !== null) {
