@@ -173,6 +173,31 @@ describe('a pool of JavaScript workers from a task file', () => {
     }
   }, 60_000);
 
+  test('loads made to grow the pool that keep failing give up without failing the calls or ready(): a worker still serves them', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-tasks-'));
+    const file = path.join(dir, 'tasks.js');
+    fs.copyFileSync(task('lifecycle.js'), file);
+    const pool = new Pool({ filename: file, minThreads: 1, maxThreads: 2 });
+    try {
+      await pool.ready();
+      fs.copyFileSync(task('lifecycle-broken.js'), file);
+      const gaveUp = new Promise((resolve) => pool.once('error', resolve));
+      // One call runs until aborted, the next waits behind it: the pool wants a second worker.
+      const ac = new AbortController();
+      const running = outcome(pool.call('slow', [600_000], { signal: ac.signal }));
+      const waiting = outcome(pool.call('echo', ['served']));
+      expect((await settles(gaveUp)).message).toMatch(/the lifecycle task file is broken/);
+      await settles(pool.ready()); // minThreads workers serve
+      ac.abort();
+      expect((await settles(running)).code).toBe(C.Aborted);
+      expect(await settles(waiting)).toEqual({ value: 'served' });
+      await settles(pool.close());
+    } finally {
+      await pool.destroy();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   test('a worker that crashes is replaced: its queued calls run elsewhere, its running one is ServerGone, no call runs twice', async () => {
     const pool = new Pool({ filename: task('basic.js'), threads: 2, strategy: 'roundrobin' });
     await pool.exec('add', { a: 1, b: 1 }); // loaded
