@@ -133,6 +133,13 @@ describe('a pool of JavaScript workers from a task file', () => {
     await pool.close();
   });
 
+  test('calls parked by maxQueue (onFull: wait) get the load error too, not MethodNotFound', async () => {
+    const pool = new Pool({ filename: task('broken.js'), threads: 1, maxQueue: 1, onFull: 'wait' });
+    const outcomes = await settles(Promise.all([1, 2, 3, 4, 5].map((i) => outcome(pool.exec('anything', i)))));
+    for (const o of outcomes) expect(o).toMatchObject({ code: C.InternalError, message: expect.stringMatching(/this task file is broken/) });
+    await pool.close();
+  }, 30_000);
+
   test('a file broken after the start: reloads back off, stop after RESPAWN.maxFailedLoads, fail the waiting calls and ready() with the load error; a fixed file recovers', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-tasks-'));
     const file = path.join(dir, 'tasks.js');

@@ -73,7 +73,7 @@ class TaskWorkers {
     nativePool.expect(undefined);
     // maxQueue counts the calls that wait for a thread: the workers being started count as
     // threads, so that calls made before they are ready are not counted as queued.
-    nativePool.planServed(options.minThreads * options.concurrency);
+    nativePool.planServed(this.#planned());
     this.#start();
     if (options.maxThreads > options.minThreads) {
       this.#idleTimer = setInterval(() => this.#shrink(), Math.max(Math.min(options.idleTimeout, 1000), 20));
@@ -249,10 +249,22 @@ class TaskWorkers {
     this.#onError(new RpcError(CODES.InternalError, this.#loadError));
   }
 
-  /** Given up: the calls waiting for a worker fail with the load error, unless one still serves. */
+  /** Calls the workers run at once, once minThreads serve. */
+  #planned() {
+    return this.#options.minThreads * this.#options.concurrency;
+  }
+
+  /**
+   * Given up: the calls waiting for a worker fail with the load error, unless one still serves.
+   * The calls that maxQueue parked (onFull: 'wait') wait for a worker too: the planned
+   * capacity is lifted first, so that they join the ones held for a worker and fail with them
+   * (admitted after the failure, they would find no method expected: MethodNotFound).
+   */
   #failWaiting() {
     if (this.#expects === 'nothing' || this.#serving() > 0) return;
+    this.#native.planServed(Infinity);
     this.#native.failExpected(this.#loadError);
+    this.#native.planServed(this.#planned());
     this.#expects = 'nothing';
   }
 
