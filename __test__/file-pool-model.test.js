@@ -2,7 +2,8 @@
 // Model-based test of a task-file pool's lifecycle (issue 28): random sequences of exec, map,
 // abort, timeout, a worker crash (a task that calls process.exit), the file replaced by a
 // broken one and back, close() and destroy(), run against a real pool (minThreads 1,
-// maxThreads 2) and checked against a model that says which outcomes each call may have:
+// maxThreads 2; no maxQueue, or maxQueue 1 with either onFull) and checked against a model
+// that says which outcomes each call may have:
 //
 // - every call settles exactly once, with its result or an RpcError whose code the model
 //   allows for what happened during its life (InternalError only if the file was broken
@@ -57,11 +58,11 @@ function guarded(promise, step) {
  * happened during its life (so far) and how it settled.
  */
 class Real {
-  constructor() {
+  constructor(queue) {
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-model-'));
     this.file = path.join(this.dir, 'tasks.js');
     fs.copyFileSync(good, this.file);
-    this.pool = new Pool({ filename: this.file, minThreads: 1, maxThreads: 2 });
+    this.pool = new Pool({ filename: this.file, minThreads: 1, maxThreads: 2, ...queue });
     this.calls = [];
     this.order = 0; // settlements and close/destroy resolutions, in order
     this.log = [];
@@ -69,7 +70,7 @@ class Real {
 
   /** Tracks a call: `expected` is its result if it succeeds; `life` what may have happened to it. */
   track(label, promise, expected, life) {
-    const call = { label, expected, life, settlements: 0, outcome: null, at: -1, controller: null, mapAll: false };
+    const call = { label, expected, life, settlements: 0, outcome: null, at: -1, controller: null, resolvesAfterClose: false };
     this.calls.push(call);
     call.done = promise.then(
       (value) => this.#settled(call, { value }),
@@ -101,7 +102,7 @@ function checkOutcome(call) {
   const { value, error } = call.outcome;
   const life = call.life;
   if (error === undefined) {
-    if (life.afterClose && !call.mapAll) throw new Error(`${where} was made after close() yet resolved with ${JSON.stringify(value)}`);
+    if (life.afterClose && !call.resolvesAfterClose) throw new Error(`${where} was made after close() yet resolved with ${JSON.stringify(value)}`);
     if (!call.accepts(value)) throw new Error(`${where} resolved with ${JSON.stringify(value)}, expected ${JSON.stringify(call.expected)}`);
     return;
   }
@@ -116,6 +117,7 @@ function checkOutcome(call) {
 function allowedCodes(life) {
   if (life.afterClose) return new Set([C.PoolClosed]);
   const codes = new Set();
+  if (life.queueFull) codes.add(C.QueueFull); // maxQueue with onFull: 'reject'
   if (life.broken) codes.add(C.InternalError); // the pool gave up loading the file
   if (life.crashed || life.crash) codes.add(C.ServerGone);
   if (life.aborted) codes.add(C.Aborted);
@@ -127,7 +129,7 @@ function allowedCodes(life) {
 
 /** A new call's life: what is true when it is made. */
 function life(model, more = {}) {
-  return { broken: model.broken, afterClose: model.closed, crashed: false, destroyed: false, stopped: false, aborted: false, timeout: false, ready: false, ...more };
+  return { broken: model.broken, afterClose: model.closed, queueFull: model.queueFull, crashed: false, destroyed: false, stopped: false, aborted: false, timeout: false, ready: false, ...more };
 }
 
 // ---- commands ----
@@ -165,8 +167,9 @@ class MapCall {
     const l = life(model);
     const promise = real.pool.map('echo', this.values, this.all ? { settle: 'all' } : undefined);
     const call = real.track(this.toString(), promise, this.values, l);
-    // With settle: 'all' a map resolves with its inputs' outcomes (PoolClosed each, after close()).
-    call.mapAll = this.all;
+    // With settle: 'all' a map resolves with its inputs' outcomes (PoolClosed each, after
+    // close()); a map of no inputs makes no call, and resolves with [] even then.
+    call.resolvesAfterClose = this.all || this.values.length === 0;
     call.accepts = (out) => {
       if (!Array.isArray(out) || out.length !== this.values.length) return false;
       if (!this.all) return out.every((v, i) => v === this.values[i]);
@@ -388,9 +391,10 @@ const commands = [
 
 describe('a task-file pool against its model', () => {
   test('exec, map, abort, timeout, crash, a broken and fixed file, close and destroy: every call settles once, as allowed, nothing hangs', async () => {
-    const property = fc.asyncProperty(fc.commands(commands, { maxCommands: 12, size: 'max' }), async (cmds) => {
-      const real = new Real();
-      const model = { broken: false, closed: false };
+    const queues = fc.constantFrom({}, { maxQueue: 1, onFull: 'wait' }, { maxQueue: 1, onFull: 'reject' });
+    const property = fc.asyncProperty(queues, fc.commands(commands, { maxCommands: 12, size: 'max' }), async (queue, cmds) => {
+      const real = new Real(queue);
+      const model = { broken: false, closed: false, queueFull: queue.onFull === 'reject' };
       try {
         await fc.asyncModelRun(() => ({ model, real }), cmds);
         // The end of every run: the calls still in flight settle, then the pool closes.
