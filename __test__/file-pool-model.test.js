@@ -124,12 +124,16 @@ function allowedCodes(life) {
   if (life.timeout) codes.add(C.Timeout);
   if (life.destroyed) codes.add(C.PoolClosed).add(C.ServerGone);
   if (life.ready && life.stopped) codes.add(C.PoolClosed); // the pool stopped before its workers were ready
+  // KNOWN BUG (see "a map accepted before close() finishes" in map.test.js, test.failing): a
+  // map sends its inputs as room frees up, and those sent after close() are PoolClosed. Drop
+  // this line when that test passes.
+  if (life.map && life.stopped) codes.add(C.PoolClosed);
   return codes;
 }
 
 /** A new call's life: what is true when it is made. */
 function life(model, more = {}) {
-  return { broken: model.broken, afterClose: model.closed, queueFull: model.queueFull, crashed: false, destroyed: false, stopped: false, aborted: false, timeout: false, ready: false, ...more };
+  return { broken: model.broken, afterClose: model.closed, queueFull: model.queueFull, crashed: false, destroyed: false, stopped: false, aborted: false, timeout: false, ready: false, map: false, ...more };
 }
 
 // ---- commands ----
@@ -164,7 +168,7 @@ class MapCall {
   }
 
   run(model, real) {
-    const l = life(model);
+    const l = life(model, { map: true });
     const promise = real.pool.map('echo', this.values, this.all ? { settle: 'all' } : undefined);
     const call = real.track(this.toString(), promise, this.values, l);
     // With settle: 'all' a map resolves with its inputs' outcomes (PoolClosed each, after

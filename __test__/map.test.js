@@ -143,6 +143,20 @@ describe('map over a native command', () => {
   });
 });
 
+describe('map and close()', () => {
+  // KNOWN BUG, found by __test__/file-pool-model.test.js: close() finishes every accepted call,
+  // but a map sends its inputs as room frees up (concurrency, a full queue), and the ones it
+  // sends after close() are refused with PoolClosed, which rejects the whole map. When this
+  // passes, make it a plain test and drop the model's allowance for it.
+  test.failing('a map accepted before close() finishes', async () => {
+    const pool = new Pool({ threads: 1 });
+    const mapped = pool.map('echo', Array.from({ length: 100 }, (_, i) => i), { concurrency: 1 });
+    const closed = pool.close();
+    expect(await settles(mapped)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    await settles(closed);
+  });
+});
+
 describe('map over a JavaScript method', () => {
   test('a file pool: ordered results, at most `concurrency` inputs in flight', async () => {
     const pool = new Pool({ filename: path.join(__dirname, 'fixtures', 'tasks', 'basic.js'), threads: 2 });
