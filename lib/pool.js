@@ -250,9 +250,9 @@ class Pool extends EventEmitter {
   /**
    * Resolves when the pool's threads are up: at once for native threads; for a pool started
    * from a task file, once minThreads workers serve (rejects with InternalError if the pool
-   * gave up loading the file, PoolClosed if the pool stops first). Calls need not wait for it: they
-   * wait for the workers by themselves. While it is pending it keeps the process alive, as a
-   * call in flight does.
+   * gave up loading the file, PoolClosed if the pool stops first). Calls need not wait for it:
+   * they wait for the workers by themselves. While it is pending it keeps the process alive,
+   * as a call in flight does.
    */
   ready() {
     return this.#workers === null ? Promise.resolve() : this.#workers.ready();
