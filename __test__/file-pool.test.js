@@ -205,6 +205,24 @@ describe('a pool of JavaScript workers from a task file', () => {
     }
   }, 60_000);
 
+  test('a worker that cannot be made any more (workerData changed to something not cloneable) is a failed load, not an uncaught exception', async () => {
+    const workerData = { n: 1 };
+    const pool = new Pool({ filename: task('lifecycle.js'), threads: 1, workerData });
+    try {
+      expect(await pool.exec('echo', 1)).toBe(1);
+      workerData.f = () => {}; // structured clone refuses functions: the next Worker cannot be made
+      expect((await outcome(pool.exec('crash'))).code).toBe(C.ServerGone);
+      const r = await settles(outcome(pool.exec('echo', 2)));
+      expect(r.code).toBe(C.InternalError);
+      expect(r.message).toMatch(/could not be loaded: .*could not be cloned/);
+      delete workerData.f;
+      expect(await settles(pool.exec('echo', 3))).toBe(3);
+      await settles(pool.close());
+    } finally {
+      await pool.destroy();
+    }
+  }, 60_000);
+
   test('a worker that crashes is replaced: its queued calls run elsewhere, its running one is ServerGone, no call runs twice', async () => {
     const pool = new Pool({ filename: task('basic.js'), threads: 2, strategy: 'roundrobin' });
     await pool.exec('add', { a: 1, b: 1 }); // loaded

@@ -55,6 +55,7 @@ class TaskWorkers {
   #stopping = false;
   #closing = false;
   #starting = false;
+  #constructing = false;
   #idleTimer = null;
   /** Resolves ready() promises once minThreads workers are ready (or loading failed). */
   #readyWaiters = [];
@@ -74,7 +75,9 @@ class TaskWorkers {
     // maxQueue counts the calls that wait for a thread: the workers being started count as
     // threads, so that calls made before they are ready are not counted as queued.
     nativePool.planServed(this.#planned());
+    this.#constructing = true;
     this.#start();
+    this.#constructing = false;
     if (options.maxThreads > options.minThreads) {
       this.#idleTimer = setInterval(() => this.#shrink(), Math.max(Math.min(options.idleTimeout, 1000), 20));
       this.#idleTimer.unref();
@@ -189,21 +192,31 @@ class TaskWorkers {
       return;
     }
     this.#spawn();
-    if (this.#failedLoads === 0) while (this.size < o.minThreads) this.#spawn();
+    while (this.#failedLoads === 0 && this.size < o.minThreads) this.#spawn();
   }
 
   #spawn() {
     const o = this.#options;
-    const worker = new Worker(BOOTSTRAP, {
-      workerData: {
-        __corepool: { pool: this.#native.id, filename: o.filename, concurrency: o.concurrency },
-        user: o.workerData,
-      },
-      resourceLimits: o.resourceLimits,
-      env: o.env,
-      argv: o.argv,
-      execArgv: o.execArgv,
-    });
+    let worker;
+    try {
+      worker = new Worker(BOOTSTRAP, {
+        workerData: {
+          __corepool: { pool: this.#native.id, filename: o.filename, concurrency: o.concurrency },
+          user: o.workerData,
+        },
+        resourceLimits: o.resourceLimits,
+        env: o.env,
+        argv: o.argv,
+        execArgv: o.execArgv,
+      });
+    } catch (e) {
+      // new Pool throws it (its first workers are made there); a later Worker that cannot be
+      // made (workerData changed since to something structured clone refuses) is a failed load.
+      if (this.#constructing) throw e;
+      this.#loadFailed(errorText(e));
+      queueMicrotask(this.#startSoon);
+      return;
+    }
     const state = { ready: false, retiring: false, thread: worker.threadId, idleSince: Date.now(), completed: 0, error: null };
     this.#workers.set(worker, state);
     worker.on('message', (m) => {
