@@ -65,7 +65,6 @@ class Real {
     this.pool = new Pool({ filename: this.file, minThreads: 1, maxThreads: 2, ...queue });
     this.calls = [];
     this.order = 0; // settlements and close/destroy resolutions, in order
-    this.log = [];
   }
 
   /** Tracks a call: `expected` is its result if it succeeds; `life` what may have happened to it. */
