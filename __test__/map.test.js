@@ -144,6 +144,18 @@ describe('map over a native command', () => {
 });
 
 describe('map and close()', () => {
+  test('a map is in flight from its start to its end: drained() and close() wait for all of it', async () => {
+    // Between one input settling and the next being sent, the map had nothing in flight:
+    // drained() resolved (and 'drain' fired) in the middle of it.
+    const pool = new Pool({ threads: 1 });
+    let mapped = false;
+    const map = pool.map('echo', Array.from({ length: 50 }, (_, i) => i), { concurrency: 1 }).then(() => (mapped = true));
+    await settles(pool.drained());
+    expect(mapped).toBe(true);
+    await map;
+    await pool.close();
+  });
+
   // KNOWN BUG, found by __test__/file-pool-model.test.js: close() finishes every accepted call,
   // but a map sends its inputs as room frees up (concurrency, a full queue), and the ones it
   // sends after close() are refused with PoolClosed, which rejects the whole map. When this

@@ -13,7 +13,7 @@
 
 const { RpcError, CODES, rejected, describe, errorText } = require('./errors.js');
 const { performance } = require('node:perf_hooks');
-const { startMany } = require('./calls.js');
+const { startMany, kStarted, kSettled } = require('./calls.js');
 const { callOptions } = require('./call-options.js');
 
 /** Inputs sent in one crossing at most. */
@@ -123,6 +123,10 @@ class MapRun {
       this.#resolve = resolve;
       this.#reject = reject;
     });
+    // The map is in flight from here to its end, as a call is: between one input settling and
+    // the next being sent it has none of its calls in flight, and drained(), 'drain' and
+    // close() must not take that for the end.
+    owner[kStarted]();
     if (this.#signal !== undefined) {
       this.#onAbort = () => this.#fail(new RpcError(CODES.Aborted, 'The map was aborted'));
       this.#signal.addEventListener('abort', this.#onAbort, { once: true });
@@ -293,6 +297,7 @@ class MapRun {
     this.#over = true;
     this.#unlisten();
     this.#resolve(this.#results);
+    this.owner[kSettled]();
   }
 
   /** The map rejects with `error`; its calls still in flight are cancelled. */
@@ -308,6 +313,7 @@ class MapRun {
       }
     }
     this.#reject(error);
+    this.owner[kSettled]();
   }
 
   #unlisten() {
