@@ -303,7 +303,8 @@ export declare class Pool extends EventEmitter {
   /** `method` once per input, results in input order; native commands run in chunks. */
   map<I extends Param = Param, T = unknown>(method: string, inputs: readonly I[] | Iterable<I>, options: MapOptions<I, T> & { settle: 'all' }): Promise<MapOutcome<T>[]>;
   map<I extends Param = Param, T = unknown>(method: string, inputs: readonly I[] | Iterable<I>, options?: MapOptions<I, T>): Promise<T[]>;
-  /** Resolves when a task-file pool's first workers have loaded it (rejects if it fails to load). */
+  /** Resolves when a task-file pool's first workers have loaded it (rejects if it fails to load,
+   *  or with PoolClosed if the pool stops first); keeps the process alive while pending. */
   ready(): Promise<void>;
   /** Mustache on a native thread, output identical to mustache.js 4.2.0; functions in the view
    *  (and an escape function) run on this thread. `output: 'buffer'` resolves with a Buffer. */
@@ -336,6 +337,10 @@ export declare class Pool extends EventEmitter {
   [Symbol.asyncDispose](): Promise<void>;
   on(event: 'drain', listener: () => void): this;
   once(event: 'drain', listener: () => void): this;
+  /** A task-file pool gave up loading its file (after several failed loads in a row): the
+   *  InternalError its waiting calls and ready() got. Emitted only while listened to. */
+  on(event: 'error', listener: (error: RpcError) => void): this;
+  once(event: 'error', listener: (error: RpcError) => void): this;
 }
 
 /** The last argument of every handler call. */

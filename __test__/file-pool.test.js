@@ -2,8 +2,11 @@
 // new Pool({ filename }): a pool of JavaScript workers serving a task file's functions, the way
 // Piscina users expect, scheduled by the native pool.
 const path = require('node:path');
+const fs = require('node:fs');
+const os = require('node:os');
 const { spawn } = require('node:child_process');
 const { Pool, RpcError } = require('..');
+const { RESPAWN } = require('../lib/workers.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
@@ -14,6 +17,30 @@ async function outcome(promise) {
   } catch (e) {
     return { code: e instanceof RpcError ? e.code : `not an RpcError: ${e?.constructor?.name}`, message: String(e?.message) };
   }
+}
+
+/** `promise`, or a rejection if it has not settled after a generous bound (a hang, not a time limit). */
+function settles(promise, ms = 20_000) {
+  let timer;
+  const guard = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`did not settle in ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
+}
+
+/** Runs node with `args`: its exit status and what it printed (killed after a generous bound: a hang). */
+function script(args) {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, args);
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
+    p.on('close', (status, signal) => {
+      clearTimeout(timer);
+      resolve({ status: status ?? signal, out: out.trim() });
+    });
+  });
 }
 
 describe('a pool of JavaScript workers from a task file', () => {
@@ -98,11 +125,103 @@ describe('a pool of JavaScript workers from a task file', () => {
     const pool = new Pool({ filename: task('broken.js'), threads: 2 });
     const first = await outcome(pool.exec('anything', 1));
     expect(first.code).toBe(C.InternalError);
-    expect(first.message).toMatch(/this task file is broken/);
+    // It names the file, and where in it the error was thrown.
+    expect(first.message).toBe(`corepool: the task file ${task('broken.js')} could not be loaded: this task file is broken (line 3, column 7)`);
     expect((await outcome(pool.ready())).message).toMatch(/this task file is broken/);
-    expect((await outcome(pool.exec('anything', 2))).code).toBe(C.MethodNotFound);
+    // A later call loads the file once more (it might have been fixed) and gets the same error.
+    expect(await outcome(pool.exec('anything', 2))).toMatchObject({ code: C.InternalError, message: first.message });
     await pool.close();
   });
+
+  test('calls parked by maxQueue (onFull: wait) get the load error too, not MethodNotFound', async () => {
+    const pool = new Pool({ filename: task('broken.js'), threads: 1, maxQueue: 1, onFull: 'wait' });
+    const outcomes = await settles(Promise.all([1, 2, 3, 4, 5].map((i) => outcome(pool.exec('anything', i)))));
+    for (const o of outcomes) expect(o).toMatchObject({ code: C.InternalError, message: expect.stringMatching(/this task file is broken/) });
+    await pool.close();
+  }, 30_000);
+
+  test('a file broken after the start: reloads back off, stop after RESPAWN.maxFailedLoads, fail the waiting calls and ready() with the load error; a fixed file recovers', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-tasks-'));
+    const file = path.join(dir, 'tasks.js');
+    fs.copyFileSync(task('lifecycle.js'), file);
+    const loads = new Int32Array(new SharedArrayBuffer(8)); // [good loads, broken loads]
+    const pool = new Pool({ filename: file, threads: 1, workerData: { loads } });
+    const errors = [];
+    pool.on('error', (e) => errors.push(e));
+    try {
+      expect(await pool.exec('echo', 1)).toBe(1);
+      fs.copyFileSync(task('lifecycle-broken.js'), file);
+      const crash = outcome(pool.exec('crash'));
+      // Made while no worker can start: its timeout only counts once it runs, so it is the
+      // give-up that settles it (it used to wait for ever while the file loaded in a loop).
+      const waiting = outcome(pool.call('echo', [2], { timeout: 2000 }));
+      expect((await crash).code).toBe(C.ServerGone);
+      const w = await settles(waiting);
+      expect(w.code).toBe(C.InternalError);
+      expect(w.message).toContain(file);
+      expect(w.message).toMatch(/the lifecycle task file is broken/);
+      expect(Atomics.load(loads, 1)).toBe(RESPAWN.maxFailedLoads); // not hundreds a second
+      const r = await settles(outcome(pool.ready()));
+      expect([r.code, r.message]).toEqual([C.InternalError, w.message]);
+      expect(errors.map((e) => [e.code, e.message])).toEqual([[C.InternalError, w.message]]);
+      // A call after the give-up loads the file again (one load) and gets its outcome.
+      expect(await settles(outcome(pool.exec('echo', 3)))).toMatchObject({ code: C.InternalError, message: w.message });
+      expect(Atomics.load(loads, 1)).toBe(RESPAWN.maxFailedLoads + 1);
+      // The file is fixed: the next call loads it and is served; the pool is whole again.
+      fs.copyFileSync(task('lifecycle.js'), file);
+      expect(await settles(pool.exec('echo', 4))).toBe(4);
+      await settles(pool.ready());
+      expect(Atomics.load(loads, 0)).toBe(2);
+      expect(errors.length).toBe(2);
+      await settles(pool.close());
+    } finally {
+      await pool.destroy();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  test('loads made to grow the pool that keep failing give up without failing the calls or ready(): a worker still serves them', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-tasks-'));
+    const file = path.join(dir, 'tasks.js');
+    fs.copyFileSync(task('lifecycle.js'), file);
+    const pool = new Pool({ filename: file, minThreads: 1, maxThreads: 2 });
+    try {
+      await pool.ready();
+      fs.copyFileSync(task('lifecycle-broken.js'), file);
+      const gaveUp = new Promise((resolve) => pool.once('error', resolve));
+      // One call runs until aborted, the next waits behind it: the pool wants a second worker.
+      const ac = new AbortController();
+      const running = outcome(pool.call('slow', [600_000], { signal: ac.signal }));
+      const waiting = outcome(pool.call('echo', ['served']));
+      expect((await settles(gaveUp)).message).toMatch(/the lifecycle task file is broken/);
+      await settles(pool.ready()); // minThreads workers serve
+      ac.abort();
+      expect((await settles(running)).code).toBe(C.Aborted);
+      expect(await settles(waiting)).toEqual({ value: 'served' });
+      await settles(pool.close());
+    } finally {
+      await pool.destroy();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  test('a worker that cannot be made any more (workerData changed to something not cloneable) is a failed load, not an uncaught exception', async () => {
+    const workerData = { n: 1 };
+    const pool = new Pool({ filename: task('lifecycle.js'), threads: 1, workerData });
+    try {
+      expect(await pool.exec('echo', 1)).toBe(1);
+      workerData.f = () => {}; // structured clone refuses functions: the next Worker cannot be made
+      expect((await outcome(pool.exec('crash'))).code).toBe(C.ServerGone);
+      const r = await settles(outcome(pool.exec('echo', 2)));
+      expect(r.code).toBe(C.InternalError);
+      expect(r.message).toMatch(/could not be loaded: .*could not be cloned/);
+      delete workerData.f;
+      expect(await settles(pool.exec('echo', 3))).toBe(3);
+      await settles(pool.close());
+    } finally {
+      await pool.destroy();
+    }
+  }, 60_000);
 
   test('a worker that crashes is replaced: its queued calls run elsewhere, its running one is ServerGone, no call runs twice', async () => {
     const pool = new Pool({ filename: task('basic.js'), threads: 2, strategy: 'roundrobin' });
@@ -138,6 +257,30 @@ describe('a pool of JavaScript workers from a task file', () => {
     await pool.close();
   }, 20_000);
 
+  // Every way in grows the pool: calls that each block their worker until 3 of them run at
+  // once can only all meet on 3 distinct workers (and would wait out the bound on fewer).
+  const MEET = 3;
+  const BOUND_MS = 10_000;
+  const request = (i) => ({ jsonrpc: '2.0', method: 'meet', params: [MEET, BOUND_MS], id: i });
+  const entryPoints = {
+    exec: (pool) => Promise.all(Array.from({ length: MEET }, () => pool.exec('meet', MEET, BOUND_MS))),
+    call: (pool) => Promise.all(Array.from({ length: MEET }, () => pool.call('meet', [MEET, BOUND_MS]))),
+    run: (pool) => Promise.all(Array.from({ length: MEET }, () => pool.run(MEET, { name: 'meet' }))),
+    map: (pool) => pool.map('meet', Array(MEET).fill(MEET)),
+    request: async (pool) => (await pool.request(Array.from({ length: MEET }, (_, i) => request(i)))).map((r) => r.result ?? r.error),
+    handle: async (pool) => JSON.parse(await pool.handle(JSON.stringify(Array.from({ length: MEET }, (_, i) => request(i))))).map((r) => r.result ?? r.error),
+  };
+  test.each(Object.keys(entryPoints))('%s grows a pool of minThreads..maxThreads workers while its calls wait', async (how) => {
+    const arrived = new Int32Array(new SharedArrayBuffer(4));
+    const pool = new Pool({ filename: task('meet.js'), minThreads: 1, maxThreads: MEET, workerData: { arrived } });
+    await pool.ready(); // one worker: the calls below are all that can make more start
+    const results = await entryPoints[how](pool);
+    // map and run pass one param: the bound is the file's default there.
+    expect(results.map((r) => r.met)).toEqual(Array(MEET).fill(true));
+    expect(new Set(results.map((r) => r.thread)).size).toBe(MEET);
+    await pool.close();
+  }, 60_000);
+
   test('filename may be a file: URL, as import.meta.url gives', async () => {
     const { pathToFileURL } = require('node:url');
     for (const filename of [pathToFileURL(task('basic.js')), pathToFileURL(task('basic.js')).href]) {
@@ -156,6 +299,26 @@ describe('a pool of JavaScript workers from a task file', () => {
     expect(() => new Pool({ filename: task('basic.js'), threads: 2, maxThreads: 4 })).toThrow(/not both/);
     expect(() => new Pool({ filename: task('basic.js'), concurrency: 0 })).toThrow(/options\.concurrency/);
   });
+
+  // A plain script (CommonJS, or an ES module awaiting at top level) that awaits ready() and
+  // nothing else: ready() itself keeps the process alive until it settles. (It used to exit
+  // with 0, or 13 for the module, before printing anything.)
+  test.each([
+    ['CommonJS', 'basic.js', 'ready'],
+    ['ESM', 'basic.js', 'ready'],
+    ['CommonJS', 'broken.js', `failed: ${C.InternalError} this task file is broken`],
+    ['ESM', 'broken.js', `failed: ${C.InternalError} this task file is broken`],
+  ])('a script (%s) that awaits ready() on %s prints %j before it exits', async (kind, file, expected) => {
+    const body = `const pool = new Pool({ filename: ${JSON.stringify(task(file))} });
+      try { await pool.ready(); console.log('ready'); }
+      catch (e) { console.log('failed:', e.code, e.message.includes('this task file is broken') ? 'this task file is broken' : e.message); }`;
+    const root = JSON.stringify(path.join(__dirname, '..', 'index.js'));
+    const args =
+      kind === 'ESM'
+        ? ['--input-type=module', '-e', `import { Pool } from ${root};\n${body}`]
+        : ['-e', `const { Pool } = require(${root});\n(async () => { ${body} })();`];
+    expect(await script(args)).toEqual({ status: 0, out: expected });
+  }, 30_000);
 
   test.each(['close', 'destroy'])('a script that uses a file pool exits after %s(), and also when it never closes it', async (how) => {
     const run = (body) =>

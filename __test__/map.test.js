@@ -14,6 +14,15 @@ async function outcome(promise) {
   }
 }
 
+/** `promise`, or a rejection if it has not settled after a generous bound (a hang, not a time limit). */
+function settles(promise, ms = 20_000) {
+  let timer;
+  const guard = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`did not settle in ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
+}
+
 describe('map over a native command', () => {
   const pool = new Pool({ threads: 2 });
   afterAll(() => pool.close());
@@ -81,6 +90,50 @@ describe('map over a native command', () => {
     expect(await pool.map('echo', [])).toEqual([]);
   });
 
+  test('the inputs are read once: an array that shrinks or grows during the map changes nothing', async () => {
+    // The map used to read inputs.length live: shrunk under it, it never settled.
+    const shrinks = [1, 2, 3, 4, 5, 6];
+    const seen = [];
+    const out = await settles(
+      pool.map('echo', shrinks, {
+        concurrency: 1,
+        onProgress: (done, total, info) => {
+          seen.push([done, total, info.input]);
+          shrinks.pop();
+        },
+      }),
+    );
+    expect(out).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(seen).toEqual([1, 2, 3, 4, 5, 6].map((v) => [v, 6, v]));
+    const grows = [1, 2, 3];
+    expect(await settles(pool.map('echo', grows, { concurrency: 1, onProgress: () => grows.push(0) }))).toEqual([1, 2, 3]);
+    const emptied = ['a', 'b', 'c'];
+    expect(await settles(pool.map('echo', emptied, { concurrency: 1, onProgress: () => (emptied.length = 0) }))).toEqual(['a', 'b', 'c']);
+  });
+
+  test('inputs whose reading throws (a getter, a Proxy, an iterable midway) reject the map with InvalidRequest naming it', async () => {
+    const getter = [1, 2];
+    Object.defineProperty(getter, 1, {
+      get() {
+        throw new Error('bad getter');
+      },
+    });
+    const a = await outcome(pool.map('echo', getter));
+    expect([a.code, a.message]).toEqual([C.InvalidRequest, expect.stringMatching(/bad getter/)]);
+    const proxy = new Proxy([1, 2, 3], {
+      get(target, key) {
+        if (key === 'length') throw new Error('no length');
+        return Reflect.get(target, key);
+      },
+    });
+    expect(await outcome(pool.map('echo', proxy))).toMatchObject({ code: C.InvalidRequest, message: expect.stringMatching(/no length/) });
+    function* midway() {
+      yield 1;
+      throw new Error('midway');
+    }
+    expect(await outcome(pool.map('echo', midway()))).toMatchObject({ code: C.InvalidRequest, message: expect.stringMatching(/midway/) });
+  });
+
   test('bad arguments reject with InvalidRequest, never throw', async () => {
     expect((await outcome(pool.map(42, [1]))).code).toBe(C.InvalidRequest);
     expect((await outcome(pool.map('echo', 42))).code).toBe(C.InvalidRequest);
@@ -88,6 +141,32 @@ describe('map over a native command', () => {
     expect((await outcome(pool.map('echo', [1], { timout: 5 }))).code).toBe(C.InvalidRequest);
     expect((await outcome(pool.map('echo', [1], { concurrency: 0 }))).code).toBe(C.InvalidRequest);
     expect((await outcome(pool.map('nope', [1, 2]))).code).toBe(C.MethodNotFound);
+  });
+});
+
+describe('map and close()', () => {
+  test('a map is in flight from its start to its end: drained() and close() wait for all of it', async () => {
+    // Between one input settling and the next being sent, the map had nothing in flight:
+    // drained() resolved (and 'drain' fired) in the middle of it.
+    const pool = new Pool({ threads: 1 });
+    let mapped = false;
+    const map = pool.map('echo', Array.from({ length: 50 }, (_, i) => i), { concurrency: 1 }).then(() => (mapped = true));
+    await settles(pool.drained());
+    expect(mapped).toBe(true);
+    await map;
+    await pool.close();
+  });
+
+  // KNOWN BUG, found by __test__/file-pool-model.test.js: close() finishes every accepted call,
+  // but a map sends its inputs as room frees up (concurrency, a full queue), and the ones it
+  // sends after close() are refused with PoolClosed, which rejects the whole map. When this
+  // passes, make it a plain test and drop the model's allowance for it.
+  test.failing('a map accepted before close() finishes', async () => {
+    const pool = new Pool({ threads: 1 });
+    const mapped = pool.map('echo', Array.from({ length: 100 }, (_, i) => i), { concurrency: 1 });
+    const closed = pool.close();
+    expect(await settles(mapped)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    await settles(closed);
   });
 });
 

@@ -13,7 +13,7 @@
 
 const { RpcError, CODES, rejected, describe, errorText } = require('./errors.js');
 const { performance } = require('node:perf_hooks');
-const { startMany } = require('./calls.js');
+const { startMany, kStarted, kSettled } = require('./calls.js');
 const { callOptions } = require('./call-options.js');
 
 /** Inputs sent in one crossing at most. */
@@ -123,6 +123,10 @@ class MapRun {
       this.#resolve = resolve;
       this.#reject = reject;
     });
+    // The map is in flight from here to its end, as a call is: between one input settling and
+    // the next being sent it has none of its calls in flight, and drained(), 'drain' and
+    // close() must not take that for the end.
+    owner[kStarted]();
     if (this.#signal !== undefined) {
       this.#onAbort = () => this.#fail(new RpcError(CODES.Aborted, 'The map was aborted'));
       this.#signal.addEventListener('abort', this.#onAbort, { once: true });
@@ -293,6 +297,7 @@ class MapRun {
     this.#over = true;
     this.#unlisten();
     this.#resolve(this.#results);
+    this.owner[kSettled]();
   }
 
   /** The map rejects with `error`; its calls still in flight are cancelled. */
@@ -308,6 +313,7 @@ class MapRun {
       }
     }
     this.#reject(error);
+    this.owner[kSettled]();
   }
 
   #unlisten() {
@@ -329,13 +335,24 @@ function map(owner, nativePool, method, inputs, options) {
     if (!Array.isArray(inputs) && (inputs === null || typeof inputs !== 'object' || typeof inputs[Symbol.iterator] !== 'function')) {
       return rejected(CODES.InvalidRequest, `map inputs must be an array or an iterable, got ${describe(inputs)}`);
     }
-    list = Array.isArray(inputs) ? inputs : Array.from(inputs);
+    // Read once, here: the map never looks at the caller's array again, so one that shrinks
+    // or grows meanwhile (or an iterable, consumed once) changes nothing of it.
+    list = readInputs(inputs);
     o = mapOptions(options);
     if (o.signal?.aborted) return rejected(CODES.Aborted, 'The map was aborted before it started');
   } catch (e) {
     return Promise.reject(e instanceof RpcError ? e : new RpcError(CODES.InvalidRequest, `map: ${errorText(e)}`));
   }
   return new MapRun(owner, nativePool, method, list, o).promise;
+}
+
+/** A copy of the inputs (an array's elements, an iterable's values); InvalidRequest if reading them throws. */
+function readInputs(inputs) {
+  try {
+    return Array.from(inputs);
+  } catch (e) {
+    throw new RpcError(CODES.InvalidRequest, `map inputs could not be read: ${errorText(e)}`);
+  }
 }
 
 /** The map's options (read by lib/call-options.js), with their defaults. */

@@ -56,8 +56,15 @@ class Pool extends EventEmitter {
     const o = this.options;
     this.#native = new native.NativePool(channel, nativeOptions(o));
     this.#call = this.#native.caller();
-    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, () => this.#inflight);
+    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, this.#loadFailed);
   }
+
+  /** A task-file pool gave up loading its file: listeners of 'error' hear of it (the calls
+   *  waiting for a worker and ready() fail with the same error; without a listener, an
+   *  'error' event would throw, so none is emitted). */
+  #loadFailed = (error) => {
+    if (this.listenerCount('error') > 0) this.emit('error', error);
+  };
 
   /** A Pool of this module's making around a native handle. */
   static #around(options, handle) {
@@ -145,6 +152,8 @@ class Pool extends EventEmitter {
    * per input (its one param), results in input order. Rejects with the first error, unless
    * `settle: 'all'` (then each result is `{ status, value | reason }`, as Promise.allSettled
    * gives). `onProgress(done, total, { index, input, value | error })` after each input.
+   * `inputs` (an array or any iterable) is read once, at the call: changing it later changes
+   * nothing of the map; inputs whose reading throws reject it with InvalidRequest.
    */
   map(method, inputs, options) {
     return map(this, this.#native, method, inputs, options);
@@ -240,8 +249,10 @@ class Pool extends EventEmitter {
 
   /**
    * Resolves when the pool's threads are up: at once for native threads; for a pool started
-   * from a task file, once minThreads workers serve (rejects with InternalError if the file
-   * cannot be loaded). Calls need not wait for it: they wait for the workers by themselves.
+   * from a task file, once minThreads workers serve (rejects with InternalError if the pool
+   * gave up loading the file, PoolClosed if the pool stops first). Calls need not wait for it:
+   * they wait for the workers by themselves. While it is pending it keeps the process alive,
+   * as a call in flight does.
    */
   ready() {
     return this.#workers === null ? Promise.resolve() : this.#workers.ready();
@@ -258,6 +269,7 @@ class Pool extends EventEmitter {
     if (this.#closing) return this.#closing;
     this.#closed = true;
     this.#native.close();
+    this.#workers?.close();
     this.#closing = this.drained().then(() => this.#stop());
     return this.#closing;
   }
@@ -277,6 +289,7 @@ class Pool extends EventEmitter {
       return this.close();
     }
     this.#native.destroy();
+    this.#workers?.close();
     if (!this.#closing) this.#closing = this.drained().then(() => this.#stop());
     return this.#closing;
   }
@@ -316,14 +329,18 @@ class Pool extends EventEmitter {
       // start() ran the native call, which copied the tape.
       if (tape !== undefined) released();
     }
-    if (this.#workers !== null) this.#workers.load();
     return call;
   }
 
   #cancel = (id) => this.#native.cancel(id);
 
+  /**
+   * One of this handle's calls is about to be handed to the native side: every call, whatever
+   * its entry point (lib/calls.js's start and startMany call this), is admitted here.
+   */
   [kStarted]() {
     this.#inflight++;
+    if (this.#workers !== null) this.#workers.admit();
   }
 
   /** One of this handle's calls settled. Waiters and listeners hear of it from a nextTick. */

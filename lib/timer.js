@@ -70,4 +70,9 @@ function sleep(ms) {
   return new Promise((resolve) => after(ms, resolve));
 }
 
-module.exports = { after, every, sleep };
+/** A timer that does nothing but keep the process alive until it is cleared. */
+function keepAlive() {
+  return every(LONGEST_TIMER, () => {});
+}
+
+module.exports = { after, every, sleep, keepAlive };

@@ -7,67 +7,106 @@
 //   of failing with MethodNotFound; a call to a name the file does not export fails then.
 // - A worker that exits or crashes is replaced; its queued calls wait for the next server of
 //   their method (or go to another worker), the ones it was running reject with ServerGone.
-// - If the file cannot be loaded before any worker was ready, the calls waiting for one fail
-//   with that error, and so do later calls: nothing is retried in a loop.
-// - minThreads..maxThreads: one more worker starts when every ready one is busy and calls are
-//   waiting; a worker above minThreads that served nothing for idleTimeout ms is stopped.
+// - Failed loads (a worker that errs or exits before it is ready: the file throws, does not
+//   parse, exports nothing) follow one respawn policy, RESPAWN, kept in `#start`: after k
+//   failed loads in a row the next load waits min(firstDelayMs · 2^(k-1), maxDelayMs), and
+//   one worker loads at a time. After maxFailedLoads in a row the pool gives up: the calls
+//   waiting for a worker (when none serves) and ready() fail with the load error, which is
+//   also emitted as the pool's 'error' (when it has listeners), and nothing is loaded until a
+//   call comes: that call makes the pool load the file once more (as the delays allow) and
+//   waits for the outcome. A load that succeeds ends the failures. A call's timeout counts
+//   from when it starts running, so it is the give-up that settles a call no worker can take.
+// - minThreads..maxThreads: one more worker starts when calls are waiting (none is free for
+//   them) and no other is starting; a worker above minThreads that served nothing for
+//   idleTimeout ms is stopped. Every call of the pool, whatever its way in (exec, call, run,
+//   map, request, handle, render), is admitted through `admit()`: the one place that grows it.
 // - The workers never keep the process alive by themselves (an idle pool lets Node exit); the
-//   calls in flight do, through the pool's channel.
+//   calls in flight do, through the pool's channel, and so does a pending ready().
 
 const path = require('node:path');
+const { performance } = require('node:perf_hooks');
 const { Worker } = require('node:worker_threads');
 const { RpcError, CODES, errorText } = require('./errors.js');
-const { every } = require('./timer.js');
+const { after, every, keepAlive } = require('./timer.js');
 
 const BOOTSTRAP = path.join(__dirname, 'task-worker.js');
+
+/** The respawn policy for failed loads (see above). */
+const RESPAWN = Object.freeze({ firstDelayMs: 50, maxDelayMs: 1000, maxFailedLoads: 5 });
+
+/** How long the next load waits after `failed` failed loads in a row. */
+function backoff(failed) {
+  return failed === 0 ? 0 : Math.min(RESPAWN.firstDelayMs * 2 ** (failed - 1), RESPAWN.maxDelayMs);
+}
 
 class TaskWorkers {
   #native;
   #options;
-  #inflight;
-  /** Worker → { ready, retiring, thread, idleSince, completed } */
+  #onError;
+  /** Worker → { ready, retiring, thread, idleSince, completed, error } */
   #workers = new Map();
-  #everReady = false;
-  #failure = null;
+  /** What the native pool holds calls for: 'any' method (until a worker says what the file
+   *  exports), the file's 'methods', or 'nothing' (the waiting calls were failed). */
+  #expects = 'any';
+  #failedLoads = 0;
+  #lastFailure = 0;
+  #loadError = null;
+  #gaveUp = false;
+  #retryTimer = null;
   #stopping = false;
+  #closing = false;
+  #starting = false;
+  #constructing = false;
   #idleTimer = null;
   /** Resolves ready() promises once minThreads workers are ready (or loading failed). */
   #readyWaiters = [];
+  /** A ref'd timer while ready() promises are pending: they keep the process alive, as a call does. */
+  #keepAlive = null;
 
   /**
    * @param nativePool the pool's native handle
    * @param options its resolved options
-   * @param inflight () => the pool's calls in flight (queued or running)
+   * @param onError (RpcError) => void: loading gave up with this error
    */
-  constructor(nativePool, options, inflight) {
+  constructor(nativePool, options, onError) {
     this.#native = nativePool;
     this.#options = options;
-    this.#inflight = inflight;
+    this.#onError = onError;
     nativePool.expect(undefined);
     // maxQueue counts the calls that wait for a thread: the workers being started count as
     // threads, so that calls made before they are ready are not counted as queued.
-    nativePool.planServed(options.minThreads * options.concurrency);
-    for (let i = 0; i < options.minThreads; i++) this.#spawn();
+    nativePool.planServed(this.#planned());
+    this.#constructing = true;
+    this.#start();
+    this.#constructing = false;
     if (options.maxThreads > options.minThreads) {
       this.#idleTimer = every(Math.max(Math.min(options.idleTimeout, 1000), 20), () => this.#shrink()).unref();
     }
   }
 
-  /** Resolves once minThreads workers serve; rejects with the load error if the file cannot be loaded. */
+  /** Resolves once minThreads workers serve; rejects with the load error if the pool gave up loading. */
   ready() {
     return new Promise((resolve, reject) => {
       this.#readyWaiters.push({ resolve, reject });
       this.#tellReady();
+      if (this.#readyWaiters.length > 0 && this.#keepAlive === null) this.#keepAlive = keepAlive();
     });
   }
 
+  /** Settles the ready() promises if the workers are up, loading gave up or the pool stopped. */
   #tellReady() {
-    if (this.#failure === null && this.#count((s) => s.ready && !s.retiring) < this.#options.minThreads) return;
+    let error;
+    if (this.#stopping) error = new RpcError(CODES.PoolClosed, 'corepool: the pool stopped before its workers were ready');
+    else if (this.#serving() >= this.#options.minThreads) error = null;
+    else if (this.#gaveUp) error = new RpcError(CODES.InternalError, this.#loadError);
+    else return;
     const waiters = this.#readyWaiters;
     this.#readyWaiters = [];
+    this.#keepAlive?.clear();
+    this.#keepAlive = null;
     for (const w of waiters) {
-      if (this.#failure === null) w.resolve();
-      else w.reject(new RpcError(CODES.InternalError, this.#failure));
+      if (error === null) w.resolve();
+      else w.reject(error);
     }
   }
 
@@ -76,69 +115,167 @@ class TaskWorkers {
     return this.#count((s) => !s.retiring);
   }
 
+  /** Workers that serve new calls. */
+  #serving() {
+    return this.#count((s) => s.ready && !s.retiring);
+  }
+
   #count(test) {
     let n = 0;
     for (const state of this.#workers.values()) if (test(state)) n++;
     return n;
   }
 
-  /** Calls came (or a worker got ready): one more worker starts when the ready ones are all busy. */
-  load() {
-    if (this.#stopping || this.#failure !== null) return;
-    if (this.#count((s) => !s.ready) > 0 || this.size >= this.#options.maxThreads) return;
-    if (this.#inflight() > this.#count((s) => s.ready && !s.retiring) * this.#options.concurrency) this.#spawn();
+  /**
+   * A call of the pool is being handed to the native side (every entry point's calls pass
+   * here, from lib/calls.js through the pool): once it is there, the pool grows if calls wait.
+   * After the pool gave up loading the file, the call makes it load the file again, and waits
+   * for that (as calls made before the first load do).
+   */
+  admit() {
+    if (this.#closing || this.#stopping) return;
+    if (this.#gaveUp) {
+      this.#gaveUp = false;
+      if (this.#expects === 'nothing') {
+        this.#native.expect(undefined);
+        this.#expects = 'any';
+      }
+    }
+    if (!this.#starting) {
+      this.#starting = true;
+      queueMicrotask(this.#startSoon);
+    }
+  }
+
+  #startSoon = () => {
+    this.#starting = false;
+    this.#start();
+  };
+
+  /** The pool takes no new calls: none makes a worker start any more (the accepted ones still get theirs). */
+  close() {
+    this.#closing = true;
   }
 
   /** Stops every worker (the pool has no call left for them, or was destroyed). */
   async stop() {
     this.#stopping = true;
+    this.#tellReady();
     this.#idleTimer?.clear();
+    this.#retryTimer?.clear();
     await Promise.all([...this.#workers.keys()].map((w) => w.terminate()));
+  }
+
+  /**
+   * Starts the workers the pool needs now, as the respawn policy allows: up to minThreads (one
+   * at a time after a failed load), or one more while calls wait for one and none is starting.
+   * After a failed load, not before its backoff has passed; after giving up, not at all (a
+   * call's admission ends that).
+   */
+  #start() {
+    if (this.#stopping || this.#gaveUp || this.#retryTimer !== null) return;
+    const o = this.#options;
+    const loading = this.#count((s) => !s.ready);
+    if (this.#failedLoads > 0 && loading > 0) return;
+    const wanted = this.size < o.minThreads || (loading === 0 && this.size < o.maxThreads && waitingCalls(this.#native.stats()) > 0);
+    if (!wanted) return;
+    const wait = this.#lastFailure + backoff(this.#failedLoads) - performance.now();
+    if (wait > 0) {
+      // Calls waiting for the worker keep the process alive, and so does ready().
+      this.#retryTimer = after(wait, () => {
+        this.#retryTimer = null;
+        this.#start();
+      }).unref();
+      return;
+    }
+    this.#spawn();
+    while (this.#failedLoads === 0 && this.size < o.minThreads) this.#spawn();
   }
 
   #spawn() {
     const o = this.#options;
-    const worker = new Worker(BOOTSTRAP, {
-      workerData: {
-        __corepool: { pool: this.#native.id, filename: o.filename, concurrency: o.concurrency },
-        user: o.workerData,
-      },
-      resourceLimits: o.resourceLimits,
-      env: o.env,
-      argv: o.argv,
-      execArgv: o.execArgv,
-    });
-    const state = { ready: false, retiring: false, thread: worker.threadId, idleSince: Date.now(), completed: 0 };
+    let worker;
+    try {
+      worker = new Worker(BOOTSTRAP, {
+        workerData: {
+          __corepool: { pool: this.#native.id, filename: o.filename, concurrency: o.concurrency },
+          user: o.workerData,
+        },
+        resourceLimits: o.resourceLimits,
+        env: o.env,
+        argv: o.argv,
+        execArgv: o.execArgv,
+      });
+    } catch (e) {
+      // new Pool throws it (its first workers are made there); a later Worker that cannot be
+      // made (workerData changed since to something structured clone refuses) is a failed load.
+      if (this.#constructing) throw e;
+      this.#loadFailed(errorText(e));
+      queueMicrotask(this.#startSoon);
+      return;
+    }
+    const state = { ready: false, retiring: false, thread: worker.threadId, idleSince: Date.now(), completed: 0, error: null };
     this.#workers.set(worker, state);
     worker.on('message', (m) => {
       if (m === null || typeof m !== 'object') return;
       if (m.corepool === 'ready' && !state.ready) {
         state.ready = true;
         state.idleSince = Date.now();
-        if (!this.#everReady) {
-          this.#everReady = true;
+        this.#failedLoads = 0;
+        if (this.#expects !== 'methods') {
           // Now the pool knows what it serves: calls to any other name fail.
           this.#native.expect(m.methods);
+          this.#expects = 'methods';
         }
-        this.load();
+        this.#start();
         this.#tellReady();
       } else if (m.corepool === 'retired') {
         worker.terminate(); // its server has finished every call it had
       }
     });
     worker.on('error', (e) => {
-      if (!state.ready && !this.#everReady && this.#failure === null) {
-        this.#failure = `corepool: the task file ${o.filename} could not be loaded: ${errorText(e)}`;
-        this.#native.failExpected(this.#failure);
-        this.#tellReady();
-      }
+      if (!state.ready) state.error = e;
     });
-    worker.on('exit', () => {
+    worker.on('exit', (code) => {
       this.#workers.delete(worker);
-      if (!this.#stopping && this.#failure === null && this.size < o.minThreads) this.#spawn();
+      if (this.#stopping) return;
+      if (!state.ready) this.#loadFailed(state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename));
+      else if (this.#gaveUp) this.#failWaiting();
+      this.#start();
     });
     // After the listeners: adding a 'message' listener refs the worker's port again.
     worker.unref();
+  }
+
+  /** A worker could not load the file (`why`); after maxFailedLoads in a row, the pool gives up. */
+  #loadFailed(why) {
+    this.#failedLoads++;
+    this.#lastFailure = performance.now();
+    this.#loadError = `corepool: the task file ${this.#options.filename} could not be loaded: ${why}`;
+    if (this.#failedLoads < RESPAWN.maxFailedLoads || this.#gaveUp) return;
+    this.#gaveUp = true;
+    this.#failWaiting();
+    this.#tellReady();
+    this.#onError(new RpcError(CODES.InternalError, this.#loadError));
+  }
+
+  /** Calls the workers run at once, once minThreads serve. */
+  #planned() {
+    return this.#options.minThreads * this.#options.concurrency;
+  }
+
+  /**
+   * Given up: the calls waiting for a worker fail with the load error, unless one still serves.
+   * The calls that maxQueue parked (onFull: 'wait') wait for a worker too: the planned
+   * capacity is lifted first, so that they join the ones held for a worker and fail with them
+   * (admitted after the failure, they would find no method expected: MethodNotFound).
+   */
+  #failWaiting() {
+    if (this.#expects === 'nothing' || this.#serving() > 0) return;
+    this.#native.planServed(Infinity);
+    this.#native.failExpected(this.#loadError);
+    this.#native.planServed(this.#planned());
+    this.#expects = 'nothing';
   }
 
   /**
@@ -166,4 +303,28 @@ class TaskWorkers {
   }
 }
 
-module.exports = { TaskWorkers };
+
+/** A load error's message, with the line and column in the task file where its stack shows them. */
+function loadErrorText(error, filename) {
+  const text = errorText(error);
+  let stack;
+  try {
+    stack = String(error?.stack ?? '');
+  } catch {
+    return text;
+  }
+  const at = stack.indexOf(`${filename}:`);
+  const place = at < 0 ? null : /^:(\d+)(?::(\d+))?/.exec(stack.slice(at + filename.length));
+  if (place === null) return text;
+  return place[2] === undefined ? `${text} (line ${place[1]})` : `${text} (line ${place[1]}, column ${place[2]})`;
+}
+
+/** Calls that wait for a JavaScript worker: every queued or waiting call of the pool but the
+ *  ones queued on its native threads. */
+function waitingCalls(stats) {
+  let n = stats.queued + stats.waiting;
+  for (const w of stats.workers) n -= w.queued;
+  return n;
+}
+
+module.exports = { TaskWorkers, RESPAWN };
