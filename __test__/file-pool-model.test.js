@@ -123,10 +123,6 @@ function allowedCodes(life) {
   if (life.timeout) codes.add(C.Timeout);
   if (life.destroyed) codes.add(C.PoolClosed).add(C.ServerGone);
   if (life.ready && life.stopped) codes.add(C.PoolClosed); // the pool stopped before its workers were ready
-  // KNOWN BUG (see "a map accepted before close() finishes" in map.test.js, test.failing): a
-  // map sends its inputs as room frees up, and those sent after close() are PoolClosed. Drop
-  // this line when that test passes.
-  if (life.map && life.stopped) codes.add(C.PoolClosed);
   return codes;
 }
 

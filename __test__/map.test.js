@@ -157,15 +157,31 @@ describe('map and close()', () => {
     await pool.close();
   });
 
-  // KNOWN BUG, found by __test__/file-pool-model.test.js: close() finishes every accepted call,
-  // but a map sends its inputs as room frees up (concurrency, a full queue), and the ones it
-  // sends after close() are refused with PoolClosed, which rejects the whole map. When this
-  // passes, make it a plain test and drop the model's allowance for it.
-  test.failing('a map accepted before close() finishes', async () => {
+  // Found by __test__/file-pool-model.test.js: a map sends its inputs as room frees up
+  // (concurrency, a full queue), and the ones it sent after close() were refused with
+  // PoolClosed, which rejected the whole map. close() runs every call accepted before it.
+  test('a map accepted before close() finishes; one started after it, or cut by destroy(), does not', async () => {
     const pool = new Pool({ threads: 1 });
     const mapped = pool.map('echo', Array.from({ length: 100 }, (_, i) => i), { concurrency: 1 });
     const closed = pool.close();
+    const late = pool.map('echo', [1, 2, 3]).catch((e) => e.code);
     expect(await settles(mapped)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    await settles(closed);
+    expect(await late).toBe(C.PoolClosed);
+    expect(await pool.exec('echo', 1).catch((e) => e.code)).toBe(C.PoolClosed);
+    // destroy() ends an accepted map: its later inputs are refused.
+    const other = new Pool({ threads: 1 });
+    const cut = other.map('sleep', Array.from({ length: 20 }, () => 1), { concurrency: 1 }).catch((e) => e.code);
+    await other.destroy();
+    expect(await cut).toBe(C.PoolClosed);
+  });
+
+  test('a map over a task file accepted before close() finishes', async () => {
+    const pool = new Pool({ filename: path.join(__dirname, 'fixtures', 'tasks', 'basic.js'), threads: 1 });
+    const inputs = Array.from({ length: 50 }, (_, i) => ({ a: i, b: 1 }));
+    const mapped = pool.map('add', inputs, { concurrency: 2 });
+    const closed = pool.close();
+    expect(await settles(mapped)).toEqual(inputs.map(({ a }) => a + 1));
     await settles(closed);
   });
 });

@@ -99,6 +99,9 @@ class MapRun {
   #resolve;
   #reject;
   #onAbort = null;
+  // Once the first inputs are sent the map is an accepted call: the pool takes the rest after
+  // close() too (as it runs every call accepted before it), not after destroy().
+  #accepted = false;
 
   constructor(owner, nativePool, method, inputs, o) {
     this.owner = owner;
@@ -133,6 +136,7 @@ class MapRun {
     }
     if (inputs.length === 0) this.#end();
     else this.#send();
+    this.#accepted = true;
   }
 
   /** Sends what the pool had no room for, then the next chunks, while there is room. */
@@ -184,7 +188,7 @@ class MapRun {
     if (fresh) this.#next += n;
     this.#inflightInputs += n;
     this.#inflight.add(chunk);
-    startMany(this.owner, [chunk], (ids) => this.#native.callChunk(ids[0], this.#method, this.#inputs, from, n, this.#timeout, this.#cancellable));
+    startMany(this.owner, [chunk], (ids) => this.#native.callChunk(ids[0], this.#method, this.#inputs, from, n, this.#timeout, this.#cancellable, this.#accepted));
   }
 
   /** One call per input (a served method's, or a chunk's inputs again one by one). */
@@ -195,11 +199,11 @@ class MapRun {
     this.#inflightInputs += n;
     for (const item of items) this.#inflight.add(item);
     if (indexes === undefined) {
-      startMany(this.owner, items, (ids) => this.#native.callMany(ids, this.#method, this.#inputs, from, this.#timeout, this.#cancellable));
+      startMany(this.owner, items, (ids) => this.#native.callMany(ids, this.#method, this.#inputs, from, this.#timeout, this.#cancellable, this.#accepted));
     } else {
       // Inputs taken out of order (a chunk that failed as a whole): one crossing each.
       for (const item of items) {
-        startMany(this.owner, [item], (ids) => this.#native.callMany(ids, this.#method, this.#inputs, item.index, this.#timeout, this.#cancellable));
+        startMany(this.owner, [item], (ids) => this.#native.callMany(ids, this.#method, this.#inputs, item.index, this.#timeout, this.#cancellable, this.#accepted));
       }
     }
   }

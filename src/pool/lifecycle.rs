@@ -2,7 +2,8 @@
 //! the calls that meet them.
 //!
 //! - `closed` (`close()`, `destroy()`): no new call is accepted; everything accepted still
-//!   runs.
+//!   runs, a `map`'s inputs included: they are sent as room frees up, each as a job that
+//!   continues the accepted call ([`Lifecycle::admits`]).
 //! - `destroyed` (`destroy()`, after `closed`): queued and waiting jobs settle with PoolClosed,
 //!   running native commands see it through `Context::check` and stop, and from then on no job
 //!   is admitted from the wait list or placed on a server. A job that a thread was placing as
@@ -32,6 +33,12 @@ impl Lifecycle {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// Whether a new job is admitted: before `close()`, any; after it, only one that continues
+    /// a call accepted before it (`continuing`: a map's later inputs), until `destroy()`.
+    pub(crate) fn admits(&self, continuing: bool) -> bool {
+        !self.is_closed() || (continuing && !self.is_destroyed())
     }
 
     /// `destroy()`: closed, then destroyed.

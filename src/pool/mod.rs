@@ -67,6 +67,9 @@ pub struct Caller<'a> {
     /// When a JavaScript-served call with views is placed on a server from this thread,
     /// `announce(server_tag, token)` runs just before the push (see `server.rs`).
     pub announce: Option<Announce<'a>>,
+    /// The call continues one accepted before `close()` (a `map`'s later inputs): admitted
+    /// after `close()`, not after `destroy()`.
+    pub continuing: bool,
 }
 
 /// The requests of one [`Pool::handle_cancellable`] call, by place (a batch's indices; 0 for a
@@ -160,6 +163,7 @@ impl Pool {
             reply,
             None,
             caller.announce,
+            caller.continuing,
         )
     }
 
@@ -180,6 +184,7 @@ impl Pool {
         method: &str,
         items: Vec<Value>,
         item_timeout: Option<Duration>,
+        continuing: bool,
     ) -> Result<Option<Arc<Control>>, Vec<Value>> {
         let Some(command) = self.scheduler.native_command(method) else {
             return Err(items);
@@ -195,7 +200,7 @@ impl Pool {
         let reply = Reply::Call(call);
         Ok(self
             .scheduler
-            .submit_command(origin, each, Params::Values(items), reply))
+            .submit_command(origin, each, Params::Values(items), reply, continuing))
     }
 
     /// Answers one JSON-RPC request object or batch (`text`: answer as JSON text). `closed`:
@@ -338,6 +343,7 @@ impl Pool {
             reply,
             None,
             None,
+            false,
         )
     }
 
@@ -416,6 +422,7 @@ impl Pool {
                 reply,
                 Some(w),
                 None,
+                false,
             );
         }
     }

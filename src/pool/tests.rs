@@ -667,3 +667,34 @@ fn a_command_is_told_when_its_params_crossed_packed_and_a_bad_tape_is_invalid_pa
     assert_eq!(id, 3);
     assert_eq!(outcome.unwrap_err().code, ErrorCode::InvalidParams);
 }
+
+#[test]
+fn after_close_only_a_call_that_continues_an_accepted_one_is_admitted_until_destroy() {
+    let p = pool(1, Strategy::RoundRobin);
+    let (o, _, rx) = origin();
+    let continuing = || Caller {
+        continuing: true,
+        ..Caller::default()
+    };
+    p.close();
+    assert!(p
+        .call(&o, 1, "echo", vec![Value::Number(1.0)], None)
+        .is_none());
+    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::PoolClosed);
+    p.call_as(&o, 2, "echo", vec![Value::Number(2.0)], None, continuing());
+    assert_eq!(recv(&rx), (2, Ok(Value::Number(2.0))));
+    // A map's chunk continues the same way.
+    let chunk = p.call_each(&o, 3, "echo", vec![Value::Number(3.0)], None, true);
+    assert!(matches!(chunk, Ok(Some(_))));
+    assert_eq!(recv(&rx).0, 3);
+    p.destroy();
+    assert!(p
+        .call_as(&o, 4, "echo", vec![Value::Number(4.0)], None, continuing())
+        .is_none());
+    assert_eq!(recv(&rx), (4, Err(crate::pool::lifecycle::closed_error())));
+    assert!(matches!(
+        p.call_each(&o, 5, "echo", vec![Value::Number(5.0)], None, true),
+        Ok(None)
+    ));
+    assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::PoolClosed);
+}

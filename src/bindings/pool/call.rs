@@ -281,6 +281,7 @@ unsafe extern "C" fn hot_call(
                 let caller = Caller {
                     watches_progress: args.flags.watches_progress,
                     announce: (!views.is_empty()).then_some(&mut announce as _),
+                    continuing: false,
                 };
                 hot.pool
                     .call_as(&hot.origin, args.id, m, params, timeout, caller)

@@ -273,7 +273,8 @@ impl NativePool {
     /// Starts one call of `method` per item of `items[from..from + ids.length]`, call `ids[i]`
     /// with the one param `items[from + i]`: what `map` sends in one crossing instead of one
     /// per item. Each call settles through the channel on its own, as `exec`'s do; with
-    /// `cancellable`, each can be cancelled by id.
+    /// `cancellable`, each can be cancelled by id. `continuing`: the calls continue a map
+    /// accepted before `close()`, which still takes them (see `pool::Caller`).
     #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn call_many(
@@ -285,6 +286,7 @@ impl NativePool {
         from: u32,
         timeout_ms: Unknown,
         cancellable: bool,
+        continuing: bool,
     ) {
         let raw = env.raw();
         let ch = self.channel.channel();
@@ -301,7 +303,7 @@ impl NativePool {
                     continue;
                 }
             };
-            if self.closed.load(Ordering::Acquire) {
+            if self.closed.load(Ordering::Acquire) && !continuing {
                 ch.fail(id, closed_error());
                 continue;
             }
@@ -336,6 +338,7 @@ impl NativePool {
             let caller = Caller {
                 watches_progress: false,
                 announce: (!views.is_empty()).then_some(&mut announce as _),
+                continuing,
             };
             let control =
                 self.pool
@@ -358,7 +361,8 @@ impl NativePool {
 
     /// One call `id` that runs the native command `method` once per item of
     /// `items[from..from + count]` (see `pool::each`): a chunk of a `map`. It settles with
-    /// `{ results, errors }`, or with the error of the whole chunk.
+    /// `{ results, errors }`, or with the error of the whole chunk. `continuing` as in
+    /// `call_many`.
     #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn call_chunk(
@@ -371,6 +375,7 @@ impl NativePool {
         count: u32,
         timeout_ms: Unknown,
         cancellable: bool,
+        continuing: bool,
     ) {
         let raw = env.raw();
         let ch = self.channel.channel();
@@ -379,7 +384,7 @@ impl NativePool {
         let id = id as u64;
         let mut from_js = FromJs::new(raw);
         let mut convert = || -> std::result::Result<(Vec<Value>, Option<Duration>), RpcError> {
-            if self.closed.load(Ordering::Acquire) {
+            if self.closed.load(Ordering::Acquire) && !continuing {
                 return Err(closed_error());
             }
             // SAFETY: a Node-API callback on this env's JS thread; the values belong to it.
@@ -415,10 +420,14 @@ impl NativePool {
         if !unsafe { inbox.keep(raw, id, &from_js.views) } {
             return ch.fail(id, cannot_keep());
         }
-        match self
-            .pool
-            .call_each(&self.channel.origin, id, &method, values, timeout)
-        {
+        match self.pool.call_each(
+            &self.channel.origin,
+            id,
+            &method,
+            values,
+            timeout,
+            continuing,
+        ) {
             Ok(Some(control)) if cancellable => {
                 inbox
                     .cancellable

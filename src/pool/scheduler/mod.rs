@@ -105,8 +105,9 @@ impl Scheduler {
         reply: Reply,
         pinned: Option<usize>,
         announce: Option<Announce>,
+        continuing: bool,
     ) -> Option<Arc<Control>> {
-        if self.lifecycle.is_closed() {
+        if !self.lifecycle.admits(continuing) {
             reply.finish(Err(closed_error()), origin);
             return None;
         }
@@ -183,8 +184,9 @@ impl Scheduler {
         command: Arc<dyn crate::rpc::Command>,
         params: Params,
         reply: Reply,
+        continuing: bool,
     ) -> Option<Arc<Control>> {
-        if self.lifecycle.is_closed() {
+        if !self.lifecycle.admits(continuing) {
             reply.finish(Err(closed_error()), origin);
             return None;
         }
