@@ -98,3 +98,34 @@ describe('a pool of JavaScript workers from a task file', () => {
     await pool.destroy();
   });
 });
+
+test('one timeout rule: a pool option, a call option and a RemotePool option refuse the same values in the same words', async () => {
+  // Issue #29: the pool's options.timeout was checked in lib/options.js and again natively,
+  // by two rules with two texts; now every timeout is held to the calls' own rule.
+  const { RemotePool } = require('../nats.js');
+  // RemotePool checks its options before it uses its connection: this one is never used.
+  const fakeConnection = { request() {}, subscribe() {}, publish() {} };
+  const pool = new Pool({ threads: 1 });
+  for (const bad of [-1, NaN, -Infinity, '5', null, true, {}, 10n]) {
+    let thrown;
+    try {
+      new Pool({ threads: 1, timeout: bad });
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(RangeError);
+    const rule = thrown.message.replace(/^corepool: options\.timeout /, '');
+    expect(rule).toMatch(/^must be a number of ms ≥ 0 \(0 or Infinity: no limit\), got /);
+    const refused = await rejection(pool.call('echo', [1], { timeout: bad }));
+    expect([refused.code, refused.message]).toEqual([C.InvalidRequest, `options.timeout ${rule}`]);
+    expect(() => new RemotePool(fakeConnection, { timeout: bad })).toThrow(`corepool/nats: RemotePool options.timeout ${rule}`);
+  }
+  // Limits too long to reach (and none) let an echo through; a tiny one is a limit, accepted.
+  for (const fine of [undefined, 0, Infinity, 1e22, 2 ** 31, 1e300]) {
+    const p = new Pool({ threads: 1, timeout: fine });
+    expect(await p.call('echo', [1], { timeout: fine })).toBe(1);
+    await p.close();
+  }
+  await new Pool({ threads: 1, timeout: 1e-9 }).close();
+  await pool.close();
+});

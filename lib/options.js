@@ -5,7 +5,7 @@
 const os = require('node:os');
 const path = require('node:path');
 const { fileURLToPath } = require('node:url');
-const { contract } = require('./native.js');
+const { contract, native } = require('./native.js');
 const { describe } = require('./errors.js');
 
 const DEFAULTS = Object.freeze({ threads: 0, strategy: 'leastbusy', maxQueue: Infinity, onFull: 'reject', timeout: 0, niceIncrement: 0 });
@@ -59,9 +59,11 @@ function validateOptions(options) {
   if (o.onFull !== 'reject' && o.onFull !== 'wait') {
     throw new TypeError(`corepool: options.onFull must be 'reject' or 'wait', got ${describe(o.onFull)}`);
   }
-  if (typeof o.timeout !== 'number' || !(o.timeout >= 0)) {
-    throw new RangeError(`corepool: options.timeout must be a number of ms ≥ 0 (0 or Infinity: none), got ${describe(o.timeout)}`);
-  }
+  // The one rule of every timeout, the calls' own (src/bindings/pool/arguments.rs); given as
+  // undefined, the default.
+  if (o.timeout === undefined) o.timeout = DEFAULTS.timeout;
+  const timeoutProblem = native.timeoutProblem(o.timeout);
+  if (timeoutProblem !== null) throw new RangeError(`corepool: options.timeout ${timeoutProblem}`);
   const nice = o.niceIncrement;
   if (!Number.isInteger(nice) || nice < 0 || nice > contract.maxNiceIncrement) {
     throw new RangeError(`corepool: options.niceIncrement must be an integer from 0 to ${contract.maxNiceIncrement}, got ${describe(nice)}`);

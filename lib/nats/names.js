@@ -15,7 +15,7 @@
 //
 // <key> is the job id in base64url, since an id may hold characters a subject token cannot.
 
-const { describe } = require('../errors.js');
+const { native } = require('../native.js');
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 // A subject of tokens without wildcards or spaces.
@@ -91,9 +91,10 @@ function wholeOption(value, fallback, min, max, what) {
 
 /** A timeout option in ms: 0 (or undefined) and Infinity mean none (RangeError naming it otherwise). */
 function timeoutOption(v, what) {
-  if (v === undefined) return 0;
-  if (typeof v !== 'number' || !(v >= 0)) throw new RangeError(`corepool/nats: ${what} must be a number of ms ≥ 0 (0 or Infinity: none), got ${describe(v)}`);
-  return v;
+  // The one rule of every timeout, a local call's own (src/bindings/pool/arguments.rs).
+  const problem = native.timeoutProblem(v);
+  if (problem !== null) throw new RangeError(`corepool/nats: ${what} ${problem}`);
+  return v ?? 0;
 }
 
 /** The NATS connection argument: anything with the client's request/subscribe/publish. */

@@ -15,12 +15,13 @@ use crate::rpc::Deadline;
 use crate::rpc::RpcError;
 use std::time::{Duration, Instant};
 
+/// What a timeout must be, as an error message says it.
+pub const RULE: &str = "must be a number of ms ≥ 0 (0 or Infinity: no limit)";
+
 /// The limit `ms` milliseconds, [`Duration::ZERO`] for none; `Err` says what is wrong.
 pub fn from_ms(ms: f64) -> Result<Duration, String> {
     if ms.is_nan() || ms < 0.0 {
-        return Err(format!(
-            "must be a number of ms ≥ 0 (0 or Infinity: no limit), got {ms}"
-        ));
+        return Err(format!("{RULE}, got {ms}"));
     }
     if ms == 0.0 || ms == f64::INFINITY {
         return Ok(Duration::ZERO);

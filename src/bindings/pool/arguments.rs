@@ -9,6 +9,16 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use std::time::Duration;
 
+/// What is wrong with `value` as a timeout (`None`: nothing; `undefined` is none given): the
+/// one rule of every timeout, a call's or a pool's, for JavaScript to throw or reject with
+/// (`lib/options.js`, `lib/nats/names.js`). It is the rule the calls are held to, so the two
+/// sides cannot disagree.
+#[napi_derive::napi]
+pub fn timeout_problem(env: Env, value: Unknown) -> Option<String> {
+    // SAFETY: a Node-API callback on this env's JS thread; the value belongs to it.
+    unsafe { timeout_of(env.raw(), value.raw()) }.err()
+}
+
 /// A call's `timeout` option: `undefined` → the pool's default (`None`); otherwise
 /// milliseconds by [`timeout::from_ms`] (zero: no limit).
 ///
@@ -18,24 +28,36 @@ pub(super) unsafe fn call_timeout(
     env: sys::napi_env,
     v: sys::napi_value,
 ) -> std::result::Result<Option<Duration>, RpcError> {
+    // SAFETY: caller contract.
+    unsafe { timeout_of(env, v) }
+        .map_err(|why| RpcError::new(ErrorCode::InvalidRequest, format!("options.timeout {why}")))
+}
+
+/// `v` as a timeout, or what is wrong with it.
+///
+/// # Safety
+/// On the JS thread of the env `v` belongs to.
+unsafe fn timeout_of(
+    env: sys::napi_env,
+    v: sys::napi_value,
+) -> std::result::Result<Option<Duration>, String> {
     let mut t = 0;
     // SAFETY: caller contract; out-pointers are live locals.
     unsafe { sys::napi_typeof(env, v, &mut t) };
-    let bad =
-        |why: String| RpcError::new(ErrorCode::InvalidRequest, format!("options.timeout {why}"));
     match t {
         sys::ValueType::napi_undefined => Ok(None),
         sys::ValueType::napi_number => {
             let mut ms = 0.0;
             // SAFETY: caller contract (`v` of this env, on its JS thread); `v` is a number.
             unsafe { sys::napi_get_value_double(env, v, &mut ms) };
-            timeout::from_ms(ms).map(Some).map_err(bad)
+            timeout::from_ms(ms).map(Some)
         }
-        _ => Err(bad(format!(
-            "must be a number of ms ≥ 0 (0 or Infinity: no limit), got a {}",
+        _ => Err(format!(
+            "{}, got a {}",
+            timeout::RULE,
             // SAFETY: caller contract: `v` is a value of this env, on its JS thread.
             type_name(&unsafe { Unknown::from_raw_unchecked(env, v) })
-        ))),
+        )),
     }
 }
 

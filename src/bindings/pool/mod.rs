@@ -14,6 +14,7 @@ mod call;
 mod options;
 mod stats;
 
+pub use arguments::timeout_problem;
 pub use options::PoolOptions;
 pub use stats::{LatencyInfo, MethodInfo, ServerInfo, StatsInfo, WorkerInfo};
 
