@@ -499,7 +499,11 @@ class JobClient {
     return this.#follow(`${this.#n.results}.*`);
   }
 
-  /** Every dead letter so far and each new one: `{ job, error, deliveries, host }`. */
+  /**
+   * Every dead letter so far and each new one: `{ job, error, deliveries, host }`, where `job`
+   * is null for a message that held no valid job id (then `excerpt` holds its first 256
+   * characters) and `job.params` null when they would not fit in one message with the error.
+   */
   deadLetters() {
     return this.#follow(`${this.#n.dead}.*`);
   }
