@@ -292,6 +292,30 @@ maybe('corepool/nats durable jobs', () => {
     await served.close();
   });
 
+  test('a copy of a job taken while the job runs on the same host waits for it, then is acknowledged unrun', async () => {
+    const { jetstream } = require('@nats-io/jetstream');
+    const served = new Pool({ threads: 1 });
+    let runs = 0;
+    let release;
+    const gate = new Promise((r) => (release = r));
+    served.serve({ held: async () => (++runs, await gate, runs) }, { concurrency: Infinity });
+    const remote = new RemotePool(nc, { name: 'copy' });
+    const host = await serve(served, nc, { name: 'copy', durable: true });
+    await remote.submit('held', [], { id: 'copied' });
+    while (runs === 0) await new Promise((r) => setTimeout(r, 10));
+    // The same job again, as a forged copy or a submit after the duplicate window would be.
+    await jetstream(nc).publish('copy.jobs', JSON.stringify({ id: 'copied', method: 'held', params: [] }));
+    while (host.stats().data.jobs.running < 2) await new Promise((r) => setTimeout(r, 10));
+    release();
+    expect(await remote.waitFor('copied')).toBe(1);
+    while (host.stats().data.jobs.running > 0) await new Promise((r) => setTimeout(r, 10));
+    expect(runs).toBe(1);
+    expect(host.stats().data.jobs).toMatchObject({ done: 1, duplicates: 1 });
+    await host.close();
+    await remote.close();
+    await served.close();
+  });
+
   test('a host killed with SIGKILL mid 10,000 jobs: every outcome recorded exactly once, none lost', async () => {
     const N = 10000;
     // Every 4th job sleeps 4 ms, so that the 64 jobs a host holds are tens of ms of work: a host

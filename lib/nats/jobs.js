@@ -24,7 +24,9 @@
 //   no stored outcome. A message that is not a job is dead-lettered with the reason and
 //   acknowledged at once (its outcome too is that error, when its id is valid); a job whose id
 //   has an outcome already (run before, submitted again after JetStream's duplicate window,
-//   or forged) is acknowledged without running.
+//   or forged) is acknowledged without running. A host holds one delivery of an id at a time:
+//   a copy taken while the job runs waits for it, then finds its outcome. (Copies checked on two
+//   hosts before either stored the outcome may both run; the outcome is still recorded once.)
 // - Every message a host publishes fits the server's max payload: an outcome too big is
 //   replaced by an InternalError outcome that names the limit (the job ran; it is not run
 //   again), and a dead letter too big loses its job's params.
@@ -188,6 +190,8 @@ class JobWorker {
   #jsm = null;
   #consumer = null;
   #running = 0;
+  /** By job id: the delivery of that id in hand, settled (see #run). */
+  #byId = new Map();
   #peakRunning = 0;
   #idle = [];
   #stopped = false;
@@ -271,6 +275,29 @@ class JobWorker {
       m.ack();
       return;
     }
+    // One delivery of an id at a time in this host: a copy taken while the job runs waits for
+    // it (kept alive meanwhile), then finds its outcome stored.
+    const before = this.#byId.get(job.id);
+    const beat = setInterval(() => m.working(), Math.max(50, this.#o.ackWait / 3));
+    const mine = (async () => {
+      if (before !== undefined) await before;
+      return this.#runJob(m, job, refusal, deliveries);
+    })();
+    const settledMine = mine.then(
+      () => {},
+      () => {},
+    );
+    this.#byId.set(job.id, settledMine);
+    try {
+      await mine;
+    } finally {
+      clearInterval(beat);
+      if (this.#byId.get(job.id) === settledMine) this.#byId.delete(job.id);
+    }
+  }
+
+  /** Runs a job read from delivery `m` (readJob's job and refusal) and records it. */
+  async #runJob(m, job, refusal, deliveries) {
     // On every delivery, not only redeliveries: a job whose id has an outcome (run before, its
     // acknowledgement lost; submitted again after the duplicate window; forged) never runs again.
     if ((await storedOutcome(this.#jsm, this.#n, job.id)) !== null) {
@@ -287,7 +314,6 @@ class JobWorker {
       await this.#finish(m, job, false, error.toJSON(), deliveries, true);
       return;
     }
-    const beat = setInterval(() => m.working(), Math.max(50, this.#o.ackWait / 3));
     let ok;
     let value;
     try {
@@ -296,8 +322,6 @@ class JobWorker {
     } catch (e) {
       ok = false;
       value = e instanceof RpcError ? e.toJSON() : { code: CODES.InternalError, message: errorText(e) };
-    } finally {
-      clearInterval(beat);
     }
     if (!ok && !FINAL.has(value.code) && deliveries < this.#o.maxDeliver) {
       this.#retried++;
