@@ -162,7 +162,8 @@ export declare class RemotePool {
   /** A durable job on the JetStream work queue; resolves once stored. `id`: 1 to 256
    *  characters (default a random UUID); `method`: 1 to 256 characters. `duplicate`: this
    *  submission was dropped, since the id has a recorded outcome or was submitted within the
-   *  last 2 minutes: an id runs once. */
+   *  last 2 minutes: an id runs once. Rejects with Unavailable (the job id in `data`) when
+   *  JetStream does not answer: the job may be stored; submit it again with the same id. */
   submit(method: string, params?: Param[] | Param, options?: { id?: string }): Promise<{ id: string; duplicate: boolean }>;
   /** Job `id`'s result once recorded; rejects with its RpcError (Timeout/Aborted by the options). */
   waitFor<T = unknown>(id: string, options?: { timeout?: number; signal?: AbortSignal }): Promise<T>;

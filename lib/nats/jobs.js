@@ -430,14 +430,28 @@ class JobClient {
   }
 
   #init() {
-    this.#ready ??= ensureStreams(this.#nc, this.#n).then((jsm) => {
-      this.#jsm = jsm;
-      this.#js = jetstreamClient().jetstream(this.#nc);
-    });
+    this.#ready ??= ensureStreams(this.#nc, this.#n).then(
+      (jsm) => {
+        this.#jsm = jsm;
+        this.#js = jetstreamClient().jetstream(this.#nc);
+      },
+      (e) => {
+        // Not for good (the server was restarting, say): the next call tries again.
+        this.#ready = null;
+        throw e;
+      },
+    );
     return this.#ready;
   }
 
-  /** Puts a job on the work queue; resolves with `{ id, duplicate }` once JetStream stored it. */
+  /** `promise`, rejected with an RpcError: a failure of NATS or JetStream is Unavailable. */
+  #ask(promise, what, data) {
+    return promise.catch((e) => {
+      if (e instanceof RpcError) throw e;
+      throw new RpcError(CODES.Unavailable, `${what}: NATS JetStream did not answer (${errorText(e)})`, data);
+    });
+  }
+
   /**
    * Puts a job on the work queue; resolves with `{ id, duplicate }` once JetStream stored it.
    * `duplicate`: this submission was dropped, since the id has an outcome already or was
@@ -452,9 +466,11 @@ class JobClient {
     if (params === undefined) params = [];
     else if (!Array.isArray(params)) params = [params];
     const text = `{"id":${JSON.stringify(id)},"method":${JSON.stringify(method)},"params":${toJson(params, 'params')}}`;
-    await this.#init();
+    // Not answered: the job may be stored or not; submitted again with the same id, it runs once.
+    const what = `submit() of job ${JSON.stringify(id)}, which may or may not be stored (submit it again with the same id: it runs once)`;
+    await this.#ask(this.#init(), what, { id });
     // An id with an outcome is not submitted again (hosts would not run it either).
-    if ((await storedOutcome(this.#jsm, this.#n, id)) !== null) return { id, duplicate: true };
+    if ((await this.#ask(storedOutcome(this.#jsm, this.#n, id), what, { id })) !== null) return { id, duplicate: true };
     // The id (as its key, which a header can carry) is also the message id: a job submitted
     // twice within the stream's duplicate window is stored once; later, its stored outcome
     // still makes it run once.
@@ -462,15 +478,15 @@ class JobClient {
     headers.set(jetstreamClient().PubHeaders.MsgIdHdr, jobKey(id));
     const over = overLimit(this.#nc, text, headers);
     if (over !== null) throw new RpcError(CODES.InvalidParams, `the job ${over}: send less in its params`);
-    const ack = await this.#js.publish(this.#n.jobs, text, { headers });
+    const ack = await this.#ask(this.#js.publish(this.#n.jobs, text, { headers }), what, { id });
     return { id, duplicate: ack.duplicate };
   }
 
   /** The stored outcome of job `id`, or null. */
   async outcome(id) {
     checkId(id, 'outcome()');
-    await this.#init();
-    const m = await storedOutcome(this.#jsm, this.#n, id);
+    await this.#ask(this.#init(), 'outcome()');
+    const m = await this.#ask(storedOutcome(this.#jsm, this.#n, id), 'outcome()');
     return m === null ? null : m.json();
   }
 
@@ -481,13 +497,13 @@ class JobClient {
   async waitFor(id, options) {
     const o = knownOptions(options, ['timeout', 'signal'], 'waitFor()');
     checkId(id, 'waitFor()');
-    await this.#init();
+    await this.#ask(this.#init(), 'waitFor()');
     const subject = resultSubject(this.#n, id);
     // Recorded already: read it directly, without a consumer.
-    const stored = await this.#jsm.streams.getMessage(this.#n.resultStream, { last_by_subj: subject });
+    const stored = await this.#ask(storedOutcome(this.#jsm, this.#n, id), 'waitFor()');
     if (stored !== null) return settled(stored.json());
-    const consumer = await this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subject });
-    const messages = await consumer.consume();
+    const consumer = await this.#ask(this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subject }), 'waitFor()');
+    const messages = await this.#ask(consumer.consume(), 'waitFor()');
     let timer = null;
     const onAbort = () => messages.stop();
     let why = null;
@@ -520,7 +536,7 @@ class JobClient {
    * `{ id, result } | { id, error }` (plus method, host, deliveries). Break to stop.
    */
   results() {
-    return this.#follow(`${this.#n.results}.*`);
+    return this.#follow(`${this.#n.results}.*`, 'results()');
   }
 
   /**
@@ -529,14 +545,14 @@ class JobClient {
    * characters) and `job.params` null when they would not fit in one message with the error.
    */
   deadLetters() {
-    return this.#follow(`${this.#n.dead}.*`);
+    return this.#follow(`${this.#n.dead}.*`, 'deadLetters()');
   }
 
   /** Every message of the result stream on `subjects` so far, then each new one, parsed. */
-  async *#follow(subjects) {
-    await this.#init();
-    const consumer = await this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subjects });
-    const messages = await consumer.consume();
+  async *#follow(subjects, who) {
+    await this.#ask(this.#init(), who);
+    const consumer = await this.#ask(this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subjects }), who);
+    const messages = await this.#ask(consumer.consume(), who);
     try {
       for await (const m of messages) yield m.json();
       // The consumer ends only when the connection does: say so, rather than end as if complete.
