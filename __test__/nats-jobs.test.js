@@ -265,6 +265,37 @@ maybe('corepool/nats durable jobs', () => {
     await served.close();
   });
 
+  test('on a server whose max payload not even an error outcome fits, the job is counted failed and acknowledged at once', async () => {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const conf = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-nats-conf-')), 'small.conf');
+    fs.writeFileSync(conf, 'max_payload: 1700\n');
+    const small = await startNats(['-c', conf]);
+    const own = await connect({ servers: small.url });
+    const served = new Pool({ threads: 1 });
+    try {
+      const host = await serve(served, own, { name: 'tiny', durable: { ackWait: 300 } });
+      // The longest id and method, 3 UTF-8 bytes a character: the job fits, no outcome does.
+      const { jetstream, jetstreamManager } = require('@nats-io/jetstream');
+      await jetstream(own).publish('tiny.jobs', JSON.stringify({ id: '€'.repeat(256), method: '€'.repeat(256), params: [] }));
+      while (host.stats().data.jobs.failed === 0) await new Promise((r) => setTimeout(r, 20));
+      expect(host.stats().data.jobs).toMatchObject({ failed: 1, duplicates: 0, done: 0 });
+      const jsm = await jetstreamManager(own);
+      for (;;) {
+        const info = await jsm.consumers.info('tiny-jobs', 'tiny-hosts');
+        if (info.num_ack_pending === 0 && info.num_pending === 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(own.isClosed()).toBe(false);
+      await host.close();
+    } finally {
+      await own.close();
+      await served.close();
+      await small.stop();
+      fs.rmSync(path.dirname(conf), { recursive: true, force: true });
+    }
+  });
+
   test('a job id with an outcome never runs again: submit says it is a duplicate, a forged copy is acknowledged unrun (issue #28, 7)', async () => {
     const { jetstream, jetstreamManager } = require('@nats-io/jetstream');
     // A duplicate window of 100 ms, which this test outlives: JetStream no longer drops the copies.

@@ -349,7 +349,7 @@ class JobWorker {
       text = outcomeText(job.id, false, value, extra);
     }
     const tooBig = (why) => ({ code: CODES.InternalError, message: `the job ran, but its outcome ${why}: it cannot be stored` });
-    const { stored, why } = await this.#storeFitting(resultSubject(this.#n, job.id), [text, (why) => outcomeText(job.id, false, tooBig(why), extra)]);
+    const { stored, duplicate, why } = await this.#storeFitting(resultSubject(this.#n, job.id), [text, (why) => outcomeText(job.id, false, tooBig(why), extra)]);
     if (why !== null) {
       ok = false;
       dead = true;
@@ -364,17 +364,20 @@ class JobWorker {
       await this.#storeFitting(deadSubject(this.#n, job.id), [letter(job, error), letter(bare, error), (why) => letter(bare, { code: CODES.InternalError, message: `the dead letter ${why}` })]);
       this.#dead++;
     }
-    if (stored) {
-      if (ok) this.#done++;
-      else this.#failed++;
-    } else this.#duplicates++;
+    // Not stored and no duplicate: not even the error outcome fits (a server whose max payload
+    // is under a few kB). Counted as failed and acknowledged all the same: running it again
+    // would not make it fit.
+    if (duplicate) this.#duplicates++;
+    else if (stored && ok) this.#done++;
+    else this.#failed++;
     m.ack();
   }
 
   /**
    * Publishes the first of `texts` that fits as the only message of `subject` (a text, or a
-   * function of why the one before did not fit). Resolves `{ stored, why }`: stored false if
-   * the subject holds a message already (or none fits), why null if the first text fitted.
+   * function of why the one before did not fit). Resolves `{ stored, duplicate, why }`:
+   * duplicate if the subject holds a message already, neither if none fits, why null if the
+   * first text fitted.
    * Rejects when the connection fails: the job stays unacknowledged and comes again.
    */
   async #storeFitting(subject, texts) {
@@ -391,15 +394,15 @@ class JobWorker {
       }
       try {
         await this.#js.publish(subject, text, { headers });
-        return { stored: true, why };
+        return { stored: true, duplicate: false, why };
       } catch (e) {
         const code = e?.code ?? e?.apiError?.()?.err_code;
-        if (code === WRONG_LAST_SEQUENCE) return { stored: false, why };
+        if (code === WRONG_LAST_SEQUENCE) return { stored: false, duplicate: true, why };
         if (code !== MESSAGE_TOO_BIG) throw e;
         why = `of ${Buffer.byteLength(text)} bytes exceeds the stream's max message size (${e.message})`;
       }
     }
-    return { stored: false, why };
+    return { stored: false, duplicate: false, why };
   }
 
   /** Takes no more jobs; waits for those in hand to be recorded and acknowledged. */
