@@ -165,9 +165,11 @@ export declare class RemotePool {
    *  last 2 minutes: an id runs once. Rejects with Unavailable (the job id in `data`) when
    *  JetStream does not answer: the job may be stored; submit it again with the same id. */
   submit(method: string, params?: Param[] | Param, options?: { id?: string }): Promise<{ id: string; duplicate: boolean }>;
-  /** Job `id`'s result once recorded; rejects with its RpcError (Timeout/Aborted by the options). */
+  /** Job `id`'s result once recorded; rejects with its RpcError (Timeout/Aborted by the options;
+   *  Unavailable when the connection closes or JetStream does not answer, as while the server
+   *  restarts: wait again). */
   waitFor<T = unknown>(id: string, options?: { timeout?: number; signal?: AbortSignal }): Promise<T>;
-  /** Job `id`'s recorded outcome, or null. */
+  /** Job `id`'s recorded outcome, or null (Unavailable when JetStream does not answer). */
   outcome(id: string): Promise<JobOutcome | null>;
   /** Every recorded outcome, then each new one as it is recorded (break to stop). */
   results(): AsyncIterable<JobOutcome>;

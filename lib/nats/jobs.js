@@ -495,7 +495,8 @@ class JobClient {
 
   /**
    * Resolves with job `id`'s result once it is recorded, or rejects with its RpcError;
-   * `timeout` (ms) rejects with Timeout, `signal` with Aborted.
+   * `timeout` (ms) rejects with Timeout, `signal` with Aborted, a closed connection or a
+   * JetStream request unanswered (the server restarting) with Unavailable.
    */
   async waitFor(id, options) {
     const o = knownOptions(options, ['timeout', 'signal'], 'waitFor()');
