@@ -49,7 +49,8 @@ export interface DurableOptions {
 
 /** A job's recorded outcome. */
 export type JobOutcome = ({ id: string; result: unknown } | { id: string; error: { code: number; message: string; data?: unknown } }) & {
-  method: string;
+  /** null when the job's method was not a string of 1 to 256 characters (the error says so). */
+  method: string | null;
   /** The id of the host that recorded it. */
   host: string;
   /** Its deliveries when it was recorded. */
@@ -58,10 +59,15 @@ export type JobOutcome = ({ id: string; result: unknown } | { id: string; error:
 
 /** A job that failed for good, on its dead-letter subject. */
 export interface DeadLetter {
-  job: { id: string; method: string; params: Param[] };
+  /** The job as it was sent; `params` null when they and the error would not fit in one
+   *  message; the whole job null when the message held no valid job id (not JSON, not an
+   *  object, an id that is not a string of 1 to 256 characters). */
+  job: { id: string; method: string | null; params: Param[] | null } | null;
   error: { code: number; message: string; data?: unknown };
   deliveries: number;
   host: string;
+  /** With `job` null: the message's first 256 characters. */
+  excerpt?: string;
 }
 
 export interface MethodFigures {
@@ -168,13 +174,17 @@ export declare class RemotePool {
   hosts(ms?: number): Promise<ServiceAnswer[]>;
   /** $SRV.STATS of the hosts that answer within `ms` (default 500). */
   stats(ms?: number): Promise<ServiceAnswer[]>;
-  /** A durable job on the JetStream work queue; resolves once stored. `duplicate`: the id was
-   *  submitted within the last 2 minutes, and this submission was dropped. */
+  /** A durable job on the JetStream work queue; resolves once stored. `id`: 1 to 256
+   *  characters (default a random UUID); `method`: 1 to 256 characters. `duplicate`: this
+   *  submission was dropped, since the id has a recorded outcome or was submitted within the
+   *  last 2 minutes: an id runs once. Rejects with Unavailable (the job id in `data`) when
+   *  JetStream does not answer: the job may be stored; submit it again with the same id. */
   submit(method: string, params?: Param[] | Param, options?: { id?: string }): Promise<{ id: string; duplicate: boolean }>;
   /** Job `id`'s result once recorded; rejects with its RpcError (Timeout/Aborted by the options;
-   *  `timeout` in ms, of any length, 0 or Infinity: none). */
+   *  `timeout` in ms, of any length, 0 or Infinity: none; Unavailable when the connection
+   *  closes or JetStream does not answer, as while the server restarts: wait again). */
   waitFor<T = unknown>(id: string, options?: { timeout?: number; signal?: AbortSignal }): Promise<T>;
-  /** Job `id`'s recorded outcome, or null. */
+  /** Job `id`'s recorded outcome, or null (Unavailable when JetStream does not answer). */
   outcome(id: string): Promise<JobOutcome | null>;
   /** Every recorded outcome, then each new one as it is recorded (break to stop). */
   results(): AsyncIterable<JobOutcome>;

@@ -165,6 +165,211 @@ maybe('corepool/nats durable jobs', () => {
     await remote.close();
   }, 15000);
 
+  test('forged jobs a host cannot run are dead-lettered and acknowledged at once; the host stays connected (issue #28, 1)', async () => {
+    const { jetstream, jetstreamManager } = require('@nats-io/jetstream');
+    const own = await connect({ servers: server.url });
+    const events = [];
+    (async () => {
+      for await (const s of own.status()) events.push(s.type);
+    })();
+    const remote = new RemotePool(nc, { name: 'poison' });
+    const host = await serve(pool, own, { name: 'poison', durable: { ackWait: 500 } });
+    const long = 'x'.repeat(3200);
+    const forged = [
+      JSON.stringify({ id: long, method: 'echo', params: [1] }), // its results subject would pass the 4,096-byte control line
+      JSON.stringify({ id: 5, method: 'echo', params: [] }),
+      JSON.stringify({ id: '', method: 'echo', params: [] }),
+      '{"id":"\\ud800","method":"echo","params":[]}', // a lone surrogate: not one key per id
+      JSON.stringify({ id: 'no-method', params: [] }),
+      JSON.stringify({ id: 'long-method', method: 'm'.repeat(3200), params: [] }),
+      JSON.stringify({ id: 'bad-params', method: 'echo', params: { a: 1 } }),
+      'not json {',
+      'null',
+      '[1,2]',
+    ];
+    const js = jetstream(nc);
+    for (const text of forged) await js.publish('poison.jobs', text);
+    const dead = [];
+    for await (const d of remote.deadLetters()) {
+      dead.push(d);
+      if (dead.length === forged.length) break;
+    }
+    for (const d of dead) {
+      expect([C.ParseError, C.InvalidRequest]).toContain(d.error.code);
+      expect(d.host).toBe(host.id);
+      expect(d.deliveries).toBe(1);
+    }
+    const messages = dead.map((d) => d.error.message).join('\n');
+    expect(messages).toMatch(/id must be a string of 1 to 256 characters.*got a string of 3200 characters/);
+    expect(messages).toMatch(/not JSON/);
+    expect(messages).toMatch(/params must be an array/);
+    expect(messages).toMatch(/method must be a string of 1 to 256 characters/);
+    // A job whose own id is fine has that error as its outcome too; the others have no id to
+    // record it under, and their dead letters hold no job.
+    await expect(remote.waitFor('bad-params')).rejects.toMatchObject({ code: C.InvalidRequest });
+    await expect(remote.waitFor('no-method')).rejects.toMatchObject({ code: C.InvalidRequest });
+    expect(dead.filter((d) => d.job === null)).toHaveLength(7);
+    // Every one was acknowledged: the work queue is empty, nothing comes again.
+    const jsm = await jetstreamManager(nc);
+    for (;;) {
+      const info = await jsm.consumers.info('poison-jobs', 'poison-hosts');
+      if (info.num_ack_pending === 0 && info.num_pending === 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await jsm.streams.info('poison-jobs')).state.messages).toBe(0);
+    // Still connected, never dropped, and still serving.
+    expect(await remote.call('echo', ['still here'])).toBe('still here');
+    expect(events.filter((t) => t === 'disconnect' || t === 'error')).toEqual([]);
+    expect(host.stats().data.jobs).toMatchObject({ dead: forged.length, done: 0 });
+    await host.close();
+    await remote.close();
+    await own.close();
+  });
+
+  test('one job id rule for submit, waitFor and outcome; no service subject can make a job subject too long', async () => {
+    const remote = new RemotePool(nc, { name: 'ids' });
+    const long = 'x'.repeat(3200);
+    for (const bad of [long, '\ud800', '', 7]) {
+      await expect(remote.submit('echo', [], { id: bad })).rejects.toMatchObject({ code: C.InvalidRequest });
+      await expect(remote.waitFor(bad, { timeout: 100 })).rejects.toMatchObject({ code: C.InvalidRequest });
+      await expect(remote.outcome(bad)).rejects.toMatchObject({ code: C.InvalidRequest });
+    }
+    await expect(remote.submit('m'.repeat(257), [])).rejects.toMatchObject({ code: C.InvalidRequest, message: expect.stringMatching(/method must be a string of 1 to 256/) });
+    // The longest id is fine everywhere, in characters that take 3 bytes each in UTF-8.
+    const longest = '€'.repeat(256);
+    expect(await remote.submit('echo', [], { id: longest })).toEqual({ id: longest, duplicate: false });
+    expect(await remote.outcome(longest)).toBeNull();
+    expect(nc.isClosed()).toBe(false);
+    expect(() => new RemotePool(nc, { name: 'ids', subject: `a.${'b'.repeat(1100)}` })).toThrow(/subject must be .* at most 1024 bytes/);
+    await expect(serve(pool, nc, { name: 'ids', subject: 'b'.repeat(1100) })).rejects.toThrow(/subject must be .* at most 1024 bytes/);
+    await remote.close();
+  });
+
+  test('a job whose outcome is too big for the server is recorded at once with one error naming the limit, never run again (issue #28, 6)', async () => {
+    const served = new Pool({ threads: 1 });
+    let runs = 0;
+    served.serve({ big: (n) => (runs++, 'x'.repeat(n)) }, { concurrency: Infinity });
+    const remote = new RemotePool(nc, { name: 'toobig' });
+    const host = await serve(served, nc, { name: 'toobig', durable: { ackWait: 300, maxDeliver: 3 } });
+    const max = nc.info.max_payload;
+    await remote.submit('big', [max + 10], { id: 'big' });
+    await expect(remote.waitFor('big')).rejects.toMatchObject({ code: C.InternalError, message: expect.stringMatching(new RegExp(`max payload of ${max} bytes`)) });
+    const outcome = await remote.outcome('big');
+    expect(outcome).toMatchObject({ deliveries: 1, method: 'big', host: host.id });
+    expect(outcome.error.message).toMatch(/the job ran/);
+    // Its dead letter too; and a job whose params alone nearly fill a message, failing, is
+    // dead-lettered without them rather than not at all.
+    const params = ['p'.repeat(max - 200)];
+    await remote.submit('nope', params, { id: 'fat' });
+    await expect(remote.waitFor('fat')).rejects.toMatchObject({ code: C.MethodNotFound });
+    const dead = new Map();
+    for await (const d of remote.deadLetters()) {
+      dead.set(d.job.id, d);
+      if (dead.size === 2) break;
+    }
+    expect(dead.get('big')).toMatchObject({ job: { id: 'big', method: 'big', params: [max + 10] }, error: { code: C.InternalError }, deliveries: 1 });
+    expect(dead.get('fat')).toMatchObject({ job: { id: 'fat', method: 'nope', params: null }, error: { code: C.MethodNotFound }, deliveries: 1 });
+    expect(runs).toBe(1);
+    expect(host.stats().data.jobs).toMatchObject({ failed: 2, dead: 2, retried: 0 });
+    await host.close();
+    await remote.close();
+    // The same when the results stream's own max_msg_size is what refuses it.
+    const { jetstreamManager } = require('@nats-io/jetstream');
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: 'small-results', subjects: ['small.results.*', 'small.dead.*'], storage: 'file', max_msg_size: 2000 });
+    const small = new RemotePool(nc, { name: 'small' });
+    const smallHost = await serve(served, nc, { name: 'small', durable: { ackWait: 300, maxDeliver: 3 } });
+    await small.submit('big', [5000], { id: 'five' });
+    await expect(small.waitFor('five')).rejects.toMatchObject({ code: C.InternalError, message: expect.stringMatching(/max message size/) });
+    expect(runs).toBe(2);
+    expect(await small.outcome('five')).toMatchObject({ deliveries: 1 });
+    await smallHost.close();
+    await small.close();
+    await served.close();
+  });
+
+  test('on a server whose max payload not even an error outcome fits, the job is counted failed and acknowledged at once', async () => {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const conf = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-nats-conf-')), 'small.conf');
+    fs.writeFileSync(conf, 'max_payload: 1700\n');
+    const small = await startNats(['-c', conf]);
+    const own = await connect({ servers: small.url });
+    const served = new Pool({ threads: 1 });
+    try {
+      const host = await serve(served, own, { name: 'tiny', durable: { ackWait: 300 } });
+      // The longest id and method, 3 UTF-8 bytes a character: the job fits, no outcome does.
+      const { jetstream, jetstreamManager } = require('@nats-io/jetstream');
+      await jetstream(own).publish('tiny.jobs', JSON.stringify({ id: '€'.repeat(256), method: '€'.repeat(256), params: [] }));
+      while (host.stats().data.jobs.failed === 0) await new Promise((r) => setTimeout(r, 20));
+      expect(host.stats().data.jobs).toMatchObject({ failed: 1, duplicates: 0, done: 0 });
+      const jsm = await jetstreamManager(own);
+      for (;;) {
+        const info = await jsm.consumers.info('tiny-jobs', 'tiny-hosts');
+        if (info.num_ack_pending === 0 && info.num_pending === 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(own.isClosed()).toBe(false);
+      await host.close();
+    } finally {
+      await own.close();
+      await served.close();
+      await small.stop();
+      fs.rmSync(path.dirname(conf), { recursive: true, force: true });
+    }
+  });
+
+  test('a job id with an outcome never runs again: submit says it is a duplicate, a forged copy is acknowledged unrun (issue #28, 7)', async () => {
+    const { jetstream, jetstreamManager } = require('@nats-io/jetstream');
+    // A duplicate window of 100 ms, which this test outlives: JetStream no longer drops the copies.
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: 'once-jobs', subjects: ['once.jobs'], retention: 'workqueue', storage: 'file', duplicate_window: 100 * 1e6 });
+    const served = new Pool({ threads: 1 });
+    let runs = 0;
+    served.serve({ tally: () => ++runs }, { concurrency: Infinity });
+    const remote = new RemotePool(nc, { name: 'once' });
+    const host = await serve(served, nc, { name: 'once', durable: true });
+    expect(await remote.submit('tally', [], { id: 'once' })).toEqual({ id: 'once', duplicate: false });
+    expect(await remote.waitFor('once')).toBe(1);
+    await new Promise((r) => setTimeout(r, 300)); // past the duplicate window
+    expect(await remote.submit('tally', [], { id: 'once' })).toEqual({ id: 'once', duplicate: true });
+    // The same job published by hand, as a submit racing the outcome would: delivered once,
+    // found recorded, acknowledged without running.
+    await jetstream(nc).publish('once.jobs', JSON.stringify({ id: 'once', method: 'tally', params: [] }));
+    while (host.stats().data.jobs.duplicates === 0) await new Promise((r) => setTimeout(r, 20));
+    expect(runs).toBe(1);
+    expect(await remote.outcome('once')).toMatchObject({ result: 1, deliveries: 1 });
+    expect(host.stats().data.jobs).toMatchObject({ done: 1, duplicates: 1 });
+    expect((await jsm.streams.info('once-jobs')).state.messages).toBe(0);
+    await host.close();
+    await remote.close();
+    await served.close();
+  });
+
+  test('a copy of a job taken while the job runs on the same host waits for it, then is acknowledged unrun', async () => {
+    const { jetstream } = require('@nats-io/jetstream');
+    const served = new Pool({ threads: 1 });
+    let runs = 0;
+    let release;
+    const gate = new Promise((r) => (release = r));
+    served.serve({ held: async () => (++runs, await gate, runs) }, { concurrency: Infinity });
+    const remote = new RemotePool(nc, { name: 'copy' });
+    const host = await serve(served, nc, { name: 'copy', durable: true });
+    await remote.submit('held', [], { id: 'copied' });
+    while (runs === 0) await new Promise((r) => setTimeout(r, 10));
+    // The same job again, as a forged copy or a submit after the duplicate window would be.
+    await jetstream(nc).publish('copy.jobs', JSON.stringify({ id: 'copied', method: 'held', params: [] }));
+    while (host.stats().data.jobs.running < 2) await new Promise((r) => setTimeout(r, 10));
+    release();
+    expect(await remote.waitFor('copied')).toBe(1);
+    while (host.stats().data.jobs.running > 0) await new Promise((r) => setTimeout(r, 10));
+    expect(runs).toBe(1);
+    expect(host.stats().data.jobs).toMatchObject({ done: 1, duplicates: 1 });
+    await host.close();
+    await remote.close();
+    await served.close();
+  });
+
   test('a host killed with SIGKILL mid 10,000 jobs: every outcome recorded exactly once, none lost', async () => {
     const N = 10000;
     // Every 4th job sleeps 4 ms, so that the 64 jobs a host holds are tens of ms of work: a host

@@ -19,12 +19,23 @@
 //   InvalidRequest, MethodNotFound, InvalidParams), its outcome is that error and the job with
 //   its error goes to its dead-letter subject. A job delivered more than `maxDeliver` times
 //   without an outcome (its hosts died on it) is not run again: it is dead-lettered.
+// - Every delivery is checked before any side effect: first that the message is a job (JSON
+//   `{ id, method, params }` by the same rule submit() applies, jobProblem), then that its id has
+//   no stored outcome. A message that is not a job is dead-lettered with the reason and
+//   acknowledged at once (its outcome too is that error, when its id is valid); a job whose id
+//   has an outcome already (run before, submitted again after JetStream's duplicate window,
+//   or forged) is acknowledged without running. A host holds one delivery of an id at a time:
+//   a copy taken while the job runs waits for it, then finds its outcome. (Copies checked on two
+//   hosts before either stored the outcome may both run; the outcome is still recorded once.)
+// - Every message a host publishes fits the server's max payload: an outcome too big is
+//   replaced by an InternalError outcome that names the limit (the job ran; it is not run
+//   again), and a dead letter too big loses its job's params.
 
 const crypto = require('node:crypto');
 const { RpcError, CODES, describe, errorText } = require('../errors.js');
-const { jetstreamClient } = require('./peer.js');
+const { jetstreamClient, natsClient } = require('./peer.js');
 const { toJson, errorOf } = require('./wire.js');
-const { knownOptions, wholeOption, timeoutOption, resultSubject, deadSubject } = require('./names.js');
+const { knownOptions, wholeOption, timeoutOption, jobIdProblem, jobKey, resultSubject, deadSubject, unreadableSubject } = require('./names.js');
 const { after, every, sleep } = require('../timer.js');
 
 const JOB_OPTIONS = ['inFlight', 'ackWait', 'maxDeliver', 'retryDelay'];
@@ -34,6 +45,12 @@ const FINAL = new Set([CODES.ParseError, CODES.InvalidRequest, CODES.MethodNotFo
 const PULL_EXPIRES_MS = 1000;
 /** JetStream's API error code: the subject already holds a message (our outcome exists). */
 const WRONG_LAST_SEQUENCE = 10071;
+/** JetStream's API error code: the message is bigger than the stream's max_msg_size. */
+const MESSAGE_TOO_BIG = 10054;
+/** The longest method name of a job, in UTF-16 units (as ids: it is in every outcome). */
+const MAX_METHOD = 256;
+/** The longest excerpt of a message that holds no job, kept in its dead letter. */
+const EXCERPT = 256;
 const NS_PER_MS = 1e6;
 
 /** The `durable` options of serve(), checked. */
@@ -88,6 +105,69 @@ async function addStream(jsm, config) {
   }
 }
 
+/** How `v` is named in an error about a job: its kind, never a long text. */
+function kind(v) {
+  if (typeof v === 'string') return v.length > 64 ? `a string of ${v.length} characters` : describe(v);
+  if (Array.isArray(v)) return 'an array';
+  return v === null || typeof v !== 'object' ? describe(v) : 'an object';
+}
+
+/** Why `method` is not a job's method (the end of a sentence), or null. */
+function methodProblem(method) {
+  if (typeof method === 'string' && method.length >= 1 && method.length <= MAX_METHOD) return null;
+  return `must be a string of 1 to ${MAX_METHOD} characters, got ${kind(method)}`;
+}
+
+/**
+ * A job message's text read: `job` is the parsed job when its id is valid (null otherwise), and
+ * `refusal` an RpcError saying why it cannot run, or null. The one rule of what a job is (the
+ * id's rule is names.js's jobIdProblem, which submit() applies too).
+ */
+function readJob(text) {
+  let job;
+  try {
+    job = JSON.parse(text);
+  } catch (e) {
+    return { job: null, refusal: new RpcError(CODES.ParseError, `the job message is not JSON: ${errorText(e)}`) };
+  }
+  if (job === null || typeof job !== 'object' || Array.isArray(job)) {
+    return { job: null, refusal: new RpcError(CODES.InvalidRequest, `a job must be a JSON object { id, method, params }, got ${kind(job)}`) };
+  }
+  const idWhy = jobIdProblem(job.id);
+  if (idWhy !== null) return { job: null, refusal: new RpcError(CODES.InvalidRequest, `the job's id ${idWhy}`) };
+  const methodWhy = methodProblem(job.method);
+  if (methodWhy !== null) return { job, refusal: new RpcError(CODES.InvalidRequest, `the job's method ${methodWhy}`) };
+  if (job.params !== undefined && !Array.isArray(job.params)) {
+    return { job, refusal: new RpcError(CODES.InvalidRequest, `the job's params must be an array, got ${kind(job.params)}`) };
+  }
+  return { job, refusal: null };
+}
+
+/**
+ * Why `text`, published with `headers` (nats.js headers), cannot travel as one message on `nc`
+ * (the end of a sentence: "… of N bytes exceeds …"), or null.
+ */
+function overLimit(nc, text, headers) {
+  const max = nc.info?.max_payload;
+  if (max === undefined) return null;
+  const head = headers.encode().length;
+  // A UTF-16 unit takes at most 3 bytes: only long texts are measured.
+  if (text.length * 3 + head <= max) return null;
+  const bytes = Buffer.byteLength(text) + head;
+  return bytes <= max ? null : `of ${bytes} bytes (with its headers) exceeds the NATS server's max payload of ${max} bytes`;
+}
+
+/** The stored outcome message of job `id`, or null (a valid id; errors other than none found reject). */
+function storedOutcome(jsm, n, id) {
+  return jsm.streams.getMessage(n.resultStream, { last_by_subj: resultSubject(n, id) });
+}
+
+/** Throws InvalidRequest if `id` is not a job id (jobIdProblem), naming `who`. */
+function checkId(id, who) {
+  const why = jobIdProblem(id);
+  if (why !== null) throw new RpcError(CODES.InvalidRequest, `${who}: a job id ${why}`);
+}
+
 /** The text of a job's stored outcome. */
 function outcomeText(id, ok, value, extra) {
   const o = ok ? { id, result: value ?? null } : { id, error: value };
@@ -111,6 +191,8 @@ class JobWorker {
   #jsm = null;
   #consumer = null;
   #running = 0;
+  /** By job id: the delivery of that id in hand, settled (see #run). */
+  #byId = new Map();
   #peakRunning = 0;
   #idle = [];
   #stopped = false;
@@ -181,31 +263,58 @@ class JobWorker {
   }
 
   async #run(m) {
-    let job;
-    try {
-      job = JSON.parse(m.string());
-    } catch {
-      job = null;
-    }
-    if (job === null || typeof job !== 'object' || typeof job.id !== 'string' || job.id === '' || typeof job.method !== 'string') {
-      // Not a job of corepool's making: nothing to record it under.
-      m.term('not a corepool job');
+    // Anyone who can publish on the jobs subject can send anything: checked before any side
+    // effect, and whatever cannot run is dead-lettered and acknowledged at once.
+    const text = m.string();
+    const deliveries = m.info.deliveryCount;
+    const { job, refusal } = readJob(text);
+    if (job === null) {
+      // No valid id to record an outcome under: a dead letter under the text's own key.
+      const letter = { job: null, error: refusal.toJSON(), deliveries, host: this.#host, excerpt: text.slice(0, EXCERPT) };
+      await this.#storeFitting(unreadableSubject(this.#n, text), [JSON.stringify(letter)]);
       this.#dead++;
+      m.ack();
       return;
     }
-    const deliveries = m.info.deliveryCount;
+    // One delivery of an id at a time in this host: a copy taken while the job runs waits for
+    // it (kept alive meanwhile), then finds its outcome stored.
+    const before = this.#byId.get(job.id);
+    const beat = every(Math.max(50, this.#o.ackWait / 3), () => m.working());
+    const mine = (async () => {
+      if (before !== undefined) await before;
+      return this.#runJob(m, job, refusal, deliveries);
+    })();
+    const settledMine = mine.then(
+      () => {},
+      () => {},
+    );
+    this.#byId.set(job.id, settledMine);
+    try {
+      await mine;
+    } finally {
+      beat.clear();
+      if (this.#byId.get(job.id) === settledMine) this.#byId.delete(job.id);
+    }
+  }
+
+  /** Runs a job read from delivery `m` (readJob's job and refusal) and records it. */
+  async #runJob(m, job, refusal, deliveries) {
+    // On every delivery, not only redeliveries: a job whose id has an outcome (run before, its
+    // acknowledgement lost; submitted again after the duplicate window; forged) never runs again.
+    if ((await storedOutcome(this.#jsm, this.#n, job.id)) !== null) {
+      this.#duplicates++;
+      m.ack();
+      return;
+    }
+    if (refusal !== null) {
+      await this.#finish(m, job, false, refusal.toJSON(), deliveries, true);
+      return;
+    }
     if (deliveries > this.#o.maxDeliver) {
       const error = new RpcError(CODES.ServerGone, `the job was delivered ${deliveries - 1} times without an outcome: its hosts stopped while running it`);
       await this.#finish(m, job, false, error.toJSON(), deliveries, true);
       return;
     }
-    // A job run before whose acknowledgement was lost: its outcome is stored already.
-    if (deliveries > 1 && (await this.#stored(job.id))) {
-      this.#duplicates++;
-      m.ack();
-      return;
-    }
-    const beat = every(Math.max(50, this.#o.ackWait / 3), () => m.working());
     let ok;
     let value;
     try {
@@ -214,8 +323,6 @@ class JobWorker {
     } catch (e) {
       ok = false;
       value = e instanceof RpcError ? e.toJSON() : { code: CODES.InternalError, message: errorText(e) };
-    } finally {
-      beat.clear();
     }
     if (!ok && !FINAL.has(value.code) && deliveries < this.#o.maxDeliver) {
       this.#retried++;
@@ -225,43 +332,78 @@ class JobWorker {
     await this.#finish(m, job, ok, value, deliveries, !ok);
   }
 
-  async #stored(id) {
-    const found = await this.#jsm.streams.getMessage(this.#n.resultStream, { last_by_subj: resultSubject(this.#n, id) }).catch(() => null);
-    return found !== null;
-  }
-
-  /** Stores the job's outcome (once per id), dead-letters a failed job, then acknowledges it. */
+  /**
+   * Stores the job's outcome (once per id), dead-letters a failed job, then acknowledges it. An
+   * outcome too big to store becomes an InternalError outcome naming the limit: the job is
+   * recorded and acknowledged, never run again for it.
+   */
   async #finish(m, job, ok, value, deliveries, dead) {
-    const extra = { method: job.method, host: this.#host, deliveries };
+    // The method as the outcome names it: a refused job's may be anything.
+    const extra = { method: methodProblem(job.method) === null ? job.method : null, host: this.#host, deliveries };
     let text;
     try {
       text = outcomeText(job.id, ok, value, extra);
     } catch (e) {
       ok = false;
       dead = true;
-      text = outcomeText(job.id, false, { code: CODES.InternalError, message: `the result cannot be stored as JSON: ${errorText(e)}` }, extra);
+      value = { code: CODES.InternalError, message: `the result cannot be stored as JSON: ${errorText(e)}` };
+      text = outcomeText(job.id, false, value, extra);
     }
-    const stored = await this.#store(resultSubject(this.#n, job.id), text);
+    const tooBig = (why) => ({ code: CODES.InternalError, message: `the job ran, but its outcome ${why}: it cannot be stored` });
+    const { stored, duplicate, why } = await this.#storeFitting(resultSubject(this.#n, job.id), [text, (why) => outcomeText(job.id, false, tooBig(why), extra)]);
+    if (why !== null) {
+      ok = false;
+      dead = true;
+      value = tooBig(why);
+    }
     if (dead) {
-      await this.#store(deadSubject(this.#n, job.id), JSON.stringify({ job, error: ok ? null : JSON.parse(text).error, deliveries, host: this.#host }));
+      const letter = (j, error) => JSON.stringify({ job: j, error, deliveries, host: this.#host });
+      const error = ok ? null : value;
+      // Too big with its params: without them; too big even so (a huge error message): with
+      // the error that says so.
+      const bare = { id: job.id, method: extra.method, params: null };
+      await this.#storeFitting(deadSubject(this.#n, job.id), [letter(job, error), letter(bare, error), (why) => letter(bare, { code: CODES.InternalError, message: `the dead letter ${why}` })]);
       this.#dead++;
     }
-    if (stored) {
-      if (ok) this.#done++;
-      else this.#failed++;
-    } else this.#duplicates++;
+    // Not stored and no duplicate: not even the error outcome fits (a server whose max payload
+    // is under a few kB). Counted as failed and acknowledged all the same: running it again
+    // would not make it fit.
+    if (duplicate) this.#duplicates++;
+    else if (stored && ok) this.#done++;
+    else this.#failed++;
     m.ack();
   }
 
-  /** Publishes `text` as the only message of `subject`; false if it holds one already. */
-  async #store(subject, text) {
-    try {
-      await this.#js.publish(subject, text, { expect: { lastSubjectSequence: 0 } });
-      return true;
-    } catch (e) {
-      if (e?.code === WRONG_LAST_SEQUENCE || e?.apiError?.()?.err_code === WRONG_LAST_SEQUENCE) return false;
-      throw e;
+  /**
+   * Publishes the first of `texts` that fits as the only message of `subject` (a text, or a
+   * function of why the one before did not fit). Resolves `{ stored, duplicate, why }`:
+   * duplicate if the subject holds a message already, neither if none fits, why null if the
+   * first text fitted.
+   * Rejects when the connection fails: the job stays unacknowledged and comes again.
+   */
+  async #storeFitting(subject, texts) {
+    const { PubHeaders } = jetstreamClient();
+    let why = null;
+    for (const t of texts) {
+      const text = typeof t === 'function' ? t(why) : t;
+      const headers = natsClient().headers();
+      headers.set(PubHeaders.ExpectedLastSubjectSequenceHdr, '0');
+      const over = overLimit(this.#nc, text, headers);
+      if (over !== null) {
+        why = over;
+        continue;
+      }
+      try {
+        await this.#js.publish(subject, text, { headers });
+        return { stored: true, duplicate: false, why };
+      } catch (e) {
+        const code = e?.code ?? e?.apiError?.()?.err_code;
+        if (code === WRONG_LAST_SEQUENCE) return { stored: false, duplicate: true, why };
+        if (code !== MESSAGE_TOO_BIG) throw e;
+        why = `of ${Buffer.byteLength(text)} bytes exceeds the stream's max message size (${e.message})`;
+      }
     }
+    return { stored: false, duplicate: false, why };
   }
 
   /** Takes no more jobs; waits for those in hand to be recorded and acknowledged. */
@@ -292,51 +434,82 @@ class JobClient {
   }
 
   #init() {
-    this.#ready ??= ensureStreams(this.#nc, this.#n).then((jsm) => {
-      this.#jsm = jsm;
-      this.#js = jetstreamClient().jetstream(this.#nc);
-    });
+    this.#ready ??= ensureStreams(this.#nc, this.#n).then(
+      (jsm) => {
+        this.#jsm = jsm;
+        this.#js = jetstreamClient().jetstream(this.#nc);
+      },
+      (e) => {
+        // Not for good (the server was restarting, say): the next call tries again.
+        this.#ready = null;
+        throw e;
+      },
+    );
     return this.#ready;
   }
 
-  /** Puts a job on the work queue; resolves with `{ id, duplicate }` once JetStream stored it. */
+  /** `promise`, rejected with an RpcError: a failure of NATS or JetStream is Unavailable. */
+  #ask(promise, what, data) {
+    return promise.catch((e) => {
+      if (e instanceof RpcError) throw e;
+      throw new RpcError(CODES.Unavailable, `${what}: NATS JetStream did not answer (${errorText(e)})`, data);
+    });
+  }
+
+  /**
+   * Puts a job on the work queue; resolves with `{ id, duplicate }` once JetStream stored it.
+   * `duplicate`: this submission was dropped, since the id has an outcome already or was
+   * submitted within the stream's duplicate window (2 minutes): each id runs once.
+   */
   async submit(method, params, options) {
-    if (typeof method !== 'string') throw new RpcError(CODES.InvalidRequest, `the method must be a string, got ${describe(method)}`);
+    const methodWhy = methodProblem(method);
+    if (methodWhy !== null) throw new RpcError(CODES.InvalidRequest, `submit(): the method ${methodWhy}`);
     const o = knownOptions(options, ['id'], 'submit()');
     const id = o.id ?? crypto.randomUUID();
-    if (typeof id !== 'string' || id === '' || id.length > 256) throw new RpcError(CODES.InvalidRequest, `options.id must be a string of 1 to 256 characters, got ${describe(id)}`);
+    checkId(id, 'submit(): options.id');
     if (params === undefined) params = [];
     else if (!Array.isArray(params)) params = [params];
     const text = `{"id":${JSON.stringify(id)},"method":${JSON.stringify(method)},"params":${toJson(params, 'params')}}`;
-    await this.#init();
-    // The id is also the message id: a job submitted twice within the stream's duplicate
-    // window (2 minutes) is stored once; later, its stored outcome still makes it run once.
-    const ack = await this.#js.publish(this.#n.jobs, text, { msgID: id });
+    // Not answered: the job may be stored or not; submitted again with the same id, it runs once.
+    const what = `submit() of job ${JSON.stringify(id)}, which may or may not be stored (submit it again with the same id: it runs once)`;
+    await this.#ask(this.#init(), what, { id });
+    // An id with an outcome is not submitted again (hosts would not run it either).
+    if ((await this.#ask(storedOutcome(this.#jsm, this.#n, id), what, { id })) !== null) return { id, duplicate: true };
+    // The id (as its key, which a header can carry) is also the message id: a job submitted
+    // twice within the stream's duplicate window is stored once; later, its stored outcome
+    // still makes it run once.
+    const headers = natsClient().headers();
+    headers.set(jetstreamClient().PubHeaders.MsgIdHdr, jobKey(id));
+    const over = overLimit(this.#nc, text, headers);
+    if (over !== null) throw new RpcError(CODES.InvalidParams, `the job ${over}: send less in its params`);
+    const ack = await this.#ask(this.#js.publish(this.#n.jobs, text, { headers }), what, { id });
     return { id, duplicate: ack.duplicate };
   }
 
   /** The stored outcome of job `id`, or null. */
   async outcome(id) {
-    await this.#init();
-    const m = await this.#jsm.streams.getMessage(this.#n.resultStream, { last_by_subj: resultSubject(this.#n, id) });
+    checkId(id, 'outcome()');
+    await this.#ask(this.#init(), 'outcome()');
+    const m = await this.#ask(storedOutcome(this.#jsm, this.#n, id), 'outcome()');
     return m === null ? null : m.json();
   }
 
   /**
    * Resolves with job `id`'s result once it is recorded, or rejects with its RpcError;
-   * `timeout` (ms) rejects with Timeout, `signal` with Aborted.
+   * `timeout` (ms) rejects with Timeout, `signal` with Aborted, a closed connection or a
+   * JetStream request unanswered (the server restarting) with Unavailable.
    */
   async waitFor(id, options) {
     const o = knownOptions(options, ['timeout', 'signal'], 'waitFor()');
-    if (typeof id !== 'string' || id === '') throw new RpcError(CODES.InvalidRequest, `waitFor() takes a job id string, got ${describe(id)}`);
+    checkId(id, 'waitFor()');
     const timeout = timeoutOption(o.timeout, 'waitFor() options.timeout');
-    await this.#init();
+    await this.#ask(this.#init(), 'waitFor()');
     const subject = resultSubject(this.#n, id);
     // Recorded already: read it directly, without a consumer.
-    const stored = await this.#jsm.streams.getMessage(this.#n.resultStream, { last_by_subj: subject });
+    const stored = await this.#ask(storedOutcome(this.#jsm, this.#n, id), 'waitFor()');
     if (stored !== null) return settled(stored.json());
-    const consumer = await this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subject });
-    const messages = await consumer.consume();
+    const consumer = await this.#ask(this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subject }), 'waitFor()');
+    const messages = await this.#ask(consumer.consume(), 'waitFor()');
     let timer = null;
     const onAbort = () => messages.stop();
     let why = null;
@@ -369,19 +542,23 @@ class JobClient {
    * `{ id, result } | { id, error }` (plus method, host, deliveries). Break to stop.
    */
   results() {
-    return this.#follow(`${this.#n.results}.*`);
+    return this.#follow(`${this.#n.results}.*`, 'results()');
   }
 
-  /** Every dead letter so far and each new one: `{ job, error, deliveries, host }`. */
+  /**
+   * Every dead letter so far and each new one: `{ job, error, deliveries, host }`, where `job`
+   * is null for a message that held no valid job id (then `excerpt` holds its first 256
+   * characters) and `job.params` null when they would not fit in one message with the error.
+   */
   deadLetters() {
-    return this.#follow(`${this.#n.dead}.*`);
+    return this.#follow(`${this.#n.dead}.*`, 'deadLetters()');
   }
 
   /** Every message of the result stream on `subjects` so far, then each new one, parsed. */
-  async *#follow(subjects) {
-    await this.#init();
-    const consumer = await this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subjects });
-    const messages = await consumer.consume();
+  async *#follow(subjects, who) {
+    await this.#ask(this.#init(), who);
+    const consumer = await this.#ask(this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subjects }), who);
+    const messages = await this.#ask(consumer.consume(), who);
     try {
       for await (const m of messages) yield m.json();
       // The consumer ends only when the connection does: say so, rather than end as if complete.

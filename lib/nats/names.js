@@ -13,13 +13,26 @@
 //   <subject>.results.<key>       one outcome per job id (stream <name>-results)
 //   <subject>.dead.<key>          a job that failed for good, with its error (same stream)
 //
-// <key> is the job id in base64url, since an id may hold characters a subject token cannot.
+// <key> is the job id in base64url, since an id may hold characters a subject token cannot;
+// a message on the jobs subject that holds no valid job id (not JSON, or its id breaks the rule
+// below) is dead-lettered under `~<sha-256 of its text in base64url>`, which no id's key spells.
+//
+// A subject travels in a protocol line of the server, which closes the connection of a client
+// that sends a line over 4,096 bytes (with a reply subject and sizes). So a job id is 1 to
+// MAX_JOB_ID UTF-16 units (3 UTF-8 bytes a unit at most: a key of at most 4 * MAX_JOB_ID
+// characters), and a service subject at most MAX_SUBJECT_BYTES: the longest job subject,
+// `<subject>.results.<key>`, is 2,057 bytes, leaving room for the reply subject.
+
+const crypto = require('node:crypto');
+const { describe } = require('../errors.js');
 
 const { native } = require('../native.js');
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 // A subject of tokens without wildcards or spaces.
 const SUBJECT = /^[^.*>\s]+(\.[^.*>\s]+)*$/;
+const MAX_SUBJECT_BYTES = 1024;
+const MAX_JOB_ID = 256;
 /**
  * The header of a host's message that is not an answer: `busy` (the host is at its concurrency:
  * send the message again, another host may take it) or `working` (the host still has the
@@ -48,14 +61,37 @@ function names(name, subject) {
   });
 }
 
+/**
+ * Why `id` is not a job id, as the end of a sentence about it ("…id must be …, got …"), or
+ * null: the one rule of submit(), waitFor(), outcome() and the hosts.
+ */
+function jobIdProblem(id) {
+  // Well-formed: a lone surrogate would be encoded as U+FFFD, sharing its key with other ids.
+  if (typeof id === 'string' && id.length >= 1 && id.length <= MAX_JOB_ID && id.isWellFormed()) return null;
+  const got = typeof id === 'string' && id.length > MAX_JOB_ID ? `a string of ${id.length} characters` : typeof id === 'string' && id !== '' ? `${describe(id)}, which holds a lone surrogate` : describe(id);
+  return `must be a string of 1 to ${MAX_JOB_ID} characters (well-formed UTF-16), got ${got}`;
+}
+
+/** A valid job id's key (see the module doc); throws if `id` breaks the rule. */
+function jobKey(id) {
+  const why = jobIdProblem(id);
+  if (why !== null) throw new TypeError(`corepool/nats: a job id ${why}`);
+  return Buffer.from(id, 'utf8').toString('base64url');
+}
+
 /** The results subject of one job id. */
 function resultSubject(n, id) {
-  return `${n.results}.${Buffer.from(id, 'utf8').toString('base64url')}`;
+  return `${n.results}.${jobKey(id)}`;
 }
 
 /** The dead-letter subject of one job id. */
 function deadSubject(n, id) {
-  return `${n.dead}.${Buffer.from(id, 'utf8').toString('base64url')}`;
+  return `${n.dead}.${jobKey(id)}`;
+}
+
+/** The dead-letter subject of a message on the jobs subject that holds no valid job id. */
+function unreadableSubject(n, text) {
+  return `${n.dead}.~${crypto.createHash('sha256').update(text).digest('base64url')}`;
 }
 
 /** `name` and `subject` options, checked (TypeError naming the option). */
@@ -65,8 +101,9 @@ function serviceOptions(o, who) {
     throw new TypeError(`corepool/nats: ${who} options.name must be 1–64 letters, digits, '-' or '_' (a NATS service name), got ${JSON.stringify(name)}`);
   }
   const subject = o.subject ?? name;
-  if (typeof subject !== 'string' || !SUBJECT.test(subject) || subject.startsWith('$')) {
-    throw new TypeError(`corepool/nats: ${who} options.subject must be a NATS subject without wildcards or spaces, got ${JSON.stringify(subject)}`);
+  if (typeof subject !== 'string' || !SUBJECT.test(subject) || subject.startsWith('$') || Buffer.byteLength(subject) > MAX_SUBJECT_BYTES) {
+    const shown = typeof subject === 'string' && subject.length > 80 ? `a string of ${Buffer.byteLength(subject)} bytes` : JSON.stringify(subject);
+    throw new TypeError(`corepool/nats: ${who} options.subject must be a NATS subject without wildcards or spaces, of at most ${MAX_SUBJECT_BYTES} bytes, got ${shown}`);
   }
   return names(name, subject);
 }
@@ -104,4 +141,4 @@ function checkConnection(nc, who) {
   }
 }
 
-module.exports = { SUBJECT, names, resultSubject, deadSubject, serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS };
+module.exports = { SUBJECT, names, jobIdProblem, jobKey, resultSubject, deadSubject, unreadableSubject, serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS };
