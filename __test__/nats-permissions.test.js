@@ -11,6 +11,7 @@ const { connect } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
 const { serve, RemotePool } = require('../nats.js');
 const { startNats, natsServerPath } = require('./nats/server.js');
+const { eventually } = require('./order.js');
 
 const C = RpcError.codes;
 const maybe = natsServerPath() === null ? describe.skip : describe;
@@ -70,11 +71,14 @@ maybe('corepool/nats with the documented permissions (examples/nats-permissions.
     expect(await remote.request({ jsonrpc: '2.0', method: 'echo', params: [3], id: 7 })).toEqual({ jsonrpc: '2.0', result: 3, id: 7 });
     expect(await remote.handle(request('echo', [4]))).toBe('{"jsonrpc":"2.0","result":4,"id":1}');
     expect(await remote.map('echo', [1, 2, 3])).toEqual([1, 2, 3]);
-    // A cancel: the call times out, and its host stops it (the cancel reaches it before the next call).
+    // A cancel: the call times out, and its host stops it. The cancel goes on a subject of its
+    // own, so a later call may reach the host first: wait for the host to count it.
     const cancelled = host.stats().data.cancelled;
     await expect(remote.call('sleep', [10000], { timeout: 50 })).rejects.toMatchObject({ code: C.Timeout });
     expect(await remote.exec('echo', 'after')).toBe('after');
+    await eventually(() => host.stats().data.cancelled > cancelled, 'the host counts the proven cancel');
     expect(host.stats().data.cancelled - cancelled).toBe(1);
+    expect(host.stats().data.cancelsIgnored).toBe(0);
     expect((await remote.hosts()).map((h) => h.id)).toEqual([host.id]);
     expect((await remote.stats()).map((s) => s.id)).toEqual([host.id]);
     // With two hosts known, messages go to each host's own subject (<subject>.host.<id>).

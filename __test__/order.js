@@ -30,4 +30,18 @@ function unlessHung(promise, what, ms = 20_000) {
   return Promise.race([promise, hung]).finally(() => clearTimeout(timer));
 }
 
-module.exports = { sleepEnd, first, unlessHung };
+/**
+ * Resolves once `done()` holds, looking every few milliseconds; behind a hang guard, so a
+ * condition that never comes fails the test naming `what` (nothing says how soon it should).
+ */
+function eventually(done, what) {
+  let stop = false;
+  const poll = (async () => {
+    while (!stop && !done()) await new Promise((resolve) => setTimeout(resolve, 5));
+  })();
+  return unlessHung(poll, what).finally(() => {
+    stop = true;
+  });
+}
+
+module.exports = { sleepEnd, first, unlessHung, eventually };
