@@ -301,6 +301,12 @@ describe('run()', () => {
     expect((await ours.run(1, { name: 'custom' }).catch((x) => x)).code).toBe('E_CUSTOM');
   });
 
+  test('a worker that exits mid-task rejects it with RpcError ServerGone and is replaced', async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    await expect(piscina.run(1, { name: 'exit' })).rejects.toMatchObject({ name: 'RpcError', code: RpcError.codes.ServerGone });
+    expect(await piscina.run(5, { name: 'echo' })).toBe(5);
+  });
+
   test('undefined crosses both ways as undefined', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     expect(await piscina.run(undefined, { name: 'echo' })).toBeUndefined();
