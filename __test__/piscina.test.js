@@ -334,9 +334,11 @@ describe('run()', () => {
     expect(await piscina.run(7, { name: 'echo' })).toBe(7);
   });
 
-  test("Piscina.move() results: the moved value comes back (a Uint8Array's bytes)", async () => {
+  test("Piscina.move(): a moved task and a moved result arrive as their values (a Uint8Array's bytes)", async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     expect(await piscina.run(undefined, { name: 'moved' })).toEqual(new Uint8Array([1, 2, 3]));
+    expect(await piscina.run(Piscina.move(new Uint8Array([7, 8])), { name: 'echo' })).toEqual(new Uint8Array([7, 8]));
+    expect(await piscina.run(Piscina.move({ plain: true }), { name: 'echo' })).toEqual({ plain: true });
   });
 
   test('values structured clone carries but corepool does not yet are refused with a clear error, never changed', async () => {
@@ -416,6 +418,14 @@ describe('close() and destroy()', () => {
     await expect(running).rejects.toThrow('Terminating worker thread');
     await destroyed;
     g.release();
+  });
+
+  test('Symbol.dispose starts close()', async () => {
+    const piscina = pool({ filename: fixture('add.js'), minThreads: 1, maxThreads: 1 });
+    const closed = once(piscina, 'close');
+    piscina[Symbol.dispose]();
+    await closed;
+    await expect(piscina.run({ a: 1, b: 1 })).rejects.toMatchObject({ name: 'AbortError' });
   });
 
   test('Symbol.asyncDispose closes the pool', async () => {

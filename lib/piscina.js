@@ -14,7 +14,7 @@ const { BroadcastChannel, isMainThread, SHARE_ENV } = require('node:worker_threa
 const { Pool, RpcError } = require('../index.js');
 const { after } = require('./timer.js');
 const { version } = require('../package.json');
-const { KEY, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable } = require('./piscina-common.js');
+const { KEY, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved } = require('./piscina-common.js');
 
 const CODES = RpcError.codes;
 const WORKER = path.join(__dirname, 'piscina-worker.js');
@@ -318,6 +318,8 @@ class Piscina extends EventEmitter {
       }
     }
     this.#notStarted.add(controller);
+    // A task Piscina.move() wrapped goes as its value (copied: see docs/piscina.md).
+    if (isMoved(task)) task = task[kValue];
     const params = task === undefined ? [filename, name, 0] : [filename, name, 1, task];
     const submitted = performance.now();
     this.#inflight++;
