@@ -125,6 +125,21 @@ describe("Piscina's README examples, only the import changed", () => {
     expect(await piscina.run({ a: 4, b: 6 })).toBe(10);
   });
 
+  test('Broadcast a message to all worker threads (BroadcastChannel)', async () => {
+    const { BroadcastChannel } = require('node:worker_threads');
+    const piscina = pool({ filename: TASKS, minThreads: 2, maxThreads: 2, atomics: 'disabled' });
+    const g = gate();
+    const channel = `piscina-test-${process.pid}`;
+    const bc = new BroadcastChannel(channel);
+    const runs = [piscina.run({ view: g.view, channel }, { name: 'listen' }), piscina.run({ view: g.view, channel }, { name: 'listen' })];
+    await g.started(2);
+    bc.postMessage('Main thread message');
+    const heard = await Promise.all(runs);
+    bc.close();
+    expect(heard.map((h) => h.replace(/^\d+ /, ''))).toEqual(['received Main thread message', 'received Main thread message']);
+    expect(new Set(heard.map((h) => h.split(' ')[0])).size).toBe(2); // two workers
+  });
+
   test("Backpressure: maxQueue 'auto', queueSize and the 'drain' event", async () => {
     const piscina = pool({ filename: fixture('add.js'), minThreads: 1, maxThreads: 1, maxQueue: 'auto' });
     expect(piscina.options.maxQueue).toBe(1);
