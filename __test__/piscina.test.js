@@ -525,6 +525,11 @@ describe('statics', () => {
     expect(await piscina.run(undefined, { name: 'workerInfo' })).toMatchObject({ isWorkerThread: true, workerData: [1, 'two'] });
   });
 
+  test('an ES module task file imports isWorkerThread and workerData (and node:worker_threads gives the same workerData)', async () => {
+    const piscina = pool({ filename: fixture('info.mjs'), minThreads: 1, maxThreads: 1, workerData: { n: 1 } });
+    expect(await piscina.run()).toEqual({ isWorkerThread: true, workerData: { n: 1 }, nodeWorkerData: { n: 1 }, staticWorkerData: { n: 1 } });
+  });
+
   test('version is corepool’s package version', () => {
     expect(Piscina.version).toBe(require('../package.json').version);
   });
