@@ -9,7 +9,12 @@ declare const kTransferable: unique symbol;
 declare const kValue: unique symbol;
 declare const kQueueOptions: unique symbol;
 
+type PiscinaInstance<T, R> = Piscina<T, R>;
+
 declare namespace Piscina {
+  /** `import { Piscina } from 'corepool/piscina'` names the class's instances too. */
+  type Piscina<T = any, R = any> = PiscinaInstance<T, R>;
+
   /** Piscina's TaskQueue interface (only its empty FIFO queues are accepted: see docs/piscina.md). */
   interface TaskQueue {
     readonly size: number;

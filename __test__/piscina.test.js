@@ -79,6 +79,15 @@ describe('entry point', () => {
   });
 });
 
+test('piscina.d.ts compiles under tsc --strict, accepts the documented uses and refuses the wrong ones', () => {
+  const tscPkg = require.resolve('typescript/package.json');
+  const tsc = path.join(path.dirname(tscPkg), require(tscPkg).bin.tsc);
+  const args = ['--noEmit', '--strict', '--target', 'es2022', '--lib', 'es2022,esnext.disposable', '--module', 'nodenext', '--types', 'node'];
+  const r = spawnSync(process.execPath, [tsc, ...args, path.join(__dirname, 'types', 'piscina-usage.ts')], { encoding: 'utf8' });
+  expect(r.stdout + r.stderr).toBe('');
+  expect(r.status).toBe(0);
+}, 60_000);
+
 describe("Piscina's README examples, only the import changed", () => {
   test('Example: module.exports = ({ a, b }) => a + b', async () => {
     const piscina = pool({ filename: path.resolve(__dirname, 'fixtures/piscina/add.js') });
