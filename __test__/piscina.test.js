@@ -1,0 +1,566 @@
+'use strict';
+// corepool/piscina: Piscina 5's API on corepool's scheduler (docs/piscina.md). Piscina's README
+// examples with only the import changed, each row of the docs' table, and side-by-side checks
+// against real Piscina 5.3 where that is cheap (same results, same errors for bad options).
+// No wall-clock bound anywhere: a task that must hold its worker waits on a shared word.
+
+const path = require('node:path');
+const os = require('node:os');
+const { EventEmitter, once } = require('node:events');
+const { spawnSync } = require('node:child_process');
+const { SHARE_ENV } = require('node:worker_threads');
+const RealPiscina = require('piscina');
+const Piscina = require('../lib/piscina.js');
+const { RpcError } = require('..');
+
+const fixture = (name) => path.join(__dirname, 'fixtures', 'piscina', name);
+const TASKS = fixture('tasks.js');
+
+/** Every pool a test makes, destroyed after it. */
+const pools = [];
+function make(Ctor, options) {
+  const p = new Ctor(options);
+  pools.push(p);
+  return p;
+}
+const pool = (options) => make(Piscina, options);
+afterEach(async () => {
+  await Promise.allSettled(pools.splice(0).map((p) => p.destroy()));
+});
+
+/** A word pair over shared memory for the `hold` tasks: [release, started]. */
+function gate() {
+  const view = new Int32Array(new SharedArrayBuffer(8));
+  return {
+    view,
+    /** Resolves once `n` hold tasks have started. */
+    async started(n = 1) {
+      for (let seen = Atomics.load(view, 1); seen < n; seen = Atomics.load(view, 1)) await Atomics.waitAsync(view, 1, seen).value;
+    },
+    release() {
+      Atomics.store(view, 0, 1);
+      Atomics.notify(view, 0);
+    },
+  };
+}
+
+/** What a promise settles with, as a comparable record (errors by name, message and class name:
+ *  Piscina's come from another realm under jest). */
+function outcome(p) {
+  return p.then(
+    (value) => ({ value }),
+    (e) => ({ error: e !== null && typeof e === 'object' && 'message' in e ? { name: e.name, message: e.message, ctor: e.constructor.name } : e }),
+  );
+}
+
+/** Polls `f()` on the event loop until it is true (no time limit: jest's timeout is the bound). */
+async function until(f) {
+  while (!f()) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('entry point', () => {
+  test('require gives the class, also as .Piscina and .default', () => {
+    expect(typeof Piscina).toBe('function');
+    expect(Piscina.Piscina).toBe(Piscina);
+    expect(Piscina.default).toBe(Piscina);
+    expect(require('corepool/piscina')).toBe(Piscina);
+    expect(new Piscina({ filename: fixture('add.js'), minThreads: 1, maxThreads: 1 })).toBeInstanceOf(EventEmitter);
+  });
+
+  test('import Piscina from, and import { Piscina, move, ... } from, in an ES module', () => {
+    const script = `
+      import Piscina, { Piscina as Named, move, isWorkerThread, workerData, version, transferableSymbol, valueSymbol, FixedQueue, ArrayTaskQueue } from 'corepool/piscina';
+      const pool = new Piscina({ filename: new URL(${JSON.stringify(`file://${fixture('add.mjs')}`)}).href, minThreads: 1, maxThreads: 1 });
+      const sum = await pool.run({ a: 4, b: 6 });
+      console.log(JSON.stringify([Piscina === Named, typeof move, isWorkerThread, workerData ?? null, version, String(transferableSymbol), String(valueSymbol), typeof FixedQueue, typeof ArrayTaskQueue, sum]));`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: path.join(__dirname, '..'), encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual([true, 'function', false, null, require('../package.json').version, 'Symbol(Piscina.transferable)', 'Symbol(Piscina.valueOf)', 'function', 'function', 10]);
+  });
+});
+
+test('piscina.d.ts compiles under tsc --strict, accepts the documented uses and refuses the wrong ones', () => {
+  const tscPkg = require.resolve('typescript/package.json');
+  const tsc = path.join(path.dirname(tscPkg), require(tscPkg).bin.tsc);
+  const args = ['--noEmit', '--strict', '--target', 'es2022', '--lib', 'es2022,esnext.disposable', '--module', 'nodenext', '--types', 'node'];
+  const r = spawnSync(process.execPath, [tsc, ...args, path.join(__dirname, 'types', 'piscina-usage.ts')], { encoding: 'utf8' });
+  expect(r.stdout + r.stderr).toBe('');
+  expect(r.status).toBe(0);
+}, 60_000);
+
+describe("Piscina's README examples, only the import changed", () => {
+  test('Example: module.exports = ({ a, b }) => a + b', async () => {
+    const piscina = pool({ filename: path.resolve(__dirname, 'fixtures/piscina/add.js') });
+    const result = await piscina.run({ a: 4, b: 6 });
+    expect(result).toBe(10);
+  });
+
+  test('the worker may be an async function', async () => {
+    const piscina = pool({ filename: fixture('add-async.js') });
+    expect(await piscina.run({ a: 4, b: 6 })).toBe(10);
+  });
+
+  test('ESM worker with a file:// URL (.href) as filename', async () => {
+    const piscina = pool({ filename: new URL(`file://${fixture('add.mjs')}`).href });
+    expect(await piscina.run({ a: 4, b: 6 })).toBe(10);
+  });
+
+  test('Exporting multiple worker functions', async () => {
+    const piscina = pool({ filename: fixture('multiple.js') });
+    const res = await Promise.all([piscina.run({ a: 4, b: 6 }, { name: 'add' }), piscina.run({ a: 4, b: 6 }, { name: 'multiply' })]);
+    expect(res).toEqual([10, 24]);
+  });
+
+  test('Cancelable Tasks: an AbortController', async () => {
+    const piscina = pool({ filename: fixture('add.js') });
+    const abortController = new AbortController();
+    const { signal } = abortController;
+    const task = piscina.run({ a: 4, b: 6 }, { signal });
+    abortController.abort();
+    await expect(task).rejects.toMatchObject({ name: 'AbortError', message: 'The task has been aborted' });
+  });
+
+  test("Cancelable Tasks: any EventEmitter that emits 'abort'", async () => {
+    const piscina = pool({ filename: fixture('add.js') });
+    const ee = new EventEmitter();
+    const task = piscina.run({ a: 4, b: 6 }, { signal: ee });
+    ee.emit('abort');
+    await expect(task).rejects.toMatchObject({ name: 'AbortError' });
+    expect(ee.listenerCount('abort')).toBe(0);
+  });
+
+  test('Delaying Availability of Workers: the module exports a Promise of the function', async () => {
+    const piscina = pool({ filename: fixture('delayed.js') });
+    expect(await piscina.run({ a: 4, b: 6 })).toBe(10);
+  });
+
+  test('Broadcast a message to all worker threads (BroadcastChannel)', async () => {
+    const { BroadcastChannel } = require('node:worker_threads');
+    const piscina = pool({ filename: TASKS, minThreads: 2, maxThreads: 2, atomics: 'disabled' });
+    const g = gate();
+    const channel = `piscina-test-${process.pid}`;
+    const bc = new BroadcastChannel(channel);
+    const runs = [piscina.run({ view: g.view, channel }, { name: 'listen' }), piscina.run({ view: g.view, channel }, { name: 'listen' })];
+    await g.started(2);
+    bc.postMessage('Main thread message');
+    const heard = await Promise.all(runs);
+    bc.close();
+    expect(heard.map((h) => h.replace(/^\d+ /, ''))).toEqual(['received Main thread message', 'received Main thread message']);
+    expect(new Set(heard.map((h) => h.split(' ')[0])).size).toBe(2); // two workers
+  });
+
+  test("Backpressure: maxQueue 'auto', queueSize and the 'drain' event", async () => {
+    const piscina = pool({ filename: fixture('add.js'), minThreads: 1, maxThreads: 1, maxQueue: 'auto' });
+    expect(piscina.options.maxQueue).toBe(1);
+    const events = [];
+    piscina.on('drain', () => events.push('drain'));
+    piscina.on('needsDrain', () => events.push('needsDrain'));
+    const results = await Promise.all([piscina.run({ a: 1, b: 1 })]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(results).toEqual([2]);
+    expect(events).toEqual(['needsDrain', 'drain']);
+    expect(piscina.queueSize).toBe(0);
+  });
+});
+
+describe('options', () => {
+  const BAD = [
+    [{ filename: 12 }],
+    [{ name: 12 }],
+    [{ minThreads: -1 }],
+    [{ minThreads: '1' }],
+    [{ maxThreads: 0 }],
+    [{ minThreads: 4, maxThreads: 2 }],
+    [{ idleTimeout: -1 }],
+    [{ maxQueue: -1 }],
+    [{ maxQueue: 'lots' }],
+    [{ concurrentTasksPerWorker: 0 }],
+    [{ atomics: 'yes' }],
+    [{ resourceLimits: null }],
+    [{ taskQueue: {} }],
+    [{ niceIncrement: -1 }],
+    [{ trackUnmanagedFds: 1 }],
+    [{ closeTimeout: -5 }],
+    [{ workerHistogram: 'no' }],
+    [{ stricterFIFO: 1 }],
+  ];
+  test.each(BAD)('%j throws what Piscina throws (same class, same message)', (options) => {
+    const caught = (Ctor) => {
+      try {
+        make(Ctor, options);
+      } catch (e) {
+        return [e.constructor.name, e.message];
+      }
+      return 'no error';
+    };
+    const real = caught(RealPiscina);
+    expect(real).not.toBe('no error');
+    expect(caught(Piscina)).toEqual(real);
+  });
+
+  test('the resolved options are the ones Piscina resolves', async () => {
+    const cases = [{}, { minThreads: 3 }, { maxThreads: 1 }, { minThreads: 2, maxThreads: 4, maxQueue: 'auto' }, { name: 'add', idleTimeout: 50, closeTimeout: 100, concurrentTasksPerWorker: 2, recordTiming: false }];
+    const keys = ['filename', 'name', 'minThreads', 'maxThreads', 'idleTimeout', 'maxQueue', 'concurrentTasksPerWorker', 'atomics', 'niceIncrement', 'trackUnmanagedFds', 'closeTimeout', 'recordTiming', 'stricterFIFO', 'workerHistogram'];
+    const pick = (o) => Object.fromEntries(keys.map((k) => [k, o[k]]));
+    for (const c of cases) {
+      const options = { filename: fixture('multiple.js'), ...c };
+      const real = make(RealPiscina, options);
+      const ours = pool(options);
+      expect([c, pick(ours.options)]).toEqual([c, pick(real.options)]);
+      expect([ours.minThreads, ours.maxThreads]).toEqual([real.minThreads, real.maxThreads]);
+    }
+  });
+
+  test('minThreads and maxThreads bound the workers, idleTimeout retires the extra ones', async () => {
+    const g = gate();
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 2, idleTimeout: 20 });
+    const held = [piscina.run(g.view, { name: 'hold' }), piscina.run(g.view, { name: 'hold' })];
+    await g.started(2);
+    expect(piscina.threads.length).toBe(2);
+    g.release();
+    expect(await Promise.all(held)).toEqual(['released', 'released']);
+    await until(() => piscina.threads.length === 1);
+    expect(piscina.threads.length).toBe(1);
+  });
+
+  test('maxQueue: a full queue rejects with "Task queue is at limit"; maxQueue 0 with "No task queue available..."', async () => {
+    for (const [maxQueue, message] of [
+      [1, 'Task queue is at limit'],
+      [0, 'No task queue available and all Workers are busy'],
+    ]) {
+      const g = gate();
+      const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, maxQueue });
+      const running = piscina.run(g.view, { name: 'hold' });
+      await g.started();
+      const queued = maxQueue === 1 ? piscina.run(1, { name: 'echo' }) : null;
+      await expect(piscina.run(2, { name: 'echo' })).rejects.toThrow(message);
+      g.release();
+      expect(await running).toBe('released');
+      if (queued !== null) expect(await queued).toBe(1);
+    }
+  });
+
+  test('concurrentTasksPerWorker is corepool concurrency: two tasks share one worker', async () => {
+    const g = gate();
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });
+    const both = [piscina.run(g.view, { name: 'holdAsync' }), piscina.run(g.view, { name: 'holdAsync' })];
+    await g.started(2); // both run at once on the one worker
+    expect(piscina.threads.length).toBe(1);
+    expect(piscina.threads[0].running).toBe(2);
+    g.release();
+    expect(await Promise.all(both)).toEqual(['released', 'released']);
+  });
+
+  test('env, argv, execArgv, resourceLimits and workerData reach the workers', async () => {
+    const piscina = pool({
+      filename: TASKS,
+      minThreads: 1,
+      maxThreads: 1,
+      env: { PISCINA_TEST: 'yes' },
+      argv: ['one', 'two'],
+      execArgv: ['--no-warnings'],
+      resourceLimits: { maxOldGenerationSizeMb: 64 },
+      workerData: { hello: 'world' },
+    });
+    expect(await piscina.run('PISCINA_TEST', { name: 'env' })).toBe('yes');
+    expect(await piscina.run(undefined, { name: 'argv' })).toEqual(['one', 'two']);
+    expect(await piscina.run(undefined, { name: 'workerInfo' })).toMatchObject({ isWorkerThread: true, workerData: { hello: 'world' }, nodeWorkerData: { hello: 'world' } });
+  });
+
+  (process.platform === 'linux' ? test : test.skip)('niceIncrement lowers the workers’ priority (Linux)', async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, niceIncrement: 5 });
+    expect(await piscina.run(undefined, { name: 'nice' })).toBe(Math.min(19, os.getPriority() + 5));
+  });
+
+  test('atomics, useAtomics, trackUnmanagedFds, stricterFIFO, workerHistogram and a FIFO taskQueue are accepted', async () => {
+    for (const options of [{ atomics: 'disabled' }, { useAtomics: false }, { trackUnmanagedFds: false }, { stricterFIFO: true }, { workerHistogram: true }, { taskQueue: new Piscina.FixedQueue() }, { taskQueue: new RealPiscina.FixedQueue() }, { taskQueue: new Piscina.ArrayTaskQueue() }]) {
+      const piscina = pool({ filename: fixture('add.js'), minThreads: 1, maxThreads: 1, ...options });
+      expect(await piscina.run({ a: 1, b: 2 })).toBe(3);
+    }
+  });
+
+  test('what corepool cannot honour is refused, saying why', () => {
+    const custom = { size: 0, push() {}, shift() {}, remove() {} };
+    expect(() => pool({ filename: TASKS, taskQueue: custom })).toThrow(/custom TaskQueue cannot be used: corepool's native scheduler keeps its own first-in-first-out queue/);
+    expect(() => pool({ filename: TASKS, loadBalancer: (a, b) => a ?? b })).toThrow(/loadBalancer cannot be used/);
+    expect(() => pool({ filename: TASKS, env: SHARE_ENV })).toThrow(/env cannot be SHARE_ENV/);
+    expect(() => pool({ filename: TASKS, useAtomics: 'yes' })).toThrow(TypeError);
+  });
+});
+
+describe('run()', () => {
+  test('bad run options reject as Piscina rejects them', async () => {
+    const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    for (const options of [null, 12, { transferList: 1 }, { filename: 1 }, { name: 1 }, { signal: 1 }]) {
+      const r = await outcome(real.run(1, options));
+      expect(r.error).toBeDefined();
+      expect([options, await outcome(ours.run(1, options))]).toEqual([options, r]);
+    }
+  });
+
+  test('no filename anywhere: "filename must be provided...", as Piscina', async () => {
+    const real = await outcome(make(RealPiscina, { minThreads: 1, maxThreads: 1 }).run(1));
+    expect(await outcome(pool({ minThreads: 1, maxThreads: 1 }).run(1))).toEqual(real);
+  });
+
+  test('a filename per run, and a name the file does not export (Piscina’s message)', async () => {
+    const piscina = pool({ minThreads: 1, maxThreads: 1 });
+    expect(await piscina.run({ a: 2, b: 3 }, { filename: fixture('multiple.js'), name: 'multiply' })).toBe(6);
+    expect(await piscina.run({ a: 2, b: 3 }, { filename: `file://${fixture('add.mjs')}` })).toBe(5);
+    const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const expected = await outcome(real.run(1, { name: 'missing' }));
+    expect(await outcome(piscina.run(1, { filename: TASKS, name: 'missing' }))).toEqual(expected);
+  });
+
+  test("a task's thrown error rejects run with that error, as under Piscina", async () => {
+    const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    for (const name of ['typeError', 'rejects', 'custom', 'throwString']) {
+      expect([name, await outcome(ours.run(1, { name }))]).toEqual([name, await outcome(real.run(1, { name }))]);
+    }
+    const e = await ours.run(1, { name: 'typeError' }).catch((x) => x);
+    expect(e).toBeInstanceOf(TypeError);
+    expect(e.stack).toContain('tasks.js'); // the worker's stack, as Piscina gives it
+    expect((await ours.run(1, { name: 'custom' }).catch((x) => x)).code).toBe('E_CUSTOM');
+  });
+
+  test('a worker that exits mid-task rejects it with RpcError ServerGone and is replaced', async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    await expect(piscina.run(1, { name: 'exit' })).rejects.toMatchObject({ name: 'RpcError', code: RpcError.codes.ServerGone });
+    expect(await piscina.run(5, { name: 'echo' })).toBe(5);
+  });
+
+  test('undefined crosses both ways as undefined', async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    expect(await piscina.run(undefined, { name: 'echo' })).toBeUndefined();
+    expect(await piscina.run({ a: [1, 'x', null] }, { name: 'echo' })).toEqual({ a: [1, 'x', null] });
+  });
+
+  test('an abort before the start, while queued and while running: AbortError as Piscina’s, the reason as cause', async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const pre = AbortSignal.abort('early');
+    const [ours, theirs] = await Promise.all([piscina.run(1, { name: 'echo', signal: pre }).catch((e) => e), real.run(1, { name: 'echo', signal: pre }).catch((e) => e)]);
+    expect([ours.name, ours.message, ours.cause, ours instanceof Error]).toEqual([theirs.name, theirs.message, theirs.cause, true]);
+
+    const g = gate();
+    const running = new AbortController();
+    const queued = new AbortController();
+    const held = piscina.run(g.view, { name: 'hold', signal: running.signal });
+    await g.started();
+    const waiting = piscina.run(1, { name: 'echo', signal: queued.signal });
+    queued.abort('changed my mind');
+    await expect(waiting).rejects.toMatchObject({ name: 'AbortError', message: 'The task has been aborted', cause: 'changed my mind' });
+    running.abort();
+    await expect(held).rejects.toMatchObject({ name: 'AbortError' });
+    g.release();
+    expect(await piscina.run(7, { name: 'echo' })).toBe(7);
+  });
+
+  test("Piscina.move(): a moved task and a moved result arrive as their values (a Uint8Array's bytes)", async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    expect(await piscina.run(undefined, { name: 'moved' })).toEqual(new Uint8Array([1, 2, 3]));
+    expect(await piscina.run(Piscina.move(new Uint8Array([7, 8])), { name: 'echo' })).toEqual(new Uint8Array([7, 8]));
+    expect(await piscina.run(Piscina.move({ plain: true }), { name: 'echo' })).toEqual({ plain: true });
+  });
+
+  test('values structured clone carries but corepool does not yet are refused with a clear error, never changed', async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    await expect(piscina.run(new Date(0), { name: 'date' })).rejects.toMatchObject({ name: 'RpcError', code: RpcError.codes.InvalidParams, message: expect.stringContaining('is a Date') });
+    await expect(piscina.run(new Map([[1, 2]]), { name: 'echo' })).rejects.toMatchObject({ code: RpcError.codes.InvalidParams, message: expect.stringContaining('Map') });
+    await expect(piscina.run(undefined, { name: 'movedBuffer' })).rejects.toMatchObject({ code: RpcError.codes.InvalidParams, message: expect.stringContaining('ArrayBuffer') });
+  });
+
+  // These wait on structured-clone values in corepool's pool (another engineer's work).
+  test.todo('a Date round-trips through run() as a Date (waits on structured-clone values in the pool)');
+  test.todo('a Map round-trips through run() as a Map (waits on structured-clone values in the pool)');
+  test.todo('Piscina.move(arrayBuffer) in a task returns an ArrayBuffer (waits on structured-clone values in the pool)');
+});
+
+describe('close() and destroy()', () => {
+  test('close() lets running and queued tasks finish, then later runs reject with an AbortError', async () => {
+    const g = gate();
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const running = piscina.run(g.view, { name: 'hold' });
+    await g.started();
+    const queued = piscina.run('queued', { name: 'echo' });
+    const closed = piscina.close();
+    const closeEvent = once(piscina, 'close');
+    await expect(piscina.run(1, { name: 'echo' })).rejects.toMatchObject({ name: 'AbortError', cause: 'queue is being terminated' });
+    g.release();
+    expect(await running).toBe('released');
+    expect(await queued).toBe('queued');
+    await closed;
+    await closeEvent;
+    expect(piscina.completed).toBe(2);
+  });
+
+  test('close({ force: true }) rejects the tasks not started (AbortError, "pool is closed") and lets the running one finish', async () => {
+    const g = gate();
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const running = piscina.run(g.view, { name: 'hold' });
+    await g.started();
+    const queued = piscina.run('queued', { name: 'echo' });
+    const closed = piscina.close({ force: true });
+    await expect(queued).rejects.toMatchObject({ name: 'AbortError', message: 'The task has been aborted', cause: 'pool is closed' });
+    g.release();
+    expect(await running).toBe('released');
+    await closed;
+  });
+
+  test('close() option checks are Piscina’s', async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+    for (const options of [null, { force: 'yes' }]) {
+      expect([options, await outcome(piscina.close(options))]).toEqual([options, await outcome(real.close(options))]);
+    }
+  });
+
+  test("closeTimeout: 'error' (Close operation timed out), then the pool is destroyed and 'close' fires", async () => {
+    const g = gate();
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, closeTimeout: 10 });
+    const running = outcome(piscina.run(g.view, { name: 'holdAsync' }));
+    await g.started();
+    const events = [];
+    piscina.on('error', (e) => events.push(`error: ${e.message}`));
+    piscina.on('close', () => events.push('close'));
+    await piscina.close();
+    expect(events).toEqual(['error: Close operation timed out', 'close']);
+    expect(await running).toEqual({ error: { name: 'Error', message: 'Terminating worker thread', ctor: 'Error' } });
+    g.release();
+  });
+
+  test('destroy() rejects the queued tasks with "Terminating worker thread", as Piscina', async () => {
+    const g = gate();
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const running = piscina.run(g.view, { name: 'holdAsync' });
+    await g.started();
+    const queued = piscina.run(1, { name: 'echo' });
+    const destroyed = piscina.destroy();
+    await expect(queued).rejects.toThrow('Terminating worker thread');
+    await expect(running).rejects.toThrow('Terminating worker thread');
+    await destroyed;
+    g.release();
+  });
+
+  test('Symbol.dispose starts close()', async () => {
+    const piscina = pool({ filename: fixture('add.js'), minThreads: 1, maxThreads: 1 });
+    const closed = once(piscina, 'close');
+    piscina[Symbol.dispose]();
+    await closed;
+    await expect(piscina.run({ a: 1, b: 1 })).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  test('Symbol.asyncDispose closes the pool', async () => {
+    const piscina = pool({ filename: fixture('add.js'), minThreads: 1, maxThreads: 1 });
+    expect(await piscina.run({ a: 1, b: 1 })).toBe(2);
+    await piscina[Symbol.asyncDispose]();
+    await expect(piscina.run({ a: 1, b: 1 })).rejects.toMatchObject({ name: 'AbortError' });
+  });
+});
+
+describe('events', () => {
+  test("'needsDrain' and 'drain' come in Piscina's order for the same runs", async () => {
+    const record = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });
+      const events = [];
+      p.on('drain', () => events.push('drain'));
+      p.on('needsDrain', () => events.push(`needsDrain ${p.needsDrain}`));
+      await p.run(1, { name: 'echo' }); // one of two slots: neither event
+      events.push('one done');
+      await Promise.all([p.run(1, { name: 'echo' }), p.run(2, { name: 'echo' })]);
+      await new Promise((resolve) => setImmediate(resolve));
+      events.push(`after ${p.needsDrain}`);
+      return [...new Set(events)]; // Piscina may repeat needsDrain while full: the order is what counts
+    };
+    expect(await record(Piscina)).toEqual(await record(RealPiscina));
+  });
+
+  test("'message': what a task posts on parentPort", async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const message = once(piscina, 'message');
+    expect(await piscina.run({ hello: 'main' }, { name: 'post' })).toBe('posted');
+    expect(await message).toEqual([{ hello: 'main' }]);
+  });
+});
+
+describe('properties', () => {
+  test('completed, queueSize, idleThreads, threads and needsDrain follow the tasks', async () => {
+    const g = gate();
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    await until(() => piscina.threads.length === 1);
+    expect([piscina.completed, piscina.queueSize, piscina.idleThreads, piscina.needsDrain]).toEqual([0, 0, 1, false]);
+    const running = piscina.run(g.view, { name: 'hold' });
+    await g.started();
+    const queued = [piscina.run(1, { name: 'echo' }), piscina.run(2, { name: 'echo' })];
+    expect([piscina.queueSize, piscina.idleThreads, piscina.needsDrain]).toEqual([2, 0, true]);
+    expect(piscina.threads).toEqual([expect.objectContaining({ threadId: expect.any(Number), running: 1 })]);
+    g.release();
+    await Promise.all([running, ...queued]);
+    expect([piscina.completed, piscina.queueSize]).toEqual([3, 0]);
+  });
+
+  test('duration grows; runTime, waitTime and histogram have Piscina’s shape; utilization is a share', async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+    for (let i = 0; i < 5; i++) await Promise.all([piscina.run({ ms: 2, value: i }, { name: 'wait' }), real.run({ ms: 2, value: i }, { name: 'wait' })]);
+    const d = piscina.duration;
+    expect(d).toBeGreaterThan(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(piscina.duration).toBeGreaterThanOrEqual(d);
+    expect(Object.keys(piscina.runTime).sort()).toEqual(Object.keys(real.histogram.runTime).sort());
+    expect(Object.keys(piscina.histogram.waitTime).sort()).toEqual(Object.keys(real.histogram.waitTime).sort());
+    expect(piscina.runTime.min).toBeGreaterThan(0);
+    expect(piscina.runTime.max).toBeGreaterThanOrEqual(piscina.runTime.min);
+    expect(piscina.utilization).toBeGreaterThan(0);
+    expect(piscina.utilization).toBeLessThanOrEqual(1);
+    piscina.histogram.resetRunTime();
+    expect(piscina.utilization).toBe(0);
+  });
+
+  test('recordTiming: false records nothing, as Piscina', async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, recordTiming: false });
+    await piscina.run(1, { name: 'echo' });
+    expect([piscina.runTime, piscina.histogram.runTime, piscina.histogram.waitTime, piscina.utilization]).toEqual([undefined, undefined, undefined, 0]);
+  });
+});
+
+describe('statics', () => {
+  test('isWorkerThread is false here and true in a task; workerData is the option there', async () => {
+    expect(Piscina.isWorkerThread).toBe(false);
+    expect(Piscina.workerData).toBeUndefined();
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, workerData: [1, 'two'] });
+    expect(await piscina.run(undefined, { name: 'workerInfo' })).toMatchObject({ isWorkerThread: true, workerData: [1, 'two'] });
+  });
+
+  test('an ES module task file imports isWorkerThread and workerData (and node:worker_threads gives the same workerData)', async () => {
+    const piscina = pool({ filename: fixture('info.mjs'), minThreads: 1, maxThreads: 1, workerData: { n: 1 } });
+    expect(await piscina.run()).toEqual({ isWorkerThread: true, workerData: { n: 1 }, nodeWorkerData: { n: 1 }, staticWorkerData: { n: 1 } });
+  });
+
+  test('version is corepool’s package version', () => {
+    expect(Piscina.version).toBe(require('../package.json').version);
+  });
+
+  test('move(), transferableSymbol and valueSymbol are Piscina’s', () => {
+    expect(Piscina.transferableSymbol).toBe(RealPiscina.transferableSymbol);
+    expect(Piscina.valueSymbol).toBe(RealPiscina.valueSymbol);
+    expect(Piscina.queueOptionsSymbol).toBe(RealPiscina.queueOptionsSymbol);
+    const view = new Uint8Array(4);
+    const obj = { a: 1 };
+    for (const [value, transferable] of [
+      [view, view.buffer],
+      [obj, obj],
+    ]) {
+      const ours = Piscina.move(value);
+      const theirs = RealPiscina.move(value);
+      expect([ours[Piscina.transferableSymbol], ours[Piscina.valueSymbol]]).toEqual([theirs[RealPiscina.transferableSymbol], theirs[RealPiscina.valueSymbol]]);
+      expect(ours[Piscina.transferableSymbol]).toBe(transferable);
+      expect(ours[Piscina.valueSymbol]).toBe(value);
+    }
+    for (const primitive of [1, 'x', null, undefined]) expect(Piscina.move(primitive)).toBe(primitive);
+    const own = { [Piscina.transferableSymbol]: obj, [Piscina.valueSymbol]: obj };
+    expect(Piscina.move(own)).toBe(own); // already Transferable: marked, not wrapped
+  });
+});

@@ -1,0 +1,26 @@
+'use strict';
+// What lib/piscina.js (the pool's thread) and lib/piscina-worker.js (its workers) share: the
+// key of the workers' settings, the mark of a Piscina worker thread, and Piscina's symbols.
+
+/** The key, in the workers' workerData envelope, of corepool/piscina's own settings. */
+const KEY = '__corepoolPiscina';
+/** Set on globalThis by lib/piscina-worker.js before any task file loads. */
+const WORKER_MARK = Symbol.for('corepool.piscina.worker');
+/** Piscina's own public symbols (Symbol.for, so they are the same as real Piscina's). */
+const kTransferable = Symbol.for('Piscina.transferable');
+const kValue = Symbol.for('Piscina.valueOf');
+const kQueueOptions = Symbol.for('Piscina.queueOptions');
+/** Marks what Piscina.move() returned. */
+const kMovable = Symbol.for('corepool.piscina.movable');
+
+/** Piscina's `isTransferable`: an object with both symbols. */
+function isTransferable(value) {
+  return value !== null && typeof value === 'object' && kTransferable in value && kValue in value;
+}
+
+/** What Piscina.move() returned (Piscina's `isMovable`). */
+function isMoved(value) {
+  return isTransferable(value) && value[kMovable] === true;
+}
+
+module.exports = { KEY, RESULT: KEY, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved };

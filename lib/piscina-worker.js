@@ -1,0 +1,130 @@
+'use strict';
+// The task file corepool/piscina gives corepool (lib/piscina.js): every worker of a Piscina
+// pool loads this file, which then loads the user's task files as Piscina's worker does (a
+// default export or `module.exports`, named exports by `name`, an exported Promise of the
+// function, another `filename` per task). It serves one method, `piscina`.
+//
+// - `require('node:worker_threads').workerData` and `Piscina.workerData` are the pool's
+//   `workerData` option (this file takes its own settings out of the envelope first).
+// - `Piscina.isWorkerThread` is true here: this file marks the thread before any task file
+//   is loaded.
+// - `niceIncrement` lowers this thread's priority (Linux; elsewhere ignored), as Piscina's
+//   worker does with @napi-rs/nice.
+// - A task's result that `Piscina.move()` wrapped goes back as its value; a thrown error goes
+//   back as its name, message, stack and own primitive fields, and the pool makes an Error of
+//   them again; each outcome carries the task's running time (for `runTime` / `waitTime`).
+
+const workerThreads = require('node:worker_threads');
+const { syncBuiltinESMExports } = require('node:module');
+const { pathToFileURL } = require('node:url');
+const { performance } = require('node:perf_hooks');
+const fs = require('node:fs');
+const os = require('node:os');
+const { KEY, WORKER_MARK, RESULT, isMoved, kValue } = require('./piscina-common.js');
+
+const envelope = workerThreads.workerData;
+const own = envelope?.[KEY] ?? {};
+workerThreads.workerData = envelope?.user;
+syncBuiltinESMExports();
+globalThis[WORKER_MARK] = Object.freeze({ workerData: envelope?.user });
+
+if (own.niceIncrement > 0 && process.platform === 'linux') {
+  try {
+    // /proc/thread-self names this thread's own id: setpriority() on it changes this thread only.
+    const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
+    os.setPriority(tid, Math.min(19, os.getPriority(tid) + own.niceIncrement));
+  } catch {
+    // As Piscina without @napi-rs/nice: the priority stays as it was.
+  }
+}
+
+// Piscina's 'message' event: what a task file posts on parentPort reaches the pool's 'message'
+// listeners. corepool's task workers keep parentPort for their own messages (objects with a
+// `corepool` key), so those go on as before and the rest go through this pool's channel.
+if (typeof own.channel === 'string' && workerThreads.parentPort !== null) {
+  const port = workerThreads.parentPort;
+  const post = port.postMessage;
+  const channel = new workerThreads.BroadcastChannel(own.channel);
+  channel.unref();
+  port.postMessage = function postMessage(message, transferList) {
+    if (message !== null && typeof message === 'object' && 'corepool' in message) return post.call(port, message, transferList);
+    return channel.postMessage(message);
+  };
+}
+
+/** filename + '\0' + name → the handler (a Promise of it while it loads). */
+const handlers = new Map();
+
+/** Piscina's worker's lookup: the module's export `name`, awaited (a module may export a Promise of its function). */
+async function load(filename, name) {
+  const ns = await import(pathToFileURL(filename).href);
+  let handler = await ns[name];
+  const main = ns.default;
+  if (typeof handler !== 'function' && name !== 'default' && main !== null && (typeof main === 'object' || typeof main === 'function')) {
+    handler = await main[name];
+  }
+  if (typeof handler !== 'function') throw new Error(`No handler function exported from ${filename}`);
+  return handler;
+}
+
+function handlerFor(filename, name) {
+  const key = `${filename}\0${name}`;
+  let h = handlers.get(key);
+  if (h === undefined) {
+    h = load(filename, name);
+    handlers.set(key, h);
+    // A file that failed to load is tried again by the next task, as Piscina does.
+    h.catch(() => handlers.delete(key));
+  }
+  return h;
+}
+
+// As Piscina's worker, the default task file is loaded when the worker starts.
+if (typeof own.filename === 'string') handlerFor(own.filename, own.name).catch(() => {});
+
+/** A thrown value → what can cross: name, message, stack and own primitive fields. */
+function errorOut(e, ms) {
+  const out = new Error();
+  const fields = { ms };
+  try {
+    if (e !== null && typeof e === 'object') {
+      fields.name = typeof e.name === 'string' ? e.name : 'Error';
+      out.message = typeof e.message === 'string' ? e.message : String(e);
+      if (typeof e.stack === 'string') fields.stack = e.stack;
+      for (const key of Object.keys(e)) {
+        const v = e[key];
+        if (key !== 'name' && key !== 'message' && key !== 'stack' && (v === null || ['string', 'number', 'boolean'].includes(typeof v))) fields[key] = v;
+      }
+    } else {
+      fields.name = 'Error';
+      fields.thrownValue = true; // a thrown string, number...: the pool rejects with it as it is
+      fields.thrown = e === undefined ? null : e;
+      out.message = String(e);
+    }
+  } catch {
+    out.message = 'an exception that cannot be described';
+  }
+  fields[RESULT] = true; // tells the pool this error is a task's (lib/piscina.js)
+  for (const [k, v] of Object.entries(fields)) Object.defineProperty(out, k, { value: v, enumerable: true });
+  return out;
+}
+
+/**
+ * `piscina(filename, name, hasTask, task?, ctx)`: runs the task; resolves with
+ * `[ms, result?]` (ms: the handler's running time; no result when it is undefined).
+ */
+exports.piscina = async function piscina(filename, name, hasTask, ...rest) {
+  const task = hasTask ? rest[0] : undefined;
+  const ctx = rest.at(-1);
+  const started = performance.now();
+  ctx.progress(1); // tells the pool this task has started (close({ force: true }) spares it)
+  try {
+    const handler = await handlerFor(filename, name);
+    let result = await handler(task);
+    if (isMoved(result)) result = result[kValue];
+    // undefined would cross as null: it crosses as an absent third element.
+    return result === undefined ? [performance.now() - started] : [performance.now() - started, result];
+  } catch (e) {
+    throw errorOut(e, performance.now() - started);
+  }
+};

@@ -1,0 +1,588 @@
+'use strict';
+// corepool/piscina: Piscina 5's API on corepool's scheduler. `new Piscina(options)` makes a
+// corepool Pool of JavaScript workers whose task file is lib/piscina-worker.js; that file loads
+// the user's task files as Piscina's worker does, so `run(task, { name, filename })` works for
+// any file and export. Options are checked with Piscina's own messages; what corepool cannot
+// honour is refused with a message that says why (docs/piscina.md has the table).
+
+const { EventEmitter } = require('node:events');
+const path = require('node:path');
+const os = require('node:os');
+const { fileURLToPath } = require('node:url');
+const { performance, createHistogram } = require('node:perf_hooks');
+const { BroadcastChannel, isMainThread, SHARE_ENV } = require('node:worker_threads');
+const { Pool, RpcError } = require('../index.js');
+const { after } = require('./timer.js');
+const { version } = require('../package.json');
+const { KEY, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved } = require('./piscina-common.js');
+
+const CODES = RpcError.codes;
+const WORKER = path.join(__dirname, 'piscina-worker.js');
+
+function cores() {
+  return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+}
+
+/** Piscina's errors (its src/errors.ts), same messages. */
+const Errors = {
+  ThreadTermination: () => new Error('Terminating worker thread'),
+  FilenameNotProvided: () => new Error('filename must be provided to run() or in options object'),
+  TaskQueueAtLimit: () => new Error('Task queue is at limit'),
+  NoTaskQueueAvailable: () => new Error('No task queue available and all Workers are busy'),
+  CloseTimeout: () => new Error('Close operation timed out'),
+};
+
+/** Piscina's AbortError: name 'AbortError', message 'The task has been aborted', the reason as cause. */
+class AbortError extends Error {
+  constructor(reason) {
+    super('The task has been aborted', { cause: reason });
+  }
+
+  get name() {
+    return 'AbortError';
+  }
+}
+
+/** Piscina's two FIFO task queues. corepool's scheduler queues tasks itself (FIFO); these are accepted as `taskQueue` and stay empty. */
+class ArrayTaskQueue {
+  tasks = [];
+
+  get size() {
+    return this.tasks.length;
+  }
+
+  shift() {
+    return this.tasks.shift() ?? null;
+  }
+
+  push(task) {
+    this.tasks.push(task);
+  }
+
+  remove(task) {
+    const i = this.tasks.indexOf(task);
+    if (i !== -1) this.tasks.splice(i, 1);
+  }
+}
+
+class FixedQueue extends ArrayTaskQueue {}
+
+/** Piscina's `move()` wrappers. */
+class DirectlyTransferable {
+  #value;
+
+  constructor(value) {
+    this.#value = value;
+  }
+
+  get [kTransferable]() {
+    return this.#value;
+  }
+
+  get [kValue]() {
+    return this.#value;
+  }
+}
+
+class ArrayBufferViewTransferable {
+  #view;
+
+  constructor(view) {
+    this.#view = view;
+  }
+
+  get [kTransferable]() {
+    return this.#view.buffer;
+  }
+
+  get [kValue]() {
+    return this.#view;
+  }
+}
+
+const STANDARD_ERRORS = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
+
+function maybeFileURLToPath(filename) {
+  return filename.startsWith('file:') ? fileURLToPath(new URL(filename)) : filename;
+}
+
+/** The FIFO queues Piscina ships, empty: what corepool's own queue does anyway. */
+function isFifoQueue(q) {
+  const name = q?.constructor?.name;
+  return (q instanceof ArrayTaskQueue || name === 'ArrayTaskQueue' || name === 'FixedQueue') && q.size === 0;
+}
+
+/** Piscina's checks, with its messages (its src/index.ts). */
+function validate(opts) {
+  if (typeof opts.filename !== 'string' && opts.filename != null) throw new TypeError('options.filename must be a string or null');
+  if (typeof opts.name !== 'string' && opts.name != null) throw new TypeError('options.name must be a string or null');
+  if (opts.minThreads !== undefined && (typeof opts.minThreads !== 'number' || opts.minThreads < 0)) {
+    throw new TypeError('options.minThreads must be a non-negative integer');
+  }
+  if (opts.maxThreads !== undefined && (typeof opts.maxThreads !== 'number' || opts.maxThreads < 1)) {
+    throw new TypeError('options.maxThreads must be a positive integer');
+  }
+  if (opts.minThreads !== undefined && opts.maxThreads !== undefined && opts.minThreads > opts.maxThreads) {
+    throw new RangeError('options.minThreads and options.maxThreads must not conflict');
+  }
+  if (opts.idleTimeout !== undefined && (typeof opts.idleTimeout !== 'number' || opts.idleTimeout < 0)) {
+    throw new TypeError('options.idleTimeout must be a non-negative integer');
+  }
+  if (opts.maxQueue !== undefined && opts.maxQueue !== 'auto' && (typeof opts.maxQueue !== 'number' || opts.maxQueue < 0)) {
+    throw new TypeError('options.maxQueue must be a non-negative integer');
+  }
+  if (opts.concurrentTasksPerWorker !== undefined && (typeof opts.concurrentTasksPerWorker !== 'number' || opts.concurrentTasksPerWorker < 1)) {
+    throw new TypeError('options.concurrentTasksPerWorker must be a positive integer');
+  }
+  if (opts.atomics != null && (typeof opts.atomics !== 'string' || !['sync', 'async', 'disabled'].includes(opts.atomics))) {
+    throw new TypeError('options.atomics should be a value of sync, sync or disabled.');
+  }
+  if (opts.resourceLimits !== undefined && (typeof opts.resourceLimits !== 'object' || opts.resourceLimits === null)) {
+    throw new TypeError('options.resourceLimits must be an object');
+  }
+  if (opts.taskQueue !== undefined) {
+    const q = opts.taskQueue;
+    const isTaskQueue = typeof q === 'object' && q !== null && 'size' in q && typeof q.shift === 'function' && typeof q.remove === 'function' && typeof q.push === 'function';
+    if (!isTaskQueue) throw new TypeError('options.taskQueue must be a TaskQueue object');
+  }
+  if (opts.niceIncrement !== undefined && (typeof opts.niceIncrement !== 'number' || (opts.niceIncrement < 0 && process.platform !== 'win32'))) {
+    throw new TypeError('options.niceIncrement must be a non-negative integer on Unix systems');
+  }
+  if (opts.trackUnmanagedFds !== undefined && typeof opts.trackUnmanagedFds !== 'boolean') {
+    throw new TypeError('options.trackUnmanagedFds must be a boolean value');
+  }
+  if (opts.closeTimeout !== undefined && (typeof opts.closeTimeout !== 'number' || opts.closeTimeout < 0)) {
+    throw new TypeError('options.closeTimeout must be a non-negative integer');
+  }
+  if (opts.loadBalancer !== undefined && (typeof opts.loadBalancer !== 'function' || opts.loadBalancer.length < 1)) {
+    throw new TypeError('options.loadBalancer must be a function with at least two args');
+  }
+  if (opts.workerHistogram !== undefined && typeof opts.workerHistogram !== 'boolean') {
+    throw new TypeError('options.workerHistogram must be a boolean');
+  }
+  if (opts.stricterFIFO !== undefined && typeof opts.stricterFIFO !== 'boolean') {
+    throw new TypeError('options.stricterFIFO must be a boolean');
+  }
+  // What corepool cannot honour: refused, saying why, rather than silently ignored.
+  if (opts.taskQueue !== undefined && !isFifoQueue(opts.taskQueue)) {
+    throw new TypeError(
+      "corepool/piscina: options.taskQueue: a custom TaskQueue cannot be used: corepool's native scheduler keeps its own first-in-first-out queue (an empty Piscina.FixedQueue or ArrayTaskQueue, which are FIFO, is accepted)",
+    );
+  }
+  if (opts.loadBalancer !== undefined) {
+    throw new TypeError("corepool/piscina: options.loadBalancer cannot be used: corepool's native scheduler picks the worker (least busy first)");
+  }
+  if (opts.env === SHARE_ENV) {
+    throw new TypeError('corepool/piscina: options.env cannot be SHARE_ENV: give an object (each worker gets its own copy)');
+  }
+  if (opts.env !== undefined && (opts.env === null || typeof opts.env !== 'object')) {
+    throw new TypeError('corepool/piscina: options.env must be an object');
+  }
+  if (opts.useAtomics !== undefined && typeof opts.useAtomics !== 'boolean') {
+    throw new TypeError('options.useAtomics must be a boolean value');
+  }
+}
+
+/** Piscina's resolved options (what `piscina.options` shows). */
+function fill(opts) {
+  const parallelism = cores();
+  const o = {
+    filename: null,
+    name: 'default',
+    minThreads: Math.max(Math.floor(parallelism / 2), 1),
+    maxThreads: parallelism * 1.5,
+    idleTimeout: 0,
+    maxQueue: Infinity,
+    concurrentTasksPerWorker: 1,
+    atomics: 'sync',
+    taskQueue: new ArrayTaskQueue(),
+    niceIncrement: 0,
+    trackUnmanagedFds: true,
+    closeTimeout: 30000,
+    recordTiming: true,
+    stricterFIFO: false,
+    workerHistogram: false,
+  };
+  for (const [key, value] of Object.entries(opts)) if (value !== undefined) o[key] = value;
+  if (o.filename) o.filename = maybeFileURLToPath(o.filename);
+  if (o.name == null) o.name = 'default';
+  if (opts.maxThreads !== undefined && o.minThreads >= opts.maxThreads) o.minThreads = opts.maxThreads;
+  if (opts.minThreads !== undefined && o.maxThreads <= opts.minThreads) o.maxThreads = opts.minThreads;
+  o.maxQueue = opts.maxQueue === 'auto' ? o.maxThreads ** 2 : o.maxQueue;
+  return o;
+}
+
+/** A stand-in for Piscina's `threads` entries: corepool does not hand out its Worker objects. */
+class PiscinaThread {
+  constructor(server) {
+    this.threadId = server.thread;
+    this.running = server.running;
+    this.queued = server.queued;
+    this.completed = server.completed;
+    Object.freeze(this);
+  }
+}
+
+let poolIds = 0;
+
+class Piscina extends EventEmitter {
+  #options;
+  #pool;
+  #start = performance.now();
+  #completed = 0;
+  #inflight = 0;
+  #needsDrain = false;
+  #maxCapacity;
+  #closing = null;
+  #destroyed = false;
+  /** The calls not known to have started (their AbortControllers), for close({ force: true }). */
+  #notStarted = new Set();
+  #runTime = null;
+  #waitTime = null;
+  #histogram = null;
+  #channel;
+
+  constructor(options = {}) {
+    super();
+    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+    const opts = { __proto__: null, ...options };
+    validate(opts);
+    const o = fill(opts);
+    this.#options = o;
+    if (o.recordTiming) {
+      this.#runTime = createHistogram();
+      this.#waitTime = createHistogram();
+    }
+    // corepool counts whole workers and tasks; Piscina takes fractions (2 cores → maxThreads 3).
+    const maxThreads = Math.max(1, Math.ceil(o.maxThreads));
+    const minThreads = Math.min(maxThreads, Math.max(1, Math.ceil(o.minThreads)));
+    const concurrency = o.concurrentTasksPerWorker === Infinity ? Infinity : Math.ceil(o.concurrentTasksPerWorker);
+    this.#maxCapacity = maxThreads * concurrency;
+    // The workers' 'message's come back on a channel of this pool's own (see piscina-worker.js).
+    const channelName = `corepool/piscina:${process.pid}:${poolIds++}:${Math.random()}`;
+    this.#channel = new BroadcastChannel(channelName);
+    this.#channel.onmessage = (event) => this.emit('message', event.data);
+    this.#channel.unref();
+    this.#pool = new Pool({
+      filename: WORKER,
+      minThreads,
+      maxThreads,
+      idleTimeout: o.idleTimeout,
+      concurrency,
+      maxQueue: o.maxQueue === Infinity ? Infinity : Math.ceil(o.maxQueue),
+      resourceLimits: o.resourceLimits,
+      env: o.env,
+      argv: o.argv,
+      execArgv: o.execArgv,
+      workerData: {
+        [KEY]: { filename: o.filename, name: o.name, niceIncrement: o.niceIncrement, channel: channelName },
+        user: o.workerData,
+      },
+    });
+  }
+
+  /**
+   * Runs `task` on a worker: the function `name` of `filename` (defaults: the pool's). Rejects
+   * with the task's error, an AbortError, or Piscina's queue errors.
+   */
+  run(task, options = { __proto__: null }) {
+    if (options === null || typeof options !== 'object') return Promise.reject(new TypeError('options must be an object'));
+    options = { __proto__: null, ...options };
+    const transferList = options.transferList;
+    const signal = options.signal ?? null;
+    let filename = options.filename ?? null;
+    let name = options.name ?? null;
+    if (transferList !== undefined && !Array.isArray(transferList)) return Promise.reject(new TypeError('transferList argument must be an Array'));
+    if (filename != null && typeof filename !== 'string') return Promise.reject(new TypeError('filename argument must be a string'));
+    if (name != null && typeof name !== 'string') return Promise.reject(new TypeError('name argument must be a string'));
+    if (signal != null && typeof signal !== 'object') return Promise.reject(new TypeError('signal argument must be an object'));
+    filename = filename ?? this.#options.filename;
+    name = name ?? this.#options.name;
+    if (typeof filename !== 'string') return Promise.reject(Errors.FilenameNotProvided());
+    filename = path.resolve(maybeFileURLToPath(filename));
+    if (this.#closing !== null || this.#destroyed) return Promise.reject(new AbortError('queue is being terminated'));
+    if (signal?.aborted) return Promise.reject(new AbortError(signal.reason));
+
+    // One controller per task: the caller's signal (an AbortSignal, an EventTarget or an
+    // EventEmitter emitting 'abort') and close({ force: true }) both abort it.
+    const controller = new AbortController();
+    let forgetSignal = () => {};
+    if (signal != null) {
+      const onAbort = () => controller.abort({ user: signal.reason });
+      if (typeof signal.addEventListener === 'function') {
+        signal.addEventListener('abort', onAbort, { once: true });
+        forgetSignal = () => signal.removeEventListener('abort', onAbort);
+      } else if (typeof signal.once === 'function') {
+        signal.once('abort', onAbort);
+        forgetSignal = () => signal.removeListener('abort', onAbort);
+      }
+    }
+    this.#notStarted.add(controller);
+    // A task Piscina.move() wrapped goes as its value (copied: see docs/piscina.md).
+    if (isMoved(task)) task = task[kValue];
+    const params = task === undefined ? [filename, name, 0] : [filename, name, 1, task];
+    const submitted = performance.now();
+    this.#inflight++;
+    const done = () => {
+      forgetSignal();
+      this.#notStarted.delete(controller);
+      this.#inflight--;
+      this.#completed++;
+      queueMicrotask(() => this.#maybeDrain());
+    };
+    const call = this.#pool.call('piscina', params, {
+      signal: controller.signal,
+      onProgress: () => this.#notStarted.delete(controller), // the worker's "started"
+    });
+    queueMicrotask(() => this.#maybeDrain());
+    return call.then(
+      (out) => {
+        done();
+        this.#record(submitted, out[0]);
+        return out.length > 1 ? out[1] : undefined;
+      },
+      (e) => {
+        done();
+        if (typeof e?.data?.ms === 'number') this.#record(submitted, e.data.ms);
+        throw this.#translate(e, controller.signal);
+      },
+    );
+  }
+
+  #record(submitted, ms) {
+    if (this.#runTime === null) return;
+    const total = performance.now() - submitted;
+    this.#runTime.record(Math.max(1, Math.trunc(ms * 1000)));
+    this.#waitTime.record(Math.max(1, Math.trunc(Math.max(0, total - ms) * 1000)));
+  }
+
+  /** corepool's errors as Piscina's users see them. */
+  #translate(e, signal) {
+    if (!(e instanceof RpcError)) return e;
+    switch (e.code) {
+      case CODES.Aborted:
+        if (signal.reason?.closing) return new AbortError('pool is closed');
+        return new AbortError(signal.reason?.user);
+      case CODES.QueueFull:
+        return this.#options.maxQueue === 0 ? Errors.NoTaskQueueAvailable() : Errors.TaskQueueAtLimit();
+      case CODES.PoolClosed:
+        return this.#destroyed ? Errors.ThreadTermination() : new AbortError('queue is being terminated');
+      case CODES.CommandFailed:
+        return taskError(e);
+      default:
+        return e;
+    }
+  }
+
+  /** Piscina's 'needsDrain' / 'drain': every task slot (maxThreads × concurrentTasksPerWorker) taken, then one free again. */
+  #maybeDrain() {
+    const usage = Math.min(this.#inflight, this.#maxCapacity);
+    if (usage === this.#maxCapacity) {
+      this.#needsDrain = true;
+      queueMicrotask(() => this.emit('needsDrain'));
+    } else if (this.#needsDrain) {
+      this.#needsDrain = false;
+      queueMicrotask(() => this.emit('drain'));
+    }
+  }
+
+  /**
+   * Lets the tasks in hand finish (`force`: the ones not started yet reject with an AbortError),
+   * then stops the workers. After `closeTimeout` ms, emits 'error' (CloseTimeout) and destroys.
+   */
+  async close(options = { __proto__: null }) {
+    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+    options = { __proto__: null, ...options };
+    const force = options.force ?? false;
+    if (typeof force !== 'boolean') throw new TypeError('force argument must be a boolean');
+    if (this.#closing !== null) return this.#closing;
+    this.#closing = this.#close(force);
+    return this.#closing;
+  }
+
+  async #close(force) {
+    if (force) for (const c of [...this.#notStarted]) c.abort({ closing: true });
+    let timer;
+    const timedOut = new Promise((resolve) => {
+      timer = after(this.#options.closeTimeout, () => resolve(true)).unref();
+    });
+    try {
+      if (await Promise.race([this.#pool.close().then(() => false), timedOut])) throw Errors.CloseTimeout();
+    } catch (error) {
+      this.emit('error', error);
+    } finally {
+      timer.clear();
+      await this.destroy();
+      this.emit('close');
+    }
+  }
+
+  /** Rejects the tasks in hand (Error 'Terminating worker thread') and stops the workers. */
+  async destroy() {
+    this.#destroyed = true;
+    this.#channel.close();
+    await this.#pool.destroy();
+  }
+
+  [Symbol.asyncDispose]() {
+    return this.close();
+  }
+
+  get maxThreads() {
+    return this.#options.maxThreads;
+  }
+
+  get minThreads() {
+    return this.#options.minThreads;
+  }
+
+  get options() {
+    return this.#options;
+  }
+
+  /** The workers serving now, as { threadId, running, queued, completed } (not Worker objects: see docs/piscina.md). */
+  get threads() {
+    return this.#pool.stats().servers.map((s) => new PiscinaThread(s));
+  }
+
+  get idleThreads() {
+    return this.#pool.stats().servers.filter((s) => s.open && s.running === 0).length;
+  }
+
+  /** Tasks accepted that no worker runs yet. */
+  get queueSize() {
+    const s = this.#pool.stats();
+    return Math.max(0, Math.min(this.#inflight, s.queued + s.waiting));
+  }
+
+  get completed() {
+    return this.#completed;
+  }
+
+  get duration() {
+    return performance.now() - this.#start;
+  }
+
+  get needsDrain() {
+    return this.#needsDrain;
+  }
+
+  get runTime() {
+    return this.#runTime === null ? undefined : summary(this.#runTime);
+  }
+
+  get waitTime() {
+    return this.#waitTime === null ? undefined : summary(this.#waitTime);
+  }
+
+  get histogram() {
+    if (this.#histogram === null) {
+      const self = this;
+      this.#histogram = {
+        get runTime() {
+          return self.runTime;
+        },
+        get waitTime() {
+          return self.waitTime;
+        },
+        resetRunTime() {
+          self.#runTime?.reset();
+        },
+        resetWaitTime() {
+          self.#waitTime?.reset();
+        },
+      };
+    }
+    return this.#histogram;
+  }
+
+  /** Piscina's estimate: the tasks' mean run time × their count, over duration × maxThreads. */
+  get utilization() {
+    if (this.#runTime === null || this.#runTime.count === 0) return 0;
+    const capacity = this.duration * this.#options.maxThreads;
+    return ((this.#runTime.mean / 1000) * this.#runTime.count) / capacity;
+  }
+
+  /** Piscina's `move()`: marks `value` to be moved rather than copied (corepool copies it: see docs/piscina.md). */
+  static move(val) {
+    if (val != null && typeof val === 'object') {
+      if (!isTransferable(val)) {
+        val = ArrayBuffer.isView(val) ? new ArrayBufferViewTransferable(val) : new DirectlyTransferable(val);
+      }
+      Object.defineProperty(val, kMovable, { enumerable: false, configurable: true, writable: true, value: true });
+    }
+    return val;
+  }
+}
+
+if (typeof Symbol.dispose === 'symbol') {
+  Piscina.prototype[Symbol.dispose] = function dispose() {
+    this.close();
+  };
+}
+
+/** A histogram's summary in ms, as Piscina gives it. */
+function summary(h) {
+  const p = (n) => h.percentile(n) / 1000;
+  return {
+    average: h.mean / 1000,
+    mean: h.mean / 1000,
+    stddev: h.stddev / 1000,
+    min: h.min / 1000,
+    max: h.max / 1000,
+    p0_001: p(0.001),
+    p0_01: p(0.01),
+    p0_1: p(0.1),
+    p1: p(1),
+    p2_5: p(2.5),
+    p10: p(10),
+    p25: p(25),
+    p50: p(50),
+    p75: p(75),
+    p90: p(90),
+    p97_5: p(97.5),
+    p99: p(99),
+    p99_9: p(99.9),
+    p99_99: p(99.99),
+    p99_999: p(99.999),
+  };
+}
+
+/** A task's thrown error, made again on this thread (name, message, stack, primitive fields). */
+function taskError(e) {
+  const d = e.data;
+  if (d === null || typeof d !== 'object' || d[KEY] !== true) return e;
+  if (d.thrownValue === true) return d.thrown;
+  const Ctor = Object.hasOwn(STANDARD_ERRORS, d.name) ? STANDARD_ERRORS[d.name] : Error;
+  const err = new Ctor(e.message);
+  if (err.name !== d.name) Object.defineProperty(err, 'name', { value: d.name, writable: true, configurable: true, enumerable: false });
+  if (typeof d.stack === 'string') err.stack = d.stack;
+  for (const [key, value] of Object.entries(d)) {
+    if (!['name', 'message', 'stack', 'ms', 'thrown', 'thrownValue', KEY].includes(key)) err[key] = value;
+  }
+  return err;
+}
+
+const mark = isMainThread ? undefined : globalThis[WORKER_MARK];
+
+Piscina.isWorkerThread = mark !== undefined;
+Piscina.workerData = mark?.workerData;
+Piscina.version = version;
+Piscina.transferableSymbol = kTransferable;
+Piscina.valueSymbol = kValue;
+Piscina.queueOptionsSymbol = kQueueOptions;
+Piscina.FixedQueue = FixedQueue;
+Piscina.ArrayTaskQueue = ArrayTaskQueue;
+
+module.exports = Piscina;
+module.exports.Piscina = Piscina;
+module.exports.default = Piscina;
+module.exports.move = Piscina.move;
+module.exports.isWorkerThread = Piscina.isWorkerThread;
+module.exports.workerData = Piscina.workerData;
+module.exports.version = Piscina.version;
+module.exports.transferableSymbol = kTransferable;
+module.exports.valueSymbol = kValue;
+module.exports.queueOptionsSymbol = kQueueOptions;
+module.exports.FixedQueue = FixedQueue;
+module.exports.ArrayTaskQueue = ArrayTaskQueue;
