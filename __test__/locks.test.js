@@ -546,13 +546,20 @@ describe('bad input', () => {
  * `workers` worker_threads and `nativeCalls` locked_add calls on the pool's native threads take
  * the same lock `runs` times each, all starting together; the counter must come out exact.
  */
-async function stress(spec, { workers = 4, nativeCalls = 4, runs = 500, depth = 1, giveUpEvery = 0 }) {
+async function stress(spec, { workers = 4, nativeCalls = 4, runs = 500, depth = 1, giveUpEvery = 0, heldAtStart }) {
   const counter = words(3);
   const gate = words(2); // [workers ready, open]
   const jsRuns = Array.from({ length: workers }, (_, i) => run('hammer', { lock: spec, counter, runs, depth, giveUpEvery, seed: i + 1, gate }));
   await until(() => Atomics.load(gate, 0) === workers, 'the workers to start');
+  // Held by this thread as the workers start, until `heldAtStart.waiting()` says every worker
+  // waits: the attempts they make meanwhile meet a held lock.
+  heldAtStart?.lock();
   Atomics.store(gate, 1, 1);
   Atomics.notify(gate, 1);
+  if (heldAtStart !== undefined) {
+    await until(() => heldAtStart.waiting() >= workers, 'every worker to wait for the lock');
+    heldAtStart.unlock();
+  }
   const nativeRuns = Array.from({ length: nativeCalls }, () =>
     pool.exec('locked_add', { locks: [{ kind: spec.kind, array: spec.array, index: spec.index ?? 0 }], counter, times: runs, depth }),
   );
@@ -594,7 +601,16 @@ describe('stress: 4 worker_threads and the native threads of a pool on one lock,
 
   test('FairMutex, with waiters giving up at random', async () => {
     const array = words(FairMutex.WORDS);
-    const r = await stress({ kind: 'fair', array }, { giveUpEvery: 4 });
+    // The workers' seeded draws make each one's first wait a timed one (timeout 0), and this
+    // thread holds the lock until four waits are out: the first of them gave up,
+    // whatever the machine's speed (with the lock free at the start, none was certain).
+    const holder = new FairMutex(array);
+    const heldAtStart = {
+      lock: () => holder.lock(),
+      unlock: () => holder.unlock(),
+      waiting: () => ((Atomics.load(array, L.fairNext) - Atomics.load(array, L.fairServing)) >>> 0) - 1,
+    };
+    const r = await stress({ kind: 'fair', array }, { giveUpEvery: 4, heldAtStart });
     expect(r).toMatchObject({ total: r.runs, inside: 0, most: 1 });
     expect(r.gaveUp).toBeGreaterThan(0);
     const fair = new FairMutex(array);
