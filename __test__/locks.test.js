@@ -602,8 +602,8 @@ describe('stress: 4 worker_threads and the native threads of a pool on one lock,
   test('FairMutex, with waiters giving up at random', async () => {
     const array = words(FairMutex.WORDS);
     // The workers' seeded draws make each one's first wait a timed one (timeout 0), and this
-    // thread holds the lock until four waits are out: the first of them gave up,
-    // whatever the machine's speed (with the lock free at the start, none was certain).
+    // thread holds the lock until four waits are out: those first waits meet a held lock and
+    // give up, whatever the machine's speed (with the lock free at the start, none was certain).
     const holder = new FairMutex(array);
     const heldAtStart = {
       lock: () => holder.lock(),
