@@ -33,14 +33,14 @@
 //   anyone else makes up.
 
 const { natsClient } = require('./peer.js');
-const { RpcError, CODES, describe, errorText } = require('../errors.js');
+const { RpcError, CODES, rejected, describe, errorText } = require('../errors.js');
 const { toJson, requestText, errorOf, cancelSecret, proofOf, cancelText } = require('./wire.js');
 const { after, every } = require('../timer.js');
+const { mapCalls } = require('./remote-map.js');
 const { serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const CLIENT_OPTIONS = ['name', 'subject', 'timeout', 'liveness', 'maxBatch'];
 const CALL_OPTIONS = ['signal', 'timeout'];
-const MAP_OPTIONS = ['settle', 'onProgress', 'signal', 'timeout', 'concurrency'];
 /** How often the number of hosts is asked again, while calls are made (ms). */
 const SURVEY_MS = 5000;
 /** A host id that can be a subject token (hosts make theirs in base64url). */
@@ -229,66 +229,7 @@ class RemotePool {
    * per input, results in input order; rejects with the first error unless `settle: 'all'`.
    */
   map(method, inputs, options) {
-    let o;
-    try {
-      o = knownOptions(options, MAP_OPTIONS, 'map()');
-      if (inputs === null || typeof inputs !== 'object' || typeof inputs[Symbol.iterator] !== 'function') {
-        throw new TypeError(`corepool/nats: map() takes an iterable of inputs, got ${describe(inputs)}`);
-      }
-      inputs = Array.from(inputs);
-      o = {
-        settle: o.settle ?? 'reject',
-        onProgress: o.onProgress,
-        signal: o.signal,
-        timeout: o.timeout,
-        concurrency: wholeOption(o.concurrency, 1024, 1, 2 ** 30, 'map() options.concurrency'),
-      };
-      if (o.settle !== 'reject' && o.settle !== 'all') throw new TypeError(`corepool/nats: map() options.settle must be 'reject' or 'all', got ${describe(o.settle)}`);
-      if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError('corepool/nats: map() options.onProgress must be a function');
-    } catch (e) {
-      return rejected(CODES.InvalidRequest, errorText(e));
-    }
-    const callOptions = {};
-    if (o.signal !== undefined) callOptions.signal = o.signal;
-    if (o.timeout !== undefined) callOptions.timeout = o.timeout;
-    return new Promise((resolve, reject) => {
-      const out = new Array(inputs.length);
-      let next = 0;
-      let done = 0;
-      let failed = false;
-      const launch = () => {
-        while (!failed && next < inputs.length && next - done < o.concurrency) {
-          const index = next++;
-          this.call(method, [inputs[index]], callOptions).then(
-            (value) => finish(index, true, value),
-            (error) => finish(index, false, error),
-          );
-        }
-        if (done === inputs.length && !failed) resolve(out);
-      };
-      const finish = (index, ok, v) => {
-        if (failed) return;
-        done++;
-        if (ok) out[index] = o.settle === 'all' ? { status: 'fulfilled', value: v } : v;
-        else if (o.settle === 'all') out[index] = { status: 'rejected', reason: v };
-        else {
-          failed = true;
-          reject(v);
-          return;
-        }
-        if (o.onProgress) {
-          try {
-            o.onProgress(done, inputs.length, ok ? { index, input: inputs[index], value: v } : { index, input: inputs[index], error: v });
-          } catch (e) {
-            failed = true;
-            reject(e);
-            return;
-          }
-        }
-        launch();
-      };
-      launch();
-    });
+    return mapCalls((m, params, o) => this.call(m, params, o), method, inputs, options);
   }
 
   /** The hosts of this service that answer $SRV.PING within `ms`: `[{ name, id, version, metadata }]`. */
@@ -731,9 +672,6 @@ function batchText(calls) {
   return `${text}]`;
 }
 
-function rejected(code, message) {
-  return Promise.reject(new RpcError(code, message));
-}
 
 /** A JSON-RPC error response's text (id null). */
 function errorAnswer(code, message) {
