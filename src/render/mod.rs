@@ -55,6 +55,7 @@ mod lookup;
 #[cfg(test)]
 mod packed_tests;
 mod parse;
+mod place;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -98,7 +99,7 @@ pub fn run(mut params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
     let cache = TemplateCache::global();
     let template = cache
         .get_or_parse(template, config.tags.as_ref())
-        .map_err(RpcError::failed)?;
+        .map_err(|e| place::parse_failed(&e, template, config.name.as_deref(), None))?;
     let data = data.map_or(Js::Undefined, Js::of);
     if !functions {
         return render_plain(template, data, partials, &config, ctx);
@@ -159,7 +160,7 @@ pub fn run_packed(packed: Packed, ctx: &Context) -> Result<Value, RpcError> {
     let partials = partials_of(partials.as_ref())?;
     let template = TemplateCache::global()
         .get_or_parse(template, config.tags.as_ref())
-        .map_err(RpcError::failed)?;
+        .map_err(|e| place::parse_failed(&e, template, config.name.as_deref(), None))?;
     let data = match &parsed {
         Some(view) => Js::of(view),
         None => tree.param(1).map_or(Js::Undefined, Js::of_item),
@@ -237,7 +238,7 @@ fn render_with(
 ) -> Result<String, RpcError> {
     let template = cache
         .get_or_parse(template, config.tags.as_ref())
-        .map_err(RpcError::failed)?;
+        .map_err(|e| place::parse_failed(&e, template, config.name.as_deref(), None))?;
     let data = data.map_or(Js::Undefined, Js::of);
     let (out, done) = writer::render(template, data, partials, config, cache, None, ctx);
     done.map(|()| out)
