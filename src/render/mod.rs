@@ -10,6 +10,8 @@
 //!
 //! - `parse.rs`: template text → a flat list of nodes, mustache.js's scanning, standalone-line
 //!   and indentation rules, and its error messages (`Unclosed tag at 12`…).
+//! - `place.rs`: where a parse error is (name, line, column, the line with a caret), added to
+//!   mustache.js's message and given as the error's data (issue #32).
 //! - `cache.rs`: parsed templates, process-wide and bounded, so a hot template is parsed once per
 //!   process, whichever worker renders it.
 //! - `lookup.rs`: mustache.js's name lookup through the stack of views.
