@@ -99,3 +99,13 @@ test('a parse error of a render whose view holds functions has its place too', a
   expect(e.data).toEqual({ template: 'list', partial: null, line: 3, column: 5, offset: 28 });
 });
 
+
+test('a partial that does not parse, met while functions are called on this thread, has its place in data too', async () => {
+  // The section's function runs on this thread, and its body (with the partial) renders then.
+  const partials = { p: 'x\n{{#open}}' };
+  const words = mustacheMessage('{{> p}}', partials);
+  const e = await failure('{{#f}}{{> p}}{{/f}}', { f: () => [1] }, partials, { name: 'page' });
+  expect(e).toBeInstanceOf(RpcError);
+  expect(e.message).toBe(`${words} (partial "p" in page, line 2, column 1)\n  2 | {{#open}}\n    | ^`);
+  expect(e.data).toEqual({ template: 'page', partial: 'p', line: 2, column: 1, offset: 2 });
+});
