@@ -76,11 +76,16 @@ test('corepool/express: a broken view gives Express a 500 error naming the file 
     expect(err.message).toBe(`${mustacheMessage(LIST)} (list.mustache, line 3, column 5)\n  3 |     {{#items}}\n    |     ^`);
     expect([err.status, err.statusCode]).toEqual([500, 500]);
     expect(err.data).toEqual({ template: 'list.mustache', partial: null, line: 3, column: 5, offset: 28 });
+    // The stack's first frame is the view's file at the line and column (not lib/calls.js).
+    const header = `${err.name}: ${err.message}\n`;
+    expect(err.stack.startsWith(header)).toBe(true);
+    expect(err.stack.slice(header.length).split('\n')[0]).toBe(`    at list.mustache (${path.join(dir, 'list.mustache')}:3:5)`);
 
     // A broken partial: named by its name, in the view's file.
     expect((await fetch(`${server.url}/page`)).status).toBe(500);
     expect(seen[1].message.split('\n')[0]).toBe(`${mustacheMessage('{{> p}}', { p: 'row\n{{/row}}\n' })} (partial "parts/row" in page.mustache, line 2, column 1)`);
     expect(seen[1].data).toEqual({ template: 'page.mustache', partial: 'parts/row', line: 2, column: 1, offset: 4 });
+    expect(seen[1].stack).toContain(`\n    at parts/row (${path.join(dir, 'parts', 'row.mustache')}:2:1)\n`);
 
     // The name does not get in the way of a view that renders.
     expect(await (await fetch(`${server.url}/ok`)).text()).toBe('<p>T</p>');
@@ -116,6 +121,7 @@ test('corepool/fastify: a broken view gives Fastify a 500 error naming the file 
     expect(logged[0]).toBeInstanceOf(Error);
     expect(logged[0].statusCode).toBe(500);
     expect(logged[0].data).toEqual({ template: 'list.mustache', partial: null, line: 3, column: 5, offset: 28 });
+    expect(logged[0].stack).toContain(`\n    at list.mustache (${path.join(dir, 'list.mustache')}:3:5)\n`);
 
     const page = await fetch(`${url}/page`);
     expect(page.status).toBe(500);

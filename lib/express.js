@@ -10,20 +10,8 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { Pool } = require('./pool.js');
-const { RpcError, describe } = require('./errors.js');
-
-/**
- * What a failed render hands Express: the error as it came, with `status` and `statusCode` 500
- * when it is corepool's own (a template that does not parse, say), so that error handlers that
- * read either answer 500. An exception a view's function threw is left as it was thrown.
- */
-function failed(e) {
-  if (e instanceof RpcError && e.status === undefined && e.statusCode === undefined) {
-    e.status = 500;
-    e.statusCode = 500;
-  }
-  return e;
-}
+const { describe } = require('./errors.js');
+const { viewError } = require('./view-errors.js');
 
 /**
  * A folder the engine reads: the partials it holds (`.ext` files), read once and kept while a
@@ -129,9 +117,10 @@ function mustacheEngine(options = {}) {
   if (extension !== undefined && (typeof extension !== 'string' || extension === '')) throw new TypeError(`corepool/express: options.extension must be a non-empty string, got ${describe(extension)}`);
   const folders = new Map(); // `${dir}\0${ext}\0${deep}` → Folder
   const templates = new Map(); // file → Promise<string>
-  // file → { views, template, partials, config }: what rendering the file takes, found once and
-  // kept while nothing it came from has changed (`views`: the setting it was found under;
-  // `config`: pool.render's, naming the file for parse errors).
+  // file → { views, template, partials, config, fileOf }: what rendering the file takes, found
+  // once and kept while nothing it came from has changed (`views`: the setting it was found
+  // under; `config`: pool.render's, naming the file for parse errors; `fileOf`: the file a
+  // parse error is in).
   const plans = new Map();
   let generation = 0; // bumped by every change: a plan found across one is not kept
   let closed = false; // after close(): every render reads the files, and nothing is watched
@@ -190,7 +179,8 @@ function mustacheEngine(options = {}) {
     // `partials` says), or by its absolute path when it lies outside it.
     const shown = inside ? relative.split(path.sep).join('/') : path.resolve(file);
     const config = output === 'buffer' ? { output, name: shown } : { name: shown };
-    const found = { views: setting, template, partials: named, config };
+    const fileOf = (data) => (data.partial === null ? path.resolve(file) : path.join(folder.dir, ...data.partial.split('/')) + ext);
+    const found = { views: setting, template, partials: named, config, fileOf };
     // Kept only if every folder it came from is still watched and nothing changed meanwhile.
     if (keep && !closed && generation === since && folder.watcher !== null && (own || templates.has(file))) plans.set(file, found);
     return found;
@@ -209,20 +199,24 @@ function mustacheEngine(options = {}) {
 
   function engine(file, locals, callback) {
     let rendered;
+    let found;
     try {
       const settings = locals.settings;
-      const found = plans.get(file);
+      found = plans.get(file);
       if (found !== undefined && found.views === viewsSetting(settings)) {
         rendered = pool.render(found.template, viewOf(locals), found.partials, found.config);
       } else {
-        rendered = plan(file, settings).then((p) => pool.render(p.template, viewOf(locals), p.partials, p.config));
+        rendered = plan(file, settings).then((p) => {
+          found = p;
+          return pool.render(p.template, viewOf(locals), p.partials, p.config);
+        });
       }
     } catch (e) {
       rendered = Promise.reject(e);
     }
     rendered.then(
       (out) => callback(null, out),
-      (e) => callback(failed(e)),
+      (e) => callback(viewError(e, (data) => found?.fileOf(data) ?? null)),
     );
   }
   engine.close = () => {

@@ -16,6 +16,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Pool } = require('./pool.js');
 const { RpcError, describe } = require('./errors.js');
+const { viewError } = require('./view-errors.js');
 
 /** Whether `e` is a parse error (of the view or of a partial) that does not name the view. */
 function unnamedParseError(e) {
@@ -46,14 +47,6 @@ async function fileHolding(root, template) {
   return null;
 }
 
-/** corepool's own errors get `statusCode` and `status` 500, as Fastify's error handler reads them. */
-function failed(e) {
-  if (e instanceof RpcError && e.status === undefined && e.statusCode === undefined) {
-    e.status = 500;
-    e.statusCode = 500;
-  }
-  return e;
-}
 
 /**
  * `mustacheEngine({ pool?, output?, root? })`: `{ render(template, data, partials) }`.
@@ -74,15 +67,18 @@ function mustacheEngine(options = {}) {
 
   /** A failed render's error, naming the view's file when `root` holds it. */
   async function explained(e, template, data, partials) {
-    if (root === undefined || !unnamedParseError(e) || typeof template !== 'string') return failed(e);
+    const unknown = () => null;
+    if (root === undefined || !unnamedParseError(e) || typeof template !== 'string') return viewError(e, unknown);
     const name = await fileHolding(root, template);
-    if (name === null) return failed(e);
+    if (name === null) return viewError(e, unknown);
+    // The view's file (a partial's is @fastify/view's to know).
+    const fileOf = (place) => (place.partial === null ? path.resolve(root, ...name.split('/')) : null);
     try {
       await pool.render(template, data, partials, { ...config, name });
     } catch (named) {
-      return failed(named);
+      return viewError(named, fileOf);
     }
-    return failed(e);
+    return viewError(e, unknown);
   }
 
   return {
