@@ -109,3 +109,11 @@ test('a partial that does not parse, met while functions are called on this thre
   expect(e.message).toBe(`${words} (partial "p" in page, line 2, column 1)\n  2 | {{#open}}\n    | ^`);
   expect(e.data).toEqual({ template: 'page', partial: 'p', line: 2, column: 1, offset: 2 });
 });
+
+test("an indented partial's place is in the partial's own text, as its file holds it", async () => {
+  const partials = { row: 'a\n{{/x}}\n' };
+  const template = '<ul>\n  {{> row}}\n</ul>';
+  const e = await failure(template, {}, partials);
+  expect(e.message).toBe(`${mustacheMessage(template, partials)} (partial "row", line 2, column 1)\n  2 | {{/x}}\n    | ^`);
+  expect(e.data).toEqual({ template: null, partial: 'row', line: 2, column: 1, offset: 2 });
+});

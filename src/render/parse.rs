@@ -98,7 +98,7 @@ pub struct Indent {
 }
 
 impl Indent {
-    fn new(before_tag: &str) -> Indent {
+    pub(super) fn new(before_tag: &str) -> Indent {
         let mut text = String::with_capacity(before_tag.len());
         let mut first_line = true;
         for c in before_tag.chars() {

@@ -9,10 +9,11 @@
 //! - The caret line copies the tabs before the column and puts a space for every other
 //!   character, so it lines up under the place wherever the tabs stop. A line longer than
 //!   [`EXCERPT_MAX`] characters is cut around the column, with `…` for what is left out.
-//! - The place of a partial's error is in the text rendered for it: for a partial indented by
-//!   its tag (see `parse.rs`), columns count that indentation too.
+//! - A partial indented by its tag (see `parse.rs`) is parsed indented, but its error's place
+//!   is in its own text, as its file holds it ([`unindent`]); mustache.js's message keeps
+//!   mustache.js's position, in the indented text.
 
-use super::parse::ParseError;
+use super::parse::{Indent, ParseError};
 use crate::rpc::{Map, RpcError, Value};
 
 /// The most characters of the offending line an error shows.
@@ -75,6 +76,24 @@ pub fn locate(source: &str, at: usize) -> Place {
     }
 }
 
+/// Byte `at` of `indented` (`original` after `indent.apply`) as a byte of `original`: the same
+/// line, less the indentation put before it (a place inside the indentation is the line's
+/// start).
+pub fn unindent(at: usize, indented: &str, original: &str, indent: &Indent) -> usize {
+    let line = indented[..at].matches('\n').count();
+    let column = at - indented[..at].rfind('\n').map_or(0, |i| i + 1);
+    let start: usize = original.split('\n').take(line).map(|l| l.len() + 1).sum();
+    let text = original[start..].split('\n').next().unwrap_or("");
+    let indented_line = !text.is_empty() && (line > 0 || indent.first_line);
+    // The indentation is spaces and tabs (one byte each): what follows it is the original line.
+    let column = if indented_line {
+        column.saturating_sub(indent.text.len())
+    } else {
+        column
+    };
+    start + column.min(text.len())
+}
+
 /// The CommandFailed error for `error`, met parsing `source`: mustache.js's message, then the
 /// place, named by `template` (the render's `config.name`) and `partial` (the partial's name,
 /// when the text is a partial's); the same as `data`:
@@ -109,6 +128,7 @@ pub fn parse_failed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::parse::Indent;
 
     fn at(source: &str, needle: &str) -> Place {
         locate(source, source.find(needle).unwrap())
@@ -188,6 +208,38 @@ mod tests {
         // The caret is under the tag's first brace.
         let shown = line.chars().position(|c| c == '{').unwrap();
         assert_eq!(caret.chars().count() - 1, shown);
+    }
+
+    #[test]
+    fn an_indented_partials_place_is_in_its_own_text() {
+        let original = "a\n\t{{/x}}\n";
+        let indent = Indent::new("  ");
+        let indented = indent.apply(original);
+        assert_eq!(indented, "  a\n  \t{{/x}}\n");
+        let at = unindent(indented.find("{{").unwrap(), &indented, original, &indent);
+        assert_eq!(at, original.find("{{").unwrap());
+        let p = locate(original, at);
+        assert_eq!((p.line, p.column), (2, 2));
+        // Inside the indentation: the line's start.
+        assert_eq!(
+            unindent(
+                indented.find('a').unwrap() - 1,
+                &indented,
+                original,
+                &indent
+            ),
+            0
+        );
+        // A first line after text is not indented (see parse.rs): nothing to take off there.
+        let after_text = Indent::new("x ");
+        let indented = after_text.apply("{{/x}}");
+        assert_eq!(unindent(0, &indented, "{{/x}}", &after_text), 0);
+        // The end of the text.
+        let indented = indent.apply(original);
+        assert_eq!(
+            unindent(indented.len(), &indented, original, &indent),
+            original.len()
+        );
     }
 
     #[test]

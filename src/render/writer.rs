@@ -521,10 +521,18 @@ impl<'a, 'c> Renderer<'a, 'c> {
         let Node::Partial { name, indent } = &including.nodes[node] else {
             unreachable!("partial() is called for partial nodes");
         };
+        let original = text;
         let indented = indent.as_ref().map(|indent| indent.apply(text));
-        let text = indented.as_deref().unwrap_or(text);
-        let parsed = self.cache.get_or_parse(text, self.tags).map_err(|e| {
-            place::parse_failed(&e, text, self.name, Some(name.of(&including.source)))
+        let parsed = match &indented {
+            Some(with_indent) => self.cache.get_or_parse(with_indent, self.tags),
+            None => self.cache.get_or_parse(original, self.tags),
+        }
+        .map_err(|mut e| {
+            // The place is shown in the partial's own text, as its file holds it.
+            if let (Some(with_indent), Some(indent)) = (&indented, indent) {
+                e.at = place::unindent(e.at, with_indent, original, indent);
+            }
+            place::parse_failed(&e, original, self.name, Some(name.of(&including.source)))
         })?;
         self.templates.push(parsed);
         let index = self.templates.len() - 1;
