@@ -8,6 +8,8 @@ export interface FastifyEngineOptions {
   pool?: Pool;
   /** 'buffer' (default; @fastify/view sets the Content-Type) or 'string'. */
   output?: 'string' | 'buffer';
+  /** @fastify/view's root: a view that does not parse is then named by its file, from there. */
+  root?: string;
 }
 
 export interface FastifyMustacheEngine {

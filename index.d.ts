@@ -262,6 +262,22 @@ export interface MustacheConfig {
   output?: 'string' | 'buffer' | null;
   /** 'view' (default): `data` is the view; 'json': `data` is the view's JSON text, parsed on the pool thread. */
   data?: 'view' | 'json' | null;
+  /** The template's name (a file path, say): a parse error names it with the line and column. */
+  name?: string | null;
+}
+
+/** The `data` of a template's parse error (CommandFailed): where it is. */
+export interface TemplateErrorData {
+  /** config.name, or null. */
+  template: string | null;
+  /** The partial whose text did not parse, or null for the template itself. */
+  partial: string | null;
+  /** 1-based. */
+  line: number;
+  /** 1-based, in characters (code points). */
+  column: number;
+  /** From the start of the text, in UTF-16 code units (mustache.js's positions). */
+  offset: number;
 }
 
 /** render's config where no function can go (exec, call, map, JSON-RPC): escape is a choice, not a function. */

@@ -8,7 +8,7 @@ const path = require('node:path');
 const fc = require('fast-check');
 const Mustache = require('mustache');
 const { Pool, RpcError } = require('..');
-const { viaMustache, viaPool, agree } = require('./render-cases.js');
+const { viaMustache, viaPool, agree, withoutPlace } = require('./render-cases.js');
 const expressEngine = require('corepool/express');
 
 let pool;
@@ -54,7 +54,9 @@ test('tags made of whitespace close a tag as mustache.js does ([" ", " "], ["\\n
     const c = { template, data: view, partials: {}, config: tags };
     Mustache.clearCache();
     const theirs = viaMustache(c);
-    expect(await viaPool(pool, c)).toEqual(theirs.ok === undefined ? { error: theirs.error, code: RpcError.codes.CommandFailed } : theirs);
+    const ours = await viaPool(pool, c);
+    if (ours.error !== undefined) ours.error = withoutPlace(ours.error); // mustache.js's words
+    expect(ours).toEqual(theirs.ok === undefined ? { error: theirs.error, code: RpcError.codes.CommandFailed } : theirs);
   }
 });
 

@@ -11,6 +11,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Pool } = require('./pool.js');
 const { describe } = require('./errors.js');
+const { viewError } = require('./view-errors.js');
 
 /**
  * A folder the engine reads: the partials it holds (`.ext` files), read once and kept while a
@@ -114,11 +115,12 @@ function mustacheEngine(options = {}) {
   if (output !== 'string' && output !== 'buffer') throw new TypeError(`corepool/express: options.output must be 'string' or 'buffer', got ${describe(output)}`);
   if (partialsDir !== undefined && typeof partialsDir !== 'string') throw new TypeError(`corepool/express: options.partials must be a folder path, got ${describe(partialsDir)}`);
   if (extension !== undefined && (typeof extension !== 'string' || extension === '')) throw new TypeError(`corepool/express: options.extension must be a non-empty string, got ${describe(extension)}`);
-  const config = output === 'buffer' ? { output } : undefined;
   const folders = new Map(); // `${dir}\0${ext}\0${deep}` → Folder
   const templates = new Map(); // file → Promise<string>
-  // file → { views, template, partials }: what rendering the file takes, found once and kept
-  // while nothing it came from has changed (`views`: the setting it was found under).
+  // file → { views, template, partials, config, fileOf }: what rendering the file takes, found
+  // once and kept while nothing it came from has changed (`views`: the setting it was found
+  // under; `config`: pool.render's, naming the file for parse errors; `fileOf`: the file a
+  // parse error is in).
   const plans = new Map();
   let generation = 0; // bumped by every change: a plan found across one is not kept
   let closed = false; // after close(): every render reads the files, and nothing is watched
@@ -173,7 +175,12 @@ function mustacheEngine(options = {}) {
     const name = inside && relative.endsWith(ext) ? relative.slice(0, -ext.length).split(path.sep).join('/') : null;
     const own = name !== null && Object.hasOwn(named, name);
     const template = own ? named[name] : await templateOf(file, inside ? folder : folderOf(path.dirname(path.resolve(file)), ext, false));
-    const found = { views: setting, template, partials: named };
+    // Errors name the view by its path from the partials folder (the views folder unless
+    // `partials` says), or by its absolute path when it lies outside it.
+    const shown = inside ? relative.split(path.sep).join('/') : path.resolve(file);
+    const config = output === 'buffer' ? { output, name: shown } : { name: shown };
+    const fileOf = (data) => (data.partial === null ? path.resolve(file) : path.join(folder.dir, ...data.partial.split('/')) + ext);
+    const found = { views: setting, template, partials: named, config, fileOf };
     // Kept only if every folder it came from is still watched and nothing changed meanwhile.
     if (keep && !closed && generation === since && folder.watcher !== null && (own || templates.has(file))) plans.set(file, found);
     return found;
@@ -192,18 +199,25 @@ function mustacheEngine(options = {}) {
 
   function engine(file, locals, callback) {
     let rendered;
+    let found;
     try {
       const settings = locals.settings;
-      const found = plans.get(file);
+      found = plans.get(file);
       if (found !== undefined && found.views === viewsSetting(settings)) {
-        rendered = pool.render(found.template, viewOf(locals), found.partials, config);
+        rendered = pool.render(found.template, viewOf(locals), found.partials, found.config);
       } else {
-        rendered = plan(file, settings).then((p) => pool.render(p.template, viewOf(locals), p.partials, config));
+        rendered = plan(file, settings).then((p) => {
+          found = p;
+          return pool.render(p.template, viewOf(locals), p.partials, p.config);
+        });
       }
     } catch (e) {
       rendered = Promise.reject(e);
     }
-    rendered.then((out) => callback(null, out), callback);
+    rendered.then(
+      (out) => callback(null, out),
+      (e) => callback(viewError(e, (data) => found?.fileOf(data) ?? null)),
+    );
   }
   engine.close = () => {
     closed = true;

@@ -104,9 +104,9 @@ function writeRun(functions, objects, args, count, room) {
 
 const helpers = Object.freeze({ write, section, writeRun, returned, runArgs });
 
-/** The addon's answer: the output, or `[code, message]` for an error of the render's. */
+/** The addon's answer: the output, or `[code, message, data?]` for an error of the render's. */
 function outcome(answer) {
-  if (Array.isArray(answer)) throw new RpcError(answer[0], answer[1]);
+  if (Array.isArray(answer)) throw new RpcError(answer[0], answer[1], answer[2]);
   return answer;
 }
 

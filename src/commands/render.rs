@@ -14,7 +14,7 @@ impl Command for Render {
     }
     fn params(&self) -> &'static str {
         "template: string, data?: JSON value (JSON text with config.data 'json'), \
-         partials?: { [name]: string }, config?: [open, close] | { tags?, escape?, output?, data? }"
+         partials?: { [name]: string }, config?: [open, close] | { tags?, escape?, output?, data?, name? }"
     }
     fn summary(&self) -> &'static str {
         "renders a Mustache template; output identical to mustache.js 4.2.0"

@@ -15,7 +15,7 @@
 //! advances on every insert, so it orders entries by last use, coarsely).
 //! Failed parses are not cached (mustache.js does not cache them either).
 
-use super::parse::{parse, Node, Tags, Template};
+use super::parse::{parse, Node, ParseError, Tags, Template};
 use rustc_hash::FxHashMap;
 use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -111,7 +111,11 @@ impl TemplateCache {
 
     /// The parse of `text` starting with `tags` (`None`: `{{ }}`), from the cache or parsed now
     /// (and cached). `Err` is mustache.js's message for a malformed template.
-    pub fn get_or_parse(&self, text: &str, tags: Option<&Tags>) -> Result<Arc<Template>, String> {
+    pub fn get_or_parse(
+        &self,
+        text: &str,
+        tags: Option<&Tags>,
+    ) -> Result<Arc<Template>, ParseError> {
         let custom = tags.map(|tags| custom_key(text, tags));
         if let Some(template) = self.get(custom.as_deref().unwrap_or(text), custom.is_some()) {
             return Ok(template);

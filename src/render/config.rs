@@ -12,6 +12,9 @@
 //!   text, parsed on the pool thread as `JSON.parse` parses it (see `mod.rs`), so the calling
 //!   thread hands over one string and never builds or walks the view.
 //!
+//! - `name`: the template's name (a file path, say), for error messages: a parse error names
+//!   it with the line and column (`place.rs`). A string; unset (`undefined`, `null`): none.
+//!
 //! Like mustache.js, a config that is neither an array nor an object (a string, a number) is
 //! ignored, and so are keys it does not know.
 
@@ -60,6 +63,8 @@ pub struct Config {
     pub escape: Escape,
     pub output: Output,
     pub data: Data,
+    /// The template's name, for error messages.
+    pub name: Option<Box<str>>,
 }
 
 impl Default for Config {
@@ -69,6 +74,7 @@ impl Default for Config {
             escape: Escape::Html,
             output: Output::String,
             data: Data::View,
+            name: None,
         }
     }
 }
@@ -117,6 +123,17 @@ impl Config {
                         return Err(RpcError::invalid_params(format!(
                             "render: config.data must be 'view' (data is the view) or 'json' \
                              (data is the view's JSON text), got {}",
+                            describe(other)
+                        )))
+                    }
+                };
+                out.name = match map.get("name") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => Some(s.as_str().into()),
+                    Some(other) => {
+                        return Err(RpcError::invalid_params(format!(
+                            "render: config.name must be a string (the template's name, for \
+                             error messages), got {}",
                             describe(other)
                         )))
                     }

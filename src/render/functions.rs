@@ -67,6 +67,8 @@ pub struct Scope<'a, 'r> {
     pub views: &'r [Js<'a>],
     pub partials: Option<&'a Map>,
     pub tags: Option<&'r Tags>,
+    /// The main template's name (`config.name`), for parse errors.
+    pub name: Option<&'r str>,
     pub escape: Escape,
     pub cache: &'r TemplateCache,
 }

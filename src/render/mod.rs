@@ -10,6 +10,8 @@
 //!
 //! - `parse.rs`: template text → a flat list of nodes, mustache.js's scanning, standalone-line
 //!   and indentation rules, and its error messages (`Unclosed tag at 12`…).
+//! - `place.rs`: where a parse error is (name, line, column, the line with a caret), added to
+//!   mustache.js's message and given as the error's data (issue #32).
 //! - `cache.rs`: parsed templates, process-wide and bounded, so a hot template is parsed once per
 //!   process, whichever worker renders it.
 //! - `lookup.rs`: mustache.js's name lookup through the stack of views.
@@ -55,6 +57,7 @@ mod lookup;
 #[cfg(test)]
 mod packed_tests;
 mod parse;
+mod place;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -98,7 +101,7 @@ pub fn run(mut params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
     let cache = TemplateCache::global();
     let template = cache
         .get_or_parse(template, config.tags.as_ref())
-        .map_err(RpcError::failed)?;
+        .map_err(|e| place::parse_failed(&e, template, config.name.as_deref(), None))?;
     let data = data.map_or(Js::Undefined, Js::of);
     if !functions {
         return render_plain(template, data, partials, &config, ctx);
@@ -159,7 +162,7 @@ pub fn run_packed(packed: Packed, ctx: &Context) -> Result<Value, RpcError> {
     let partials = partials_of(partials.as_ref())?;
     let template = TemplateCache::global()
         .get_or_parse(template, config.tags.as_ref())
-        .map_err(RpcError::failed)?;
+        .map_err(|e| place::parse_failed(&e, template, config.name.as_deref(), None))?;
     let data = match &parsed {
         Some(view) => Js::of(view),
         None => tree.param(1).map_or(Js::Undefined, Js::of_item),
@@ -237,7 +240,7 @@ fn render_with(
 ) -> Result<String, RpcError> {
     let template = cache
         .get_or_parse(template, config.tags.as_ref())
-        .map_err(RpcError::failed)?;
+        .map_err(|e| place::parse_failed(&e, template, config.name.as_deref(), None))?;
     let data = data.map_or(Js::Undefined, Js::of);
     let (out, done) = writer::render(template, data, partials, config, cache, None, ctx);
     done.map(|()| out)

@@ -98,7 +98,7 @@ pub struct Indent {
 }
 
 impl Indent {
-    fn new(before_tag: &str) -> Indent {
+    pub(super) fn new(before_tag: &str) -> Indent {
         let mut text = String::with_capacity(before_tag.len());
         let mut first_line = true;
         for c in before_tag.chars() {
@@ -268,8 +268,26 @@ impl Line {
     }
 }
 
+/// A template mustache.js would not parse: its message, and the place to show (`place.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// mustache.js's message (`Unclosed tag at 12`), positions in UTF-16 code units.
+    pub message: String,
+    /// The byte offset in the source of what is wrong: where mustache.js's position is, but
+    /// for a tag or section left open, where the tag or the section's opening tag starts
+    /// (mustache.js's position, often the end of the text, says nothing of which it is); for
+    /// invalid tags, where the `=` tag's text starts.
+    pub at: usize,
+}
+
+impl ParseError {
+    fn new(message: String, at: usize) -> ParseError {
+        ParseError { message, at }
+    }
+}
+
 /// Parses `source`, starting with `tags` (`None`: `{{ }}`). `Err` is mustache.js's message.
-pub fn parse(source: Arc<str>, tags: Option<&Tags>) -> Result<Template, String> {
+pub fn parse(source: Arc<str>, tags: Option<&Tags>) -> Result<Template, ParseError> {
     let tokens = tokenize(&source, tags)?;
     let nodes = nest(&source, tokens);
     Ok(Template {
@@ -279,10 +297,11 @@ pub fn parse(source: Arc<str>, tags: Option<&Tags>) -> Result<Template, String> 
     })
 }
 
-fn tokenize<'a>(src: &'a str, tags: Option<&'a Tags>) -> Result<Vec<Token>, String> {
+fn tokenize<'a>(src: &'a str, tags: Option<&'a Tags>) -> Result<Vec<Token>, ParseError> {
     let mut tokens = Vec::new();
     let mut line = Line::default();
-    let mut sections: Vec<Span> = Vec::new();
+    // The open sections' names, and where their tags start.
+    let mut sections: Vec<(Span, usize)> = Vec::new();
     let (mut open, mut close) = tags.map_or(("{{", "}}"), |t| (&*t.open, &*t.close));
     let mut close_curly = format!("}}{close}");
     let mut pos = 0;
@@ -334,8 +353,12 @@ fn tokenize<'a>(src: &'a str, tags: Option<&'a Tags>) -> Result<Vec<Token>, Stri
             pos = scan(src, pos, tail).unwrap_or(pos);
             pos = until(src, pos, close);
         }
-        pos = scan(src, pos, close)
-            .ok_or_else(|| format!("Unclosed tag at {}", js_position(src, pos)))?;
+        pos = scan(src, pos, close).ok_or_else(|| {
+            ParseError::new(
+                format!("Unclosed tag at {}", js_position(src, pos)),
+                tag_start,
+            )
+        })?;
 
         let value = Span {
             start: value_start,
@@ -343,7 +366,7 @@ fn tokenize<'a>(src: &'a str, tags: Option<&'a Tags>) -> Result<Vec<Token>, Stri
         };
         let token = match kind {
             b'#' | b'^' => {
-                sections.push(value);
+                sections.push((value, tag_start));
                 Token::Open {
                     name: value,
                     inverted: kind == b'^',
@@ -352,17 +375,23 @@ fn tokenize<'a>(src: &'a str, tags: Option<&'a Tags>) -> Result<Vec<Token>, Stri
             }
             b'/' => match sections.pop() {
                 None => {
-                    return Err(format!(
-                        "Unopened section \"{}\" at {}",
-                        value.of(src),
-                        js_position(src, tag_start)
+                    return Err(ParseError::new(
+                        format!(
+                            "Unopened section \"{}\" at {}",
+                            value.of(src),
+                            js_position(src, tag_start)
+                        ),
+                        tag_start,
                     ))
                 }
-                Some(opened) if opened.of(src) != value.of(src) => {
-                    return Err(format!(
-                        "Unclosed section \"{}\" at {}",
-                        opened.of(src),
-                        js_position(src, tag_start)
+                Some((opened, _)) if opened.of(src) != value.of(src) => {
+                    return Err(ParseError::new(
+                        format!(
+                            "Unclosed section \"{}\" at {}",
+                            opened.of(src),
+                            js_position(src, tag_start)
+                        ),
+                        tag_start,
                     ))
                 }
                 Some(_) => Token::Close { at: tag_start },
@@ -376,7 +405,7 @@ fn tokenize<'a>(src: &'a str, tags: Option<&'a Tags>) -> Result<Vec<Token>, Stri
                 let tags = value.of(src);
                 let (new_open, rest) = tags
                     .split_once(is_js_space)
-                    .ok_or_else(|| format!("Invalid tags: {tags}"))?;
+                    .ok_or_else(|| ParseError::new(format!("Invalid tags: {tags}"), value_start))?;
                 let rest = rest.trim_start_matches(is_js_space);
                 open = new_open;
                 close = rest.find(is_js_space).map_or(rest, |i| &rest[..i]);
@@ -398,10 +427,13 @@ fn tokenize<'a>(src: &'a str, tags: Option<&'a Tags>) -> Result<Vec<Token>, Stri
     line.finish(&mut tokens);
 
     match sections.pop() {
-        Some(opened) => Err(format!(
-            "Unclosed section \"{}\" at {}",
-            opened.of(src),
-            js_position(src, src.len())
+        Some((opened, tag_start)) => Err(ParseError::new(
+            format!(
+                "Unclosed section \"{}\" at {}",
+                opened.of(src),
+                js_position(src, src.len())
+            ),
+            tag_start,
         )),
         None => Ok(tokens),
     }

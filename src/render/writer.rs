@@ -26,6 +26,7 @@ use super::functions::{Functions, Scope, SectionCall, SectionValue, TagEscape};
 use super::js::{object_builtin, Items, Js};
 use super::lookup::{lookup, lookup_anywhere};
 use super::parse::{Name, Node, Tags, Template};
+use super::place;
 use crate::rpc::number::format_number;
 use crate::rpc::packed::tree::Item;
 use crate::rpc::{Context, Map, RpcError, Value};
@@ -118,6 +119,8 @@ pub(super) struct Renderer<'a, 'c> {
     partials: Option<&'a Map>,
     /// The tags every partial starts with.
     tags: Option<&'c Tags>,
+    /// The main template's name (`config.name`), for a partial's parse error.
+    name: Option<&'c str>,
     /// How `{{name}}` escapes.
     escape: Escape,
     /// Whether `{{name}}` escapes HTML natively (the fast path's question).
@@ -203,6 +206,7 @@ pub fn render<'a>(
         views: &[],
         partials,
         tags: config.tags.as_ref(),
+        name: config.name.as_deref(),
         escape: config.escape,
         cache,
     };
@@ -235,6 +239,7 @@ impl<'a, 'c> Renderer<'a, 'c> {
             partial_templates: HashMap::new(),
             partials: scope.partials,
             tags: scope.tags,
+            name: scope.name,
             escape: scope.escape,
             html: scope.escape == Escape::Html,
             cache: scope.cache,
@@ -285,6 +290,7 @@ impl<'a, 'c> Renderer<'a, 'c> {
             views: &self.views,
             partials: self.partials,
             tags: self.tags,
+            name: self.name,
             escape: self.escape,
             cache: self.cache,
         }
@@ -511,14 +517,23 @@ impl<'a, 'c> Renderer<'a, 'c> {
         if let Some(&known) = self.partial_templates.get(&(template, node)) {
             return Ok(known);
         }
-        let parsed = match &self.templates[template].nodes[node] {
-            Node::Partial {
-                indent: Some(indent),
-                ..
-            } => self.cache.get_or_parse(&indent.apply(text), self.tags),
-            _ => self.cache.get_or_parse(text, self.tags),
+        let including = &self.templates[template];
+        let Node::Partial { name, indent } = &including.nodes[node] else {
+            unreachable!("partial() is called for partial nodes");
+        };
+        let original = text;
+        let indented = indent.as_ref().map(|indent| indent.apply(text));
+        let parsed = match &indented {
+            Some(with_indent) => self.cache.get_or_parse(with_indent, self.tags),
+            None => self.cache.get_or_parse(original, self.tags),
         }
-        .map_err(RpcError::failed)?;
+        .map_err(|mut e| {
+            // The place is shown in the partial's own text, as its file holds it.
+            if let (Some(with_indent), Some(indent)) = (&indented, indent) {
+                e.at = place::unindent(e.at, with_indent, original, indent);
+            }
+            place::parse_failed(&e, original, self.name, Some(name.of(&including.source)))
+        })?;
         self.templates.push(parsed);
         let index = self.templates.len() - 1;
         self.partial_templates.insert((template, node), index);

@@ -18,7 +18,8 @@
 //! their `this`, reading what sections' functions return, and all the rendering around them.
 //!
 //! Errors: a JavaScript exception (a function threw) stays pending and propagates to the
-//! caller's JavaScript as it is; an error of the render's own comes back as `[code, message]`.
+//! caller's JavaScript as it is; an error of the render's own comes back as
+//! `[code, message, data?]`.
 //!
 //! - `mod.rs` (this file): the functions JavaScript calls (`finishRender`, `renderInScope`,
 //!   `renderSectionText`, `renderHelperMemory`) and the answer each gives.
@@ -50,7 +51,7 @@ use text::{internal, with_text_arg};
 
 /// `finishRender(pending, [functions, objects], helpers)`: fills the pending render's slots on
 /// this thread and returns its output (a string, or a Buffer if it asked for bytes), or
-/// `[code, message]` for an error of the render's; a function's exception propagates.
+/// `[code, message, data?]` for an error of the render's; a function's exception propagates.
 #[napi(catch_unwind)]
 pub fn finish_render(
     env: Env,
@@ -146,8 +147,9 @@ pub fn render_helper_memory(env: Env) -> NapiResult<RawValue> {
     Ok(RawValue(pair))
 }
 
-/// The JavaScript value of an outcome: the output, `[code, message]`, or (a function threw)
-/// nothing, with the exception left pending.
+/// The JavaScript value of an outcome: the output, `[code, message]` (`[code, message, data]`
+/// when the error has data: a parse error's place), or (a function threw) nothing, with the
+/// exception left pending.
 ///
 /// # Safety
 /// Must run on `env`'s JS thread.
@@ -162,10 +164,12 @@ unsafe fn answer(env: sys::napi_env, outcome: Result<Value, RpcError>) -> NapiRe
         // SAFETY: caller contract.
         Ok(output) => unsafe { to_js(env, &output) },
         Err(e) => {
-            let pair = Value::Array(vec![
+            let mut pair = vec![
                 Value::Number(f64::from(e.code.code())),
                 Value::String(e.message),
-            ]);
+            ];
+            pair.extend(e.data);
+            let pair = Value::Array(pair);
             // SAFETY: caller contract.
             unsafe { to_js(env, &pair) }
         }

@@ -295,6 +295,7 @@ impl<'p> Finishing<'p> {
             views,
             partials,
             tags: self.parts.config.tags.as_ref(),
+            name: self.parts.config.name.as_deref(),
             escape: self.parts.config.escape,
             cache: TemplateCache::global(),
         }
@@ -401,7 +402,8 @@ impl<'p> Finishing<'p> {
         let template = scope
             .cache
             .get_or_parse(text, scope.tags)
-            .map_err(RpcError::failed)?;
+            // Text a lambda made is neither the template nor a partial: its place has no name.
+            .map_err(|e| super::super::place::parse_failed(&e, text, None, None))?;
         let mut r = Renderer::new(scope, scope.views.to_vec(), Some(host));
         r.render_template(template, &uncancellable())?;
         Ok(r.out)
