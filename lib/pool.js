@@ -9,7 +9,7 @@ const { native, contract } = require('./native.js');
 const { CODES, rejected, describe, errorText } = require('./errors.js');
 const { validateOptions, nativeOptions } = require('./options.js');
 const { callOptions } = require('./call-options.js');
-const { start, kStarted, kSettled, channel } = require('./calls.js');
+const { start, kStarted, kSettled, kExplain, channel } = require('./calls.js');
 const { wireParams, released } = require('./params.js');
 const { map } = require('./map.js');
 const { finishRender } = require('./render.js');
@@ -349,6 +349,11 @@ class Pool extends EventEmitter {
       this.#notifying = true;
       process.nextTick(this.#notifyDrained);
     }
+  }
+
+  /** A failed call's error, as its caller gets it (a task-file pool explains its own; lib/calls.js). */
+  [kExplain](error) {
+    return this.#workers === null ? error : this.#workers.explain(error);
   }
 
   #notifyDrained = () => {

@@ -8,6 +8,7 @@ const workerThreads = require('node:worker_threads');
 const { syncBuiltinESMExports } = require('node:module');
 const { pathToFileURL } = require('node:url');
 const { attach } = require('./pool.js');
+const { loadFailure, noFunction } = require('./load-error.js');
 
 const { __corepool: own, user } = workerThreads.workerData;
 workerThreads.workerData = user;
@@ -32,11 +33,23 @@ function methodsOf(namespace) {
 }
 
 (async () => {
-  const handlers = methodsOf(await import(pathToFileURL(own.filename).href));
-  const methods = Object.keys(handlers);
-  if (methods.length === 0) throw new Error(`${own.filename} exports no function`);
-  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency });
   const port = workerThreads.parentPort;
+  let namespace;
+  try {
+    namespace = await import(pathToFileURL(own.filename).href);
+  } catch (e) {
+    // The pool hears where the file went wrong (the 'error' event that follows is not read).
+    port.postMessage({ corepool: 'failed', ...loadFailure(e, own.filename) });
+    throw e;
+  }
+  const handlers = methodsOf(namespace);
+  const methods = Object.keys(handlers);
+  if (methods.length === 0) {
+    const failure = noFunction(namespace, own.filename);
+    port.postMessage({ corepool: 'failed', ...failure });
+    throw new Error(failure.why);
+  }
+  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency });
   port.on('message', (m) => {
     // The pool retires this worker: new calls go elsewhere, the ones it has finish here.
     if (m !== null && typeof m === 'object' && m.corepool === 'retire') {

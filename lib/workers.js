@@ -51,6 +51,7 @@ class TaskWorkers {
   #failedLoads = 0;
   #lastFailure = 0;
   #loadError = null;
+  #loadData = null;
   #gaveUp = false;
   #retryTimer = null;
   #stopping = false;
@@ -98,7 +99,7 @@ class TaskWorkers {
     let error;
     if (this.#stopping) error = new RpcError(CODES.PoolClosed, 'corepool: the pool stopped before its workers were ready');
     else if (this.#serving() >= this.#options.minThreads) error = null;
-    else if (this.#gaveUp) error = new RpcError(CODES.InternalError, this.#loadError);
+    else if (this.#gaveUp) error = this.#loadFailure();
     else return;
     const waiters = this.#readyWaiters;
     this.#readyWaiters = [];
@@ -210,11 +211,11 @@ class TaskWorkers {
       // new Pool throws it (its first workers are made there); a later Worker that cannot be
       // made (workerData changed since to something structured clone refuses) is a failed load.
       if (this.#constructing) throw e;
-      this.#loadFailed(errorText(e));
+      this.#loadFailed({ why: errorText(e) });
       queueMicrotask(this.#startSoon);
       return;
     }
-    const state = { ready: false, retiring: false, thread: worker.threadId, idleSince: Date.now(), completed: 0, error: null };
+    const state = { ready: false, retiring: false, thread: worker.threadId, idleSince: Date.now(), completed: 0, error: null, failure: null };
     this.#workers.set(worker, state);
     worker.on('message', (m) => {
       if (m === null || typeof m !== 'object') return;
@@ -229,6 +230,8 @@ class TaskWorkers {
         }
         this.#start();
         this.#tellReady();
+      } else if (m.corepool === 'failed' && !state.ready) {
+        state.failure = { why: m.why, data: m.data }; // lib/load-error.js
       } else if (m.corepool === 'retired') {
         worker.terminate(); // its server has finished every call it had
       }
@@ -239,7 +242,7 @@ class TaskWorkers {
     worker.on('exit', (code) => {
       this.#workers.delete(worker);
       if (this.#stopping) return;
-      if (!state.ready) this.#loadFailed(state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename));
+      if (!state.ready) this.#loadFailed(state.failure ?? { why: state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename) });
       else if (this.#gaveUp) this.#failWaiting();
       this.#start();
     });
@@ -247,16 +250,36 @@ class TaskWorkers {
     worker.unref();
   }
 
-  /** A worker could not load the file (`why`); after maxFailedLoads in a row, the pool gives up. */
-  #loadFailed(why) {
+  /**
+   * A worker could not load the file: `why` (text), `data` (where: `{ file, line?, column? }`;
+   * lib/load-error.js). After maxFailedLoads in a row, the pool gives up.
+   */
+  #loadFailed({ why, data }) {
     this.#failedLoads++;
     this.#lastFailure = performance.now();
     this.#loadError = `corepool: the task file ${this.#options.filename} could not be loaded: ${why}`;
+    this.#loadData = data ?? { file: this.#options.filename };
     if (this.#failedLoads < RESPAWN.maxFailedLoads || this.#gaveUp) return;
     this.#gaveUp = true;
     this.#failWaiting();
     this.#tellReady();
-    this.#onError(new RpcError(CODES.InternalError, this.#loadError));
+    this.#onError(this.#loadFailure());
+  }
+
+  #loadFailure() {
+    return new RpcError(CODES.InternalError, this.#loadError, { ...this.#loadData });
+  }
+
+  /**
+   * An error one of the pool's calls rejects with, made more telling where the pool knows more
+   * than the native side: the load error's calls (failed natively, with its message only) get
+   * its data too.
+   */
+  explain(error) {
+    if (error.code === CODES.InternalError && error.data === undefined && error.message === this.#loadError) {
+      error.data = { ...this.#loadData };
+    }
+    return error;
   }
 
   /** Calls the workers run at once, once minThreads serve. */

@@ -1,0 +1,87 @@
+'use strict';
+// Errors that point at the user's code: a task file that cannot be loaded names the place
+// (file, line, column, code frame); MethodNotFound lists the file's exports and suggests the
+// closest name; an error thrown by a task keeps its identity.
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { Pool, RpcError } = require('..');
+
+const C = RpcError.codes;
+const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
+
+// Files that do not parse are written here (the linter would refuse them as fixtures).
+let dir;
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-task-errors-'));
+  fs.writeFileSync(path.join(dir, 'syntax-error.js'), "'use strict';\n// Does not parse: line 4, column 16.\nexports.ok = () => 1;\nconst broken = ;\n");
+  fs.writeFileSync(path.join(dir, 'syntax-error.mjs'), '// Does not parse: line 3, column 16.\nexport const ok = () => 1;\nconst broken = ;\n');
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** The load error, as the calls, ready() and the 'error' event see it (all three must agree). */
+async function loadError(file) {
+  const pool = new Pool({ filename: file, threads: 1 });
+  const heard = new Promise((resolve) => pool.once('error', resolve));
+  const [call, ready] = await Promise.allSettled([pool.exec('ok'), pool.ready()]);
+  const event = await heard;
+  await pool.close();
+  for (const e of [call.reason, ready.reason]) {
+    expect(e).toBeInstanceOf(RpcError);
+    expect([e.code, e.message, e.data]).toEqual([event.code, event.message, event.data]);
+  }
+  expect(event.code).toBe(C.InternalError);
+  return event;
+}
+
+describe('a task file that cannot be loaded', () => {
+  test('a CommonJS syntax error names the file, line and column, with the code frame', async () => {
+    const file = path.join(dir, 'syntax-error.js');
+    const e = await loadError(file);
+    expect(e.message).toBe(
+      `corepool: the task file ${file} could not be loaded: SyntaxError: Unexpected token ';' (line 4, column 16)\n\n` +
+        `${file}:4\nconst broken = ;\n               ^\n`,
+    );
+    expect(e.data).toEqual({ file, line: 4, column: 16 });
+  });
+
+  test('an ES module syntax error names the file, line and column, with the code frame', async () => {
+    const file = path.join(dir, 'syntax-error.mjs');
+    const e = await loadError(file);
+    expect(e.message).toBe(
+      `corepool: the task file ${file} could not be loaded: SyntaxError: Unexpected token ';' (line 3, column 16)\n\n` +
+        `${file}:3\nconst broken = ;\n               ^\n`,
+    );
+    expect(e.data).toEqual({ file, line: 3, column: 16 });
+  });
+
+  test('a throw while loading (CommonJS and ES module) names where it was thrown, with the code frame', async () => {
+    const cjs = task('broken.js');
+    const e = await loadError(cjs);
+    expect(e.message).toBe(
+      `corepool: the task file ${cjs} could not be loaded: this task file is broken (line 3, column 7)\n\n` +
+        `${cjs}:3\nthrow new Error('this task file is broken');\n      ^\n`,
+    );
+    expect(e.data).toEqual({ file: cjs, line: 3, column: 7 });
+    const esm = task('throws-at-load.mjs');
+    const m = await loadError(esm);
+    expect(m.message).toBe(
+      `corepool: the task file ${esm} could not be loaded: RangeError: no configuration found (line 3, column 7)\n\n` +
+        `${esm}:3\nthrow new RangeError('no configuration found');\n      ^\n`,
+    );
+    expect(m.data).toEqual({ file: esm, line: 3, column: 7 });
+  });
+
+  test('a missing file and a file exporting no function say so, and that there is no position to give', async () => {
+    const missing = task('does-not-exist.js');
+    const e = await loadError(missing);
+    expect(e.message).toBe(`corepool: the task file ${missing} could not be loaded: there is no such file (no line or column to show)`);
+    expect(e.data).toEqual({ file: missing });
+    const values = task('no-function.js');
+    const v = await loadError(values);
+    expect(v.message).toBe(
+      `corepool: the task file ${values} could not be loaded: it exports no function (its exports: limit, name) (no line or column to show)`,
+    );
+    expect(v.data).toEqual({ file: values });
+  });
+});
