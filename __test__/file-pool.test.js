@@ -71,7 +71,7 @@ describe('a pool of JavaScript workers from a task file', () => {
     const e = await outcome(pool.exec('fibonacci', 10));
     expect([e.code, e.message]).toEqual([C.MethodNotFound, expect.stringMatching(/"fibonacci" is a built-in command, and this pool runs no native threads .*nativeThreads ≥ 1/)]);
     // A name that is no command stays the plain MethodNotFound.
-    expect((await outcome(pool.exec('nope'))).message).toBe('Method not found: "nope"');
+    expect((await outcome(pool.exec('nope'))).message).toMatch(/^Method not found: "nope" \(the task file \S+basic\.js exports: add, who, /);
     // A function in a view: the error does not point to pool.render as the way out.
     const f = await outcome(pool.render('{{x}}', { x: () => 1 }));
     expect([f.code, f.message]).toEqual([C.InvalidParams, expect.stringMatching(/except in pool\.render's view on a pool with native threads/)]);

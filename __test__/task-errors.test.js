@@ -85,3 +85,30 @@ describe('a task file that cannot be loaded', () => {
     expect(v.data).toEqual({ file: values });
   });
 });
+
+describe('MethodNotFound on a task-file pool', () => {
+  test("lists the file's exports and suggests the closest name, also for calls made before it loaded", async () => {
+    const file = task('primes.js');
+    const pool = new Pool({ filename: file, threads: 1 });
+    const early = await pool.exec('prime', 10).catch((e) => e);
+    const hint = `Method not found: "prime" (the task file ${file} exports: primes, isPrime; did you mean "primes"?)`;
+    expect(early).toBeInstanceOf(RpcError);
+    expect([early.code, early.message]).toEqual([C.MethodNotFound, hint]);
+    expect((await pool.exec('prime', 10).catch((e) => e)).message).toBe(hint);
+    expect((await pool.exec('isprime', 7).catch((e) => e)).message).toMatch(/did you mean "isPrime"\?\)$/);
+    // Nothing close: the exports, and no guess.
+    const far = await pool.exec('factorial', 10).catch((e) => e);
+    expect([far.code, far.message]).toEqual([C.MethodNotFound, `Method not found: "factorial" (the task file ${file} exports: primes, isPrime)`]);
+    expect(await pool.exec('primes', 4)).toEqual([2, 3, 5, 7]);
+    await pool.close();
+  });
+
+  test('lists at most 20 exports', async () => {
+    const file = task('many-exports.js');
+    const pool = new Pool({ filename: file, threads: 1 });
+    const e = await pool.exec('nothing-like-these').catch((x) => x);
+    const first20 = Array.from({ length: 20 }, (_, i) => `task${i}`).join(', ');
+    expect([e.code, e.message]).toEqual([C.MethodNotFound, `Method not found: "nothing-like-these" (the task file ${file} exports: ${first20}, … (5 more))`]);
+    await pool.close();
+  });
+});

@@ -28,6 +28,11 @@ function methodsOf(namespace) {
   if (typeof main === 'function') add('default', main);
   else if (main !== null && typeof main === 'object') {
     for (const [name, value] of Object.entries(main)) add(name, value);
+    // Listed in the order of the default export's (CommonJS: module.exports's) keys, which is
+    // the file's; a module namespace's own names are sorted. Which function a name means stays.
+    const ordered = Object.create(null);
+    for (const name of Object.keys(main)) if (name in handlers) ordered[name] = handlers[name];
+    return Object.assign(ordered, handlers);
   }
   return handlers;
 }

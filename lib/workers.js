@@ -28,6 +28,7 @@ const { performance } = require('node:perf_hooks');
 const { Worker } = require('node:worker_threads');
 const { RpcError, CODES, errorText } = require('./errors.js');
 const { after, every, keepAlive } = require('./timer.js');
+const { list } = require('./load-error.js');
 
 const BOOTSTRAP = path.join(__dirname, 'task-worker.js');
 
@@ -52,6 +53,8 @@ class TaskWorkers {
   #lastFailure = 0;
   #loadError = null;
   #loadData = null;
+  /** The functions the file exports, as the last worker that loaded it said. */
+  #methods = null;
   #gaveUp = false;
   #retryTimer = null;
   #stopping = false;
@@ -223,6 +226,7 @@ class TaskWorkers {
         state.ready = true;
         state.idleSince = Date.now();
         this.#failedLoads = 0;
+        this.#methods = m.methods;
         if (this.#expects !== 'methods') {
           // Now the pool knows what it serves: calls to any other name fail.
           this.#native.expect(m.methods);
@@ -278,6 +282,10 @@ class TaskWorkers {
   explain(error) {
     if (error.code === CODES.InternalError && error.data === undefined && error.message === this.#loadError) {
       error.data = { ...this.#loadData };
+    } else if (error.code === CODES.MethodNotFound && this.#methods !== null) {
+      // The native message is exactly this for a name nobody serves (and says more otherwise).
+      const m = /^Method not found: ("(?:[^"\\]|\\.)*")$/.exec(error.message);
+      if (m !== null) error.message = methodNotFound(JSON.parse(m[1]), this.#options.filename, this.#methods);
     }
     return error;
   }
@@ -340,6 +348,42 @@ function loadErrorText(error, filename) {
   const place = at < 0 ? null : /^:(\d+)(?::(\d+))?/.exec(stack.slice(at + filename.length));
   if (place === null) return text;
   return place[2] === undefined ? `${text} (line ${place[1]})` : `${text} (line ${place[1]}, column ${place[2]})`;
+}
+
+/** MethodNotFound on a task-file pool: the file's exports, and the closest one if it is close. */
+function methodNotFound(method, filename, methods) {
+  const closest = closestName(method, methods);
+  const guess = closest === null ? '' : `; did you mean ${JSON.stringify(closest)}?`;
+  return `Method not found: ${JSON.stringify(method)} (the task file ${filename} exports: ${list(methods)}${guess})`;
+}
+
+/** The name of `names` nearest `wanted` by edit distance (case counts half), if it is within a third of its length. */
+function closestName(wanted, names) {
+  let best = null;
+  let bestDistance = Infinity;
+  for (const name of names) {
+    const d = Math.min(editDistance(wanted, name), editDistance(wanted.toLowerCase(), name.toLowerCase()) + 0.5);
+    if (d < bestDistance) {
+      best = name;
+      bestDistance = d;
+    }
+  }
+  const limit = Math.max(1, Math.floor(Math.max(wanted.length, best?.length ?? 0) / 3));
+  return bestDistance <= limit ? best : null;
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions), in O(|b|) memory. */
+function editDistance(a, b) {
+  if (a.length > 100 || b.length > 100) return a === b ? 0 : Infinity; // no guess for huge names
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length];
 }
 
 /** Calls that wait for a JavaScript worker: every queued or waiting call of the pool but the
