@@ -112,3 +112,58 @@ describe('MethodNotFound on a task-file pool', () => {
     await pool.close();
   });
 });
+
+describe('an error thrown by a task keeps its identity', () => {
+  const file = task('throws.js');
+  let pool;
+  beforeAll(() => {
+    pool = new Pool({ filename: file, threads: 1 });
+  });
+  afterAll(() => pool.close());
+
+  test('a built-in error class: instanceof, name, message, stack in the task file, code, own data fields, cause', async () => {
+    const e = await pool.exec('typeError').catch((x) => x);
+    expect(e).toBeInstanceOf(TypeError);
+    expect(e).not.toBeInstanceOf(RpcError);
+    expect([e.name, e.message, e.code]).toEqual(['TypeError', 'expected a number', 'ERR_NOT_A_NUMBER']);
+    expect(e.details).toEqual({ got: 'string', path: ['a', 0] });
+    expect('callback' in e).toBe(false);
+    expect(e.stack).toMatch(/^TypeError: expected a number\n/);
+    expect(e.stack).toContain(`${file}:12:13`);
+    expect(e.cause).toBeInstanceOf(RangeError);
+    expect([e.cause.name, e.cause.message]).toEqual(['RangeError', 'too big']);
+    expect(e.cause.stack).toContain(`${file}:12:57`);
+    expect(e.cause.cause).toEqual({ limit: 10 });
+  });
+
+  test("a class of the user's: its name, message, stack and fields (an async rejection too)", async () => {
+    const e = await pool.exec('custom').catch((x) => x);
+    expect(e).toBeInstanceOf(Error);
+    expect(e).not.toBeInstanceOf(RpcError);
+    expect([e.name, e.message, e.field]).toEqual(['ValidationError', 'name is required', 'name']);
+    expect(e.stack).toMatch(/^ValidationError: name is required\n/);
+    expect(e.stack).toContain(`${file}:21:9`);
+  });
+
+  test('a chain of causes is kept to a bounded depth, outermost first', async () => {
+    const e = await pool.exec('deep').catch((x) => x);
+    const messages = [];
+    for (let c = e; c instanceof Error; c = c.cause) messages.push(c.message);
+    expect(messages.length).toBeGreaterThan(5);
+    expect(messages.length).toBeLessThan(31);
+    expect(messages).toEqual(Array.from({ length: messages.length }, (_, i) => `level ${30 - i}`));
+  });
+
+  test('a cause that cannot be sent is left out; the error still arrives', async () => {
+    const e = await pool.exec('unsendableCause').catch((x) => x);
+    expect([e.constructor, e.message, 'cause' in e]).toEqual([Error, 'with a Map as cause', false]);
+  });
+
+  test("a thrown non-Error, and corepool's own errors, stay RpcErrors with their codes", async () => {
+    const p = await pool.exec('plain').catch((x) => x);
+    expect(p).toBeInstanceOf(RpcError);
+    expect([p.code, p.message, p.data]).toEqual([C.CommandFailed, 'plain', { value: 'plain' }]);
+    const m = await pool.exec('nope').catch((x) => x);
+    expect([m.constructor, m.code]).toEqual([RpcError, C.MethodNotFound]);
+  });
+});

@@ -13,7 +13,7 @@ const { start, kStarted, kSettled, kExplain, channel } = require('./calls.js');
 const { wireParams, released } = require('./params.js');
 const { map } = require('./map.js');
 const { finishRender } = require('./render.js');
-const { Server } = require('./serve.js');
+const { Server, kFullErrors } = require('./serve.js');
 const { TaskWorkers } = require('./workers.js');
 const views = require('./views.js');
 
@@ -240,7 +240,7 @@ class Pool extends EventEmitter {
       }
     }
     views.open(); // before registering: views sent to this thread must find the channel open
-    const server = new Server(this.#native, handlers, names, concurrency);
+    const server = new Server(this.#native, handlers, names, concurrency, options?.[kFullErrors] === true);
     // A private pool's servers can get no call once it is closed: they stop with it (a shared
     // pool's serve the rest of the process).
     if (!this.#native.isShared) this.#servers.push(server);

@@ -9,6 +9,8 @@ const { syncBuiltinESMExports } = require('node:module');
 const { pathToFileURL } = require('node:url');
 const { attach } = require('./pool.js');
 const { loadFailure, noFunction } = require('./load-error.js');
+const { kFullErrors } = require('./serve.js');
+const { PISCINA_WORKER } = require('./task-error.js');
 
 const { __corepool: own, user } = workerThreads.workerData;
 workerThreads.workerData = user;
@@ -54,7 +56,10 @@ function methodsOf(namespace) {
     port.postMessage({ corepool: 'failed', ...failure });
     throw new Error(failure.why);
   }
-  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency });
+  // A task's thrown error reaches its caller whole (stack, causes), to be made again there;
+  // corepool/piscina's worker sends its tasks' errors its own way (lib/piscina-worker.js).
+  const full = own.filename !== PISCINA_WORKER;
+  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency, [kFullErrors]: full });
   port.on('message', (m) => {
     // The pool retires this worker: new calls go elsewhere, the ones it has finish here.
     if (m !== null && typeof m === 'object' && m.corepool === 'retire') {

@@ -29,6 +29,7 @@ const { Worker } = require('node:worker_threads');
 const { RpcError, CODES, errorText } = require('./errors.js');
 const { after, every, keepAlive } = require('./timer.js');
 const { list } = require('./load-error.js');
+const { taskError, PISCINA_WORKER } = require('./task-error.js');
 
 const BOOTSTRAP = path.join(__dirname, 'task-worker.js');
 
@@ -277,7 +278,7 @@ class TaskWorkers {
   /**
    * An error one of the pool's calls rejects with, made more telling where the pool knows more
    * than the native side: the load error's calls (failed natively, with its message only) get
-   * its data too.
+   * its data too; MethodNotFound lists the file's exports; an error a task threw is made again.
    */
   explain(error) {
     if (error.code === CODES.InternalError && error.data === undefined && error.message === this.#loadError) {
@@ -286,6 +287,8 @@ class TaskWorkers {
       // The native message is exactly this for a name nobody serves (and says more otherwise).
       const m = /^Method not found: ("(?:[^"\\]|\\.)*")$/.exec(error.message);
       if (m !== null) error.message = methodNotFound(JSON.parse(m[1]), this.#options.filename, this.#methods);
+    } else if (this.#options.filename !== PISCINA_WORKER) {
+      return taskError(error);
     }
     return error;
   }
