@@ -130,6 +130,9 @@ describe('an error thrown by a task keeps its identity', () => {
     expect('callback' in e).toBe(false);
     expect(e.stack).toMatch(/^TypeError: expected a number\n/);
     expect(e.stack).toContain(`${file}:12:13`);
+    // corepool's own frames (the worker's serving loop) are cut: the stack ends in the user's code.
+    expect(e.stack).not.toContain(path.join('lib', 'serve.js'));
+    expect(e.stack.split('\n').at(-1)).toContain(file);
     expect(e.cause).toBeInstanceOf(RangeError);
     expect([e.cause.name, e.cause.message]).toEqual(['RangeError', 'too big']);
     expect(e.cause.stack).toContain(`${file}:12:57`);

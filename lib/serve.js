@@ -378,7 +378,7 @@ function errorParts(e, causes = 0) {
   }
   if (causes > 0 && safely(() => e instanceof Error, false)) {
     const stack = safely(() => e.stack, undefined);
-    if (typeof stack === 'string') define(data, 'stack', stack);
+    if (typeof stack === 'string') define(data, 'stack', userFrames(stack));
     if (safely(() => Object.hasOwn(e, 'cause'), false)) {
       const cause = safely(() => e.cause, undefined);
       if (causes > 1 && safely(() => cause instanceof Error, false)) {
@@ -393,6 +393,13 @@ function errorParts(e, causes = 0) {
     }
   }
   return [message, data];
+}
+
+/** A stack without the frames below the handler: this file's serving loop and what called it. */
+function userFrames(stack) {
+  const lines = stack.split('\n');
+  const own = lines.findIndex((line) => /^\s+at /.test(line) && line.includes(`${__filename}:`));
+  return own < 0 ? stack : lines.slice(0, own).join('\n');
 }
 
 function define(object, key, value) {
