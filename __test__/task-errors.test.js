@@ -15,6 +15,7 @@ let dir;
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-task-errors-'));
   fs.writeFileSync(path.join(dir, 'syntax-error.js'), "'use strict';\n// Does not parse: line 4, column 16.\nexports.ok = () => 1;\nconst broken = ;\n");
+  fs.writeFileSync(path.join(dir, 'requires-broken.js'), "'use strict';\nexports.ok = () => 1;\nrequire('./syntax-error.js');\n");
   fs.writeFileSync(path.join(dir, 'syntax-error.mjs'), '// Does not parse: line 3, column 16.\nexport const ok = () => 1;\nconst broken = ;\n');
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -43,6 +44,17 @@ describe('a task file that cannot be loaded', () => {
         `${file}:4\nconst broken = ;\n               ^\n`,
     );
     expect(e.data).toEqual({ file, line: 4, column: 16 });
+  });
+
+  test('a syntax error in a module the task file requires names that module', async () => {
+    const file = path.join(dir, 'requires-broken.js');
+    const broken = path.join(dir, 'syntax-error.js');
+    const e = await loadError(file);
+    expect(e.message).toBe(
+      `corepool: the task file ${file} could not be loaded: SyntaxError: Unexpected token ';' (${broken}, line 4, column 16)\n\n` +
+        `${broken}:4\nconst broken = ;\n               ^\n`,
+    );
+    expect(e.data).toEqual({ file: broken, line: 4, column: 16 });
   });
 
   test('an ES module syntax error names the file, line and column, with the code frame', async () => {

@@ -97,8 +97,22 @@ const ARROW = /^(.+):(\d+)\r?\n(.*)\r?\n([ \t]*)(\^+)[ \t]*\r?\n/;
 
 function arrowPlace(text) {
   const m = ARROW.exec(typeof text === 'string' ? text : stackOf(text));
-  if (m === null || !path.isAbsolute(m[1])) return null;
-  return { file: m[1], line: Number(m[2]), column: m[4].length + 1, frame: `${m[1]}:${m[2]}\n${m[3]}\n${m[4]}${m[5]}\n` };
+  const file = m === null ? null : pathOf(m[1]);
+  if (file === null) return null;
+  return { file, line: Number(m[2]), column: m[4].length + 1, frame: `${file}:${m[2]}\n${m[3]}\n${m[4]}${m[5]}\n` };
+}
+
+/** An absolute path, from a path or a file: URL (as an ES module's place is given), or null. */
+function pathOf(place) {
+  let file = place;
+  if (file.startsWith('file://')) {
+    try {
+      file = fileURLToPath(file);
+    } catch {
+      return null;
+    }
+  }
+  return path.isAbsolute(file) ? file : null;
 }
 
 /** The first frame of the stack in a file of the user's (not Node's, nor corepool's own). */
@@ -106,15 +120,8 @@ function stackPlace(error) {
   for (const line of stackOf(error).split('\n')) {
     const m = /^\s+at (?:.*? \()?(.+?):(\d+):(\d+)\)?$/.exec(line);
     if (m === null) continue;
-    let file = m[1];
-    if (file.startsWith('file://')) {
-      try {
-        file = fileURLToPath(file);
-      } catch {
-        continue;
-      }
-    }
-    if (!path.isAbsolute(file) || path.dirname(file) === __dirname) continue;
+    const file = pathOf(m[1]);
+    if (file === null || path.dirname(file) === __dirname) continue;
     return { file, line: Number(m[2]), column: Number(m[3]) };
   }
   return null;
