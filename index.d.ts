@@ -354,7 +354,9 @@ export declare class Pool extends EventEmitter {
   on(event: 'drain', listener: () => void): this;
   once(event: 'drain', listener: () => void): this;
   /** A task-file pool gave up loading its file (after several failed loads in a row): the
-   *  InternalError its waiting calls and ready() got. Emitted only while listened to. */
+   *  InternalError its waiting calls and ready() got; its `data` is `{ file, line, column }`
+   *  (the place in the user's code), or `{ file }` when there is none to tell.
+   *  Emitted only while listened to. */
   on(event: 'error', listener: (error: RpcError) => void): this;
   once(event: 'error', listener: (error: RpcError) => void): this;
 }

@@ -28,6 +28,8 @@ let sequence = 0;
 /** What a call's owner (a Pool handle) is told: a call started, a call settled. */
 const kStarted = Symbol('started');
 const kSettled = Symbol('settled');
+/** What a call's owner may define: (RpcError) => the error its call rejects with. */
+const kExplain = Symbol('explain');
 
 class Call {
   constructor(resolve, reject, owner) {
@@ -177,7 +179,20 @@ function settle(...batch) {
       const place = batch[i + 3];
       const start = Math.floor(place / contract.sliceSpan);
       call.resolve(slab.subarray(start, start + (place % contract.sliceSpan)));
-    } else call.reject(new RpcError(code, batch[i + 2], batch[i + 3]));
+    } else call.reject(failure(call.owner, code, batch[i + 2], batch[i + 3]));
+  }
+}
+
+/** The error a failed call of `owner` rejects with: an RpcError, which the owner may explain
+ *  (a task-file pool knows more about its own failures: lib/workers.js). */
+function failure(owner, code, message, data) {
+  const error = new RpcError(code, message, data);
+  const explain = owner[kExplain];
+  if (explain === undefined) return error;
+  try {
+    return explain.call(owner, error);
+  } catch {
+    return error;
   }
 }
 
@@ -211,4 +226,4 @@ function tellProgress(call) {
 const channel = new native.Channel(settle);
 const resume = () => channel.resume(settle);
 
-module.exports = { start, startMany, kStarted, kSettled, channel };
+module.exports = { start, startMany, kStarted, kSettled, kExplain, channel };

@@ -9,11 +9,11 @@ const { native, contract } = require('./native.js');
 const { CODES, rejected, describe, errorText } = require('./errors.js');
 const { validateOptions, nativeOptions } = require('./options.js');
 const { callOptions } = require('./call-options.js');
-const { start, kStarted, kSettled, channel } = require('./calls.js');
+const { start, kStarted, kSettled, kExplain, channel } = require('./calls.js');
 const { wireParams, released } = require('./params.js');
 const { map } = require('./map.js');
 const { finishRender } = require('./render.js');
-const { Server } = require('./serve.js');
+const { Server, kFullErrors } = require('./serve.js');
 const { TaskWorkers } = require('./workers.js');
 const views = require('./views.js');
 
@@ -240,7 +240,7 @@ class Pool extends EventEmitter {
       }
     }
     views.open(); // before registering: views sent to this thread must find the channel open
-    const server = new Server(this.#native, handlers, names, concurrency);
+    const server = new Server(this.#native, handlers, names, concurrency, options?.[kFullErrors] === true);
     // A private pool's servers can get no call once it is closed: they stop with it (a shared
     // pool's serve the rest of the process).
     if (!this.#native.isShared) this.#servers.push(server);
@@ -349,6 +349,11 @@ class Pool extends EventEmitter {
       this.#notifying = true;
       process.nextTick(this.#notifyDrained);
     }
+  }
+
+  /** A failed call's error, as its caller gets it (a task-file pool explains its own; lib/calls.js). */
+  [kExplain](error) {
+    return this.#workers === null ? error : this.#workers.explain(error);
   }
 
   #notifyDrained = () => {

@@ -87,8 +87,12 @@ class Server {
   #draining = false; // inside #drain: a handler slot freed now is refilled by its loop
   #resumePending = false; // a #resume is scheduled
 
-  constructor(nativePool, handlers, names, concurrency) {
+  #fullErrors;
+
+  /** `fullErrors`: a thrown error's data carries its stack and causes too (a task file's worker). */
+  constructor(nativePool, handlers, names, concurrency, fullErrors = false) {
     this.#handlers = handlers;
+    this.#fullErrors = fullErrors;
     this.#table = new Map(names.map((n) => [n, handlers[n]]));
     try {
       this.#native = nativePool.serve(names, threadId, concurrency, (batch) => this.#drain(batch));
@@ -324,7 +328,7 @@ class Server {
     try {
       if (ok) more = this.#native.complete(token, value);
       else {
-        const [message, data] = errorParts(value);
+        const [message, data] = errorParts(value, this.#fullErrors ? MAX_CAUSES : 0);
         more = this.#native.fail(token, message, data);
       }
     } catch (e) {
@@ -349,12 +353,19 @@ class Server {
   }
 }
 
+/** How many causes deep a task's error is carried (see errorParts). */
+const MAX_CAUSES = 8;
+
 /**
  * A thrown value → CommandFailed message and data (`name` and own enumerable fields). Total: a
  * getter or Proxy trap that throws while it is read leaves that part out; keys are defined, so a
  * `__proto__` field stays a field.
+ *
+ * With `causes` > 0 (a task file's worker: the caller makes the error again, lib/task-error.js),
+ * the data of an Error also holds its `stack`, and its own `cause` as `{ error: data of the
+ * cause, with its message }` for an Error (up to `causes` deep) or `{ value }` for anything else.
  */
-function errorParts(e) {
+function errorParts(e, causes = 0) {
   if (e === null || (typeof e !== 'object' && typeof e !== 'function')) {
     return [safely(() => String(e), 'a value that cannot be described'), safely(() => ({ value: e }), {})];
   }
@@ -363,9 +374,36 @@ function errorParts(e) {
   const data = { name };
   for (const key of safely(() => Object.keys(e), [])) {
     if (key === 'name') continue;
-    safely(() => Object.defineProperty(data, key, { value: e[key], enumerable: true, writable: true, configurable: true }));
+    safely(() => define(data, key, e[key]));
+  }
+  if (causes > 0 && safely(() => e instanceof Error, false)) {
+    const stack = safely(() => e.stack, undefined);
+    if (typeof stack === 'string') define(data, 'stack', userFrames(stack));
+    if (safely(() => Object.hasOwn(e, 'cause'), false)) {
+      const cause = safely(() => e.cause, undefined);
+      if (causes > 1 && safely(() => cause instanceof Error, false)) {
+        const [causeMessage, causeData] = errorParts(cause, causes - 1);
+        define(causeData, 'message', causeMessage);
+        define(data, 'cause', { error: causeData });
+      } else if (causes > 1 || !safely(() => cause instanceof Error, false)) {
+        define(data, 'cause', { value: cause });
+      } else {
+        delete data.cause; // deeper than carried (an own field's copy of it would be sent raw)
+      }
+    }
   }
   return [message, data];
+}
+
+/** A stack without the frames below the handler: this file's serving loop and what called it. */
+function userFrames(stack) {
+  const lines = stack.split('\n');
+  const own = lines.findIndex((line) => /^\s+at /.test(line) && line.includes(`${__filename}:`));
+  return own < 0 ? stack : lines.slice(0, own).join('\n');
+}
+
+function define(object, key, value) {
+  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** `f()`, or `fallback` when it throws. */
@@ -377,4 +415,7 @@ function safely(f, fallback) {
   }
 }
 
-module.exports = { Server };
+/** A serve() option of corepool's own (symbol keys are not options): Server's `fullErrors`. */
+const kFullErrors = Symbol('fullErrors');
+
+module.exports = { Server, kFullErrors };

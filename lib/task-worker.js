@@ -8,6 +8,9 @@ const workerThreads = require('node:worker_threads');
 const { syncBuiltinESMExports } = require('node:module');
 const { pathToFileURL } = require('node:url');
 const { attach } = require('./pool.js');
+const { loadFailure, noFunction } = require('./load-error.js');
+const { kFullErrors } = require('./serve.js');
+const { PISCINA_WORKER } = require('./task-error.js');
 
 const { __corepool: own, user } = workerThreads.workerData;
 workerThreads.workerData = user;
@@ -27,16 +30,36 @@ function methodsOf(namespace) {
   if (typeof main === 'function') add('default', main);
   else if (main !== null && typeof main === 'object') {
     for (const [name, value] of Object.entries(main)) add(name, value);
+    // Listed in the order of the default export's (CommonJS: module.exports's) keys, which is
+    // the file's; a module namespace's own names are sorted. Which function a name means stays.
+    const ordered = Object.create(null);
+    for (const name of Object.keys(main)) if (name in handlers) ordered[name] = handlers[name];
+    return Object.assign(ordered, handlers);
   }
   return handlers;
 }
 
 (async () => {
-  const handlers = methodsOf(await import(pathToFileURL(own.filename).href));
-  const methods = Object.keys(handlers);
-  if (methods.length === 0) throw new Error(`${own.filename} exports no function`);
-  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency });
   const port = workerThreads.parentPort;
+  let namespace;
+  try {
+    namespace = await import(pathToFileURL(own.filename).href);
+  } catch (e) {
+    // The pool hears where the file went wrong (the 'error' event that follows is not read).
+    port.postMessage({ corepool: 'failed', ...loadFailure(e, own.filename) });
+    throw e;
+  }
+  const handlers = methodsOf(namespace);
+  const methods = Object.keys(handlers);
+  if (methods.length === 0) {
+    const failure = noFunction(namespace, own.filename);
+    port.postMessage({ corepool: 'failed', ...failure });
+    throw new Error(failure.why);
+  }
+  // A task's thrown error reaches its caller whole (stack, causes), to be made again there;
+  // corepool/piscina's worker sends its tasks' errors its own way (lib/piscina-worker.js).
+  const full = own.filename !== PISCINA_WORKER;
+  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency, [kFullErrors]: full });
   port.on('message', (m) => {
     // The pool retires this worker: new calls go elsewhere, the ones it has finish here.
     if (m !== null && typeof m === 'object' && m.corepool === 'retire') {

@@ -28,6 +28,8 @@ const { performance } = require('node:perf_hooks');
 const { Worker } = require('node:worker_threads');
 const { RpcError, CODES, errorText } = require('./errors.js');
 const { after, every, keepAlive } = require('./timer.js');
+const { list } = require('./load-error.js');
+const { taskError, PISCINA_WORKER } = require('./task-error.js');
 
 const BOOTSTRAP = path.join(__dirname, 'task-worker.js');
 
@@ -51,6 +53,9 @@ class TaskWorkers {
   #failedLoads = 0;
   #lastFailure = 0;
   #loadError = null;
+  #loadData = null;
+  /** The functions the file exports, as the last worker that loaded it said. */
+  #methods = null;
   #gaveUp = false;
   #retryTimer = null;
   #stopping = false;
@@ -98,7 +103,7 @@ class TaskWorkers {
     let error;
     if (this.#stopping) error = new RpcError(CODES.PoolClosed, 'corepool: the pool stopped before its workers were ready');
     else if (this.#serving() >= this.#options.minThreads) error = null;
-    else if (this.#gaveUp) error = new RpcError(CODES.InternalError, this.#loadError);
+    else if (this.#gaveUp) error = this.#loadFailure();
     else return;
     const waiters = this.#readyWaiters;
     this.#readyWaiters = [];
@@ -210,11 +215,11 @@ class TaskWorkers {
       // new Pool throws it (its first workers are made there); a later Worker that cannot be
       // made (workerData changed since to something structured clone refuses) is a failed load.
       if (this.#constructing) throw e;
-      this.#loadFailed(errorText(e));
+      this.#loadFailed({ why: errorText(e) });
       queueMicrotask(this.#startSoon);
       return;
     }
-    const state = { ready: false, retiring: false, thread: worker.threadId, idleSince: Date.now(), completed: 0, error: null };
+    const state = { ready: false, retiring: false, thread: worker.threadId, idleSince: Date.now(), completed: 0, error: null, failure: null };
     this.#workers.set(worker, state);
     worker.on('message', (m) => {
       if (m === null || typeof m !== 'object') return;
@@ -222,6 +227,7 @@ class TaskWorkers {
         state.ready = true;
         state.idleSince = Date.now();
         this.#failedLoads = 0;
+        this.#methods = m.methods;
         if (this.#expects !== 'methods') {
           // Now the pool knows what it serves: calls to any other name fail.
           this.#native.expect(m.methods);
@@ -229,6 +235,8 @@ class TaskWorkers {
         }
         this.#start();
         this.#tellReady();
+      } else if (m.corepool === 'failed' && !state.ready) {
+        state.failure = { why: m.why, data: m.data }; // lib/load-error.js
       } else if (m.corepool === 'retired') {
         worker.terminate(); // its server has finished every call it had
       }
@@ -239,7 +247,7 @@ class TaskWorkers {
     worker.on('exit', (code) => {
       this.#workers.delete(worker);
       if (this.#stopping) return;
-      if (!state.ready) this.#loadFailed(state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename));
+      if (!state.ready) this.#loadFailed(state.failure ?? { why: state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename) });
       else if (this.#gaveUp) this.#failWaiting();
       this.#start();
     });
@@ -247,16 +255,42 @@ class TaskWorkers {
     worker.unref();
   }
 
-  /** A worker could not load the file (`why`); after maxFailedLoads in a row, the pool gives up. */
-  #loadFailed(why) {
+  /**
+   * A worker could not load the file: `why` (text), `data` (where: `{ file, line?, column? }`;
+   * lib/load-error.js). After maxFailedLoads in a row, the pool gives up.
+   */
+  #loadFailed({ why, data }) {
     this.#failedLoads++;
     this.#lastFailure = performance.now();
     this.#loadError = `corepool: the task file ${this.#options.filename} could not be loaded: ${why}`;
+    this.#loadData = data ?? { file: this.#options.filename };
     if (this.#failedLoads < RESPAWN.maxFailedLoads || this.#gaveUp) return;
     this.#gaveUp = true;
     this.#failWaiting();
     this.#tellReady();
-    this.#onError(new RpcError(CODES.InternalError, this.#loadError));
+    this.#onError(this.#loadFailure());
+  }
+
+  #loadFailure() {
+    return new RpcError(CODES.InternalError, this.#loadError, { ...this.#loadData });
+  }
+
+  /**
+   * An error one of the pool's calls rejects with, made more telling where the pool knows more
+   * than the native side: the load error's calls (failed natively, with its message only) get
+   * its data too; MethodNotFound lists the file's exports; an error a task threw is made again.
+   */
+  explain(error) {
+    if (error.code === CODES.InternalError && error.data === undefined && error.message === this.#loadError) {
+      error.data = { ...this.#loadData };
+    } else if (error.code === CODES.MethodNotFound && this.#methods !== null) {
+      // The native message is exactly this for a name nobody serves (and says more otherwise).
+      const m = /^Method not found: ("(?:[^"\\]|\\.)*")$/.exec(error.message);
+      if (m !== null) error.message = methodNotFound(JSON.parse(m[1]), this.#options.filename, this.#methods);
+    } else if (this.#options.filename !== PISCINA_WORKER) {
+      return taskError(error);
+    }
+    return error;
   }
 
   /** Calls the workers run at once, once minThreads serve. */
@@ -317,6 +351,42 @@ function loadErrorText(error, filename) {
   const place = at < 0 ? null : /^:(\d+)(?::(\d+))?/.exec(stack.slice(at + filename.length));
   if (place === null) return text;
   return place[2] === undefined ? `${text} (line ${place[1]})` : `${text} (line ${place[1]}, column ${place[2]})`;
+}
+
+/** MethodNotFound on a task-file pool: the file's exports, and the closest one if it is close. */
+function methodNotFound(method, filename, methods) {
+  const closest = closestName(method, methods);
+  const guess = closest === null ? '' : `; did you mean ${JSON.stringify(closest)}?`;
+  return `Method not found: ${JSON.stringify(method)} (the task file ${filename} exports: ${list(methods)}${guess})`;
+}
+
+/** The name of `names` nearest `wanted` by edit distance (case counts half), if it is within a third of its length. */
+function closestName(wanted, names) {
+  let best = null;
+  let bestDistance = Infinity;
+  for (const name of names) {
+    const d = Math.min(editDistance(wanted, name), editDistance(wanted.toLowerCase(), name.toLowerCase()) + 0.5);
+    if (d < bestDistance) {
+      best = name;
+      bestDistance = d;
+    }
+  }
+  const limit = Math.max(1, Math.floor(Math.max(wanted.length, best?.length ?? 0) / 3));
+  return bestDistance <= limit ? best : null;
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions), in O(|b|) memory. */
+function editDistance(a, b) {
+  if (a.length > 100 || b.length > 100) return a === b ? 0 : Infinity; // no guess for huge names
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length];
 }
 
 /** Calls that wait for a JavaScript worker: every queued or waiting call of the pool but the
