@@ -4,7 +4,7 @@
 
 const { connect, createInbox, headers } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
-const { serve, RemotePool } = require('../nats.js');
+const { serve, RemotePool } = require('../lib/nats.js');
 const { startNats, natsServerPath } = require('./nats/server.js');
 const { childHost, killChildHosts } = require('./nats/child-host.js');
 const { sleepEnd, first } = require('./order.js');

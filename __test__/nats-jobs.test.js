@@ -6,7 +6,7 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { connect } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
-const { serve, RemotePool } = require('../nats.js');
+const { serve, RemotePool } = require('../lib/nats.js');
 const { startNats, natsServerPath } = require('./nats/server.js');
 const { childHost, killChildHosts } = require('./nats/child-host.js');
 

@@ -9,7 +9,7 @@
 const path = require('node:path');
 const { connect } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
-const { serve, RemotePool } = require('../nats.js');
+const { serve, RemotePool } = require('../lib/nats.js');
 const { startNats, natsServerPath } = require('./nats/server.js');
 const { eventually } = require('./order.js');
 

@@ -102,7 +102,7 @@ describe('a pool of JavaScript workers from a task file', () => {
 test('one timeout rule: a pool option, a call option and a RemotePool option refuse the same values in the same words', async () => {
   // Issue #29: the pool's options.timeout was checked in lib/options.js and again natively,
   // by two rules with two texts; now every timeout is held to the calls' own rule.
-  const { RemotePool } = require('../nats.js');
+  const { RemotePool } = require('../lib/nats.js');
   // RemotePool checks its options before it uses its connection: this one is never used.
   const fakeConnection = { request() {}, subscribe() {}, publish() {} };
   const pool = new Pool({ threads: 1 });

@@ -17,7 +17,7 @@ const { spawn } = require('node:child_process');
 const { connect } = require('@nats-io/transport-node');
 const { ServiceBroker } = require('moleculer');
 const { Pool } = require('..');
-const { serve, RemotePool } = require('../nats.js');
+const { serve, RemotePool } = require('../lib/nats.js');
 const { startNats } = require('../__test__/nats/server.js');
 const { Suite, median } = require('./harness');
 

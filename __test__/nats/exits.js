@@ -3,7 +3,7 @@
 // exit by itself (nothing keeps retrying on a closed connection). argv[2]: the NATS url.
 const { connect } = require('@nats-io/transport-node');
 const { Pool } = require('../../index.js');
-const { serve } = require('../../nats.js');
+const { serve } = require('../../lib/nats.js');
 
 (async () => {
   const nc = await connect({ servers: process.argv[2] });

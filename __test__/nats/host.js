@@ -13,7 +13,7 @@
 const fs = require('node:fs');
 const { connect } = require('@nats-io/transport-node');
 const { Pool } = require('../../index.js');
-const { serve } = require('../../nats.js');
+const { serve } = require('../../lib/nats.js');
 
 async function main() {
   const { label = 'host', threads = 2, runLog, ...options } = JSON.parse(process.argv[3] ?? '{}');
