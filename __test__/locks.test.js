@@ -7,7 +7,7 @@ const { execFile } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { Pool, RpcError, Mutex, Semaphore, OwnedMutex, ReentrantMutex, FairMutex, lockAll, lockAllAsync } = require('..');
 const { contract } = require('../lib/native.js');
-const { unlessHung } = require('./order.js');
+const { unlessHung } = require('./helpers/order.js');
 
 const WORKER = path.join(__dirname, 'workers', 'locks-worker.js');
 const ROOT = path.join(__dirname, '..');

@@ -2,7 +2,7 @@
 // Pool#map: one call per input, results in input order, native commands in chunks.
 const path = require('node:path');
 const { Pool, RpcError } = require('..');
-const { sleepEnd, first } = require('./order.js');
+const { sleepEnd, first } = require('./helpers/order.js');
 
 const C = RpcError.codes;
 

@@ -9,7 +9,7 @@ const { Linter } = require('eslint');
 const { connect } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
 const { serve, RemotePool } = require('../lib/nats.js');
-const { startNats, natsServerPath } = require('./nats/server.js');
+const { startNats, natsServerPath } = require('./helpers/nats/server.js');
 
 const maybe = natsServerPath() === null ? describe.skip : describe;
 

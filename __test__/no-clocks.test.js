@@ -1,7 +1,7 @@
 'use strict';
 // Tests never assert wall-clock upper bounds (issue #28): on a busy 2-core machine "it took
 // under N ms" fails however generous N is ("waited 298 ms", limit 2 ms + 250 ms). A test asserts
-// an ordering or a count instead (__test__/order.js); timings belong in bench/. This scans the
+// an ordering or a count instead (__test__/helpers/order.js); timings belong in bench/. This scans the
 // tests' source for an expectation that bounds an elapsed time from above, and names each one.
 //
 // What it looks for, in each expect(...) of __test__/**/*.js (comments left out):

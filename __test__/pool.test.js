@@ -2,21 +2,14 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const { Pool, RpcError, poolSize } = require('..');
-const { sleepEnd, first } = require('./order.js');
+const { sleepEnd, first } = require('./helpers/order.js');
+const { rejection: rejectionOf } = require('./helpers/rejection.js');
 
 const C = RpcError.codes;
 const cores = os.availableParallelism();
 
-/** Resolves to the RpcError a promise rejects with (fails the test if it resolves). */
-async function rejection(promise) {
-  try {
-    const v = await promise;
-    throw new Error(`expected a rejection, got ${JSON.stringify(v)}`);
-  } catch (e) {
-    if (!(e instanceof RpcError)) throw e;
-    return e;
-  }
-}
+/** Every call here that fails, fails with an RpcError: any other rejection fails the test. */
+const rejection = (promise) => rejectionOf(promise, RpcError);
 
 describe('options', () => {
   test('threads: 0 → cores, negative → cores + n (min 1), positive → n', async () => {

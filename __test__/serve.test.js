@@ -8,7 +8,7 @@ const { Pool, RpcError } = require('../index.js');
 const { MethodNotFound, CommandFailed, Aborted, Timeout, ServerGone, InvalidParams } = RpcError.codes;
 
 async function startWorker() {
-  const worker = new Worker(path.join(__dirname, 'serve-worker.js'));
+  const worker = new Worker(path.join(__dirname, 'helpers', 'serve-worker.js'));
   await new Promise((resolve, reject) => {
     worker.once('message', resolve);
     worker.once('error', reject);

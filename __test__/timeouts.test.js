@@ -4,18 +4,10 @@
 // of JavaScript workers started from a task file.
 const path = require('node:path');
 const { Pool, RpcError } = require('..');
+const { rejection } = require('./helpers/rejection.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
-
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('resolved; a rejection was expected');
-}
 
 function expectTimeout(e, message) {
   expect(e).toBeInstanceOf(RpcError);
