@@ -1,4 +1,7 @@
 'use strict';
+// Process and thread lifetime: a pool never keeps a process alive, Pool.shared() across
+// worker_threads, and workers terminated with calls in flight. (Task-file pools, lib/workers.js,
+// are tested in file-pool.test.js.)
 const path = require('node:path');
 const { execFile } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
