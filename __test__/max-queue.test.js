@@ -4,6 +4,7 @@
 // commands, methods served by JavaScript threads and pools of JavaScript workers from a task file.
 const path = require('node:path');
 const { Pool, RpcError } = require('..');
+const { child, clean } = require('./helpers/child.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
@@ -111,4 +112,30 @@ test("onFull 'wait': what does not fit waits its turn and runs, in order", async
   expect(order).toEqual([0, 1, 2, 3, 4]);
   await server.close();
   await pool.close();
+});
+
+// Regressions from issue 13's hostile review, each under the defect it pins (§ numbers are the
+// review's). Inputs that could take the process down run in a child process (helpers/child.js).
+
+describe('issue 13 §4: destroy() racing admission from the wait list', () => {
+  test("60 calls on 4 threads with maxQueue 0 and onFull 'wait', then destroy(): every call settles, 40 rounds", async () => {
+    const r = await child(
+      `
+      let unsettled = 0;
+      for (let round = 0; round < 40; round++) {
+        const pool = new Pool({ threads: 4, maxQueue: 0, onFull: 'wait' });
+        let settled = 0;
+        const calls = Array.from({ length: 60 }, (_, i) => pool.exec('sleep', i % 3).then(() => settled++, () => settled++));
+        await new Promise((r) => setTimeout(r, round % 5));
+        const destroyed = pool.destroy();
+        const deadline = new Promise((r) => setTimeout(r, 5000, 'hung').unref());
+        if ((await Promise.race([Promise.all(calls).then(() => destroyed), deadline])) === 'hung') unsettled += 60 - settled;
+      }
+      out({ unsettled });
+      process.exit(0);
+      `,
+      { timeoutMs: 240_000 },
+    );
+    expect(clean(r)).toEqual({ unsettled: 0 });
+  }, 250_000);
 });

@@ -4,6 +4,7 @@ const os = require('node:os');
 const { Pool, RpcError, poolSize } = require('..');
 const { sleepEnd, first } = require('./helpers/order.js');
 const { rejection: rejectionOf } = require('./helpers/rejection.js');
+const { child, clean } = require('./helpers/child.js');
 
 const C = RpcError.codes;
 const cores = os.availableParallelism();
@@ -842,5 +843,60 @@ describe('lifecycle', () => {
     expect(e.type).toBe('CommandFailed');
     expect(JSON.parse(JSON.stringify(e))).toEqual({ code: -32000, message: 'nope', data: { why: 1 } });
     expect(Object.isFrozen(RpcError.codes)).toBe(true);
+  });
+});
+
+// Regressions from issue 13's hostile review, each under the defect it pins (§ numbers are the
+// review's). Inputs that could take the process down run in a child process (helpers/child.js).
+
+describe('issue 13 §10: user callbacks never run inside the settle loop', () => {
+  test("a throwing 'drain' listener surfaces as an uncaught exception, and every other call in the batch settles", async () => {
+    const r = await child(`
+      const uncaught = [];
+      process.on('uncaughtException', (e) => uncaught.push(e.message));
+      const a = new Pool({ threads: 1 });
+      const b = new Pool({ threads: 1 });
+      a.on('drain', () => { throw new Error('listener'); });
+      let settled = 0;
+      for (let round = 0; round < 20; round++) {
+        const calls = [a.exec('echo', round), ...Array.from({ length: 20 }, (_, i) => b.exec('echo', i))];
+        await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 3000).unref())]).then((v) => { if (v) settled += v.length; });
+      }
+      await new Promise((r) => setTimeout(r, 20));
+      await a.close(); await b.close();
+      out({ settled, uncaught: uncaught.length, message: uncaught[0] });
+    `);
+    expect(clean(r)).toEqual({ settled: 20 * 21, uncaught: 20, message: 'listener' });
+  });
+});
+
+describe('issue 13 §11: aborted calls let go of their params at once', () => {
+  test('2,000 aborted 1 MB calls queued behind a busy thread do not hold 2 GB', async () => {
+    const r = await child(
+      `
+      const pool = new Pool({ threads: 1 });
+      const busy = pool.exec('sleep', 600000);
+      global.gc();
+      const before = process.memoryUsage().rss;
+      const calls = [];
+      // One string for all: every call copies it into native memory, which is what must go.
+      // (Fresh 1 MB strings would each leave V8's own heap bigger, corepool or not.)
+      const big = 'x'.repeat(1 << 20) + '!';
+      for (let i = 0; i < 2000; i++) {
+        const ac = new AbortController();
+        calls.push(pool.call('echo', [big], { signal: ac.signal }).catch((e) => e.code));
+        ac.abort();
+      }
+      const codes = await Promise.all(calls);
+      global.gc();
+      const grownMb = (process.memoryUsage().rss - before) / 2 ** 20;
+      const queued = pool.stats().queued;
+      await pool.destroy();
+      await busy.catch(() => {});
+      out({ aborted: codes.filter((c) => c === C.Aborted).length, queued, held: grownMb < 500 ? 'no' : 'held ' + Math.round(grownMb) + ' MB' });
+      `,
+      { args: ['--expose-gc'] },
+    );
+    expect(clean(r)).toEqual({ aborted: 2000, queued: 0, held: 'no' });
   });
 });

@@ -5,6 +5,8 @@
 const path = require('node:path');
 const { Pool, RpcError } = require('..');
 const { rejection } = require('./helpers/rejection.js');
+const { child, clean } = require('./helpers/child.js');
+const { outcome } = require('./helpers/rejection.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
@@ -120,4 +122,56 @@ test('one timeout rule: a pool option, a call option and a RemotePool option ref
   }
   await new Pool({ threads: 1, timeout: 1e-9 }).close();
   await pool.close();
+});
+
+// Regressions from issue 13's hostile review, each under the defect it pins (§ numbers are the
+// review's). Inputs that could take the process down run in a child process (helpers/child.js).
+
+describe('issue 13 §3: timeouts of any size', () => {
+  test('1e22 and 1e300 ms mean "no limit in practice": the call answers and the pool thread survives', async () => {
+    const r = await child(`
+      const pool = new Pool({ threads: 1 });
+      const a = await pool.call('echo', ['a'], { timeout: 1e22 });
+      const b = await pool.call('echo', ['b'], { timeout: 1e300 });
+      const c = await pool.call('echo', ['c'], { timeout: Number.MAX_VALUE });
+      const d = await pool.exec('echo', 'd');
+      await pool.close();
+      out([a, b, c, d]);
+    `);
+    expect(clean(r)).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  test('a pool timeout of 1e300 ms is accepted as effectively none; NaN, negatives and non-numbers are RangeErrors naming the option', async () => {
+    const pool = new Pool({ threads: 1, timeout: 1e300 });
+    expect(await pool.exec('sleep', 5)).toBe(5);
+    await pool.close();
+    for (const t of [NaN, -1, '5']) {
+      expect(() => new Pool({ timeout: t })).toThrow(RangeError);
+      expect(() => new Pool({ timeout: t })).toThrow(/options\.timeout/);
+    }
+  });
+
+  test('a timeout of 1e-9 ms is a (tiny) limit, never "none": per call and as the pool option', async () => {
+    const pool = new Pool({ threads: 1 });
+    expect(await outcome(pool.call('sleep', [200], { timeout: 1e-9 }))).toMatchObject({ code: C.Timeout });
+    expect(await outcome(pool.call('sleep', [200], { timeout: Number.MIN_VALUE }))).toMatchObject({ code: C.Timeout });
+    await pool.close();
+    const tight = new Pool({ threads: 1, timeout: 1e-9 });
+    expect(await outcome(tight.exec('sleep', 200))).toMatchObject({ code: C.Timeout });
+    await tight.close();
+  });
+});
+
+describe('issue 13 §14: served calls with timeouts past 2^31−1 ms', () => {
+  test('do not time out at once', async () => {
+    const r = await child(`
+      const pool = Pool.shared();
+      const server = pool.serve({ async later(ms) { await new Promise((r) => setTimeout(r, ms)); return ms; } });
+      const got = [];
+      for (const timeout of [2 ** 31, 2 ** 40, 1e22]) got.push(await pool.call('later', [30], { timeout }).catch((e) => e.code));
+      await server.close();
+      out(got);
+    `);
+    expect(clean(r)).toEqual([30, 30, 30]);
+  });
 });

@@ -1,6 +1,7 @@
 'use strict';
-// What a call that must fail failed with, for tests that then check its code or message.
+// How a call settled, for tests that then check a rejection's code or message.
 const { inspect } = require('node:util');
+const { RpcError } = require('../..');
 
 /**
  * The value `promise` rejects with. Given `type`, a rejection that is not an instance of it is
@@ -18,4 +19,16 @@ async function rejection(promise, type) {
   throw new Error(`resolved with ${inspect(value)}; a rejection was expected`);
 }
 
-module.exports = { rejection };
+/**
+ * How `promise` settled, never throwing: `{ value }`, or `{ code, message }` of its rejection
+ * (`code` says so when the rejection is not an RpcError).
+ */
+async function outcome(promise) {
+  try {
+    return { value: await promise };
+  } catch (e) {
+    return { code: e instanceof RpcError ? e.code : `not an RpcError: ${e?.constructor?.name}`, message: String(e?.message) };
+  }
+}
+
+module.exports = { rejection, outcome };
