@@ -5,6 +5,7 @@
 const path = require('node:path');
 const { Pool, RpcError } = require('..');
 const { child, clean } = require('./helpers/child.js');
+const { rejection } = require('./helpers/rejection.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
@@ -112,6 +113,59 @@ test("onFull 'wait': what does not fit waits its turn and runs, in order", async
   expect(order).toEqual([0, 1, 2, 3, 4]);
   await server.close();
   await pool.close();
+});
+
+
+describe('native commands: the bound and onFull', () => {
+  test("maxQueue 'auto' is threads²", async () => {
+    const pool = new Pool({ threads: 3, maxQueue: 'auto' });
+    expect(pool.options.maxQueue).toBe(9);
+    await pool.close();
+  });
+
+  test("maxQueue with onFull 'reject' → QueueFull beyond the bound", async () => {
+    const pool = new Pool({ threads: 1, maxQueue: 2 });
+    const running = pool.exec('sleep', 100);
+    const q1 = pool.exec('echo', 1);
+    const q2 = pool.exec('echo', 2);
+    const e = await rejection(pool.exec('echo', 3), RpcError);
+    expect(e.code).toBe(C.QueueFull);
+    expect(await Promise.all([running, q1, q2])).toEqual([100, 1, 2]);
+    await pool.close();
+  });
+
+  test('maxQueue 0: a call runs only when a thread is free', async () => {
+    const pool = new Pool({ threads: 1, maxQueue: 0 });
+    const running = pool.exec('sleep', 50);
+    expect((await rejection(pool.exec('echo', 1), RpcError)).code).toBe(C.QueueFull);
+    await running;
+    expect(await pool.exec('echo', 2)).toBe(2);
+    await pool.close();
+  });
+
+  test("onFull 'wait': calls wait for room, in order, and all complete", async () => {
+    const pool = new Pool({ threads: 1, maxQueue: 1, onFull: 'wait' });
+    const order = [];
+    const calls = Array.from({ length: 30 }, (_, i) => pool.exec('sleep', 1).then(() => order.push(i)));
+    const s = pool.stats();
+    expect(s.queued + s.running).toBeLessThanOrEqual(2);
+    expect(s.waiting).toBeGreaterThan(0);
+    await Promise.all(calls);
+    expect(order).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    await pool.close();
+  });
+
+  test('abort also removes a call waiting for room', async () => {
+    const pool = new Pool({ threads: 1, maxQueue: 0, onFull: 'wait' });
+    const first = pool.exec('sleep', 100);
+    const ac = new AbortController();
+    const waiting = pool.call('echo', [1], { signal: ac.signal });
+    ac.abort();
+    expect((await rejection(waiting, RpcError)).code).toBe(C.Aborted);
+    expect(pool.stats().waiting).toBe(0);
+    await first;
+    await pool.close();
+  });
 });
 
 // Regressions from issue 13's hostile review, each under the defect it pins (§ numbers are the

@@ -69,12 +69,6 @@ describe('options', () => {
     await Promise.all([pool.close(), plain.close()]);
   });
 
-  test("maxQueue 'auto' is threads²", async () => {
-    const pool = new Pool({ threads: 3, maxQueue: 'auto' });
-    expect(pool.options.maxQueue).toBe(9);
-    await pool.close();
-  });
-
   test('poolSize follows cores · (1 + wait/compute)', () => {
     expect(poolSize({ cores: 4, waitMs: 30, computeMs: 10 })).toBe(16);
     expect(poolSize({ cores: 2 })).toBe(2);
@@ -689,26 +683,7 @@ describe('scheduling', () => {
   });
 });
 
-describe('limits: timeout, abort, maxQueue', () => {
-  test('timeout counts from when the call starts, not while it waits', async () => {
-    const pool = new Pool({ threads: 1 });
-    const first = pool.exec('sleep', 150);
-    const second = pool.call('sleep', [30], { timeout: 100 }); // waits ~150 ms, runs 30 ms
-    const third = pool.call('sleep', [5000], { timeout: 50 });
-    expect(await first).toBe(150);
-    expect(await second).toBe(30);
-    const e = await rejection(third);
-    expect(e.code).toBe(C.Timeout);
-    await pool.close();
-  });
-
-  test('pool timeout applies by default; 0 per call lifts it', async () => {
-    const pool = new Pool({ threads: 1, timeout: 40 });
-    expect((await rejection(pool.exec('sleep', 5000))).code).toBe(C.Timeout);
-    expect(await pool.call('sleep', [80], { timeout: 0 })).toBe(80);
-    await pool.close();
-  });
-
+describe('limits: call options and abort (timeouts and maxQueue: timeouts.test.js, max-queue.test.js)', () => {
   test('bad call options reject (never throw)', async () => {
     const pool = new Pool({ threads: 1 });
     for (const options of [{ timeout: -1 }, { timeout: 'soon' }, { signal: {} }, 5]) {
@@ -744,50 +719,6 @@ describe('limits: timeout, abort, maxQueue', () => {
     // Stopped, not run to its end: the one thread serves the next call before the sleep could have ended.
     expect(await first(rejection(r).then((e) => e.code), sleepEnds)).toBe(C.Aborted);
     expect(await first(pool.exec('echo', 'still serving'), sleepEnds)).toBe('still serving');
-    await pool.close();
-  });
-
-  test("maxQueue with onFull 'reject' → QueueFull beyond the bound", async () => {
-    const pool = new Pool({ threads: 1, maxQueue: 2 });
-    const running = pool.exec('sleep', 100);
-    const q1 = pool.exec('echo', 1);
-    const q2 = pool.exec('echo', 2);
-    const e = await rejection(pool.exec('echo', 3));
-    expect(e.code).toBe(C.QueueFull);
-    expect(await Promise.all([running, q1, q2])).toEqual([100, 1, 2]);
-    await pool.close();
-  });
-
-  test('maxQueue 0: a call runs only when a thread is free', async () => {
-    const pool = new Pool({ threads: 1, maxQueue: 0 });
-    const running = pool.exec('sleep', 50);
-    expect((await rejection(pool.exec('echo', 1))).code).toBe(C.QueueFull);
-    await running;
-    expect(await pool.exec('echo', 2)).toBe(2);
-    await pool.close();
-  });
-
-  test("onFull 'wait': calls wait for room, in order, and all complete", async () => {
-    const pool = new Pool({ threads: 1, maxQueue: 1, onFull: 'wait' });
-    const order = [];
-    const calls = Array.from({ length: 30 }, (_, i) => pool.exec('sleep', 1).then(() => order.push(i)));
-    const s = pool.stats();
-    expect(s.queued + s.running).toBeLessThanOrEqual(2);
-    expect(s.waiting).toBeGreaterThan(0);
-    await Promise.all(calls);
-    expect(order).toEqual(Array.from({ length: 30 }, (_, i) => i));
-    await pool.close();
-  });
-
-  test('abort also removes a call waiting for room', async () => {
-    const pool = new Pool({ threads: 1, maxQueue: 0, onFull: 'wait' });
-    const first = pool.exec('sleep', 100);
-    const ac = new AbortController();
-    const waiting = pool.call('echo', [1], { signal: ac.signal });
-    ac.abort();
-    expect((await rejection(waiting)).code).toBe(C.Aborted);
-    expect(pool.stats().waiting).toBe(0);
-    await first;
     await pool.close();
   });
 });

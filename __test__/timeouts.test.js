@@ -4,9 +4,8 @@
 // of JavaScript workers started from a task file.
 const path = require('node:path');
 const { Pool, RpcError } = require('..');
-const { rejection } = require('./helpers/rejection.js');
 const { child, clean } = require('./helpers/child.js');
-const { outcome } = require('./helpers/rejection.js');
+const { rejection, outcome } = require('./helpers/rejection.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
@@ -35,6 +34,27 @@ describe('native commands', () => {
     const out = await pool.map('sleep', [1, 5000], { timeout: 40, settle: 'all' });
     expect(out[0]).toEqual({ status: 'fulfilled', value: 1 });
     expectTimeout(out[1].reason, 'sleep timed out after 40 ms');
+  });
+});
+
+describe('native commands: when the limit counts', () => {
+  test('timeout counts from when the call starts, not while it waits', async () => {
+    const pool = new Pool({ threads: 1 });
+    const first = pool.exec('sleep', 150);
+    const second = pool.call('sleep', [30], { timeout: 100 }); // waits ~150 ms, runs 30 ms
+    const third = pool.call('sleep', [5000], { timeout: 50 });
+    expect(await first).toBe(150);
+    expect(await second).toBe(30);
+    const e = await rejection(third, RpcError);
+    expect(e.code).toBe(C.Timeout);
+    await pool.close();
+  });
+
+  test('pool timeout applies by default; 0 per call lifts it', async () => {
+    const pool = new Pool({ threads: 1, timeout: 40 });
+    expect((await rejection(pool.exec('sleep', 5000), RpcError)).code).toBe(C.Timeout);
+    expect(await pool.call('sleep', [80], { timeout: 0 })).toBe(80);
+    await pool.close();
   });
 });
 
