@@ -1,26 +1,18 @@
 'use strict';
 // The shared-memory toolkit: Mutex, Semaphore, RingBuffer, AsyncLock, across worker_threads.
 const path = require('node:path');
-const { Worker } = require('node:worker_threads');
 const { Mutex, Semaphore, RingBuffer, AsyncLock, RpcError } = require('..');
 const { SharedRingBuffer } = require('../bench/peers/book-ring.js');
 const { child, clean } = require('./helpers/child.js');
+const { runTask } = require('./helpers/worker-task.js');
 
 const WORKER = path.join(__dirname, 'workers', 'shm-worker.js');
 const INVALID_PARAMS = RpcError.codes.InvalidParams;
 
 jest.setTimeout(60_000);
 
-/** Runs the worker task; resolves with its message, rejects on error or a non-zero exit. */
-function run(task, data) {
-  return new Promise((resolve, reject) => {
-    const w = new Worker(WORKER, { workerData: { task, ...data } });
-    let result;
-    w.once('message', (m) => (result = m));
-    w.once('error', reject);
-    w.once('exit', (code) => (code === 0 && result !== undefined ? resolve(result) : reject(new Error(`${task} worker exited with ${code}`))));
-  });
-}
+/** Runs `task` in a worker of WORKER (helpers/worker-task.js). */
+const run = (task, data) => runTask(WORKER, task, data);
 
 function expectInvalid(fn, pattern) {
   let error;
