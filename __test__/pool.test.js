@@ -1,4 +1,6 @@
 'use strict';
+// Pool: options, calls (what values cross: values.test.js has more), JSON-RPC 2.0, scheduling,
+// call options and abort, close() and destroy(). Timeouts and maxQueue have files of their own.
 const fs = require('node:fs');
 const os = require('node:os');
 const { Pool, RpcError, poolSize } = require('..');
