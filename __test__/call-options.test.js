@@ -4,6 +4,7 @@
 // object counts by its own keys, each read once.
 const fc = require('fast-check');
 const { Pool, RpcError } = require('..');
+const { rejection } = require('./helpers/rejection.js');
 
 const C = RpcError.codes;
 
@@ -19,15 +20,6 @@ function start(kind, options) {
   if (kind === 'call') return pool.call('echo', [1], options);
   if (kind === 'run') return pool.run(1, options);
   return pool.map('echo', [1], options);
-}
-
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('resolved; a rejection was expected');
 }
 
 describe('unknown options', () => {

@@ -86,7 +86,7 @@ test('npm start (demo): mines with progress, compares with JS workers, renders, 
   expect(out.split('\n').length).toBeLessThan(25); // one screenful
 });
 
-const { natsServerPath } = require('./nats/server.js');
+const { natsServerPath } = require('./helpers/nats/server.js');
 const withNats = natsServerPath() === null ? test.skip : test;
 
 withNats('cluster: two host processes mine Happycoins over NATS, by request/reply and as durable jobs', async () => {

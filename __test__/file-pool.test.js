@@ -7,26 +7,11 @@ const os = require('node:os');
 const { spawn } = require('node:child_process');
 const { Pool, RpcError } = require('..');
 const { RESPAWN } = require('../lib/workers.js');
+const { outcome } = require('./helpers/rejection.js');
+const { settles } = require('./helpers/order.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
-
-async function outcome(promise) {
-  try {
-    return { value: await promise };
-  } catch (e) {
-    return { code: e instanceof RpcError ? e.code : `not an RpcError: ${e?.constructor?.name}`, message: String(e?.message) };
-  }
-}
-
-/** `promise`, or a rejection if it has not settled after a generous bound (a hang, not a time limit). */
-function settles(promise, ms = 20_000) {
-  let timer;
-  const guard = new Promise((resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`did not settle in ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
-}
 
 /** Runs node with `args`: its exit status and what it printed (killed after a generous bound: a hang). */
 function script(args) {

@@ -4,6 +4,7 @@ const path = require('node:path');
 const { Worker } = require('node:worker_threads');
 const { Pool, RpcError } = require('..');
 const { lifeStep, randomGrid } = require('./workers/life-grid.js');
+const { rejection } = require('./helpers/rejection.js');
 
 const INVALID_PARAMS = RpcError.codes.InvalidParams;
 jest.setTimeout(90_000);
@@ -17,15 +18,6 @@ afterAll(() => pool.close());
 function grid(n) {
   const sab = new SharedArrayBuffer(2 * n * n);
   return { cells: new Uint8Array(sab, 0, n * n), next: new Uint8Array(sab, n * n, n * n) };
-}
-
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
 }
 
 describe('life', () => {

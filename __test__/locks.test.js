@@ -7,7 +7,8 @@ const { execFile } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { Pool, RpcError, Mutex, Semaphore, OwnedMutex, ReentrantMutex, FairMutex, lockAll, lockAllAsync } = require('..');
 const { contract } = require('../lib/native.js');
-const { unlessHung } = require('./order.js');
+const { unlessHung } = require('./helpers/order.js');
+const { runTask } = require('./helpers/worker-task.js');
 
 const WORKER = path.join(__dirname, 'workers', 'locks-worker.js');
 const ROOT = path.join(__dirname, '..');
@@ -16,16 +17,8 @@ const L = contract.locks;
 
 jest.setTimeout(60_000);
 
-/** Runs a task of the lock worker; resolves with its report, rejects on error or a non-zero exit. */
-function run(task, data) {
-  return new Promise((resolve, reject) => {
-    const w = new Worker(WORKER, { workerData: { task, ...data } });
-    let result;
-    w.once('message', (m) => (result = m));
-    w.once('error', reject);
-    w.once('exit', (code) => (code === 0 && result !== undefined ? resolve(result) : reject(new Error(`${task} worker exited with ${code}`))));
-  });
-}
+/** Runs `task` in a worker of WORKER (helpers/worker-task.js). */
+const run = (task, data) => runTask(WORKER, task, data);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

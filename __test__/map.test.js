@@ -2,26 +2,10 @@
 // Pool#map: one call per input, results in input order, native commands in chunks.
 const path = require('node:path');
 const { Pool, RpcError } = require('..');
-const { sleepEnd, first } = require('./order.js');
+const { outcome } = require('./helpers/rejection.js');
+const { sleepEnd, first, settles } = require('./helpers/order.js');
 
 const C = RpcError.codes;
-
-async function outcome(promise) {
-  try {
-    return { value: await promise };
-  } catch (e) {
-    return { code: e instanceof RpcError ? e.code : `not an RpcError: ${e?.constructor?.name}`, message: String(e?.message) };
-  }
-}
-
-/** `promise`, or a rejection if it has not settled after a generous bound (a hang, not a time limit). */
-function settles(promise, ms = 20_000) {
-  let timer;
-  const guard = new Promise((resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`did not settle in ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
-}
 
 describe('map over a native command', () => {
   const pool = new Pool({ threads: 2 });

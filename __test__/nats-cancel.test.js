@@ -4,17 +4,17 @@
 
 const { connect, createInbox, headers } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
-const { serve, RemotePool } = require('../nats.js');
-const { startNats, natsServerPath } = require('./nats/server.js');
-const { childHost, killChildHosts } = require('./nats/child-host.js');
-const { sleepEnd, first } = require('./order.js');
+const { serve, RemotePool } = require('../lib/nats.js');
+const { startNats, natsServerPath } = require('./helpers/nats/server.js');
+const { childHost, killChildHosts } = require('./helpers/nats/child-host.js');
+const { sleepEnd, first } = require('./helpers/order.js');
 const { cancelSecret, proofOf, cancelText } = require('../lib/nats/wire.js');
 
 const C = RpcError.codes;
 const maybe = natsServerPath() === null ? describe.skip : describe;
 
 /** A call that sleeps far longer than any test waits: only a cancel ends it in time. What
- *  waited for it cannot come before sleepEnd(LONG) (./order.js), made before the call. */
+ *  waited for it cannot come before sleepEnd(LONG) (./helpers/order.js), made before the call. */
 const LONG = 10000;
 
 let server;

@@ -21,9 +21,9 @@ const path = require('node:path');
 const fc = require('fast-check');
 const { connect } = require('@nats-io/transport-node');
 const { RpcError } = require('../index.js');
-const { RemotePool } = require('../nats.js');
-const { startNats, natsServerPath } = require('./nats/server.js');
-const { childHost, killChildHosts } = require('./nats/child-host.js');
+const { RemotePool } = require('../lib/nats.js');
+const { startNats, natsServerPath } = require('./helpers/nats/server.js');
+const { childHost, killChildHosts } = require('./helpers/nats/child-host.js');
 
 const C = RpcError.codes;
 const maybe = natsServerPath() === null ? describe.skip : describe;

@@ -6,9 +6,9 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { connect } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
-const { serve, RemotePool } = require('../nats.js');
-const { startNats, natsServerPath } = require('./nats/server.js');
-const { childHost, killChildHosts } = require('./nats/child-host.js');
+const { serve, RemotePool } = require('../lib/nats.js');
+const { startNats, natsServerPath } = require('./helpers/nats/server.js');
+const { childHost, killChildHosts } = require('./helpers/nats/child-host.js');
 
 const C = RpcError.codes;
 const maybe = natsServerPath() === null ? describe.skip : describe;
@@ -117,7 +117,7 @@ maybe('corepool/nats durable jobs', () => {
   });
 
   test('a durable host whose connection closes lets its process exit', async () => {
-    const child = spawn(process.execPath, [path.join(__dirname, 'nats', 'exits.js'), server.url], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [path.join(__dirname, 'helpers', 'nats', 'exits.js'), server.url], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));

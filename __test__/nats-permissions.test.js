@@ -9,9 +9,9 @@
 const path = require('node:path');
 const { connect } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
-const { serve, RemotePool } = require('../nats.js');
-const { startNats, natsServerPath } = require('./nats/server.js');
-const { eventually } = require('./order.js');
+const { serve, RemotePool } = require('../lib/nats.js');
+const { startNats, natsServerPath } = require('./helpers/nats/server.js');
+const { eventually } = require('./helpers/order.js');
 
 const C = RpcError.codes;
 const maybe = natsServerPath() === null ? describe.skip : describe;

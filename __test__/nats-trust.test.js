@@ -8,8 +8,8 @@ const path = require('node:path');
 const { Linter } = require('eslint');
 const { connect } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
-const { serve, RemotePool } = require('../nats.js');
-const { startNats, natsServerPath } = require('./nats/server.js');
+const { serve, RemotePool } = require('../lib/nats.js');
+const { startNats, natsServerPath } = require('./helpers/nats/server.js');
 
 const maybe = natsServerPath() === null ? describe.skip : describe;
 

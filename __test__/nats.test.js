@@ -4,9 +4,9 @@
 
 const { connect } = require('@nats-io/transport-node');
 const { Pool, RpcError } = require('../index.js');
-const { serve, RemotePool } = require('../nats.js');
-const { startNats, natsServerPath } = require('./nats/server.js');
-const { childHost, killChildHosts } = require('./nats/child-host.js');
+const { serve, RemotePool } = require('../lib/nats.js');
+const { startNats, natsServerPath } = require('./helpers/nats/server.js');
+const { childHost, killChildHosts } = require('./helpers/nats/child-host.js');
 
 const C = RpcError.codes;
 const maybe = natsServerPath() === null ? describe.skip : describe;

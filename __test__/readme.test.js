@@ -23,7 +23,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFile } = require('node:child_process');
-const { startNats } = require('./nats/server.js');
+const { startNats } = require('./helpers/nats/server.js');
 
 const ROOT = path.join(__dirname, '..');
 const README = path.join(ROOT, 'README.md');

@@ -7,7 +7,7 @@ const path = require('node:path');
 const Mustache = require('mustache');
 const { Pool, RpcError } = require('..');
 const { native } = require('../lib/native.js');
-const { expectAgreement, viaMustache, viaPool, CaseGenerator, C } = require('./render-cases.js');
+const { expectAgreement, viaMustache, viaPool, CaseGenerator, C } = require('./helpers/render-cases.js');
 
 const { CommandFailed } = RpcError.codes;
 

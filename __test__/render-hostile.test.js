@@ -8,7 +8,7 @@ const path = require('node:path');
 const fc = require('fast-check');
 const Mustache = require('mustache');
 const { Pool, RpcError } = require('..');
-const { viaMustache, viaPool, agree, withoutPlace } = require('./render-cases.js');
+const { viaMustache, viaPool, agree, withoutPlace } = require('./helpers/render-cases.js');
 const expressEngine = require('corepool/express');
 
 let pool;

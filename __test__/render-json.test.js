@@ -4,7 +4,7 @@
 // render tests hold to mustache.js's.
 const Mustache = require('mustache');
 const { Pool, RpcError } = require('..');
-const { viaMustache, viaPool, agree, CaseGenerator, C } = require('./render-cases.js');
+const { viaMustache, viaPool, agree, CaseGenerator, C } = require('./helpers/render-cases.js');
 
 let pool;
 beforeAll(() => {

@@ -5,8 +5,8 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { Pool, RpcError } = require('..');
-const { unlessHung } = require('./order.js');
-const { expectAgreement, mulberry32, CaseGenerator, C } = require('./render-cases.js');
+const { unlessHung } = require('./helpers/order.js');
+const { expectAgreement, mulberry32, CaseGenerator, C } = require('./helpers/render-cases.js');
 
 // ---- the tests ----
 

@@ -4,11 +4,12 @@
 const path = require('node:path');
 const { Worker, threadId } = require('node:worker_threads');
 const { Pool, RpcError } = require('../index.js');
+const { child, clean } = require('./helpers/child.js');
 
 const { MethodNotFound, CommandFailed, Aborted, Timeout, ServerGone, InvalidParams } = RpcError.codes;
 
 async function startWorker() {
-  const worker = new Worker(path.join(__dirname, 'serve-worker.js'));
+  const worker = new Worker(path.join(__dirname, 'helpers', 'serve-worker.js'));
   await new Promise((resolve, reject) => {
     worker.once('message', resolve);
     worker.once('error', reject);
@@ -30,6 +31,8 @@ async function changed(view, i, value) {
   const r = Atomics.waitAsync(view, i, value, 10_000);
   if (r.async) expect(await r.value).not.toBe('timed-out');
 }
+
+const C = RpcError.codes;
 
 describe('serving from worker_threads and the main thread', () => {
   const pool = Pool.shared();
@@ -484,4 +487,85 @@ test('a call whose thread is terminated while its params are being made is Serve
   }
   expect(codes).not.toContain(InvalidParams);
   expect(codes).toContain(ServerGone);
+});
+
+// Regressions from issue 13's hostile review, each under the defect it pins (§ numbers are the
+// review's). Inputs that could take the process down run in a child process (helpers/child.js).
+
+describe('issue 13 §7: hostile thrown values and results in served methods', () => {
+  test('a throwing message getter, a thrown Proxy, a throwing then getter: each call settles, the server keeps serving', async () => {
+    const r = await child(
+      `
+      const pool = Pool.shared();
+      let unhandled = 0;
+      process.on('unhandledRejection', () => unhandled++);
+      const server = pool.serve({
+        badMessage() { const e = new Error('x'); Object.defineProperty(e, 'message', { get() { throw new Error('no message'); } }); throw e; },
+        proxy() { throw new Proxy({}, { get() { throw new Error('trap'); }, ownKeys() { throw new Error('trap'); } }); },
+        badThen() { return { get then() { throw new Error('no then'); } }; },
+        async asyncBad() { const e = new Error('y'); Object.defineProperty(e, 'name', { get() { throw new Error('no name'); } }); throw e; },
+        rejectProxy() { return Promise.reject(new Proxy(new Error('z'), { get() { throw new Error('trap'); } })); },
+        badResult() { return { get x() { throw new Error('getter'); } }; },
+        ok(x) { return x + 1; },
+      }, { concurrency: 1 });
+      const code = async (p) => { try { await p; return 'resolved'; } catch (e) { return e.code; } };
+      const deadline = (p) => Promise.race([p, new Promise((r) => setTimeout(r, 3000, 'hung').unref())]);
+      const got = {};
+      for (const m of ['badMessage', 'proxy', 'badThen', 'asyncBad', 'rejectProxy', 'badResult']) {
+        got[m] = await deadline(code(pool.call(m, [], { timeout: 1000 })));
+      }
+      got.badResultMessage = await pool.exec('badResult').catch((e) => e.message);
+      got.ok = await deadline(pool.exec('ok', 1));
+      await new Promise((r) => setTimeout(r, 50));
+      got.unhandled = unhandled;
+      await server.close();
+      out(got);
+      `,
+    );
+    const got = clean(r);
+    expect(got).toMatchObject({
+      badMessage: C.CommandFailed,
+      proxy: C.CommandFailed,
+      badThen: C.CommandFailed,
+      asyncBad: C.CommandFailed,
+      rejectProxy: C.CommandFailed,
+      badResult: C.InvalidParams,
+      ok: 2,
+      unhandled: 0,
+    });
+    expect(got.badResultMessage).toMatch(/result\.x.*threw.*getter/);
+  });
+
+  test('an own __proto__ key in served params stays a key', async () => {
+    const r = await child(`
+      const pool = Pool.shared();
+      const server = pool.serve({ look(p) { return { own: Object.hasOwn(p, '__proto__'), admin: p.isAdmin === true }; } });
+      const viaHandle = JSON.parse(await pool.handle('{"jsonrpc":"2.0","method":"look","params":[{"__proto__":{"isAdmin":true}}],"id":1}')).result;
+      const viaExec = await pool.exec('look', JSON.parse('{"__proto__":{"isAdmin":true}}'));
+      await server.close();
+      out({ viaHandle, viaExec });
+    `);
+    expect(clean(r)).toEqual({ viaHandle: { own: true, admin: false }, viaExec: { own: true, admin: false } });
+  });
+});
+
+describe('issue 13, review of the fixes: what a polluted prototype, a Proxy or a getter can still do', () => {
+  test('a served job whose params cannot be made fails alone; the rest of its batch runs', async () => {
+    const r = await child(`
+      const pool = new Pool({ threads: 1 });
+      const server = pool.serve({ f(...a) { return a.length - 1; } }, { concurrency: 8 });
+      await pool.exec('f', 1);
+      // Makes building a 3-element array throw on the serving thread (this thread, here).
+      Object.defineProperty(Array.prototype, '0', { configurable: true, get() {},
+        set(v) { if (this.length === 3) throw new Error('no'); Object.defineProperty(this, '0', { value: v, writable: true, enumerable: true, configurable: true }); } });
+      const view = new Int32Array(new SharedArrayBuffer(8));
+      const code = (p) => p.then((v) => v, (e) => e.code);
+      const calls = [code(pool.exec('f', 1, view, 3)), code(pool.exec('f', 'a')), code(pool.exec('f', 'b'))];
+      const got = await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 5000, 'hung').unref())]);
+      delete Array.prototype[0];
+      await server.close();
+      out(got);
+    `);
+    expect(clean(r)).toEqual([C.InvalidParams, 1, 1]);
+  });
 });

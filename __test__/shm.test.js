@@ -1,25 +1,18 @@
 'use strict';
 // The shared-memory toolkit: Mutex, Semaphore, RingBuffer, AsyncLock, across worker_threads.
 const path = require('node:path');
-const { Worker } = require('node:worker_threads');
 const { Mutex, Semaphore, RingBuffer, AsyncLock, RpcError } = require('..');
 const { SharedRingBuffer } = require('../bench/peers/book-ring.js');
+const { child, clean } = require('./helpers/child.js');
+const { runTask } = require('./helpers/worker-task.js');
 
 const WORKER = path.join(__dirname, 'workers', 'shm-worker.js');
 const INVALID_PARAMS = RpcError.codes.InvalidParams;
 
 jest.setTimeout(60_000);
 
-/** Runs the worker task; resolves with its message, rejects on error or a non-zero exit. */
-function run(task, data) {
-  return new Promise((resolve, reject) => {
-    const w = new Worker(WORKER, { workerData: { task, ...data } });
-    let result;
-    w.once('message', (m) => (result = m));
-    w.once('error', reject);
-    w.once('exit', (code) => (code === 0 && result !== undefined ? resolve(result) : reject(new Error(`${task} worker exited with ${code}`))));
-  });
-}
+/** Runs `task` in a worker of WORKER (helpers/worker-task.js). */
+const run = (task, data) => runTask(WORKER, task, data);
 
 function expectInvalid(fn, pattern) {
   let error;
@@ -369,5 +362,84 @@ describe('AsyncLock', () => {
     expect(ordered.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled']);
     expect(safe.checking.balance).toBe(30);
     expect(safe.savings.balance).toBe(120);
+  });
+});
+
+// Regressions from issue 13's hostile review, each under the defect it pins (§ numbers are the
+// review's). Inputs that could take the process down run in a child process (helpers/child.js).
+
+describe('issue 13 §1: views inside params are kept alive by the call', () => {
+  // The caller lets go of each buffer right after the call: only the call itself can keep it
+  // alive. Fresh buffers allocated meanwhile must never receive coins, and nothing may crash.
+  test('a reused options object whose view is replaced after each call: no write lands elsewhere, no crash', async () => {
+    const r = await child(
+      `
+      const pool = new Pool({ threads: 2 });
+      const reference = await pool.exec('happycoin', { attempts: 200000, seed: 7 });
+      const opts = { attempts: 200000, seed: 7 };
+      const calls = [];
+      let junk = [];
+      let dirty = 0;
+      const inspect = () => { dirty += junk.filter((a) => a.some((x) => x !== 0n)).length; junk = []; };
+      for (let i = 0; i < 200; i++) {
+        opts.into = new BigUint64Array(new SharedArrayBuffer(4096));
+        calls.push(pool.exec('happycoin', opts).then((res) => res.count));
+        opts.into = null;
+        for (let j = 0; j < 100; j++) junk.push(new BigUint64Array(new SharedArrayBuffer(4096)));
+        if (i % 20 === 0) { global.gc(); await new Promise((r) => setTimeout(r, 1)); inspect(); }
+      }
+      const counts = await Promise.all(calls);
+      inspect();
+      await pool.close();
+      out({ wrong: counts.filter((c) => c !== reference.count).length, dirty, calls: calls.length });
+      `,
+      { args: ['--expose-gc'] },
+    );
+    expect(clean(r)).toEqual({ wrong: 0, dirty: 0, calls: 200 });
+  });
+
+  test('views nested in request() and broadcast() params are kept alive too', async () => {
+    const r = await child(
+      `
+      const pool = new Pool({ threads: 2 });
+      const results = [];
+      let junk = [];
+      let dirty = 0;
+      for (let i = 0; i < 100; i++) {
+        const req = { jsonrpc: '2.0', method: 'happycoin', params: [{ attempts: 100000, seed: 3, into: new BigUint64Array(new SharedArrayBuffer(4096)) }], id: i };
+        results.push(pool.request(req).then((resp) => resp.result.count));
+        req.params[0].into = null;
+        const b = { attempts: 50000, seed: 3, into: new BigUint64Array(new SharedArrayBuffer(4096)) };
+        results.push(pool.broadcast('happycoin', b).then((all) => all[0].count));
+        b.into = null;
+        for (let j = 0; j < 100; j++) junk.push(new BigUint64Array(new SharedArrayBuffer(4096)));
+        if (i % 10 === 0) { global.gc(); await new Promise((r) => setTimeout(r, 1)); dirty += junk.filter((a) => a.some((x) => x !== 0n)).length; junk = []; }
+      }
+      const counts = await Promise.all(results);
+      dirty += junk.filter((a) => a.some((x) => x !== 0n)).length;
+      await pool.close();
+      out({ settled: counts.filter((c) => Number.isInteger(c)).length, dirty });
+      `,
+      { args: ['--expose-gc'] },
+    );
+    expect(clean(r)).toEqual({ settled: 200, dirty: 0 });
+  });
+});
+
+describe('issue 13 §15: smaller inconsistencies', () => {
+  test('a RingBuffer over a growable SharedArrayBuffer is refused', () => {
+    const sab = new SharedArrayBuffer(32, { maxByteLength: 64 });
+    expect(() => new RingBuffer(sab)).toThrow(RpcError);
+    expect(() => new RingBuffer(sab)).toThrow(/growable/);
+  });
+
+  test('Mutex and Semaphore over growable buffers still work (the word never moves)', () => {
+    const sab = new SharedArrayBuffer(8, { maxByteLength: 64 });
+    const m = new Mutex(new Int32Array(sab), 0);
+    const s = new Semaphore(new Int32Array(sab), 1, 1);
+    sab.grow(64);
+    expect(m.tryLock()).toBe(true);
+    m.unlock();
+    expect(s.tryAcquire()).toBe(true);
   });
 });

@@ -4,18 +4,11 @@
 // of JavaScript workers started from a task file.
 const path = require('node:path');
 const { Pool, RpcError } = require('..');
+const { child, clean } = require('./helpers/child.js');
+const { rejection, outcome } = require('./helpers/rejection.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
-
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('resolved; a rejection was expected');
-}
 
 function expectTimeout(e, message) {
   expect(e).toBeInstanceOf(RpcError);
@@ -41,6 +34,27 @@ describe('native commands', () => {
     const out = await pool.map('sleep', [1, 5000], { timeout: 40, settle: 'all' });
     expect(out[0]).toEqual({ status: 'fulfilled', value: 1 });
     expectTimeout(out[1].reason, 'sleep timed out after 40 ms');
+  });
+});
+
+describe('native commands: when the limit counts', () => {
+  test('timeout counts from when the call starts, not while it waits', async () => {
+    const pool = new Pool({ threads: 1 });
+    const first = pool.exec('sleep', 150);
+    const second = pool.call('sleep', [30], { timeout: 100 }); // waits ~150 ms, runs 30 ms
+    const third = pool.call('sleep', [5000], { timeout: 50 });
+    expect(await first).toBe(150);
+    expect(await second).toBe(30);
+    const e = await rejection(third, RpcError);
+    expect(e.code).toBe(C.Timeout);
+    await pool.close();
+  });
+
+  test('pool timeout applies by default; 0 per call lifts it', async () => {
+    const pool = new Pool({ threads: 1, timeout: 40 });
+    expect((await rejection(pool.exec('sleep', 5000), RpcError)).code).toBe(C.Timeout);
+    expect(await pool.call('sleep', [80], { timeout: 0 })).toBe(80);
+    await pool.close();
   });
 });
 
@@ -102,7 +116,7 @@ describe('a pool of JavaScript workers from a task file', () => {
 test('one timeout rule: a pool option, a call option and a RemotePool option refuse the same values in the same words', async () => {
   // Issue #29: the pool's options.timeout was checked in lib/options.js and again natively,
   // by two rules with two texts; now every timeout is held to the calls' own rule.
-  const { RemotePool } = require('../nats.js');
+  const { RemotePool } = require('../lib/nats.js');
   // RemotePool checks its options before it uses its connection: this one is never used.
   const fakeConnection = { request() {}, subscribe() {}, publish() {} };
   const pool = new Pool({ threads: 1 });
@@ -128,4 +142,56 @@ test('one timeout rule: a pool option, a call option and a RemotePool option ref
   }
   await new Pool({ threads: 1, timeout: 1e-9 }).close();
   await pool.close();
+});
+
+// Regressions from issue 13's hostile review, each under the defect it pins (§ numbers are the
+// review's). Inputs that could take the process down run in a child process (helpers/child.js).
+
+describe('issue 13 §3: timeouts of any size', () => {
+  test('1e22 and 1e300 ms mean "no limit in practice": the call answers and the pool thread survives', async () => {
+    const r = await child(`
+      const pool = new Pool({ threads: 1 });
+      const a = await pool.call('echo', ['a'], { timeout: 1e22 });
+      const b = await pool.call('echo', ['b'], { timeout: 1e300 });
+      const c = await pool.call('echo', ['c'], { timeout: Number.MAX_VALUE });
+      const d = await pool.exec('echo', 'd');
+      await pool.close();
+      out([a, b, c, d]);
+    `);
+    expect(clean(r)).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  test('a pool timeout of 1e300 ms is accepted as effectively none; NaN, negatives and non-numbers are RangeErrors naming the option', async () => {
+    const pool = new Pool({ threads: 1, timeout: 1e300 });
+    expect(await pool.exec('sleep', 5)).toBe(5);
+    await pool.close();
+    for (const t of [NaN, -1, '5']) {
+      expect(() => new Pool({ timeout: t })).toThrow(RangeError);
+      expect(() => new Pool({ timeout: t })).toThrow(/options\.timeout/);
+    }
+  });
+
+  test('a timeout of 1e-9 ms is a (tiny) limit, never "none": per call and as the pool option', async () => {
+    const pool = new Pool({ threads: 1 });
+    expect(await outcome(pool.call('sleep', [200], { timeout: 1e-9 }))).toMatchObject({ code: C.Timeout });
+    expect(await outcome(pool.call('sleep', [200], { timeout: Number.MIN_VALUE }))).toMatchObject({ code: C.Timeout });
+    await pool.close();
+    const tight = new Pool({ threads: 1, timeout: 1e-9 });
+    expect(await outcome(tight.exec('sleep', 200))).toMatchObject({ code: C.Timeout });
+    await tight.close();
+  });
+});
+
+describe('issue 13 §14: served calls with timeouts past 2^31−1 ms', () => {
+  test('do not time out at once', async () => {
+    const r = await child(`
+      const pool = Pool.shared();
+      const server = pool.serve({ async later(ms) { await new Promise((r) => setTimeout(r, ms)); return ms; } });
+      const got = [];
+      for (const timeout of [2 ** 31, 2 ** 40, 1e22]) got.push(await pool.call('later', [30], { timeout }).catch((e) => e.code));
+      await server.close();
+      out(got);
+    `);
+    expect(clean(r)).toEqual([30, 30, 30]);
+  });
 });

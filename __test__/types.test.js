@@ -47,5 +47,16 @@ test("index.d.ts's Strategy names are the native contract's", () => {
 test('nats.d.ts declares exactly the runtime exports of corepool/nats', () => {
   const natsDts = fs.readFileSync(path.join(root, 'nats.d.ts'), 'utf8');
   const natsDeclared = [...natsDts.matchAll(/^export declare (?:class|function|const) (\w+)/gm)].map((m) => m[1]).sort();
-  expect(natsDeclared).toEqual(Object.keys(require('../nats.js')).sort());
+  expect(natsDeclared).toEqual(Object.keys(require('../lib/nats.js')).sort());
+});
+
+test('every integration entry point is a file in lib/, its types the .d.ts of its name at the root', () => {
+  const { exports } = require('../package.json');
+  const integrations = Object.keys(exports).filter((key) => !['.', './package.json'].includes(key));
+  expect(integrations).toEqual(expect.arrayContaining(['./express', './fastify', './nats']));
+  for (const key of integrations) {
+    const name = key.slice(2);
+    expect([key, exports[key]]).toEqual([key, { types: `./${name}.d.ts`, default: `./lib/${name}.js` }]);
+    expect([key, fs.existsSync(path.join(root, 'lib', `${name}.js`)), fs.existsSync(path.join(root, `${name}.d.ts`))]).toEqual([key, true, true]);
+  }
 });

@@ -13,6 +13,7 @@ const Mustache = require('mustache');
 const { Pool } = require('..');
 const expressEngine = require('corepool/express');
 const fastifyEngine = require('corepool/fastify');
+const { listen } = require('./helpers/http.js');
 
 /** mustache.js's message for `template` (with `partials`). */
 function mustacheMessage(template, partials) {
@@ -41,15 +42,6 @@ afterAll(async () => {
   await pool.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
-
-/** Listens on a free port; resolves with its base URL and a close(). */
-function listen(app) {
-  return new Promise((resolve) => {
-    const server = app.listen(0, '127.0.0.1', () => {
-      resolve({ url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) });
-    });
-  });
-}
 
 test('corepool/express: a broken view gives Express a 500 error naming the file and the line', async () => {
   const engine = expressEngine.mustacheEngine({ pool });

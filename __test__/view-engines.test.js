@@ -12,6 +12,7 @@ const Mustache = require('mustache');
 const { Pool } = require('..');
 const expressEngine = require('corepool/express');
 const fastifyEngine = require('corepool/fastify');
+const { listen } = require('./helpers/http.js');
 
 const PAGE = '<h1>{{title}}</h1>\n{{> header}}\n<ul>\n{{#items}}\n  {{> parts/item}}\n{{/items}}\n</ul>\n{{#bold}}{{title}}{{/bold}}';
 const HEADER = '<header>{{title}} & {{{title}}}</header>';
@@ -40,15 +41,6 @@ afterAll(async () => {
   await pool.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
-
-/** Listens on a free port; resolves with its base URL and a close(). */
-function listen(app) {
-  return new Promise((resolve) => {
-    const server = app.listen(0, '127.0.0.1', () => {
-      resolve({ url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) });
-    });
-  });
-}
 
 /** Polls `url` until `test(body)` holds (a watcher's event arrives a little after the write), or 20 s pass (a hang guard). */
 async function eventually(url, test) {

@@ -17,8 +17,8 @@ const { spawn } = require('node:child_process');
 const { connect } = require('@nats-io/transport-node');
 const { ServiceBroker } = require('moleculer');
 const { Pool } = require('..');
-const { serve, RemotePool } = require('../nats.js');
-const { startNats } = require('../__test__/nats/server.js');
+const { serve, RemotePool } = require('../lib/nats.js');
+const { startNats } = require('../__test__/helpers/nats/server.js');
 const { Suite, median } = require('./harness');
 
 const CALLERS = 64;
@@ -29,7 +29,7 @@ const JOBS = suite.quick ? 200 : 1000;
 const JOB = { attempts: 20000 };
 const PAYLOAD = { user: 'Katelyn', items: [1, 2, 3], note: 'x'.repeat(40) };
 
-function childHost(url, options, script = path.join(__dirname, '..', '__test__', 'nats', 'host.js')) {
+function childHost(url, options, script = path.join(__dirname, '..', '__test__', 'helpers', 'nats', 'host.js')) {
   // stdin a pipe: the test host exits when it ends, so a host never outlives this process.
   const child = spawn(process.execPath, [script, url, JSON.stringify(options)], { stdio: ['pipe', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {

@@ -15,7 +15,7 @@ const net = require('node:net');
 const { spawn } = require('node:child_process');
 const { connect } = require('@nats-io/transport-node');
 const { Pool } = require('..');
-const { serve, RemotePool } = require('../nats');
+const { serve, RemotePool } = require('../lib/nats.js'); // corepool/nats
 
 const NAME = 'happycoins';
 const ATTEMPTS = 1_000_000;

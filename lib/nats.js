@@ -3,7 +3,7 @@
 // (@nats-io/transport-node, and @nats-io/jetstream for durable jobs) are optional peer
 // dependencies: `require('corepool')` never loads them.
 
-const { serve, Host } = require('./lib/nats/host.js');
-const { RemotePool } = require('./lib/nats/client.js');
+const { serve, Host } = require('./nats/host.js');
+const { RemotePool } = require('./nats/client.js');
 
 module.exports = { serve, Host, RemotePool };

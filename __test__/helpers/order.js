@@ -44,4 +44,9 @@ function eventually(done, what) {
   });
 }
 
-module.exports = { sleepEnd, first, unlessHung, eventually };
+/** `promise`, or a rejection if it has not settled after a generous bound (a hang, not a time limit). */
+function settles(promise, ms = 20_000) {
+  return unlessHung(promise, 'did not settle', ms);
+}
+
+module.exports = { sleepEnd, first, unlessHung, settles, eventually };

@@ -1,8 +1,12 @@
 'use strict';
+// Process and thread lifetime: a pool never keeps a process alive, Pool.shared() across
+// worker_threads, and workers terminated with calls in flight. (Task-file pools, lib/workers.js,
+// are tested in file-pool.test.js.)
 const path = require('node:path');
 const { execFile } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
-const { Pool } = require('..');
+const { Pool, RpcError } = require('..');
+const { child, clean } = require('./helpers/child.js');
 
 const fixture = (name) => path.join(__dirname, 'fixtures', name);
 
@@ -22,6 +26,8 @@ function once(worker, event) {
     if (event !== 'error') worker.once('error', reject);
   });
 }
+
+const C = RpcError.codes;
 
 describe('process lifetime', () => {
   test('a script that awaits one call and never closes its pool exits promptly', async () => {
@@ -83,4 +89,48 @@ describe('worker_threads', () => {
     }
     expect(s.queued + s.running).toBe(0);
   }, 60000);
+});
+
+// Regressions from issue 13's hostile review, each under the defect it pins (§ numbers are the
+// review's). Inputs that could take the process down run in a child process (helpers/child.js).
+
+describe('issue 13 §12: Pool.shared() after close()', () => {
+  test('returns a working handle again, and different options are a TypeError', async () => {
+    const r = await child(`
+      const a = Pool.shared({ threads: 2 });
+      await a.exec('echo', 1);
+      await a.close();
+      const b = Pool.shared();
+      const works = await b.exec('echo', 2);
+      let mismatch;
+      try { Pool.shared({ threads: 3 }); } catch (e) { mismatch = e.constructor.name; }
+      await b.close();
+      out({ different: a !== b, works, mismatch, closedRejects: await a.exec('echo', 3).catch((e) => e.code) });
+    `);
+    expect(clean(r)).toEqual({ different: true, works: 2, mismatch: 'TypeError', closedRejects: C.PoolClosed });
+  });
+});
+
+describe('issue 13 §13: async waits with a timeout keep the process alive until they time out', () => {
+  test.each([
+    ['RingBuffer.readExactlyAsync', `const got = await new corepool.RingBuffer(8).readExactlyAsync(4, 200); out(got.length);`, 0],
+    ['RingBuffer.writeAllAsync', `const r = new corepool.RingBuffer(2); out(await r.writeAllAsync(new Uint8Array(4), 200));`, 2],
+    ['Mutex.lockAsync', `const m = new corepool.Mutex(new Int32Array(new SharedArrayBuffer(4))); m.tryLock(); out(await m.lockAsync(200));`, false],
+    ['Semaphore.acquireAsync', `const s = new corepool.Semaphore(new Int32Array(new SharedArrayBuffer(4)), 0, 0); out(await s.acquireAsync(200));`, false],
+  ])('%s', async (_, body, expected) => {
+    expect(clean(await child(body))).toBe(expected);
+  });
+});
+
+describe('issue 13, review of the fixes: what a polluted prototype, a Proxy or a getter can still do', () => {
+  test.each(['close', 'destroy'])('a private pool that serves methods lets the process exit after %s()', async (how) => {
+    const r = await child(`
+      const pool = new Pool({ threads: 1 });
+      pool.serve({ f(x) { return x; } });
+      const v = await pool.exec('f', 1);
+      await pool.${how}();
+      out(v);
+    `);
+    expect(clean(r)).toBe(1);
+  });
 });

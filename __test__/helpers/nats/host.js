@@ -12,8 +12,8 @@
 
 const fs = require('node:fs');
 const { connect } = require('@nats-io/transport-node');
-const { Pool } = require('../../index.js');
-const { serve } = require('../../nats.js');
+const { Pool } = require('../../../index.js');
+const { serve } = require('../../../lib/nats.js');
 
 async function main() {
   const { label = 'host', threads = 2, runLog, ...options } = JSON.parse(process.argv[3] ?? '{}');

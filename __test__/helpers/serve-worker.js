@@ -1,7 +1,7 @@
 'use strict';
 // A worker_thread that serves methods for __test__/serve.test.js.
 const { parentPort, threadId } = require('node:worker_threads');
-const { Pool } = require('../index.js');
+const { Pool } = require('../../index.js');
 
 // This thread's own event loop at work: timer ticks, and microtasks queued by `same`.
 let ticks = 0;

@@ -2,7 +2,7 @@
 // Shared by the render tests: both renderers' outcomes, the rule for agreeing, a shrinker that
 // finds the smallest differing template, and seeded random cases (templates, data, partials).
 const Mustache = require('mustache');
-const { RpcError } = require('..');
+const { RpcError } = require('../..');
 
 const C = RpcError.codes;
 

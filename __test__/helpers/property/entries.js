@@ -1,0 +1,377 @@
+'use strict';
+// Every entry point a value can be sent through (exec, call, request, handle, broadcast, render,
+// served methods), each with what it must answer; and the served echoes they use.
+const path = require('node:path');
+const { Worker } = require('node:worker_threads');
+const fc = require('fast-check');
+const Mustache = require('mustache');
+const { Pool, RpcError } = require('../../..');
+const { MAX_NESTING, DEADLINE_MS } = require('./run.js');
+const { DOCUMENTED, NAME, show, follow, within, allSettled, idle, judge } = require('./settle.js');
+const { stringArb, holdsHugeLength, build } = require('./values.js');
+const { refuse, isPlainObject, valueSpec, objectSpec, spec, expectation, nestingOf, jsonSpec } = require('./oracle.js');
+const { optionsArb, makeOptions, optionEffects } = require('./options.js');
+
+const C = RpcError.codes;
+function fail(what, problems) {
+  if (problems.length > 0) throw new Error(`${problems.join('\n')}\n${what}`);
+}
+
+const names = (codes) => [...codes].map((c) => NAME[c]);
+
+/** The served echoes: one on this thread, one on a worker_thread; both count their runs. */
+const mainRuns = new Map();
+let tags = 0;
+let servers = null;
+
+async function startServers() {
+  if (servers !== null) return servers;
+  const shared = Pool.shared();
+  const main = shared.serve({
+    prop_echo_main(tag, x) {
+      mainRuns.set(tag, (mainRuns.get(tag) ?? 0) + 1);
+      return x;
+    },
+  });
+  const worker = new Worker(path.join(__dirname, '..', '..', 'fixtures', 'property-worker.js'), { workerData: { serve: ['prop_echo_worker', 'prop_runs'] } });
+  await new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  servers = { shared, main, worker };
+  return servers;
+}
+
+async function stopServers() {
+  if (servers === null) return;
+  const { main, worker, shared } = servers;
+  servers = null;
+  await main.close();
+  await worker.terminate();
+  await shared.close();
+}
+
+const idArb = fc.oneof(fc.integer(), fc.double(), stringArb, fc.constant(null), fc.constant('absent'), fc.constantFrom(true, { id: 1 }, [1]));
+
+/**
+ * Judges a request()/handle() answer (already parsed): `expect` is what echo may answer, `invalid`
+ * the codes of an answer that says the request itself could not be read (InvalidRequest: id null),
+ * `readable` whether it can be read (then a notification gets no answer).
+ */
+function judgeResponse(rec, { id, notification, readable, expect, invalid }) {
+  const o = rec.outcome;
+  if (o === undefined) return 'never settled';
+  if ('threw' in o) return `threw synchronously: ${show(o.threw)}`;
+  if ('error' in o) return `rejected (it never may): ${show(o.error)}`;
+  const r = o.value;
+  if (r === null) {
+    if (!notification) return 'answered null to a request with an id';
+    // A notification is answered only when it is not a valid request.
+    return readable ? null : 'answered null to a notification that cannot be read';
+  }
+  if (!isPlainObject(r) || r.jsonrpc !== '2.0') return `not a JSON-RPC response: ${show(r)}`;
+  if ('error' in r) {
+    const e = r.error;
+    if (!isPlainObject(e) || typeof e.message !== 'string' || e.message === '' || !DOCUMENTED.has(e.code)) return `a malformed error: ${show(r)}`;
+    if (invalid.has(e.code)) return r.id !== null && e.code === C.InvalidRequest ? `an InvalidRequest answer with id ${show(r.id)}` : null;
+    if (notification) return `answered a notification with ${NAME[e.code]} (${e.message.slice(0, 300)})`;
+    if (!expect.codes.has(e.code)) {
+      return `answered ${NAME[e.code]} (${e.message.slice(0, 300)}), expected ${[expect.check === null ? null : 'a result', ...names(expect.codes)].filter(Boolean).join(' or ')}`;
+    }
+  } else {
+    if (!('result' in r)) return `neither result nor error: ${show(r)}`;
+    if (notification) return `answered a notification: ${show(r)}`;
+    if (expect.check === null) return `answered ${show(r.result)}, expected ${names(expect.codes).join(' or ')}`;
+    const why = expect.check(r.result, 'result');
+    if (why !== null) return why;
+  }
+  return id.check(r.id, 'id');
+}
+
+/**
+ * handle() of the JSON text of an echo request, when that text can be made. `maxNesting`: texts
+ * nested deeper are not sent.
+ */
+function sendText(pool, d, id, maxNesting) {
+  if (holdsHugeLength(d)) return [];
+  let text;
+  try {
+    const request = { jsonrpc: '2.0', method: 'echo', params: [build(d)] };
+    if (id !== 'absent') request.id = id;
+    text = JSON.stringify(request);
+  } catch {
+    return []; // no JSON text to send
+  }
+  // The oracle reads the text as JSON.parse does, then crosses it as any value crosses.
+  const sent = JSON.parse(text);
+  const x = sent.params[0];
+  const depth = nestingOf(x) + 2;
+  if (depth > maxNesting) return [];
+  const notification = !('id' in sent);
+  const validId = notification || sent.id === null || typeof sent.id === 'number' || typeof sent.id === 'string';
+  const s = depth > MAX_NESTING + 8 ? refuse('nested too deep') : jsonSpec(x);
+  const tooDeep = depth > MAX_NESTING - 8 ? [C.ParseError, C.InvalidRequest, C.InvalidParams] : [];
+  const invalid = new Set([...tooDeep, ...(validId ? [] : [C.InvalidRequest])]);
+  const expect = validId ? expectation(s, { nesting: 2 }) : { check: null, codes: new Set() };
+  const ctx = { id: jsonSpec(validId && !notification ? sent.id : null), notification, readable: validId && expect.check !== null, expect, invalid };
+  const rec = follow(() => pool.handle(text));
+  const judgeText = () => {
+    const o = rec.outcome;
+    if (o === undefined || !('value' in o)) return judgeResponse(rec, ctx);
+    if (typeof o.value !== 'string') return `answered ${show(o.value)}, not text`;
+    let parsed = null; // '': nothing to answer
+    try {
+      if (o.value !== '') parsed = JSON.parse(o.value);
+    } catch (e) {
+      return `answered text that is not JSON (${e.message}): ${show(o.value)}`;
+    }
+    return judgeResponse({ outcome: { value: parsed } }, ctx);
+  };
+  return [{ name: `handle with id ${show(id)}`, rec, judge: judgeText }];
+}
+
+const TEMPLATES = ['{{a}}', '{{{a}}}|{{&a}}', '[{{#a}}<{{.}}>{{/a}}]', '{{^a}}none{{/a}}', '{{a.b}}|{{a.0}}|{{a.length}}', '{{#a}}{{#.}}({{.}}){{/.}}{{/a}}', 'no tags'];
+
+/**
+ * The entry points: `extra` generates what a call needs besides the value; `send(pool, d, extra)`
+ * starts the call(s) and returns them as { name, rec, judge() → problem | null, after?() }.
+ * (The served echoes use Pool.shared(), whatever `pool` is.)
+ */
+const ENTRIES = {
+  exec: {
+    extra: fc.constant(null),
+    send(pool, d) {
+      const expect = expectation(spec(d), { nesting: 1 });
+      const rec = follow(() => pool.exec('echo', build(d)));
+      return [{ name: 'exec', rec, judge: () => judge(rec, expect) }];
+    },
+  },
+
+  call: {
+    extra: optionsArb,
+    send(pool, d, o) {
+      const { options, abort } = makeOptions(o);
+      const rec = follow(() => pool.call('echo', [build(d)], options));
+      abort();
+      const s = spec(d);
+      const base = expectation(s, { nesting: 1 });
+      // Params that cannot be converted are refused before the call is queued; a shared view
+      // is refused by echo as it runs, which a timeout or an abort may come before.
+      const converted = expectation(s, { nesting: 1, refuseViews: false }).check !== null;
+      const effects = optionEffects(o);
+      let expect;
+      if (effects.only !== undefined) expect = { check: null, codes: new Set([effects.only]) };
+      else if (effects.bad !== undefined) expect = { check: null, codes: new Set([effects.bad, ...base.codes]) }; // which is read first is not said
+      else expect = { check: base.check, codes: new Set([...base.codes, ...(converted ? effects.codes : [])]) };
+      return [{ name: `call with ${show(o)}`, rec, judge: () => judge(rec, expect) }];
+    },
+  },
+
+  request: {
+    extra: idArb,
+    send(pool, d, id) {
+      const request = { jsonrpc: '2.0', method: 'echo', params: [build(d)] };
+      if (id !== 'absent') request.id = id;
+      const s = spec(d);
+      const validId = id === 'absent' || id === null || typeof id === 'number' || typeof id === 'string';
+      // The whole request is converted first (InvalidRequest with id null); then echo runs.
+      const read = expectation(s, { nesting: 2, refuseViews: false, code: C.InvalidRequest });
+      const invalid = validId ? read.codes : new Set([C.InvalidRequest]);
+      const expect = { check: validId && read.check !== null && !s.views ? s.check : null, codes: new Set(s.mayViews ? [C.InvalidParams] : []) };
+      const rec = follow(() => pool.request(request));
+      const ctx = { id: valueSpec(validId && id !== 'absent' ? id : null), notification: id === 'absent', readable: validId && read.check !== null, expect, invalid };
+      return [{ name: `request with id ${show(id)}`, rec, judge: () => judgeResponse(rec, ctx) }];
+    },
+  },
+
+  handle: {
+    extra: idArb,
+    // Texts nested up to 100 levels: deeper ones go to serde_json, which answers ParseError to
+    // lone surrogate escapes and to nesting past 128 levels (reported on issue 13).
+    send: (pool, d, id) => sendText(pool, d, id, 100),
+  },
+
+  broadcast: {
+    extra: fc.constant(null),
+    send(pool, d) {
+      const e = expectation(spec(d), { nesting: 1 });
+      const n = pool.threads;
+      const check = e.check === null ? null : (a, at) => (Array.isArray(a) && a.length === n ? (a.map((v, i) => e.check(v, `${at}[${i}]`)).find((w) => w !== null) ?? null) : `expected ${n} answers, got ${show(a)}`);
+      const rec = follow(() => pool.broadcast('echo', build(d)));
+      return [{ name: 'broadcast', rec, judge: () => judge(rec, { check, codes: e.codes }) }];
+    },
+  },
+
+  render: {
+    extra: fc.record({ template: fc.constantFrom(...TEMPLATES, '{{.}}', '{{#.}}[{{.}}]{{/.}}'), wrap: fc.boolean() }),
+    send(pool, d, { template, wrap }) {
+      if (holdsCallable(d)) return renderWithFunctions(pool, d, template, wrap);
+      const s = wrap ? objectSpec([['a', spec(d)]]) : spec(d);
+      const e = expectation(s, { nesting: 1, refuseNonJson: true });
+      let check = e.check;
+      const codes = new Set(e.codes);
+      let thrown = null; // what mustache.js throws for this data, if it throws
+      if (check !== null) {
+        let wanted = null;
+        if (s.exact && !s.mayNonJson) {
+          try {
+            wanted = Mustache.render(template, s.make());
+          } catch (error) {
+            thrown = error.message;
+          }
+        } else {
+          // No one value to render: mustache.js may throw for some of them ('{{.}}' of an
+          // object whose toString is not a function), and then so does the native renderer.
+          codes.add(C.CommandFailed);
+        }
+        if (thrown !== null) {
+          // Where mustache.js throws, the native renderer fails the same way (CommandFailed).
+          check = null;
+          codes.add(C.CommandFailed);
+        } else {
+          // Output holding a lone surrogate ('{{a.0}}' of an emoji) cannot be a Rust string:
+          // the native renderer refuses it (CommandFailed) instead of answering U+FFFD.
+          if (wanted !== null && wanted !== wanted.toWellFormed()) codes.add(C.CommandFailed);
+          check = (a) => {
+            if (typeof a !== 'string') return `rendered ${show(a)}, not a string`;
+            return wanted === null || a === wanted ? null : `rendered ${show(a)}, mustache.js renders ${show(wanted)}`;
+          };
+        }
+      }
+      const data = build(d);
+      const rec = follow(() => pool.render(template, wrap ? { a: data } : data));
+      const judgeRender = () => {
+        const why = judge(rec, { check, codes });
+        if (why !== null || thrown === null) return why;
+        const { message } = rec.outcome.error;
+        return message === thrown ? null : `failed with ${show(message)}, mustache.js throws ${show(thrown)}`;
+      };
+      return [{ name: `render ${show(template)} with ${wrap ? '{ a: x }' : 'x'}`, rec, judge: judgeRender }];
+    },
+  },
+
+  // A served echo: the value crosses to the handler and back; a shared view cannot come back.
+  'served here': {
+    extra: fc.constant(null),
+    send(_, d) {
+      return served(d, 'prop_echo_main', async (tag) => mainRuns.get(tag) ?? 0);
+    },
+  },
+
+  'served by a worker': {
+    extra: fc.constant(null),
+    send(_, d) {
+      return served(d, 'prop_echo_worker', async (tag) => (await servers.shared.exec('prop_runs', [tag]))[0]);
+    },
+  },
+};
+
+/** Kinds of refused value that pool.render takes: functions, which its views may hold. */
+const CALLABLE = new Set(['function', 'arrow', 'async function', 'class']);
+
+/** Whether the description holds a function anywhere. */
+function holdsCallable(d) {
+  if (d === null || typeof d !== 'object') return false;
+  if (d.t === 'refused' && CALLABLE.has(d.kind)) return true;
+  return Object.values(d).some(holdsCallable);
+}
+
+/**
+ * Whether the description is plain data and functions only (arrays, ordinary objects of plain
+ * entries, primitives): then both renderers see the very same view.
+ */
+function plainWithFunctions(d) {
+  switch (d.t) {
+    case 'v':
+    case 'big string':
+      return true;
+    case 'refused':
+      return CALLABLE.has(d.kind);
+    case 'array':
+      return d.items.every(plainWithFunctions);
+    case 'object':
+      return !d.nullProto && !d.hidden && d.entries.every(([, e]) => plainWithFunctions(e));
+    default:
+      return false;
+  }
+}
+
+/**
+ * render of a view holding functions: mustache.js calls them too, so the oracle is mustache.js
+ * itself. The render resolves with exactly its output, or rejects with the exception a function
+ * threw (the same message as mustache.js's), or with a documented RpcError (InvalidParams for
+ * another value that cannot be sent, CommandFailed for a result that cannot cross or print).
+ * Where the view also holds values that cross as something else (a null-prototype object, a
+ * getter, a Proxy: what the plain-data oracle calls not exact), any string may come back.
+ */
+function renderWithFunctions(pool, d, template, wrap) {
+  // No oracle for a view with a huge sparse array: the render is refused (more values than a
+  // call may carry), while mustache.js would build its output, 2^28 commas and up, for
+  // nothing. Views with several of them took gigabytes, and once the test process's whole heap.
+  const huge = holdsHugeLength(d);
+  const exact = !huge && plainWithFunctions(d);
+  let wanted = null;
+  let thrown = null;
+  if (!huge) {
+    try {
+      const view = build(d);
+      wanted = Mustache.render(template, wrap ? { a: view } : view);
+    } catch (error) {
+      thrown = error;
+    }
+  }
+  const data = build(d);
+  const rec = follow(() => pool.render(template, wrap ? { a: data } : data));
+  const judgeRender = () => {
+    const o = rec.outcome;
+    if (o !== undefined && 'error' in o && !(o.error instanceof RpcError)) {
+      return (thrown !== null && o.error.message === thrown.message) || !exact ? null : `rejected with ${show(o.error)}, mustache.js ${thrown === null ? `renders ${show(wanted)}` : `throws ${show(thrown.message)}`}`;
+    }
+    const check = !exact
+      ? (a) => (typeof a === 'string' ? null : `rendered ${show(a)}, not a string`)
+      : thrown !== null
+        ? null
+        : (a) => (a === wanted ? null : `rendered ${show(a)}, mustache.js renders ${show(wanted)}`);
+    return judge(rec, { check, codes: new Set([C.InvalidParams, C.CommandFailed]) });
+  };
+  return [{ name: `render ${show(template)} with functions in ${wrap ? '{ a: x }' : 'x'}`, rec, judge: judgeRender }];
+}
+
+function served(d, method, runsOf) {
+  const tag = ++tags;
+  const expect = expectation(spec(d), { nesting: 1 });
+  const rec = follow(() => servers.shared.exec(method, tag, build(d)));
+  const after = async () => {
+    const ran = await runsOf(tag);
+    if (ran > 1) return `the handler ran ${ran} times for one call`;
+    if ('value' in rec.outcome && ran !== 1) return `resolved, but the handler ran ${ran} times`;
+    return null;
+  };
+  return [{ name: method, rec, judge: () => judge(rec, expect), after, shared: true }];
+}
+
+/**
+ * Sends every (description, entry, extra) of `sends` at once on a fresh pool of `threads`, then
+ * judges every call; afterwards drained() and close() resolve and the pool is idle.
+ */
+async function sendAll(threads, sends) {
+  const pool = new Pool({ threads });
+  const calls = sends.flatMap(([d, entry, extra]) => ENTRIES[entry].send(pool, d, extra).map((c) => ({ ...c, d })));
+  const problems = await allSettled(Object.fromEntries(calls.map((c, i) => [`${i}: ${c.name}`, c.rec])));
+  for (const c of calls) {
+    if (c.rec.settled !== 1) continue;
+    const why = c.judge() ?? (c.after ? await c.after() : null);
+    if (why !== null) problems.push(`${c.name}: ${why}\n  value: ${show(c.d)}`);
+  }
+  if (!(await within(pool.drained(), DEADLINE_MS))) problems.push(`drained() did not resolve within ${DEADLINE_MS} ms`);
+  if (!(await within(pool.close(), DEADLINE_MS))) problems.push(`close() did not resolve within ${DEADLINE_MS} ms`);
+  const s = pool.stats();
+  if (s.queued !== 0 || s.running !== 0) problems.push(`after close(): queued ${s.queued}, running ${s.running}`);
+  if (calls.some((c) => c.shared)) {
+    const busy = await idle(servers.shared);
+    if (busy !== null) problems.push(`Pool.shared(): ${busy}`);
+  }
+  return problems;
+}
+
+module.exports = { fail, startServers, stopServers, idArb, sendText, ENTRIES, sendAll };
