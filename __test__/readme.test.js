@@ -120,6 +120,30 @@ test("the README's nats-server config is examples/nats-permissions.conf, the fil
   expect(configs).toEqual([fs.readFileSync(path.join(ROOT, 'examples', 'nats-permissions.conf'), 'utf8')]);
 });
 
+test('the README\'s map of the code ("How it works") names every file of lib/ and every part of src/', () => {
+  // Checked against the tree, so that the map cannot drift from it (issue #29).
+  const text = fs.readFileSync(README, 'utf8');
+  const map = text.split('\n## How it works\n')[1].split('```')[1];
+  const named = (name) => map.includes(name);
+  const missing = [];
+  const walk = (dir, rel = '') => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const r = rel + e.name;
+      if (e.isDirectory()) {
+        if (!named(`${r}/`)) missing.push(`lib/${r}/`);
+      } else if (e.name.endsWith('.js') && !rel && !named(e.name) && !named(`${e.name.replace(/-[a-z]+\.js$/, '-*.js')}`)) missing.push(`lib/${r}`);
+    }
+  };
+  walk(path.join(ROOT, 'lib'));
+  const src = path.join(ROOT, 'src');
+  for (const e of fs.readdirSync(src, { withFileTypes: true })) if (e.isDirectory() && !named(`${e.name}/`)) missing.push(`src/${e.name}/`);
+  for (const e of fs.readdirSync(path.join(src, 'bindings'), { withFileTypes: true })) {
+    const name = e.isDirectory() ? `${e.name}/` : e.name;
+    if (!named(name)) missing.push(`src/bindings/${name}`);
+  }
+  expect(missing).toEqual([]);
+});
+
 test('the README has code blocks to run', () => {
   expect(blocks.length).toBeGreaterThan(0);
 });
