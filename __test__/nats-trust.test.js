@@ -144,3 +144,39 @@ test('the lint rule refuses msg.respond() anywhere in lib/ but lib/nats/reply.js
   expect(rules('lib/serve.js')).toEqual(['no-restricted-syntax']);
   expect(rules('lib/nats/reply.js')).toEqual([]);
 });
+
+maybe('corepool/nats: what a host tells a remote caller of its own files', () => {
+  let filePool;
+  beforeAll(async () => {
+    server = await startNats();
+    nc = await connect({ servers: server.url });
+    filePool = new Pool({ filename: path.join(__dirname, 'fixtures', 'tasks', 'throws.js'), threads: 1 });
+  });
+
+  afterAll(async () => {
+    await nc?.close();
+    await filePool?.close();
+    await server?.stop();
+  });
+
+  test("an error thrown by a task reaches a remote caller without its stack (the host's file paths), with its name, message and fields", async () => {
+    // Locally, the error keeps its stack, which names the task file.
+    const local = await filePool.exec('typeError').catch((e) => e);
+    expect(local.stack).toContain('throws.js');
+    const host = await serve(filePool, nc, { name: 'stacks' });
+    const remote = new RemotePool(nc, { name: 'stacks' });
+    const remoteError = await remote.exec('typeError').catch((e) => e);
+    expect(remoteError).toBeInstanceOf(RpcError);
+    expect(remoteError.code).toBe(RpcError.codes.CommandFailed);
+    expect(remoteError.message).toBe(local.message);
+    expect(JSON.stringify(remoteError.data)).not.toContain('throws.js');
+    expect(JSON.stringify(remoteError.data)).not.toContain('"stack"');
+    expect([remoteError.data.name, remoteError.data.code, remoteError.data.details]).toEqual([local.name, local.code, local.details]);
+    // Through request() and handle() too, batches included.
+    const text = await remote.handle(`[${request('typeError', [])},${request('typeError', [], 2)}]`);
+    expect(text).not.toContain('throws.js');
+    expect(JSON.parse(text).map((r) => r.error.data.name)).toEqual([local.name, local.name]);
+    await host.close();
+    await remote.close();
+  });
+});

@@ -4,7 +4,7 @@
 // replay it with COREPOOL_PROPERTY_SEED=<seed> COREPOOL_PROPERTY_PATH=<path>.
 const fc = require('fast-check');
 const { RpcError } = require('..');
-const { toJson, carefulJson, cancelSecret, proofOf, cancelText, parseCancel } = require('../lib/nats/wire.js');
+const { toJson, carefulJson, cancelSecret, proofOf, cancelText, parseCancel, withoutStacks } = require('../lib/nats/wire.js');
 const { names } = require('../lib/nats/names.js');
 const { replyAllowed } = require('../lib/nats/reply.js');
 
@@ -69,4 +69,17 @@ test('a cancel reveals a secret whose proof its message carried, and commits to 
   for (const bad of [edited({ v: 2 }), edited({ v: undefined }), edited({ secret: 'short' }), edited({ next: `${next}=` }), edited({ ids: 1 }), edited({ reply: 5 }), '{"reply":"_INBOX.x.1","ids":[1]}', 'null', '']) {
     expect([bad, parseCancel(bad)]).toEqual([bad, null]);
   }
+});
+
+test("withoutStacks takes the stacks out of answers' errors and their causes, and nothing else", () => {
+  const error = { code: -32000, message: 'bad', data: { name: 'TypeError', stack: 'TypeError: bad\n    at /srv/tasks.js:1:1', code: 'E', cause: { error: { name: 'RangeError', stack: 'at /srv/x.js', cause: { value: { stack: 'a value, kept' } } } } } };
+  const stripped = JSON.parse(withoutStacks(JSON.stringify({ jsonrpc: '2.0', error, id: 1 })));
+  expect(stripped.error.data).toEqual({ name: 'TypeError', code: 'E', cause: { error: { name: 'RangeError', cause: { value: { stack: 'a value, kept' } } } } });
+  // Batches; a result that holds a "stack" key is the caller's own data, kept as sent.
+  const batch = [{ jsonrpc: '2.0', result: { stack: [1, 2] }, id: 1 }, { jsonrpc: '2.0', error, id: 2 }];
+  const both = JSON.parse(withoutStacks(JSON.stringify(batch)));
+  expect(both[0]).toEqual(batch[0]);
+  expect(JSON.stringify(both[1])).not.toContain('/srv/');
+  // Text with no stack, or that is not JSON, is returned as it is (the same string).
+  for (const text of ['{"jsonrpc":"2.0","result":1,"id":1}', '{"stack": ', '']) expect(withoutStacks(text)).toBe(text);
 });

@@ -33,7 +33,7 @@ const crypto = require('node:crypto');
 const { performance } = require('node:perf_hooks');
 const { CODES } = require('../errors.js');
 const { handleCancellable } = require('../pool.js');
-const { parseCancel, proofOf, isToken } = require('./wire.js');
+const { parseCancel, proofOf, isToken, withoutStacks } = require('./wire.js');
 const { replyAllowed, respond } = require('./reply.js');
 const { every } = require('../timer.js');
 const { natsClient } = require('./peer.js');
@@ -392,6 +392,7 @@ class Host {
   };
 
   #reply(msg, answer) {
+    answer = withoutStacks(answer);
     const max = this.#nc.info?.max_payload ?? Infinity;
     // A UTF-16 unit takes at most 3 bytes: only long answers are measured.
     if (answer.length * 3 > max && Buffer.byteLength(answer) > max) answer = fitted(answer, max);

@@ -187,4 +187,34 @@ function parseCancel(text) {
   return { reply: v.reply, secret: v.secret, next: v.next, ids: v.ids };
 }
 
-module.exports = { toJson, carefulJson, requestText, errorOf, cancelSecret, proofOf, isToken, cancelText, parseCancel };
+/**
+ * `answer` (a JSON-RPC answer's text) without the stacks of the errors in it. A task-file pool's
+ * thrown errors carry their stack (and their causes') for the caller in the same process; a
+ * stack names the host's files, which a remote caller has no business reading. Parsed only
+ * when the text holds a stack.
+ */
+function withoutStacks(answer) {
+  if (!answer.includes('"stack"')) return answer;
+  let parsed;
+  try {
+    parsed = JSON.parse(answer);
+  } catch {
+    return answer;
+  }
+  let changed = false;
+  const strip = (data, depth) => {
+    if (data === null || typeof data !== 'object' || depth > 16) return;
+    if (Object.hasOwn(data, 'stack')) {
+      delete data.stack;
+      changed = true;
+    }
+    const cause = data.cause;
+    if (cause !== null && typeof cause === 'object') strip(cause.error, depth + 1);
+  };
+  for (const response of Array.isArray(parsed) ? parsed : [parsed]) {
+    if (response !== null && typeof response === 'object' && response.error !== null && typeof response.error === 'object') strip(response.error.data, 0);
+  }
+  return changed ? JSON.stringify(parsed) : answer;
+}
+
+module.exports = { withoutStacks, toJson, carefulJson, requestText, errorOf, cancelSecret, proofOf, isToken, cancelText, parseCancel };
