@@ -7,6 +7,9 @@
 //   npm run bench -- happycoin memory  only those
 //   npm run bench -- --quick           fewer and shorter runs (results in <name>.quick.json)
 //   npm run bench -- soak --seconds=120  every --flag is passed on to the benchmarks
+//   npm run bench -- --node 24         on Node 24, pinned in runtimes/package.json (22, 24, 26;
+//                                      the machine's own major too): its results go to
+//                                      bench/results/node24/, the machine's Node's to bench/results/
 //
 // A benchmark that crashes, or outlives its time limit (BENCH_TIMEOUT_S, default 900 s; 240 s
 // with --quick), is reported as failed and makes the exit code 1. Goals not met do not:
@@ -14,13 +17,31 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
+const { resultsFile: resultsPath, ratioFormula } = require('./harness');
+const { ownNode, nodeRuntime, pinnedAlias } = require('../scripts/runtimes');
 
 const DIR = __dirname;
 const NOT_BENCHMARKS = new Set(['harness.js', 'run.js', 'report.js', 'catalogue.js']);
+
+/** The command line: `--node N` / `--node=N` is run.js's own; other --flags go to every
+ *  benchmark; the rest are benchmark names. */
+function parseArgs(argv) {
+  const out = { node: null, names: [], flags: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--node') {
+      if (argv[i + 1] === undefined || argv[i + 1].startsWith('--')) throw new Error('--node needs a major version: --node 24');
+      out.node = argv[++i];
+    } else if (a.startsWith('--node=')) out.node = a.slice('--node='.length);
+    else if (a.startsWith('--')) out.flags.push(a);
+    else out.names.push(a);
+  }
+  if (out.node !== null && !/^\d+$/.test(out.node)) throw new Error(`--node takes a major version such as 24, not ${JSON.stringify(out.node)}`);
+  return out;
+}
+
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
-const wanted = args.filter((a) => !a.startsWith('--'));
-const flags = args.filter((a) => a.startsWith('--'));
 const timeoutS = Number(process.env.BENCH_TIMEOUT_S) || (quick ? 240 : 900);
 const started = Date.now();
 
@@ -35,7 +56,7 @@ function available() {
     .sort();
 }
 
-function select() {
+function select(wanted) {
   const all = available();
   if (wanted.length === 0) return all;
   const names = wanted.map((w) => path.basename(w).replace(/\.js$/, ''));
@@ -47,10 +68,12 @@ function select() {
   return names;
 }
 
-function runOne(name) {
+/** Runs bench/<name>.js on `runtime` (its binary; what it spawns uses process.execPath, so the
+ *  same one). */
+function runOne(name, runtime, flags) {
   return new Promise((resolve) => {
     const t0 = Date.now();
-    const child = spawn(process.execPath, ['--expose-gc', path.join(DIR, `${name}.js`), ...flags], {
+    const child = spawn(runtime.bin, ['--expose-gc', path.join(DIR, `${name}.js`), ...flags], {
       stdio: 'inherit',
     });
     let timedOut = false;
@@ -67,9 +90,6 @@ function runOne(name) {
   });
 }
 
-function resultsFile(name) {
-  return path.join(DIR, 'results', `${name}${quick ? '.quick' : ''}.json`);
-}
 
 function pad(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
@@ -86,15 +106,18 @@ function goal(entry) {
   return entry.kind === 'max' ? `≤ ${entry.goal} ${entry.unit}` : `≥ ${entry.goal}×`;
 }
 
-function summary(ran) {
+/** The ratios and goals of every results file of this kind (quick or full) of `runtime`. */
+function summary(ran, runtime) {
   const thisRun = new Map(ran.map((r) => [r.name, r]));
-  const dir = path.join(DIR, 'results');
+  const alias = pinnedAlias(runtime.bin);
+  const resultsFile = (name) => resultsPath(name, { quick, alias });
+  const dir = path.dirname(resultsFile('x'));
   const files = fs.existsSync(dir) ? fs.readdirSync(dir) : [];
   const names = files
     .filter((f) => f.endsWith('.json') && f.endsWith('.quick.json') === quick)
     .map((f) => f.slice(0, quick ? -'.quick.json'.length : -'.json'.length))
     .sort();
-  const rows = [['benchmark', 'ratio or figure', 'value', 'goal', 'met']];
+  const rows = [['benchmark', 'ratio or figure', 'value', 'goal', 'met', 'computed as']];
   let met = 0;
   let missed = 0;
   for (const name of names) {
@@ -110,10 +133,17 @@ function summary(ran) {
     const label = fresh ? name : `${name} (earlier: ${data.machine?.date?.slice(0, 16) ?? '?'})`;
     for (const entry of data.ratios ?? []) {
       if (entry.goal != null && fresh) entry.met ? met++ : missed++;
-      rows.push([label, entry.name, figure(entry), goal(entry), entry.goal == null ? '' : entry.met ? 'met' : 'NOT met']);
+      const status = entry.goal == null ? '' : entry.met ? 'met' : 'NOT met';
+      rows.push([label, entry.name, figure(entry), goal(entry), status, ratioFormula(entry, data.results) ?? '']);
     }
   }
-  console.log(`\n[bench] summary (${quick ? 'quick' : 'full'} results in bench/results/)\n`);
+  const where = path.relative(path.join(DIR, '..'), dir);
+  console.log(`\n[bench] summary: ${quick ? 'quick' : 'full'} results of ${runtime.name} in ${where}/`);
+  console.log(
+    '[bench] a ratio above 1× means the first contestant named is better; "computed as" says which median was divided by which' +
+      (quick ? '\n[bench] quick figures come from one or two short runs each: on a busy machine one of them can be off by a lot' : '') +
+      '\n',
+  );
   console.log(rows.length > 1 ? pad(rows) : 'no results');
   const failed = ran.filter((r) => r.error);
   console.log(
@@ -124,18 +154,27 @@ function summary(ran) {
 }
 
 async function main() {
-  const names = select();
-  say(`${names.length} benchmark${names.length === 1 ? '' : 's'}${quick ? ' (quick)' : ''}: ${names.join(', ')}`);
+  let parsed;
+  let runtime;
+  try {
+    parsed = parseArgs(args);
+    runtime = parsed.node === null ? ownNode() : nodeRuntime(parsed.node);
+  } catch (e) {
+    console.error(`[bench] ${e.message}`);
+    process.exit(2);
+  }
+  const names = select(parsed.names);
+  say(`${names.length} benchmark${names.length === 1 ? '' : 's'}${quick ? ' (quick)' : ''} on ${runtime.name}: ${names.join(', ')}`);
   const ran = [];
   for (const [i, name] of names.entries()) {
     say(`${i + 1}/${names.length} ${name}: start`);
-    const r = await runOne(name);
+    const r = await runOne(name, runtime, parsed.flags);
     ran.push(r);
     say(`${i + 1}/${names.length} ${name}: ${r.error ? `FAILED (${r.error})` : 'done'} in ${r.seconds.toFixed(0)} s`);
   }
-  process.exitCode = summary(ran) ? 1 : 0;
+  process.exitCode = summary(ran, runtime) ? 1 : 0;
 }
 
 if (require.main === module) main();
 
-module.exports = { available };
+module.exports = { available, parseArgs };
