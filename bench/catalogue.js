@@ -28,7 +28,7 @@ const catalogue = {
     measures:
       'Requests per second on an Express 5 server (a child process) rendering template-render.js\'s page ' +
       'template from a views folder, through `corepool/express` and through mustache-express 1.3.2, and the ' +
-      'page pre-rendered through Express\'s own `res.send` (the ceiling no engine can pass), loaded ' +
+      'page pre-rendered through Express\'s own `res.send` (no engine: the reference), loaded ' +
       'by autocannon with 10 connections in interleaved rounds, with latency p99; both bodies are checked ' +
       'against mustache.js.',
     headline: 'corepool/express vs mustache-express, page',
