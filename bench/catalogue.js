@@ -20,7 +20,8 @@ const catalogue = {
       'Settled calls per second from 64 concurrent closed-loop callers of a tiny task (corepool `exec(\'echo\', x)`, ' +
       'Piscina, Tinypool and workerpool adding two numbers, the book\'s RpcWorkerPool echoing), threads = cores; ' +
       'a burst of 200k calls under one `Promise.all` (time, and the heap it leaves); and sequential ' +
-      'single-call latency next to the machine\'s floor, a bare C round trip between two threads.',
+      'single-call latency next to a bare C round trip between two threads that sleep between turns (what two ' +
+      'wake-ups cost here; not a floor: corepool\'s threads poll for 50 µs before they sleep).',
     headline: 'corepool vs piscina (closed loop)',
   },
   'express-engines': {
