@@ -407,13 +407,15 @@ describe('bench/harness.js and bench/run.js on several runtimes', () => {
     expect(runtime()).toEqual({ name: 'Node', version: process.versions.node });
   });
 
-  test('--node N picks a Node and is not taken for a benchmark name or passed on', () => {
-    expect(parseArgs(['--quick', '--node', '24', 'dispatch'])).toEqual({ node: '24', names: ['dispatch'], flags: ['--quick'] });
-    expect(parseArgs(['--node=22', 'soak', '--seconds=120'])).toEqual({ node: '22', names: ['soak'], flags: ['--seconds=120'] });
-    expect(parseArgs(['map'])).toEqual({ node: null, names: ['map'], flags: [] });
+  test('--node N (or N,M) picks Nodes and is not taken for a benchmark name or passed on', () => {
+    expect(parseArgs(['--quick', '--node', '24', 'dispatch'])).toEqual({ nodes: ['24'], names: ['dispatch'], flags: ['--quick'] });
+    expect(parseArgs(['--node=22', 'soak', '--seconds=120'])).toEqual({ nodes: ['22'], names: ['soak'], flags: ['--seconds=120'] });
+    expect(parseArgs(['--node', '20,24,20', 'map'])).toEqual({ nodes: ['20', '24'], names: ['map'], flags: [] });
+    expect(parseArgs(['map'])).toEqual({ nodes: null, names: ['map'], flags: [] });
     expect(() => parseArgs(['--node'])).toThrow('--node needs a major version');
     expect(() => parseArgs(['--node', '--quick'])).toThrow('--node needs a major version');
-    expect(() => parseArgs(['--node', 'latest'])).toThrow('--node takes a major version such as 24, not "latest"');
+    expect(() => parseArgs(['--node', 'latest'])).toThrow('--node takes major versions such as 24 or 20,24, not "latest"');
+    expect(() => parseArgs(['--node=20,'])).toThrow('not ""');
   });
 
   test("--node finds the pinned Nodes, and this machine's own by its major", () => {

@@ -10,6 +10,8 @@
 //   npm run bench -- --node 24         on Node 24, pinned in runtimes/package.json (22, 24, 26;
 //                                      the machine's own major too): its results go to
 //                                      bench/results/node24/, the machine's Node's to bench/results/
+//   npm run bench -- --node 20,24      on each, alternating per benchmark (X on 20, X on 24, Y on
+//                                      20, …) so that a spell of load from elsewhere hits both
 //
 // A benchmark that crashes, or outlives its time limit (BENCH_TIMEOUT_S, default 900 s; 240 s
 // with --quick), is reported as failed and makes the exit code 1. Goals not met do not:
@@ -23,20 +25,25 @@ const { ownNode, nodeRuntime, pinnedAlias } = require('../scripts/runtimes');
 const DIR = __dirname;
 const NOT_BENCHMARKS = new Set(['harness.js', 'run.js', 'report.js', 'catalogue.js']);
 
-/** The command line: `--node N` / `--node=N` is run.js's own; other --flags go to every
- *  benchmark; the rest are benchmark names. */
+/** The command line: `--node N[,M…]` / `--node=N[,M…]` is run.js's own (`nodes`, null when
+ *  absent: the machine's Node); other --flags go to every benchmark; the rest are benchmark names. */
 function parseArgs(argv) {
-  const out = { node: null, names: [], flags: [] };
+  const out = { nodes: null, names: [], flags: [] };
+  let list = null;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--node') {
-      if (argv[i + 1] === undefined || argv[i + 1].startsWith('--')) throw new Error('--node needs a major version: --node 24');
-      out.node = argv[++i];
-    } else if (a.startsWith('--node=')) out.node = a.slice('--node='.length);
+      if (argv[i + 1] === undefined || argv[i + 1].startsWith('--')) throw new Error('--node needs a major version: --node 24 (or 20,24)');
+      list = argv[++i];
+    } else if (a.startsWith('--node=')) list = a.slice('--node='.length);
     else if (a.startsWith('--')) out.flags.push(a);
     else out.names.push(a);
   }
-  if (out.node !== null && !/^\d+$/.test(out.node)) throw new Error(`--node takes a major version such as 24, not ${JSON.stringify(out.node)}`);
+  if (list !== null) {
+    out.nodes = [...new Set(list.split(','))];
+    const bad = out.nodes.find((n) => !/^\d+$/.test(n));
+    if (bad !== undefined) throw new Error(`--node takes major versions such as 24 or 20,24, not ${JSON.stringify(bad)}`);
+  }
   return out;
 }
 
@@ -155,24 +162,30 @@ function summary(ran, runtime) {
 
 async function main() {
   let parsed;
-  let runtime;
+  let chosen;
   try {
     parsed = parseArgs(args);
-    runtime = parsed.node === null ? ownNode() : nodeRuntime(parsed.node);
+    // Every runtime is found before anything runs: a missing one fails now, not an hour in.
+    chosen = parsed.nodes === null ? [ownNode()] : parsed.nodes.map(nodeRuntime);
   } catch (e) {
     console.error(`[bench] ${e.message}`);
     process.exit(2);
   }
   const names = select(parsed.names);
-  say(`${names.length} benchmark${names.length === 1 ? '' : 's'}${quick ? ' (quick)' : ''} on ${runtime.name}: ${names.join(', ')}`);
-  const ran = [];
-  for (const [i, name] of names.entries()) {
-    say(`${i + 1}/${names.length} ${name}: start`);
+  const on = chosen.map((r) => r.name).join(' and ');
+  say(`${names.length} benchmark${names.length === 1 ? '' : 's'}${quick ? ' (quick)' : ''} on ${on}: ${names.join(', ')}`);
+  const ran = new Map(chosen.map((r) => [r, []]));
+  const steps = names.flatMap((name) => chosen.map((runtime) => ({ name, runtime })));
+  for (const [i, { name, runtime }] of steps.entries()) {
+    const what = `${i + 1}/${steps.length} ${name}${chosen.length > 1 ? ` on ${runtime.name}` : ''}`;
+    say(`${what}: start`);
     const r = await runOne(name, runtime, parsed.flags);
-    ran.push(r);
-    say(`${i + 1}/${names.length} ${name}: ${r.error ? `FAILED (${r.error})` : 'done'} in ${r.seconds.toFixed(0)} s`);
+    ran.get(runtime).push(r);
+    say(`${what}: ${r.error ? `FAILED (${r.error})` : 'done'} in ${r.seconds.toFixed(0)} s`);
   }
-  process.exitCode = summary(ran, runtime) ? 1 : 0;
+  let failed = 0;
+  for (const [runtime, runs] of ran) failed += summary(runs, runtime);
+  process.exitCode = failed ? 1 : 0;
 }
 
 if (require.main === module) main();
