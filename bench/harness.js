@@ -208,7 +208,8 @@ class Suite {
     const value = higherIsBetter(ra.unit) ? ra.median / rb.median : rb.median / ra.median;
     const entry = { name, a, b, value, goal: goal ?? null, met: goal == null ? null : value >= goal };
     this.ratios.push(entry);
-    this.log(`${name}: ${value.toFixed(2)}×${goal != null ? ` (goal ≥ ${goal}×: ${entry.met ? 'met' : 'NOT met'})` : ''}`);
+    const goalText = goal != null ? `, goal ≥ ${goal}×: ${entry.met ? 'met' : 'NOT met'}` : '';
+    this.log(`${name}: ${value.toFixed(2)}× (${ratioFormula(entry, this.results)}${goalText})`);
     return entry;
   }
 
