@@ -97,7 +97,6 @@ function runOne(name, runtime, flags) {
   });
 }
 
-
 function pad(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
   return rows.map((r) => r.map((c, i) => String(c).padEnd(widths[i])).join('  ').trimEnd()).join('\n');
@@ -118,7 +117,7 @@ function summary(ran, runtime) {
   const thisRun = new Map(ran.map((r) => [r.name, r]));
   const alias = pinnedAlias(runtime.bin);
   const resultsFile = (name) => resultsPath(name, { quick, alias });
-  const dir = path.dirname(resultsFile('x'));
+  const dir = path.dirname(resultsFile('any'));
   const files = fs.existsSync(dir) ? fs.readdirSync(dir) : [];
   const names = files
     .filter((f) => f.endsWith('.json') && f.endsWith('.quick.json') === quick)
