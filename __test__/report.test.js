@@ -325,6 +325,10 @@ describe('results of several runtimes (npm run bench -- --node 24)', () => {
     expect(rows[0]).toContain('| 20.00× | 25.00× ✅ | ≥ 10× | ✅ |');
     // A benchmark the other runtime did not run has an empty cell there.
     expect(rows[1]).toMatch(/\| \(not in bench\/catalogue\.js\) \| {2}\| {2}\| {2}\| {2}\| 2 of 3;/);
+    // A benchmark with no peer quotes its own figure on each runtime.
+    const soak = (calls) => ({ ...result, benchmark: 'soak', ratios: [], results: {}, tables: { account: [{ submitted: calls, neverSettled: 0, wrong: 0 }] } });
+    const soakRow = summaryTable([soak(1e6)], '', [{ alias: 'node24', results: [soak(2e6)] }]).split('\n')[2];
+    expect(soakRow).toContain('| 1.00M calls: 0 never settled, 0 wrong |  | 2.00M calls: 0 never settled, 0 wrong |');
     // With one runtime's results the table is as it was: one value column.
     expect(summaryTable([dispatch]).split('\n')[0]).toBe('| benchmark | compares | headline | value | goal | met | goals met in the run |');
   });
