@@ -124,8 +124,11 @@ async function consumer(npm = []) {
   return { project, output: stdout + stderr };
 }
 
-test('corepool carries the license, readme, changelog, types and sources, and no binary, tests or benchmarks', () => {
-  for (const wanted of ['LICENSE', 'README.md', 'CHANGELOG.md', 'index.d.ts', 'index.js', 'scripts/build.js', 'Cargo.lock']) {
+test('corepool carries the license, readme and guides, changelog, types and sources, and no binary, tests or benchmarks', () => {
+  // The README links its guides under docs/: they travel with it, so its links work in node_modules too.
+  const guides = fs.readdirSync(path.join(root, 'docs')).map((f) => `docs/${f}`);
+  expect(guides).toEqual(expect.arrayContaining(['docs/getting-started.md', 'docs/api.md', 'docs/errors.md']));
+  for (const wanted of ['LICENSE', 'README.md', ...guides, 'CHANGELOG.md', 'index.d.ts', 'index.js', 'scripts/build.js', 'Cargo.lock']) {
     expect([wanted, packedFiles.includes(wanted)]).toEqual([wanted, true]);
   }
   expect(packedFiles.filter((f) => f.endsWith('.node'))).toEqual([]);

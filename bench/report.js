@@ -4,7 +4,7 @@
 // <!-- bench:start --> and <!-- bench:end --> of its file:
 //   README.md      a summary table (one line per benchmark: its headline ratio against its
 //                  named peer, the goal, whether it was met, how many of the run's goals were
-//                  met) and the charts;
+//                  met), no charts;
 //   BENCHMARKS.md  the same summary, the machine, and a section per benchmark: what it
 //                  measures, how to reproduce it, its chart, ratios and every table.
 // Both come from the same results in one run of this script, so they cannot disagree; what each
@@ -495,19 +495,17 @@ function benchmarksBlock(results, charts = {}, others = []) {
 
 // --- the README ------------------------------------------------------------------------------
 
-/** The README's generated part: the summary table, then the charts, each linked to its section.
+/** The README's generated part: the summary table, each line linked to its section. The charts
+ *  are BENCHMARKS.md's only: the README stays a short read (issue #34).
  *  `benchmarksLink` is BENCHMARKS.md's path relative to the README. */
-function readmeBlock(results, charts = {}, benchmarksLink = 'BENCHMARKS.md', others = []) {
+function readmeBlock(results, benchmarksLink = 'BENCHMARKS.md', others = []) {
   const out = ['', GENERATED, '', summaryTable(results, benchmarksLink, others), ''];
   for (const o of others) {
     const heading = `${runtimeLabel(o.results, o.alias)} against ${runtimeLabel(results)}`;
     const { compared, differing } = runtimeDifferences(results, o.results);
     out.push(`${heading}: ${differing.length} of ${compared} ratios differ by more than ${RUNTIME_DIFFERENCE * 100}%, listed in [${benchmarksLink}](${benchmarksLink}#${anchor(heading)}).`, '');
   }
-  out.push(`Every table, the machine, what each benchmark measures and how to reproduce it: [${benchmarksLink}](${benchmarksLink}).`, '');
-  for (const r of results) {
-    if (charts[r.benchmark]) out.push(`[![${r.benchmark}](${charts[r.benchmark]})](${benchmarksLink}#${anchor(r.benchmark)})`, '');
-  }
+  out.push(`Every table and chart, the machine, what each benchmark measures and how to reproduce it: [${benchmarksLink}](${benchmarksLink}).`, '');
   return out.join('\n');
 }
 
@@ -578,7 +576,7 @@ function writeReports({ resultsDir, readme, benchmarks, log = () => {} }) {
   const chartsFrom = (file) => Object.fromEntries(Object.entries(svgs).map(([name, svg]) => [name, relative(file, svg)]));
   const read = (file, fallback) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : fallback);
   const updates = [
-    [readme, replaceBetweenMarkers(read(readme, ''), readmeBlock(results, chartsFrom(readme), relative(readme, benchmarks), others))],
+    [readme, replaceBetweenMarkers(read(readme, ''), readmeBlock(results, relative(readme, benchmarks), others))],
     [benchmarks, replaceBetweenMarkers(read(benchmarks, NEW_BENCHMARKS_FILE), benchmarksBlock(results, chartsFrom(benchmarks), others))],
   ];
   const unmarked = updates.filter(([, text]) => text === null).map(([file]) => path.basename(file));
