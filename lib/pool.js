@@ -16,6 +16,11 @@ const { finishRender } = require('./render.js');
 const { Server, kFullErrors } = require('./serve.js');
 const { TaskWorkers } = require('./workers.js');
 const views = require('./views.js');
+const { callChannel, renderChannel, CallContext, traced } = require('./channels.js');
+const { activeTraceText } = require('./trace-context.js');
+
+/** The key of a pool's count of task-file workers that exited while serving (corepool/metrics). */
+const kWorkerExits = Symbol('workerExits');
 
 /** The key of Pool's cancellable handle() (see there). */
 const handleCancellable = Symbol('handleCancellable');
@@ -107,11 +112,17 @@ class Pool extends EventEmitter {
 
   /** `exec(method, ...params)`: the book's RpcWorkerPool.exec. */
   exec(method, ...params) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('exec', method, this), () => this.#submit(method, params, undefined, undefined));
     return this.#submit(method, params, undefined, undefined);
   }
 
   /** `call(method, params, { signal, timeout, onProgress })` (lib/call-options.js reads the options). */
   call(method, params, options) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('call', method, this), () => this.#callChecked(method, params, options));
+    return this.#callChecked(method, params, options);
+  }
+
+  #callChecked(method, params, options) {
     let o;
     try {
       o = callOptions('call', options);
@@ -132,7 +143,9 @@ class Pool extends EventEmitter {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#callWith(o.name ?? 'default', [task], o);
+    const name = o.name ?? 'default';
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('run', name, this), () => this.#callWith(name, [task], o));
+    return this.#callWith(name, [task], o);
   }
 
   /** A call with its options read (`o`, from callOptions). */
@@ -156,6 +169,7 @@ class Pool extends EventEmitter {
    * nothing of the map; inputs whose reading throws reject it with InvalidRequest.
    */
   map(method, inputs, options) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('map', method, this), () => map(this, this.#native, method, inputs, options));
     return map(this, this.#native, method, inputs, options);
   }
 
@@ -164,6 +178,11 @@ class Pool extends EventEmitter {
    * mustache.js 4.2.0's. Functions in `data` (and `config.escape`) run on this thread.
    */
   render(...params) {
+    if (renderChannel.hasSubscribers) return traced(renderChannel, new CallContext('render', 'render', this), () => this.#render(params));
+    return this.#render(params);
+  }
+
+  #render(params) {
     const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions);
     const handles = this.#handles;
     this.#handles = undefined;
@@ -172,16 +191,19 @@ class Pool extends EventEmitter {
 
   /** Runs `method(...params)` once on every thread; resolves with the results in thread order. */
   broadcast(method, ...params) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('broadcast', method, this), () => start(this, (id) => this.#native.broadcast(id, method, params, undefined)));
     return start(this, (id) => this.#native.broadcast(id, method, params, undefined));
   }
 
   /** A JSON-RPC 2.0 request object or batch → response object(s); never rejects. */
   request(request) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('request', null, this), () => start(this, (id) => this.#native.request(id, request)));
     return start(this, (id) => this.#native.request(id, request));
   }
 
   /** JSON-RPC 2.0 text → response text ('' when there is nothing to answer); never rejects. */
   handle(text) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('handle', null, this), () => start(this, (id) => this.#native.handle(id, text)));
     return start(this, (id) => this.#native.handle(id, text));
   }
 
@@ -196,9 +218,14 @@ class Pool extends EventEmitter {
     let id = -1;
     const answer = start(this, (i) => {
       id = i;
-      this.#native.handle(i, text, true);
+      this.#native.handle(i, text, true, activeTraceText());
     });
     return { answer, cancel: (places) => id >= 0 && this.#native.cancelRequests(id, places) };
+  }
+
+  /** Task-file workers that exited while serving and were replaced (0 for native threads). */
+  get [kWorkerExits]() {
+    return this.#workers === null ? 0 : this.#workers.exits;
   }
 
   /** The built-in commands: `[{ name, params, summary }]`. */
@@ -314,12 +341,15 @@ class Pool extends EventEmitter {
     if (signal !== undefined) flags |= contract.callFlags.cancellable;
     if (onProgress !== undefined) flags |= contract.callFlags.progress;
     flags |= extraFlags;
+    // The caller's trace context, for a method served in JavaScript (lib/trace-context.js).
+    const trace = activeTraceText();
+    if (trace !== undefined) flags |= contract.callFlags.traced;
     let call;
     try {
       call = start(
         this,
         (id) => {
-          this.#handles = this.#call(id, method, sent, timeout, flags, tape, text) ?? undefined;
+          this.#handles = this.#call(id, method, sent, timeout, flags, tape, text, trace) ?? undefined;
         },
         signal,
         this.#cancel,
@@ -381,4 +411,4 @@ function attach(id) {
   return around(Object.freeze({}), native.NativePool.attach(channel, id));
 }
 
-module.exports = { Pool, attach, handleCancellable };
+module.exports = { Pool, attach, handleCancellable, kWorkerExits };

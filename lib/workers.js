@@ -115,6 +115,9 @@ class TaskWorkers {
     }
   }
 
+  /** Workers that exited while serving (a crash, process.exit in a task) and were replaced. */
+  exits = 0;
+
   /** Workers that serve or are starting (not retiring). */
   get size() {
     return this.#count((s) => !s.retiring);
@@ -247,6 +250,7 @@ class TaskWorkers {
     worker.on('exit', (code) => {
       this.#workers.delete(worker);
       if (this.#stopping) return;
+      if (state.ready && !state.retiring) this.exits++;
       if (!state.ready) this.#loadFailed(state.failure ?? { why: state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename) });
       else if (this.#gaveUp) this.#failWaiting();
       this.#start();

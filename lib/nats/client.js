@@ -37,6 +37,7 @@ const { RpcError, CODES, rejected, describe, errorText } = require('../errors.js
 const { toJson, requestText, errorOf, cancelSecret, proofOf, cancelText } = require('./wire.js');
 const { after, every } = require('../timer.js');
 const { mapCalls } = require('./remote-map.js');
+const { activeTraceContext, setTraceHeaders } = require('../trace-context.js');
 const { serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const CLIENT_OPTIONS = ['name', 'subject', 'timeout', 'liveness', 'maxBatch'];
@@ -62,6 +63,8 @@ class Call {
     this.timer = null;
     this.signal = null;
     this.onAbort = null;
+    /** The caller's trace context (lib/trace-context.js), or null. */
+    this.trace = activeTraceContext();
   }
 }
 
@@ -96,6 +99,8 @@ class Message {
     this.host = null;
     /** The secret its next cancel reveals (its proof travels with it); null for handle(). */
     this.secret = calls === null ? null : cancelSecret();
+    /** The trace context its headers carry: its calls' (they share one), or handle()'s caller's. */
+    this.trace = calls === null ? activeTraceContext() : calls[0].trace;
   }
 }
 
@@ -378,7 +383,8 @@ class RemotePool {
       const c = calls[i];
       // Lengths in UTF-16 units times 3 bound the bytes without measuring them.
       const size = c.text.length * 3 + 1;
-      if (batch.length >= perMessage || (batch.length > 0 && bytes + size > max)) {
+      // A message carries one trace context: calls made in different ones go apart.
+      if (batch.length >= perMessage || (batch.length > 0 && (bytes + size > max || c.trace !== batch[0].trace))) {
         this.#sendCalls(batch);
         batch = [];
         bytes = 2;
@@ -465,6 +471,7 @@ class RemotePool {
       options.headers = natsClient().headers();
       options.headers.set(CANCEL_HEADER, proofOf(m.secret));
     }
+    if (m.trace !== null) setTraceHeaders((options.headers ??= natsClient().headers()), m.trace);
     try {
       this.#nc.publish(host === null ? this.#n.subject : this.#n.host(host), m.text, options);
     } catch (e) {

@@ -36,6 +36,11 @@ pub(crate) const CALL_PACKED_AFTER_STRING: u32 = 32;
 /// the first param is ≤ 0xFF, so it is read as Latin-1 (a copy, where reading it as UTF-8 makes
 /// V8 transcode it).
 pub(crate) const CALL_FIRST_LATIN1: u32 = 64;
+/// `flags` bit of the hot call function: the 8th argument is the caller's trace context, a
+/// string (W3C `traceparent`, then a line feed and `tracestate` when there is one), which a
+/// JavaScript-served method gets with its job (`serve.rs`, `batch_to_js`); native commands
+/// ignore it.
+pub(crate) const CALL_TRACED: u32 = 128;
 /// How the render helper `write` (lib/render.js) makes a tag's text of a value: `'' + value`;
 /// `String(value)`, which the addon then escapes as HTML; `'' + escape(value)`.
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
@@ -100,6 +105,7 @@ pub struct CallFlags {
     pub first_latin1: u32,
     pub progress: u32,
     pub functions: u32,
+    pub traced: u32,
 }
 
 /// The tags of a packed-params tape (`rpc::packed`).
@@ -238,6 +244,7 @@ pub fn contract() -> Contract {
             first_latin1: CALL_FIRST_LATIN1,
             progress: CALL_PROGRESS,
             functions: CALL_FUNCTIONS,
+            traced: CALL_TRACED,
         },
         packed_tags: PackedTags {
             null: packed::NULL.into(),

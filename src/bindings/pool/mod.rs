@@ -340,6 +340,7 @@ impl NativePool {
                 watches_progress: false,
                 announce: (!views.is_empty()).then_some(&mut announce as _),
                 continuing,
+                trace: None,
             };
             let control =
                 self.pool
@@ -476,9 +477,17 @@ impl NativePool {
     }
 
     /// Answers JSON-RPC text with JSON text. With `cancellable`, each of its requests can be
-    /// cancelled alone while the call is in flight (`cancel_requests`).
+    /// cancelled alone while the call is in flight (`cancel_requests`), and each carries
+    /// `trace`, the caller's trace context, to a JavaScript server (`Caller::trace`).
     #[napi(catch_unwind)]
-    pub fn handle(&self, env: Env, id: f64, text: Unknown, cancellable: Option<bool>) {
+    pub fn handle(
+        &self,
+        env: Env,
+        id: f64,
+        text: Unknown,
+        cancellable: Option<bool>,
+        trace: Option<String>,
+    ) {
         let ch = self.channel.channel();
         ch.track();
         let id = id as u64;
@@ -488,7 +497,10 @@ impl NativePool {
                 let closed = self.closed.load(Ordering::Acquire);
                 let origin = &self.channel.origin;
                 if cancellable == Some(true) {
-                    let requests = self.pool.handle_cancellable(origin, id, &text, closed);
+                    let trace = trace.map(Arc::from);
+                    let requests = self
+                        .pool
+                        .handle_cancellable(origin, id, &text, closed, trace);
                     // Inserted after the requests were submitted: on this JS thread, before
                     // the settle callback can run, which forgets it when the call settles.
                     lock(&self.channel.inbox.requests).insert(id, requests);
