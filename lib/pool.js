@@ -216,10 +216,12 @@ class Pool extends EventEmitter {
    */
   [handleCancellable](text) {
     let id = -1;
-    const answer = start(this, (i) => {
-      id = i;
-      this.#native.handle(i, text, true, activeTraceText());
-    });
+    const run = () =>
+      start(this, (i) => {
+        id = i;
+        this.#native.handle(i, text, true, activeTraceText());
+      });
+    const answer = callChannel.hasSubscribers ? traced(callChannel, new CallContext('handle', null, this), run) : run();
     return { answer, cancel: (places) => id >= 0 && this.#native.cancelRequests(id, places) };
   }
 
