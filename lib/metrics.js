@@ -135,7 +135,9 @@ const POOL_COUNTERS = [
   ['failed_total', 'Calls the pool threads failed', (s) => s.failed],
   ['worker_exits_total', 'Task-file workers that exited unexpectedly and were replaced', (s, pool) => pool[kWorkerExits] ?? 0],
 ];
+/** stats() percentiles and the quantile each is (a Prometheus summary's label). */
 const PERCENTILES = ['p50', 'p99', 'max'];
+const QUANTILES = { p50: '0.5', p99: '0.99', max: '1' };
 const HOST_FIGURES = ['inHand', 'busy', 'cancelled', 'cancelsIgnored', 'repliesRefused'];
 const JOB_FIGURES = ['running', 'done', 'failed', 'retried', 'dead', 'duplicates'];
 
@@ -185,14 +187,14 @@ function prometheus(options) {
     });
   }
   for (const [name, help, read] of POOL_COUNTERS) {
-    // Counters the pool keeps itself: reported as read (a prom-client Counter only adds).
-    metric(client.Gauge, {
+    // Counters the pool keeps itself: reported as read at each collection.
+    metric(client.Counter, {
       name: `${prefix}${name}`,
       help,
       labelNames: ['pool'],
       collect() {
         this.reset();
-        for (const [pool, stats, handle] of watched.poolStats()) this.set({ pool }, read(stats, handle));
+        for (const [pool, stats, handle] of watched.poolStats()) this.inc({ pool }, read(stats, handle));
       },
     });
   }
@@ -207,7 +209,7 @@ function prometheus(options) {
       collect() {
         this.reset();
         for (const [pool, stats] of watched.poolStats()) {
-          for (const q of PERCENTILES) this.set({ pool, quantile: q === 'max' ? '1' : `0.${q.slice(1)}` }, stats[figure][q] / 1000);
+          for (const q of PERCENTILES) this.set({ pool, quantile: QUANTILES[q] }, stats[figure][q] / 1000);
         }
       },
     });
@@ -251,9 +253,11 @@ function prometheus(options) {
 /**
  * OpenTelemetry instruments on `meter` (a Meter of @opentelemetry/api: `metrics.getMeter(…)`).
  * Options: `maxMethods`. Returns `{ watch(target, name?), close() }`. Instruments:
- * `corepool.calls` (counter), `corepool.call.duration` (histogram, s), and observable gauges
- * `corepool.queued`, `corepool.running`, `corepool.threads`, `corepool.wait` and
- * `corepool.run` (s, by `quantile`), `corepool.nats.host` and `corepool.nats.jobs` (by `figure`).
+ * `corepool.calls` (counter), `corepool.call.duration` (histogram, s); observable counters
+ * `corepool.completed`, `corepool.failed`, `corepool.worker.exits`; observable gauges
+ * `corepool.queued`, `corepool.running`, `corepool.threads`, `corepool.servers`, `corepool.wait`
+ * and `corepool.run` (s, by `quantile`), `corepool.nats.host` and `corepool.nats.jobs` (by
+ * `figure`).
  */
 function openTelemetry(meter, options) {
   if (meter === null || typeof meter !== 'object' || typeof meter.createCounter !== 'function') {
@@ -269,10 +273,10 @@ function openTelemetry(meter, options) {
     calls.add(1, { ...attributes, outcome: outcomeOf(c.code) });
     if (typeof c.ms === 'number') duration.record(c.ms / 1000, attributes);
   });
-  const observe = (name, description, unit, callback) => {
-    const gauge = meter.createObservableGauge(name, { description, unit });
-    gauge.addCallback(callback);
-    return () => gauge.removeCallback(callback);
+  const observe = (name, description, unit, callback, counter = false) => {
+    const instrument = counter ? meter.createObservableCounter(name, { description, unit }) : meter.createObservableGauge(name, { description, unit });
+    instrument.addCallback(callback);
+    return () => instrument.removeCallback(callback);
   };
   const unobserve = [
     ...POOL_GAUGES.map(([name, help, read]) =>
@@ -280,12 +284,23 @@ function openTelemetry(meter, options) {
         for (const [pool, stats, handle] of watched.poolStats()) result.observe(read(stats, handle), { pool });
       }),
     ),
+    ...POOL_COUNTERS.map(([name, help, read]) =>
+      observe(
+        `corepool.${name.replace(/_total$/, '').replaceAll('_', '.')}`,
+        help,
+        '1',
+        (result) => {
+          for (const [pool, stats, handle] of watched.poolStats()) result.observe(read(stats, handle), { pool });
+        },
+        true,
+      ),
+    ),
     ...[
       ['wait', 'waitTime'],
       ['run', 'runTime'],
     ].map(([name, figure]) =>
       observe(`corepool.${name}`, `Native ${figure} percentiles of the pool threads calls`, 's', (result) => {
-        for (const [pool, stats] of watched.poolStats()) for (const q of PERCENTILES) result.observe(stats[figure][q] / 1000, { pool, quantile: q });
+        for (const [pool, stats] of watched.poolStats()) for (const q of PERCENTILES) result.observe(stats[figure][q] / 1000, { pool, quantile: QUANTILES[q] });
       }),
     ),
     observe('corepool.nats.host', 'A corepool/nats host figures', '1', (result) => {
