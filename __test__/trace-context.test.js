@@ -236,6 +236,33 @@ maybe('over NATS', () => {
     expectChild(result, caller);
   });
 
+  test('remote calls publish on corepool:call, durable jobs on corepool:job (submitted and run)', async () => {
+    const diagnostics = require('node:diagnostics_channel');
+    const events = [];
+    const subscriptions = ['corepool:call', 'corepool:job'].map((name) => {
+      const handlers = { asyncEnd: (c) => events.push([name, c.kind, c.method, c.code, c.pool === remote ? 'remote' : c.pool === tasks ? 'tasks' : c.pool, c.id ?? null]) };
+      diagnostics.tracingChannel(name).subscribe(handlers);
+      return () => diagnostics.tracingChannel(name).unsubscribe(handlers);
+    });
+    try {
+      await remote.exec('traced', 'seen');
+      await remote.call('nope', []).catch(() => {});
+      await remote.submit('traced', ['job seen'], { id: 'seen-job' });
+      await remote.waitFor('seen-job', { timeout: 20_000 });
+    } finally {
+      for (const unsubscribe of subscriptions) unsubscribe();
+    }
+    const mine = events.filter(([, kind, , , pool]) => pool !== 'tasks' || kind === 'run');
+    expect(mine).toEqual(
+      expect.arrayContaining([
+        ['corepool:call', 'exec', 'traced', 0, 'remote', null],
+        ['corepool:call', 'call', 'nope', -32601, 'remote', null],
+        ['corepool:job', 'submit', 'traced', 0, null, 'seen-job'],
+        ['corepool:job', 'run', 'traced', 0, 'tasks', 'seen-job'],
+      ]),
+    );
+  });
+
   test('the host restores the context around the call: a span made there is a child too', async () => {
     const seen = [];
     const onJobs = require('node:diagnostics_channel').tracingChannel('corepool:call');

@@ -54,10 +54,16 @@ test('nats.d.ts declares exactly the runtime exports of corepool/nats', () => {
   expect(natsDeclared).toEqual(Object.keys(require('../lib/nats.js')).sort());
 });
 
+test('metrics.d.ts declares exactly the runtime exports of corepool/metrics', () => {
+  const metricsDts = fs.readFileSync(path.join(root, 'metrics.d.ts'), 'utf8');
+  const metricsDeclared = [...metricsDts.matchAll(/^export declare (?:class|function|const) (\w+)/gm)].map((m) => m[1]).sort();
+  expect(metricsDeclared).toEqual(Object.keys(require('../lib/metrics.js')).sort());
+});
+
 test('every integration entry point is a file in lib/, its types the .d.ts of its name at the root', () => {
   const { exports } = require('../package.json');
   const integrations = Object.keys(exports).filter((key) => !['.', './package.json'].includes(key));
-  expect(integrations).toEqual(expect.arrayContaining(['./express', './fastify', './nats']));
+  expect(integrations).toEqual(expect.arrayContaining(['./express', './fastify', './nats', './metrics']));
   for (const key of integrations) {
     const name = key.slice(2);
     expect([key, exports[key]]).toEqual([key, { types: `./${name}.d.ts`, default: `./lib/${name}.js` }]);

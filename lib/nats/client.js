@@ -38,6 +38,7 @@ const { toJson, requestText, errorOf, cancelSecret, proofOf, cancelText } = requ
 const { after, every } = require('../timer.js');
 const { mapCalls } = require('./remote-map.js');
 const { activeTraceContext, setTraceHeaders } = require('../trace-context.js');
+const { callChannel, CallContext, traced } = require('../channels.js');
 const { serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const CLIENT_OPTIONS = ['name', 'subject', 'timeout', 'liveness', 'maxBatch'];
@@ -175,11 +176,17 @@ class RemotePool {
 
   /** `exec(method, ...params)`. */
   exec(method, ...params) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('exec', method, this), () => this.#start(method, params, this.#timeout, null));
     return this.#start(method, params, this.#timeout, null);
   }
 
   /** `call(method, params, { signal, timeout })`. */
   call(method, params, options) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('call', method, this), () => this.#callChecked(method, params, options));
+    return this.#callChecked(method, params, options);
+  }
+
+  #callChecked(method, params, options) {
     let timeout = this.#timeout;
     let signal = null;
     try {
