@@ -148,7 +148,7 @@ describe('prometheus()', () => {
     expect(() => prometheus({ registry, maxMethods: -1 })).toThrow(RangeError);
     expect(() => prometheus({ registry, maxMethods: 1.5 })).toThrow(RangeError);
     expect(() => prometheus(null)).toThrow(TypeError);
-    expect(() => metrics.watch({}, 'x')).toThrow(/takes a Pool or a NATS host/);
+    expect(() => metrics.watch({}, 'x')).toThrow(/takes a Pool, a RemotePool or a NATS host/);
     expect(() => metrics.watch(pool, '')).toThrow(TypeError);
     expect(() => metrics.watch(pool, 'y'.repeat(MAX_METHOD_LENGTH + 1))).toThrow(TypeError);
   });
