@@ -3,6 +3,7 @@
 // or OpenTelemetry instruments (on a Meter of @opentelemetry/api) for pools and NATS hosts.
 
 import type { Pool } from './index';
+import type { RemotePool, Host } from './nats';
 
 /** A prom-client Registry, declared by the members corepool uses. */
 export interface PromRegistry {
@@ -23,8 +24,11 @@ export interface ObservableInstrument {
   removeCallback(callback: (result: { observe(value: number, attributes?: Record<string, string>): void }) => void): void;
 }
 
-/** What `watch()` takes: a Pool, or a corepool/nats host (what `serve()` resolves with). */
-export type Watchable = Pool | { stats(): { data: object } };
+/**
+ * What `watch()` takes: a Pool (its calls and stats()), a corepool/nats RemotePool (its calls)
+ * or Host (what `serve()` resolves with: its stats()).
+ */
+export type Watchable = Pool | RemotePool | Host;
 
 export interface Metrics {
   /** Reports `target`'s stats() under the label `name` (default 'unnamed'; 1–100 characters). */
@@ -56,6 +60,8 @@ export declare function prometheus(options?: PrometheusOptions): Metrics;
 export declare function openTelemetry(meter: OpenTelemetryMeter, options?: MetricsOptions): Metrics;
 /** The label value of methods past the cap. */
 export declare const OTHER_METHOD: '__other__';
+/** The method label value of request() and handle() calls. */
+export declare const JSONRPC_METHOD: '__jsonrpc__';
 /** The label value of pools and hosts watched without a name, and of pools not watched. */
 export declare const UNNAMED: 'unnamed';
 /** Longest method name (and watch() name) that is a label value of its own. */

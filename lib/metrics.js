@@ -12,15 +12,17 @@
 //
 // Bounded cardinality: a label takes the first `maxMethods` method names seen (100 unless
 // told); later names, names longer than MAX_METHOD_LENGTH and methods that are not strings
-// count under OTHER_METHOD. Outcomes are the error table's names (or 'ok', or 'error' for a code
+// count under OTHER_METHOD; request() and handle() calls under JSONRPC_METHOD. Outcomes are the error table's names (or 'ok', or 'error' for a code
 // outside it); pools and hosts are labelled with the name given to watch() (UNNAMED otherwise).
 
 const { callChannel, renderChannel, jobChannel } = require('./channels.js');
 const { contract } = require('./native.js');
 const { describe } = require('./errors.js');
-const { kWorkerExits } = require('./pool.js');
+const { Pool, kWorkerExits } = require('./pool.js');
 
 const OTHER_METHOD = '__other__';
+/** The method label of request() and handle() calls, whose methods are inside the JSON-RPC. */
+const JSONRPC_METHOD = '__jsonrpc__';
 const UNNAMED = 'unnamed';
 const MAX_METHOD_LENGTH = 100;
 const DEFAULT_MAX_METHODS = 100;
@@ -36,6 +38,7 @@ class MethodNames {
     this.#max = max;
   }
   label(method) {
+    if (method === null) return JSONRPC_METHOD;
     if (typeof method !== 'string' || method.length > MAX_METHOD_LENGTH) return OTHER_METHOD;
     if (this.#seen.has(method)) return method;
     if (this.#seen.size >= this.#max) return OTHER_METHOD;
@@ -70,13 +73,15 @@ class Watched {
     if (typeof name !== 'string' || name.length === 0 || name.length > MAX_METHOD_LENGTH) {
       throw new TypeError(`corepool/metrics: watch() name must be a string of 1 to ${MAX_METHOD_LENGTH} characters, got ${describe(name)}`);
     }
-    if (target === null || typeof target !== 'object' || typeof target.stats !== 'function') {
-      throw new TypeError(`corepool/metrics: watch() takes a Pool or a NATS host, got ${describe(target)}`);
+    // corepool/nats is loaded only to tell its objects (it loads no NATS package by itself).
+    const { Host, RemotePool } = require('./nats.js');
+    if (target instanceof Pool) this.pools.set(name, target);
+    else if (target instanceof Host) this.hosts.set(name, target);
+    else if (!(target instanceof RemotePool)) {
+      throw new TypeError(`corepool/metrics: watch() takes a Pool, a RemotePool or a NATS host, got ${describe(target)}`);
     }
-    if (typeof target.threads === 'number') {
-      this.pools.set(name, target);
-      this.names.set(target, name);
-    } else this.hosts.set(name, target);
+    // A Pool's and a RemotePool's calls are labelled with the name.
+    if (!(target instanceof Host)) this.names.set(target, name);
   }
 
   poolName(pool) {
@@ -325,4 +330,4 @@ function openTelemetry(meter, options) {
   };
 }
 
-module.exports = { prometheus, openTelemetry, OTHER_METHOD, UNNAMED, MAX_METHOD_LENGTH };
+module.exports = { prometheus, openTelemetry, OTHER_METHOD, JSONRPC_METHOD, UNNAMED, MAX_METHOD_LENGTH };
