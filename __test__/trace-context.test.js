@@ -47,6 +47,23 @@ describe('to the thread that serves a call', () => {
     }
   });
 
+  test('JSON-RPC calls carry it too: request() and handle(), each request of a batch', async () => {
+    const { value, caller } = await inSpan('caller', async () => {
+      const one = await tasks.request({ jsonrpc: '2.0', method: 'traced', params: ['request'], id: 1 });
+      const batch = JSON.parse(
+        await tasks.handle(
+          JSON.stringify([
+            { jsonrpc: '2.0', method: 'traced', params: ['a'], id: 'a' },
+            { jsonrpc: '2.0', method: 'tracedLater', params: ['b'], id: 'b' },
+          ]),
+        ),
+      );
+      return [one.result, ...batch.map((r) => r.result)];
+    });
+    expect(value).toHaveLength(3);
+    for (const span of value) expectChild(span, caller);
+  });
+
   test('without an active span the task starts a trace of its own', async () => {
     const a = await tasks.exec('traced', 'alone');
     expect(a.parentSpanId).toBeNull();

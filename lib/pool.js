@@ -197,14 +197,14 @@ class Pool extends EventEmitter {
 
   /** A JSON-RPC 2.0 request object or batch → response object(s); never rejects. */
   request(request) {
-    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('request', null, this), () => start(this, (id) => this.#native.request(id, request)));
-    return start(this, (id) => this.#native.request(id, request));
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('request', null, this), () => start(this, (id) => this.#native.request(id, request, activeTraceText())));
+    return start(this, (id) => this.#native.request(id, request, activeTraceText()));
   }
 
   /** JSON-RPC 2.0 text → response text ('' when there is nothing to answer); never rejects. */
   handle(text) {
-    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('handle', null, this), () => start(this, (id) => this.#native.handle(id, text)));
-    return start(this, (id) => this.#native.handle(id, text));
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('handle', null, this), () => start(this, (id) => this.#native.handle(id, text, false, activeTraceText())));
+    return start(this, (id) => this.#native.handle(id, text, false, activeTraceText()));
   }
 
   /**

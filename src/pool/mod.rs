@@ -209,7 +209,8 @@ impl Pool {
 
     /// Answers one JSON-RPC request object or batch (`text`: answer as JSON text). `closed`:
     /// the caller's handle is closed (a shared pool's handle), so every request is answered
-    /// with PoolClosed, exactly as a closed pool answers it.
+    /// with PoolClosed, exactly as a closed pool answers it. Each request carries `trace`
+    /// ([`Caller::trace`]).
     pub fn request(
         &self,
         origin: &Arc<Origin>,
@@ -217,14 +218,22 @@ impl Pool {
         request: Value,
         text: bool,
         closed: bool,
+        trace: Option<Arc<str>>,
     ) {
-        self.answer(origin, call, request, text, closed, None, None);
+        self.answer(origin, call, request, text, closed, None, trace.as_ref());
     }
 
     /// Answers JSON-RPC text with JSON text; text that is not JSON gets a -32700 answer.
-    /// `closed` as for [`Pool::request`].
-    pub fn handle(&self, origin: &Arc<Origin>, call: u64, text: &str, closed: bool) {
-        self.handle_text(origin, call, text, closed, None, None);
+    /// `closed` and `trace` as for [`Pool::request`].
+    pub fn handle(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        text: &str,
+        closed: bool,
+        trace: Option<Arc<str>>,
+    ) {
+        self.handle_text(origin, call, text, closed, None, trace.as_ref());
     }
 
     /// As [`Pool::handle`], keeping what it takes to cancel each request alone

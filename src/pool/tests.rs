@@ -310,7 +310,7 @@ fn json_rpc_requests_batches_and_text() {
     let p = pool(2, Strategy::LeastBusy);
     let (o, _, rx) = origin();
     let text = |t: &str| {
-        p.handle(&o, 0, t, false);
+        p.handle(&o, 0, t, false, None);
         match recv(&rx).1.unwrap() {
             Value::String(s) => s,
             other => panic!("handle answered {other:?}"),
