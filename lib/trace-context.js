@@ -65,16 +65,28 @@ function withTraceContext(traceparent, tracestate, fn) {
   return a.context.with(a.trace.setSpanContext(a.context.active(), span), fn);
 }
 
+/** activeTraceText's last answer, and the span context it was for. */
+let lastText = { span: null };
+
 /**
  * The active trace context as one string (what a call carries to the thread that serves it:
  * `traceparent`, then a line feed and `tracestate` when there is one), or undefined.
  */
 function activeTraceText() {
   if (globalThis[API_GLOBAL] === undefined) return undefined; // the common case, kept cheapest
+  const a = otel();
+  if (a === null) return undefined;
+  const span = a.trace.getSpanContext(a.context.active());
+  if (span === undefined) return undefined;
+  // Calls made in one span (a request's handler making many) reuse its text.
+  const last = lastText;
+  if (last.span === span && last.traceId === span.traceId && last.spanId === span.spanId && last.traceFlags === span.traceFlags && last.traceState === span.traceState) return last.text;
   const carried = activeTraceContext();
-  if (carried === null) return undefined;
-  return carried.tracestate === undefined ? carried.traceparent : `${carried.traceparent}\n${carried.tracestate}`;
+  const text = carried === null ? undefined : carried.tracestate === undefined ? carried.traceparent : `${carried.traceparent}\n${carried.tracestate}`;
+  lastText = { span, traceId: span.traceId, spanId: span.spanId, traceFlags: span.traceFlags, traceState: span.traceState, text };
+  return text;
 }
+
 
 /** `fn()` inside the trace context `text` (activeTraceText's, from the calling thread) names. */
 function withTraceText(text, fn) {

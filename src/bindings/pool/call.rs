@@ -295,9 +295,15 @@ unsafe extern "C" fn hot_call(
                 return Err(cannot_keep());
             }
             let views = &from.views;
-            // SAFETY: the trace context is a value of this env, on its JS thread.
-            let trace = args.trace.and_then(|t| unsafe { read_trace(env, t) });
             let submit = |m: &str| {
+                // Only a JavaScript server uses the trace context: not read for a native command.
+                let trace = match args.trace {
+                    Some(t) if !hot.pool.runs_natively(m) => {
+                        // SAFETY: the trace context is a value of this env, on its JS thread.
+                        unsafe { read_trace(env, t) }
+                    }
+                    _ => None,
+                };
                 placed = true;
                 // A JS-served method gets the views from this thread's JavaScript (pool::server).
                 // SAFETY: on this env's JS thread; the views are values of this env.
