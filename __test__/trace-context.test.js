@@ -280,6 +280,40 @@ maybe('over NATS', () => {
     );
   });
 
+  test('a job submitted with options whose reading throws rejects the same with a corepool:job subscriber', async () => {
+    const hostile = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('getter');
+        },
+        ownKeys() {
+          throw new Error('ownKeys');
+        },
+      },
+    );
+    const without = await remote.submit('traced', [], hostile).then(
+      () => 'resolved',
+      (e) => e.message,
+    );
+    const channel = require('node:diagnostics_channel').tracingChannel('corepool:job');
+    const seen = [];
+    const handlers = { error: (c) => seen.push(c.error.message) };
+    channel.subscribe(handlers);
+    let withSubscriber;
+    try {
+      withSubscriber = await remote.submit('traced', [], hostile).then(
+        () => 'resolved',
+        (e) => e.message,
+      );
+    } finally {
+      channel.unsubscribe(handlers);
+    }
+    expect(without).not.toBe('resolved');
+    expect(withSubscriber).toBe(without);
+    expect(seen).toEqual([without]);
+  });
+
   test('the host restores the context around the call: a span made there is a child too', async () => {
     const seen = [];
     const onJobs = require('node:diagnostics_channel').tracingChannel('corepool:call');

@@ -1,9 +1,9 @@
 'use strict';
 // The diagnostics_channel TracingChannels corepool publishes on, Node's convention for
-// libraries (as undici and Fastify publish theirs): `corepool:call` (every call a Pool or a
-// remote pool of corepool/nats makes: exec, call, run, map, request, handle, broadcast),
-// `corepool:render` (pool.render) and `corepool:job` (durable jobs of corepool/nats, enqueued
-// and run). Each call publishes start and end around its synchronous part, then asyncStart and
+// libraries (as undici and Fastify publish theirs): `corepool:call` (every call of a Pool:
+// exec, call, run, map, broadcast, request, handle; and exec and call of a corepool/nats
+// RemotePool), `corepool:render` (pool.render) and `corepool:job` (durable jobs of
+// corepool/nats, submitted and run). Each call publishes start and end around its synchronous part, then asyncStart and
 // asyncEnd when its promise settles, after error when it rejects (TracingChannel#tracePromise).
 //
 // With no subscriber, a call pays one `hasSubscribers` read and nothing else: no context object,

@@ -475,7 +475,12 @@ class JobClient {
    */
   submit(method, params, options) {
     if (jobChannel.hasSubscribers) {
-      const id = options?.id;
+      let id = null;
+      try {
+        id = options?.id;
+      } catch {
+        // #submit reads the options again and refuses them.
+      }
       return traced(jobChannel, jobContext('submit', method, typeof id === 'string' ? id : null, null), () => this.#submit(method, params, options));
     }
     return this.#submit(method, params, options);
