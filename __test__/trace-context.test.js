@@ -185,6 +185,22 @@ test('without OpenTelemetry set up, @opentelemetry/api is never loaded and calls
   expect(result).toEqual({ value: 3, native: 'x', loaded: [] });
 });
 
+test('a context manager that throws costs no call: nothing is carried, and nothing is thrown', async () => {
+  const { status, result, stderr } = await child(`
+    const api = require('@opentelemetry/api');
+    const broken = { active() { throw new Error('active'); }, with(c, fn, self, ...args) { return fn.apply(self, args); }, bind(c, t) { return t; }, enable() { return this; }, disable() { return this; } };
+    api.context.setGlobalContextManager(broken);
+    const pool = new Pool({ threads: 1 });
+    const echoed = await pool.exec('echo', 1);
+    const answered = JSON.parse(await pool.handle('{"jsonrpc":"2.0","method":"echo","params":[2],"id":1}')).result;
+    await pool.close();
+    out({ echoed, answered });
+  `);
+  expect(stderr).toBe('');
+  expect(status).toBe(0);
+  expect(result).toEqual({ echoed: 1, answered: 2 });
+});
+
 const maybe = natsServerPath() === null ? describe.skip : describe;
 if (natsServerPath() === null) console.warn('nats-server is not installed: the trace context over NATS tests are skipped');
 

@@ -31,8 +31,20 @@ function otel() {
   return api;
 }
 
-/** The active span's context as `{ traceparent, tracestate? }`, or null when none is active. */
+/**
+ * The active span's context as `{ traceparent, tracestate? }`, or null when none is active.
+ * Total: a context manager or propagated state that throws carries nothing (a call is never
+ * refused for its trace context).
+ */
 function activeTraceContext() {
+  try {
+    return readActive();
+  } catch {
+    return null;
+  }
+}
+
+function readActive() {
   const a = otel();
   if (a === null) return null;
   const span = a.trace.getSpanContext(a.context.active());
@@ -62,7 +74,13 @@ function withTraceContext(traceparent, tracestate, fn) {
       // A tracestate the API refuses is dropped, as the W3C text says.
     }
   }
-  return a.context.with(a.trace.setSpanContext(a.context.active(), span), fn);
+  let context;
+  try {
+    context = a.trace.setSpanContext(a.context.active(), span);
+  } catch {
+    return fn(); // a context manager that throws: the function runs without the context
+  }
+  return a.context.with(context, fn);
 }
 
 /** activeTraceText's last answer, and the span context it was for. */
@@ -74,6 +92,14 @@ let lastText = { span: null };
  */
 function activeTraceText() {
   if (globalThis[API_GLOBAL] === undefined) return undefined; // the common case, kept cheapest
+  try {
+    return readActiveText();
+  } catch {
+    return undefined;
+  }
+}
+
+function readActiveText() {
   const a = otel();
   if (a === null) return undefined;
   const span = a.trace.getSpanContext(a.context.active());
