@@ -325,6 +325,24 @@ describe('run()', () => {
     expect((await ours.run(1, { name: 'custom' }).catch((x) => x)).code).toBe('E_CUSTOM');
   });
 
+  test('a thenable result is awaited and a `then` getter that throws rejects, as under Piscina, whether the file was loaded or not', async () => {
+    const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    // Twice each: the first run of another file loads it, later ones find it loaded.
+    for (const [task, options] of [
+      [21, { name: 'thenable' }],
+      [1, { name: 'badThen' }],
+      [{ a: 2, b: 3 }, { filename: fixture('add.js') }],
+      [{ a: 2, b: 3 }, { filename: fixture('add.js') }],
+      [{ a: 4, b: 5 }, { filename: fixture('add-async.js') }],
+      [{ a: 4, b: 5 }, { filename: fixture('add-async.js') }],
+      [1, { filename: fixture('add.js'), name: 'nothing' }],
+      [1, { filename: fixture('add.js'), name: 'nothing' }],
+    ]) {
+      expect([task, options, await outcome(ours.run(task, options))]).toEqual([task, options, await outcome(real.run(task, options))]);
+    }
+  });
+
   test('a worker that exits mid-task rejects it with RpcError ServerGone and is replaced', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     await expect(piscina.run(1, { name: 'exit' })).rejects.toMatchObject({ name: 'RpcError', code: RpcError.codes.ServerGone });

@@ -12,6 +12,7 @@ const { fileURLToPath } = require('node:url');
 const { performance, createHistogram } = require('node:perf_hooks');
 const { BroadcastChannel, isMainThread, SHARE_ENV } = require('node:worker_threads');
 const { Pool, RpcError } = require('../index.js');
+const { kCancellableCall, kCancel } = require('./pool.js');
 const { after } = require('./timer.js');
 const { version } = require('../package.json');
 const { KEY, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved } = require('./piscina-common.js');
@@ -235,12 +236,14 @@ class Piscina extends EventEmitter {
   #maxCapacity;
   #closing = null;
   #destroyed = false;
-  /** The calls not known to have started (their AbortControllers), for close({ force: true }). */
+  /** The calls not known to have started (their handles: see run()), for close({ force: true }). */
   #notStarted = new Set();
   #runTime = null;
   #waitTime = null;
   #histogram = null;
   #channel;
+  #lastFilename = null;
+  #lastResolved = null;
 
   constructor(options = {}) {
     super();
@@ -299,16 +302,24 @@ class Piscina extends EventEmitter {
     filename = filename ?? this.#options.filename;
     name = name ?? this.#options.name;
     if (typeof filename !== 'string') return Promise.reject(Errors.FilenameNotProvided());
-    filename = path.resolve(maybeFileURLToPath(filename));
+    filename = this.#resolve(filename);
     if (this.#closing !== null || this.#destroyed) return Promise.reject(new AbortError('queue is being terminated'));
     if (signal?.aborted) return Promise.reject(new AbortError(signal.reason));
 
-    // One controller per task: the caller's signal (an AbortSignal, an EventTarget or an
-    // EventEmitter emitting 'abort') and close({ force: true }) both abort it.
-    const controller = new AbortController();
-    let forgetSignal = () => {};
+    // The task's cancellation: the caller's signal (an AbortSignal, an EventTarget or an
+    // EventEmitter emitting 'abort') and close({ force: true }) both cancel its call by id, and
+    // `reason` says which did.
+    const handle = { id: 0, reason: undefined };
+    this.#notStarted.add(handle);
+    // A task Piscina.move() wrapped goes as its value (copied: see docs/piscina.md).
+    if (isMoved(task)) task = task[kValue];
+    const params = task === undefined ? [filename, name, 0] : [filename, name, 1, task];
+    const submitted = performance.now();
+    this.#inflight++;
+    const call = this.#pool[kCancellableCall]('piscina', params, handle, () => this.#notStarted.delete(handle)); // the worker's "started"
+    let forgetSignal = null;
     if (signal != null) {
-      const onAbort = () => controller.abort({ user: signal.reason });
+      const onAbort = () => this.#cancel(handle, { user: signal.reason });
       if (typeof signal.addEventListener === 'function') {
         signal.addEventListener('abort', onAbort, { once: true });
         forgetSignal = () => signal.removeEventListener('abort', onAbort);
@@ -317,23 +328,13 @@ class Piscina extends EventEmitter {
         forgetSignal = () => signal.removeListener('abort', onAbort);
       }
     }
-    this.#notStarted.add(controller);
-    // A task Piscina.move() wrapped goes as its value (copied: see docs/piscina.md).
-    if (isMoved(task)) task = task[kValue];
-    const params = task === undefined ? [filename, name, 0] : [filename, name, 1, task];
-    const submitted = performance.now();
-    this.#inflight++;
     const done = () => {
-      forgetSignal();
-      this.#notStarted.delete(controller);
+      if (forgetSignal !== null) forgetSignal();
+      this.#notStarted.delete(handle);
       this.#inflight--;
       this.#completed++;
       queueMicrotask(() => this.#maybeDrain());
     };
-    const call = this.#pool.call('piscina', params, {
-      signal: controller.signal,
-      onProgress: () => this.#notStarted.delete(controller), // the worker's "started"
-    });
     queueMicrotask(() => this.#maybeDrain());
     return call.then(
       (out) => {
@@ -344,9 +345,28 @@ class Piscina extends EventEmitter {
       (e) => {
         done();
         if (typeof e?.data?.ms === 'number') this.#record(submitted, e.data.ms);
-        throw this.#translate(e, controller.signal);
+        throw this.#translate(e, handle.reason);
       },
     );
+  }
+
+  /** A task's filename as a path, the last absolute one's kept (its resolving costs more than a tiny task's call). */
+  #resolve(filename) {
+    if (filename === this.#lastFilename) return this.#lastResolved;
+    const resolved = path.resolve(maybeFileURLToPath(filename));
+    // A relative name is resolved again each time: the working directory may change.
+    if (path.isAbsolute(filename)) {
+      this.#lastFilename = filename;
+      this.#lastResolved = resolved;
+    }
+    return resolved;
+  }
+
+  /** Cancels a task's call, the first reason given being the one its AbortError tells. */
+  #cancel(handle, reason) {
+    if (handle.reason !== undefined) return;
+    handle.reason = reason;
+    this.#pool[kCancel](handle.id);
   }
 
   #record(submitted, ms) {
@@ -357,12 +377,12 @@ class Piscina extends EventEmitter {
   }
 
   /** corepool's errors as Piscina's users see them. */
-  #translate(e, signal) {
+  #translate(e, reason) {
     if (!(e instanceof RpcError)) return e;
     switch (e.code) {
       case CODES.Aborted:
-        if (signal.reason?.closing) return new AbortError('pool is closed');
-        return new AbortError(signal.reason?.user);
+        if (reason?.closing) return new AbortError('pool is closed');
+        return new AbortError(reason?.user);
       case CODES.QueueFull:
         return this.#options.maxQueue === 0 ? Errors.NoTaskQueueAvailable() : Errors.TaskQueueAtLimit();
       case CODES.PoolClosed:
@@ -401,7 +421,7 @@ class Piscina extends EventEmitter {
   }
 
   async #close(force) {
-    if (force) for (const c of [...this.#notStarted]) c.abort({ closing: true });
+    if (force) for (const handle of [...this.#notStarted]) this.#cancel(handle, { closing: true });
     let timer;
     const timedOut = new Promise((resolve) => {
       timer = after(this.#options.closeTimeout, () => resolve(true)).unref();

@@ -19,6 +19,9 @@ const views = require('./views.js');
 
 /** The key of Pool's cancellable handle() (see there). */
 const handleCancellable = Symbol('handleCancellable');
+/** The keys of the calls corepool/piscina makes (lib/piscina.js): cancellable by id (see there). */
+const kCancellableCall = Symbol('cancellableCall');
+const kCancel = Symbol('cancel');
 
 /** This thread's handle on Pool.shared(), until it is closed. */
 let sharedPool = null;
@@ -301,7 +304,23 @@ class Pool extends EventEmitter {
   /** What the call function returned for the last render with functions (see render()). */
   #handles = undefined;
 
-  #submit(method, params, timeout, signal, onProgress, extraFlags = 0) {
+  /**
+   * `method(...params)`, cancellable with [kCancel](handle.id) rather than an AbortSignal:
+   * corepool/piscina merges each task's own signal and close({ force }) into one cancellation,
+   * and an AbortController of its own per task (an EventTarget, a listener added and removed)
+   * cost more on the calling thread than the rest of a tiny task's call (lib/piscina.js).
+   * `handle.id` is the call's id from the moment it is in flight.
+   */
+  [kCancellableCall](method, params, handle, onProgress) {
+    return this.#submit(method, params, undefined, undefined, onProgress, contract.callFlags.cancellable, handle);
+  }
+
+  /** Cancels call `id` as its AbortSignal would (a call no longer in flight is passed over). */
+  [kCancel](id) {
+    this.#native.cancel(id);
+  }
+
+  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, handle = undefined) {
     let sent;
     let flags;
     let tape;
@@ -319,6 +338,7 @@ class Pool extends EventEmitter {
       call = start(
         this,
         (id) => {
+          if (handle !== undefined) handle.id = id;
           this.#handles = this.#call(id, method, sent, timeout, flags, tape, text) ?? undefined;
         },
         signal,
@@ -381,4 +401,4 @@ function attach(id) {
   return around(Object.freeze({}), native.NativePool.attach(channel, id));
 }
 
-module.exports = { Pool, attach, handleCancellable };
+module.exports = { Pool, attach, handleCancellable, kCancellableCall, kCancel };
