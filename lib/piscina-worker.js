@@ -38,20 +38,6 @@ if (own.niceIncrement > 0 && process.platform === 'linux') {
   }
 }
 
-// Piscina's 'message' event: what a task file posts on parentPort reaches the pool's 'message'
-// listeners. corepool's task workers keep parentPort for their own messages (objects with a
-// `corepool` key), so those go on as before and the rest go through this pool's channel.
-if (typeof own.channel === 'string' && workerThreads.parentPort !== null) {
-  const port = workerThreads.parentPort;
-  const post = port.postMessage;
-  const channel = new workerThreads.BroadcastChannel(own.channel);
-  channel.unref();
-  port.postMessage = function postMessage(message, transferList) {
-    if (message !== null && typeof message === 'object' && 'corepool' in message) return post.call(port, message, transferList);
-    return channel.postMessage(message);
-  };
-}
-
 /** filename + '\0' + name → the handler (a Promise of it while it loads). */
 const handlers = new Map();
 /** filename + '\0' + name → the handler, once loaded: a task for it runs without waiting. */
@@ -121,7 +107,9 @@ exports.piscina = function piscina(filename, name, hasTask, ...rest) {
   const task = hasTask ? rest[0] : undefined;
   const ctx = rest.at(-1);
   const started = performance.now();
-  ctx.progress(1); // tells the pool this task has started (close({ force: true }) spares it)
+  // Tells the pool this task has started (close({ force: true }) spares it) and where (a
+  // worker that dies rejects its own tasks with what ended it).
+  ctx.progress(workerThreads.threadId);
   const handler = loaded.get(`${filename}\0${name}`);
   return handler === undefined ? loadAndRun(filename, name, task, started) : run(handler, task, started);
 };

@@ -10,9 +10,9 @@ const path = require('node:path');
 const os = require('node:os');
 const { fileURLToPath } = require('node:url');
 const { performance, createHistogram } = require('node:perf_hooks');
-const { BroadcastChannel, isMainThread, SHARE_ENV } = require('node:worker_threads');
+const { isMainThread, SHARE_ENV } = require('node:worker_threads');
 const { Pool, RpcError } = require('../index.js');
-const { kCancellableCall, kCancel } = require('./pool.js');
+const { kCancellableCall, kCancel, kWorkers, kWorkerHooks } = require('./pool.js');
 const { after } = require('./timer.js');
 const { version } = require('../package.json');
 const { KEY, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved } = require('./piscina-common.js');
@@ -213,19 +213,6 @@ function fill(opts) {
   return o;
 }
 
-/** A stand-in for Piscina's `threads` entries: corepool does not hand out its Worker objects. */
-class PiscinaThread {
-  constructor(server) {
-    this.threadId = server.thread;
-    this.running = server.running;
-    this.queued = server.queued;
-    this.completed = server.completed;
-    Object.freeze(this);
-  }
-}
-
-let poolIds = 0;
-
 class Piscina extends EventEmitter {
   #options;
   #pool;
@@ -241,7 +228,10 @@ class Piscina extends EventEmitter {
   #runTime = null;
   #waitTime = null;
   #histogram = null;
-  #channel;
+  /** The tasks in flight (their handles: see run()). */
+  #tasks = new Set();
+  /** threadId → { gone, tasks }: the last workers that exited, what their tasks reject with, how many did. */
+  #deaths = new Map();
   #lastFilename = null;
   #lastResolved = null;
 
@@ -261,11 +251,6 @@ class Piscina extends EventEmitter {
     const minThreads = Math.min(maxThreads, Math.max(1, Math.ceil(o.minThreads)));
     const concurrency = o.concurrentTasksPerWorker === Infinity ? Infinity : Math.ceil(o.concurrentTasksPerWorker);
     this.#maxCapacity = maxThreads * concurrency;
-    // The workers' 'message's come back on a channel of this pool's own (see piscina-worker.js).
-    const channelName = `corepool/piscina:${process.pid}:${poolIds++}:${Math.random()}`;
-    this.#channel = new BroadcastChannel(channelName);
-    this.#channel.onmessage = (event) => this.emit('message', event.data);
-    this.#channel.unref();
     this.#pool = new Pool({
       filename: WORKER,
       minThreads,
@@ -278,9 +263,11 @@ class Piscina extends EventEmitter {
       argv: o.argv,
       execArgv: o.execArgv,
       workerData: {
-        [KEY]: { filename: o.filename, name: o.name, niceIncrement: o.niceIncrement, channel: channelName },
+        [KEY]: { filename: o.filename, name: o.name, niceIncrement: o.niceIncrement },
         user: o.workerData,
       },
+      // What a task posts on parentPort is the pool's 'message'; a worker that dies settles its own tasks.
+      [kWorkerHooks]: { message: (m) => this.emit('message', m), exit: (thread, code, error) => this.#workerExited(thread, code, error) },
     });
   }
 
@@ -309,14 +296,20 @@ class Piscina extends EventEmitter {
     // The task's cancellation: the caller's signal (an AbortSignal, an EventTarget or an
     // EventEmitter emitting 'abort') and close({ force: true }) both cancel its call by id, and
     // `reason` says which did.
-    const handle = { id: 0, reason: undefined };
+    // `thread`: the worker that runs it, once it said so; `gone`: the error its worker died of.
+    const handle = { id: 0, reason: undefined, thread: undefined, gone: undefined, wake: null };
     this.#notStarted.add(handle);
+    this.#tasks.add(handle);
     // A task Piscina.move() wrapped goes as its value (copied: see docs/piscina.md).
     if (isMoved(task)) task = task[kValue];
     const params = task === undefined ? [filename, name, 0] : [filename, name, 1, task];
     const submitted = performance.now();
     this.#inflight++;
-    const call = this.#pool[kCancellableCall]('piscina', params, handle, () => this.#notStarted.delete(handle)); // the worker's "started"
+    const call = this.#pool[kCancellableCall]('piscina', params, handle, (thread) => {
+      // The worker's "started", with its threadId.
+      this.#notStarted.delete(handle);
+      handle.thread = thread;
+    });
     let forgetSignal = null;
     if (signal != null) {
       const onAbort = () => this.#cancel(handle, { user: signal.reason });
@@ -331,6 +324,7 @@ class Piscina extends EventEmitter {
     const done = () => {
       if (forgetSignal !== null) forgetSignal();
       this.#notStarted.delete(handle);
+      this.#tasks.delete(handle);
       this.#inflight--;
       this.#completed++;
       queueMicrotask(() => this.#maybeDrain());
@@ -343,11 +337,64 @@ class Piscina extends EventEmitter {
         return out.length > 1 ? out[1] : undefined;
       },
       (e) => {
+        if (e instanceof RpcError && e.code === CODES.ServerGone && !this.#destroyed && handle.thread !== undefined) {
+          // Its worker died: the task rejects with what Piscina rejects it with, known once the worker's exit is.
+          return this.#whenGone(handle).then((gone) => {
+            done();
+            throw gone;
+          });
+        }
         done();
         if (typeof e?.data?.ms === 'number') this.#record(submitted, e.data.ms);
         throw this.#translate(e, handle.reason);
       },
     );
+  }
+
+  /**
+   * The error a task whose worker died rejects with, once that worker's exit is known (its
+   * exit and the task's rejection come in either order).
+   */
+  #whenGone(handle) {
+    const death = this.#deaths.get(handle.thread);
+    if (death !== undefined) {
+      death.tasks++;
+      return Promise.resolve(death.gone);
+    }
+    if (handle.gone !== undefined) return Promise.resolve(handle.gone);
+    if (!this.threads.some((w) => w.threadId === handle.thread)) {
+      // Its exit is too old to be remembered (see #workerExited): no more is known of it.
+      return Promise.resolve(new Error('worker exited'));
+    }
+    return new Promise((resolve) => {
+      handle.wake = () => resolve(handle.gone);
+    });
+  }
+
+  /**
+   * A worker that served exited: its unfinished tasks reject with the uncaught exception that
+   * ended it, else with Piscina's `worker exited with code: N`. An exception that ended a
+   * worker running no task is the pool's 'error', as with Piscina (no listener: thrown, as an
+   * EventEmitter does); whether a task was running is known once the rejections its worker's
+   * departure sent before it exited have come in, one turn of the event loop later.
+   */
+  #workerExited(thread, code, error) {
+    const gone = this.#destroyed ? Errors.ThreadTermination() : (error ?? new Error(`worker exited with code: ${code}`));
+    const death = { gone, tasks: 0 };
+    this.#deaths.set(thread, death);
+    // Thread ids are never reused; the last few exits are plenty for the rejections on their way.
+    if (this.#deaths.size > 64) this.#deaths.delete(this.#deaths.keys().next().value);
+    for (const handle of this.#tasks) {
+      if (handle.thread !== thread || handle.wake === null) continue;
+      death.tasks++;
+      handle.gone = gone;
+      handle.wake();
+    }
+    if (error !== null && !this.#destroyed) {
+      setImmediate(() => {
+        if (death.tasks === 0 && !this.#destroyed) this.emit('error', error);
+      });
+    }
   }
 
   /** A task's filename as a path, the last absolute one's kept (its resolving costs more than a tiny task's call). */
@@ -389,6 +436,8 @@ class Piscina extends EventEmitter {
         return this.#destroyed ? Errors.ThreadTermination() : new AbortError('queue is being terminated');
       case CODES.CommandFailed:
         return taskError(e);
+      case CODES.ServerGone:
+        return this.#destroyed ? Errors.ThreadTermination() : e;
       default:
         return e;
     }
@@ -440,8 +489,13 @@ class Piscina extends EventEmitter {
   /** Rejects the tasks in hand (Error 'Terminating worker thread') and stops the workers. */
   async destroy() {
     this.#destroyed = true;
-    this.#channel.close();
     await this.#pool.destroy();
+    // A task still waiting to hear how its worker died hears it now.
+    for (const handle of this.#tasks) {
+      if (handle.wake === null || handle.gone !== undefined) continue;
+      handle.gone = Errors.ThreadTermination();
+      handle.wake();
+    }
   }
 
   [Symbol.asyncDispose]() {
@@ -460,9 +514,9 @@ class Piscina extends EventEmitter {
     return this.#options;
   }
 
-  /** The workers serving now, as { threadId, running, queued, completed } (not Worker objects: see docs/piscina.md). */
+  /** The pool's live Worker objects, as Piscina's. */
   get threads() {
-    return this.#pool.stats().servers.map((s) => new PiscinaThread(s));
+    return this.#pool[kWorkers]();
   }
 
   get idleThreads() {

@@ -14,7 +14,7 @@ const { wireParams, released } = require('./params.js');
 const { map } = require('./map.js');
 const { finishRender } = require('./render.js');
 const { Server, kFullErrors } = require('./serve.js');
-const { TaskWorkers } = require('./workers.js');
+const { TaskWorkers, kWorkerHooks } = require('./workers.js');
 const views = require('./views.js');
 
 /** The key of Pool's cancellable handle() (see there). */
@@ -22,6 +22,7 @@ const handleCancellable = Symbol('handleCancellable');
 /** The keys of the calls corepool/piscina makes (lib/piscina.js): cancellable by id (see there). */
 const kCancellableCall = Symbol('cancellableCall');
 const kCancel = Symbol('cancel');
+const kWorkers = Symbol('workers');
 
 /** This thread's handle on Pool.shared(), until it is closed. */
 let sharedPool = null;
@@ -59,7 +60,13 @@ class Pool extends EventEmitter {
     const o = this.options;
     this.#native = new native.NativePool(channel, nativeOptions(o));
     this.#call = this.#native.caller();
-    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, this.#loadFailed);
+    // corepool/piscina's hooks (lib/workers.js): a module-private key, no user's option.
+    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, this.#loadFailed, options[kWorkerHooks] ?? null);
+  }
+
+  /** A task-file pool's live Worker objects (corepool/piscina's `threads`); [] for others. */
+  [kWorkers]() {
+    return this.#workers === null ? [] : this.#workers.list();
   }
 
   /** A task-file pool gave up loading its file: listeners of 'error' hear of it (the calls
@@ -401,4 +408,4 @@ function attach(id) {
   return around(Object.freeze({}), native.NativePool.attach(channel, id));
 }
 
-module.exports = { Pool, attach, handleCancellable, kCancellableCall, kCancel };
+module.exports = { Pool, attach, handleCancellable, kCancellableCall, kCancel, kWorkers, kWorkerHooks };
