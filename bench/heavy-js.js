@@ -104,22 +104,32 @@ const contestants = {
   },
 };
 
-/** Part 1 in a child process: `--child <contestant> <count>`; exits 0 once every task is done and checked. */
+/** Part 1 in a child process: `--child <contestant> <count>`; once every task is done and
+ *  checked, writes the process's CPU time (all its threads, µs) on stdout and exits 0. */
 async function child(name, count) {
   await contestants[name](count);
-  process.exit(0);
+  const { userCPUTime, systemCPUTime } = process.resourceUsage();
+  process.stdout.write(`${JSON.stringify({ cpuUs: userCPUTime + systemCPUTime })}\n`, () => process.exit(0));
 }
 
-/** One fresh process running `name`: its whole wall time in seconds. */
+/** CPU seconds of each whole run, by contestant (a figure the machine's other load skews less than wall time). */
+const cpuSeconds = new Map();
+
+/** One fresh process running `name`: its whole wall time in seconds (its CPU time goes to cpuSeconds). */
 function wholeRun(name, count) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const p = spawn(process.execPath, [__filename, '--child', name, String(count)], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const p = spawn(process.execPath, [__filename, '--child', name, String(count)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
     p.on('error', reject);
-    p.on('exit', (code, signal) => {
+    p.on('close', (code, signal) => {
       const s = (performance.now() - t0) / 1000;
-      if (code !== 0) reject(new Error(`${name}: its process exited with ${code ?? signal}`));
-      else resolve(s);
+      if (code !== 0) return reject(new Error(`${name}: its process exited with ${code ?? signal}`));
+      const cpu = JSON.parse(out.trim().split('\n').pop()).cpuUs / 1e6;
+      if (!cpuSeconds.has(name)) cpuSeconds.set(name, []);
+      cpuSeconds.get(name).push(cpu);
+      resolve(s);
     });
   });
 }
@@ -145,10 +155,22 @@ async function heavy(suite) {
     suite.record(`${peer} / floor`, '×', suite.results[peer].median / floor);
   }
   suite.ratio('corepool/piscina vs piscina (heavy JS)', 'corepool/piscina', 'piscina');
+  // The same runs' CPU time (user + system, every thread of the process; warm-ups left out).
+  for (const name of names) suite.record(`${name} CPU`, 's', cpuSeconds.get(name).slice(-suite.results[name].runs.length));
+  suite.record('corepool CPU / floor CPU', '×', suite.results['corepool CPU'].median / suite.results['floor CPU'].median);
+  for (const peer of ['corepool/piscina', 'piscina', 'poolifier', 'tinypool', 'workerpool']) {
+    suite.record(`${peer} CPU / floor CPU`, '×', suite.results[`${peer} CPU`].median / suite.results['floor CPU'].median);
+  }
+  suite.log(
+    `CPU time over the floor's: ${['corepool', 'corepool/piscina', 'piscina', 'poolifier', 'tinypool', 'workerpool']
+      .map((n) => `${n} ${suite.results[`${n} CPU / floor CPU`].median.toFixed(2)}×`)
+      .join(', ')}`,
+  );
   suite.note(
     `part 1: ${count} tasks of ${FACTORIAL_OF}! on ${THREADS} threads; whole-process wall time (start-up and shutdown included) of a fresh ` +
       `process per run, contestants alternating round by round; all tasks submitted in one loop, each promise checked by a .then, ` +
-      `awaited with one Promise.all. Floor: the same function in a plain loop, ${count / THREADS} on each of ${THREADS} worker_threads.`,
+      `awaited with one Promise.all. Floor: the same function in a plain loop, ${count / THREADS} on each of ${THREADS} worker_threads. ` +
+      `'<name> CPU' is the same processes' CPU time (user + system, all threads), less skewed by other load on the machine.`,
   );
 }
 
