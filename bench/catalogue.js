@@ -51,6 +51,18 @@ const catalogue = {
       'checked; rows that try fewer numbers are scaled to 10M.',
     headline: /^corepool vs piscina \(\d+ threads?\)$/,
   },
+  'heavy-js': {
+    summary: 'moderately heavy JS tasks (BigInt 1000!) vs the compute floor and the pools users pick',
+    measures:
+      'Whole-process wall time of 100,000 tasks computing the BigInt factorial of 1000 (~190 µs each, returned as a ' +
+      'BigInt) on 2 threads, each contestant a fresh process, alternating round by round: the compute floor (the same ' +
+      'function in a plain loop on 2 worker_threads), corepool\'s task-file pool, `corepool/piscina`, Piscina, poolifier, ' +
+      'Tinypool and workerpool, all loading the same function, all 100k tasks submitted in one loop and awaited with ' +
+      'one `Promise.all`, every result checked. Then `corepool/piscina` against Piscina from 64 closed-loop callers: a ' +
+      'tiny task, and values only structured clone carries (a 1 KB object with Dates and a Map, a 100 KB ' +
+      '`Uint8Array` moved there and back, a `Map` of 1,000 entries; a value corepool refuses is recorded as not supported).',
+    headline: 'corepool time / floor time',
+  },
   life: {
     summary: 'Game of Life on shared memory',
     measures:

@@ -14,7 +14,7 @@ const { wireParams, released } = require('./params.js');
 const { map } = require('./map.js');
 const { finishRender } = require('./render.js');
 const { Server, kFullErrors } = require('./serve.js');
-const { TaskWorkers } = require('./workers.js');
+const { TaskWorkers, kWorkerHooks } = require('./workers.js');
 const views = require('./views.js');
 const { callChannel, renderChannel, CallContext, traced } = require('./channels.js');
 const { activeTraceText } = require('./trace-context.js');
@@ -24,6 +24,10 @@ const kWorkerExits = Symbol('workerExits');
 
 /** The key of Pool's cancellable handle() (see there). */
 const handleCancellable = Symbol('handleCancellable');
+/** The keys of the calls corepool/piscina makes (lib/piscina.js): cancellable by id (see there). */
+const kCancellableCall = Symbol('cancellableCall');
+const kCancel = Symbol('cancel');
+const kWorkers = Symbol('workers');
 
 /** This thread's handle on Pool.shared(), until it is closed. */
 let sharedPool = null;
@@ -61,7 +65,13 @@ class Pool extends EventEmitter {
     const o = this.options;
     this.#native = new native.NativePool(channel, nativeOptions(o));
     this.#call = this.#native.caller();
-    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, this.#loadFailed);
+    // corepool/piscina's hooks (lib/workers.js): a module-private key, no user's option.
+    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, this.#loadFailed, options[kWorkerHooks] ?? null);
+  }
+
+  /** A task-file pool's live Worker objects (corepool/piscina's `threads`); [] for others. */
+  [kWorkers]() {
+    return this.#workers === null ? [] : this.#workers.list();
   }
 
   /** A task-file pool gave up loading its file: listeners of 'error' hear of it (the calls
@@ -330,7 +340,23 @@ class Pool extends EventEmitter {
   /** What the call function returned for the last render with functions (see render()). */
   #handles = undefined;
 
-  #submit(method, params, timeout, signal, onProgress, extraFlags = 0) {
+  /**
+   * `method(...params)`, cancellable with [kCancel](handle.id) rather than an AbortSignal:
+   * corepool/piscina merges each task's own signal and close({ force }) into one cancellation,
+   * and an AbortController of its own per task (an EventTarget, a listener added and removed)
+   * cost more on the calling thread than the rest of a tiny task's call (lib/piscina.js).
+   * `handle.id` is the call's id from the moment it is in flight.
+   */
+  [kCancellableCall](method, params, handle, onProgress) {
+    return this.#submit(method, params, undefined, undefined, onProgress, contract.callFlags.cancellable, handle);
+  }
+
+  /** Cancels call `id` as its AbortSignal would (a call no longer in flight is passed over). */
+  [kCancel](id) {
+    this.#native.cancel(id);
+  }
+
+  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, handle = undefined) {
     let sent;
     let flags;
     let tape;
@@ -351,6 +377,7 @@ class Pool extends EventEmitter {
       call = start(
         this,
         (id) => {
+          if (handle !== undefined) handle.id = id;
           this.#handles = this.#call(id, method, sent, timeout, flags, tape, text, trace) ?? undefined;
         },
         signal,
@@ -413,4 +440,4 @@ function attach(id) {
   return around(Object.freeze({}), native.NativePool.attach(channel, id));
 }
 
-module.exports = { Pool, attach, handleCancellable, kWorkerExits };
+module.exports = { Pool, attach, handleCancellable, kWorkerExits, kCancellableCall, kCancel, kWorkers, kWorkerHooks };
