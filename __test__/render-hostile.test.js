@@ -294,7 +294,8 @@ test("what section functions return is bounded in all, like a call's data: a cle
 });
 
 test("a section function's result that cannot cross is CommandFailed, whatever it holds (it is not the caller's params)", async () => {
-  const results = [new Uint8Array([1]), new Int32Array(new SharedArrayBuffer(8)), [1n], { a: new Date(0) }, new Map()];
+  // (A BigInt, a Date or a Map in it renders as in mustache.js: render-mustache-compat.test.js.)
+  const results = [new Uint8Array([1]), new Int32Array(new SharedArrayBuffer(8)), [new Uint8Array(2)], { a: new ArrayBuffer(8) }];
   for (const result of results) {
     const e = await pool.render('{{#f}}x{{/f}}', { f: () => result }).catch((x) => x);
     expect(e).toBeInstanceOf(RpcError);

@@ -12,7 +12,8 @@ const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, kExplain, channel } = require('./calls.js');
 const { wireParams, released } = require('./params.js');
 const { map } = require('./map.js');
-const { finishRender } = require('./render.js');
+const { finishRender, renderFailed } = require('./render.js');
+const { prepareRenderParams } = require('./render-view.js');
 const { Server, kFullErrors } = require('./serve.js');
 const { TaskWorkers } = require('./workers.js');
 const views = require('./views.js');
@@ -164,10 +165,11 @@ class Pool extends EventEmitter {
    * mustache.js 4.2.0's. Functions in `data` (and `config.escape`) run on this thread.
    */
   render(...params) {
-    const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions);
+    const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions, prepareRenderParams);
     const handles = this.#handles;
     this.#handles = undefined;
-    return handles === undefined ? call : call.then((result) => finishRender(result, handles));
+    const rendered = handles === undefined ? call : call.then((result) => finishRender(result, handles));
+    return rendered.catch(renderFailed);
   }
 
   /** Runs `method(...params)` once on every thread; resolves with the results in thread order. */
@@ -301,13 +303,21 @@ class Pool extends EventEmitter {
   /** What the call function returned for the last render with functions (see render()). */
   #handles = undefined;
 
-  #submit(method, params, timeout, signal, onProgress, extraFlags = 0) {
+  /**
+   * `prepare(params)`: params to send instead when these do not cross packed (pool.render's
+   * views, lib/render-view.js); plain data that packs is sent as it is, walked once.
+   */
+  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, prepare = undefined) {
     let sent;
     let flags;
     let tape;
     let text;
     try {
       [sent, flags, tape, text] = wireParams(params);
+      if (prepare !== undefined && tape === undefined) {
+        const prepared = prepare(params);
+        if (prepared !== params) [sent, flags, tape, text] = wireParams(prepared);
+      }
     } catch (e) {
       return Promise.reject(e);
     }

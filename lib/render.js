@@ -7,7 +7,8 @@
 // function's result, so they behave exactly as there.
 
 const { native, contract } = require('./native.js');
-const { RpcError } = require('./errors.js');
+const { RpcError, CODES } = require('./errors.js');
+const { original, prepareValue } = require('./render-view.js');
 
 const WRITE = contract.renderWrite;
 
@@ -18,7 +19,8 @@ const WRITE = contract.renderWrite;
  * nothing, and so does an escape function that returns undefined.
  */
 function write(target, self, call, mode, escape) {
-  const value = call ? target.call(self) : target;
+  // A mirror (lib/render-view.js) prints, and is `this`, as the object it stands for.
+  const value = call ? target.call(original(self)) : original(target);
   if (value == null) return '';
   if (mode === WRITE.raw) return '' + value;
   if (mode === WRITE.html) return String(value);
@@ -50,10 +52,12 @@ const { value: VALUE, lambda: LAMBDA, runTextMax: RUN_TEXT_MAX } = contract.rend
  * `raw` is the raw text, or undefined when it is long: then it is asked for only if needed.
  */
 function section(fn, self, isInverted, raw, token) {
+  self = original(self);
   const value = fn.call(self);
   if (isInverted) return inverted(value);
   if (typeof value !== 'function') {
-    const result = typeof value === 'bigint' || typeof value === 'symbol' ? Boolean(value) : value;
+    // Data the body renders over, as mustache.js would see it (an instance's getters…).
+    const result = typeof value === 'bigint' || typeof value === 'symbol' ? Boolean(value) : prepareValue(value);
     returned[0] = VALUE;
     return result;
   }
@@ -84,7 +88,7 @@ function writeRun(functions, objects, args, count, room) {
   let i = 0;
   while (i < count) {
     const at = 4 * i;
-    const self = args[at + 1] < 0 ? undefined : objects[args[at + 1]];
+    const self = args[at + 1] < 0 ? undefined : original(objects[args[at + 1]]);
     const escape = args[at + 3] < 0 ? undefined : functions[args[at + 3]];
     const mode = args[at + 2];
     const text = write(functions[args[at]], self, true, mode, escape);
@@ -116,4 +120,28 @@ function finishRender(result, handles) {
   return outcome(native.finishRender(result, handles, helpers));
 }
 
-module.exports = { finishRender };
+/**
+ * The names the native side gives pool.render's params (`params[1]`, `data`), as the caller
+ * wrote them: `view`, `partials`, `config`. `view` is renamed `name` (the view engines say
+ * `locals`). The error is changed in place (message and stack) and returned.
+ */
+function inUserTerms(e, name = 'view') {
+  if (!(e instanceof RpcError) || e.code !== CODES.InvalidParams || typeof e.message !== 'string') return e;
+  const message = e.message
+    .replace(/^render: (?:data|view)(?=[.[]| is an? )/, `render: ${name}`)
+    .replace(/\bparams\[1\](?=[.[ :]|$)/g, name)
+    .replace(/\bview(?=[.[])/g, name)
+    .replace(/\bparams\[2\](?=[.[ :]|$)/g, 'partials')
+    .replace(/\bparams\[3\](?=[.[ :]|$)/g, 'config');
+  if (message === e.message) return e;
+  if (typeof e.stack === 'string' && e.stack.includes(e.message)) e.stack = e.stack.replace(e.message, message);
+  e.message = message;
+  return e;
+}
+
+/** pool.render's rejection, its params named as the caller wrote them. */
+function renderFailed(e) {
+  throw inUserTerms(e);
+}
+
+module.exports = { finishRender, inUserTerms, renderFailed };
