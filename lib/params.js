@@ -37,7 +37,26 @@ function isStringObject(v) {
   }
 }
 
-const { null: NULL, false: FALSE, true: TRUE, number: NUMBER, string: STRING, array: ARRAY, object: OBJECT, objectShape: OBJECT_SHAPE, shaped: SHAPED } = contract.packedTags;
+const { null: NULL, false: FALSE, true: TRUE, number: NUMBER, string: STRING, array: ARRAY, object: OBJECT, objectShape: OBJECT_SHAPE, shaped: SHAPED, function: FUNCTION } = contract.packedTags;
+
+/**
+ * Functions, for a call that may hold them (pool.render's lambdas, src/render/README.md): null
+ * when functions are not plain data. Else the call's functions, in the order met (each packed
+ * as its number here), and `objects`, every array and object of the params (not the params
+ * array itself), depth first and in order, as the native conversion lists them: the render
+ * finds a function's `this` there. Handed to the call as its handles when it held a function.
+ */
+let functions = null;
+const objectsMet = [];
+const FUNCTION_OWN = new Set(contract.renderFunctionOwn);
+const ownNames = Object.getOwnPropertyNames;
+
+/** Whether the function `f` has no own property but a function's built-ins (else it is refused natively, by name). */
+function plainFunction(f) {
+  const names = ownNames(f);
+  for (let i = 0; i < names.length; i++) if (!FUNCTION_OWN.has(names[i])) return false;
+  return true;
+}
 
 /** Tape entries kept between calls; a call that needed more gets a new tape of this size after. */
 const TAPE_KEPT = 1 << 14;
@@ -121,6 +140,13 @@ function pack(v, depth) {
         return 1;
       }
       return packObject(v, depth);
+    case 'function':
+      if (functions === null || !plainFunction(v)) return -1;
+      room(2);
+      tape[at++] = FUNCTION;
+      tape[at++] = functions.length;
+      functions.push(v);
+      return 1;
     default:
       return -1;
   }
@@ -128,9 +154,11 @@ function pack(v, depth) {
 
 /** pack for the object `v` (not null), counted already against the budget. */
 function packObject(v, depth) {
-  if (depth >= contract.jsonMaxDepth || typeof v.toJSON === 'function') return -1;
+  // (A render never makes JSON of its view: there a toJSON method is a function like any other.)
+  if (depth >= contract.jsonMaxDepth || (functions === null && typeof v.toJSON === 'function')) return -1;
   objects++;
   if (Array.isArray(v)) return packArray(v, depth, 0);
+  if (functions !== null && depth > 0) objectsMet.push(v);
   let n = 1;
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) return -1;
@@ -190,6 +218,7 @@ function packObject(v, depth) {
 function packArray(v, depth, from) {
   const length = v.length;
   if (!(length <= budget)) return TOO_MANY;
+  if (functions !== null && depth > 0) objectsMet.push(v);
   budget -= length;
   room(2);
   tape[at++] = ARRAY;
@@ -253,7 +282,7 @@ let walking = false;
  * needs). Params whose strings are longer together than one string can be cross value by value. Throws an RpcError InvalidParams when the params cannot
  * be sent (more values than a call may carry, a String object with a replaced prototype).
  */
-function wireParams(params) {
+function wireParams(params, mayHoldFunctions = false) {
   if (walking) return [params, 0, undefined];
   // A call started while the previous one's tape is still lent (a listener that calls the
   // pool from inside the call's start) gets a tape of its own.
@@ -262,6 +291,8 @@ function wireParams(params) {
   let first;
   let after = false;
   walking = true;
+  functions = mayHoldFunctions ? [] : null;
+  objectsMet.length = 0;
   try {
     budget = JSON_MAX_VALUES - 1;
     objects = 0;
@@ -282,7 +313,10 @@ function wireParams(params) {
   } finally {
     walking = false;
   }
+  const met = functions;
+  functions = null;
   if (size < 0 || (size < contract.jsonMinValues && objects < 2)) {
+    objectsMet.length = 0;
     clearWalk();
     if (size === TOO_MANY) {
       // Walked no further than that: a value that reaches one object many times may hold 2^64.
@@ -295,16 +329,19 @@ function wireParams(params) {
   }
   const sent = text;
   clearWalk();
+  // The handles of a render whose params held functions (the objects copied: the list is reused).
+  const handles = met !== null && met.length > 0 ? [met, objectsMet.slice()] : undefined;
+  objectsMet.length = 0;
   tape[0] = at;
   tape[1] = size;
   lent = true;
   // One byte per unit: read natively as Latin-1, half the bytes of UTF-16. (V8 answers this at
   // once for a string it stores as one byte per unit: no such string can match.)
   const flags = NOT_LATIN1.test(sent) ? PACKED_UTF16 : PACKED_LATIN1;
-  if (!after) return [sent, flags, tape, undefined];
+  if (!after) return [sent, flags, tape, undefined, handles];
   // The first param too (a template): a copy natively when it is one byte per unit, where
   // reading it as UTF-8 would transcode it.
-  return [first, flags | PACKED_AFTER_STRING | (NOT_LATIN1.test(first) ? 0 : FIRST_LATIN1), tape, sent];
+  return [first, flags | PACKED_AFTER_STRING | (NOT_LATIN1.test(first) ? 0 : FIRST_LATIN1), tape, sent, handles];
 }
 
 /** The native call that got wireParams's tape has returned: the tape may be written again. */

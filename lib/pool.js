@@ -312,11 +312,13 @@ class Pool extends EventEmitter {
     let flags;
     let tape;
     let text;
+    let handles;
+    const functions = (extraFlags & contract.callFlags.functions) !== 0;
     try {
-      [sent, flags, tape, text] = wireParams(params);
+      [sent, flags, tape, text, handles] = wireParams(params, functions);
       if (prepare !== undefined && tape === undefined) {
         const prepared = prepare(params);
-        if (prepared !== params) [sent, flags, tape, text] = wireParams(prepared);
+        if (prepared !== params) [sent, flags, tape, text, handles] = wireParams(prepared, functions);
       }
     } catch (e) {
       return Promise.reject(e);
@@ -329,7 +331,8 @@ class Pool extends EventEmitter {
       call = start(
         this,
         (id) => {
-          this.#handles = this.#call(id, method, sent, timeout, flags, tape, text) ?? undefined;
+          // Packed params' handles are the walk's; the native conversion's otherwise.
+          this.#handles = this.#call(id, method, sent, timeout, flags, tape, text) ?? handles;
         },
         signal,
         this.#cancel,

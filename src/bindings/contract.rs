@@ -114,6 +114,7 @@ pub struct PackedTags {
     pub object: u32,
     pub object_shape: u32,
     pub shaped: u32,
+    pub function: u32,
 }
 
 #[napi(object)]
@@ -214,6 +215,9 @@ pub struct Contract {
     pub ring: RingLayout,
     pub render_write: RenderWriteModes,
     pub render_section: RenderSectionResults,
+    /// The own properties a function in a render's view may have (a function with others is
+    /// refused: the renderer cannot see them). lib/params.js packs only such functions.
+    pub render_function_own: Vec<String>,
 }
 
 /// The contract, once per environment at load.
@@ -249,6 +253,7 @@ pub fn contract() -> Contract {
             object: packed::OBJECT.into(),
             object_shape: packed::OBJECT_SHAPE.into(),
             shaped: packed::SHAPED.into(),
+            function: packed::FUNCTION.into(),
         },
         result_as_json: RESULT_AS_JSON,
         progress: PROGRESS,
@@ -301,5 +306,9 @@ pub fn contract() -> Contract {
             lambda: RENDER_SECTION_LAMBDA,
             run_text_max: RENDER_RUN_TEXT_MAX,
         },
+        render_function_own: crate::bindings::convert::from_js::FUNCTION_OWN
+            .iter()
+            .map(|k| k.to_string())
+            .collect(),
     }
 }
