@@ -48,13 +48,15 @@ const { null: NULL, false: FALSE, true: TRUE, number: NUMBER, string: STRING, ar
  */
 let functions = null;
 const objectsMet = [];
-const FUNCTION_OWN = new Set(contract.renderFunctionOwn);
-const ownNames = Object.getOwnPropertyNames;
 
-/** Whether the function `f` has no own property but a function's built-ins (else it is refused natively, by name). */
+/**
+ * Whether the function `f` has no enumerable property of its own (a function's built-ins are
+ * not enumerable). One that has crosses value by value, where the conversion refuses it by
+ * name: a render cannot see a function's properties. (Listing every own name instead cost
+ * ~120 ns a function, a tenth of the calling thread's work on a list with a function per row.)
+ */
 function plainFunction(f) {
-  const names = ownNames(f);
-  for (let i = 0; i < names.length; i++) if (!FUNCTION_OWN.has(names[i])) return false;
+  for (const k in f) if (hasOwn.call(f, k)) return false;
   return true;
 }
 

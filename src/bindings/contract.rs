@@ -215,9 +215,6 @@ pub struct Contract {
     pub ring: RingLayout,
     pub render_write: RenderWriteModes,
     pub render_section: RenderSectionResults,
-    /// The own properties a function in a render's view may have (a function with others is
-    /// refused: the renderer cannot see them). lib/params.js packs only such functions.
-    pub render_function_own: Vec<String>,
 }
 
 /// The contract, once per environment at load.
@@ -306,9 +303,5 @@ pub fn contract() -> Contract {
             lambda: RENDER_SECTION_LAMBDA,
             run_text_max: RENDER_RUN_TEXT_MAX,
         },
-        render_function_own: crate::bindings::convert::from_js::FUNCTION_OWN
-            .iter()
-            .map(|k| k.to_string())
-            .collect(),
     }
 }

@@ -173,7 +173,7 @@ pub struct Collected {
 
 /// The own properties a function may have that no render can reach except by a built-in name
 /// (`render/js.rs` refuses those names on functions).
-pub(crate) const FUNCTION_OWN: &[&str] = &["length", "name", "prototype", "arguments", "caller"];
+const FUNCTION_OWN: &[&str] = &["length", "name", "prototype", "arguments", "caller"];
 
 impl FromJs {
     pub fn new(env: sys::napi_env) -> Self {
