@@ -47,7 +47,22 @@ const { null: NULL, false: FALSE, true: TRUE, number: NUMBER, string: STRING, ar
  * finds a function's `this` there. Handed to the call as its handles when it held a function.
  */
 let functions = null;
-const objectsMet = [];
+/** The objects met (`nMet` of them), kept between calls (emptied after each: no call keeps another's objects alive). */
+let objectsMet = Array.from({ length: 256 }, () => null);
+let nMet = 0;
+
+/** Lists `v` among the objects met. */
+function met(v) {
+  if (nMet === objectsMet.length) objectsMet = objectsMet.concat(objectsMet.map(() => null));
+  objectsMet[nMet++] = v;
+}
+
+/** Empties the list of objects met. */
+function forgetMet() {
+  if (objectsMet.length > TAPE_KEPT) objectsMet = Array.from({ length: 256 }, () => null);
+  else objectsMet.fill(null, 0, nMet);
+  nMet = 0;
+}
 
 /**
  * Whether the function `f` has no enumerable property of its own (a function's built-ins are
@@ -160,7 +175,7 @@ function packObject(v, depth) {
   if (depth >= contract.jsonMaxDepth || (functions === null && typeof v.toJSON === 'function')) return -1;
   objects++;
   if (Array.isArray(v)) return packArray(v, depth, 0);
-  if (functions !== null && depth > 0) objectsMet.push(v);
+  if (functions !== null && depth > 0) met(v);
   let n = 1;
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) return -1;
@@ -220,7 +235,7 @@ function packObject(v, depth) {
 function packArray(v, depth, from) {
   const length = v.length;
   if (!(length <= budget)) return TOO_MANY;
-  if (functions !== null && depth > 0) objectsMet.push(v);
+  if (functions !== null && depth > 0) met(v);
   budget -= length;
   room(2);
   tape[at++] = ARRAY;
@@ -294,7 +309,7 @@ function wireParams(params, mayHoldFunctions = false) {
   let after = false;
   walking = true;
   functions = mayHoldFunctions ? [] : null;
-  objectsMet.length = 0;
+  forgetMet();
   try {
     budget = JSON_MAX_VALUES - 1;
     objects = 0;
@@ -315,10 +330,10 @@ function wireParams(params, mayHoldFunctions = false) {
   } finally {
     walking = false;
   }
-  const met = functions;
+  const fns = functions;
   functions = null;
   if (size < 0 || (size < contract.jsonMinValues && objects < 2)) {
-    objectsMet.length = 0;
+    forgetMet();
     clearWalk();
     if (size === TOO_MANY) {
       // Walked no further than that: a value that reaches one object many times may hold 2^64.
@@ -332,8 +347,8 @@ function wireParams(params, mayHoldFunctions = false) {
   const sent = text;
   clearWalk();
   // The handles of a render whose params held functions (the objects copied: the list is reused).
-  const handles = met !== null && met.length > 0 ? [met, objectsMet.slice()] : undefined;
-  objectsMet.length = 0;
+  const handles = fns !== null && fns.length > 0 ? [fns, objectsMet.slice(0, nMet)] : undefined;
+  forgetMet();
   tape[0] = at;
   tape[1] = size;
   lent = true;
