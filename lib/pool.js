@@ -12,8 +12,7 @@ const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, kExplain, channel } = require('./calls.js');
 const { wireParams, released } = require('./params.js');
 const { map } = require('./map.js');
-const { finishRender, renderFailed } = require('./render.js');
-const { prepareRenderParams } = require('./render-view.js');
+const { finishRender, renderFailed, prepareRenderParams } = require('./render.js');
 const { Server, kFullErrors } = require('./serve.js');
 const { TaskWorkers } = require('./workers.js');
 const views = require('./views.js');
@@ -305,7 +304,7 @@ class Pool extends EventEmitter {
 
   /**
    * `prepare(params)`: params to send instead when these do not cross packed (pool.render's
-   * views, lib/render-view.js); plain data that packs is sent as it is, walked once.
+   * views, lib/render.js); plain data that packs is sent as it is, walked once.
    */
   #submit(method, params, timeout, signal, onProgress, extraFlags = 0, prepare = undefined) {
     let sent;
