@@ -357,3 +357,78 @@ test("what stays refused names the place in the caller's terms: view, partials, 
   const e3 = await pool.render('{{>p}}', {}, { p: new Date(0) }).catch((x) => x);
   expect(e3.message).toMatch(/^partials\.p /);
 });
+
+describe('hostile and random views that are not plain data', () => {
+  const fc = require('fast-check');
+  const { check, LIMIT_MS } = require('./helpers/property/run.js');
+
+  test('cycles stay refused, naming the place; Proxies, own __proto__ keys and re-entrant getters render as in mustache.js', async () => {
+    class Node {
+      constructor(n) {
+        this.n = n;
+      }
+      get self() {
+        return this;
+      }
+    }
+    const cyclic = await pool.render('{{#node}}{{n}}{{/node}}', { node: new Node(1) }).catch((e) => e);
+    expect([cyclic.code, cyclic.message]).toEqual([RpcError.codes.InvalidParams, 'view.node.self is cyclic: it is view.node again']);
+    const trapped = await pool.render('{{p.a}}', { p: new Proxy(new Node(1), { getPrototypeOf() { throw new Error('trap'); } }) }).catch((e) => e);
+    expect([trapped.code, trapped.message]).toEqual([RpcError.codes.InvalidParams, expect.stringMatching(/^view\.p: .*trap/)]);
+    const cases = [
+      at('a Proxy of an instance', '{{p.n}}|{{#p}}{{n}}{{/p}}', () => ({ p: new Proxy(new Shape('proxied'), {}) })),
+      at('an own __proto__ key on an instance', '{{o.__proto__}}|{{o.x}}', () => {
+        const o = new Shape('o');
+        Object.defineProperty(o, '__proto__', { value: 'own', enumerable: true });
+        o.x = 1;
+        return { o };
+      }),
+      at('a getter that renders on the pool while the view is prepared', '{{#s}}{{nested}}{{/s}}', () => ({
+        s: new (class {
+          get nested() {
+            void pool.render('{{d}}', { d: new Date(0) });
+            return 'nested';
+          }
+        })(),
+      })),
+      at('a symbol-keyed property is not a name', '{{o}}', () => ({ o: { [Symbol('k')]: 1, toString: () => 'plain' } })),
+    ];
+    expect(await differences(cases)).toEqual([]);
+  });
+
+  test(
+    'random class instances (fields, getters, methods, subclasses, Dates inside) render as in mustache.js',
+    async () => {
+      const name = fc.constantFrom('a', 'b', 'c', 'd');
+      const scalar = fc.oneof(fc.constantFrom('<x>', 'y & z', '', 0, 1, 2.5, true, false, null), fc.constant(new Date(Date.UTC(2001, 2, 3))));
+      const member = fc.record({ name, kind: fc.constantFrom('field', 'getter', 'method', 'inherited getter', 'inherited method'), value: scalar });
+      const tag = fc.oneof(
+        name.map((n) => `{{${n}}}`),
+        name.map((n) => `{{{${n}}}}`),
+        name.map((n) => `{{o.${n}}}`),
+        fc.tuple(name, name).map(([n, m]) => `{{#o}}{{${n}}}{{/o}}{{#${m}}}[{{.}}]{{/${m}}}`),
+        name.map((n) => `{{^${n}}}none{{/${n}}}`),
+      );
+      await check(
+        fc.asyncProperty(fc.array(member, { maxLength: 6 }), fc.array(tag, { minLength: 1, maxLength: 8 }), async (members, tags) => {
+          const make = () => {
+            class Base {}
+            class Derived extends Base {}
+            const o = new Derived();
+            for (const { name: n, kind, value } of members) {
+              const proto = kind.startsWith('inherited') ? Base.prototype : Derived.prototype;
+              if (kind === 'field') Object.defineProperty(o, n, { value, enumerable: true, configurable: true, writable: true });
+              else if (kind.endsWith('getter')) Object.defineProperty(proto, n, { get: () => value, configurable: true });
+              else Object.defineProperty(proto, n, { value: () => value, configurable: true, writable: true });
+            }
+            return { o, a: 'top' };
+          };
+          const c = at('random', tags.join('|'), make);
+          expect(await differences([c])).toEqual([]);
+        }),
+        200,
+      );
+    },
+    LIMIT_MS,
+  );
+});
