@@ -7,7 +7,9 @@
 // Node-API (a 200-row table: ~0.1 ms instead of ~2 ms; a two-key object: ~0.2 µs instead of
 // ~1 µs), and about half of what JSON.stringify and the walk before it cost. The threshold,
 // the flags, the tags and the rule that counts plain values are the contract's
-// (src/bindings/contract.rs, JSON_MIN_VALUES).
+// (src/bindings/contract.rs, JSON_MIN_VALUES). A render's params (pool.render) may hold
+// functions too: each is packed as a numbered slot, and the walk lists the params' objects
+// for the calling thread's part of the render (src/render/README.md).
 
 const { contract } = require('./native.js');
 const { RpcError, CODES } = require('./errors.js');
@@ -285,7 +287,9 @@ let lent = false;
 let walking = false;
 
 /**
- * What to hand the native call for `params`: `[sent, flags, tape, text]`. Plain params cross
+ * What to hand the native call for `params`: `[sent, flags, tape, text, handles]`. With
+ * `mayHoldFunctions` (pool.render's call), functions pack as numbered slots, and `handles` is
+ * `[functions, objects]` when the packed params held one (else undefined). Plain params cross
  * packed (flag packed) when they hold at least jsonMinValues values, or an object or array;
  * `sent` is the text, or, when the first param is a string, that string, and `text` the text of
  * the others (flag packedAfterString). Packing here and unpacking on a pool thread cost the

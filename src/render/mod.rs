@@ -43,7 +43,8 @@
 //!
 //! Where mustache.js's answer depends on JavaScript itself rather than on the data, corepool
 //! refuses instead of guessing: data holding BigInts, byte arrays or shared views (InvalidParams,
-//! before anything renders), names that reach built-ins such as `toString` or `constructor`,
+//! before anything renders; `pool.render` hands over BigInts, Dates and class instances
+//! prepared as mustache.js sees them, see lib/render.js), names that reach built-ins such as `toString` or `constructor`,
 //! and string indexes that split a surrogate pair (CommandFailed). Errors mustache.js throws
 //! come back as CommandFailed with its message: parse errors, and the TypeErrors of a lookup on
 //! a null view or of `String()` on an object with its own `toString` key.
