@@ -340,3 +340,38 @@ test('a view whose keys repeat once decoded is read in time linear in its keys: 
   await expect(pool.call('render', ['{{k1}} {{\ufffd}}', view], { timeout: 10_000 })).resolves.toBe('1 last');
   await expect(pool.call('render', ['{{#rows}}{{k1}},{{/rows}}', { rows }], { timeout: 10_000 })).resolves.toBe('1,row 2,');
 });
+
+test("a packed function's number past the call's functions is an error of the render, never a read past them", async () => {
+  // The tape is written by lib/params.js; one whose function slot is forged (past the call's
+  // functions, up to 2^32 - 1) must end the render with an error before anything is sized by it.
+  for (const forged of [2, 2 ** 20, 2 ** 32 - 1]) {
+    let outcome;
+    jest.isolateModules(() => {
+      const real = jest.requireActual('../lib/params.js');
+      jest.doMock('../lib/params.js', () => ({
+        ...real,
+        wireParams(params, functions) {
+          const wired = real.wireParams(params, functions);
+          const tape = wired[2];
+          const { function: FUNCTION } = require('../lib/native.js').contract.packedTags;
+          if (tape !== undefined) {
+            for (let i = 2; i < tape[0] - 1; i++) if (tape[i] === FUNCTION && tape[i + 1] === 0) tape[i + 1] = forged;
+          }
+          return wired;
+        },
+      }));
+      const { Pool: IsolatedPool } = require('..');
+      const own = new IsolatedPool({ threads: 1 });
+      outcome = own
+        .render('{{#rows}}{{f}}{{/rows}}', { rows: [{ f: () => 'x' }, { f: () => 'y' }] })
+        .then(
+          (v) => ({ ok: v }),
+          (e) => ({ code: e.code, message: e.message }),
+        )
+        .finally(() => own.close());
+    });
+    expect(await outcome).toEqual({ code: RpcError.codes.InternalError, message: expect.stringMatching(/not among its handles/) });
+  }
+  // And the pool goes on rendering.
+  expect(await pool.render('{{#rows}}{{f}}{{/rows}}', { rows: [{ f: () => 'x' }] })).toBe('x');
+});
