@@ -49,6 +49,8 @@ const { null: NULL, false: FALSE, true: TRUE, number: NUMBER, string: STRING, ar
  * finds a function's `this` there. Handed to the call as its handles when it held a function.
  */
 let functions = null;
+/** Whether the current walk may pack functions (a render's). */
+let takesFunctions = false;
 /** The objects met (`nMet` of them), kept between calls (emptied after each: no call keeps another's objects alive). */
 let objectsMet = Array.from({ length: 256 }, () => null);
 let nMet = 0;
@@ -61,6 +63,7 @@ function met(v) {
 
 /** Empties the list of objects met. */
 function forgetMet() {
+  if (nMet === 0) return;
   if (objectsMet.length > TAPE_KEPT) objectsMet = Array.from({ length: 256 }, () => null);
   else objectsMet.fill(null, 0, nMet);
   nMet = 0;
@@ -159,25 +162,29 @@ function pack(v, depth) {
         return 1;
       }
       return packObject(v, depth);
-    case 'function':
-      if (functions === null || !plainFunction(v)) return -1;
-      room(2);
-      tape[at++] = FUNCTION;
-      tape[at++] = functions.length;
-      functions.push(v);
-      return 1;
-    default:
-      return -1;
+    default: // a function is packed in a render's walk; a symbol or a BigInt never
+      return takesFunctions ? packFunction(v) : -1;
   }
+}
+
+/** pack for the function `v`, in a walk that takes functions. */
+function packFunction(v) {
+  if (typeof v !== 'function' || !plainFunction(v)) return -1;
+  if (functions === null) functions = [];
+  room(2);
+  tape[at++] = FUNCTION;
+  tape[at++] = functions.length;
+  functions.push(v);
+  return 1;
 }
 
 /** pack for the object `v` (not null), counted already against the budget. */
 function packObject(v, depth) {
   // (A render never makes JSON of its view: there a toJSON method is a function like any other.)
-  if (depth >= contract.jsonMaxDepth || (functions === null && typeof v.toJSON === 'function')) return -1;
+  if (depth >= contract.jsonMaxDepth || (!takesFunctions && typeof v.toJSON === 'function')) return -1;
   objects++;
   if (Array.isArray(v)) return packArray(v, depth, 0);
-  if (functions !== null && depth > 0) met(v);
+  if (takesFunctions && depth > 0) met(v);
   let n = 1;
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) return -1;
@@ -237,7 +244,7 @@ function packObject(v, depth) {
 function packArray(v, depth, from) {
   const length = v.length;
   if (!(length <= budget)) return TOO_MANY;
-  if (functions !== null && depth > 0) met(v);
+  if (takesFunctions && depth > 0) met(v);
   budget -= length;
   room(2);
   tape[at++] = ARRAY;
@@ -312,7 +319,8 @@ function wireParams(params, mayHoldFunctions = false) {
   let first;
   let after = false;
   walking = true;
-  functions = mayHoldFunctions ? [] : null;
+  takesFunctions = mayHoldFunctions;
+  functions = null;
   forgetMet();
   try {
     budget = JSON_MAX_VALUES - 1;
@@ -336,6 +344,7 @@ function wireParams(params, mayHoldFunctions = false) {
   }
   const fns = functions;
   functions = null;
+  takesFunctions = false;
   if (size < 0 || (size < contract.jsonMinValues && objects < 2)) {
     forgetMet();
     clearWalk();
@@ -351,7 +360,7 @@ function wireParams(params, mayHoldFunctions = false) {
   const sent = text;
   clearWalk();
   // The handles of a render whose params held functions (the objects copied: the list is reused).
-  const handles = fns !== null && fns.length > 0 ? [fns, objectsMet.slice(0, nMet)] : undefined;
+  const handles = fns !== null ? [fns, objectsMet.slice(0, nMet)] : undefined;
   forgetMet();
   tape[0] = at;
   tape[1] = size;
