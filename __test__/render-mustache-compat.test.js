@@ -432,3 +432,15 @@ describe('hostile and random views that are not plain data', () => {
     LIMIT_MS,
   );
 });
+
+test('a view to prepare that holds too many values, or an array of a huge length, is refused before it is walked', async () => {
+  const huge = [];
+  huge.length = 2 ** 31;
+  const e = await pool.render('{{d}}', { d: new Date(0), huge }).catch((x) => x);
+  expect([e.code, e.message]).toEqual([RpcError.codes.InvalidParams, expect.stringMatching(/^render: view holds more than the \d+ values/)]);
+  // An object reached many times is prepared once (and then sent as the walk counts it).
+  const row = Array.from({ length: 100 }, (_, i) => i);
+  const many = Array.from({ length: 1000 }, () => row);
+  expect(await pool.render('{{d}}{{many.999.99}}', { d: new Date(0), many })).toBe(Mustache.render('{{d}}{{many.999.99}}', { d: new Date(0), many }));
+  expect(await pool.render('{{d}}', { d: new Date(0) })).toBe(Mustache.render('{{d}}', { d: new Date(0) }));
+});

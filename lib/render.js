@@ -191,16 +191,34 @@ function prepareRenderParams(params) {
   if (params.length < 2) return params;
   const view = params[1];
   let prepared;
+  const outer = left; // (a getter may render while an outer view is prepared)
   try {
+    left = contract.maxValues;
     prepared = prepare(view, new Map());
-  } catch {
+  } catch (e) {
+    if (e === TOO_BIG) throw new RpcError(CODES.InvalidParams, `render: view holds more than the ${contract.maxValues} values a render's view may hold`);
     // A Proxy's trap threw: the native conversion reads the view as it is, and says where.
     return params;
+  } finally {
+    left = outer;
   }
   if (prepared === view) return params;
   const copy = params.slice();
   copy[1] = prepared;
   return copy;
+}
+
+/**
+ * Values the preparation may still visit: a view holds at most the contract's maxValues (what
+ * a call converted value by value may carry), and one that reaches an object many times, or an
+ * array with a huge length, is refused before it is walked (TOO_BIG), not walked for minutes.
+ */
+let left = 0;
+const TOO_BIG = Symbol('too big');
+
+function spend(n) {
+  if (!(n <= left)) throw TOO_BIG;
+  left -= n;
 }
 
 /** `v` as plain data that renders as `v` does in mustache.js (see the module doc). */
@@ -241,6 +259,7 @@ function prepareArray(v, seen) {
   seen.set(v, v);
   let copy = null;
   const length = v.length;
+  spend(length);
   for (let i = 0; i < length; i++) {
     let item;
     let p;
@@ -248,6 +267,7 @@ function prepareArray(v, seen) {
       item = v[i];
       p = item !== null && typeof item === 'object' ? prepare(item, seen) : prepareScalar(item);
     } catch (e) {
+      if (e === TOO_BIG) throw e;
       p = thrower(e);
     }
     if (copy === null && p !== item) {
@@ -285,12 +305,14 @@ function preparePlain(v, seen) {
   try {
     for (const k in v) {
       if (!hasOwn.call(v, k)) continue;
+      spend(1);
       let item;
       let p;
       try {
         item = v[k];
         p = item !== null && typeof item === 'object' ? prepare(item, seen) : prepareScalar(item);
       } catch (e) {
+        if (e === TOO_BIG) throw e;
         p = thrower(e); // (item stays undefined: never equal to a function)
       }
       if (copy === null && p !== item) {
@@ -336,6 +358,7 @@ function mirror(v, seen) {
   originals.set(m, v);
   // (A Proxy whose ownKeys trap throws ends the walk: the caller then sends the view unprepared.)
   for (const k of getOwnPropertyNames(v)) {
+    spend(1);
     // An own `constructor` is as any other key (only prototypes' are left out).
     let item;
     try {
@@ -349,6 +372,7 @@ function mirror(v, seen) {
   while (proto !== null && getPrototypeOf(proto) !== null) {
     for (const k of keysOf(proto)) {
       if (hasOwn.call(m, k)) continue; // shadowed by a nearer one
+      spend(1);
       const d = getOwnPropertyDescriptor(proto, k);
       let item;
       if (d === undefined) continue;
@@ -375,10 +399,14 @@ function mirror(v, seen) {
 /** A section function's data result, prepared as a view is. */
 function prepareValue(v) {
   if (v === null || typeof v !== 'object') return v;
+  const outer = left;
   try {
+    left = contract.maxValues;
     return prepare(v, new Map());
   } catch {
-    return v; // a Proxy's trap threw: reading the result natively says so
+    return v; // a Proxy's trap threw, or too many values: reading the result natively says so
+  } finally {
+    left = outer;
   }
 }
 
