@@ -274,8 +274,10 @@ export type MustachePartials = { [name: string]: string | null };
  *  function in a section makes a lambda, called with the section's raw text and `render`. */
 export type MustacheFunction = (this: any, ...args: any[]) => unknown;
 
-/** A view for `pool.render`: JSON-like data that may hold functions. */
-export type MustacheView = Param | MustacheFunction | MustacheView[] | { [key: string]: MustacheView | undefined };
+/** A view for `pool.render`: what `Mustache.render` takes. JSON-like data that may hold
+ *  functions, and objects read as mustache.js reads them (Dates, class instances with their
+ *  prototype getters and methods, Maps, symbols; see docs/rendering.md). */
+export type MustacheView = Param | MustacheFunction | symbol | MustacheView[] | { [key: string]: MustacheView | undefined } | object;
 
 /** mustache.js's 4th argument, plus `output`. */
 export interface MustacheConfig {

@@ -455,7 +455,7 @@ test('hostile results: Proxies, symbols, bigints, cycles and getters give clear 
   ]);
   const badFunction = Object.assign(() => 1, { extra: 1 });
   const ownErr = await pool.render('{{a}}', { a: badFunction }).catch((e) => e);
-  expect([ownErr.code, ownErr.message]).toEqual([C.InvalidParams, expect.stringMatching(/params\[1\]\.a is a function with a property of its own, "extra"/)]);
+  expect([ownErr.code, ownErr.message]).toEqual([C.InvalidParams, expect.stringMatching(/^view\.a is a function with a property of its own, "extra"/)]);
 });
 
 test("a lambda's render: only while the lambda runs, only a string; endless recursion stops with a RangeError", async () => {

@@ -294,7 +294,8 @@ test("what section functions return is bounded in all, like a call's data: a cle
 });
 
 test("a section function's result that cannot cross is CommandFailed, whatever it holds (it is not the caller's params)", async () => {
-  const results = [new Uint8Array([1]), new Int32Array(new SharedArrayBuffer(8)), [1n], { a: new Date(0) }, new Map()];
+  // (A BigInt, a Date or a Map in it renders as in mustache.js: render-mustache-compat.test.js.)
+  const results = [new Uint8Array([1]), new Int32Array(new SharedArrayBuffer(8)), [new Uint8Array(2)], { a: new ArrayBuffer(8) }];
   for (const result of results) {
     const e = await pool.render('{{#f}}x{{/f}}', { f: () => result }).catch((x) => x);
     expect(e).toBeInstanceOf(RpcError);
@@ -338,4 +339,39 @@ test('a view whose keys repeat once decoded is read in time linear in its keys: 
   const rows = [view, { ...view, k1: 'row 2' }];
   await expect(pool.call('render', ['{{k1}} {{\ufffd}}', view], { timeout: 10_000 })).resolves.toBe('1 last');
   await expect(pool.call('render', ['{{#rows}}{{k1}},{{/rows}}', { rows }], { timeout: 10_000 })).resolves.toBe('1,row 2,');
+});
+
+test("a packed function's number past the call's functions is an error of the render, never a read past them", async () => {
+  // The tape is written by lib/params.js; one whose function slot is forged (past the call's
+  // functions, up to 2^32 - 1) must end the render with an error before anything is sized by it.
+  for (const forged of [2, 2 ** 20, 2 ** 32 - 1]) {
+    let outcome;
+    jest.isolateModules(() => {
+      const real = jest.requireActual('../lib/params.js');
+      jest.doMock('../lib/params.js', () => ({
+        ...real,
+        wireParams(params, functions) {
+          const wired = real.wireParams(params, functions);
+          const tape = wired[2];
+          const { function: FUNCTION } = require('../lib/native.js').contract.packedTags;
+          if (tape !== undefined) {
+            for (let i = 2; i < tape[0] - 1; i++) if (tape[i] === FUNCTION && tape[i + 1] === 0) tape[i + 1] = forged;
+          }
+          return wired;
+        },
+      }));
+      const { Pool: IsolatedPool } = require('..');
+      const own = new IsolatedPool({ threads: 1 });
+      outcome = own
+        .render('{{#rows}}{{f}}{{/rows}}', { rows: [{ f: () => 'x' }, { f: () => 'y' }] })
+        .then(
+          (v) => ({ ok: v }),
+          (e) => ({ code: e.code, message: e.message }),
+        )
+        .finally(() => own.close());
+    });
+    expect(await outcome).toEqual({ code: RpcError.codes.InternalError, message: expect.stringMatching(/not among its handles/) });
+  }
+  // And the pool goes on rendering.
+  expect(await pool.render('{{#rows}}{{f}}{{/rows}}', { rows: [{ f: () => 'x' }] })).toBe('x');
 });

@@ -76,6 +76,39 @@ describe('values crossing: shapes, encodings, what is refused and where', () => 
     expect(how([template, { rows }])).toMatch(/^packed \(Latin-1\): ".*" apart, then "b{100}ibio(b{100}){39}rows" /);
   });
 
+  test("a render's functions cross packed, as numbered slots, with the objects in the order the native conversion lists them", () => {
+    const { wireParams, released } = require('../lib/params.js');
+    const { contract } = require('../lib/native.js');
+    const T = contract.packedTags;
+    const f = () => 1;
+    const g = function () {};
+    const row = { n: 1, f };
+    const items = [row, { n: 2, g }];
+    const escape = (s) => s;
+    const [, flags, tape, text, handles] = wireParams(['{{a}}', { items }, undefined, { escape }], true);
+    const entries = Array.from(tape.subarray(0, tape[0]));
+    released();
+    expect(flags & contract.callFlags.packed).not.toBe(0);
+    expect(text).toBe('nfngitemsescape');
+    // Each function a slot: its tag and its number among the call's functions.
+    expect(entries.slice(1).join(',')).toBe(
+      [13, T.array, 3, T.objectShape, 1, T.array, 2, T.objectShape, 2, T.number, 1, T.function, 0, 1, 1, T.objectShape, 2, T.number, 2, T.function, 1, 1, 1, 5, T.null, T.objectShape, 1, T.function, 2, 6].join(','),
+    );
+    // Depth first, in order, the params array left out: the view, items, its two rows, the config.
+    expect(handles[0]).toEqual([f, g, escape]);
+    expect(handles[1].length).toBe(5);
+    expect(handles[1][1]).toBe(items);
+    expect(handles[1][2]).toBe(row);
+    // Only for a call that may hold functions; a function with properties of its own crosses
+    // value by value, where the conversion refuses it by name.
+    expect(wireParams(['{{a}}', { f }])[1]).toBe(0);
+    expect(wireParams(['{{a}}', { f: Object.assign(() => 1, { extra: 1 }) }], true)[1]).toBe(0);
+    // A plain view gives no handles.
+    const plain = wireParams(['{{a}}', { a: [1] }], true);
+    released();
+    expect(plain[4]).toBeUndefined();
+  });
+
   test('small params holding objects (packed) arrive whole and in order, natively and to served methods', async () => {
     // A served method gets its params, then its call's context.
     const server = pool.serve({ argsOf: (...a) => a.slice(0, -1) });

@@ -208,3 +208,92 @@ test('corepool/fastify renders through @fastify/view with partials over HTTP, as
   }
   expect(() => fastifyEngine.mustacheEngine({ output: 1 })).toThrow(/options\.output must be 'string' or 'buffer'/);
 });
+
+// What Express's app.locals / res.locals and Fastify's reply.locals routinely hold: Dates,
+// class instances with getters, helper functions. Rendered as mustache.js renders them.
+const LOCALS_PAGE = '{{title}} at {{now}}|{{#user}}{{name}} ({{initials}}) {{greet}}{{/user}}|{{#shout}}{{user.name}}{{/shout}}|{{now.getTime}}';
+class User {
+  constructor(name) {
+    this.name = name;
+  }
+  get initials() {
+    return this.name
+      .split(' ')
+      .map((w) => w[0])
+      .join('');
+  }
+  greet() {
+    return `hello ${this.name}`;
+  }
+}
+const NOW = new Date(Date.UTC(2026, 11, 2, 9, 30));
+const locals = () => ({ title: 'Report <1>', now: NOW, user: new User('Ada Lovelace'), shout: () => (text, render) => render(text).toUpperCase() });
+
+test('corepool/express renders app.locals and res.locals holding a Date, a class instance and a helper as mustache.js does', async () => {
+  const own = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-views-'));
+  fs.writeFileSync(path.join(own, 'locals.mustache'), LOCALS_PAGE.replace('|{{now.getTime}}', ''));
+  fs.writeFileSync(path.join(own, 'dotted.mustache'), '{{now.getTime}}');
+  fs.writeFileSync(path.join(own, 'bytes.mustache'), '{{#items}}{{when}}{{/items}}');
+  const engine = expressEngine.mustacheEngine({ pool });
+  const app = express();
+  app.engine('mustache', engine);
+  app.set('views', own);
+  app.set('view engine', 'mustache');
+  const { title, now, user, shout } = locals();
+  Object.assign(app.locals, { now, shout });
+  app.use((req, res, next) => {
+    res.locals.user = user;
+    next();
+  });
+  app.get('/', (req, res) => res.render('locals', { title }));
+  app.get('/dotted', (req, res) => res.render('dotted'));
+  app.get('/bytes', (req, res) => res.render('bytes', { items: [{ when: 1 }, { when: new Uint8Array(1) }] }));
+  // eslint-disable-next-line no-unused-vars
+  app.use((err, req, res, next) => res.status(err.status ?? 500).type('text').send(`${err.constructor.name}: ${err.message}`));
+  const server = await listen(app);
+  try {
+    const res = await fetch(`${server.url}/`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(Mustache.render(LOCALS_PAGE.replace('|{{now.getTime}}', ''), locals()));
+    // mustache.js calls Date's getTime with the view as `this`: a TypeError, a 500, as there.
+    expect(() => Mustache.render('{{now.getTime}}', locals())).toThrow(TypeError);
+    const dotted = await fetch(`${server.url}/dotted`);
+    expect([dotted.status, await dotted.text()]).toEqual([500, 'TypeError: this is not a Date object.']);
+    // What the renderer still refuses names the locals, not params[1].
+    const bytes = await fetch(`${server.url}/bytes`);
+    expect(bytes.status).toBe(500);
+    expect(await bytes.text()).toMatch(/^RpcError: render: locals\.items\[1\]\.when is a Uint8Array/);
+  } finally {
+    await server.close();
+    engine.close();
+    fs.rmSync(own, { recursive: true, force: true });
+  }
+});
+
+test('corepool/fastify renders reply.locals and the view holding a Date, a class instance and a helper as mustache.js does', async () => {
+  const own = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-views-'));
+  const page = LOCALS_PAGE.replace('|{{now.getTime}}', '');
+  fs.writeFileSync(path.join(own, 'locals.mustache'), page);
+  fs.writeFileSync(path.join(own, 'bytes.mustache'), '{{#items}}{{when}}{{/items}}');
+  const app = Fastify();
+  await app.register(fastifyView, { engine: { mustache: fastifyEngine.mustacheEngine({ pool }) }, root: own });
+  const { title, now, user, shout } = locals();
+  app.addHook('preHandler', async (req, reply) => {
+    reply.locals = { now, user };
+  });
+  app.get('/', (req, reply) => reply.view('locals.mustache', { title, shout }));
+  app.get('/bytes', (req, reply) => reply.view('bytes.mustache', { items: [{ when: 1 }, { when: new Uint8Array(1) }] }));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    const base = `http://127.0.0.1:${app.server.address().port}`;
+    const res = await fetch(`${base}/`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(Mustache.render(page, locals()));
+    const bytes = await fetch(`${base}/bytes`);
+    expect(bytes.status).toBe(500);
+    expect((await bytes.json()).message).toMatch(/^render: locals\.items\[1\]\.when is a Uint8Array/);
+  } finally {
+    await app.close();
+    fs.rmSync(own, { recursive: true, force: true });
+  }
+});

@@ -7,7 +7,9 @@
 //     rendering from the text (`data: 'json'`, parsed on the pool thread);
 //   - a lambda-heavy page (a function and a section lambda in each of 80 repeats): mustache.js
 //     on this thread vs corepool (the functions run on this thread, the rest on the pool), with
-//     this thread's event-loop delay p99 while each runs.
+//     this thread's event-loop delay p99 while each runs;
+//   - a computed list (the table's 200 rows, each with a function of its own working out a
+//     field): mustache.js on this thread vs corepool, likewise.
 // Every output is checked against mustache.js's first. Contestants run in interleaved rounds
 // (each once per round, 5 rounds of 1 s; --quick: 2 of 0.3 s); results in
 // bench/results/render-engines.json.
@@ -18,7 +20,7 @@ const { monitorEventLoopDelay, performance } = require('node:perf_hooks');
 const Mustache = require('mustache');
 const Hogan = require('hogan.js');
 const { Pool } = require('..');
-const { TEMPLATES, lambdaPage } = require('./template-render.js');
+const { TEMPLATES, lambdaPage, computedList } = require('./template-render.js');
 const { Suite, quick } = require('./harness');
 
 const suite = new Suite('render-engines', { runs: 5, warmup: 1, quickRuns: 2 });
@@ -90,6 +92,13 @@ async function main() {
     ['lambda page mustache.js (main thread)', () => syncRate(() => Mustache.render(lambdas.template, lambdas.data), MS)],
     ['lambda page corepool (2 threads)', () => asyncRate(() => pool.render(lambdas.template, lambdas.data), MS)],
   );
+  const computed = computedList();
+  const computedExpected = Mustache.render(computed.template, computed.data);
+  if ((await pool.render(computed.template, computed.data)) !== computedExpected) throw new Error("computed list: corepool's output differs");
+  contestants.push(
+    ['computed list mustache.js (main thread)', () => syncRate(() => Mustache.render(computed.template, computed.data), MS)],
+    ['computed list corepool (2 threads)', () => asyncRate(() => pool.render(computed.template, computed.data), MS)],
+  );
   // The event-loop delay p99 of each run on the pool, kept beside its rate. (A render on this
   // thread holds the loop for the whole run: no delay sample is taken, none is recorded.)
   const delays = new Map();
@@ -117,7 +126,9 @@ async function main() {
   suite.ratio('page from JSON text: corepool string vs hogan.js + JSON.parse', 'page corepool from JSON text, string (2 threads)', 'page hogan.js + JSON.parse (main thread)');
   suite.ratio('page from JSON text: corepool Buffer vs hogan.js + JSON.parse', 'page corepool from JSON text, Buffer (2 threads)', 'page hogan.js + JSON.parse (main thread)');
   suite.ratio('table: corepool string vs mustache.js', 'table corepool string (2 threads)', 'table mustache.js (main thread)');
-  suite.ratio('lambda page: corepool vs mustache.js', 'lambda page corepool (2 threads)', 'lambda page mustache.js (main thread)');
+  suite.ratio('page: corepool string vs mustache.js', 'page corepool string (2 threads)', 'page mustache.js (main thread)');
+  suite.ratio('lambda page: corepool vs mustache.js', 'lambda page corepool (2 threads)', 'lambda page mustache.js (main thread)', 1);
+  suite.ratio('computed list: corepool vs mustache.js', 'computed list corepool (2 threads)', 'computed list mustache.js (main thread)', 1);
   suite.note(
     `renders per second in runs of ${MS} ms, contestants interleaved; main thread: one render after another; ` +
       `corepool: ${IN_FLIGHT} renders in flight on a 2-thread pool, driven by this thread. Every output checked against mustache.js's first.`,

@@ -7,7 +7,9 @@
 // Node-API (a 200-row table: ~0.1 ms instead of ~2 ms; a two-key object: ~0.2 µs instead of
 // ~1 µs), and about half of what JSON.stringify and the walk before it cost. The threshold,
 // the flags, the tags and the rule that counts plain values are the contract's
-// (src/bindings/contract.rs, JSON_MIN_VALUES).
+// (src/bindings/contract.rs, JSON_MIN_VALUES). A render's params (pool.render) may hold
+// functions too: each is packed as a numbered slot, and the walk lists the params' objects
+// for the calling thread's part of the render (src/render/README.md).
 
 const { contract } = require('./native.js');
 const { RpcError, CODES } = require('./errors.js');
@@ -37,7 +39,46 @@ function isStringObject(v) {
   }
 }
 
-const { null: NULL, false: FALSE, true: TRUE, number: NUMBER, string: STRING, array: ARRAY, object: OBJECT, objectShape: OBJECT_SHAPE, shaped: SHAPED } = contract.packedTags;
+const { null: NULL, false: FALSE, true: TRUE, number: NUMBER, string: STRING, array: ARRAY, object: OBJECT, objectShape: OBJECT_SHAPE, shaped: SHAPED, function: FUNCTION } = contract.packedTags;
+
+/**
+ * Functions, for a call that may hold them (pool.render's lambdas, src/render/README.md): null
+ * when functions are not plain data. Else the call's functions, in the order met (each packed
+ * as its number here), and `objects`, every array and object of the params (not the params
+ * array itself), depth first and in order, as the native conversion lists them: the render
+ * finds a function's `this` there. Handed to the call as its handles when it held a function.
+ */
+let functions = null;
+/** Whether the current walk may pack functions (a render's). */
+let takesFunctions = false;
+/** The objects met (`nMet` of them), kept between calls (emptied after each: no call keeps another's objects alive). */
+let objectsMet = Array.from({ length: 256 }, () => null);
+let nMet = 0;
+
+/** Lists `v` among the objects met. */
+function met(v) {
+  if (nMet === objectsMet.length) objectsMet = objectsMet.concat(objectsMet.map(() => null));
+  objectsMet[nMet++] = v;
+}
+
+/** Empties the list of objects met. */
+function forgetMet() {
+  if (nMet === 0) return;
+  if (objectsMet.length > TAPE_KEPT) objectsMet = Array.from({ length: 256 }, () => null);
+  else objectsMet.fill(null, 0, nMet);
+  nMet = 0;
+}
+
+/**
+ * Whether the function `f` has no enumerable property of its own (a function's built-ins are
+ * not enumerable). One that has crosses value by value, where the conversion refuses it by
+ * name: a render cannot see a function's properties. (Listing every own name instead cost
+ * ~120 ns a function, a tenth of the calling thread's work on a list with a function per row.)
+ */
+function plainFunction(f) {
+  for (const k in f) if (hasOwn.call(f, k)) return false;
+  return true;
+}
 
 /** Tape entries kept between calls; a call that needed more gets a new tape of this size after. */
 const TAPE_KEPT = 1 << 14;
@@ -121,16 +162,29 @@ function pack(v, depth) {
         return 1;
       }
       return packObject(v, depth);
-    default:
-      return -1;
+    default: // a function is packed in a render's walk; a symbol or a BigInt never
+      return takesFunctions ? packFunction(v) : -1;
   }
+}
+
+/** pack for the function `v`, in a walk that takes functions. */
+function packFunction(v) {
+  if (typeof v !== 'function' || !plainFunction(v)) return -1;
+  if (functions === null) functions = [];
+  room(2);
+  tape[at++] = FUNCTION;
+  tape[at++] = functions.length;
+  functions.push(v);
+  return 1;
 }
 
 /** pack for the object `v` (not null), counted already against the budget. */
 function packObject(v, depth) {
-  if (depth >= contract.jsonMaxDepth || typeof v.toJSON === 'function') return -1;
+  // (A render never makes JSON of its view: there a toJSON method is a function like any other.)
+  if (depth >= contract.jsonMaxDepth || (!takesFunctions && typeof v.toJSON === 'function')) return -1;
   objects++;
   if (Array.isArray(v)) return packArray(v, depth, 0);
+  if (takesFunctions && depth > 0) met(v);
   let n = 1;
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) return -1;
@@ -190,6 +244,7 @@ function packObject(v, depth) {
 function packArray(v, depth, from) {
   const length = v.length;
   if (!(length <= budget)) return TOO_MANY;
+  if (takesFunctions && depth > 0) met(v);
   budget -= length;
   room(2);
   tape[at++] = ARRAY;
@@ -239,7 +294,9 @@ let lent = false;
 let walking = false;
 
 /**
- * What to hand the native call for `params`: `[sent, flags, tape, text]`. Plain params cross
+ * What to hand the native call for `params`: `[sent, flags, tape, text, handles]`. With
+ * `mayHoldFunctions` (pool.render's call), functions pack as numbered slots, and `handles` is
+ * `[functions, objects]` when the packed params held one (else undefined). Plain params cross
  * packed (flag packed) when they hold at least jsonMinValues values, or an object or array;
  * `sent` is the text, or, when the first param is a string, that string, and `text` the text of
  * the others (flag packedAfterString). Packing here and unpacking on a pool thread cost the
@@ -253,7 +310,7 @@ let walking = false;
  * needs). Params whose strings are longer together than one string can be cross value by value. Throws an RpcError InvalidParams when the params cannot
  * be sent (more values than a call may carry, a String object with a replaced prototype).
  */
-function wireParams(params) {
+function wireParams(params, mayHoldFunctions = false) {
   if (walking) return [params, 0, undefined];
   // A call started while the previous one's tape is still lent (a listener that calls the
   // pool from inside the call's start) gets a tape of its own.
@@ -262,6 +319,9 @@ function wireParams(params) {
   let first;
   let after = false;
   walking = true;
+  takesFunctions = mayHoldFunctions;
+  functions = null;
+  forgetMet();
   try {
     budget = JSON_MAX_VALUES - 1;
     objects = 0;
@@ -282,7 +342,11 @@ function wireParams(params) {
   } finally {
     walking = false;
   }
+  const fns = functions;
+  functions = null;
+  takesFunctions = false;
   if (size < 0 || (size < contract.jsonMinValues && objects < 2)) {
+    forgetMet();
     clearWalk();
     if (size === TOO_MANY) {
       // Walked no further than that: a value that reaches one object many times may hold 2^64.
@@ -295,16 +359,19 @@ function wireParams(params) {
   }
   const sent = text;
   clearWalk();
+  // The handles of a render whose params held functions (the objects copied: the list is reused).
+  const handles = fns !== null ? [fns, objectsMet.slice(0, nMet)] : undefined;
+  forgetMet();
   tape[0] = at;
   tape[1] = size;
   lent = true;
   // One byte per unit: read natively as Latin-1, half the bytes of UTF-16. (V8 answers this at
   // once for a string it stores as one byte per unit: no such string can match.)
   const flags = NOT_LATIN1.test(sent) ? PACKED_UTF16 : PACKED_LATIN1;
-  if (!after) return [sent, flags, tape, undefined];
+  if (!after) return [sent, flags, tape, undefined, handles];
   // The first param too (a template): a copy natively when it is one byte per unit, where
   // reading it as UTF-8 would transcode it.
-  return [first, flags | PACKED_AFTER_STRING | (NOT_LATIN1.test(first) ? 0 : FIRST_LATIN1), tape, sent];
+  return [first, flags | PACKED_AFTER_STRING | (NOT_LATIN1.test(first) ? 0 : FIRST_LATIN1), tape, sent, handles];
 }
 
 /** The native call that got wireParams's tape has returned: the tape may be written again. */

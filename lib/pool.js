@@ -12,7 +12,7 @@ const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, kExplain, channel } = require('./calls.js');
 const { wireParams, released } = require('./params.js');
 const { map } = require('./map.js');
-const { finishRender } = require('./render.js');
+const { finishRender, renderFailed, prepareRenderParams } = require('./render.js');
 const { Server, kFullErrors } = require('./serve.js');
 const { TaskWorkers, kWorkerHooks } = require('./workers.js');
 const views = require('./views.js');
@@ -193,10 +193,11 @@ class Pool extends EventEmitter {
   }
 
   #render(params) {
-    const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions);
+    const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions, undefined, prepareRenderParams);
     const handles = this.#handles;
     this.#handles = undefined;
-    return handles === undefined ? call : call.then((result) => finishRender(result, handles));
+    const rendered = handles === undefined ? call : call.then((result) => finishRender(result, handles));
+    return rendered.catch(renderFailed);
   }
 
   /** Runs `method(...params)` once on every thread; resolves with the results in thread order. */
@@ -356,13 +357,23 @@ class Pool extends EventEmitter {
     this.#native.cancel(id);
   }
 
-  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, handle = undefined) {
+  /**
+   * `handle`: given a cancellable call's id (see kCancellableCall). `prepare(params)`: params to send instead when these do not cross packed (pool.render's
+   * views, lib/render.js); plain data that packs is sent as it is, walked once.
+   */
+  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, handle = undefined, prepare = undefined) {
     let sent;
     let flags;
     let tape;
     let text;
+    let handles;
+    const functions = (extraFlags & contract.callFlags.functions) !== 0;
     try {
-      [sent, flags, tape, text] = wireParams(params);
+      [sent, flags, tape, text, handles] = wireParams(params, functions);
+      if (prepare !== undefined && tape === undefined) {
+        const prepared = prepare(params);
+        if (prepared !== params) [sent, flags, tape, text, handles] = wireParams(prepared, functions);
+      }
     } catch (e) {
       return Promise.reject(e);
     }
@@ -378,7 +389,8 @@ class Pool extends EventEmitter {
         this,
         (id) => {
           if (handle !== undefined) handle.id = id;
-          this.#handles = this.#call(id, method, sent, timeout, flags, tape, text, trace) ?? undefined;
+          // Packed params' handles are the walk's; the native conversion's otherwise.
+          this.#handles = this.#call(id, method, sent, timeout, flags, tape, text, trace) ?? handles;
         },
         signal,
         this.#cancel,

@@ -6,6 +6,7 @@
 // An exception a view's function threw is left as it was thrown.
 
 const { RpcError } = require('./errors.js');
+const { inUserTerms } = require('./render.js');
 
 /**
  * `e` made ready for the framework. `fileOf(data)`: the absolute path of the file that did not
@@ -13,6 +14,8 @@ const { RpcError } = require('./errors.js');
  */
 function viewError(e, fileOf) {
   if (!(e instanceof RpcError)) return e;
+  inUserTerms(e, 'locals'); // the view is the framework's locals
+
   if (e.status === undefined && e.statusCode === undefined) {
     e.status = 500;
     e.statusCode = 500;

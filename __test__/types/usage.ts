@@ -35,6 +35,8 @@ async function main(): Promise<void> {
     },
   });
   const tagged: string = await pool.render('<%a%>', { a: 1 }, {}, ['<%', '%>']);
+  // Views mustache.js takes: Dates, class instances, Maps.
+  const dated: string = await pool.render('{{d}} {{m.size}} {{u.name}}', { d: new Date(0), m: new Map(), u: new URL('https://example.com') });
   const bytes: Buffer = await pool.render('{{a}}', { a: 1 }, null, { tags: ['<%', '%>'], escape: (v) => String(v), output: 'buffer' });
   // @ts-expect-error output is 'string' or 'buffer'
   await pool.render('{{a}}', {}, {}, { output: 'stream' });
@@ -77,7 +79,7 @@ async function main(): Promise<void> {
   new Pool({ strategy: 'fastest' });
   // @ts-expect-error a built-in command's params are typed
   await pool.exec('fibonacci', 'thirty');
-  console.log(echoed, mine, fib, total, html, page, lambdas, tagged, bytes.length, fromJson, fromJsonBytes.length, viaExec, viaExecBytes.length, called, squares, ran, byDefault, disposable.threads);
+  console.log(echoed, mine, fib, total, html, page, lambdas, tagged, dated, bytes.length, fromJson, fromJsonBytes.length, viaExec, viaExecBytes.length, called, squares, ran, byDefault, disposable.threads);
 
   const words = new Int32Array(new SharedArrayBuffer(4 * (8 + FairMutex.WORDS)));
   const mutex = new Mutex(words, 0, { spin: 0 });

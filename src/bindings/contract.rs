@@ -120,6 +120,7 @@ pub struct PackedTags {
     pub object: u32,
     pub object_shape: u32,
     pub shaped: u32,
+    pub function: u32,
 }
 
 #[napi(object)]
@@ -256,6 +257,7 @@ pub fn contract() -> Contract {
             object: packed::OBJECT.into(),
             object_shape: packed::OBJECT_SHAPE.into(),
             shaped: packed::SHAPED.into(),
+            function: packed::FUNCTION.into(),
         },
         result_as_json: RESULT_AS_JSON,
         progress: PROGRESS,

@@ -389,6 +389,7 @@ impl<'a> Js<'a> {
             Item::Bool(b) => Js::Bool(b),
             Item::Number(n) => Js::Number(n),
             Item::String(s) => Js::String(s),
+            Item::Function(f) => Js::Function(f),
             Item::Array(list) => Js::List(list),
             Item::Object(record) => Js::Record(record),
         }

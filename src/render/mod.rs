@@ -43,7 +43,8 @@
 //!
 //! Where mustache.js's answer depends on JavaScript itself rather than on the data, corepool
 //! refuses instead of guessing: data holding BigInts, byte arrays or shared views (InvalidParams,
-//! before anything renders), names that reach built-ins such as `toString` or `constructor`,
+//! before anything renders; `pool.render` hands over BigInts, Dates and class instances
+//! prepared as mustache.js sees them, see lib/render.js), names that reach built-ins such as `toString` or `constructor`,
 //! and string indexes that split a surrogate pair (CommandFailed). Errors mustache.js throws
 //! come back as CommandFailed with its message: parse errors, and the TypeErrors of a lookup on
 //! a null view or of `String()` on an object with its own `toString` key.
@@ -77,7 +78,13 @@ use std::sync::Arc;
 /// A render of `params` (`template, data?, partials?, config?`): the output as the config asks
 /// for it, or, when the view or config holds functions, a pending render the calling thread
 /// finishes (`functions.rs`).
-pub fn run(mut params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
+pub fn run(params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
+    run_values(params, ctx, ctx.plain_params())
+}
+
+/// [`run`], told whether the params are plain data (packed params without functions: nothing
+/// to look for in them).
+fn run_values(mut params: Vec<Value>, ctx: &Context, plain: bool) -> Result<Value, RpcError> {
     params::expect_count("render", &params, 1..=4)?;
     let config = Config::parse(params.get(3))?;
     if config.data == Data::Json {
@@ -92,7 +99,7 @@ pub fn run(mut params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
     let mut functions = match data {
         // Parsed JSON and packed params hold nothing but plain data: no functions, nothing
         // to refuse. (The walk that checks, over a big view, cost 2% of a render.)
-        Some(_) if config.data == Data::Json || ctx.plain_params() => false,
+        Some(_) if config.data == Data::Json || plain => false,
         Some(data) => check_data(data)?,
         None => false,
     };
@@ -139,15 +146,18 @@ pub fn run(mut params: Vec<Value>, ctx: &Context) -> Result<Value, RpcError> {
 /// where a param is not what a render takes, `run` answers from the values.
 pub fn run_packed(packed: Packed, ctx: &Context) -> Result<Value, RpcError> {
     let tree = Tree::read(packed).map_err(RpcError::invalid_params)?;
+    // Params holding functions (`pool.render`'s lambdas, an `escape` function) render from
+    // values: a render that calls functions is paused and finished on the calling thread, and
+    // the pending render owns its params (`functions/pending.rs`). Made from the tree here,
+    // on the pool thread, they cost a fraction of what converting the view value by value on
+    // the calling thread did.
+    if tree.has_functions() {
+        return run_values(tree.into_values(), ctx, false);
+    }
     if !(1..=4).contains(&tree.len()) {
         return run(tree.into_values(), ctx);
     }
     let config = Config::parse(tree.param_value(3).as_ref())?;
-    // An `escape` function cannot cross packed, but should one, the render that calls it
-    // is `run`'s.
-    if matches!(config.escape, config::Escape::Function(_)) {
-        return run(tree.into_values(), ctx);
-    }
     // Data as JSON text is parsed from where it lies; the view is then the parsed values.
     let parsed = match (config.data, tree.param(1)) {
         (Data::View, _) => None,

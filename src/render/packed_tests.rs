@@ -167,3 +167,49 @@ proptest! {
         prop_assert_eq!(tree, values, "{}", template);
     }
 }
+
+#[test]
+fn params_holding_functions_render_from_values_as_the_values_do() {
+    use crate::rpc::FunctionId;
+    // A function per row, and an `escape` function in the config: the render pauses for the
+    // calling thread (a pending render) exactly as the values' render does, and only then.
+    let rows = Value::Array(
+        (0..3)
+            .map(|i| {
+                object(&[
+                    ("n", Value::from(i as f64)),
+                    ("f", Value::Function(FunctionId(i))),
+                ])
+            })
+            .collect(),
+    );
+    let data = object(&[("rows", rows)]);
+    let flags = TestFlags::new();
+    let template = Value::from("{{#rows}}{{n}}{{f}}{{/rows}}");
+    for params in [
+        vec![template.clone(), data.clone()],
+        vec![
+            Value::from("{{a}}"),
+            object(&[("a", Value::from("x"))]),
+            Value::Null,
+            object(&[("escape", Value::Function(FunctionId(0)))]),
+        ],
+    ] {
+        let Some(Value::String(first)) = params.first() else {
+            unreachable!()
+        };
+        let packed = pack(&params[1..], Some(first));
+        let from_tree = super::run_packed(packed, &flags.ctx().with_plain_params()).unwrap();
+        let from_values = super::run(params.clone(), &flags.ctx()).unwrap();
+        assert!(matches!(from_tree, Value::Pending(_)), "{from_tree:?}");
+        assert!(matches!(from_values, Value::Pending(_)), "{from_values:?}");
+    }
+    // A section over rows that are never reached: no slot, the output at once.
+    let none = vec![
+        Value::from("{{#no}}{{f}}{{/no}}done"),
+        object(&[("f", Value::Function(FunctionId(0)))]),
+    ];
+    let (values, tree) = both(&none);
+    assert_eq!(values, tree);
+    assert_eq!(tree, "ok done");
+}

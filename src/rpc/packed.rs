@@ -24,6 +24,10 @@
 //!   - [`SHAPED`], `count`, then its `count` values, then a shape's number: an object with
 //!     that shape's keys, in order. (Shapes are numbered as objects end, so the shape may be
 //!     one that an object among its values defined.)
+//!   - [`FUNCTION`], its number: a JavaScript function the calling thread keeps (the `n`th of
+//!     the call's functions, numbered from 0 in the order the walk met them). Only the params
+//!     of `pool.render` hold them (its lambdas; `bindings/render/` calls them on the calling
+//!     thread): they become [`Value::Function`]s, and JSON text has none (see [`Packed::to_json`]).
 //! - the **text**: every string and key, in the order the tape meets them, as V8 stores it
 //!   (one byte per unit when every unit fits, else UTF-16; see `rpc::text`).
 //!
@@ -33,7 +37,8 @@
 //!
 //! What it carries is what JSON text would: lib/params.js packs only finite numbers but -0,
 //! strings, booleans, null (and undefined array items, as null), plain arrays and objects; a
-//! lone surrogate becomes U+FFFD, as every string from JavaScript does here.
+//! lone surrogate becomes U+FFFD, as every string from JavaScript does here. And, for
+//! `pool.render` only, functions.
 //!
 //! The tags are the contract's (`packedTags`), so lib/params.js holds none of these numbers.
 //! A tape that does not fit these rules (a count past the end, a tag that is not one, nesting
@@ -45,7 +50,7 @@ pub mod tree;
 use super::json::{push_reserved, write_string_body};
 use super::number::format_number;
 use super::text::{latin1_to_utf8, JsText};
-use super::value::{Key, Map, Value, MAX_NESTING, SCAN_LIMIT};
+use super::value::{FunctionId, Key, Map, Value, MAX_NESTING, SCAN_LIMIT};
 
 pub const NULL: u8 = 0;
 pub const FALSE: u8 = 1;
@@ -56,6 +61,7 @@ pub const ARRAY: u8 = 5;
 pub const OBJECT: u8 = 6;
 pub const OBJECT_SHAPE: u8 = 7;
 pub const SHAPED: u8 = 8;
+pub const FUNCTION: u8 = 9;
 
 /// Entries before the params array: the entries used, the values held.
 const HEADER: usize = 2;
@@ -172,6 +178,8 @@ trait Build<U> {
     fn object_repeating(&mut self, entries: Vec<(Self::Key, Self::Out)>) -> Self::Out;
     /// The key's text, to find repeated keys by.
     fn key_text(key: &Self::Key) -> &str;
+    /// The call's function numbered `id`.
+    fn function(&mut self, id: u32) -> Result<Self::Out, String>;
 }
 
 /// Builds values (a lone surrogate becomes U+FFFD, as every string from JavaScript does here).
@@ -241,6 +249,9 @@ impl<U: ValueUnits> Build<U> for Values {
     fn key_text(key: &Key) -> &str {
         key.as_str()
     }
+    fn function(&mut self, id: u32) -> Result<Value, String> {
+        Ok(Value::Function(FunctionId(id)))
+    }
 }
 
 impl<U: Copy + Into<u32>> Build<U> for Json {
@@ -280,6 +291,11 @@ impl<U: Copy + Into<u32>> Build<U> for Json {
     }
     fn key_text(key: &String) -> &str {
         key
+    }
+    fn function(&mut self, _: u32) -> Result<String, String> {
+        Err(String::from(
+            "params hold a function, which only the native render takes",
+        ))
     }
 }
 
@@ -399,6 +415,15 @@ impl<'a, U> Cursor<'a, U> {
         Ok(count)
     }
 
+    /// A function's number: a whole number that fits a [`FunctionId`] (never a size: the
+    /// calling thread looks it up among the call's functions).
+    fn function_id(&mut self) -> Result<u32, String> {
+        let n = self.next()?;
+        whole(n, u32::MAX as usize)
+            .and_then(|id| u32::try_from(id).ok())
+            .ok_or_else(|| wrong("a function's number"))
+    }
+
     /// The next `n` units of the text, `n` read from the tape.
     fn units(&mut self) -> Result<&'a [U], String> {
         let n = self.count(self.text.len() - self.pos)?;
@@ -489,6 +514,10 @@ impl<U: Copy, B: Build<U>> Reader<'_, U, B> {
             STRING => {
                 let units = self.cursor.units()?;
                 self.build.string(units)
+            }
+            FUNCTION => {
+                let id = self.cursor.function_id()?;
+                self.build.function(id)?
             }
             _ => return self.container(tag, depth),
         })

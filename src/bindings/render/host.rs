@@ -52,6 +52,9 @@ pub(super) struct JsHost<'f, 'p> {
     /// callback's handle scope, gone once it returns.
     read_functions: RefCell<Vec<sys::napi_value>>,
     read_objects: RefCell<Vec<sys::napi_value>>,
+    /// Lengths of `functions` and `objects` last read (0 until read).
+    functions_known: Cell<u32>,
+    objects_known: Cell<u32>,
     /// How many lambdas' `render` calls (callbacks of their own) are running.
     nested: Cell<u32>,
     /// Values the functions' results kept so far hold: every result is kept until the render
@@ -86,6 +89,8 @@ impl<'f, 'p> JsHost<'f, 'p> {
             undefined,
             read_functions: RefCell::new(Vec::new()),
             read_objects: RefCell::new(Vec::new()),
+            functions_known: Cell::new(0),
+            objects_known: Cell::new(0),
             nested: Cell::new(0),
             kept: Cell::new(0),
         };
@@ -146,6 +151,15 @@ impl<'f, 'p> JsHost<'f, 'p> {
         let Js::Function(function) = w.value else {
             return None;
         };
+        // A number past the handles (a forged tape) is written alone, where reading it fails.
+        if !self.among(&self.functions_known, self.functions, function.0) {
+            return None;
+        }
+        if let TagEscape::Function(f) = w.escape {
+            if !self.among(&self.functions_known, self.functions, f.0) {
+                return None;
+            }
+        }
         let this = match w.this {
             Js::Undefined => -1.0,
             other => f64::from(self.finishing.original(other)?),
@@ -237,13 +251,34 @@ impl<'f, 'p> JsHost<'f, 'p> {
     }
 
     fn function(&self, id: FunctionId) -> Result<sys::napi_value, RpcError> {
-        self.element_once(&self.read_functions, self.functions, id.0)
+        self.element_once(
+            &self.read_functions,
+            &self.functions_known,
+            self.functions,
+            id.0,
+        )
+    }
+
+    /// Whether `index` is within `array` (`functions` or `objects`), whose length was `known`
+    /// when last read. The arrays only grow: the length is read again only past that one.
+    fn among(&self, known: &Cell<u32>, array: sys::napi_value, index: u32) -> bool {
+        if index < known.get() {
+            return true;
+        }
+        match self.length(array) {
+            Ok(n) => {
+                known.set(n);
+                index < n
+            }
+            Err(_) => false,
+        }
     }
 
     /// Element `index` of `array` (`functions` or `objects`, with its cache `read`).
     fn element_once(
         &self,
         read: &RefCell<Vec<sys::napi_value>>,
+        known: &Cell<u32>,
         array: sys::napi_value,
         index: u32,
     ) -> Result<sys::napi_value, RpcError> {
@@ -252,6 +287,13 @@ impl<'f, 'p> JsHost<'f, 'p> {
             if !v.is_null() {
                 return Ok(v);
             }
+        }
+        // A function's number comes from the packed tape, which the calling thread wrote: one
+        // past the handles is an error, before the cache below is sized by it.
+        if !self.among(known, array, index) {
+            return Err(internal(
+                "a render's function or object is not among its handles",
+            ));
         }
         let v = self.element(array, index)?;
         if self.nested.get() > 0 {
@@ -294,7 +336,9 @@ impl<'f, 'p> JsHost<'f, 'p> {
         copy: impl FnOnce() -> Value,
     ) -> Result<sys::napi_value, RpcError> {
         match self.finishing.original(value) {
-            Some(index) => self.element_once(&self.read_objects, self.objects, index),
+            Some(index) => {
+                self.element_once(&self.read_objects, &self.objects_known, self.objects, index)
+            }
             None if self.finishing.data_is_json() => {
                 copy().to_js(self.env).map_err(|why| internal(&why))
             }

@@ -28,6 +28,7 @@ pub(crate) const A: f64 = ARRAY as f64;
 pub(crate) const O: f64 = OBJECT as f64;
 pub(crate) const OS: f64 = OBJECT_SHAPE as f64;
 pub(crate) const SH: f64 = SHAPED as f64;
+pub(crate) const F: f64 = FUNCTION as f64;
 
 /// [null, true, 1.5, "ab", {x: "c", y: []}, {x: 2, y: null}, {z: {z: 1}}]: the last object
 /// has the shape its own value defines.
@@ -44,18 +45,22 @@ pub(crate) const MALFORMED: &[(&[f64], &str)] = &[
     (&[], ""),                                             // no params array
     (&[N], ""),                                            // not an array
     (&[A, 2.0, N], ""),                                    // cut short
-    (&[A, 1e9, N], ""),            // a count past the end: no allocation of 1e9
-    (&[A, 1.5, N], ""),            // not a whole number
-    (&[A, -1.0], ""),              // negative
-    (&[A, f64::NAN], ""),          // NaN
-    (&[A, 1.0, S, 3.0], "ab"),     // a string past the text
-    (&[A, 1.0, 9.0], ""),          // not a tag
-    (&[A, 1.0, SH, 0.0, 0.0], ""), // no such shape
+    (&[A, 1e9, N], ""),               // a count past the end: no allocation of 1e9
+    (&[A, 1.5, N], ""),               // not a whole number
+    (&[A, -1.0], ""),                 // negative
+    (&[A, f64::NAN], ""),             // NaN
+    (&[A, 1.0, S, 3.0], "ab"),        // a string past the text
+    (&[A, 1.0, 10.0], ""),            // not a tag
+    (&[A, 1.0, F], ""),               // a function without its number
+    (&[A, 1.0, F, 0.5], ""),          // a function's number not whole
+    (&[A, 1.0, F, -1.0], ""),         // negative
+    (&[A, 1.0, F, 4294967296.0], ""), // past what a function's number can be
+    (&[A, 1.0, SH, 0.0, 0.0], ""),    // no such shape
     (&[A, 2.0, OS, 1.0, N, 1.0, SH, 2.0, N, N, 0.0], "a"), // a shape of another count
-    (&[A, 1.0, N, N], ""),         // entries left over
-    (&[A, 1.0, S, 1.0], "ab"),     // text left over
-    (&[A, 1.0, O, 1e300, N], ""),  // an object count past the end
-    (&[A, 1.0, O, 1.0, N], ""),    // an object's key cut short
+    (&[A, 1.0, N, N], ""),            // entries left over
+    (&[A, 1.0, S, 1.0], "ab"),        // text left over
+    (&[A, 1.0, O, 1e300, N], ""),     // an object count past the end
+    (&[A, 1.0, O, 1.0, N], ""),       // an object's key cut short
     (&[A, 1.0, SH, 1.0, N, 7.0], ""), // a shape past those defined
 ];
 
@@ -87,6 +92,33 @@ fn reads_every_kind_and_shapes() {
         json,
         r#"[null,true,1.5,"ab",{"x":"c","y":[]},{"x":2,"y":null},{"z":{"z":1}}]"#
     );
+}
+
+#[test]
+fn functions_are_numbered_slots_for_values_and_refused_as_json() {
+    // [{f: <function 0>, n: 1}, [<function 1>, <function 0>]]
+    let tape = [
+        A, 2.0, O, 2.0, F, 0.0, NUM, 1.0, 1.0, 1.0, A, 2.0, F, 1.0, F, 0.0,
+    ];
+    let packed = by_hand(&tape, "fn");
+    let values = packed.unpack().unwrap();
+    let Value::Object(map) = &values[0] else {
+        panic!("not an object: {values:?}")
+    };
+    assert_eq!(map.get("f"), Some(&Value::Function(FunctionId(0))));
+    assert_eq!(
+        values[1],
+        Value::Array(vec![
+            Value::Function(FunctionId(1)),
+            Value::Function(FunctionId(0))
+        ])
+    );
+    // A served method gets JSON text: no function can be in it.
+    let err = packed.to_json().unwrap_err();
+    assert!(err.contains("function"), "{err}");
+    // The largest number a function may have.
+    let last = latin1(&[A, 1.0, F, f64::from(u32::MAX)], "").unwrap();
+    assert_eq!(last, vec![Value::Function(FunctionId(u32::MAX))]);
 }
 
 #[test]

@@ -17,9 +17,9 @@
 
 use super::OBJECT_SHAPE;
 use super::{repeats, used_tape, wrong, Cursor, Packed, ARRAY, FALSE, NULL, NUMBER, OBJECT};
-use super::{SHAPED, STRING, TRUE};
+use super::{FUNCTION, SHAPED, STRING, TRUE};
 use crate::rpc::text::{latin1_to_utf8, JsText};
-use crate::rpc::value::{Map, Value};
+use crate::rpc::value::{FunctionId, Map, Value};
 use std::collections::HashMap;
 
 /// Packed params, read in place. See the module doc.
@@ -32,6 +32,8 @@ pub struct Tree {
     nodes: Vec<Node>,
     keys: Vec<Span>,
     text: String,
+    /// Whether any node is a function (only `pool.render`'s params hold them).
+    functions: bool,
 }
 
 /// A run of `Tree::text`.
@@ -48,6 +50,7 @@ enum Node {
     Bool(bool),
     Number(f64),
     String(Span),
+    Function(FunctionId),
     /// `len` items at `nodes[start..]`.
     Array {
         start: u32,
@@ -68,6 +71,7 @@ pub enum Item<'t> {
     Bool(bool),
     Number(f64),
     String(&'t str),
+    Function(FunctionId),
     Array(List<'t>),
     Object(Record<'t>),
 }
@@ -99,6 +103,7 @@ impl Tree {
             plans: Vec::new(),
             text: String::new(),
             taken: 0,
+            functions: false,
         };
         let root = match &text {
             JsText::Latin1(bytes) => walk.read(Cursor::new(tape, bytes))?,
@@ -115,7 +120,13 @@ impl Tree {
             nodes: walk.nodes,
             keys: walk.keys,
             text: walk.text,
+            functions: walk.functions,
         })
+    }
+
+    /// Whether the params hold a function.
+    pub fn has_functions(&self) -> bool {
+        self.functions
     }
 
     /// How many params there are (a first one apart included).
@@ -190,6 +201,7 @@ impl Tree {
             Node::Bool(b) => Item::Bool(b),
             Node::Number(n) => Item::Number(n),
             Node::String(span) => Item::String(self.span(span)),
+            Node::Function(id) => Item::Function(id),
             Node::Array { start, len } => Item::Array(List {
                 tree: self,
                 start,
@@ -211,6 +223,7 @@ impl<'t> Item<'t> {
             Item::Bool(b) => Value::Bool(b),
             Item::Number(n) => Value::Number(n),
             Item::String(s) => Value::String(s.to_string()),
+            Item::Function(id) => Value::Function(id),
             Item::Array(list) => Value::Array(list.iter().map(Item::to_value).collect()),
             Item::Object(record) => {
                 let entries = record
@@ -357,6 +370,7 @@ struct Walk {
     text: String,
     /// Bytes of `text` that the runs read so far take (Latin-1 texts, converted whole).
     taken: usize,
+    functions: bool,
 }
 
 /// How the objects of a run of keys that repeat are written (see [`Walk::dedupe`]): entry `i`
@@ -440,6 +454,10 @@ impl Walk {
             TRUE => Node::Bool(true),
             NUMBER => Node::Number(cursor.next()?),
             STRING => Node::String(self.span(cursor)?),
+            FUNCTION => {
+                self.functions = true;
+                Node::Function(FunctionId(cursor.function_id()?))
+            }
             tag => self.container(cursor, tag, depth)?,
         })
     }

@@ -32,8 +32,10 @@ impl FromJs {
     ) -> Converted<Value> {
         let env = self.env;
         if to_json_matters {
-            // SAFETY: v is an object of this env.
-            unsafe { self.refuse_to_json(v, path) }?;
+            if self.collected.is_none() {
+                // SAFETY: v is an object of this env.
+                unsafe { self.refuse_to_json(v, path) }?;
+            }
             // (Not the params container: a value sent, not one of the call's own.)
             if let Some(collected) = &mut self.collected {
                 collected.objects.push(v);

@@ -13,7 +13,9 @@
 //! [`Collected::functions`], and every array and object converted is listed in
 //! [`Collected::objects`], depth first and in order (`render` finds a function's `this` there
 //! by that order, see `render/functions/pending.rs`). A function with properties of
-//! its own beyond a function's built-ins is refused: the renderer could not see them.
+//! its own beyond a function's built-ins is refused: the renderer could not see them. Such a
+//! conversion (a render's) takes an object with a `toJSON` method as any other: no JSON is made
+//! of a render's view, and mustache.js ignores the method.
 //!
 //! Hostile values get the same treatment as any other: a getter or a Proxy trap that throws
 //! ends the conversion with an error saying where and what was thrown (the exception is

@@ -87,8 +87,12 @@ impl FromJs {
                 ));
             }
         }
-        // SAFETY: v is an object of this env.
-        unsafe { self.refuse_to_json(v, path) }?;
+        // A render that takes functions (`pool.render`) never makes JSON of its view: there a
+        // `toJSON` is a function like any other (mustache.js can call it by name).
+        if self.collected.is_none() {
+            // SAFETY: v is an object of this env.
+            unsafe { self.refuse_to_json(v, path) }?;
+        }
         if plain {
             // Not a Proxy (Node-API shows none a prototype), so no trap runs here.
             // SAFETY: v is an object of this env.

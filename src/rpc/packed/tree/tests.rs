@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::rpc::packed::tests::{by_hand, one_key_twice, A, EVERY_KIND, MALFORMED, N, NUM, O};
-use crate::rpc::packed::tests::{OS, S, SH};
+use crate::rpc::packed::tests::{F, OS, S, SH};
 use crate::rpc::packed::MAX_NESTING;
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -60,6 +60,7 @@ pub(crate) fn pack(params: &[Value], first: Option<&str>) -> Packed {
                         }
                     }
                 }
+                Value::Function(id) => self.tape.extend([F, f64::from(id.0)]),
                 other => panic!("not plain data: {other:?}"),
             }
         }
@@ -95,6 +96,28 @@ fn agree(p: &Packed) -> Result<Vec<Value>, String> {
         p.tape
     );
     values
+}
+
+#[test]
+fn functions_read_as_the_values_hold_them_and_are_told() {
+    let p = by_hand(&[A, 2.0, O, 1.0, F, 3.0, 1.0, NUM, 1.0], "f");
+    let values = agree(&p).unwrap();
+    assert_eq!(values[1], Value::Number(1.0));
+    let tree = Tree::read(p).unwrap();
+    assert!(tree.has_functions());
+    let Some(Item::Object(o)) = tree.param(0) else {
+        panic!("param 0 is an object")
+    };
+    assert!(matches!(o.get("f"), Some(Item::Function(FunctionId(3)))));
+    assert_eq!(
+        tree.into_values()[0],
+        Value::Object(Map::from_unique(vec![(
+            crate::rpc::value::Key::new("f"),
+            Value::Function(FunctionId(3))
+        )]))
+    );
+    let plain = Tree::read(by_hand(EVERY_KIND.0, EVERY_KIND.1)).unwrap();
+    assert!(!plain.has_functions());
 }
 
 #[test]
@@ -317,6 +340,7 @@ fn the_objects_of_a_shape_whose_keys_repeat_are_written_by_one_plan() {
         plans: Vec::new(),
         text: String::new(),
         taken: 0,
+        functions: false,
     };
     let JsText::Utf16(units) = &p.text else {
         unreachable!()
