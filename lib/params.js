@@ -110,10 +110,9 @@ function pack(v, depth) {
       room(1);
       tape[at++] = v ? TRUE : FALSE;
       return 1;
-    case 'undefined': // an array item (an object's undefined is refused before): null, as value by value
-      room(1);
-      tape[at++] = NULL;
-      return 1;
+    // undefined (an array item, a hole; an object's is refused before) is not plain: JSON would
+    // send null. Value by value, native commands get null for it, as before; JavaScript gets it
+    // as it is (lib/clone.js).
     case 'object':
       if (v === null) {
         room(1);
@@ -254,6 +253,7 @@ let walking = false;
  * be sent (more values than a call may carry, a String object with a replaced prototype).
  */
 function wireParams(params) {
+  refused = true; // as far as the caller knows: the walk below may not run
   if (walking) return [params, 0, undefined];
   // A call started while the previous one's tape is still lent (a listener that calls the
   // pool from inside the call's start) gets a tape of its own.
@@ -291,8 +291,10 @@ function wireParams(params) {
     if (size === STRING_OBJECT) {
       throw new RpcError(CODES.InvalidParams, 'params hold a String object whose prototype was replaced, which would cross as a key per character: pass its text (String(value)) instead');
     }
+    refused = size < 0;
     return [params, 0, undefined];
   }
+  refused = false;
   const sent = text;
   clearWalk();
   tape[0] = at;
@@ -307,6 +309,12 @@ function wireParams(params) {
   return [first, flags | PACKED_AFTER_STRING | (NOT_LATIN1.test(first) ? 0 : FIRST_LATIN1), tape, sent];
 }
 
+/** True when the last wireParams found values that are not plain data (they crossed value by value). */
+let refused = false;
+function lastRefused() {
+  return refused;
+}
+
 /** The native call that got wireParams's tape has returned: the tape may be written again. */
 function released() {
   lent = false;
@@ -319,4 +327,4 @@ const PACKED_LATIN1 = contract.callFlags.packed | contract.callFlags.packedLatin
 const PACKED_AFTER_STRING = contract.callFlags.packedAfterString;
 const FIRST_LATIN1 = contract.callFlags.firstLatin1;
 
-module.exports = { wireParams, released };
+module.exports = { wireParams, released, lastRefused };

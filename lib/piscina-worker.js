@@ -10,7 +10,8 @@
 //   is loaded.
 // - `niceIncrement` lowers this thread's priority (Linux; elsewhere ignored), as Piscina's
 //   worker does with @napi-rs/nice.
-// - A task's result that `Piscina.move()` wrapped goes back as its value; a thrown error goes
+// - A task's result that `Piscina.move()` wrapped goes back as its value, its ArrayBuffer
+//   moved (lib/clone.js); values go as structured clone carries them; a thrown error goes
 //   back as its name, message, stack and own primitive fields, and the pool makes an Error of
 //   them again; each outcome carries the task's running time (for `runTime` / `waitTime`).
 
@@ -20,7 +21,8 @@ const { pathToFileURL } = require('node:url');
 const { performance } = require('node:perf_hooks');
 const fs = require('node:fs');
 const os = require('node:os');
-const { KEY, WORKER_MARK, RESULT, isMoved, kValue } = require('./piscina-common.js');
+const { KEY, WORKER_MARK, RESULT, isMoved, kValue, kTransferable } = require('./piscina-common.js');
+const { transfer } = require('./clone.js');
 
 const envelope = workerThreads.workerData;
 const own = envelope?.[KEY] ?? {};
@@ -120,8 +122,9 @@ exports.piscina = async function piscina(filename, name, hasTask, ...rest) {
   ctx.progress(1); // tells the pool this task has started (close({ force: true }) spares it)
   try {
     const handler = await handlerFor(filename, name);
-    let result = await handler(task);
-    if (isMoved(result)) result = result[kValue];
+    const result = await handler(task);
+    // A result Piscina.move() wrapped goes as its value, its buffer moved (detached here).
+    if (isMoved(result)) return transfer([performance.now() - started, result[kValue]], [result[kTransferable]]);
     // undefined would cross as null: it crosses as an absent third element.
     return result === undefined ? [performance.now() - started] : [performance.now() - started, result];
   } catch (e) {

@@ -102,6 +102,11 @@ class ArrayBufferViewTransferable {
 
 const STANDARD_ERRORS = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
 
+/** What a transfer list's item moves: Piscina's transferable wrappers name their buffer. */
+function transferred(item) {
+  return isTransferable(item) ? item[kTransferable] : item;
+}
+
 function maybeFileURLToPath(filename) {
   return filename.startsWith('file:') ? fileURLToPath(new URL(filename)) : filename;
 }
@@ -318,8 +323,12 @@ class Piscina extends EventEmitter {
       }
     }
     this.#notStarted.add(controller);
-    // A task Piscina.move() wrapped goes as its value (copied: see docs/piscina.md).
-    if (isMoved(task)) task = task[kValue];
+    // What transferList and Piscina.move() name is moved (detached here), as postMessage does.
+    let transfer = transferList === undefined ? undefined : transferList.map(transferred);
+    if (isMoved(task)) {
+      transfer = [...(transfer ?? []), transferred(task)];
+      task = task[kValue];
+    }
     const params = task === undefined ? [filename, name, 0] : [filename, name, 1, task];
     const submitted = performance.now();
     this.#inflight++;
@@ -331,6 +340,7 @@ class Piscina extends EventEmitter {
       queueMicrotask(() => this.#maybeDrain());
     };
     const call = this.#pool.call('piscina', params, {
+      transfer,
       signal: controller.signal,
       onProgress: () => this.#notStarted.delete(controller), // the worker's "started"
     });
@@ -369,6 +379,10 @@ class Piscina extends EventEmitter {
         return this.#destroyed ? Errors.ThreadTermination() : new AbortError('queue is being terminated');
       case CODES.CommandFailed:
         return taskError(e);
+      case CODES.InvalidParams:
+        // The task is the call's fourth param; a result, the second item of the worker's answer.
+        if (e.name === 'DataCloneError') e.message = e.message.replace(/^params\[3\]/, 'task').replace(/^result\[1\]/, 'result');
+        return e;
       default:
         return e;
     }

@@ -10,12 +10,15 @@ const { CODES, rejected, describe, errorText } = require('./errors.js');
 const { validateOptions, nativeOptions } = require('./options.js');
 const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, kExplain, channel } = require('./calls.js');
-const { wireParams, released } = require('./params.js');
+const { wireParams, released, lastRefused } = require('./params.js');
+const { serialize, SHARED, DataCloneError } = require('./clone.js');
 const { map } = require('./map.js');
 const { finishRender } = require('./render.js');
 const { Server, kFullErrors } = require('./serve.js');
 const { TaskWorkers } = require('./workers.js');
 const views = require('./views.js');
+
+const CLONED = contract.callFlags.cloned;
 
 /** The key of Pool's cancellable handle() (see there). */
 const handleCancellable = Symbol('handleCancellable');
@@ -144,7 +147,7 @@ class Pool extends EventEmitter {
     } catch (e) {
       return rejected(CODES.InvalidRequest, `call options.signal could not be read: ${errorText(e)}`);
     }
-    return this.#submit(method, params, o.timeout, o.signal, o.onProgress);
+    return this.#submit(method, params, o.timeout, o.signal, o.onProgress, 0, o.transfer);
   }
 
   /**
@@ -301,14 +304,33 @@ class Pool extends EventEmitter {
   /** What the call function returned for the last render with functions (see render()). */
   #handles = undefined;
 
-  #submit(method, params, timeout, signal, onProgress, extraFlags = 0) {
+  /** Whether calls to `method` reach JavaScript (a task file's function, a served method), not a native command. */
+  #servedByJs(method) {
+    return this.#workers !== null || (typeof method === 'string' && !this.#native.runsNatively(method));
+  }
+
+  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, transfer = undefined) {
     let sent;
     let flags;
     let tape;
     let text;
     try {
       [sent, flags, tape, text] = wireParams(params);
+      // Params that are not plain data, for a method served by JavaScript, cross as structured
+      // clone does (lib/clone.js); so do the params of a call that moves ArrayBuffers. Those
+      // holding shared memory go on value by value (shared views travel by reference there).
+      if ((transfer !== undefined || (tape === undefined && lastRefused())) && this.#servedByJs(method)) {
+        try {
+          const bytes = serialize(params, transfer, 'params');
+          if (tape !== undefined) released();
+          [sent, flags, tape, text] = [bytes, CLONED, undefined, undefined];
+        } catch (e) {
+          if (e !== SHARED) throw e;
+          if (transfer !== undefined) throw new DataCloneError('params hold shared memory, which travels only in calls that move no ArrayBuffer');
+        }
+      }
     } catch (e) {
+      if (tape !== undefined) released();
       return Promise.reject(e);
     }
     if (signal !== undefined) flags |= contract.callFlags.cancellable;

@@ -9,6 +9,7 @@ const { contract } = require('./native.js');
 const { errorText } = require('./errors.js');
 const { after } = require('./timer.js');
 const views = require('./views.js');
+const { serialize, deserialize, DataCloneError, Transfer } = require('./clone.js');
 
 // How long a serving thread runs drain cycles (and polls for calls), all its servers together,
 // before its event loop gets a turn.
@@ -230,6 +231,18 @@ class Server {
     } else if (params === undefined) {
       params = this.#viewParams(token, method, timeout, watched);
       if (params === null) return;
+    } else if (!Array.isArray(params)) {
+      // Structured-clone bytes of the params array (lib/clone.js).
+      try {
+        params = deserialize(params);
+      } catch (e) {
+        this.#lose(token, `corepool: the params could not be read: ${errorText(e)}`);
+        return;
+      }
+      if (!Array.isArray(params)) {
+        this.#lose(token, 'corepool: the params could not be read: they are not an array');
+        return;
+      }
     }
     this.#run(token, method, params, timeout, watched);
   }
@@ -326,8 +339,14 @@ class Server {
     if (run.timer !== null) run.timer.clear();
     let more = false;
     try {
-      if (ok) more = this.#native.complete(token, value);
-      else {
+      if (ok) {
+        if (value instanceof Transfer) more = this.#completeCloned(token, value.value, value.list);
+        else {
+          more = this.#native.complete(token, value, true);
+          // Refused as plain data: the caller is JavaScript, so it goes as structured clone.
+          if (typeof more !== 'boolean') more = this.#completeCloned(token, value, undefined);
+        }
+      } else {
         const [message, data] = errorParts(value, this.#fullErrors ? MAX_CAUSES : 0);
         more = this.#native.fail(token, message, data);
       }
@@ -341,6 +360,24 @@ class Server {
     }
     this.#freed(more);
     if (this.#onIdle !== null && !this.#draining) this.#checkIdle();
+  }
+
+  /**
+   * Completes job `token` with `value` as structured-clone bytes, moving the ArrayBuffers of
+   * `list`; what structured clone cannot carry fails it with a DataCloneError naming the place,
+   * and what a getter or Proxy trap throws meanwhile fails it as if the handler had thrown it.
+   */
+  #completeCloned(token, value, list) {
+    let bytes;
+    try {
+      bytes = serialize(value, list, 'result');
+    } catch (e) {
+      if (e instanceof DataCloneError) return this.#native.refuse(token, e.message);
+      if (typeof e === 'symbol') return this.#native.refuse(token, 'result holds shared memory, which a result cannot carry');
+      const [message, data] = errorParts(e, this.#fullErrors ? MAX_CAUSES : 0);
+      return this.#native.fail(token, message, data);
+    }
+    return this.#native.completeCloned(token, bytes);
   }
 
   #checkIdle() {

@@ -171,7 +171,8 @@ unsafe extern "C" fn call_js(
 /// A batch as one flat array: `nStops, nForgotten`, then the stop tokens, the forgotten tokens,
 /// and five entries per job — `token, method, params, timeoutMs (0: none; what is left of the
 /// call's limit otherwise, however small), watched (the caller listens to progress)`; params
-/// are an array, the JSON text of one, or undefined while views are needed. (One array, not
+/// are an array, the JSON text of one, a Buffer of structured-clone bytes (`Params::Cloned`),
+/// or undefined while views are needed. (One array, not
 /// three: a Node-API call costs about as much as handling the usual one-job batch in JavaScript.)
 ///
 /// # Safety
@@ -230,6 +231,8 @@ unsafe fn batch_to_js(
                         undefined
                     }
                     Params::Values(values) => convert::to_js(env, &Value::Array(values))?,
+                    // A Buffer of the bytes, which lib/serve.js reads with lib/clone.js.
+                    Params::Cloned(bytes) => convert::to_js(env, &Value::Cloned(bytes))?,
                     // Few values are built here. Many go on as JSON text, which JSON.parse in
                     // the serving thread turns into values far faster than Node-API builds
                     // them, and which keeps a lone surrogate as sent (results follow the same
@@ -416,10 +419,20 @@ impl NativeServer {
     }
 
     /// The handler of job `token` returned `value`. True when jobs wait and a handler slot is
-    /// free: call `take()`.
+    /// free: call `take()`. With `cloneable` (lib/serve.js), a value the conversion refuses
+    /// (a Date, a Map, a cycle, a function…) settles nothing and answers `null`: the caller
+    /// is JavaScript, so lib/serve.js sends it as structured-clone bytes (`completeCloned`),
+    /// or refuses it with the place of what structured clone cannot carry either.
     #[napi(catch_unwind)]
-    pub fn complete(&self, env: Env, token: f64, value: Unknown) -> bool {
+    pub fn complete(
+        &self,
+        env: Env,
+        token: f64,
+        value: Unknown,
+        cloneable: Option<bool>,
+    ) -> Option<bool> {
         let mut from = FromJs::new(env.raw());
+        from.refuse_undefined = cloneable == Some(true);
         let mut path = String::from("result");
         // SAFETY: a Node-API callback on this env's JS thread; `value` belongs to this env.
         let outcome = match unsafe { from.value(value.raw(), 0, &mut path) } {
@@ -430,12 +443,48 @@ impl NativeServer {
             Ok(v) => Ok(v),
             // SAFETY: a Node-API callback on this env's JS thread. Its thread is being terminated:
             // the job stays running, and the server's departure settles it with ServerGone.
-            Err(_) if !unsafe { convert::can_run_js(env.raw()) } => return false,
+            Err(_) if !unsafe { convert::can_run_js(env.raw()) } => return Some(false),
+            Err(_) if cloneable == Some(true) => return None,
             Err(why) => Err(RpcError::invalid_params(why)),
+        };
+        Some(
+            self.ctx
+                .pool
+                .complete(&self.ctx.server, self::token(token), outcome),
+        )
+    }
+
+    /// The handler of job `token` returned a value lib/clone.js wrote as structured-clone
+    /// `bytes` (copied here: the Buffer is the serializer's). As `complete`.
+    #[napi(catch_unwind)]
+    pub fn complete_cloned(&self, token: f64, bytes: &[u8]) -> bool {
+        let mut copy = Vec::new();
+        let outcome = match copy.try_reserve_exact(bytes.len()) {
+            Ok(()) => {
+                copy.extend_from_slice(bytes);
+                Ok(Value::Cloned(copy))
+            }
+            Err(_) => Err(RpcError::new(
+                ErrorCode::InternalError,
+                "no memory to copy the handler's result",
+            )),
         };
         self.ctx
             .pool
             .complete(&self.ctx.server, self::token(token), outcome)
+    }
+
+    /// The handler of job `token` returned a value structured clone cannot carry either:
+    /// the call settles with InvalidParams, `why` naming the place, and data
+    /// `{ name: 'DataCloneError' }` (lib/clone.js makes its error again on the caller's side).
+    #[napi(catch_unwind)]
+    pub fn refuse(&self, token: f64, why: String) -> bool {
+        let mut data = Map::new();
+        data.push_unique("name".into(), Value::String("DataCloneError".into()));
+        let e = RpcError::invalid_params(why).with_data(Value::Object(data));
+        self.ctx
+            .pool
+            .complete(&self.ctx.server, self::token(token), Err(e))
     }
 
     /// The handler of job `token` reports progress (`ctx.progress(value)`; lib/serve.js calls

@@ -1,0 +1,211 @@
+'use strict';
+// Structured-clone values for calls from JavaScript to JavaScript (task-file pools,
+// corepool/piscina, methods served with Pool#serve): what the fast paths refuse (a Date, Map,
+// Set, RegExp, Error, ArrayBuffer, DataView, typed array, class instance, undefined, sparse
+// array, cycle, an object reached twice…) crosses as V8's structured-clone bytes, the format
+// postMessage uses (`v8.Serializer`), which the native side carries as they are
+// (`Params::Cloned`, `Value::Cloned`) and the JavaScript thread at the other end reads back.
+//
+// When: lib/pool.js sends the params of a call this way only when lib/params.js refused them
+// as plain data and the method is not a native command (or a transfer list was given); a
+// serving thread (lib/serve.js) sends a result this way only when the native conversion
+// refused it. Plain data keeps its paths (packed tape, value by value, JSON text): nothing
+// changes for it, and native commands keep their plain-data contract.
+//
+// The bytes: V8's header, then the moved ArrayBuffers (a count, then each one's length and
+// bytes), then the value, whose moved buffers V8 wrote as references to them. The sender
+// detaches a moved buffer once its bytes are written, as postMessage does. Copies of a moved
+// buffer's bytes: into the serializer's Buffer (1), into native memory when the call crosses
+// (2), into the receiver's Buffer of the message (3), into the receiver's new ArrayBuffer (4);
+// a buffer that is not moved is copied the same way, inside the value. Node-API cannot hand a
+// detached ArrayBuffer's memory to another thread (V8 frees it with the buffer), so no copy is
+// saved by moving: `transfer` keeps postMessage's meaning (the sender loses the buffer).
+//
+// Reading is total: bytes that do not read back (they cannot be, unless memory was corrupted)
+// throw here, inside the caller's try, and the call settles with an error; a length read from
+// the bytes never sizes an allocation before that many bytes were found there.
+
+const v8 = require('node:v8');
+const { types } = require('node:util');
+const { RpcError, CODES } = require('./errors.js');
+
+/**
+ * A value structured clone cannot carry (a function, a symbol, a WeakMap, a Proxy, a
+ * SharedArrayBuffer outside a plain call…): an RpcError InvalidParams named as postMessage's
+ * DOMException is, `data.path` saying where it is in the user's terms (`params[0].handler`).
+ */
+class DataCloneError extends RpcError {
+  constructor(message, path) {
+    super(CODES.InvalidParams, message, path === undefined ? { name: 'DataCloneError' } : { name: 'DataCloneError', path });
+    this.name = 'DataCloneError';
+  }
+}
+
+/** What V8's serializer throws for a value it cannot clone (Serializer#_getDataCloneError). */
+class Uncloneable extends Error {}
+const uncloneable = (message) => new Uncloneable(message);
+
+/** A handler's result with the ArrayBuffers it moves (`transfer(value, list)`; Piscina.move in results). */
+class Transfer {
+  constructor(value, list) {
+    this.value = value;
+    this.list = list;
+  }
+}
+
+/** `value`, to be sent with the ArrayBuffers of `list` moved rather than copied (a handler's result). */
+function transfer(value, list) {
+  return new Transfer(value, list);
+}
+
+/** Thrown by `serialize` when the only obstacle is a SharedArrayBuffer: the call may go value by value. */
+const SHARED = Symbol('shared memory');
+
+/**
+ * The structured-clone bytes of `value` (a Buffer), moving the ArrayBuffers of `list`. `where`
+ * names the value in errors ('params', 'result'). Throws a DataCloneError naming what cannot be
+ * carried, SHARED when that is only shared memory, or what a getter or Proxy trap threw.
+ */
+function serialize(value, list, where) {
+  const moved = movedBuffers(list);
+  const s = new v8.Serializer();
+  s._getDataCloneError = uncloneable;
+  s.writeHeader();
+  for (let i = 0; i < moved.length; i++) s.transferArrayBuffer(i, moved[i]);
+  s.writeUint32(moved.length);
+  for (const buffer of moved) {
+    const n = buffer.byteLength;
+    s.writeUint64(Math.floor(n / 2 ** 32), n >>> 0);
+    s.writeRawBytes(new Uint8Array(buffer));
+  }
+  try {
+    s.writeValue(value);
+  } catch (e) {
+    // V8's own refusal (shared memory is refused without asking _getDataCloneError), or else
+    // what a getter or a Proxy trap threw, which the caller gets as it is.
+    if (!(e instanceof Uncloneable) && !(e instanceof Error && / could not be cloned\.$/.test(e.message))) throw e;
+    const culprit = firstUncloneable(value, where);
+    if (culprit === null) throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
+    if (culprit.shared) throw SHARED;
+    throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
+  }
+  const bytes = s.releaseBuffer();
+  for (const buffer of moved) detach(buffer);
+  return bytes;
+}
+
+/** The ArrayBuffers of a transfer list, checked as postMessage checks them. */
+function movedBuffers(list) {
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) throw new DataCloneError('a transfer list must be an array of ArrayBuffers');
+  const moved = [];
+  for (let i = 0; i < list.length; i++) {
+    const item = list[i];
+    if (!types.isArrayBuffer(item)) {
+      const what = types.isSharedArrayBuffer(item) ? 'a SharedArrayBuffer (shared, never moved)' : describeKind(item);
+      throw new DataCloneError(`transferList[${i}] is ${what}: only ArrayBuffers can be moved`, `transferList[${i}]`);
+    }
+    if (moved.includes(item)) throw new DataCloneError(`transferList[${i}] is listed twice`, `transferList[${i}]`);
+    if (isDetached(item)) throw new DataCloneError(`transferList[${i}] is a detached ArrayBuffer`, `transferList[${i}]`);
+    moved.push(item);
+  }
+  return moved;
+}
+
+function isDetached(buffer) {
+  if (typeof buffer.detached === 'boolean') return buffer.detached;
+  // Node 20 has no `detached`: a detached buffer has length 0 and cannot be sliced.
+  if (buffer.byteLength !== 0) return false;
+  try {
+    buffer.slice(0);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** Detaches `buffer` on this thread, as postMessage does to what it moves (V8 moves its memory away). */
+function detach(buffer) {
+  structuredClone(buffer, { transfer: [buffer] });
+}
+
+/** The value `bytes` (from `serialize`) holds. Throws when they do not read back. */
+function deserialize(bytes) {
+  const d = new v8.Deserializer(bytes);
+  d.readHeader();
+  const n = d.readUint32();
+  // Each buffer takes bytes of its own (its length at least), so `n` bounds nothing here.
+  for (let i = 0; i < n; i++) {
+    const [high, low] = d.readUint64();
+    const raw = d.readRawBytes(high * 2 ** 32 + low); // throws past the end: nothing allocated yet
+    const buffer = new ArrayBuffer(raw.length);
+    new Uint8Array(buffer).set(raw);
+    d.transferArrayBuffer(i, buffer);
+  }
+  return d.readValue();
+}
+
+/**
+ * The place of the first value inside `root` that structured clone refuses, depth first in
+ * the serializer's order, and what it is; null when none is found. Reads what the serializer
+ * read (own enumerable string keys, Map and Set entries): a getter that throws here threw
+ * there first.
+ */
+function firstUncloneable(root, where) {
+  const seen = new Set();
+  const stack = [[root, where]];
+  while (stack.length > 0) {
+    const [v, path] = stack.pop();
+    if (typeof v === 'function') return { path, what: 'is a function' };
+    if (typeof v === 'symbol') return { path, what: 'is a symbol' };
+    if (v === null || typeof v !== 'object' || seen.has(v)) continue;
+    seen.add(v);
+    if (types.isProxy(v)) return { path, what: 'is a Proxy' };
+    if (types.isSharedArrayBuffer(v)) return { path, what: 'is a SharedArrayBuffer', shared: true };
+    if (ArrayBuffer.isView(v)) {
+      if (types.isSharedArrayBuffer(v.buffer)) return { path, what: 'is a view over a SharedArrayBuffer', shared: true };
+      continue;
+    }
+    if (types.isWeakMap(v) || types.isWeakSet(v) || types.isPromise(v) || v instanceof WeakRef) {
+      return { path, what: `is ${describeKind(v)}` };
+    }
+    const children = [];
+    if (types.isMap(v)) {
+      let i = 0;
+      for (const [key, item] of v) {
+        children.push([key, `${path}.keys()[${i}]`], [item, `${path}.get(${keyText(key, i)})`]);
+        i++;
+      }
+    } else if (types.isSet(v)) {
+      let i = 0;
+      for (const item of v) children.push([item, `${path}.values()[${i++}]`]);
+    } else {
+      if (types.isNativeError(v) && Object.hasOwn(v, 'cause')) children.push([v.cause, `${path}.cause`]);
+      for (const key of Object.keys(v)) children.push([v[key], `${path}${property(key)}`]);
+    }
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
+  }
+  return null;
+}
+
+/** A Map key as a path shows it: a string or number as such, anything else by its place. */
+function keyText(key, i) {
+  if (typeof key === 'string') return JSON.stringify(key);
+  if (typeof key === 'number') return String(key);
+  return `<key ${i}>`;
+}
+
+/** `.name`, `[0]` or `["odd key"]`. */
+function property(key) {
+  if (/^(?:0|[1-9]\d*)$/.test(key)) return `[${key}]`;
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+function describeKind(v) {
+  if (v === null) return 'null';
+  if (typeof v !== 'object') return `a ${typeof v}`;
+  const name = v.constructor?.name;
+  return typeof name === 'string' && name !== '' ? `a ${name}` : 'an object';
+}
+
+module.exports = { serialize, deserialize, DataCloneError, Transfer, transfer, SHARED };
