@@ -129,6 +129,48 @@ function detach(buffer) {
   structuredClone(buffer, { transfer: [buffer] });
 }
 
+/**
+ * Whether `root`, an object, must travel as structured clone to arrive as it is: it reaches an
+ * object twice (JSON would send two copies), or holds something that is not plain data (a
+ * Date, a class instance, undefined…; the native conversion would refuse or change it). Reads
+ * own enumerable keys as the conversion does; a getter that throws makes the answer true (the
+ * serializer then meets the throw and reports it). Walks plain data only once.
+ */
+function needsClone(root) {
+  const seen = new Set();
+  const stack = [root];
+  try {
+    while (stack.length > 0) {
+      const v = stack.pop();
+      if (seen.has(v)) return true;
+      seen.add(v);
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          if (!(i in v)) return true;
+          if (pushed(v[i], stack)) return true;
+        }
+        continue;
+      }
+      // Bytes and shared views: the native conversion carries them as they are (a Uint8Array
+      // copied, a view over a SharedArrayBuffer by reference), so they are plain here.
+      if (ArrayBuffer.isView(v) && (types.isUint8Array(v) || types.isSharedArrayBuffer(v.buffer))) continue;
+      const proto = Object.getPrototypeOf(v);
+      if ((proto !== Object.prototype && proto !== null) || types.isProxy(v)) return true;
+      for (const key of Object.keys(v)) if (pushed(v[key], stack)) return true;
+    }
+  } catch {
+    return true;
+  }
+  return false;
+}
+
+/** Pushes an object item on the walk's stack; true when the item is not plain data by itself. */
+function pushed(item, stack) {
+  if (item === undefined || typeof item === 'function' || typeof item === 'symbol') return true;
+  if (item !== null && typeof item === 'object') stack.push(item);
+  return false;
+}
+
 /** The value `bytes` (from `serialize`) holds. Throws when they do not read back. */
 function deserialize(bytes) {
   const d = new v8.Deserializer(bytes);
@@ -208,4 +250,4 @@ function describeKind(v) {
   return typeof name === 'string' && name !== '' ? `a ${name}` : 'an object';
 }
 
-module.exports = { serialize, deserialize, DataCloneError, Transfer, transfer, SHARED };
+module.exports = { serialize, deserialize, needsClone, DataCloneError, Transfer, transfer, SHARED };

@@ -110,9 +110,12 @@ function pack(v, depth) {
       room(1);
       tape[at++] = v ? TRUE : FALSE;
       return 1;
-    // undefined (an array item, a hole; an object's is refused before) is not plain: JSON would
-    // send null. Value by value, native commands get null for it, as before; JavaScript gets it
-    // as it is (lib/clone.js).
+    case 'undefined': // an array item or a hole (an object's is refused before): null, as value by value
+      // (JavaScript handlers get it as it is: lib/pool.js sends such params as structured clone).
+      sawUndefined = true;
+      room(1);
+      tape[at++] = NULL;
+      return 1;
     case 'object':
       if (v === null) {
         room(1);
@@ -254,6 +257,8 @@ let walking = false;
  */
 function wireParams(params) {
   refused = true; // as far as the caller knows: the walk below may not run
+  sawUndefined = false;
+  tooMany = false;
   if (walking) return [params, 0, undefined];
   // A call started while the previous one's tape is still lent (a listener that calls the
   // pool from inside the call's start) gets a tape of its own.
@@ -285,6 +290,7 @@ function wireParams(params) {
   if (size < 0 || (size < contract.jsonMinValues && objects < 2)) {
     clearWalk();
     if (size === TOO_MANY) {
+      tooMany = true;
       // Walked no further than that: a value that reaches one object many times may hold 2^64.
       throw new RpcError(CODES.InvalidParams, `params hold more than the ${JSON_MAX_VALUES} values a call may carry: pass bulk data in a SharedArrayBuffer`);
     }
@@ -309,10 +315,25 @@ function wireParams(params) {
   return [first, flags | PACKED_AFTER_STRING | (NOT_LATIN1.test(first) ? 0 : FIRST_LATIN1), tape, sent];
 }
 
-/** True when the last wireParams found values that are not plain data (they crossed value by value). */
+/**
+ * True when the last wireParams found values that are not plain data (they crossed value by
+ * value), or undefined (an array item or a hole), which JSON would make null.
+ */
 let refused = false;
+let sawUndefined = false;
 function lastRefused() {
-  return refused;
+  return refused || sawUndefined;
+}
+
+/** True when the last wireParams threw for params holding more values than plain params may. */
+let tooMany = false;
+function lastTooMany() {
+  return tooMany;
+}
+
+/** True when the last wireParams's params held at least two objects or arrays (one may be in them twice). */
+function lastHeldObjects() {
+  return objects >= 3; // the params array counts
 }
 
 /** The native call that got wireParams's tape has returned: the tape may be written again. */
@@ -327,4 +348,4 @@ const PACKED_LATIN1 = contract.callFlags.packed | contract.callFlags.packedLatin
 const PACKED_AFTER_STRING = contract.callFlags.packedAfterString;
 const FIRST_LATIN1 = contract.callFlags.firstLatin1;
 
-module.exports = { wireParams, released, lastRefused };
+module.exports = { wireParams, released, lastRefused, lastHeldObjects, lastTooMany };

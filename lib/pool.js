@@ -10,8 +10,8 @@ const { CODES, rejected, describe, errorText } = require('./errors.js');
 const { validateOptions, nativeOptions } = require('./options.js');
 const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, kExplain, channel } = require('./calls.js');
-const { wireParams, released, lastRefused } = require('./params.js');
-const { serialize, SHARED, DataCloneError } = require('./clone.js');
+const { wireParams, released, lastRefused, lastHeldObjects, lastTooMany } = require('./params.js');
+const { serialize, needsClone, SHARED, DataCloneError } = require('./clone.js');
 const { map } = require('./map.js');
 const { finishRender } = require('./render.js');
 const { Server, kFullErrors } = require('./serve.js');
@@ -40,6 +40,7 @@ class Pool extends EventEmitter {
   #notifying = false;
   #servers = [];
   #workers = null;
+  #isShared = false;
 
   /**
    * @param {object} [options] threads, strategy, maxQueue, onFull, timeout; with `filename`, a
@@ -53,6 +54,7 @@ class Pool extends EventEmitter {
       this.#native = handing;
       handing = null;
       this.#call = this.#native.caller();
+      this.#isShared = this.#native.isShared;
       return;
     }
     this.options = validateOptions(options);
@@ -306,7 +308,10 @@ class Pool extends EventEmitter {
 
   /** Whether calls to `method` reach JavaScript (a task file's function, a served method), not a native command. */
   #servedByJs(method) {
-    return this.#workers !== null || (typeof method === 'string' && !this.#native.runsNatively(method));
+    if (this.#workers !== null) return true;
+    // A private pool of native threads serves JavaScript only through this handle's serve().
+    if (this.#servers.length === 0 && !this.#isShared) return false;
+    return typeof method === 'string' && !this.#native.runsNatively(method);
   }
 
   #submit(method, params, timeout, signal, onProgress, extraFlags = 0, transfer = undefined) {
@@ -315,20 +320,30 @@ class Pool extends EventEmitter {
     let tape;
     let text;
     try {
-      [sent, flags, tape, text] = wireParams(params);
-      // Params that are not plain data, for a method served by JavaScript, cross as structured
-      // clone does (lib/clone.js); so do the params of a call that moves ArrayBuffers. Those
-      // holding shared memory go on value by value (shared views travel by reference there).
-      if ((transfer !== undefined || (tape === undefined && lastRefused())) && this.#servedByJs(method)) {
+      let tooMany = null;
+      try {
+        [sent, flags, tape, text] = wireParams(params);
+      } catch (e) {
+        if (!lastTooMany()) throw e;
+        tooMany = e; // structured clone carries them (an object reached many times once)
+        [sent, flags, tape, text] = [params, 0, undefined, undefined];
+      }
+      // Params that are not plain data (or hold undefined, which JSON makes null, or an object
+      // twice, which it copies, or more values than plain params may hold), for a method
+      // served by JavaScript, cross as structured clone does (lib/clone.js); so do the params
+      // of a call that moves ArrayBuffers. Those holding shared memory go on value by value
+      // (shared views travel by reference there).
+      const clone = tooMany !== null || transfer !== undefined || lastRefused() || (lastHeldObjects() && needsClone(params));
+      if (clone && this.#servedByJs(method)) {
         try {
           const bytes = serialize(params, transfer, 'params');
           if (tape !== undefined) released();
           [sent, flags, tape, text] = [bytes, CLONED, undefined, undefined];
         } catch (e) {
           if (e !== SHARED) throw e;
-          if (transfer !== undefined) throw new DataCloneError('params hold shared memory, which travels only in calls that move no ArrayBuffer');
+          if (transfer !== undefined || tooMany !== null) throw new DataCloneError('params hold shared memory, which travels only in plain calls that move no ArrayBuffer');
         }
-      }
+      } else if (tooMany !== null) throw tooMany;
     } catch (e) {
       if (tape !== undefined) released();
       return Promise.reject(e);

@@ -9,7 +9,7 @@ const { contract } = require('./native.js');
 const { errorText } = require('./errors.js');
 const { after } = require('./timer.js');
 const views = require('./views.js');
-const { serialize, deserialize, DataCloneError, Transfer } = require('./clone.js');
+const { serialize, deserialize, needsClone, DataCloneError, Transfer, SHARED } = require('./clone.js');
 
 // How long a serving thread runs drain cycles (and polls for calls), all its servers together,
 // before its event loop gets a turn.
@@ -341,10 +341,12 @@ class Server {
     try {
       if (ok) {
         if (value instanceof Transfer) more = this.#completeCloned(token, value.value, value.list);
+        else if (value !== null && typeof value === 'object' && needsClone(value)) more = this.#completeCloned(token, value, undefined);
         else {
           more = this.#native.complete(token, value, true);
-          // Refused as plain data: the caller is JavaScript, so it goes as structured clone.
-          if (typeof more !== 'boolean') more = this.#completeCloned(token, value, undefined);
+          // Refused as plain data (`more` says why): the caller is JavaScript, so it goes as
+          // structured clone.
+          if (typeof more === 'string') more = this.#completeCloned(token, value, undefined, more);
         }
       } else {
         const [message, data] = errorParts(value, this.#fullErrors ? MAX_CAUSES : 0);
@@ -364,16 +366,19 @@ class Server {
 
   /**
    * Completes job `token` with `value` as structured-clone bytes, moving the ArrayBuffers of
-   * `list`; what structured clone cannot carry fails it with a DataCloneError naming the place,
-   * and what a getter or Proxy trap throws meanwhile fails it as if the handler had thrown it.
+   * `list`. What structured clone cannot carry fails it with a DataCloneError naming the place;
+   * a getter or Proxy trap that throws meanwhile fails it with `refused` (the native
+   * conversion's words for the same throw, naming the place), or, for a value that never met
+   * the conversion, as if the handler had thrown it.
    */
-  #completeCloned(token, value, list) {
+  #completeCloned(token, value, list, refused) {
     let bytes;
     try {
       bytes = serialize(value, list, 'result');
     } catch (e) {
-      if (e instanceof DataCloneError) return this.#native.refuse(token, e.message);
-      if (typeof e === 'symbol') return this.#native.refuse(token, 'result holds shared memory, which a result cannot carry');
+      if (e instanceof DataCloneError) return this.#native.refuse(token, e.message, true);
+      if (e === SHARED) return this.#native.refuse(token, 'result holds shared memory, which a result cannot carry', true);
+      if (refused !== undefined) return this.#native.refuse(token, refused, false);
       const [message, data] = errorParts(e, this.#fullErrors ? MAX_CAUSES : 0);
       return this.#native.fail(token, message, data);
     }

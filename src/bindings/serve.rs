@@ -420,9 +420,10 @@ impl NativeServer {
 
     /// The handler of job `token` returned `value`. True when jobs wait and a handler slot is
     /// free: call `take()`. With `cloneable` (lib/serve.js), a value the conversion refuses
-    /// (a Date, a Map, a cycle, a function…) settles nothing and answers `null`: the caller
-    /// is JavaScript, so lib/serve.js sends it as structured-clone bytes (`completeCloned`),
-    /// or refuses it with the place of what structured clone cannot carry either.
+    /// (a Date, a Map, a cycle, a function…) settles nothing and answers why (a string): the
+    /// caller is JavaScript, so lib/serve.js sends it as structured-clone bytes
+    /// (`completeCloned`), or refuses it (`refuse`) with the place of what structured clone
+    /// cannot carry either, or with this answer when reading it threw.
     #[napi(catch_unwind)]
     pub fn complete(
         &self,
@@ -430,7 +431,7 @@ impl NativeServer {
         token: f64,
         value: Unknown,
         cloneable: Option<bool>,
-    ) -> Option<bool> {
+    ) -> Either<bool, String> {
         let mut from = FromJs::new(env.raw());
         from.refuse_undefined = cloneable == Some(true);
         let mut path = String::from("result");
@@ -443,11 +444,11 @@ impl NativeServer {
             Ok(v) => Ok(v),
             // SAFETY: a Node-API callback on this env's JS thread. Its thread is being terminated:
             // the job stays running, and the server's departure settles it with ServerGone.
-            Err(_) if !unsafe { convert::can_run_js(env.raw()) } => return Some(false),
-            Err(_) if cloneable == Some(true) => return None,
+            Err(_) if !unsafe { convert::can_run_js(env.raw()) } => return Either::A(false),
+            Err(why) if cloneable == Some(true) => return Either::B(why),
             Err(why) => Err(RpcError::invalid_params(why)),
         };
-        Some(
+        Either::A(
             self.ctx
                 .pool
                 .complete(&self.ctx.server, self::token(token), outcome),
@@ -474,14 +475,18 @@ impl NativeServer {
             .complete(&self.ctx.server, self::token(token), outcome)
     }
 
-    /// The handler of job `token` returned a value structured clone cannot carry either:
-    /// the call settles with InvalidParams, `why` naming the place, and data
-    /// `{ name: 'DataCloneError' }` (lib/clone.js makes its error again on the caller's side).
+    /// The handler of job `token` returned a value that cannot be sent: the call settles with
+    /// InvalidParams, `why` naming the place; with `data_clone` (structured clone cannot carry
+    /// it either), with data `{ name: 'DataCloneError' }`, which lib/calls.js makes a
+    /// DataCloneError of on the caller's side.
     #[napi(catch_unwind)]
-    pub fn refuse(&self, token: f64, why: String) -> bool {
-        let mut data = Map::new();
-        data.push_unique("name".into(), Value::String("DataCloneError".into()));
-        let e = RpcError::invalid_params(why).with_data(Value::Object(data));
+    pub fn refuse(&self, token: f64, why: String, data_clone: bool) -> bool {
+        let mut e = RpcError::invalid_params(why);
+        if data_clone {
+            let mut data = Map::new();
+            data.push_unique("name".into(), Value::String("DataCloneError".into()));
+            e = e.with_data(Value::Object(data));
+        }
         self.ctx
             .pool
             .complete(&self.ctx.server, self::token(token), Err(e))
