@@ -482,6 +482,18 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     expect(await pool.exec('args', 1, 'two', { three: 3 })).toEqual([1, 'two', { three: 3 }]);
   });
 
+  test('a task-file pool with native threads clones for its workers and keeps native commands plain', async () => {
+    const mixed = new Pool({ filename: task('values-beside-native.js'), threads: 1, nativeThreads: 1 });
+    try {
+      const [d] = await mixed.exec('args', { at: new Date(3) });
+      expect(util.types.isDate(d.at) && d.at.getTime()).toBe(3);
+      const e = await rejection(mixed.exec('square_sum', new Date(0)), RpcError);
+      expect([e.code, e.message]).toEqual([C.InvalidParams, expect.stringContaining('params[0] is a Date')]);
+    } finally {
+      await mixed.close();
+    }
+  });
+
   test('native commands keep refusing what JSON cannot carry', async () => {
     const native = new Pool({ threads: 1 });
     try {

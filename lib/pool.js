@@ -308,9 +308,13 @@ class Pool extends EventEmitter {
 
   /** Whether calls to `method` reach JavaScript (a task file's function, a served method), not a native command. */
   #servedByJs(method) {
-    if (this.#workers !== null) return true;
-    // A private pool of native threads serves JavaScript only through this handle's serve().
-    if (this.#servers.length === 0 && !this.#isShared) return false;
+    if (this.#workers !== null) {
+      // A task-file pool's methods are its workers', unless it runs native threads beside them.
+      if (this.options.nativeThreads === 0) return true;
+    } else if (this.#servers.length === 0 && !this.#isShared) {
+      // A private pool of native threads serves JavaScript only through this handle's serve().
+      return false;
+    }
     return typeof method === 'string' && !this.#native.runsNatively(method);
   }
 
