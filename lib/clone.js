@@ -152,10 +152,16 @@ function needsClone(root) {
         continue;
       }
       // Bytes and shared views: the native conversion carries them as they are (a Uint8Array
-      // copied, a view over a SharedArrayBuffer by reference), so they are plain here.
-      if (ArrayBuffer.isView(v) && (types.isUint8Array(v) || types.isSharedArrayBuffer(v.buffer))) continue;
+      // copied, a view over a SharedArrayBuffer by reference), so they are plain here; other
+      // views, and String objects, are not, whatever their prototype (never listed index by
+      // index: 2^30 of them).
+      if (ArrayBuffer.isView(v)) {
+        if (types.isUint8Array(v) || types.isSharedArrayBuffer(v.buffer)) continue;
+        return true;
+      }
+      if (types.isBoxedPrimitive(v) || types.isAnyArrayBuffer(v) || types.isProxy(v)) return true;
       const proto = Object.getPrototypeOf(v);
-      if ((proto !== Object.prototype && proto !== null) || types.isProxy(v)) return true;
+      if (proto !== Object.prototype && proto !== null) return true;
       for (const key of Object.keys(v)) if (pushed(v[key], stack)) return true;
     }
   } catch {

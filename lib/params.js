@@ -69,6 +69,10 @@ let shapeBase = 0;
 const SHAPE_KEYS_KEPT = 1024;
 /** A first key longer than this names no shape: the map, kept between calls, holds no long key. */
 const SHAPE_KEY_MAX = 64;
+/** The objects walked so far, when the params go to JavaScript (see wireParams); else null. */
+let seen = null;
+const seenSet = new Set();
+
 /** True when Object.prototype has enumerable keys: for-in then lists them, JSON does not. */
 let inherited = false;
 
@@ -132,6 +136,11 @@ function pack(v, depth) {
 function packObject(v, depth) {
   if (depth >= contract.jsonMaxDepth || typeof v.toJSON === 'function') return -1;
   objects++;
+  if (seen !== null) {
+    // An object met twice: JSON would send two copies; structured clone keeps it one.
+    if (seen.has(v)) return -1;
+    seen.add(v);
+  }
   if (Array.isArray(v)) return packArray(v, depth, 0);
   let n = 1;
   const proto = Object.getPrototypeOf(v);
@@ -216,6 +225,10 @@ function sameKeys(shape, first, count) {
 function clearWalk() {
   text = '';
   nk = 0;
+  if (seen !== null) {
+    seen.clear();
+    seen = null;
+  }
   if (nShapes > 0) {
     for (let i = 0; i < nShapes; i++) shapes[i] = null;
     nShapes = 0;
@@ -254,8 +267,10 @@ let walking = false;
  * module's, reused: call released() once the native call has returned (it copies what it
  * needs). Params whose strings are longer together than one string can be cross value by value. Throws an RpcError InvalidParams when the params cannot
  * be sent (more values than a call may carry, a String object with a replaced prototype).
+ * `toJs`: the params go to JavaScript (a task file's function): an object met twice makes them
+ * not plain (so that lib/pool.js sends them as structured clone, which keeps it one object).
  */
-function wireParams(params) {
+function wireParams(params, toJs = false) {
   refused = true; // as far as the caller knows: the walk below may not run
   sawUndefined = false;
   tooMany = false;
@@ -270,6 +285,7 @@ function wireParams(params) {
   try {
     budget = JSON_MAX_VALUES - 1;
     objects = 0;
+    seen = toJs ? seenSet : null;
     at = HEADER;
     inherited = hasInheritedKeys();
     // A leading string (a template) travels apart, as it is: copied into the text, it would
@@ -331,10 +347,6 @@ function lastTooMany() {
   return tooMany;
 }
 
-/** True when the last wireParams's params held at least two objects or arrays (one may be in them twice). */
-function lastHeldObjects() {
-  return objects >= 3; // the params array counts
-}
 
 /** The native call that got wireParams's tape has returned: the tape may be written again. */
 function released() {
@@ -348,4 +360,4 @@ const PACKED_LATIN1 = contract.callFlags.packed | contract.callFlags.packedLatin
 const PACKED_AFTER_STRING = contract.callFlags.packedAfterString;
 const FIRST_LATIN1 = contract.callFlags.firstLatin1;
 
-module.exports = { wireParams, released, lastRefused, lastHeldObjects, lastTooMany };
+module.exports = { wireParams, released, lastRefused, lastTooMany };

@@ -10,8 +10,8 @@ const { CODES, rejected, describe, errorText } = require('./errors.js');
 const { validateOptions, nativeOptions } = require('./options.js');
 const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, kExplain, channel } = require('./calls.js');
-const { wireParams, released, lastRefused, lastHeldObjects, lastTooMany } = require('./params.js');
-const { serialize, needsClone, SHARED, DataCloneError } = require('./clone.js');
+const { wireParams, released, lastRefused, lastTooMany } = require('./params.js');
+const { serialize, SHARED, DataCloneError } = require('./clone.js');
 const { map } = require('./map.js');
 const { finishRender } = require('./render.js');
 const { Server, kFullErrors } = require('./serve.js');
@@ -326,7 +326,8 @@ class Pool extends EventEmitter {
     try {
       let tooMany = null;
       try {
-        [sent, flags, tape, text] = wireParams(params);
+        // A task-file pool's params go to JavaScript: the walk looks for objects met twice too.
+        [sent, flags, tape, text] = wireParams(params, this.#workers !== null);
       } catch (e) {
         if (!lastTooMany()) throw e;
         tooMany = e; // structured clone carries them (an object reached many times once)
@@ -337,7 +338,7 @@ class Pool extends EventEmitter {
       // served by JavaScript, cross as structured clone does (lib/clone.js); so do the params
       // of a call that moves ArrayBuffers. Those holding shared memory go on value by value
       // (shared views travel by reference there).
-      const clone = tooMany !== null || transfer !== undefined || lastRefused() || (lastHeldObjects() && needsClone(params));
+      const clone = tooMany !== null || transfer !== undefined || lastRefused();
       if (clone && this.#servedByJs(method)) {
         try {
           const bytes = serialize(params, transfer, 'params');

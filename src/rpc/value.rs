@@ -498,7 +498,7 @@ impl PartialEq for Value {
             (Array(a), Array(b)) => a == b,
             (Object(a), Object(b)) => a == b,
             (View(a), View(b)) => a.same_memory(b),
-            (Bytes(a), Bytes(b)) | (Buffer(a), Buffer(b)) => a == b,
+            (Bytes(a), Bytes(b)) | (Buffer(a), Buffer(b)) | (Cloned(a), Cloned(b)) => a == b,
             (BigInt(a), BigInt(b)) => a == b,
             (Function(a), Function(b)) => a == b,
             (Pending(a), Pending(b)) => std::sync::Arc::ptr_eq(&a.0, &b.0),
