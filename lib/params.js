@@ -72,6 +72,8 @@ const SHAPE_KEY_MAX = 64;
 /** The objects walked so far, when the params go to JavaScript (see wireParams); else null. */
 let seen = null;
 const seenSet = new Set();
+/** The first object the walk met below the params array (see packObject). */
+let solo = null;
 
 /** True when Object.prototype has enumerable keys: for-in then lists them, JSON does not. */
 let inherited = false;
@@ -136,10 +138,14 @@ function pack(v, depth) {
 function packObject(v, depth) {
   if (depth >= contract.jsonMaxDepth || typeof v.toJSON === 'function') return -1;
   objects++;
-  if (seen !== null) {
-    // An object met twice: JSON would send two copies; structured clone keeps it one.
-    if (seen.has(v)) return -1;
-    seen.add(v);
+  if (seen !== null && depth > 0) {
+    // An object met twice: JSON would send two copies; structured clone keeps it one. (The
+    // first object is only remembered: most params hold one, and pay no set for it.)
+    if (solo === null) solo = v;
+    else {
+      if (v === solo || seen.has(v)) return -1;
+      seen.add(v);
+    }
   }
   if (Array.isArray(v)) return packArray(v, depth, 0);
   let n = 1;
@@ -226,8 +232,9 @@ function clearWalk() {
   text = '';
   nk = 0;
   if (seen !== null) {
-    seen.clear();
+    if (seen.size > 0) seen.clear();
     seen = null;
+    solo = null;
   }
   if (nShapes > 0) {
     for (let i = 0; i < nShapes; i++) shapes[i] = null;

@@ -20,6 +20,7 @@ const { syncBuiltinESMExports } = require('node:module');
 const { pathToFileURL } = require('node:url');
 const { performance } = require('node:perf_hooks');
 const fs = require('node:fs');
+const { types } = require('node:util');
 const os = require('node:os');
 const { KEY, WORKER_MARK, RESULT, isMoved, kValue, kTransferable } = require('./piscina-common.js');
 const { transfer } = require('./clone.js');
@@ -124,7 +125,12 @@ exports.piscina = async function piscina(filename, name, hasTask, ...rest) {
     const handler = await handlerFor(filename, name);
     const result = await handler(task);
     // A result Piscina.move() wrapped goes as its value, its buffer moved (detached here).
-    if (isMoved(result)) return transfer([performance.now() - started, result[kValue]], [result[kTransferable]]);
+    if (isMoved(result)) {
+      const buffer = result[kTransferable];
+      const ms = performance.now() - started;
+      // Only an ArrayBuffer moves; anything else Piscina.move() wrapped is copied.
+      return types.isArrayBuffer(buffer) ? transfer([ms, result[kValue]], [buffer]) : [ms, result[kValue]];
+    }
     // undefined would cross as null: it crosses as an absent third element.
     return result === undefined ? [performance.now() - started] : [performance.now() - started, result];
   } catch (e) {

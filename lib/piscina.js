@@ -7,6 +7,7 @@
 
 const { EventEmitter } = require('node:events');
 const path = require('node:path');
+const { types } = require('node:util');
 const os = require('node:os');
 const { fileURLToPath } = require('node:url');
 const { performance, createHistogram } = require('node:perf_hooks');
@@ -326,7 +327,10 @@ class Piscina extends EventEmitter {
     // What transferList and Piscina.move() name is moved (detached here), as postMessage does.
     let transfer = transferList === undefined ? undefined : transferList.map(transferred);
     if (isMoved(task)) {
-      transfer = [...(transfer ?? []), transferred(task)];
+      // Only an ArrayBuffer moves: anything else Piscina.move() wrapped is copied, as corepool
+      // always did (postMessage would refuse it).
+      const buffer = transferred(task);
+      if (types.isArrayBuffer(buffer) && !transfer?.includes(buffer)) transfer = [...(transfer ?? []), buffer];
       task = task[kValue];
     }
     const params = task === undefined ? [filename, name, 0] : [filename, name, 1, task];
@@ -517,7 +521,7 @@ class Piscina extends EventEmitter {
     return ((this.#runTime.mean / 1000) * this.#runTime.count) / capacity;
   }
 
-  /** Piscina's `move()`: marks `value` to be moved rather than copied (corepool copies it: see docs/piscina.md). */
+  /** Piscina's `move()`: marks `value` to be moved rather than copied (its ArrayBuffer is detached here; docs/values.md). */
   static move(val) {
     if (val != null && typeof val === 'object') {
       if (!isTransferable(val)) {
