@@ -83,7 +83,8 @@ function serialize(value, list, where) {
   } catch (e) {
     // V8's own refusal (shared memory is refused without asking _getDataCloneError), or else
     // what a getter or a Proxy trap threw, which the caller gets as it is.
-    if (!(e instanceof Uncloneable) && !(e instanceof Error && / could not be cloned\.$/.test(e.message))) throw e;
+    // (Tested by its kind, not instanceof: V8 makes its errors in the process's main realm.)
+    if (!(e instanceof Uncloneable) && !(types.isNativeError(e) && / could not be cloned\.$/.test(e.message))) throw e;
     const culprit = firstUncloneable(value, where);
     if (culprit === null) throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
     if (culprit.shared) throw SHARED;
