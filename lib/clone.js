@@ -134,13 +134,12 @@ function detach(buffer) {
  * Whether `root`, an object, must travel as structured clone to arrive as it is: it reaches an
  * object twice (JSON would send two copies), or holds something that is not plain data (a
  * Date, a class instance, undefined…; the native conversion would refuse or change it). Reads
- * own enumerable keys as the conversion does; a getter that throws makes the answer true (the
- * serializer then meets the throw and reports it). Walks plain data only once.
+ * own enumerable keys as the conversion does; what a getter or a Proxy trap throws is thrown.
  */
 function needsClone(root) {
   const seen = new Set();
   const stack = [root];
-  try {
+  {
     while (stack.length > 0) {
       const v = stack.pop();
       if (seen.has(v)) return true;
@@ -165,8 +164,6 @@ function needsClone(root) {
       if (proto !== Object.prototype && proto !== null) return true;
       for (const key of Object.keys(v)) if (pushed(v[key], stack)) return true;
     }
-  } catch {
-    return true;
   }
   return false;
 }

@@ -339,7 +339,8 @@ class Pool extends EventEmitter {
       // of a call that moves ArrayBuffers. Those holding shared memory go on value by value
       // (shared views travel by reference there).
       const clone = tooMany !== null || transfer !== undefined || lastRefused();
-      if (clone && this.#servedByJs(method)) {
+      // (pool.render's calls, extraFlags, are the native renderer's: never cloned.)
+      if (clone && extraFlags === 0 && this.#servedByJs(method)) {
         try {
           const bytes = serialize(params, transfer, 'params');
           if (tape !== undefined) released();

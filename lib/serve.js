@@ -341,7 +341,7 @@ class Server {
     try {
       if (ok) {
         if (value instanceof Transfer) more = this.#completeCloned(token, value.value, value.list);
-        else if (value !== null && typeof value === 'object' && needsClone(value)) more = this.#completeCloned(token, value, undefined);
+        else if (value !== null && typeof value === 'object' && clonesBetter(value)) more = this.#completeCloned(token, value, undefined);
         else {
           more = this.#native.complete(token, value, true);
           // Refused as plain data (`more` says why): the caller is JavaScript, so it goes as
@@ -392,6 +392,18 @@ class Server {
     this.#native.depart();
     this.#native.unref();
     resolve();
+  }
+}
+
+/**
+ * Whether a handler's object result goes as structured clone (lib/clone.js's needsClone); when
+ * reading it throws, the native conversion reads it and names the place.
+ */
+function clonesBetter(value) {
+  try {
+    return needsClone(value);
+  } catch {
+    return false;
   }
 }
 
