@@ -12,12 +12,13 @@
 // refused it. Plain data keeps its paths (packed tape, value by value, JSON text): nothing
 // changes for it, and native commands keep their plain-data contract.
 //
-// The bytes: V8's header, then the moved ArrayBuffers (a count, then each one's length and
-// bytes), then the value, whose moved buffers V8 wrote as references to them. The sender
-// detaches a moved buffer once its bytes are written, as postMessage does. Copies of a moved
-// buffer's bytes: into the serializer's Buffer (1), into native memory when the call crosses
-// (2), into the receiver's Buffer of the message (3), into the receiver's new ArrayBuffer (4);
-// a buffer that is not moved is copied the same way, inside the value. Node-API cannot hand a
+// The bytes: a head of 8-byte numbers (how many ArrayBuffers are moved, then each one's
+// length), the moved buffers' bytes, then V8's bytes of the value (header included), whose
+// moved buffers V8 wrote as references to them. The sender detaches a moved buffer once its
+// bytes are written, as postMessage does. Copies of a moved buffer's bytes: into the message
+// (1), into native memory when the call crosses (2), into the receiver's Buffer of the message
+// (3), into the receiver's new ArrayBuffer (4); a buffer that is not moved is copied the same
+// way, inside V8's bytes. Node-API cannot hand a
 // detached ArrayBuffer's memory to another thread (V8 frees it with the buffer), so no copy is
 // saved by moving: `transfer` keeps postMessage's meaning (the sender loses the buffer).
 //
@@ -72,12 +73,6 @@ function serialize(value, list, where) {
   s._getDataCloneError = uncloneable;
   s.writeHeader();
   for (let i = 0; i < moved.length; i++) s.transferArrayBuffer(i, moved[i]);
-  s.writeUint32(moved.length);
-  for (const buffer of moved) {
-    const n = buffer.byteLength;
-    s.writeUint64(Math.floor(n / 2 ** 32), n >>> 0);
-    s.writeRawBytes(new Uint8Array(buffer));
-  }
   try {
     s.writeValue(value);
   } catch (e) {
@@ -90,8 +85,32 @@ function serialize(value, list, where) {
     if (culprit.shared) throw SHARED;
     throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
   }
-  const bytes = s.releaseBuffer();
+  const written = s.releaseBuffer();
+  if (moved.length === 0) return frame(written, moved);
+  const bytes = frame(written, moved);
   for (const buffer of moved) detach(buffer);
+  return bytes;
+}
+
+/**
+ * The message: a head of little-endian doubles (the number of moved buffers, then each one's
+ * length), the moved buffers' bytes, then V8's bytes of the value. One allocation of the exact
+ * size and one copy of each buffer (the serializer would grow its own buffer by doubling).
+ */
+function frame(written, moved) {
+  const head = 8 * (1 + moved.length);
+  let size = head + written.length;
+  for (const buffer of moved) size += buffer.byteLength;
+  const bytes = Buffer.allocUnsafeSlow(size);
+  const numbers = new DataView(bytes.buffer, bytes.byteOffset, head);
+  numbers.setFloat64(0, moved.length, true);
+  let at = head;
+  for (let i = 0; i < moved.length; i++) {
+    numbers.setFloat64(8 * (1 + i), moved[i].byteLength, true);
+    bytes.set(new Uint8Array(moved[i]), at);
+    at += moved[i].byteLength;
+  }
+  bytes.set(written, at);
   return bytes;
 }
 
@@ -177,17 +196,25 @@ function pushed(item, stack) {
 
 /** The value `bytes` (from `serialize`) holds. Throws when they do not read back. */
 function deserialize(bytes) {
-  const d = new v8.Deserializer(bytes);
-  d.readHeader();
-  const n = d.readUint32();
-  // Each buffer takes bytes of its own (its length at least), so `n` bounds nothing here.
-  for (let i = 0; i < n; i++) {
-    const [high, low] = d.readUint64();
-    const raw = d.readRawBytes(high * 2 ** 32 + low); // throws past the end: nothing allocated yet
-    const buffer = new ArrayBuffer(raw.length);
-    new Uint8Array(buffer).set(raw);
-    d.transferArrayBuffer(i, buffer);
+  const total = bytes.length;
+  if (total < 8) throw new RangeError('the cloned bytes are cut short');
+  const numbers = new DataView(bytes.buffer, bytes.byteOffset, total);
+  const n = numbers.getFloat64(0, true);
+  // Each moved buffer takes 8 bytes of the head at least: `n` is checked against what came
+  // before anything is sized by it.
+  if (!(Number.isInteger(n) && n >= 0 && 8 * (1 + n) <= total)) throw new RangeError('the cloned bytes have a bad head');
+  let at = 8 * (1 + n);
+  const moved = [];
+  for (let i = 1; i <= n; i++) {
+    const length = numbers.getFloat64(8 * i, true);
+    if (!(Number.isInteger(length) && length >= 0 && at + length <= total)) throw new RangeError('the cloned bytes have a bad length');
+    // One copy into an ArrayBuffer of its own (slice: no zero-filling first).
+    moved.push(bytes.buffer.slice(bytes.byteOffset + at, bytes.byteOffset + at + length));
+    at += length;
   }
+  const d = new v8.Deserializer(bytes.subarray(at));
+  d.readHeader();
+  for (let i = 0; i < moved.length; i++) d.transferArrayBuffer(i, moved[i]);
   return d.readValue();
 }
 
