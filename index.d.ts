@@ -197,6 +197,31 @@ export interface PoolStats {
   waitTime: Latency;
 }
 
+/**
+ * The context object of the diagnostics_channel TracingChannels `corepool:call`,
+ * `corepool:render` and `corepool:job` (start, end, asyncStart, asyncEnd, error; see
+ * docs/observability.md). `code` and `ms` are set before asyncStart; `result` or `error` as
+ * TracingChannel#tracePromise sets them.
+ */
+export interface CallEventContext {
+  /** exec, call, run, map, broadcast, request, handle; render; submit or run (a durable job). */
+  kind: string;
+  /** The method as the caller gave it (null for request and handle). */
+  method: unknown;
+  /** The Pool (or corepool/nats RemotePool) of the call; null for a job submitted. */
+  pool: object | null;
+  /** performance.now() when the call was made. */
+  startTime: number;
+  /** Milliseconds from the call to its settlement on the calling thread; null until then. */
+  ms: number | null;
+  /** 0 for a result, else the RpcError's code; null until the call settles. */
+  code: number | null;
+  /** A durable job's id (corepool:job). */
+  id?: string | null;
+  result?: unknown;
+  error?: unknown;
+}
+
 export interface MethodInfo {
   name: string;
   params: string;

@@ -3,7 +3,7 @@
 // what differs). Mirrors piscina/dist/index.d.ts where corepool supports the same thing.
 
 import { EventEmitter } from 'node:events';
-import type { ResourceLimits } from 'node:worker_threads';
+import type { ResourceLimits, Worker } from 'node:worker_threads';
 
 declare const kTransferable: unique symbol;
 declare const kValue: unique symbol;
@@ -116,14 +116,6 @@ declare namespace Piscina {
     resetWaitTime(): void;
   }
 
-  /** What `threads` lists: a worker serving now (not a Worker object: see docs/piscina.md). */
-  interface PiscinaThread {
-    readonly threadId: number;
-    readonly running: number;
-    readonly queued: number;
-    readonly completed: number;
-  }
-
   interface Transferable {
     readonly [kTransferable]: object;
     readonly [kValue]: object;
@@ -139,7 +131,8 @@ declare class Piscina<T = any, R = any> extends EventEmitter {
   readonly maxThreads: number;
   readonly minThreads: number;
   readonly options: Piscina.FilledOptions;
-  readonly threads: Piscina.PiscinaThread[];
+  /** The pool's live `Worker` objects. */
+  readonly threads: Worker[];
   readonly idleThreads: number;
   readonly queueSize: number;
   readonly completed: number;

@@ -8,7 +8,7 @@ const { rejection } = require('./helpers/rejection.js');
 
 const C = RpcError.codes;
 
-/** What the README documents each kind of call to take. */
+/** What docs/calls.md documents each kind of call to take. */
 const CALL = ['signal', 'timeout', 'onProgress'];
 const ACCEPTED = { call: [...CALL, 'transfer'], run: [...CALL, 'name', 'transfer'], map: [...CALL, 'settle', 'concurrency'] };
 

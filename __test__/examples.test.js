@@ -74,12 +74,19 @@ test('invoices: an invoice over 1 s fails on its own; the others are invoiced', 
   expect(out.match(/^\d+ of 8 done$/gm)).toHaveLength(8);
 });
 
-test('npm start (demo): mines with progress, compares with JS workers, renders, serves, says where next', async () => {
+test('npm start (demo): the same task file on corepool and Piscina, a command against JS, renders, serves, says where next', async () => {
   const out = await example('demo', ['--draws', '4000000']);
+  // Every ratio names both sides (issue #34): the task file's on both pools, for each task …
+  for (const task of ['tiny task', 'moderate task']) {
+    const [, ratio] = out.match(new RegExp(`^ {3}${task} .*corepool \\S+/s, Piscina \\S+/s: corepool/Piscina (\\d+\\.\\d+)×$`, 'm'));
+    expect(Number(ratio)).toBeGreaterThan(0);
+  }
+  // … and the Rust command against the JavaScript miner, said to be that and not pool against pool.
   const [, tried, coins] = out.match(/^ {3}100% {2}(\S+) tried {2}(\d+) coins/m);
   expect(tried).toBe('4.00M');
   expect(Number(coins)).toBeGreaterThan(0);
-  expect(out).toMatch(/corepool is \d+× faster, measured just now/);
+  expect(out).toMatch(/^ {3}Rust command\/JavaScript miner \d+×: native code against JavaScript, not one pool against another$/m);
+  expect(out).not.toMatch(/corepool is \d+× faster/);
   expect(out).toMatch(/<h1>Happycoins &amp; friends<\/h1><ul><li>\d+<\/li>/);
   expect(out).toMatch(new RegExp(`Hello, Katelyn: ${coins} coins mined today\\.`));
   expect(out).toMatch(/^Next: README\.md/m);
@@ -104,4 +111,36 @@ withNats('cluster: two host processes mine Happycoins over NATS, by request/repl
   const total = batches.reduce((n, b) => n + Number(b[2]), 0);
   expect(out).toMatch(new RegExp(`^ {2}${total} coins; batches per host: `, 'm'));
   expect(out).toMatch(new RegExp(`^ {2}${total} coins \\(the same\\); jobs per host: host-`, 'm'));
+});
+
+withNats('observe: one request crosses a worker thread and a NATS host, and its trace tree shows both hops', async () => {
+  const out = await new Promise((resolve, reject) => {
+    const env = { ...process.env, PATH: `${path.dirname(natsServerPath())}${path.delimiter}${process.env.PATH}`, NATS_URL: 'nats://127.0.0.1:1' };
+    execFile(process.execPath, [path.join(__dirname, '..', 'examples', 'observe.js')], { timeout: 50_000, env }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`observe failed (${error.code ?? error.signal}):\n${stdout}${stderr}`));
+      else resolve(stdout);
+    });
+  });
+  const [, here, there] = out.match(/^GET \/quote\?n=200000 → \{"here":([\d.]+),"there":([\d.]+)\}$/m);
+  expect(here).toBe(there);
+  // The tree: the request's span, its two children (the local quote and the NATS call), and
+  // under the NATS call, the host's quote; each a child of the line above it by id.
+  const lines = out.slice(out.indexOf('\ntrace ')).split('\n').filter((l) => / span [0-9a-f]{16}/.test(l));
+  const spans = lines.map((l) => {
+    const m = l.match(/^( +)(.+?) \[thread (\d+), [\d.]+ ms\] span ([0-9a-f]{16})(?: parent ([0-9a-f]{16}))?$/);
+    return { depth: m[1].length / 2, name: m[2], thread: Number(m[3]), id: m[4], parent: m[5] ?? null };
+  });
+  const root = spans.find((s) => s.name === 'GET /quote');
+  const hop = spans.find((s) => s.name === 'quotes.quote over NATS');
+  const quotes = spans.filter((s) => s.name.startsWith('quote on thread '));
+  expect(spans).toHaveLength(4);
+  expect(root).toMatchObject({ depth: 1, parent: null, thread: 0 });
+  expect(hop).toMatchObject({ depth: 2, parent: root.id, thread: 0 });
+  expect(quotes.map((q) => [q.parent, q.depth]).sort()).toEqual([
+    [hop.id, 3],
+    [root.id, 2],
+  ].sort());
+  for (const q of quotes) expect(q.thread).not.toBe(0);
+  expect(out).toMatch(/^ {2}corepool_calls_total\{pool="local",kind="exec",method="quote",outcome="ok"\} 1$/m);
+  expect(out).toMatch(/^ {2}corepool_calls_total\{pool="remote",kind="exec",method="quote",outcome="ok"\} 1$/m);
 });

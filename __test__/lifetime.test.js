@@ -65,7 +65,7 @@ describe('worker_threads', () => {
     const pool = Pool.shared();
     expect(Pool.shared()).toBe(pool);
     expect(() => Pool.shared({ threads: pool.threads + 1 })).toThrow(/already exists/);
-    // A TypeError, as the README says, and as a bad option is.
+    // A TypeError, as docs/api.md says, and as a bad option is.
     expect(() => Pool.shared({ threads: pool.threads + 1 })).toThrow(TypeError);
     expect(() => Pool.shared({ strategy: pool.options.strategy === 'random' ? 'roundrobin' : 'random' })).toThrow(TypeError);
     expect(Pool.shared({ threads: pool.threads, strategy: pool.options.strategy })).toBe(pool);

@@ -408,7 +408,7 @@ test('a plain Mutex hammered by eight workers lets later arrivals overtake a wai
   expect(mutex.overtaken).toBeGreaterThan(threads - 1);
 });
 
-describe('worker.terminate() (README: "A worker_thread terminated …")', () => {
+describe('worker.terminate() (docs/shared-memory.md: "What a terminated worker leaves behind")', () => {
   /** A worker running `task`, and a promise of its exit. */
   function start(task, data) {
     const worker = new Worker(WORKER, { workerData: { task, ...data } });
@@ -810,18 +810,19 @@ describe('native commands', () => {
   });
 });
 
-test('the FairMutex figures that the README and index.d.ts state are the addon\'s', () => {
+test('the FairMutex figures that the README, docs/shared-memory.md and index.d.ts state are the addon\'s', () => {
   const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+  const guide = fs.readFileSync(path.join(ROOT, 'docs', 'shared-memory.md'), 'utf8').replace(/\s+/g, ' ');
   const types = fs.readFileSync(path.join(ROOT, 'index.d.ts'), 'utf8').replace(/\s+|\*/g, ' ');
-  expect(readme).toContain(`\`FairMutex.WORDS\` (${L.fairWords}) Int32 words`);
-  expect(readme).toContain(`draws a ticket only while fewer than ${L.fairSpan} are out`);
+  expect(guide).toContain(`\`FairMutex.WORDS\` (${L.fairWords}) Int32 words`);
+  expect(guide).toContain(`draws a ticket only while fewer than ${L.fairSpan} are out`);
   expect(readme).toContain(`only while fewer than ${L.fairSpan} tickets are out`);
   expect(types.replace(/ +/g, ' ')).toContain(`draws a ticket only while fewer than ${L.fairSpan} are out`);
 });
 
-test('every example in the README runs and prints what its comments say', async () => {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const examples = [...readme.matchAll(/<!-- example: ([\w-]+) -->\n```js\n([\s\S]*?)```/g)];
+test('every example in docs/shared-memory.md runs and prints what its comments say', async () => {
+  const guide = fs.readFileSync(path.join(ROOT, 'docs', 'shared-memory.md'), 'utf8');
+  const examples = [...guide.matchAll(/<!-- example: ([\w-]+) -->\n```js\n([\s\S]*?)```/g)];
   expect(examples.map((m) => m[1])).toEqual(['mutex', 'semaphore', 'owned-mutex', 'reentrant-mutex', 'fair-mutex', 'lock-all']);
   for (const [, name, code] of examples) {
     const stdout = await new Promise((resolve, reject) =>

@@ -124,8 +124,11 @@ async function consumer(npm = []) {
   return { project, output: stdout + stderr };
 }
 
-test('corepool carries the license, readme, changelog, types and sources, and no binary, tests or benchmarks', () => {
-  for (const wanted of ['LICENSE', 'README.md', 'CHANGELOG.md', 'index.d.ts', 'index.js', 'scripts/build.js', 'Cargo.lock']) {
+test('corepool carries the license, readme and guides, changelog, types and sources, and no binary, tests or benchmarks', () => {
+  // The README links its guides under docs/: they travel with it, so its links work in node_modules too.
+  const guides = fs.readdirSync(path.join(root, 'docs')).map((f) => `docs/${f}`);
+  expect(guides).toEqual(expect.arrayContaining(['docs/getting-started.md', 'docs/api.md', 'docs/errors.md']));
+  for (const wanted of ['LICENSE', 'README.md', ...guides, 'CHANGELOG.md', 'index.d.ts', 'index.js', 'scripts/build.js', 'Cargo.lock']) {
     expect([wanted, packedFiles.includes(wanted)]).toEqual([wanted, true]);
   }
   expect(packedFiles.filter((f) => f.endsWith('.node'))).toEqual([]);
@@ -193,6 +196,7 @@ import { serve, RemotePool } from 'corepool/nats';
 import { mustacheEngine } from 'corepool/express';
 import { mustacheEngine as fastifyEngine } from 'corepool/fastify';
 import Piscina, { move } from 'corepool/piscina';
+import { prometheus } from 'corepool/metrics';
 
 const pool = new Pool({ threads: 1 });
 const echoed: Promise<unknown> = pool.exec('echo', 1);
@@ -203,7 +207,8 @@ const page: Promise<string | Buffer> = pool.render('{{a}}', { a: 1 });
 const piscina = new Piscina<{ a: number }, number>({ filename: '/tasks.js', maxQueue: 'auto' });
 const sum: Promise<number> = piscina.run({ a: 1 }, { name: 'add' });
 const moved = move(new Uint8Array(1));
-export { echoed, stats, closing, lock, page, RpcError, serve, RemotePool, mustacheEngine, fastifyEngine, sum, moved };
+const metrics = prometheus({ prefix: 'app_' }).watch(pool, 'main');
+export { echoed, stats, closing, lock, page, RpcError, serve, RemotePool, mustacheEngine, fastifyEngine, sum, moved, metrics };
 `;
 
 /** A project of `type` ('commonjs' | 'module') with the packed corepool and @types/node, as npm lays them out. */
@@ -248,7 +253,7 @@ test('the package passes publint (strict) and Are the Types Wrong', async () => 
   const attw = await run(process.execPath, [bin('@arethetypeswrong/cli', 'attw'), tarball, '--format', 'json'], workdir);
   const report = JSON.parse(attw.stdout);
   expect(report.analysis.problems).toEqual([]);
-  expect(Object.keys(report.analysis.entrypoints).sort()).toEqual(['.', './express', './fastify', './nats', './package.json', './piscina']);
+  expect(Object.keys(report.analysis.entrypoints).sort()).toEqual(['.', './express', './fastify', './metrics', './nats', './package.json', './piscina']);
 }, 120_000);
 
 test('the packed linux-x64-gnu binary needs no glibc newer than the baseline', () => {

@@ -3,7 +3,7 @@
 //
 // 1. Hostile values — getters, Proxies, cycles, sparse arrays of length 2^32−1, lone
 //    surrogates, shared views, … — sent through every entry point settle exactly once, with
-//    what JSON.parse(JSON.stringify(x)) would give as amended by the README's Values table, or
+//    what JSON.parse(JSON.stringify(x)) would give as amended by the Values table (docs/calls.md), or
 //    with an RpcError of a documented code; request() and handle() never reject; the pool
 //    closes and is idle afterwards. The oracle works from a description of each value, never
 //    from corepool's answers.
@@ -58,7 +58,7 @@ describe('1. hostile values through every entry point settle once, with what JSO
   }, LIMIT_MS);
 });
 describe('1b. handle() of JSON text nested deeper than 100 levels', () => {
-  // request() takes values nested up to 512 levels (the README's limit); handle() must take the
+  // request() takes values nested up to 512 levels (the documented limit); handle() must take the
   // same requests as JSON text, lone surrogate escapes included, and answer them the same way.
   const deepArb = fc.record({
     t: fc.constant('array'),

@@ -1,5 +1,6 @@
 'use strict';
-// index.d.ts must match what index.js exports, and the README must document every export.
+// index.d.ts must match what index.js exports, and the API reference (docs/api.md) must document
+// every export.
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -32,9 +33,12 @@ test('index.d.ts compiles under tsc --strict, accepts the documented uses and re
   expect(r.status).toBe(0);
 }, 60_000);
 
-test('the README documents every export', () => {
-  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-  for (const name of declared) expect([name, readme.includes(`\`${name}`)]).toEqual([name, true]);
+test('the API reference (docs/api.md) documents every export and every Pool method', () => {
+  const api = fs.readFileSync(path.join(root, 'docs', 'api.md'), 'utf8');
+  for (const name of declared) expect([name, api.includes(`\`${name}`)]).toEqual([name, true]);
+  const { Pool } = require('..');
+  const methods = Object.getOwnPropertyNames(Pool.prototype).filter((m) => m !== 'constructor');
+  for (const m of [...methods, 'shared']) expect([m, new RegExp(`\\bpool\\.${m}\\b|\\bPool\\.${m}\\b`).test(api)]).toEqual([m, true]);
 });
 
 test("index.d.ts's Strategy names are the native contract's", () => {
@@ -50,10 +54,16 @@ test('nats.d.ts declares exactly the runtime exports of corepool/nats', () => {
   expect(natsDeclared).toEqual(Object.keys(require('../lib/nats.js')).sort());
 });
 
+test('metrics.d.ts declares exactly the runtime exports of corepool/metrics', () => {
+  const metricsDts = fs.readFileSync(path.join(root, 'metrics.d.ts'), 'utf8');
+  const metricsDeclared = [...metricsDts.matchAll(/^export declare (?:class|function|const) (\w+)/gm)].map((m) => m[1]).sort();
+  expect(metricsDeclared).toEqual(Object.keys(require('../lib/metrics.js')).sort());
+});
+
 test('every integration entry point is a file in lib/, its types the .d.ts of its name at the root', () => {
   const { exports } = require('../package.json');
   const integrations = Object.keys(exports).filter((key) => !['.', './package.json'].includes(key));
-  expect(integrations).toEqual(expect.arrayContaining(['./express', './fastify', './nats']));
+  expect(integrations).toEqual(expect.arrayContaining(['./express', './fastify', './nats', './metrics']));
   for (const key of integrations) {
     const name = key.slice(2);
     expect([key, exports[key]]).toEqual([key, { types: `./${name}.d.ts`, default: `./lib/${name}.js` }]);

@@ -20,7 +20,8 @@ const catalogue = {
       'Settled calls per second from 64 concurrent closed-loop callers of a tiny task (corepool `exec(\'echo\', x)`, ' +
       'Piscina, Tinypool and workerpool adding two numbers, the book\'s RpcWorkerPool echoing), threads = cores; ' +
       'a burst of 200k calls under one `Promise.all` (time, and the heap it leaves); and sequential ' +
-      'single-call latency next to the machine\'s floor, a bare C round trip between two threads.',
+      'single-call latency next to a bare C round trip between two threads that sleep between turns (what two ' +
+      'wake-ups cost here; not a floor: corepool\'s threads poll for 50 µs before they sleep).',
     headline: 'corepool vs piscina (closed loop)',
   },
   'express-engines': {
@@ -28,7 +29,7 @@ const catalogue = {
     measures:
       'Requests per second on an Express 5 server (a child process) rendering template-render.js\'s page ' +
       'template from a views folder, through `corepool/express` and through mustache-express 1.3.2, and the ' +
-      'page pre-rendered through Express\'s own `res.send` (the ceiling no engine can pass), loaded ' +
+      'page pre-rendered through Express\'s own `res.send` (no engine: the reference), loaded ' +
       'by autocannon with 10 connections in interleaved rounds, with latency p99; both bodies are checked ' +
       'against mustache.js.',
     headline: 'corepool/express vs mustache-express, page',
@@ -49,6 +50,18 @@ const catalogue = {
       '`happycoin` command, and the book\'s C program shape with pthreads as the reference. Every coin is ' +
       'checked; rows that try fewer numbers are scaled to 10M.',
     headline: /^corepool vs piscina \(\d+ threads?\)$/,
+  },
+  'heavy-js': {
+    summary: 'moderately heavy JS tasks (BigInt 1000!) vs the compute floor and the pools users pick',
+    measures:
+      'Whole-process wall time of 100,000 tasks computing the BigInt factorial of 1000 (~190 µs each, returned as a ' +
+      'BigInt) on 2 threads, each contestant a fresh process, alternating round by round: the compute floor (the same ' +
+      'function in a plain loop on 2 worker_threads), corepool\'s task-file pool, `corepool/piscina`, Piscina, poolifier, ' +
+      'Tinypool and workerpool, all loading the same function, all 100k tasks submitted in one loop and awaited with ' +
+      'one `Promise.all`, every result checked. Then `corepool/piscina` against Piscina from 64 closed-loop callers: a ' +
+      'tiny task, and values only structured clone carries (a 1 KB object with Dates and a Map, a 100 KB ' +
+      '`Uint8Array` moved there and back, a `Map` of 1,000 entries; a value corepool refuses is recorded as not supported).',
+    headline: 'corepool time / floor time',
   },
   life: {
     summary: 'Game of Life on shared memory',

@@ -1,6 +1,9 @@
 'use strict';
 // The shared benchmark harness: warm-up, repeated runs, median and min–max, progress lines,
-// machine info, and JSON results in bench/results/<name>.json.
+// machine info (with the runtime), and JSON results in bench/results/<name>.json, or
+// bench/results/<alias>/<name>.json when the process runs on one of the Nodes pinned in
+// runtimes/package.json (`node24`: `npm run bench -- --node 24`), so the runs of different Nodes
+// never overwrite each other.
 //
 //   const { Suite } = require('./harness');
 //   const suite = new Suite('dispatch', { runs: 5 });          // --quick → fewer runs
@@ -9,7 +12,9 @@
 //   suite.save();
 //
 // `measure` calls fn `warmup` times (discarded), then `runs` times, and keeps fn's returned
-// figure. Higher-is-better or lower-is-better is given by the unit (`/s` → higher).
+// figure. Higher-is-better or lower-is-better is given by the unit (`/s` → higher); a ratio is
+// always turned so that above 1× means its first contestant is better (`ratioFormula` says
+// which figure was divided by which).
 // `interleave` measures several contestants in alternating rounds (A B C, A B C, …), so a burst
 // of load from elsewhere on the machine spreads over all of them instead of hitting one.
 // `limit` checks a median against an absolute bound (e.g. p50 ≤ 30 µs) and is listed with the
@@ -19,6 +24,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execSync } = require('node:child_process');
+const { pinnedAlias } = require('../scripts/runtimes');
 
 const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
 const started = Date.now();
@@ -33,6 +39,19 @@ function sh(cmd) {
   }
 }
 
+/** The runtime running this process: { name: 'Node', version: '24.22.3' }. */
+function runtime() {
+  if (process.versions.bun) return { name: 'Bun', version: process.versions.bun };
+  if (globalThis.Deno?.version?.deno) return { name: 'Deno', version: globalThis.Deno.version.deno };
+  return { name: 'Node', version: process.versions.node };
+}
+
+/** Where a benchmark's results go: bench/results/[<alias>/]<name>[.quick].json, `alias` being
+ *  the pinned runtime's (`node24`) or null for any other, such as this machine's own Node. */
+function resultsFile(name, { quick: q = quick, alias = pinnedAlias(process.execPath) } = {}) {
+  return path.join(__dirname, 'results', ...(alias ? [alias] : []), `${name}${q ? '.quick' : ''}.json`);
+}
+
 function machine() {
   const cpus = os.cpus();
   return {
@@ -41,11 +60,34 @@ function machine() {
     memoryGiB: Math.round(os.totalmem() / 2 ** 30),
     os: `${os.type()} ${os.release()} ${os.arch()}`,
     node: process.version,
+    runtime: runtime(),
     rustc: sh('rustc --version'),
     commit: sh('git rev-parse --short HEAD'),
     loadAverage: { atStart: loadAtStart, atEnd: os.loadavg()[0] },
     date: new Date().toISOString(),
   };
+}
+
+/** Whether more of `unit` is better: rates (`/s`, `per s`, ops, requests); anything else (times,
+ *  sizes, spreads) is better lower. */
+function higherIsBetter(unit) {
+  return /\/s$|per s|ops|req/.test(unit ?? '');
+}
+
+/**
+ * What a ratio entry divided by what, in words a reader can check against the results table:
+ * "corepool ÷ piscina, ops/s (higher is better)" or, for a time, "c-pthreads ÷ corepool, ms per
+ * 10M draws (lower is better)": either way, above 1× the first contestant (`a`) is better. An
+ * absolute bound (kind 'max') is its result's median. Null if the results lack a side.
+ */
+function ratioFormula(entry, results) {
+  const unit = results?.[entry.a]?.unit;
+  if (unit == null) return null;
+  if (entry.kind === 'max') return `median of ${entry.a}, ${unit} (lower is better)`;
+  if (results?.[entry.b] == null) return null;
+  return higherIsBetter(unit)
+    ? `${entry.a} ÷ ${entry.b}, ${unit} (higher is better)`
+    : `${entry.b} ÷ ${entry.a}, ${unit} (lower is better)`;
 }
 
 function median(xs) {
@@ -163,11 +205,11 @@ class Suite {
     const ra = this.results[a];
     const rb = this.results[b];
     if (!ra || !rb) return null;
-    const higher = /\/s$|per s|ops|req/.test(ra.unit);
-    const value = higher ? ra.median / rb.median : rb.median / ra.median;
+    const value = higherIsBetter(ra.unit) ? ra.median / rb.median : rb.median / ra.median;
     const entry = { name, a, b, value, goal: goal ?? null, met: goal == null ? null : value >= goal };
     this.ratios.push(entry);
-    this.log(`${name}: ${value.toFixed(2)}×${goal != null ? ` (goal ≥ ${goal}×: ${entry.met ? 'met' : 'NOT met'})` : ''}`);
+    const goalText = goal != null ? `, goal ≥ ${goal}×: ${entry.met ? 'met' : 'NOT met'}` : '';
+    this.log(`${name}: ${value.toFixed(2)}× (${ratioFormula(entry, this.results)}${goalText})`);
     return entry;
   }
 
@@ -191,9 +233,8 @@ class Suite {
   }
 
   save() {
-    const dir = path.join(__dirname, 'results');
-    fs.mkdirSync(dir, { recursive: true });
-    const file = path.join(dir, `${this.name}${quick ? '.quick' : ''}.json`);
+    const file = resultsFile(this.name);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
     const out = {
       benchmark: this.name,
       quick,
@@ -209,4 +250,4 @@ class Suite {
   }
 }
 
-module.exports = { Suite, machine, median, quick, fmt, round, closedLoop };
+module.exports = { Suite, machine, runtime, resultsFile, higherIsBetter, ratioFormula, median, quick, fmt, round, closedLoop };

@@ -4,11 +4,17 @@
 // <!-- bench:start --> and <!-- bench:end --> of its file:
 //   README.md      a summary table (one line per benchmark: its headline ratio against its
 //                  named peer, the goal, whether it was met, how many of the run's goals were
-//                  met) and the charts;
+//                  met), no charts;
 //   BENCHMARKS.md  the same summary, the machine, and a section per benchmark: what it
 //                  measures, how to reproduce it, its chart, ratios and every table.
 // Both come from the same results in one run of this script, so they cannot disagree; what each
 // benchmark measures and which ratio is its headline come from bench/catalogue.js.
+//
+// Results of the machine's own Node are bench/results/<name>.json; those of a Node pinned in
+// runtimes/package.json are in bench/results/<alias>/ (`npm run bench -- --node 24` writes
+// node24/). When there are such, the summary shows each one's headline beside the machine
+// Node's, and BENCHMARKS.md lists the ratios that differ by more than 10% between the two. The
+// charts and sections are the machine Node's.
 //
 //   npm run bench:report [-- --results <dir>] [--readme <file>] [--benchmarks <file>]
 //
@@ -17,7 +23,7 @@
 // 'max') are listed in the table only: they have no common scale.
 const fs = require('node:fs');
 const path = require('node:path');
-const { fmt } = require('./harness');
+const { fmt, ratioFormula } = require('./harness');
 const { catalogue, headlineRatio } = require('./catalogue');
 
 const START = '<!-- bench:start -->';
@@ -201,9 +207,9 @@ function ratiosTable(result) {
     const value = !Number.isFinite(q.value) ? 'n/a' : max ? `${fmt(q.value)} ${q.unit}` : `${fmt(q.value)}×`;
     const goal = q.goal == null ? '' : max ? `≤ ${num(q.goal)} ${q.unit}` : `≥ ${num(q.goal)}×`;
     const met = q.met == null ? '' : q.met ? '✅ met' : '❌ not met';
-    return [q.name, value, goal, met];
+    return [q.name, value, goal, met, ratioFormula(q, result.results) ?? ''];
   });
-  return markdownTable(['ratio', 'value', 'goal', ''], rows, [1, 2]);
+  return markdownTable(['ratio', 'value', 'goal', '', 'computed as'], rows, [1, 2]);
 }
 
 /** One of the benchmark's own tables (an array of row objects). */
@@ -255,32 +261,155 @@ function goalsMet(result) {
   return missed.length ? `${count}; not met: ${missed.map((q) => `${q.name} (${againstGoal(q)})`).join('; ')}` : count;
 }
 
-/** One summary row: the benchmark (linked to its section), its headline, goals met. */
-function summaryRow(result, anchorBase) {
+/** A ratio's or bound's value as the tables quote it: "26.40×" or "5.63 µs". */
+function valueText(q) {
+  if (!Number.isFinite(q.value)) return 'n/a';
+  return q.kind === 'max' ? `${fmt(q.value)} ${q.unit}` : `${fmt(q.value)}×`;
+}
+
+/** The headline's value on another runtime: "26.40×", with ✅/❌ if it has a goal; '' when that
+ *  runtime has no results of this benchmark or not this ratio. */
+function otherHeadline(result, other) {
+  const twin = other.find((r) => r.benchmark === result.benchmark);
+  if (!twin) return '';
+  const q = headlineRatio(result);
+  if (!q) return catalogue[result.benchmark]?.figure?.(twin) ?? '';
+  const t = (twin.ratios ?? []).find((x) => x.name === q.name);
+  if (!t) return '';
+  return `${valueText(t)}${t.met == null ? '' : t.met ? ' ✅' : ' ❌'}`;
+}
+
+/** One summary row: the benchmark (linked to its section), its headline (and what it divides),
+ *  its value on each runtime, goals met. */
+function summaryRow(result, anchorBase, others) {
   const about = catalogue[result.benchmark];
   const name = `[${result.benchmark}](${anchorBase}#${anchor(result.benchmark)})`;
   const what = about?.summary ?? '';
+  const beside = others.map((o) => otherHeadline(result, o.results));
   const q = headlineRatio(result);
   if (q) {
     const max = q.kind === 'max';
-    const value = !Number.isFinite(q.value) ? 'n/a' : max ? `${fmt(q.value)} ${q.unit}` : `${fmt(q.value)}×`;
     const goal = q.goal == null ? '' : max ? `≤ ${num(q.goal)} ${q.unit}` : `≥ ${num(q.goal)}×`;
     const met = q.met == null ? '' : q.met ? '✅' : '❌';
-    return [name, what, q.name, value, goal, met, goalsMet(result)];
+    const formula = ratioFormula(q, result.results);
+    return [name, what, formula ? `${q.name}: ${formula}` : q.name, valueText(q), ...beside, goal, met, goalsMet(result)];
   }
   const figure = about?.figure?.(result);
-  if (figure) return [name, what, figure, '', '', '', goalsMet(result)];
+  if (figure) return [name, what, figure, '', ...beside, '', '', goalsMet(result)];
   const missing = about ? 'its headline is not in these results' : 'not in bench/catalogue.js';
-  return [name, what, `(${missing})`, '', '', '', goalsMet(result)];
+  return [name, what, `(${missing})`, '', ...beside, '', '', goalsMet(result)];
 }
 
-/** The table of one line per benchmark; links go to `anchorBase#<benchmark>`. */
-function summaryTable(results, anchorBase = '') {
+/** The name of the runtime a result ran on: "Node 24.22.3" (results from before the runtime was
+ *  recorded name Node's version only). */
+function runtimeName(result) {
+  const m = result.machine ?? {};
+  if (m.runtime?.name && m.runtime?.version) return `${m.runtime.name} ${m.runtime.version}`;
+  return m.node ? `Node ${String(m.node).replace(/^v/, '')}` : 'unknown runtime';
+}
+
+/** A column's name for a set of results: their runtime ("Node 20.20.2"), or its major line
+ *  ("Node 20") if their versions differ, or `fallback` if even those differ. */
+function runtimeLabel(results, fallback = 'value') {
+  const names = [...new Set(results.map(runtimeName))];
+  if (names.length === 1) return names[0];
+  const majors = [...new Set(names.map((n) => n.replace(/^(\S+ \d+)\..*$/, '$1')))];
+  return majors.length === 1 ? majors[0] : fallback;
+}
+
+/**
+ * The table of one line per benchmark; links go to `anchorBase#<benchmark>`. `others`
+ * ([{ alias, results }], the pinned runtimes' results) each add a column with the headline's
+ * value on that runtime, after the machine Node's; with none the table is as it always was.
+ */
+function summaryTable(results, anchorBase = '', others = []) {
+  const values = others.length ? [runtimeLabel(results), ...others.map((o) => runtimeLabel(o.results, o.alias))] : ['value'];
   return markdownTable(
-    ['benchmark', 'compares', 'headline', 'value', 'goal', 'met', 'goals met in the run'],
-    results.map((r) => summaryRow(r, anchorBase)),
-    [3, 4],
+    ['benchmark', 'compares', 'headline', ...values, 'goal', 'met', 'goals met in the run'],
+    results.map((r) => summaryRow(r, anchorBase, others)),
+    values.map((_, i) => 3 + i).concat(3 + values.length),
   );
+}
+
+// --- runtimes side by side -------------------------------------------------------------------
+
+/** How far apart two runs of a ratio may be before the report lists them: 10%. */
+const RUNTIME_DIFFERENCE = 0.1;
+
+/**
+ * Every ratio (and bound) measured in both `base` and `other` (results of the same benchmarks on
+ * two runtimes, matched by benchmark and ratio name), and those whose value on `other` differs
+ * from `base`'s by more than 10% of `base`'s: { compared, differing: [{ benchmark, name, base,
+ * other, change, unit }] }, change being other ÷ base − 1.
+ */
+function runtimeDifferences(base, other, threshold = RUNTIME_DIFFERENCE) {
+  let compared = 0;
+  const differing = [];
+  for (const b of base) {
+    const o = other.find((r) => r.benchmark === b.benchmark);
+    if (!o) continue;
+    for (const q of b.ratios ?? []) {
+      const t = (o.ratios ?? []).find((x) => x.name === q.name);
+      if (!t || !(q.value > 0) || !(t.value > 0) || !Number.isFinite(q.value) || !Number.isFinite(t.value)) continue;
+      compared++;
+      const change = t.value / q.value - 1;
+      if (Math.abs(change) > threshold) {
+        differing.push({ benchmark: b.benchmark, name: q.name, base: q, other: t, change, formula: ratioFormula(q, b.results) });
+      }
+    }
+  }
+  return { compared, differing };
+}
+
+/** The machine a result ran on, without what changes from boot to boot (the kernel's build). */
+function hardware(m = {}) {
+  return [m.cpu, m.cores && `${m.cores} cores`, m.memoryGiB && `${m.memoryGiB} GiB`].filter(Boolean).join(', ');
+}
+
+/** BENCHMARKS.md's section comparing the machine Node's results with another runtime's. */
+function runtimeSection(results, other) {
+  const baseName = runtimeLabel(results);
+  const otherName = runtimeLabel(other.results, other.alias);
+  const { compared, differing } = runtimeDifferences(results, other.results);
+  const out = [`## ${otherName} against ${baseName}`, ''];
+  const both = results.filter((r) => other.results.some((o) => o.benchmark === r.benchmark)).map((r) => r.benchmark);
+  const command = /^node\d+$/.test(other.alias) ? `\`npm run bench -- --node ${other.alias.slice('node'.length)}\` wrote ` : '';
+  out.push(
+    `${both.length} benchmark${both.length === 1 ? '' : 's'} ran on both (${command}bench/results/${other.alias}/). Each ratio is measured side by side within one runtime's run; below, the ratios ` +
+      `whose value on ${otherName} differs from ${baseName}'s by more than ${RUNTIME_DIFFERENCE * 100}% ` +
+      `(change = ${otherName} ÷ ${baseName} − 1): ${differing.length} of the ${compared} measured on both.`,
+    '',
+  );
+  const machines = [...new Set([...results, ...other.results].filter((r) => both.includes(r.benchmark)).map((r) => hardware(r.machine)))];
+  if (machines.length > 1) {
+    out.push(`**Not the same machine:** these runs were on ${machines.join('; ')}. A difference below may be the machine's, not the runtime's.`, '');
+  }
+  if (differing.length) {
+    const rows = differing.map((d) => [
+      d.benchmark,
+      d.name,
+      valueText(d.base),
+      valueText(d.other),
+      `${d.change > 0 ? '+' : '−'}${Math.abs(d.change * 100).toFixed(0)}%`,
+      d.formula ?? '',
+    ]);
+    out.push(markdownTable(['benchmark', 'ratio', baseName, otherName, 'change', 'computed as'], rows, [2, 3, 4]), '');
+  }
+  const load = (m) => {
+    const l = m?.loadAverage;
+    return l && Number.isFinite(l.atStart) && Number.isFinite(l.atEnd) ? `${l.atStart.toFixed(2)} → ${l.atEnd.toFixed(2)}` : '';
+  };
+  const when = (m) => (m?.date ? `${m.date.slice(0, 10)} ${m.date.slice(11, 16)} UTC` : '');
+  const runs = other.results.map((r) => [r.benchmark, runtimeName(r), r.machine?.commit ? `\`${r.machine.commit}\`` : '', when(r.machine), load(r.machine)]);
+  out.push(
+    `<details><summary>the ${otherName} runs</summary>`,
+    '',
+    markdownTable(['benchmark', 'runtime', 'commit', 'finished', 'load average (1 min), start → end'], runs),
+    '',
+    '</details>',
+    '',
+  );
+  return out.join('\n');
 }
 
 /** GitHub's anchor of a heading: lower case, spaces to hyphens, other punctuation dropped. */
@@ -347,16 +476,18 @@ function section(result, chart) {
 
 const GENERATED = '<!-- Generated by `npm run bench:report` from bench/results/*.json: edits here are overwritten. -->';
 
-/** BENCHMARKS.md's generated part: the summary, the machine, a section per benchmark. */
-function benchmarksBlock(results, charts = {}) {
+/** BENCHMARKS.md's generated part: the summary, each other runtime against the machine's Node,
+ *  the machine, a section per benchmark. */
+function benchmarksBlock(results, charts = {}, others = []) {
   return [
     '',
     GENERATED,
     '',
     '## Summary',
     '',
-    summaryTable(results),
+    summaryTable(results, '', others),
     '',
+    ...others.map((o) => runtimeSection(results, o)),
     machinesSection(results),
     ...results.map((r) => section(r, charts[r.benchmark])),
   ].join('\n');
@@ -364,14 +495,17 @@ function benchmarksBlock(results, charts = {}) {
 
 // --- the README ------------------------------------------------------------------------------
 
-/** The README's generated part: the summary table, then the charts, each linked to its section.
+/** The README's generated part: the summary table, each line linked to its section. The charts
+ *  are BENCHMARKS.md's only: the README stays a short read (issue #34).
  *  `benchmarksLink` is BENCHMARKS.md's path relative to the README. */
-function readmeBlock(results, charts = {}, benchmarksLink = 'BENCHMARKS.md') {
-  const out = ['', GENERATED, '', summaryTable(results, benchmarksLink), ''];
-  out.push(`Every table, the machine, what each benchmark measures and how to reproduce it: [${benchmarksLink}](${benchmarksLink}).`, '');
-  for (const r of results) {
-    if (charts[r.benchmark]) out.push(`[![${r.benchmark}](${charts[r.benchmark]})](${benchmarksLink}#${anchor(r.benchmark)})`, '');
+function readmeBlock(results, benchmarksLink = 'BENCHMARKS.md', others = []) {
+  const out = ['', GENERATED, '', summaryTable(results, benchmarksLink, others), ''];
+  for (const o of others) {
+    const heading = `${runtimeLabel(o.results, o.alias)} against ${runtimeLabel(results)}`;
+    const { compared, differing } = runtimeDifferences(results, o.results);
+    out.push(`${heading}: ${differing.length} of ${compared} ratios differ by more than ${RUNTIME_DIFFERENCE * 100}%, listed in [${benchmarksLink}](${benchmarksLink}#${anchor(heading)}).`, '');
   }
+  out.push(`Every table and chart, the machine, what each benchmark measures and how to reproduce it: [${benchmarksLink}](${benchmarksLink}).`, '');
   return out.join('\n');
 }
 
@@ -389,13 +523,26 @@ function loadResults(dir) {
   if (!fs.existsSync(dir)) return [];
   return fs
     .readdirSync(dir)
-    .filter((f) => f.endsWith('.json') && !f.endsWith('.quick.json'))
+    .filter((f) => f.endsWith('.json') && !f.endsWith('.quick.json') && fs.statSync(path.join(dir, f)).isFile())
     .sort()
     .map((f) => {
       const result = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
       result.benchmark ??= f.slice(0, -'.json'.length);
       return result;
     });
+}
+
+/** The full results of each pinned runtime, from `dir`'s sub-folders named after it (node24/),
+ *  in version order: [{ alias, results }], only those with results. */
+function loadRuntimeResults(dir) {
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
+    .map((alias) => ({ alias, results: loadResults(path.join(dir, alias)) }))
+    .filter((o) => o.results.length > 0);
 }
 
 function option(args, name, fallback) {
@@ -415,6 +562,7 @@ const NEW_BENCHMARKS_FILE = `# corepool: benchmarks\n\n${START}${END}\n`;
 function writeReports({ resultsDir, readme, benchmarks, log = () => {} }) {
   const results = loadResults(resultsDir);
   if (results.length === 0) return { written: [], problem: `no results in ${resultsDir}: run \`npm run bench\` first` };
+  const others = loadRuntimeResults(resultsDir);
   const written = [];
   const relative = (from, file) => path.relative(path.dirname(from), file).split(path.sep).join('/');
   const svgs = {};
@@ -428,8 +576,8 @@ function writeReports({ resultsDir, readme, benchmarks, log = () => {} }) {
   const chartsFrom = (file) => Object.fromEntries(Object.entries(svgs).map(([name, svg]) => [name, relative(file, svg)]));
   const read = (file, fallback) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : fallback);
   const updates = [
-    [readme, replaceBetweenMarkers(read(readme, ''), readmeBlock(results, chartsFrom(readme), relative(readme, benchmarks)))],
-    [benchmarks, replaceBetweenMarkers(read(benchmarks, NEW_BENCHMARKS_FILE), benchmarksBlock(results, chartsFrom(benchmarks)))],
+    [readme, replaceBetweenMarkers(read(readme, ''), readmeBlock(results, relative(readme, benchmarks), others))],
+    [benchmarks, replaceBetweenMarkers(read(benchmarks, NEW_BENCHMARKS_FILE), benchmarksBlock(results, chartsFrom(benchmarks), others))],
   ];
   const unmarked = updates.filter(([, text]) => text === null).map(([file]) => path.basename(file));
   if (unmarked.length) {
@@ -466,6 +614,9 @@ module.exports = {
   ownTable,
   section,
   summaryTable,
+  runtimeDifferences,
+  runtimeSection,
+  runtimeLabel,
   goalsMet,
   anchor,
   machinesSection,
@@ -473,5 +624,6 @@ module.exports = {
   benchmarksBlock,
   replaceBetweenMarkers,
   loadResults,
+  loadRuntimeResults,
   writeReports,
 };

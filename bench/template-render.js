@@ -385,17 +385,20 @@ async function httpBenchmark(suite, name) {
   if (name === 'lambda') {
     // Issue #17 asks for these figures without a goal.
     suite.ratio(`${name}: /corepool vs /main req/s`, label('/corepool'), label('/main'));
-    suite.ratio(`${name}: /corepool share of /static req/s`, label('/corepool'), label('/static'));
+    suite.ratio(`${name}: /corepool vs /static (pre-rendered) req/s`, label('/corepool'), label('/static'));
     suite.ratio(`${name}: loop delay p99, /main over /corepool`, label('/corepool loop delay p99'), label('/main loop delay p99'));
     return;
   }
   suite.ratio(`${name}: /corepool vs /main req/s`, label('/corepool'), label('/main'), 1.5);
   suite.ratio(`${name}: /corepool vs /offload req/s`, label('/corepool'), label('/offload'), 1.5);
   suite.ratio(`${name}: /corepool vs /piscina req/s`, label('/corepool'), label('/piscina'), 2);
-  suite.ratio(`${name}: /corepool share of /static req/s`, label('/corepool'), label('/static'));
-  suite.ratio(`${name}: /corepool-buffer share of /static req/s`, label('/corepool-buffer'), label('/static'), name === 'table' ? 0.5 : 0.8);
+  // Against /static, the page sent pre-rendered: what rendering elsewhere costs, so below 1× is
+  // expected. These are two measured rates, not a part of a whole: a run disturbed by other work
+  // on the machine can put one above 1× (with --quick, one 2 s run per route decides it).
+  suite.ratio(`${name}: /corepool vs /static (pre-rendered) req/s`, label('/corepool'), label('/static'));
+  suite.ratio(`${name}: /corepool-buffer vs /static (pre-rendered) req/s`, label('/corepool-buffer'), label('/static'), name === 'table' ? 0.5 : 0.8);
   // What a round trip alone allows: the most any route answered from a pool thread can reach.
-  if (name === 'page') suite.ratio(`${name}: /echo share of /static req/s (round-trip ceiling)`, label('/echo'), label('/static'));
+  if (name === 'page') suite.ratio(`${name}: /echo (one round trip, nothing rendered) vs /static req/s`, label('/echo'), label('/static'));
   // Issue #5's figure (≥ 1.5× Piscina) is for the benchmark's template, the page. On the table
   // both sides spend most of their CPU in the same mustache.js render, so the ratio tends to 1
   // by construction; it is reported without a goal.

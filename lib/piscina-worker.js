@@ -41,22 +41,10 @@ if (own.niceIncrement > 0 && process.platform === 'linux') {
   }
 }
 
-// Piscina's 'message' event: what a task file posts on parentPort reaches the pool's 'message'
-// listeners. corepool's task workers keep parentPort for their own messages (objects with a
-// `corepool` key), so those go on as before and the rest go through this pool's channel.
-if (typeof own.channel === 'string' && workerThreads.parentPort !== null) {
-  const port = workerThreads.parentPort;
-  const post = port.postMessage;
-  const channel = new workerThreads.BroadcastChannel(own.channel);
-  channel.unref();
-  port.postMessage = function postMessage(message, transferList) {
-    if (message !== null && typeof message === 'object' && 'corepool' in message) return post.call(port, message, transferList);
-    return channel.postMessage(message);
-  };
-}
-
 /** filename + '\0' + name → the handler (a Promise of it while it loads). */
 const handlers = new Map();
+/** filename + '\0' + name → the handler, once loaded: a task for it runs without waiting. */
+const loaded = new Map();
 
 /** Piscina's worker's lookup: the module's export `name`, awaited (a module may export a Promise of its function). */
 async function load(filename, name) {
@@ -76,6 +64,7 @@ function handlerFor(filename, name) {
   if (h === undefined) {
     h = load(filename, name);
     handlers.set(key, h);
+    h.then((f) => loaded.set(key, f), () => {});
     // A file that failed to load is tried again by the next task, as Piscina does.
     h.catch(() => handlers.delete(key));
   }
@@ -113,27 +102,61 @@ function errorOut(e, ms) {
 }
 
 /**
- * `piscina(filename, name, hasTask, task?, ctx)`: runs the task; resolves with
- * `[ms, result?]` (ms: the handler's running time; no result when it is undefined).
+ * `piscina(filename, name, hasTask, task?, ctx)`: runs the task; gives `[ms, result?]` (ms:
+ * the handler's running time; no result when it is undefined), or a Promise of it. A task whose
+ * handler is loaded and returns no Promise is done here, without a turn of the microtask queue.
  */
-exports.piscina = async function piscina(filename, name, hasTask, ...rest) {
+exports.piscina = function piscina(filename, name, hasTask, ...rest) {
   const task = hasTask ? rest[0] : undefined;
   const ctx = rest.at(-1);
   const started = performance.now();
-  ctx.progress(1); // tells the pool this task has started (close({ force: true }) spares it)
+  // Tells the pool this task has started (close({ force: true }) spares it) and where (a
+  // worker that dies rejects its own tasks with what ended it).
+  ctx.progress(workerThreads.threadId);
+  const handler = loaded.get(`${filename}\0${name}`);
+  return handler === undefined ? loadAndRun(filename, name, task, started) : run(handler, task, started);
+};
+
+async function loadAndRun(filename, name, task, started) {
+  let handler;
   try {
-    const handler = await handlerFor(filename, name);
-    const result = await handler(task);
-    // A result Piscina.move() wrapped goes as its value, its buffer moved (detached here).
-    if (isMoved(result)) {
-      const buffer = result[kTransferable];
-      const ms = performance.now() - started;
-      // Only an ArrayBuffer moves; anything else Piscina.move() wrapped is copied.
-      return types.isArrayBuffer(buffer) ? transfer([ms, result[kValue]], [buffer]) : [ms, result[kValue]];
-    }
-    // undefined would cross as null: it crosses as an absent third element.
-    return result === undefined ? [performance.now() - started] : [performance.now() - started, result];
+    handler = await handlerFor(filename, name);
   } catch (e) {
     throw errorOut(e, performance.now() - started);
   }
-};
+  return run(handler, task, started);
+}
+
+/** Calls the handler: the outcome, or a Promise of it if the handler returned a thenable. */
+function run(handler, task, started) {
+  try {
+    const result = handler(task);
+    // Reading `then` may run user code (a getter, a Proxy trap): inside the try.
+    if (result !== null && (typeof result === 'object' || typeof result === 'function') && typeof result.then === 'function') {
+      return settled(result, started);
+    }
+    return outcome(result, started);
+  } catch (e) {
+    throw errorOut(e, performance.now() - started);
+  }
+}
+
+async function settled(pending, started) {
+  try {
+    return outcome(await pending, started);
+  } catch (e) {
+    throw errorOut(e, performance.now() - started);
+  }
+}
+
+function outcome(result, started) {
+  // A result Piscina.move() wrapped goes as its value, its ArrayBuffer moved (detached here);
+  // anything else it wrapped is copied.
+  if (isMoved(result)) {
+    const buffer = result[kTransferable];
+    const ms = performance.now() - started;
+    return types.isArrayBuffer(buffer) ? transfer([ms, result[kValue]], [buffer]) : [ms, result[kValue]];
+  }
+  // undefined would cross as null: it crosses as an absent third element.
+  return result === undefined ? [performance.now() - started] : [performance.now() - started, result];
+}

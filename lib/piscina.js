@@ -11,8 +11,9 @@ const { types } = require('node:util');
 const os = require('node:os');
 const { fileURLToPath } = require('node:url');
 const { performance, createHistogram } = require('node:perf_hooks');
-const { BroadcastChannel, isMainThread, SHARE_ENV } = require('node:worker_threads');
+const { isMainThread, SHARE_ENV } = require('node:worker_threads');
 const { Pool, RpcError } = require('../index.js');
+const { kCancellableCall, kCancel, kWorkers, kWorkerHooks } = require('./pool.js');
 const { after } = require('./timer.js');
 const { version } = require('../package.json');
 const { KEY, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved } = require('./piscina-common.js');
@@ -218,19 +219,6 @@ function fill(opts) {
   return o;
 }
 
-/** A stand-in for Piscina's `threads` entries: corepool does not hand out its Worker objects. */
-class PiscinaThread {
-  constructor(server) {
-    this.threadId = server.thread;
-    this.running = server.running;
-    this.queued = server.queued;
-    this.completed = server.completed;
-    Object.freeze(this);
-  }
-}
-
-let poolIds = 0;
-
 class Piscina extends EventEmitter {
   #options;
   #pool;
@@ -241,12 +229,17 @@ class Piscina extends EventEmitter {
   #maxCapacity;
   #closing = null;
   #destroyed = false;
-  /** The calls not known to have started (their AbortControllers), for close({ force: true }). */
+  /** The calls not known to have started (their handles: see run()), for close({ force: true }). */
   #notStarted = new Set();
   #runTime = null;
   #waitTime = null;
   #histogram = null;
-  #channel;
+  /** The tasks in flight (their handles: see run()). */
+  #tasks = new Set();
+  /** threadId → { gone, tasks }: the last workers that exited, what their tasks reject with, how many did. */
+  #deaths = new Map();
+  #lastFilename = null;
+  #lastResolved = null;
 
   constructor(options = {}) {
     super();
@@ -264,11 +257,6 @@ class Piscina extends EventEmitter {
     const minThreads = Math.min(maxThreads, Math.max(1, Math.ceil(o.minThreads)));
     const concurrency = o.concurrentTasksPerWorker === Infinity ? Infinity : Math.ceil(o.concurrentTasksPerWorker);
     this.#maxCapacity = maxThreads * concurrency;
-    // The workers' 'message's come back on a channel of this pool's own (see piscina-worker.js).
-    const channelName = `corepool/piscina:${process.pid}:${poolIds++}:${Math.random()}`;
-    this.#channel = new BroadcastChannel(channelName);
-    this.#channel.onmessage = (event) => this.emit('message', event.data);
-    this.#channel.unref();
     this.#pool = new Pool({
       filename: WORKER,
       minThreads,
@@ -281,9 +269,11 @@ class Piscina extends EventEmitter {
       argv: o.argv,
       execArgv: o.execArgv,
       workerData: {
-        [KEY]: { filename: o.filename, name: o.name, niceIncrement: o.niceIncrement, channel: channelName },
+        [KEY]: { filename: o.filename, name: o.name, niceIncrement: o.niceIncrement },
         user: o.workerData,
       },
+      // What a task posts on parentPort is the pool's 'message'; a worker that dies settles its own tasks.
+      [kWorkerHooks]: { message: (m) => this.emit('message', m), exit: (thread, code, error) => this.#workerExited(thread, code, error) },
     });
   }
 
@@ -305,25 +295,17 @@ class Piscina extends EventEmitter {
     filename = filename ?? this.#options.filename;
     name = name ?? this.#options.name;
     if (typeof filename !== 'string') return Promise.reject(Errors.FilenameNotProvided());
-    filename = path.resolve(maybeFileURLToPath(filename));
+    filename = this.#resolve(filename);
     if (this.#closing !== null || this.#destroyed) return Promise.reject(new AbortError('queue is being terminated'));
     if (signal?.aborted) return Promise.reject(new AbortError(signal.reason));
 
-    // One controller per task: the caller's signal (an AbortSignal, an EventTarget or an
-    // EventEmitter emitting 'abort') and close({ force: true }) both abort it.
-    const controller = new AbortController();
-    let forgetSignal = () => {};
-    if (signal != null) {
-      const onAbort = () => controller.abort({ user: signal.reason });
-      if (typeof signal.addEventListener === 'function') {
-        signal.addEventListener('abort', onAbort, { once: true });
-        forgetSignal = () => signal.removeEventListener('abort', onAbort);
-      } else if (typeof signal.once === 'function') {
-        signal.once('abort', onAbort);
-        forgetSignal = () => signal.removeListener('abort', onAbort);
-      }
-    }
-    this.#notStarted.add(controller);
+    // The task's cancellation: the caller's signal (an AbortSignal, an EventTarget or an
+    // EventEmitter emitting 'abort') and close({ force: true }) both cancel its call by id, and
+    // `reason` says which did.
+    // `thread`: the worker that runs it, once it said so; `gone`: the error its worker died of.
+    const handle = { id: 0, reason: undefined, thread: undefined, gone: undefined, wake: null };
+    this.#notStarted.add(handle);
+    this.#tasks.add(handle);
     // What transferList and Piscina.move() name is moved (detached here), as postMessage does.
     let transfer = transferList === undefined ? undefined : transferList.map(transferred);
     if (isMoved(task)) {
@@ -336,18 +318,30 @@ class Piscina extends EventEmitter {
     const params = task === undefined ? [filename, name, 0] : [filename, name, 1, task];
     const submitted = performance.now();
     this.#inflight++;
+    const call = this.#pool[kCancellableCall]('piscina', params, handle, (thread) => {
+      // The worker's "started", with its threadId.
+      this.#notStarted.delete(handle);
+      handle.thread = thread;
+    }, transfer);
+    let forgetSignal = null;
+    if (signal != null) {
+      const onAbort = () => this.#cancel(handle, { user: signal.reason });
+      if (typeof signal.addEventListener === 'function') {
+        signal.addEventListener('abort', onAbort, { once: true });
+        forgetSignal = () => signal.removeEventListener('abort', onAbort);
+      } else if (typeof signal.once === 'function') {
+        signal.once('abort', onAbort);
+        forgetSignal = () => signal.removeListener('abort', onAbort);
+      }
+    }
     const done = () => {
-      forgetSignal();
-      this.#notStarted.delete(controller);
+      if (forgetSignal !== null) forgetSignal();
+      this.#notStarted.delete(handle);
+      this.#tasks.delete(handle);
       this.#inflight--;
       this.#completed++;
       queueMicrotask(() => this.#maybeDrain());
     };
-    const call = this.#pool.call('piscina', params, {
-      transfer,
-      signal: controller.signal,
-      onProgress: () => this.#notStarted.delete(controller), // the worker's "started"
-    });
     queueMicrotask(() => this.#maybeDrain());
     return call.then(
       (out) => {
@@ -356,11 +350,83 @@ class Piscina extends EventEmitter {
         return out.length > 1 ? out[1] : undefined;
       },
       (e) => {
+        if (e instanceof RpcError && e.code === CODES.ServerGone && !this.#destroyed && handle.thread !== undefined) {
+          // Its worker died: the task rejects with what Piscina rejects it with, known once the worker's exit is.
+          return this.#whenGone(handle).then((gone) => {
+            done();
+            throw gone;
+          });
+        }
         done();
         if (typeof e?.data?.ms === 'number') this.#record(submitted, e.data.ms);
-        throw this.#translate(e, controller.signal);
+        throw this.#translate(e, handle.reason);
       },
     );
+  }
+
+  /**
+   * The error a task whose worker died rejects with, once that worker's exit is known (its
+   * exit and the task's rejection come in either order).
+   */
+  #whenGone(handle) {
+    const death = this.#deaths.get(handle.thread);
+    if (death !== undefined) {
+      death.tasks++;
+      return Promise.resolve(death.gone);
+    }
+    if (handle.gone !== undefined) return Promise.resolve(handle.gone);
+    if (!this.threads.some((w) => w.threadId === handle.thread)) {
+      // Its exit is too old to be remembered (see #workerExited): no more is known of it.
+      return Promise.resolve(new Error('worker exited'));
+    }
+    return new Promise((resolve) => {
+      handle.wake = () => resolve(handle.gone);
+    });
+  }
+
+  /**
+   * A worker that served exited: its unfinished tasks reject with the uncaught exception that
+   * ended it, else with Piscina's `worker exited with code: N`. An exception that ended a
+   * worker running no task is the pool's 'error', as with Piscina (no listener: thrown, as an
+   * EventEmitter does); whether a task was running is known once the rejections its worker's
+   * departure sent before it exited have come in, one turn of the event loop later.
+   */
+  #workerExited(thread, code, error) {
+    const gone = this.#destroyed ? Errors.ThreadTermination() : (error ?? new Error(`worker exited with code: ${code}`));
+    const death = { gone, tasks: 0 };
+    this.#deaths.set(thread, death);
+    // Thread ids are never reused; the last few exits are plenty for the rejections on their way.
+    if (this.#deaths.size > 64) this.#deaths.delete(this.#deaths.keys().next().value);
+    for (const handle of this.#tasks) {
+      if (handle.thread !== thread || handle.wake === null) continue;
+      death.tasks++;
+      handle.gone = gone;
+      handle.wake();
+    }
+    if (error !== null && !this.#destroyed) {
+      setImmediate(() => {
+        if (death.tasks === 0 && !this.#destroyed) this.emit('error', error);
+      });
+    }
+  }
+
+  /** A task's filename as a path, the last absolute one's kept (its resolving costs more than a tiny task's call). */
+  #resolve(filename) {
+    if (filename === this.#lastFilename) return this.#lastResolved;
+    const resolved = path.resolve(maybeFileURLToPath(filename));
+    // A relative name is resolved again each time: the working directory may change.
+    if (path.isAbsolute(filename)) {
+      this.#lastFilename = filename;
+      this.#lastResolved = resolved;
+    }
+    return resolved;
+  }
+
+  /** Cancels a task's call, the first reason given being the one its AbortError tells. */
+  #cancel(handle, reason) {
+    if (handle.reason !== undefined) return;
+    handle.reason = reason;
+    this.#pool[kCancel](handle.id);
   }
 
   #record(submitted, ms) {
@@ -371,12 +437,12 @@ class Piscina extends EventEmitter {
   }
 
   /** corepool's errors as Piscina's users see them. */
-  #translate(e, signal) {
+  #translate(e, reason) {
     if (!(e instanceof RpcError)) return e;
     switch (e.code) {
       case CODES.Aborted:
-        if (signal.reason?.closing) return new AbortError('pool is closed');
-        return new AbortError(signal.reason?.user);
+        if (reason?.closing) return new AbortError('pool is closed');
+        return new AbortError(reason?.user);
       case CODES.QueueFull:
         return this.#options.maxQueue === 0 ? Errors.NoTaskQueueAvailable() : Errors.TaskQueueAtLimit();
       case CODES.PoolClosed:
@@ -387,6 +453,8 @@ class Piscina extends EventEmitter {
         // The task is the call's fourth param; a result, the second item of the worker's answer.
         if (e.name === 'DataCloneError') e.message = e.message.replace(/^params\[3\]/, 'task').replace(/^result\[1\]/, 'result');
         return e;
+      case CODES.ServerGone:
+        return this.#destroyed ? Errors.ThreadTermination() : e;
       default:
         return e;
     }
@@ -419,7 +487,7 @@ class Piscina extends EventEmitter {
   }
 
   async #close(force) {
-    if (force) for (const c of [...this.#notStarted]) c.abort({ closing: true });
+    if (force) for (const handle of [...this.#notStarted]) this.#cancel(handle, { closing: true });
     let timer;
     const timedOut = new Promise((resolve) => {
       timer = after(this.#options.closeTimeout, () => resolve(true)).unref();
@@ -438,8 +506,13 @@ class Piscina extends EventEmitter {
   /** Rejects the tasks in hand (Error 'Terminating worker thread') and stops the workers. */
   async destroy() {
     this.#destroyed = true;
-    this.#channel.close();
     await this.#pool.destroy();
+    // A task still waiting to hear how its worker died hears it now.
+    for (const handle of this.#tasks) {
+      if (handle.wake === null || handle.gone !== undefined) continue;
+      handle.gone = Errors.ThreadTermination();
+      handle.wake();
+    }
   }
 
   [Symbol.asyncDispose]() {
@@ -458,9 +531,9 @@ class Piscina extends EventEmitter {
     return this.#options;
   }
 
-  /** The workers serving now, as { threadId, running, queued, completed } (not Worker objects: see docs/piscina.md). */
+  /** The pool's live Worker objects, as Piscina's. */
   get threads() {
-    return this.#pool.stats().servers.map((s) => new PiscinaThread(s));
+    return this.#pool[kWorkers]();
   }
 
   get idleThreads() {

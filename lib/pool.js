@@ -15,13 +15,22 @@ const { serialize, SHARED, DataCloneError } = require('./clone.js');
 const { map } = require('./map.js');
 const { finishRender } = require('./render.js');
 const { Server, kFullErrors } = require('./serve.js');
-const { TaskWorkers } = require('./workers.js');
+const { TaskWorkers, kWorkerHooks } = require('./workers.js');
 const views = require('./views.js');
+const { callChannel, renderChannel, CallContext, traced } = require('./channels.js');
+const { activeTraceText } = require('./trace-context.js');
+
+/** The key of a pool's count of task-file workers that exited while serving (corepool/metrics). */
+const kWorkerExits = Symbol('workerExits');
 
 const CLONED = contract.callFlags.cloned;
 
 /** The key of Pool's cancellable handle() (see there). */
 const handleCancellable = Symbol('handleCancellable');
+/** The keys of the calls corepool/piscina makes (lib/piscina.js): cancellable by id (see there). */
+const kCancellableCall = Symbol('cancellableCall');
+const kCancel = Symbol('cancel');
+const kWorkers = Symbol('workers');
 
 /** This thread's handle on Pool.shared(), until it is closed. */
 let sharedPool = null;
@@ -61,7 +70,13 @@ class Pool extends EventEmitter {
     const o = this.options;
     this.#native = new native.NativePool(channel, nativeOptions(o));
     this.#call = this.#native.caller();
-    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, this.#loadFailed);
+    // corepool/piscina's hooks (lib/workers.js): a module-private key, no user's option.
+    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, this.#loadFailed, options[kWorkerHooks] ?? null);
+  }
+
+  /** A task-file pool's live Worker objects (corepool/piscina's `threads`); [] for others. */
+  [kWorkers]() {
+    return this.#workers === null ? [] : this.#workers.list();
   }
 
   /** A task-file pool gave up loading its file: listeners of 'error' hear of it (the calls
@@ -112,11 +127,17 @@ class Pool extends EventEmitter {
 
   /** `exec(method, ...params)`: the book's RpcWorkerPool.exec. */
   exec(method, ...params) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('exec', method, this), () => this.#submit(method, params, undefined, undefined));
     return this.#submit(method, params, undefined, undefined);
   }
 
   /** `call(method, params, { signal, timeout, onProgress })` (lib/call-options.js reads the options). */
   call(method, params, options) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('call', method, this), () => this.#callChecked(method, params, options));
+    return this.#callChecked(method, params, options);
+  }
+
+  #callChecked(method, params, options) {
     let o;
     try {
       o = callOptions('call', options);
@@ -137,7 +158,9 @@ class Pool extends EventEmitter {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#callWith(o.name ?? 'default', [task], o);
+    const name = o.name ?? 'default';
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('run', name, this), () => this.#callWith(name, [task], o));
+    return this.#callWith(name, [task], o);
   }
 
   /** A call with its options read (`o`, from callOptions). */
@@ -149,7 +172,7 @@ class Pool extends EventEmitter {
     } catch (e) {
       return rejected(CODES.InvalidRequest, `call options.signal could not be read: ${errorText(e)}`);
     }
-    return this.#submit(method, params, o.timeout, o.signal, o.onProgress, 0, o.transfer);
+    return this.#submit(method, params, o.timeout, o.signal, o.onProgress, 0, undefined, o.transfer);
   }
 
   /**
@@ -161,6 +184,7 @@ class Pool extends EventEmitter {
    * nothing of the map; inputs whose reading throws reject it with InvalidRequest.
    */
   map(method, inputs, options) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('map', method, this), () => map(this, this.#native, method, inputs, options));
     return map(this, this.#native, method, inputs, options);
   }
 
@@ -169,6 +193,11 @@ class Pool extends EventEmitter {
    * mustache.js 4.2.0's. Functions in `data` (and `config.escape`) run on this thread.
    */
   render(...params) {
+    if (renderChannel.hasSubscribers) return traced(renderChannel, new CallContext('render', 'render', this), () => this.#render(params));
+    return this.#render(params);
+  }
+
+  #render(params) {
     const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions);
     const handles = this.#handles;
     this.#handles = undefined;
@@ -177,17 +206,20 @@ class Pool extends EventEmitter {
 
   /** Runs `method(...params)` once on every thread; resolves with the results in thread order. */
   broadcast(method, ...params) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('broadcast', method, this), () => start(this, (id) => this.#native.broadcast(id, method, params, undefined)));
     return start(this, (id) => this.#native.broadcast(id, method, params, undefined));
   }
 
   /** A JSON-RPC 2.0 request object or batch → response object(s); never rejects. */
   request(request) {
-    return start(this, (id) => this.#native.request(id, request));
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('request', null, this), () => start(this, (id) => this.#native.request(id, request, activeTraceText())));
+    return start(this, (id) => this.#native.request(id, request, activeTraceText()));
   }
 
   /** JSON-RPC 2.0 text → response text ('' when there is nothing to answer); never rejects. */
   handle(text) {
-    return start(this, (id) => this.#native.handle(id, text));
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('handle', null, this), () => start(this, (id) => this.#native.handle(id, text, false, activeTraceText())));
+    return start(this, (id) => this.#native.handle(id, text, false, activeTraceText()));
   }
 
   /**
@@ -199,11 +231,18 @@ class Pool extends EventEmitter {
    */
   [handleCancellable](text) {
     let id = -1;
-    const answer = start(this, (i) => {
-      id = i;
-      this.#native.handle(i, text, true);
-    });
+    const run = () =>
+      start(this, (i) => {
+        id = i;
+        this.#native.handle(i, text, true, activeTraceText());
+      });
+    const answer = callChannel.hasSubscribers ? traced(callChannel, new CallContext('handle', null, this), run) : run();
     return { answer, cancel: (places) => id >= 0 && this.#native.cancelRequests(id, places) };
+  }
+
+  /** Task-file workers that exited while serving and were replaced (0 for native threads). */
+  get [kWorkerExits]() {
+    return this.#workers === null ? 0 : this.#workers.exits;
   }
 
   /** The built-in commands: `[{ name, params, summary }]`. */
@@ -318,7 +357,23 @@ class Pool extends EventEmitter {
     return typeof method === 'string' && !this.#native.runsNatively(method);
   }
 
-  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, transfer = undefined) {
+  /**
+   * `method(...params)`, cancellable with [kCancel](handle.id) rather than an AbortSignal:
+   * corepool/piscina merges each task's own signal and close({ force }) into one cancellation,
+   * and an AbortController of its own per task (an EventTarget, a listener added and removed)
+   * cost more on the calling thread than the rest of a tiny task's call (lib/piscina.js).
+   * `handle.id` is the call's id from the moment it is in flight.
+   */
+  [kCancellableCall](method, params, handle, onProgress, transfer) {
+    return this.#submit(method, params, undefined, undefined, onProgress, contract.callFlags.cancellable, handle, transfer);
+  }
+
+  /** Cancels call `id` as its AbortSignal would (a call no longer in flight is passed over). */
+  [kCancel](id) {
+    this.#native.cancel(id);
+  }
+
+  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, handle = undefined, transfer = undefined) {
     let sent;
     let flags;
     let tape;
@@ -340,7 +395,7 @@ class Pool extends EventEmitter {
       // (shared views travel by reference there).
       const clone = tooMany !== null || transfer !== undefined || lastRefused();
       // (pool.render's calls, extraFlags, are the native renderer's: never cloned.)
-      if (clone && extraFlags === 0 && this.#servedByJs(method)) {
+      if (clone && (extraFlags & contract.callFlags.functions) === 0 && this.#servedByJs(method)) {
         try {
           const bytes = serialize(params, transfer, 'params');
           if (tape !== undefined) released();
@@ -357,12 +412,16 @@ class Pool extends EventEmitter {
     if (signal !== undefined) flags |= contract.callFlags.cancellable;
     if (onProgress !== undefined) flags |= contract.callFlags.progress;
     flags |= extraFlags;
+    // The caller's trace context, for a method served in JavaScript (lib/trace-context.js).
+    const trace = activeTraceText();
+    if (trace !== undefined) flags |= contract.callFlags.traced;
     let call;
     try {
       call = start(
         this,
         (id) => {
-          this.#handles = this.#call(id, method, sent, timeout, flags, tape, text) ?? undefined;
+          if (handle !== undefined) handle.id = id;
+          this.#handles = this.#call(id, method, sent, timeout, flags, tape, text, trace) ?? undefined;
         },
         signal,
         this.#cancel,
@@ -424,4 +483,4 @@ function attach(id) {
   return around(Object.freeze({}), native.NativePool.attach(channel, id));
 }
 
-module.exports = { Pool, attach, handleCancellable };
+module.exports = { Pool, attach, handleCancellable, kWorkerExits, kCancellableCall, kCancel, kWorkers, kWorkerHooks };

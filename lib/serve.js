@@ -10,6 +10,7 @@ const { errorText } = require('./errors.js');
 const { after } = require('./timer.js');
 const views = require('./views.js');
 const { serialize, deserialize, needsClone, DataCloneError, Transfer, SHARED } = require('./clone.js');
+const { withTraceText } = require('./trace-context.js');
 
 // How long a serving thread runs drain cycles (and polls for calls), all its servers together,
 // before its event loop gets a turn.
@@ -194,8 +195,8 @@ class Server {
 
   /**
    * A batch is one flat array: the numbers of stop notices and forgotten tokens, those tokens,
-   * then five entries per job: token, method, params, timeout (ms; 0: none), watched (the
-   * caller listens to progress).
+   * then six entries per job: token, method, params, timeout (ms; 0: none), watched (the
+   * caller listens to progress), trace (the caller's trace context, or undefined).
    */
   #onJobs(batch) {
     const nStops = batch[0];
@@ -209,18 +210,18 @@ class Server {
         this.#freed(this.#native.complete(token, null)); // settled already; frees its slot
       }
     }
-    for (let i = jobsFrom; i < batch.length; i += 5) {
+    for (let i = jobsFrom; i < batch.length; i += 6) {
       const token = batch[i];
       // Each job in isolation: whatever goes wrong with one, the others of the batch run.
       try {
-        this.#start(token, batch[i + 1], batch[i + 2], batch[i + 3], batch[i + 4]);
+        this.#start(token, batch[i + 1], batch[i + 2], batch[i + 3], batch[i + 4], batch[i + 5]);
       } catch (e) {
         this.#lose(token, `corepool: the call could not be started on the serving thread: ${errorText(e)}`);
       }
     }
   }
 
-  #start(token, method, params, timeout, watched) {
+  #start(token, method, params, timeout, watched, trace) {
     if (typeof params === 'string') {
       try {
         params = JSON.parse(params);
@@ -229,7 +230,7 @@ class Server {
         return;
       }
     } else if (params === undefined) {
-      params = this.#viewParams(token, method, timeout, watched);
+      params = this.#viewParams(token, method, timeout, watched, trace);
       if (params === null) return;
     } else if (!Array.isArray(params)) {
       // Structured-clone bytes of the params array (lib/clone.js).
@@ -244,7 +245,7 @@ class Server {
         return;
       }
     }
-    this.#run(token, method, params, timeout, watched);
+    this.#run(token, method, params, timeout, watched, trace);
   }
 
   /** Settles job `token` with InternalError: it cannot run here. */
@@ -258,7 +259,7 @@ class Server {
   }
 
   /** The params of a job with views, or null while waiting for them to be resent. */
-  #viewParams(token, method, timeout, watched) {
+  #viewParams(token, method, timeout, watched, trace) {
     const sent = views.takeReceived(token);
     if (sent !== undefined) {
       const params = this.#native.params(token, sent);
@@ -275,20 +276,20 @@ class Server {
     views.awaitResend(
       token,
       this,
-      (resent) => this.#viewsCame(token, method, timeout, watched, resent),
+      (resent) => this.#viewsCame(token, method, timeout, watched, trace, resent),
       () => this.#orphaned(token),
     );
     return null;
   }
 
   /** The resent views of a job that waited for them have come. */
-  #viewsCame(token, method, timeout, watched, resent) {
+  #viewsCame(token, method, timeout, watched, trace, resent) {
     const params = this.#native.params(token, resent);
     if (params === false) this.#freed(true);
     else if (params === null) {
       // The caller sent every view its call holds, so this cannot happen; never answer null.
       this.#freed(this.#native.lost(token, "corepool: the serving thread could not reach the call's shared memory"));
-    } else this.#run(token, method, params, timeout, watched);
+    } else this.#run(token, method, params, timeout, watched, trace);
     this.#checkIdle();
   }
 
@@ -298,7 +299,8 @@ class Server {
     this.#checkIdle();
   }
 
-  #run(token, method, params, timeout, watched) {
+  /** Runs the handler, inside the caller's trace context when it sent one (lib/trace-context.js). */
+  #run(token, method, params, timeout, watched, trace) {
     const context = new CallContext(watched ? (value) => (this.#running.has(token) ? this.#native.progress(token, value) : null) : null);
     const run = new Running(context);
     this.#running.set(token, run);
@@ -313,7 +315,8 @@ class Server {
     params.push(context);
     let result;
     try {
-      result = this.#table.get(method).apply(this.#handlers, params);
+      const handler = this.#table.get(method);
+      result = trace === undefined ? handler.apply(this.#handlers, params) : withTraceText(trace, () => handler.apply(this.#handlers, params));
       // Reading `then` runs user code (a getter, a Proxy trap): inside the try.
       if (result === null || (typeof result !== 'object' && typeof result !== 'function') || typeof result.then !== 'function') {
         this.#finish(token, true, result);

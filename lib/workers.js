@@ -41,10 +41,14 @@ function backoff(failed) {
   return failed === 0 ? 0 : Math.min(RESPAWN.firstDelayMs * 2 ** (failed - 1), RESPAWN.maxDelayMs);
 }
 
+/** The key of Pool's options under which corepool/piscina hears of its workers (see TaskWorkers). */
+const kWorkerHooks = Symbol('workerHooks');
+
 class TaskWorkers {
   #native;
   #options;
   #onError;
+  #hooks;
   /** Worker → { ready, retiring, thread, idleSince, completed, error } */
   #workers = new Map();
   /** What the native pool holds calls for: 'any' method (until a worker says what the file
@@ -72,11 +76,16 @@ class TaskWorkers {
    * @param nativePool the pool's native handle
    * @param options its resolved options
    * @param onError (RpcError) => void: loading gave up with this error
+   * @param hooks what corepool/piscina hears of the workers, or null: `message(m)`, a message a
+   *   worker posted that is not the pool's own (an object with a `corepool` key); `exit(threadId,
+   *   code, error)`, a worker that was serving exited (`error`: the uncaught exception that
+   *   ended it, or null)
    */
-  constructor(nativePool, options, onError) {
+  constructor(nativePool, options, onError, hooks = null) {
     this.#native = nativePool;
     this.#options = options;
     this.#onError = onError;
+    this.#hooks = hooks;
     nativePool.expect(undefined);
     // maxQueue counts the calls that wait for a thread: the workers being started count as
     // threads, so that calls made before they are ready are not counted as queued.
@@ -115,9 +124,17 @@ class TaskWorkers {
     }
   }
 
+  /** Workers that exited while serving (a crash, process.exit in a task) and were replaced. */
+  exits = 0;
+
   /** Workers that serve or are starting (not retiring). */
   get size() {
     return this.#count((s) => !s.retiring);
+  }
+
+  /** The live Worker objects (starting, serving or retiring). */
+  list() {
+    return [...this.#workers.keys()];
   }
 
   /** Workers that serve new calls. */
@@ -222,7 +239,10 @@ class TaskWorkers {
     const state = { ready: false, retiring: false, thread: worker.threadId, idleSince: Date.now(), completed: 0, error: null, failure: null };
     this.#workers.set(worker, state);
     worker.on('message', (m) => {
-      if (m === null || typeof m !== 'object') return;
+      if (m === null || typeof m !== 'object' || !('corepool' in m)) {
+        this.#hooks?.message(m);
+        return;
+      }
       if (m.corepool === 'ready' && !state.ready) {
         state.ready = true;
         state.idleSince = Date.now();
@@ -242,14 +262,18 @@ class TaskWorkers {
       }
     });
     worker.on('error', (e) => {
-      if (!state.ready) state.error = e;
+      state.error = e;
     });
     worker.on('exit', (code) => {
       this.#workers.delete(worker);
-      if (this.#stopping) return;
-      if (!state.ready) this.#loadFailed(state.failure ?? { why: state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename) });
-      else if (this.#gaveUp) this.#failWaiting();
-      this.#start();
+      if (!this.#stopping) {
+        if (state.ready && !state.retiring) this.exits++;
+        if (!state.ready) this.#loadFailed(state.failure ?? { why: state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename) });
+        else if (this.#gaveUp) this.#failWaiting();
+        this.#start();
+      }
+      // Last: what the hook does (an 'error' event without a listener throws) leaves the pool's own bookkeeping done.
+      if (state.ready) this.#hooks?.exit(state.thread, code, state.error);
     });
     // After the listeners: adding a 'message' listener refs the worker's port again.
     worker.unref();
@@ -397,4 +421,4 @@ function waitingCalls(stats) {
   return n;
 }
 
-module.exports = { TaskWorkers, RESPAWN };
+module.exports = { TaskWorkers, RESPAWN, kWorkerHooks };

@@ -18,6 +18,7 @@ import {
 import { serve, RemotePool, type NatsConnection } from '../../nats';
 import { mustacheEngine as expressEngine } from '../../express';
 import { mustacheEngine as fastifyEngine } from '../../fastify';
+import { prometheus, openTelemetry, type OpenTelemetryMeter, type PromRegistry } from '../../metrics';
 
 async function main(): Promise<void> {
   const pool = new Pool({ threads: 2, strategy: 'roundrobin', maxQueue: 'auto', timeout: 1000 });
@@ -156,3 +157,17 @@ async function overNats(pool: Pool, nc: NatsConnection): Promise<void> {
   new RemotePool('nats://127.0.0.1:4222');
 }
 void overNats;
+
+async function observed(pool: Pool, nc: NatsConnection, registry: PromRegistry, meter: OpenTelemetryMeter) {
+  const host = await serve(pool, nc, { name: 'observed' });
+  const metrics = prometheus({ registry, prefix: 'app_', maxMethods: 50, buckets: [0.001, 0.01] }).watch(pool, 'main').watch(host, 'nats');
+  const text: string = await registry.metrics();
+  metrics.close();
+  openTelemetry(meter, { maxMethods: 10 }).watch(pool).close();
+  // @ts-expect-error options are named
+  prometheus({ registry, max: 5 });
+  // @ts-expect-error a Meter, not options
+  openTelemetry({ maxMethods: 1 });
+  console.log(text);
+}
+void observed;

@@ -37,6 +37,8 @@ const { RpcError, CODES, rejected, describe, errorText } = require('../errors.js
 const { toJson, requestText, errorOf, cancelSecret, proofOf, cancelText } = require('./wire.js');
 const { after, every } = require('../timer.js');
 const { mapCalls } = require('./remote-map.js');
+const { activeTraceContext, setTraceHeaders } = require('../trace-context.js');
+const { callChannel, CallContext, traced } = require('../channels.js');
 const { serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const CLIENT_OPTIONS = ['name', 'subject', 'timeout', 'liveness', 'maxBatch'];
@@ -62,6 +64,8 @@ class Call {
     this.timer = null;
     this.signal = null;
     this.onAbort = null;
+    /** The caller's trace context (lib/trace-context.js), or null. */
+    this.trace = activeTraceContext();
   }
 }
 
@@ -96,6 +100,8 @@ class Message {
     this.host = null;
     /** The secret its next cancel reveals (its proof travels with it); null for handle(). */
     this.secret = calls === null ? null : cancelSecret();
+    /** The trace context its headers carry: its calls' (they share one), or handle()'s caller's. */
+    this.trace = calls === null ? activeTraceContext() : calls[0].trace;
   }
 }
 
@@ -170,11 +176,17 @@ class RemotePool {
 
   /** `exec(method, ...params)`. */
   exec(method, ...params) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('exec', method, this), () => this.#start(method, params, this.#timeout, null));
     return this.#start(method, params, this.#timeout, null);
   }
 
   /** `call(method, params, { signal, timeout })`. */
   call(method, params, options) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('call', method, this), () => this.#callChecked(method, params, options));
+    return this.#callChecked(method, params, options);
+  }
+
+  #callChecked(method, params, options) {
     let timeout = this.#timeout;
     let signal = null;
     try {
@@ -378,7 +390,8 @@ class RemotePool {
       const c = calls[i];
       // Lengths in UTF-16 units times 3 bound the bytes without measuring them.
       const size = c.text.length * 3 + 1;
-      if (batch.length >= perMessage || (batch.length > 0 && bytes + size > max)) {
+      // A message carries one trace context: calls made in different ones go apart.
+      if (batch.length >= perMessage || (batch.length > 0 && (bytes + size > max || c.trace !== batch[0].trace))) {
         this.#sendCalls(batch);
         batch = [];
         bytes = 2;
@@ -465,6 +478,7 @@ class RemotePool {
       options.headers = natsClient().headers();
       options.headers.set(CANCEL_HEADER, proofOf(m.secret));
     }
+    if (m.trace !== null) setTraceHeaders((options.headers ??= natsClient().headers()), m.trace);
     try {
       this.#nc.publish(host === null ? this.#n.subject : this.#n.host(host), m.text, options);
     } catch (e) {

@@ -37,6 +37,7 @@ const { parseCancel, proofOf, isToken, withoutStacks } = require('./wire.js');
 const { replyAllowed, respond } = require('./reply.js');
 const { every } = require('../timer.js');
 const { natsClient } = require('./peer.js');
+const { withTraceHeaders } = require('../trace-context.js');
 const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const VERSION = require('../../package.json').version;
@@ -326,12 +327,12 @@ class Host {
       const proof = msg.headers?.get(CANCEL_HEADER);
       if (isToken(proof)) this.#expectCancel(held, proof);
       if (typeof this.#pool[handleCancellable] === 'function') {
-        const run = this.#pool[handleCancellable](text);
+        const run = withTraceHeaders(msg, () => this.#pool[handleCancellable](text));
         held.cancel = run.cancel;
         answer = run.answer;
       }
     }
-    answer ??= this.#pool.handle(text);
+    answer ??= withTraceHeaders(msg, () => this.#pool.handle(text));
     answer.then((answer) => {
       const ms = performance.now() - t0;
       if (held !== null) {

@@ -37,6 +37,15 @@ const { jetstreamClient, natsClient } = require('./peer.js');
 const { toJson, errorOf } = require('./wire.js');
 const { knownOptions, wholeOption, timeoutOption, jobIdProblem, jobKey, resultSubject, deadSubject, unreadableSubject } = require('./names.js');
 const { after, every, sleep } = require('../timer.js');
+const { activeTraceContext, setTraceHeaders, withTraceHeaders } = require('../trace-context.js');
+const { jobChannel, CallContext, traced } = require('../channels.js');
+
+/** What corepool:job's subscribers get: a CallContext of kind 'submit' or 'run', with the job's id. */
+function jobContext(kind, method, id, pool) {
+  const context = new CallContext(kind, method, pool);
+  context.id = id;
+  return context;
+}
 
 const JOB_OPTIONS = ['inFlight', 'ackWait', 'maxDeliver', 'retryDelay'];
 /** Errors that running the job again cannot change: recorded at once. */
@@ -318,7 +327,10 @@ class JobWorker {
     let ok;
     let value;
     try {
-      value = await this.#pool.call(job.method, job.params ?? []);
+      value = await withTraceHeaders(m, () => {
+        const run = () => this.#pool.call(job.method, job.params ?? []);
+        return jobChannel.hasSubscribers ? traced(jobChannel, jobContext('run', job.method, job.id, this.#pool), run) : run();
+      });
       ok = true;
     } catch (e) {
       ok = false;
@@ -461,7 +473,20 @@ class JobClient {
    * `duplicate`: this submission was dropped, since the id has an outcome already or was
    * submitted within the stream's duplicate window (2 minutes): each id runs once.
    */
-  async submit(method, params, options) {
+  submit(method, params, options) {
+    if (jobChannel.hasSubscribers) {
+      let id = null;
+      try {
+        id = options?.id;
+      } catch {
+        // #submit reads the options again and refuses them.
+      }
+      return traced(jobChannel, jobContext('submit', method, typeof id === 'string' ? id : null, null), () => this.#submit(method, params, options));
+    }
+    return this.#submit(method, params, options);
+  }
+
+  async #submit(method, params, options) {
     const methodWhy = methodProblem(method);
     if (methodWhy !== null) throw new RpcError(CODES.InvalidRequest, `submit(): the method ${methodWhy}`);
     const o = knownOptions(options, ['id'], 'submit()');
@@ -469,6 +494,7 @@ class JobClient {
     checkId(id, 'submit(): options.id');
     if (params === undefined) params = [];
     else if (!Array.isArray(params)) params = [params];
+    const trace = activeTraceContext(); // the caller's, before any await
     const text = `{"id":${JSON.stringify(id)},"method":${JSON.stringify(method)},"params":${toJson(params, 'params')}}`;
     // Not answered: the job may be stored or not; submitted again with the same id, it runs once.
     const what = `submit() of job ${JSON.stringify(id)}, which may or may not be stored (submit it again with the same id: it runs once)`;
@@ -480,6 +506,7 @@ class JobClient {
     // still makes it run once.
     const headers = natsClient().headers();
     headers.set(jetstreamClient().PubHeaders.MsgIdHdr, jobKey(id));
+    if (trace !== null) setTraceHeaders(headers, trace);
     const over = overLimit(this.#nc, text, headers);
     if (over !== null) throw new RpcError(CODES.InvalidParams, `the job ${over}: send less in its params`);
     const ack = await this.#ask(this.#js.publish(this.#n.jobs, text, { headers }), what, { id });

@@ -36,10 +36,15 @@ pub(crate) const CALL_PACKED_AFTER_STRING: u32 = 32;
 /// the first param is ≤ 0xFF, so it is read as Latin-1 (a copy, where reading it as UTF-8 makes
 /// V8 transcode it).
 pub(crate) const CALL_FIRST_LATIN1: u32 = 64;
+/// `flags` bit of the hot call function: the 8th argument is the caller's trace context, a
+/// string (W3C `traceparent`, then a line feed and `tracestate` when there is one), which a
+/// JavaScript-served method gets with its job (`serve.rs`, `batch_to_js`); native commands
+/// ignore it.
+pub(crate) const CALL_TRACED: u32 = 128;
 /// `flags` bit of the hot call function: `params` is a Uint8Array of structured-clone bytes
 /// (V8's serialization format, made by lib/clone.js) holding the whole params array, for a
 /// method served by JavaScript; the bytes cross opaquely (`Params::Cloned`).
-pub(crate) const CALL_CLONED: u32 = 128;
+pub(crate) const CALL_CLONED: u32 = 256;
 /// How the render helper `write` (lib/render.js) makes a tag's text of a value: `'' + value`;
 /// `String(value)`, which the addon then escapes as HTML; `'' + escape(value)`.
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
@@ -107,6 +112,7 @@ pub struct CallFlags {
     pub first_latin1: u32,
     pub progress: u32,
     pub functions: u32,
+    pub traced: u32,
     pub cloned: u32,
 }
 
@@ -247,6 +253,7 @@ pub fn contract() -> Contract {
             first_latin1: CALL_FIRST_LATIN1,
             progress: CALL_PROGRESS,
             functions: CALL_FUNCTIONS,
+            traced: CALL_TRACED,
             cloned: CALL_CLONED,
         },
         packed_tags: PackedTags {

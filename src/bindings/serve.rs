@@ -169,10 +169,11 @@ unsafe extern "C" fn call_js(
 }
 
 /// A batch as one flat array: `nStops, nForgotten`, then the stop tokens, the forgotten tokens,
-/// and five entries per job — `token, method, params, timeoutMs (0: none; what is left of the
-/// call's limit otherwise, however small), watched (the caller listens to progress)`; params
-/// are an array, the JSON text of one, a Buffer of structured-clone bytes (`Params::Cloned`),
-/// or undefined while views are needed. (One array, not
+/// and six entries per job — `token, method, params, timeoutMs (0: none; what is left of the
+/// call's limit otherwise, however small), watched (the caller listens to progress), trace
+/// (the caller's trace context, a string, or undefined)`; params
+/// are an array, the JSON text of one, a Buffer of structured-clone bytes
+/// (`Params::Cloned`), or undefined while views are needed. (One array, not
 /// three: a Node-API call costs about as much as handling the usual one-job batch in JavaScript.)
 ///
 /// # Safety
@@ -213,7 +214,7 @@ unsafe fn batch_to_js(
         let mut last_method: Option<(Arc<str>, sys::napi_value)> = None;
         for job in batch.jobs {
             let token = job.token;
-            let entry = (|| -> Converted<[sys::napi_value; 5]> {
+            let entry = (|| -> Converted<[sys::napi_value; 6]> {
                 let method = match &last_method {
                     Some((m, v)) if Arc::ptr_eq(m, &job.method) || **m == *job.method => *v,
                     _ => {
@@ -257,12 +258,17 @@ unsafe fn batch_to_js(
                 });
                 let mut watched = ptr::null_mut();
                 sys::napi_get_boolean(env, job.watched, &mut watched);
+                let trace = match &job.trace {
+                    Some(t) => convert::to_js(env, &Value::String(t.to_string()))?,
+                    None => undefined,
+                };
                 Ok([
                     number(job.token as f64),
                     method,
                     params,
                     number(timeout),
                     watched,
+                    trace,
                 ])
             })();
             match entry {

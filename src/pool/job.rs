@@ -294,6 +294,8 @@ pub(crate) struct ServedJob {
     pub(crate) views: bool,
     /// The caller sent the views to the server the job was placed on.
     pub(crate) announced: bool,
+    /// The caller's trace context, for the serving thread ([`crate::pool::Caller::trace`]).
+    pub(crate) trace: Option<Arc<str>>,
 }
 
 /// A job of either kind: what the `onFull: 'wait'` list holds until the job is admitted.

@@ -70,6 +70,9 @@ pub struct Caller<'a> {
     /// The call continues one accepted before `close()` (a `map`'s later inputs): admitted
     /// after `close()`, not after `destroy()`.
     pub continuing: bool,
+    /// The caller's trace context (W3C text the bindings pass through unread), handed to the
+    /// JavaScript server that runs the call ([`Served::trace`]); native commands ignore it.
+    pub trace: Option<Arc<str>>,
 }
 
 /// The requests of one [`Pool::handle_cancellable`] call, by place (a batch's indices; 0 for a
@@ -164,6 +167,7 @@ impl Pool {
             None,
             caller.announce,
             caller.continuing,
+            caller.trace,
         )
     }
 
@@ -205,7 +209,8 @@ impl Pool {
 
     /// Answers one JSON-RPC request object or batch (`text`: answer as JSON text). `closed`:
     /// the caller's handle is closed (a shared pool's handle), so every request is answered
-    /// with PoolClosed, exactly as a closed pool answers it.
+    /// with PoolClosed, exactly as a closed pool answers it. Each request carries `trace`
+    /// ([`Caller::trace`]).
     pub fn request(
         &self,
         origin: &Arc<Origin>,
@@ -213,28 +218,45 @@ impl Pool {
         request: Value,
         text: bool,
         closed: bool,
+        trace: Option<Arc<str>>,
     ) {
-        self.answer(origin, call, request, text, closed, None);
+        self.answer(origin, call, request, text, closed, None, trace.as_ref());
     }
 
     /// Answers JSON-RPC text with JSON text; text that is not JSON gets a -32700 answer.
-    /// `closed` as for [`Pool::request`].
-    pub fn handle(&self, origin: &Arc<Origin>, call: u64, text: &str, closed: bool) {
-        self.handle_text(origin, call, text, closed, None);
+    /// `closed` and `trace` as for [`Pool::request`].
+    pub fn handle(
+        &self,
+        origin: &Arc<Origin>,
+        call: u64,
+        text: &str,
+        closed: bool,
+        trace: Option<Arc<str>>,
+    ) {
+        self.handle_text(origin, call, text, closed, None, trace.as_ref());
     }
 
     /// As [`Pool::handle`], keeping what it takes to cancel each request alone
     /// ([`Pool::cancel_requests`]): a host on a network that hears its caller gave up on one
-    /// call of a batch stops that call and lets the others run.
+    /// call of a batch stops that call and lets the others run. `trace`: the caller's trace
+    /// context, which every request carries ([`Caller::trace`]).
     pub fn handle_cancellable(
         &self,
         origin: &Arc<Origin>,
         call: u64,
         text: &str,
         closed: bool,
+        trace: Option<Arc<str>>,
     ) -> Requests {
         let mut requests = Requests::default();
-        self.handle_text(origin, call, text, closed, Some(&mut requests));
+        self.handle_text(
+            origin,
+            call,
+            text,
+            closed,
+            Some(&mut requests),
+            trace.as_ref(),
+        );
         requests
     }
 
@@ -266,9 +288,10 @@ impl Pool {
         text: &str,
         closed: bool,
         keep: Option<&mut Requests>,
+        trace: Option<&Arc<str>>,
     ) {
         let e = match json::parse(text) {
-            Ok(value) => return self.answer(origin, call, value, true, closed, keep),
+            Ok(value) => return self.answer(origin, call, value, true, closed, keep, trace),
             Err(json::Unparsed::NotJson(why)) => {
                 RpcError::new(ErrorCode::ParseError, format!("Parse error: {why}"))
             }
@@ -283,6 +306,8 @@ impl Pool {
     }
 
     /// `request`'s work; with `keep`, each request submitted is recorded there by its place.
+    /// Each request carries `trace`.
+    #[allow(clippy::too_many_arguments)]
     fn answer(
         &self,
         origin: &Arc<Origin>,
@@ -291,6 +316,7 @@ impl Pool {
         text: bool,
         closed: bool,
         keep: Option<&mut Requests>,
+        trace: Option<&Arc<str>>,
     ) {
         match request {
             Value::Array(entries) if entries.is_empty() => {
@@ -298,7 +324,7 @@ impl Pool {
                 let answer = envelope::error_response(Value::Null, e);
                 origin.deliver(call, Ok(job::finish_text(Some(answer), text)));
             }
-            Value::Array(entries) => self.batch(origin, call, entries, text, closed, keep),
+            Value::Array(entries) => self.batch(origin, call, entries, text, closed, keep, trace),
             single => match envelope::parse_request(single) {
                 Ok(req) => {
                     let id = req.id.clone();
@@ -312,6 +338,7 @@ impl Pool {
                         req,
                         Reply::Response { call, id, text },
                         closed,
+                        trace,
                     );
                     if let Some(requests) = keep {
                         requests.keep(0, control, again);
@@ -330,6 +357,7 @@ impl Pool {
         req: envelope::Request,
         reply: Reply,
         closed: bool,
+        trace: Option<&Arc<str>>,
     ) -> Option<Arc<Control>> {
         if closed {
             reply.finish(Err(closed_error()), origin);
@@ -344,9 +372,11 @@ impl Pool {
             None,
             None,
             false,
+            trace.cloned(),
         )
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn batch(
         &self,
         origin: &Arc<Origin>,
@@ -355,6 +385,7 @@ impl Pool {
         text: bool,
         closed: bool,
         mut keep: Option<&mut Requests>,
+        trace: Option<&Arc<str>>,
     ) {
         let mut ids = Vec::with_capacity(entries.len());
         let mut answers = Vec::with_capacity(entries.len());
@@ -384,7 +415,7 @@ impl Pool {
         for (slot, req) in requests.into_iter().enumerate() {
             if let Some(req) = req {
                 let reply = Reply::Part(collector.clone(), slot);
-                let control = self.submit_request(origin, req, reply, closed);
+                let control = self.submit_request(origin, req, reply, closed, trace);
                 if let Some(requests) = keep.as_deref_mut() {
                     requests.keep(slot, control, Some(Reply::Part(collector.clone(), slot)));
                 }
@@ -423,6 +454,7 @@ impl Pool {
                 Some(w),
                 None,
                 false,
+                None,
             );
         }
     }

@@ -83,6 +83,8 @@ pub struct Served {
     pub views: bool,
     /// The caller listens to the call's progress (see [`Server::progress`]).
     pub watched: bool,
+    /// The caller's trace context, if it sent one ([`crate::pool::Caller::trace`]).
+    pub trace: Option<Arc<str>>,
 }
 
 /// What one drain hands to the serving thread.

@@ -310,7 +310,7 @@ fn json_rpc_requests_batches_and_text() {
     let p = pool(2, Strategy::LeastBusy);
     let (o, _, rx) = origin();
     let text = |t: &str| {
-        p.handle(&o, 0, t, false);
+        p.handle(&o, 0, t, false, None);
         match recv(&rx).1.unwrap() {
             Value::String(s) => s,
             other => panic!("handle answered {other:?}"),
@@ -362,7 +362,7 @@ fn handle_cancellable_cancels_each_request_alone_and_answers_once() {
         {"jsonrpc":"2.0","method":"sleep","params":[3600000],"id":3},
         7,
         {"jsonrpc":"2.0","method":"nope","id":5}]"#;
-    let mut requests = p.handle_cancellable(&o, 1, batch, false);
+    let mut requests = p.handle_cancellable(&o, 1, batch, false, None);
     std::thread::sleep(Duration::from_millis(20));
     // The queued sleep is withdrawn (answered by the copy of its reply), the running one
     // stops; places answered at once, out of range or already cancelled are passed over.
@@ -390,12 +390,14 @@ fn handle_cancellable_cancels_each_request_alone_and_answers_once() {
         2,
         r#"{"jsonrpc":"2.0","method":"sleep","params":[3600000],"id":"a"}"#,
         false,
+        None,
     );
     let mut queued = p.handle_cancellable(
         &o,
         3,
         r#"{"jsonrpc":"2.0","method":"sleep","params":[10000],"id":"b"}"#,
         false,
+        None,
     );
     p.cancel_requests(&mut queued, &[0], &o);
     assert_eq!(

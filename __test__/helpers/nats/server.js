@@ -96,4 +96,4 @@ async function startNats(extra = []) {
   return new NatsServer(exe, await freePort(), dir, extra).start();
 }
 
-module.exports = { startNats, natsServerPath };
+module.exports = { startNats, natsServerPath, freePort };

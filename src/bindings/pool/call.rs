@@ -1,4 +1,4 @@
-//! The hot call: `call(id, method, params, timeoutMs, flags, tape, text)`, the function behind
+//! The hot call: `call(id, method, params, timeoutMs, flags, tape, text, trace)`, the function behind
 //! `exec` and `call`, bound to one pool. It is a plain Node-API function, not a method of
 //! `NativePool`: a generated method pays for unwrapping its instance, several times what this
 //! function costs. So its JavaScript signature stays positional and its flags a number (an
@@ -15,7 +15,7 @@ use crate::bindings::callback_args;
 use crate::bindings::channel::Inbox;
 use crate::bindings::contract::{
     CALL_CANCELLABLE, CALL_CLONED, CALL_FIRST_LATIN1, CALL_FUNCTIONS, CALL_PACKED,
-    CALL_PACKED_AFTER_STRING, CALL_PACKED_LATIN1, CALL_PROGRESS,
+    CALL_PACKED_AFTER_STRING, CALL_PACKED_LATIN1, CALL_PROGRESS, CALL_TRACED,
 };
 use crate::bindings::convert::{self, FromJs};
 use crate::bindings::publish::publish;
@@ -110,6 +110,8 @@ struct Flags {
     /// `params` is a Uint8Array of structured-clone bytes (lib/clone.js), for a method served
     /// by JavaScript (not with `packed`).
     cloned: bool,
+    /// The 8th argument is the caller's trace context (`contract::CALL_TRACED`).
+    traced: bool,
 }
 
 impl Flags {
@@ -126,6 +128,7 @@ impl Flags {
             watches_progress: bits & CALL_PROGRESS != 0,
             may_hold_functions: bits & CALL_FUNCTIONS != 0,
             cloned: bits & CALL_CLONED != 0 && bits & CALL_PACKED == 0,
+            traced: bits & CALL_TRACED != 0,
             packed: (bits & CALL_PACKED != 0).then(|| Packing {
                 text: units(CALL_PACKED_LATIN1),
                 first: (bits & CALL_PACKED_AFTER_STRING != 0).then(|| units(CALL_FIRST_LATIN1)),
@@ -159,15 +162,17 @@ struct CallArgs {
     /// The `timeout` option (`undefined`: the pool's default).
     timeout_ms: sys::napi_value,
     flags: Flags,
+    /// The caller's trace context, when `flags.traced`.
+    trace: Option<sys::napi_value>,
 }
 
 impl CallArgs {
-    /// Names the seven positional arguments of `call`.
+    /// Names the eight positional arguments of `call`.
     ///
     /// # Safety
     /// Inside `call`'s Node-API callback, with its arguments.
-    unsafe fn read(env: sys::napi_env, argv: [sys::napi_value; 7]) -> CallArgs {
-        let [id, method, params, timeout_ms, flags, tape, text] = argv;
+    unsafe fn read(env: sys::napi_env, argv: [sys::napi_value; 8]) -> CallArgs {
+        let [id, method, params, timeout_ms, flags, tape, text, trace] = argv;
         let mut id_number = 0.0;
         let mut bits = 0u32;
         // SAFETY: the argv values belong to this env (caller contract); out-pointers are live
@@ -192,8 +197,25 @@ impl CallArgs {
             params,
             timeout_ms,
             flags,
+            trace: flags.traced.then_some(trace),
         }
     }
+}
+
+/// The caller's trace context: the string `trace`, or `None` for anything else (lib/pool.js
+/// passes a string with `CALL_TRACED`; a call never fails for want of its trace context).
+///
+/// # Safety
+/// On `env`'s JS thread, with `trace` a value of env.
+unsafe fn read_trace(env: sys::napi_env, trace: sys::napi_value) -> Option<Arc<str>> {
+    let mut t = 0;
+    // SAFETY: caller contract; `t` is a live local.
+    unsafe { sys::napi_typeof(env, trace, &mut t) };
+    if t != sys::ValueType::napi_string {
+        return None;
+    }
+    // SAFETY: caller contract; `trace` is a string (checked above).
+    unsafe { convert::string(env, trace) }.ok().map(Arc::from)
 }
 
 /// The params of a call, read out of JavaScript.
@@ -264,7 +286,7 @@ unsafe extern "C" fn hot_call(
     let mut placed = false;
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: we are inside this function's Node-API callback.
-        let (argv, data) = unsafe { callback_args::<7>(env, info) };
+        let (argv, data) = unsafe { callback_args::<8>(env, info) };
         // SAFETY: `data` is the Arc<Hot> owned by this function object, alive while it can be
         // called (see `bind`).
         let hot = unsafe { &*(data as *const Hot) };
@@ -300,6 +322,14 @@ unsafe extern "C" fn hot_call(
             }
             let views = &from.views;
             let submit = |m: &str| {
+                // Only a JavaScript server uses the trace context: not read for a native command.
+                let trace = match args.trace {
+                    Some(t) if !hot.pool.runs_natively(m) => {
+                        // SAFETY: the trace context is a value of this env, on its JS thread.
+                        unsafe { read_trace(env, t) }
+                    }
+                    _ => None,
+                };
                 placed = true;
                 // A JS-served method gets the views from this thread's JavaScript (pool::server).
                 // SAFETY: on this env's JS thread; the views are values of this env.
@@ -308,6 +338,7 @@ unsafe extern "C" fn hot_call(
                     watches_progress: args.flags.watches_progress,
                     announce: (!views.is_empty()).then_some(&mut announce as _),
                     continuing: false,
+                    trace,
                 };
                 hot.pool
                     .call_as(&hot.origin, args.id, m, params, timeout, caller)
@@ -408,6 +439,7 @@ mod tests {
                 cancellable: false,
                 watches_progress: false,
                 may_hold_functions: false,
+                traced: false,
                 packed: None,
                 cloned: false,
             }
@@ -418,13 +450,15 @@ mod tests {
             | CALL_PACKED
             | CALL_PACKED_LATIN1
             | CALL_PACKED_AFTER_STRING
-            | CALL_FIRST_LATIN1;
+            | CALL_FIRST_LATIN1
+            | CALL_TRACED;
         assert_eq!(
             Flags::from_bits(all),
             Flags {
                 cancellable: true,
                 watches_progress: true,
                 may_hold_functions: true,
+                traced: true,
                 packed: Some(Packing {
                     text: Units::OneByte,
                     first: Some(Units::OneByte),

@@ -340,6 +340,7 @@ impl NativePool {
                 watches_progress: false,
                 announce: (!views.is_empty()).then_some(&mut announce as _),
                 continuing,
+                trace: None,
             };
             let control =
                 self.pool
@@ -447,9 +448,10 @@ impl NativePool {
         }
     }
 
-    /// Answers a JSON-RPC request object or batch with response object(s).
+    /// Answers a JSON-RPC request object or batch with response object(s); each request carries
+    /// `trace`, the caller's trace context, to a JavaScript server (`Caller::trace`).
     #[napi(catch_unwind)]
-    pub fn request(&self, env: Env, id: f64, request: Unknown) {
+    pub fn request(&self, env: Env, id: f64, request: Unknown, trace: Option<String>) {
         let ch = self.channel.channel();
         ch.track();
         let id = id as u64;
@@ -463,8 +465,9 @@ impl NativePool {
             }
             Ok(value) => {
                 let closed = self.closed.load(Ordering::Acquire);
+                let trace = trace.map(Arc::from);
                 self.pool
-                    .request(&self.channel.origin, id, value, false, closed)
+                    .request(&self.channel.origin, id, value, false, closed, trace)
             }
             Err(why) => {
                 let e = RpcError::new(ErrorCode::InvalidRequest, format!("Invalid Request: {why}"));
@@ -476,9 +479,17 @@ impl NativePool {
     }
 
     /// Answers JSON-RPC text with JSON text. With `cancellable`, each of its requests can be
-    /// cancelled alone while the call is in flight (`cancel_requests`).
+    /// cancelled alone while the call is in flight (`cancel_requests`). Each carries `trace`,
+    /// the caller's trace context, to a JavaScript server (`Caller::trace`).
     #[napi(catch_unwind)]
-    pub fn handle(&self, env: Env, id: f64, text: Unknown, cancellable: Option<bool>) {
+    pub fn handle(
+        &self,
+        env: Env,
+        id: f64,
+        text: Unknown,
+        cancellable: Option<bool>,
+        trace: Option<String>,
+    ) {
         let ch = self.channel.channel();
         ch.track();
         let id = id as u64;
@@ -487,13 +498,16 @@ impl NativePool {
             Some(text) => {
                 let closed = self.closed.load(Ordering::Acquire);
                 let origin = &self.channel.origin;
+                let trace = trace.map(Arc::from);
                 if cancellable == Some(true) {
-                    let requests = self.pool.handle_cancellable(origin, id, &text, closed);
+                    let requests = self
+                        .pool
+                        .handle_cancellable(origin, id, &text, closed, trace);
                     // Inserted after the requests were submitted: on this JS thread, before
                     // the settle callback can run, which forgets it when the call settles.
                     lock(&self.channel.inbox.requests).insert(id, requests);
                 } else {
-                    self.pool.handle(origin, id, &text, closed)
+                    self.pool.handle(origin, id, &text, closed, trace)
                 }
             }
             None => {

@@ -106,6 +106,7 @@ impl Scheduler {
         pinned: Option<usize>,
         announce: Option<Announce>,
         continuing: bool,
+        trace: Option<Arc<str>>,
     ) -> Option<Arc<Control>> {
         if !self.lifecycle.admits(continuing) {
             reply.finish(Err(closed_error()), origin);
@@ -171,6 +172,7 @@ impl Scheduler {
                 token,
                 views,
                 announced: false,
+                trace,
             }),
         };
         self.enqueue(job, announce)

@@ -228,6 +228,7 @@ impl Scheduler {
                 method,
                 token,
                 views,
+                trace,
                 ..
             } = job;
             let deadline = timeout::deadline(now, timeout);
@@ -256,6 +257,7 @@ impl Scheduler {
                 deadline,
                 views,
                 watched,
+                trace,
             });
         }
         take.finish(jobs)

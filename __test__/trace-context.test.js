@@ -1,0 +1,346 @@
+'use strict';
+// W3C trace context that crosses with a call: from a span active in the caller to the worker
+// thread that serves it, and over NATS (calls and durable jobs) to a host and on to its
+// threads. Spans are recorded by OpenTelemetry's own SDK (InMemorySpanExporter) in each thread;
+// a span made where the call runs must be a child of the caller's span, in the same trace.
+const path = require('node:path');
+const fc = require('fast-check');
+const { Worker } = require('node:worker_threads');
+const { api, tracer, spanIds } = require('./helpers/otel.js');
+const { Pool } = require('..');
+const { withTraceContext, activeTraceContext } = require('../lib/trace-context.js');
+const { child } = require('./helpers/child.js');
+const { startNats, natsServerPath } = require('./helpers/nats/server.js');
+
+const TASKS = path.join(__dirname, 'fixtures', 'tasks', 'traced.js');
+
+/** Runs `fn(span)` inside a new active span `name`; resolves with fn's value and the span's ids. */
+function inSpan(name, fn, options) {
+  return tracer.startActiveSpan(name, options ?? {}, async (span) => {
+    try {
+      const value = await fn(span);
+      return { value, caller: { traceId: span.spanContext().traceId, spanId: span.spanContext().spanId } };
+    } finally {
+      span.end();
+    }
+  });
+}
+
+function expectChild(childSpan, caller) {
+  expect(childSpan.traceId).toBe(caller.traceId);
+  expect(childSpan.parentSpanId).toBe(caller.spanId);
+  expect(childSpan.spanId).not.toBe(caller.spanId);
+}
+
+describe('to the thread that serves a call', () => {
+  let tasks;
+  beforeAll(() => {
+    tasks = new Pool({ filename: TASKS, minThreads: 2, maxThreads: 2 });
+  });
+  afterAll(() => tasks.close());
+
+  test("a task-file worker's span is a child of the caller's span (exec, call, run)", async () => {
+    for (const make of [(p) => p.exec('traced', 'exec'), (p) => p.call('tracedLater', ['call']), (p) => p.run('run', { name: 'traced' })]) {
+      const { value, caller } = await inSpan('caller', () => make(tasks));
+      expectChild(value, caller);
+      expect(value.threadId).not.toBe(0);
+    }
+  });
+
+  test('JSON-RPC calls carry it too: request() and handle(), each request of a batch', async () => {
+    const { value, caller } = await inSpan('caller', async () => {
+      const one = await tasks.request({ jsonrpc: '2.0', method: 'traced', params: ['request'], id: 1 });
+      const batch = JSON.parse(
+        await tasks.handle(
+          JSON.stringify([
+            { jsonrpc: '2.0', method: 'traced', params: ['a'], id: 'a' },
+            { jsonrpc: '2.0', method: 'tracedLater', params: ['b'], id: 'b' },
+          ]),
+        ),
+      );
+      return [one.result, ...batch.map((r) => r.result)];
+    });
+    expect(value).toHaveLength(3);
+    for (const span of value) expectChild(span, caller);
+  });
+
+  test('without an active span the task starts a trace of its own', async () => {
+    const a = await tasks.exec('traced', 'alone');
+    expect(a.parentSpanId).toBeNull();
+    const { caller } = await inSpan('other', async () => {});
+    expect(a.traceId).not.toBe(caller.traceId);
+  });
+
+  test('concurrent calls in different spans each reach their own parent', async () => {
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => inSpan(`caller ${i}`, () => tasks.exec(i % 2 ? 'tracedLater' : 'traced', i))));
+    for (const { value, caller } of results) expectChild(value, caller);
+  });
+
+  test('tracestate crosses with traceparent', async () => {
+    const state = api.createTraceState('vendor=abc,other=x-1');
+    const parent = api.trace.setSpanContext(api.context.active(), { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 1, isRemote: true, traceState: state });
+    const value = await api.context.with(parent, () => tasks.exec('traced', 'state'));
+    expect(value).toMatchObject({ traceId: 'a'.repeat(32), parentSpanId: 'b'.repeat(16), traceState: 'vendor=abc,other=x-1' });
+  });
+
+  test('a method served by another worker_thread of Pool.shared() runs inside the caller context', async () => {
+    const shared = Pool.shared();
+    const worker = new Worker(
+      `
+      const { parentPort } = require('node:worker_threads');
+      const { Pool } = require(${JSON.stringify(path.join(__dirname, '..'))});
+      const { spanIds } = require(${JSON.stringify(path.join(__dirname, 'helpers', 'otel.js'))});
+      const server = Pool.shared().serve({ tracedShared: (label) => spanIds('served ' + label) });
+      parentPort.once('message', () => server.close().then(() => parentPort.postMessage('closed')));
+      parentPort.postMessage('serving');
+      `,
+      { eval: true },
+    );
+    await new Promise((resolve) => worker.once('message', resolve));
+    try {
+      const { value, caller } = await inSpan('caller', () => shared.exec('tracedShared', 'x'));
+      expectChild(value, caller);
+    } finally {
+      worker.postMessage('close');
+      await new Promise((resolve) => worker.once('message', resolve));
+      await worker.terminate();
+    }
+  });
+});
+
+describe('restoring a trace context that came from elsewhere', () => {
+  const valid = `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01`;
+
+  test('a valid traceparent becomes the remote parent, with its flags and state', () => {
+    const seen = withTraceContext(valid, 'k=v', () => api.trace.getSpanContext(api.context.active()));
+    expect(seen).toMatchObject({ traceId: '1'.repeat(32), spanId: '2'.repeat(16), traceFlags: 1, isRemote: true });
+    expect(seen.traceState.get('k')).toBe('v');
+  });
+
+  test.each([
+    ['all-zero trace id', `00-${'0'.repeat(32)}-${'2'.repeat(16)}-01`],
+    ['all-zero span id', `00-${'1'.repeat(32)}-${'0'.repeat(16)}-01`],
+    ['version ff', `ff-${'1'.repeat(32)}-${'2'.repeat(16)}-01`],
+    ['version 00 with more fields', `${valid}-extra`],
+    ['upper-case hex', `00-${'A'.repeat(32)}-${'2'.repeat(16)}-01`],
+    ['short trace id', `00-${'1'.repeat(31)}-${'2'.repeat(16)}-01`],
+    ['too long', `${valid}${' '.repeat(600)}`],
+    ['not a string', 42],
+    ['empty', ''],
+  ])('%s is ignored: the function runs in the context it had', (why, value) => {
+    const before = api.trace.getSpanContext(api.context.active());
+    const seen = withTraceContext(value, undefined, () => api.trace.getSpanContext(api.context.active()));
+    expect(seen).toEqual(before);
+  });
+
+  test('a later version may add fields (W3C: read the first four)', () => {
+    const seen = withTraceContext(`01-${'1'.repeat(32)}-${'2'.repeat(16)}-01-more`, undefined, () => api.trace.getSpanContext(api.context.active()));
+    expect(seen).toMatchObject({ traceId: '1'.repeat(32), spanId: '2'.repeat(16) });
+  });
+
+  test('any header values: the function runs once, and the context is the parsed one or unchanged', () => {
+    const seed = Number(process.env.COREPOOL_PROPERTY_SEED ?? Date.now() % 2 ** 31);
+    console.log(`trace-context property seed: ${seed}`);
+    const hex = (n) => fc.stringMatching(new RegExp(`^[0-9a-f]{${n}}$`));
+    const header = fc.oneof(fc.string({ maxLength: 80 }), fc.tuple(fc.constantFrom('00', '01', 'ff', 'zz'), hex(32), hex(16), hex(2), fc.string({ maxLength: 5 })).map(([v, t, s, f, rest]) => `${v}-${t}-${s}-${f}${rest}`));
+    fc.assert(
+      fc.property(header, fc.oneof(fc.constant(undefined), fc.string({ maxLength: 300 })), (traceparent, tracestate) => {
+        let runs = 0;
+        const seen = withTraceContext(traceparent, tracestate, () => {
+          runs++;
+          return api.trace.getSpanContext(api.context.active());
+        });
+        expect(runs).toBe(1);
+        if (seen !== undefined) {
+          expect(api.isSpanContextValid(seen)).toBe(true);
+          expect(traceparent.slice(3, 35)).toBe(seen.traceId);
+          expect(traceparent.slice(36, 52)).toBe(seen.spanId);
+        }
+      }),
+      { seed, numRuns: Number(process.env.COREPOOL_PROPERTY_RUNS ?? 300) },
+    );
+  });
+
+  test('activeTraceContext gives back what withTraceContext restored', () => {
+    const carried = withTraceContext(valid, 'a=1', () => activeTraceContext());
+    expect(carried).toEqual({ traceparent: valid, tracestate: 'a=1' });
+    expect(activeTraceContext()).toBeNull();
+  });
+});
+
+test('without OpenTelemetry set up, @opentelemetry/api is never loaded and calls carry nothing', async () => {
+  const { status, result, stderr } = await child(`
+    const path = require('node:path');
+    const tasks = new Pool({ filename: ${JSON.stringify(path.join(__dirname, 'fixtures', 'tasks', 'basic.js'))}, minThreads: 1, maxThreads: 1 });
+    const value = await tasks.run({ a: 1, b: 2 }, { name: 'add' });
+    const native = await new Pool({ threads: 1 }).exec('echo', 'x');
+    require('./lib/metrics.js');
+    require('./lib/nats.js');
+    await tasks.close();
+    const loaded = Object.keys(require.cache).filter((f) => f.includes('@opentelemetry') || f.includes('prom-client'));
+    out({ value, native, loaded });
+  `);
+  expect(stderr).toBe('');
+  expect(status).toBe(0);
+  expect(result).toEqual({ value: 3, native: 'x', loaded: [] });
+});
+
+test('a context manager that throws costs no call: nothing is carried, and nothing is thrown', async () => {
+  const { status, result, stderr } = await child(`
+    const api = require('@opentelemetry/api');
+    const broken = { active() { throw new Error('active'); }, with(c, fn, self, ...args) { return fn.apply(self, args); }, bind(c, t) { return t; }, enable() { return this; }, disable() { return this; } };
+    api.context.setGlobalContextManager(broken);
+    const pool = new Pool({ threads: 1 });
+    const echoed = await pool.exec('echo', 1);
+    const answered = JSON.parse(await pool.handle('{"jsonrpc":"2.0","method":"echo","params":[2],"id":1}')).result;
+    await pool.close();
+    out({ echoed, answered });
+  `);
+  expect(stderr).toBe('');
+  expect(status).toBe(0);
+  expect(result).toEqual({ echoed: 1, answered: 2 });
+});
+
+const maybe = natsServerPath() === null ? describe.skip : describe;
+if (natsServerPath() === null) console.warn('nats-server is not installed: the trace context over NATS tests are skipped');
+
+maybe('over NATS', () => {
+  const { connect } = require('@nats-io/transport-node');
+  const { serve, RemotePool } = require('../lib/nats.js');
+  let server;
+  let nc;
+  let tasks;
+  let host;
+  let remote;
+
+  beforeAll(async () => {
+    server = await startNats();
+    nc = await connect({ servers: server.url });
+    tasks = new Pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    host = await serve(tasks, nc, { name: 'traced', durable: true });
+    remote = new RemotePool(nc, { name: 'traced' });
+  });
+
+  afterAll(async () => {
+    await remote?.close();
+    await host?.close();
+    await nc?.close();
+    await tasks?.close();
+    await server?.stop();
+  });
+
+  /** The headers of the next message on the service's subject (a plain subscriber beside the host). */
+  async function nextHeaders(send) {
+    const sub = nc.subscribe('traced', { max: 1 });
+    await nc.flush();
+    const got = (async () => {
+      for await (const m of sub) return m.headers;
+    })();
+    await send();
+    return got;
+  }
+
+  test("a remote call's task span is a child of the caller's span, and the message carries traceparent", async () => {
+    let headers;
+    const { value, caller } = await inSpan('caller', async () => {
+      let value;
+      headers = await nextHeaders(async () => {
+        value = await remote.exec('traced', 'remote');
+      });
+      return value;
+    });
+    expectChild(value, caller);
+    expect(headers.get('traceparent')).toBe(`00-${caller.traceId}-${caller.spanId}-01`);
+  });
+
+  test('a remote call made outside any span sends no traceparent', async () => {
+    const headers = await nextHeaders(() => remote.exec('traced', 'alone'));
+    expect(headers?.get('traceparent') ?? '').toBe('');
+  });
+
+  test('calls of one tick in different spans go apart, each under its own parent', async () => {
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => inSpan(`caller ${i}`, () => remote.exec('traced', i))));
+    for (const { value, caller } of results) expectChild(value, caller);
+  });
+
+  test("a durable job's task span is a child of the span it was submitted in", async () => {
+    const { value, caller } = await inSpan('submitter', () => remote.submit('traced', ['job']));
+    const result = await remote.waitFor(value.id, { timeout: 20_000 });
+    expectChild(result, caller);
+  });
+
+  test('remote calls publish on corepool:call, durable jobs on corepool:job (submitted and run)', async () => {
+    const diagnostics = require('node:diagnostics_channel');
+    const events = [];
+    const subscriptions = ['corepool:call', 'corepool:job'].map((name) => {
+      const handlers = { asyncEnd: (c) => events.push([name, c.kind, c.method, c.code, c.pool === remote ? 'remote' : c.pool === tasks ? 'tasks' : c.pool, c.id ?? null]) };
+      diagnostics.tracingChannel(name).subscribe(handlers);
+      return () => diagnostics.tracingChannel(name).unsubscribe(handlers);
+    });
+    try {
+      await remote.exec('traced', 'seen');
+      await remote.call('nope', []).catch(() => {});
+      await remote.submit('traced', ['job seen'], { id: 'seen-job' });
+      await remote.waitFor('seen-job', { timeout: 20_000 });
+    } finally {
+      for (const unsubscribe of subscriptions) unsubscribe();
+    }
+    const mine = events.filter(([, kind, , , pool]) => pool !== 'tasks' || kind === 'run');
+    expect(mine).toEqual(
+      expect.arrayContaining([
+        ['corepool:call', 'exec', 'traced', 0, 'remote', null],
+        ['corepool:call', 'call', 'nope', -32601, 'remote', null],
+        ['corepool:job', 'submit', 'traced', 0, null, 'seen-job'],
+        ['corepool:job', 'run', 'traced', 0, 'tasks', 'seen-job'],
+      ]),
+    );
+  });
+
+  test('a job submitted with options whose reading throws rejects the same with a corepool:job subscriber', async () => {
+    const hostile = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('getter');
+        },
+        ownKeys() {
+          throw new Error('ownKeys');
+        },
+      },
+    );
+    const without = await remote.submit('traced', [], hostile).then(
+      () => 'resolved',
+      (e) => e.message,
+    );
+    const channel = require('node:diagnostics_channel').tracingChannel('corepool:job');
+    const seen = [];
+    const handlers = { error: (c) => seen.push(c.error.message) };
+    channel.subscribe(handlers);
+    let withSubscriber;
+    try {
+      withSubscriber = await remote.submit('traced', [], hostile).then(
+        () => 'resolved',
+        (e) => e.message,
+      );
+    } finally {
+      channel.unsubscribe(handlers);
+    }
+    expect(without).not.toBe('resolved');
+    expect(withSubscriber).toBe(without);
+    expect(seen).toEqual([without]);
+  });
+
+  test('the host restores the context around the call: a span made there is a child too', async () => {
+    const seen = [];
+    const onJobs = require('node:diagnostics_channel').tracingChannel('corepool:call');
+    const handlers = { start: (c) => c.kind === 'handle' && seen.push(spanIds('host side')) };
+    onJobs.subscribe(handlers);
+    try {
+      const { caller } = await inSpan('caller', () => remote.exec('traced', 'host'));
+      expect(seen).toHaveLength(1);
+      expectChild(seen[0], caller);
+    } finally {
+      onJobs.unsubscribe(handlers);
+    }
+  });
+});

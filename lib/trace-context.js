@@ -1,0 +1,144 @@
+'use strict';
+// W3C trace context (https://www.w3.org/TR/trace-context/) that crosses with a call: the caller's
+// active OpenTelemetry span, as `traceparent` and `tracestate`, restored as the remote parent
+// where the call runs (a NATS host, a durable job's host).
+//
+// @opentelemetry/api is an optional peer, and it is not even loaded unless the application set
+// OpenTelemetry up: the API keeps what is registered (a tracer provider, a context manager, a
+// propagator) under one global symbol, and while that is absent no context can be active, so
+// there is nothing to carry. The header values are made and read here, by the W3C format,
+// whatever propagator the application registered.
+
+const API_GLOBAL = Symbol.for('opentelemetry.js.api.1');
+/** A traceparent of version 00: version, trace id, parent span id, flags. */
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+const INVALID_TRACE = '0'.repeat(32);
+const INVALID_SPAN = '0'.repeat(16);
+/** Longest tracestate carried or read (the W3C text's 32 members of at most 256 characters, with commas). */
+const MAX_TRACESTATE = 8223;
+
+let api = null;
+
+/** The OpenTelemetry API, once the application registered something with it; else null. */
+function otel() {
+  if (api !== null) return api;
+  if (globalThis[API_GLOBAL] === undefined) return null;
+  try {
+    api = require('@opentelemetry/api');
+  } catch {
+    return null; // registered by a copy this module cannot resolve: nothing is carried
+  }
+  return api;
+}
+
+/**
+ * The active span's context as `{ traceparent, tracestate? }`, or null when none is active.
+ * Total: a context manager or propagated state that throws carries nothing (a call is never
+ * refused for its trace context).
+ */
+function activeTraceContext() {
+  try {
+    return readActive();
+  } catch {
+    return null;
+  }
+}
+
+function readActive() {
+  const a = otel();
+  if (a === null) return null;
+  const span = a.trace.getSpanContext(a.context.active());
+  if (span === undefined || !a.isSpanContextValid(span)) return null;
+  const flags = (span.traceFlags & 0xff).toString(16).padStart(2, '0');
+  const carried = { traceparent: `00-${span.traceId}-${span.spanId}-${flags}` };
+  const state = span.traceState?.serialize();
+  if (typeof state === 'string' && state.length > 0 && state.length <= MAX_TRACESTATE) carried.tracestate = state;
+  return carried;
+}
+
+/**
+ * Runs `fn()` with the span context `traceparent` names as its remote parent (and `tracestate`
+ * as its state), or just runs it: without OpenTelemetry, or when `traceparent` is not a valid
+ * header value (anything a message carries is read as untrusted).
+ */
+function withTraceContext(traceparent, tracestate, fn) {
+  const a = otel();
+  if (a === null || typeof traceparent !== 'string' || traceparent.length > 512) return fn();
+  const m = TRACEPARENT.exec(traceparent);
+  if (m === null || m[1] === 'ff' || (m[1] === '00' && m[5] !== undefined) || m[2] === INVALID_TRACE || m[3] === INVALID_SPAN) return fn();
+  const span = { traceId: m[2], spanId: m[3], traceFlags: parseInt(m[4], 16) & 0x01, isRemote: true };
+  if (typeof tracestate === 'string' && tracestate.length > 0 && tracestate.length <= MAX_TRACESTATE) {
+    try {
+      span.traceState = a.createTraceState(tracestate);
+    } catch {
+      // A tracestate the API refuses is dropped, as the W3C text says.
+    }
+  }
+  let context;
+  try {
+    context = a.trace.setSpanContext(a.context.active(), span);
+  } catch {
+    return fn(); // a context manager that throws: the function runs without the context
+  }
+  return a.context.with(context, fn);
+}
+
+/** activeTraceText's last answer, and the span context it was for. */
+let lastText = { span: null };
+
+/**
+ * The active trace context as one string (what a call carries to the thread that serves it:
+ * `traceparent`, then a line feed and `tracestate` when there is one), or undefined.
+ */
+function activeTraceText() {
+  if (globalThis[API_GLOBAL] === undefined) return undefined; // the common case, kept cheapest
+  try {
+    return readActiveText();
+  } catch {
+    return undefined;
+  }
+}
+
+function readActiveText() {
+  const a = otel();
+  if (a === null) return undefined;
+  const span = a.trace.getSpanContext(a.context.active());
+  if (span === undefined) return undefined;
+  // Calls made in one span (a request's handler making many) reuse its text.
+  const last = lastText;
+  if (last.span === span && last.traceId === span.traceId && last.spanId === span.spanId && last.traceFlags === span.traceFlags && last.traceState === span.traceState) return last.text;
+  const carried = activeTraceContext();
+  const text = carried === null ? undefined : carried.tracestate === undefined ? carried.traceparent : `${carried.traceparent}\n${carried.tracestate}`;
+  lastText = { span, traceId: span.traceId, spanId: span.spanId, traceFlags: span.traceFlags, traceState: span.traceState, text };
+  return text;
+}
+
+
+/** `fn()` inside the trace context `text` (activeTraceText's, from the calling thread) names. */
+function withTraceText(text, fn) {
+  if (otel() === null || typeof text !== 'string') return fn();
+  const cut = text.indexOf('\n');
+  return cut < 0 ? withTraceContext(text, undefined, fn) : withTraceContext(text.slice(0, cut), text.slice(cut + 1), fn);
+}
+
+/** The NATS headers that carry a trace context. */
+const TRACEPARENT_HEADER = 'traceparent';
+const TRACESTATE_HEADER = 'tracestate';
+
+/** Sets `carried` (activeTraceContext's) on nats.js `headers`. */
+function setTraceHeaders(headers, carried) {
+  headers.set(TRACEPARENT_HEADER, carried.traceparent);
+  if (carried.tracestate !== undefined) headers.set(TRACESTATE_HEADER, carried.tracestate);
+}
+
+/** `fn()` inside the trace context that the headers of nats.js message `msg` carry, if any. */
+function withTraceHeaders(msg, fn) {
+  if (otel() === null) return fn();
+  const headers = msg.headers;
+  if (headers === undefined || headers === null) return fn();
+  const traceparent = headers.get(TRACEPARENT_HEADER);
+  if (!traceparent) return fn();
+  return withTraceContext(traceparent, headers.get(TRACESTATE_HEADER), fn);
+}
+
+module.exports = { activeTraceContext, activeTraceText, withTraceContext, withTraceText, setTraceHeaders, withTraceHeaders };
