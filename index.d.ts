@@ -3,7 +3,10 @@
 
 import { EventEmitter } from 'node:events';
 
-/** A JSON value, plus what corepool carries beside JSON. */
+/**
+ * A JSON value, plus what corepool carries beside JSON. Calls to methods served by JavaScript
+ * (task files, `serve()`) also carry what structured clone carries (`ClonedParam`).
+ */
 export type Param =
   | null
   | boolean
@@ -21,7 +24,11 @@ export type Param =
   | BigInt64Array
   | BigUint64Array
   | Param[]
-  | { [key: string]: Param | undefined };
+  | { [key: string]: Param | undefined }
+  | ClonedParam;
+
+/** What only calls to methods served by JavaScript carry (docs/values.md); native commands refuse it. */
+export type ClonedParam = undefined | Date | RegExp | Error | ArrayBuffer | DataView | Map<Param, Param> | Set<Param>;
 
 export type Strategy = 'roundrobin' | 'random' | 'leastbusy';
 
@@ -95,6 +102,12 @@ export interface CallOptions<P = any> {
    * come faster than the listener runs, never after the call settled.
    */
   onProgress?: (value: P) => void;
+  /**
+   * ArrayBuffers to move to a method served by JavaScript (a task file's function, a served
+   * method): detached here, they arrive whole, as with `postMessage`'s transfer list; the
+   * params then cross as structured clone (docs/values.md). Ignored by native commands.
+   */
+  transfer?: ArrayBuffer[];
 }
 
 /** What `happycoin` reports to an `onProgress` listener. */

@@ -75,7 +75,7 @@ declare namespace Piscina {
   type AbortSignalAny = AbortSignal | { addEventListener(type: 'abort', listener: () => void, options?: object): void; removeEventListener(type: 'abort', listener: () => void): void; aborted?: boolean; reason?: unknown } | { once(event: 'abort', listener: () => void): unknown; removeListener(event: 'abort', listener: () => void): unknown };
 
   interface RunOptions {
-    /** Accepted; corepool copies what it carries (see docs/piscina.md). */
+    /** ArrayBuffers (or `Piscina.move()` wrappers) to move: detached here, whole in the worker (docs/values.md). */
     transferList?: unknown[];
     filename?: string | null;
     signal?: AbortSignalAny | null;

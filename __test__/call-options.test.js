@@ -10,7 +10,7 @@ const C = RpcError.codes;
 
 /** What docs/calls.md documents each kind of call to take. */
 const CALL = ['signal', 'timeout', 'onProgress'];
-const ACCEPTED = { call: CALL, run: [...CALL, 'name'], map: [...CALL, 'settle', 'concurrency'] };
+const ACCEPTED = { call: [...CALL, 'transfer'], run: [...CALL, 'name', 'transfer'], map: [...CALL, 'settle', 'concurrency'] };
 
 const pool = new Pool({ threads: 1 });
 afterAll(() => pool.close());

@@ -5,9 +5,10 @@ const path = require('node:path');
 const fs = require('node:fs');
 const os = require('node:os');
 const { spawn } = require('node:child_process');
+const util = require('node:util');
 const { Pool, RpcError } = require('..');
 const { RESPAWN } = require('../lib/workers.js');
-const { outcome } = require('./helpers/rejection.js');
+const { outcome, rejection } = require('./helpers/rejection.js');
 const { settles } = require('./helpers/order.js');
 
 const C = RpcError.codes;
@@ -324,4 +325,182 @@ describe('a pool of JavaScript workers from a task file', () => {
     expect(await run(`await pool.${how}();`)).toEqual({ status: 0, out: '4' });
     expect(await run('')).toEqual({ status: 0, out: '4' });
   }, 30_000);
+});
+
+describe('structured-clone values in task-file pools (issue 30 §2)', () => {
+  const fc = require('fast-check');
+  const { check, LIMIT_MS } = require('./helpers/property/run.js');
+  const VALUES = task('values.js');
+  let pool;
+  beforeAll(() => {
+    pool = new Pool({ filename: VALUES, threads: 2 });
+  });
+  afterAll(() => pool.close());
+
+  // Random structured-clone values: leaves of every kind postMessage carries, nested in
+  // arrays (some sparse), objects, Maps and Sets, some of them reached twice or cyclic.
+  const leaf = fc.oneof(
+    fc.constant(undefined),
+    fc.constant(null),
+    fc.boolean(),
+    fc.double(),
+    fc.string(),
+    fc.bigInt(),
+    fc.integer().map((ms) => new Date(ms)),
+    fc.constantFrom(/a+b/gi, /x/),
+    fc.uint8Array({ maxLength: 16 }),
+    fc.float64Array({ maxLength: 4 }),
+    fc.uint8Array({ maxLength: 8 }).map((u) => u.buffer),
+    fc.uint8Array({ minLength: 4, maxLength: 8 }).map((u) => new DataView(u.buffer, 1, 2)),
+    fc.string().map((m) => new RangeError(m)),
+  );
+  const { tree } = fc.letrec((tie) => ({
+    tree: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, tie('array'), tie('sparse'), tie('object'), tie('map'), tie('set')),
+    array: fc.array(tie('tree'), { maxLength: 4 }),
+    sparse: fc.sparseArray(tie('tree'), { maxLength: 20, maxNumElements: 3 }),
+    object: fc.dictionary(fc.oneof(fc.string(), fc.constant('__proto__')), tie('tree'), { maxKeys: 4 }),
+    map: fc.array(fc.tuple(tie('tree'), tie('tree')), { maxLength: 3 }).map((entries) => new Map(entries)),
+    set: fc.array(tie('tree'), { maxLength: 3 }).map((items) => new Set(items)),
+  }));
+  // Shared references and a cycle: the same object twice, and the whole value inside itself.
+  const value = fc.tuple(tree, tree, fc.boolean()).map(([a, b, cyclic]) => {
+    const shared = { a };
+    const v = { first: shared, second: shared, b };
+    if (cyclic) v.self = v;
+    return v;
+  });
+
+  /** The places of every object reached twice, as paths: identity structure of a value. */
+  function identities(root) {
+    const seen = new Map();
+    const repeats = [];
+    const walk = (v, path) => {
+      if (v === null || typeof v !== 'object') return;
+      if (seen.has(v)) {
+        repeats.push(`${path} = ${seen.get(v)}`);
+        return;
+      }
+      seen.set(v, path);
+      if (v instanceof Map) [...v].forEach(([k, x], i) => (walk(k, `${path}.k${i}`), walk(x, `${path}.v${i}`)));
+      else if (v instanceof Set) [...v].forEach((x, i) => walk(x, `${path}.s${i}`));
+      else if (!ArrayBuffer.isView(v)) for (const k of Object.keys(v)) walk(v[k], `${path}.${JSON.stringify(k)}`);
+    };
+    walk(root, '$');
+    return repeats;
+  }
+
+  test(
+    'random structured-clone values round-trip as params and as results as structuredClone gives them',
+    async () => {
+      await check(
+        fc.asyncProperty(value, async (v) => {
+          const expected = structuredClone(v);
+          const back = await pool.exec('echo', v);
+          expect(util.isDeepStrictEqual(back, expected)).toBe(true);
+          expect(identities(back)).toEqual(identities(expected));
+          const [again] = await pool.exec('args', v);
+          expect(util.isDeepStrictEqual(again, expected)).toBe(true);
+        }),
+        100,
+      );
+    },
+    LIMIT_MS,
+  );
+
+  test('a task returning a Date resolves with a Date (it was refused before)', async () => {
+    // (util.types, not instanceof: jest runs this file in a realm of its own.)
+    const d = await pool.exec('date');
+    expect(util.types.isDate(d)).toBe(true);
+    expect(d.getTime()).toBe(0);
+  });
+
+  test('an Error inside a result is a cloned Error: name, message, stack and cause', async () => {
+    const { e } = await pool.exec('error');
+    const expected = structuredClone((() => new TypeError('inside', { cause: new Error('deeper') }))());
+    expect([util.types.isNativeError(e), Object.prototype.toString.call(e.cause)]).toEqual([true, '[object Error]']);
+    expect([e.name, e.message, e.cause.message, typeof e.stack]).toEqual([expected.name, expected.message, expected.cause.message, 'string']);
+  });
+
+  test('transfer moves an ArrayBuffer: detached on the sender, whole on the receiver, both ways', async () => {
+    const sent = new Uint8Array(100_000).fill(3);
+    sent[99_999] = 4;
+    const answer = await pool.call('describeBuffer', [sent], { transfer: [sent.buffer] });
+    expect(sent.buffer.byteLength).toBe(0);
+    expect(answer).toEqual({ length: 100_000, first: 3, last: 4 });
+    const back = await pool.exec('moveBack', 50_000);
+    expect(util.types.isUint8Array(back)).toBe(true);
+    expect(back.byteLength).toBe(50_000);
+    expect(back.every((b) => b === 9)).toBe(true);
+  });
+
+  test('a bad transfer list rejects with a DataCloneError and detaches nothing', async () => {
+    const kept = new ArrayBuffer(8);
+    await expect(pool.call('echo', [kept], { transfer: [kept, new SharedArrayBuffer(4)] })).rejects.toMatchObject({ name: 'DataCloneError', message: expect.stringContaining('transferList[1]') });
+    expect(kept.byteLength).toBe(8);
+    await expect(pool.call('echo', [kept], { transfer: [kept, kept] })).rejects.toMatchObject({ name: 'DataCloneError' });
+    await expect(pool.call('echo', [1], { transfer: 'no' })).rejects.toMatchObject({ code: C.InvalidRequest });
+  });
+
+  test('what structured clone cannot carry rejects with a DataCloneError naming its place', async () => {
+    const cases = [
+      [{ handler() {} }, 'params[0].handler is a function'],
+      [[1, [Symbol('s')]], 'params[0][1][0] is a symbol'],
+      [{ w: new WeakMap() }, 'params[0].w is a WeakMap'],
+      [new Map([['k', () => 1]]), 'params[0].get("k") is a function'],
+    ];
+    for (const [v, where] of cases) {
+      const e = await rejection(pool.exec('echo', v), RpcError);
+      expect([e.name, e.code, e.message.startsWith(where)]).toEqual(['DataCloneError', C.InvalidParams, true]);
+    }
+    const r = await rejection(pool.exec('withFunction'), RpcError);
+    expect([r.name, r.code, r.message]).toEqual(['DataCloneError', C.InvalidParams, 'result.cb is a function, which structured clone cannot carry']);
+    expect(await pool.exec('echo', 5)).toBe(5);
+  });
+
+  test('hostile params: a throwing getter rejects with its error, a Proxy is refused, a huge sparse length and __proto__ keys cross as they are', async () => {
+    const thrown = new RangeError('getter says no');
+    const e = await rejection(pool.exec('echo', { when: new Date(0), get bad() { throw thrown; } }));
+    expect(e).toBe(thrown);
+    const p = await rejection(pool.exec('echo', { d: new Date(0), p: new Proxy({}, {}) }), RpcError);
+    expect([p.name, p.message.startsWith('params[0].p is a Proxy')]).toEqual(['DataCloneError', true]);
+    const sparse = [];
+    sparse.length = 2 ** 32 - 1;
+    sparse[5] = new Date(1);
+    const back = await pool.exec('echo', sparse);
+    expect([back.length, Object.keys(back), back[5].getTime()]).toEqual([2 ** 32 - 1, ['5'], 1]);
+    const proto = JSON.parse('{"__proto__": {"polluted": true}, "d": 1}');
+    proto.when = new Date(2);
+    const got = await pool.exec('echo', proto);
+    // Its prototype is an Object.prototype (the process's: jest runs this file in a realm of its own), not the key's value.
+    expect([Object.getPrototypeOf(Object.getPrototypeOf(got)), got.polluted, got.__proto__]).toEqual([null, undefined, { polluted: true }]);
+    expect(Object.keys(got)).toEqual(['__proto__', 'd', 'when']);
+    expect(({}).polluted).toBeUndefined();
+  });
+
+  test('plain params and results keep their path: undefined items stay undefined, numbers and strings as they were', async () => {
+    expect(await pool.exec('echo', [1, undefined, 'x'])).toEqual([1, undefined, 'x']);
+    expect(await pool.exec('args', 1, 'two', { three: 3 })).toEqual([1, 'two', { three: 3 }]);
+  });
+
+  test('a task-file pool with native threads clones for its workers and keeps native commands plain', async () => {
+    const mixed = new Pool({ filename: task('values-beside-native.js'), threads: 1, nativeThreads: 1 });
+    try {
+      const [d] = await mixed.exec('args', { at: new Date(3) });
+      expect(util.types.isDate(d.at) && d.at.getTime()).toBe(3);
+      const e = await rejection(mixed.exec('square_sum', new Date(0)), RpcError);
+      expect([e.code, e.message]).toEqual([C.InvalidParams, expect.stringContaining('params[0] is a Date')]);
+    } finally {
+      await mixed.close();
+    }
+  });
+
+  test('native commands keep refusing what JSON cannot carry', async () => {
+    const native = new Pool({ threads: 1 });
+    try {
+      const e = await outcome(native.exec('echo', new Date(0)));
+      expect([e.code, e.message]).toEqual([C.InvalidParams, expect.stringContaining('params[0] is a Date')]);
+    } finally {
+      await native.close();
+    }
+  });
 });

@@ -115,9 +115,11 @@ describe('values crossing: shapes, encodings, what is refused and where', () => 
     try {
       const cases = [
         [['tpl {{x}}', { x: 1, y: [1, 'ü', null] }], null],
-        // Lone surrogates become U+FFFD, in the leading string and in the others alike;
-        // undefined in the params array is null, as value by value.
-        [['x\ud800y', { lone: 'a\udc00', nested: { deep: [[{ e: '€😀' }]] } }, undefined, ['{{', '}}']], ['x\ufffdy', { lone: 'a\ufffd', nested: { deep: [[{ e: '€😀' }]] } }, null, ['{{', '}}']]],
+        // Lone surrogates become U+FFFD, in the leading string and in the others alike.
+        [['x\ud800y', { lone: 'a\udc00', nested: { deep: [[{ e: '€😀' }]] } }, ['{{', '}}']], ['x\ufffdy', { lone: 'a\ufffd', nested: { deep: [[{ e: '€😀' }]] } }, ['{{', '}}']]],
+        // undefined in the params array reaches a JavaScript handler as undefined (issue 30 §2:
+        // such params cross as structured clone; a native command gets null, as value by value).
+        [['x', undefined, [undefined, 1]], null],
         [[{ first: 'an object' }, 'then a string'], null],
         [['', []], null],
         [['only a string'], null],
@@ -201,7 +203,7 @@ describe('values crossing: shapes, encodings, what is refused and where', () => 
     expect(JSON.stringify(back)).toBe(JSON.stringify(shared));
   });
 
-  test('a String object given a plain prototype is refused wherever it is met: after a non-JSON value, from another realm, as a served result', async () => {
+  test('a String object given a plain prototype is refused wherever it is met as params (after a non-JSON value, from another realm), and crosses whole as a served result', async () => {
     const vm = require('node:vm');
     const big = (make) => make('a'.repeat(2 ** 22));
     const here = (text) => Object.setPrototypeOf(new String(text), Object.prototype);
@@ -220,10 +222,13 @@ describe('values crossing: shapes, encodings, what is refused and where', () => 
       const e = await rejection(pool.call('echo', params));
       expect([e.code, e.message, listed]).toEqual([C.InvalidParams, expect.stringMatching(why), 0]);
     }
-    const server = pool.serve({ give: () => big(here) });
+    // A served handler's result goes to a JavaScript caller as structured clone carries it
+    // (issue 30 §2): a String object, its text as one string, no key listed.
+    const server = pool.serve({ give: () => watched(big(here)) });
     try {
-      const e = await rejection(pool.exec('give'));
-      expect(e.message).toMatch(why);
+      const given = await pool.exec('give');
+      // (Its String is the process's own: jest runs this file in a realm of its own.)
+      expect([Object.prototype.toString.call(given), given.length, listed]).toEqual(['[object String]', 2 ** 22, 0]);
     } finally {
       await server.close();
     }
@@ -307,14 +312,16 @@ describe('values crossing: shapes, encodings, what is refused and where', () => 
     const at = `params[0]${'.next'.repeat(200)}`;
     expect(await message(deep)).toBe(`${short(`${at}.self`)} is cyclic: it is ${short(at)} again`);
     expect(short(at)).toHaveLength(121);
-    // A handler's result is checked the same way.
+    // A handler's result goes to its JavaScript caller as structured clone carries it (issue 30
+    // §2): the cycle is kept.
     const server = pool.serve({ selfish: () => {
       const r = { list: [] };
       r.list.push(r);
       return r;
     } });
     try {
-      expect((await rejection(pool.exec('selfish'))).message).toBe('result.list[0] is cyclic: it is result again');
+      const r = await pool.exec('selfish');
+      expect(r.list[0]).toBe(r);
     } finally {
       await server.close();
     }

@@ -19,8 +19,8 @@ const { RpcError, CODES, describe, errorText } = require('./errors.js');
 const CALL_OPTIONS = Object.freeze(['signal', 'timeout', 'onProgress']);
 /** Each kind of call's options: the call's, and the kind's own. */
 const OPTION_NAMES = Object.freeze({
-  call: CALL_OPTIONS,
-  run: Object.freeze([...CALL_OPTIONS, 'name']),
+  call: Object.freeze([...CALL_OPTIONS, 'transfer']),
+  run: Object.freeze([...CALL_OPTIONS, 'name', 'transfer']),
   map: Object.freeze([...CALL_OPTIONS, 'settle', 'concurrency']),
 });
 
@@ -66,6 +66,9 @@ function callOptions(kind, options) {
   if (!isSignal) throw invalid(`${kind} options.signal must be an AbortSignal, got ${describe(given.signal)}`);
   if (given.onProgress !== undefined && typeof given.onProgress !== 'function') {
     throw invalid(`${kind} options.onProgress must be a function, got ${describe(given.onProgress)}`);
+  }
+  if (given.transfer !== undefined && !Array.isArray(given.transfer)) {
+    throw invalid(`${kind} options.transfer must be an array of ArrayBuffers, got ${describe(given.transfer)}`);
   }
   return given;
 }

@@ -6,6 +6,7 @@
 const { native, contract } = require('./native.js');
 const { markAsUntransferable } = require('node:worker_threads');
 const { RpcError, CODES, errorText } = require('./errors.js');
+const { deserialize, DataCloneError } = require('./clone.js');
 require('./views.js'); // registers this environment's publisher of views
 
 // Calls in flight, by slot. A call's id is `slot + SLOTS * n`, with `n` counting calls: unique
@@ -169,6 +170,16 @@ function settle(...batch) {
         continue;
       }
       call.resolve(value);
+    } else if (code === contract.resultCloned) {
+      // Structured-clone bytes from a JavaScript handler (lib/clone.js).
+      let value;
+      try {
+        value = deserialize(batch[i + 2]);
+      } catch (e) {
+        call.reject(new RpcError(CODES.InternalError, `corepool: the result could not be read: ${errorText(e)}`));
+        continue;
+      }
+      call.resolve(value);
     } else if (code === contract.resultSlice) {
       // The memory is shared with other calls' results: transferring it to another thread would
       // empty theirs. As with Node's own Buffer pool, postMessage copies it instead.
@@ -186,6 +197,8 @@ function settle(...batch) {
 /** The error a failed call of `owner` rejects with: an RpcError, which the owner may explain
  *  (a task-file pool knows more about its own failures: lib/workers.js). */
 function failure(owner, code, message, data) {
+  // A handler's result that structured clone cannot carry (lib/serve.js refused it).
+  if (code === CODES.InvalidParams && data?.name === 'DataCloneError') return new DataCloneError(message, data.path);
   const error = new RpcError(code, message, data);
   const explain = owner[kExplain];
   if (explain === undefined) return error;

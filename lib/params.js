@@ -110,6 +110,12 @@ let shapeBase = 0;
 const SHAPE_KEYS_KEPT = 1024;
 /** A first key longer than this names no shape: the map, kept between calls, holds no long key. */
 const SHAPE_KEY_MAX = 64;
+/** The objects walked so far, when the params go to JavaScript (see wireParams); else null. */
+let seen = null;
+const seenSet = new Set();
+/** The first object the walk met below the params array (see packObject). */
+let solo = null;
+
 /** True when Object.prototype has enumerable keys: for-in then lists them, JSON does not. */
 let inherited = false;
 
@@ -151,7 +157,9 @@ function pack(v, depth) {
       room(1);
       tape[at++] = v ? TRUE : FALSE;
       return 1;
-    case 'undefined': // an array item (an object's undefined is refused before): null, as value by value
+    case 'undefined': // an array item or a hole (an object's is refused before): null, as value by value
+      // (JavaScript handlers get it as it is: lib/pool.js sends such params as structured clone).
+      sawUndefined = true;
       room(1);
       tape[at++] = NULL;
       return 1;
@@ -183,6 +191,15 @@ function packObject(v, depth) {
   // (A render never makes JSON of its view: there a toJSON method is a function like any other.)
   if (depth >= contract.jsonMaxDepth || (!takesFunctions && typeof v.toJSON === 'function')) return -1;
   objects++;
+  if (seen !== null && depth > 0) {
+    // An object met twice: JSON would send two copies; structured clone keeps it one. (The
+    // first object is only remembered: most params hold one, and pay no set for it.)
+    if (solo === null) solo = v;
+    else {
+      if (v === solo || seen.has(v)) return -1;
+      seen.add(v);
+    }
+  }
   if (Array.isArray(v)) return packArray(v, depth, 0);
   if (takesFunctions && depth > 0) met(v);
   let n = 1;
@@ -269,6 +286,11 @@ function sameKeys(shape, first, count) {
 function clearWalk() {
   text = '';
   nk = 0;
+  if (seen !== null) {
+    if (seen.size > 0) seen.clear();
+    seen = null;
+    solo = null;
+  }
   if (nShapes > 0) {
     for (let i = 0; i < nShapes; i++) shapes[i] = null;
     nShapes = 0;
@@ -309,8 +331,13 @@ let walking = false;
  * module's, reused: call released() once the native call has returned (it copies what it
  * needs). Params whose strings are longer together than one string can be cross value by value. Throws an RpcError InvalidParams when the params cannot
  * be sent (more values than a call may carry, a String object with a replaced prototype).
+ * `toJs`: the params go to JavaScript (a task file's function): an object met twice makes them
+ * not plain (so that lib/pool.js sends them as structured clone, which keeps it one object).
  */
-function wireParams(params, mayHoldFunctions = false) {
+function wireParams(params, mayHoldFunctions = false, toJs = false) {
+  refused = true; // as far as the caller knows: the walk below may not run
+  sawUndefined = false;
+  tooMany = false;
   if (walking) return [params, 0, undefined];
   // A call started while the previous one's tape is still lent (a listener that calls the
   // pool from inside the call's start) gets a tape of its own.
@@ -325,6 +352,7 @@ function wireParams(params, mayHoldFunctions = false) {
   try {
     budget = JSON_MAX_VALUES - 1;
     objects = 0;
+    seen = toJs ? seenSet : null;
     at = HEADER;
     inherited = hasInheritedKeys();
     // A leading string (a template) travels apart, as it is: copied into the text, it would
@@ -349,14 +377,17 @@ function wireParams(params, mayHoldFunctions = false) {
     forgetMet();
     clearWalk();
     if (size === TOO_MANY) {
+      tooMany = true;
       // Walked no further than that: a value that reaches one object many times may hold 2^64.
       throw new RpcError(CODES.InvalidParams, `params hold more than the ${JSON_MAX_VALUES} values a call may carry: pass bulk data in a SharedArrayBuffer`);
     }
     if (size === STRING_OBJECT) {
       throw new RpcError(CODES.InvalidParams, 'params hold a String object whose prototype was replaced, which would cross as a key per character: pass its text (String(value)) instead');
     }
+    refused = size < 0;
     return [params, 0, undefined];
   }
+  refused = false;
   const sent = text;
   clearWalk();
   // The handles of a render whose params held functions (the objects copied: the list is reused).
@@ -374,6 +405,23 @@ function wireParams(params, mayHoldFunctions = false) {
   return [first, flags | PACKED_AFTER_STRING | (NOT_LATIN1.test(first) ? 0 : FIRST_LATIN1), tape, sent, handles];
 }
 
+/**
+ * True when the last wireParams found values that are not plain data (they crossed value by
+ * value), or undefined (an array item or a hole), which JSON would make null.
+ */
+let refused = false;
+let sawUndefined = false;
+function lastRefused() {
+  return refused || sawUndefined;
+}
+
+/** True when the last wireParams threw for params holding more values than plain params may. */
+let tooMany = false;
+function lastTooMany() {
+  return tooMany;
+}
+
+
 /** The native call that got wireParams's tape has returned: the tape may be written again. */
 function released() {
   lent = false;
@@ -386,4 +434,4 @@ const PACKED_LATIN1 = contract.callFlags.packed | contract.callFlags.packedLatin
 const PACKED_AFTER_STRING = contract.callFlags.packedAfterString;
 const FIRST_LATIN1 = contract.callFlags.firstLatin1;
 
-module.exports = { wireParams, released };
+module.exports = { wireParams, released, lastRefused, lastTooMany };

@@ -10,7 +10,8 @@
 //   is loaded.
 // - `niceIncrement` lowers this thread's priority (Linux; elsewhere ignored), as Piscina's
 //   worker does with @napi-rs/nice.
-// - A task's result that `Piscina.move()` wrapped goes back as its value; a thrown error goes
+// - A task's result that `Piscina.move()` wrapped goes back as its value, its ArrayBuffer
+//   moved (lib/clone.js); values go as structured clone carries them; a thrown error goes
 //   back as its name, message, stack and own primitive fields, and the pool makes an Error of
 //   them again; each outcome carries the task's running time (for `runTime` / `waitTime`).
 
@@ -19,8 +20,10 @@ const { syncBuiltinESMExports } = require('node:module');
 const { pathToFileURL } = require('node:url');
 const { performance } = require('node:perf_hooks');
 const fs = require('node:fs');
+const { types } = require('node:util');
 const os = require('node:os');
-const { KEY, WORKER_MARK, RESULT, isMoved, kValue } = require('./piscina-common.js');
+const { KEY, WORKER_MARK, RESULT, isMoved, kValue, kTransferable } = require('./piscina-common.js');
+const { transfer } = require('./clone.js');
 
 const envelope = workerThreads.workerData;
 const own = envelope?.[KEY] ?? {};
@@ -147,7 +150,13 @@ async function settled(pending, started) {
 }
 
 function outcome(result, started) {
-  if (isMoved(result)) result = result[kValue];
+  // A result Piscina.move() wrapped goes as its value, its ArrayBuffer moved (detached here);
+  // anything else it wrapped is copied.
+  if (isMoved(result)) {
+    const buffer = result[kTransferable];
+    const ms = performance.now() - started;
+    return types.isArrayBuffer(buffer) ? transfer([ms, result[kValue]], [buffer]) : [ms, result[kValue]];
+  }
   // undefined would cross as null: it crosses as an absent third element.
   return result === undefined ? [performance.now() - started] : [performance.now() - started, result];
 }

@@ -7,6 +7,7 @@
 
 const { EventEmitter } = require('node:events');
 const path = require('node:path');
+const { types } = require('node:util');
 const os = require('node:os');
 const { fileURLToPath } = require('node:url');
 const { performance, createHistogram } = require('node:perf_hooks');
@@ -102,6 +103,11 @@ class ArrayBufferViewTransferable {
 }
 
 const STANDARD_ERRORS = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
+
+/** What a transfer list's item moves: Piscina's transferable wrappers name their buffer. */
+function transferred(item) {
+  return isTransferable(item) ? item[kTransferable] : item;
+}
 
 function maybeFileURLToPath(filename) {
   return filename.startsWith('file:') ? fileURLToPath(new URL(filename)) : filename;
@@ -300,8 +306,15 @@ class Piscina extends EventEmitter {
     const handle = { id: 0, reason: undefined, thread: undefined, gone: undefined, wake: null };
     this.#notStarted.add(handle);
     this.#tasks.add(handle);
-    // A task Piscina.move() wrapped goes as its value (copied: see docs/piscina.md).
-    if (isMoved(task)) task = task[kValue];
+    // What transferList and Piscina.move() name is moved (detached here), as postMessage does.
+    let transfer = transferList === undefined ? undefined : transferList.map(transferred);
+    if (isMoved(task)) {
+      // Only an ArrayBuffer moves: anything else Piscina.move() wrapped is copied, as corepool
+      // always did (postMessage would refuse it).
+      const buffer = transferred(task);
+      if (types.isArrayBuffer(buffer) && !transfer?.includes(buffer)) transfer = [...(transfer ?? []), buffer];
+      task = task[kValue];
+    }
     const params = task === undefined ? [filename, name, 0] : [filename, name, 1, task];
     const submitted = performance.now();
     this.#inflight++;
@@ -309,7 +322,7 @@ class Piscina extends EventEmitter {
       // The worker's "started", with its threadId.
       this.#notStarted.delete(handle);
       handle.thread = thread;
-    });
+    }, transfer);
     let forgetSignal = null;
     if (signal != null) {
       const onAbort = () => this.#cancel(handle, { user: signal.reason });
@@ -436,6 +449,10 @@ class Piscina extends EventEmitter {
         return this.#destroyed ? Errors.ThreadTermination() : new AbortError('queue is being terminated');
       case CODES.CommandFailed:
         return taskError(e);
+      case CODES.InvalidParams:
+        // The task is the call's fourth param; a result, the second item of the worker's answer.
+        if (e.name === 'DataCloneError') e.message = e.message.replace(/^params\[3\]/, 'task').replace(/^result\[1\]/, 'result');
+        return e;
       case CODES.ServerGone:
         return this.#destroyed ? Errors.ThreadTermination() : e;
       default:
@@ -577,7 +594,7 @@ class Piscina extends EventEmitter {
     return ((this.#runTime.mean / 1000) * this.#runTime.count) / capacity;
   }
 
-  /** Piscina's `move()`: marks `value` to be moved rather than copied (corepool copies it: see docs/piscina.md). */
+  /** Piscina's `move()`: marks `value` to be moved rather than copied (its ArrayBuffer is detached here; docs/values.md). */
   static move(val) {
     if (val != null && typeof val === 'object') {
       if (!isTransferable(val)) {

@@ -10,7 +10,8 @@ const { CODES, rejected, describe, errorText } = require('./errors.js');
 const { validateOptions, nativeOptions } = require('./options.js');
 const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, kExplain, channel } = require('./calls.js');
-const { wireParams, released } = require('./params.js');
+const { wireParams, released, lastRefused, lastTooMany } = require('./params.js');
+const { serialize, SHARED, DataCloneError } = require('./clone.js');
 const { map } = require('./map.js');
 const { finishRender, renderFailed, prepareRenderParams } = require('./render.js');
 const { Server, kFullErrors } = require('./serve.js');
@@ -21,6 +22,8 @@ const { activeTraceText } = require('./trace-context.js');
 
 /** The key of a pool's count of task-file workers that exited while serving (corepool/metrics). */
 const kWorkerExits = Symbol('workerExits');
+
+const CLONED = contract.callFlags.cloned;
 
 /** The key of Pool's cancellable handle() (see there). */
 const handleCancellable = Symbol('handleCancellable');
@@ -46,6 +49,7 @@ class Pool extends EventEmitter {
   #notifying = false;
   #servers = [];
   #workers = null;
+  #isShared = false;
 
   /**
    * @param {object} [options] threads, strategy, maxQueue, onFull, timeout; with `filename`, a
@@ -59,6 +63,7 @@ class Pool extends EventEmitter {
       this.#native = handing;
       handing = null;
       this.#call = this.#native.caller();
+      this.#isShared = this.#native.isShared;
       return;
     }
     this.options = validateOptions(options);
@@ -167,7 +172,7 @@ class Pool extends EventEmitter {
     } catch (e) {
       return rejected(CODES.InvalidRequest, `call options.signal could not be read: ${errorText(e)}`);
     }
-    return this.#submit(method, params, o.timeout, o.signal, o.onProgress);
+    return this.#submit(method, params, o.timeout, o.signal, o.onProgress, 0, undefined, o.transfer);
   }
 
   /**
@@ -193,7 +198,7 @@ class Pool extends EventEmitter {
   }
 
   #render(params) {
-    const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions, undefined, prepareRenderParams);
+    const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions, undefined, undefined, prepareRenderParams);
     const handles = this.#handles;
     this.#handles = undefined;
     const rendered = handles === undefined ? call : call.then((result) => finishRender(result, handles));
@@ -341,6 +346,18 @@ class Pool extends EventEmitter {
   /** What the call function returned for the last render with functions (see render()). */
   #handles = undefined;
 
+  /** Whether calls to `method` reach JavaScript (a task file's function, a served method), not a native command. */
+  #servedByJs(method) {
+    if (this.#workers !== null) {
+      // A task-file pool's methods are its workers', unless it runs native threads beside them.
+      if (this.options.nativeThreads === 0) return true;
+    } else if (this.#servers.length === 0 && !this.#isShared) {
+      // A private pool of native threads serves JavaScript only through this handle's serve().
+      return false;
+    }
+    return typeof method === 'string' && !this.#native.runsNatively(method);
+  }
+
   /**
    * `method(...params)`, cancellable with [kCancel](handle.id) rather than an AbortSignal:
    * corepool/piscina merges each task's own signal and close({ force }) into one cancellation,
@@ -348,8 +365,8 @@ class Pool extends EventEmitter {
    * cost more on the calling thread than the rest of a tiny task's call (lib/piscina.js).
    * `handle.id` is the call's id from the moment it is in flight.
    */
-  [kCancellableCall](method, params, handle, onProgress) {
-    return this.#submit(method, params, undefined, undefined, onProgress, contract.callFlags.cancellable, handle);
+  [kCancellableCall](method, params, handle, onProgress, transfer) {
+    return this.#submit(method, params, undefined, undefined, onProgress, contract.callFlags.cancellable, handle, transfer);
   }
 
   /** Cancels call `id` as its AbortSignal would (a call no longer in flight is passed over). */
@@ -358,10 +375,12 @@ class Pool extends EventEmitter {
   }
 
   /**
-   * `handle`: given a cancellable call's id (see kCancellableCall). `prepare(params)`: params to send instead when these do not cross packed (pool.render's
-   * views, lib/render.js); plain data that packs is sent as it is, walked once.
+   * `handle`: given a cancellable call's id (see kCancellableCall). `transfer`: ArrayBuffers the
+   * call moves (structured clone). `prepare(params)`: params to send instead when these do not
+   * cross packed (pool.render's views, lib/render.js); plain data that packs is sent as it is,
+   * walked once.
    */
-  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, handle = undefined, prepare = undefined) {
+  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, handle = undefined, transfer = undefined, prepare = undefined) {
     let sent;
     let flags;
     let tape;
@@ -369,12 +388,38 @@ class Pool extends EventEmitter {
     let handles;
     const functions = (extraFlags & contract.callFlags.functions) !== 0;
     try {
-      [sent, flags, tape, text, handles] = wireParams(params, functions);
-      if (prepare !== undefined && tape === undefined) {
-        const prepared = prepare(params);
-        if (prepared !== params) [sent, flags, tape, text, handles] = wireParams(prepared, functions);
+      let tooMany = null;
+      try {
+        // A task-file pool's params go to JavaScript: the walk looks for objects met twice too.
+        [sent, flags, tape, text, handles] = wireParams(params, functions, this.#workers !== null);
+        if (prepare !== undefined && tape === undefined) {
+          const prepared = prepare(params);
+          if (prepared !== params) [sent, flags, tape, text, handles] = wireParams(prepared, functions);
+        }
+      } catch (e) {
+        if (!lastTooMany()) throw e;
+        tooMany = e; // structured clone carries them (an object reached many times once)
+        [sent, flags, tape, text] = [params, 0, undefined, undefined];
       }
+      // Params that are not plain data (or hold undefined, which JSON makes null, or an object
+      // twice, which it copies, or more values than plain params may hold), for a method
+      // served by JavaScript, cross as structured clone does (lib/clone.js); so do the params
+      // of a call that moves ArrayBuffers. Those holding shared memory go on value by value
+      // (shared views travel by reference there).
+      const clone = tooMany !== null || transfer !== undefined || lastRefused();
+      // (pool.render's calls, extraFlags, are the native renderer's: never cloned.)
+      if (clone && !functions && this.#servedByJs(method)) {
+        try {
+          const bytes = serialize(params, transfer, 'params');
+          if (tape !== undefined) released();
+          [sent, flags, tape, text] = [bytes, CLONED, undefined, undefined];
+        } catch (e) {
+          if (e !== SHARED) throw e;
+          if (transfer !== undefined || tooMany !== null) throw new DataCloneError('params hold shared memory, which travels only in plain calls that move no ArrayBuffer');
+        }
+      } else if (tooMany !== null) throw tooMany;
     } catch (e) {
+      if (tape !== undefined) released();
       return Promise.reject(e);
     }
     if (signal !== undefined) flags |= contract.callFlags.cancellable;

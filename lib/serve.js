@@ -9,6 +9,7 @@ const { contract } = require('./native.js');
 const { errorText } = require('./errors.js');
 const { after } = require('./timer.js');
 const views = require('./views.js');
+const { serialize, deserialize, needsClone, DataCloneError, Transfer, SHARED } = require('./clone.js');
 const { withTraceText } = require('./trace-context.js');
 
 // How long a serving thread runs drain cycles (and polls for calls), all its servers together,
@@ -231,6 +232,18 @@ class Server {
     } else if (params === undefined) {
       params = this.#viewParams(token, method, timeout, watched, trace);
       if (params === null) return;
+    } else if (!Array.isArray(params)) {
+      // Structured-clone bytes of the params array (lib/clone.js).
+      try {
+        params = deserialize(params);
+      } catch (e) {
+        this.#lose(token, `corepool: the params could not be read: ${errorText(e)}`);
+        return;
+      }
+      if (!Array.isArray(params)) {
+        this.#lose(token, 'corepool: the params could not be read: they are not an array');
+        return;
+      }
     }
     this.#run(token, method, params, timeout, watched, trace);
   }
@@ -329,8 +342,16 @@ class Server {
     if (run.timer !== null) run.timer.clear();
     let more = false;
     try {
-      if (ok) more = this.#native.complete(token, value);
-      else {
+      if (ok) {
+        if (value instanceof Transfer) more = this.#completeCloned(token, value.value, value.list);
+        else if (value !== null && typeof value === 'object' && clonesBetter(value)) more = this.#completeCloned(token, value, undefined);
+        else {
+          more = this.#native.complete(token, value, true);
+          // Refused as plain data (`more` says why): the caller is JavaScript, so it goes as
+          // structured clone.
+          if (typeof more === 'string') more = this.#completeCloned(token, value, undefined, more);
+        }
+      } else {
         const [message, data] = errorParts(value, this.#fullErrors ? MAX_CAUSES : 0);
         more = this.#native.fail(token, message, data);
       }
@@ -346,6 +367,27 @@ class Server {
     if (this.#onIdle !== null && !this.#draining) this.#checkIdle();
   }
 
+  /**
+   * Completes job `token` with `value` as structured-clone bytes, moving the ArrayBuffers of
+   * `list`. What structured clone cannot carry fails it with a DataCloneError naming the place;
+   * a getter or Proxy trap that throws meanwhile fails it with `refused` (the native
+   * conversion's words for the same throw, naming the place), or, for a value that never met
+   * the conversion, as if the handler had thrown it.
+   */
+  #completeCloned(token, value, list, refused) {
+    let bytes;
+    try {
+      bytes = serialize(value, list, 'result');
+    } catch (e) {
+      if (e instanceof DataCloneError) return this.#native.refuse(token, e.message, true);
+      if (e === SHARED) return this.#native.refuse(token, 'result holds shared memory, which a result cannot carry', true);
+      if (refused !== undefined) return this.#native.refuse(token, refused, false);
+      const [message, data] = errorParts(e, this.#fullErrors ? MAX_CAUSES : 0);
+      return this.#native.fail(token, message, data);
+    }
+    return this.#native.completeCloned(token, bytes);
+  }
+
   #checkIdle() {
     if (this.#onIdle === null || this.#native.busy !== 0) return;
     const resolve = this.#onIdle;
@@ -353,6 +395,18 @@ class Server {
     this.#native.depart();
     this.#native.unref();
     resolve();
+  }
+}
+
+/**
+ * Whether a handler's object result goes as structured clone (lib/clone.js's needsClone); when
+ * reading it throws, the native conversion reads it and names the place.
+ */
+function clonesBetter(value) {
+  try {
+    return needsClone(value);
+  } catch {
+    return false;
   }
 }
 

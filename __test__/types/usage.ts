@@ -75,6 +75,11 @@ async function main(): Promise<void> {
   await pool.map('fibonacci', [1], { settle: 'some' });
   // @ts-expect-error run options name the export, as a string
   await files.run(1, { name: 3 });
+  // Structured-clone values and moved buffers for JavaScript methods (docs/values.md).
+  const moved = new ArrayBuffer(8);
+  await files.call('plan', [{ from: new Date(0), tags: new Set(['a']) }, undefined], { transfer: [moved] });
+  // @ts-expect-error transfer lists ArrayBuffers
+  await files.call('plan', [], { transfer: 'all' });
   // @ts-expect-error strategies are the contract's names
   new Pool({ strategy: 'fastest' });
   // @ts-expect-error a built-in command's params are typed

@@ -41,6 +41,10 @@ pub(crate) const CALL_FIRST_LATIN1: u32 = 64;
 /// JavaScript-served method gets with its job (`serve.rs`, `batch_to_js`); native commands
 /// ignore it.
 pub(crate) const CALL_TRACED: u32 = 128;
+/// `flags` bit of the hot call function: `params` is a Uint8Array of structured-clone bytes
+/// (V8's serialization format, made by lib/clone.js) holding the whole params array, for a
+/// method served by JavaScript; the bytes cross opaquely (`Params::Cloned`).
+pub(crate) const CALL_CLONED: u32 = 256;
 /// How the render helper `write` (lib/render.js) makes a tag's text of a value: `'' + value`;
 /// `String(value)`, which the addon then escapes as HTML; `'' + escape(value)`.
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
@@ -65,6 +69,9 @@ pub(crate) const PROGRESS: i32 = 2;
 /// Buffers cheap, as Node's own pool does for `Buffer.from` under 4 KiB. (A small result that
 /// would have a shared Buffer to itself is handed over as that Buffer, with code 0.)
 pub(crate) const RESULT_SLICE: i32 = 3;
+/// Settle code of a result a JavaScript handler sent as structured-clone bytes
+/// (`Value::Cloned`): the value is a Buffer of them, which lib/clone.js turns back into values.
+pub(crate) const RESULT_CLONED: i32 = 4;
 /// Buffer results shorter than this are sliced (Node pools Buffers under half its 8 KiB pool).
 pub(crate) const SLICE_MAX: usize = 4096;
 /// The most bytes one shared Buffer holds, so that a slice kept alive keeps at most this much.
@@ -106,6 +113,7 @@ pub struct CallFlags {
     pub progress: u32,
     pub functions: u32,
     pub traced: u32,
+    pub cloned: u32,
 }
 
 /// The tags of a packed-params tape (`rpc::packed`).
@@ -210,6 +218,7 @@ pub struct Contract {
     pub result_as_json: i32,
     pub progress: i32,
     pub result_slice: i32,
+    pub result_cloned: i32,
     pub slice_span: u32,
     pub json_min_values: u32,
     pub json_max_depth: u32,
@@ -246,6 +255,7 @@ pub fn contract() -> Contract {
             progress: CALL_PROGRESS,
             functions: CALL_FUNCTIONS,
             traced: CALL_TRACED,
+            cloned: CALL_CLONED,
         },
         packed_tags: PackedTags {
             null: packed::NULL.into(),
@@ -262,6 +272,7 @@ pub fn contract() -> Contract {
         result_as_json: RESULT_AS_JSON,
         progress: PROGRESS,
         result_slice: RESULT_SLICE,
+        result_cloned: RESULT_CLONED,
         slice_span: SLICE_SPAN,
         json_min_values: JSON_MIN_VALUES as u32,
         json_max_depth: JSON_MAX_DEPTH as u32,

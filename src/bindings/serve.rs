@@ -172,7 +172,8 @@ unsafe extern "C" fn call_js(
 /// and six entries per job — `token, method, params, timeoutMs (0: none; what is left of the
 /// call's limit otherwise, however small), watched (the caller listens to progress), trace
 /// (the caller's trace context, a string, or undefined)`; params
-/// are an array, the JSON text of one, or undefined while views are needed. (One array, not
+/// are an array, the JSON text of one, a Buffer of structured-clone bytes
+/// (`Params::Cloned`), or undefined while views are needed. (One array, not
 /// three: a Node-API call costs about as much as handling the usual one-job batch in JavaScript.)
 ///
 /// # Safety
@@ -231,6 +232,8 @@ unsafe fn batch_to_js(
                         undefined
                     }
                     Params::Values(values) => convert::to_js(env, &Value::Array(values))?,
+                    // A Buffer of the bytes, which lib/serve.js reads with lib/clone.js.
+                    Params::Cloned(bytes) => convert::to_js(env, &Value::Cloned(bytes))?,
                     // Few values are built here. Many go on as JSON text, which JSON.parse in
                     // the serving thread turns into values far faster than Node-API builds
                     // them, and which keeps a lone surrogate as sent (results follow the same
@@ -422,10 +425,21 @@ impl NativeServer {
     }
 
     /// The handler of job `token` returned `value`. True when jobs wait and a handler slot is
-    /// free: call `take()`.
+    /// free: call `take()`. With `cloneable` (lib/serve.js), a value the conversion refuses
+    /// (a Date, a Map, a cycle, a function…) settles nothing and answers why (a string): the
+    /// caller is JavaScript, so lib/serve.js sends it as structured-clone bytes
+    /// (`completeCloned`), or refuses it (`refuse`) with the place of what structured clone
+    /// cannot carry either, or with this answer when reading it threw.
     #[napi(catch_unwind)]
-    pub fn complete(&self, env: Env, token: f64, value: Unknown) -> bool {
+    pub fn complete(
+        &self,
+        env: Env,
+        token: f64,
+        value: Unknown,
+        cloneable: Option<bool>,
+    ) -> Either<bool, String> {
         let mut from = FromJs::new(env.raw());
+        from.refuse_undefined = cloneable == Some(true);
         let mut path = String::from("result");
         // SAFETY: a Node-API callback on this env's JS thread; `value` belongs to this env.
         let outcome = match unsafe { from.value(value.raw(), 0, &mut path) } {
@@ -436,12 +450,52 @@ impl NativeServer {
             Ok(v) => Ok(v),
             // SAFETY: a Node-API callback on this env's JS thread. Its thread is being terminated:
             // the job stays running, and the server's departure settles it with ServerGone.
-            Err(_) if !unsafe { convert::can_run_js(env.raw()) } => return false,
+            Err(_) if !unsafe { convert::can_run_js(env.raw()) } => return Either::A(false),
+            Err(why) if cloneable == Some(true) => return Either::B(why),
             Err(why) => Err(RpcError::invalid_params(why)),
+        };
+        Either::A(
+            self.ctx
+                .pool
+                .complete(&self.ctx.server, self::token(token), outcome),
+        )
+    }
+
+    /// The handler of job `token` returned a value lib/clone.js wrote as structured-clone
+    /// `bytes` (copied here: the Buffer is the serializer's). As `complete`.
+    #[napi(catch_unwind)]
+    pub fn complete_cloned(&self, token: f64, bytes: &[u8]) -> bool {
+        let mut copy = Vec::new();
+        let outcome = match copy.try_reserve_exact(bytes.len()) {
+            Ok(()) => {
+                copy.extend_from_slice(bytes);
+                Ok(Value::Cloned(copy))
+            }
+            Err(_) => Err(RpcError::new(
+                ErrorCode::InternalError,
+                "no memory to copy the handler's result",
+            )),
         };
         self.ctx
             .pool
             .complete(&self.ctx.server, self::token(token), outcome)
+    }
+
+    /// The handler of job `token` returned a value that cannot be sent: the call settles with
+    /// InvalidParams, `why` naming the place; with `data_clone` (structured clone cannot carry
+    /// it either), with data `{ name: 'DataCloneError' }`, which lib/calls.js makes a
+    /// DataCloneError of on the caller's side.
+    #[napi(catch_unwind)]
+    pub fn refuse(&self, token: f64, why: String, data_clone: bool) -> bool {
+        let mut e = RpcError::invalid_params(why);
+        if data_clone {
+            let mut data = Map::new();
+            data.push_unique("name".into(), Value::String("DataCloneError".into()));
+            e = e.with_data(Value::Object(data));
+        }
+        self.ctx
+            .pool
+            .complete(&self.ctx.server, self::token(token), Err(e))
     }
 
     /// The handler of job `token` reports progress (`ctx.progress(value)`; lib/serve.js calls

@@ -224,6 +224,9 @@ impl Control {
 pub enum Params {
     Values(Vec<Value>),
     Packed(Packed),
+    /// The whole params array as structured-clone bytes (lib/clone.js), for a method served
+    /// by JavaScript: only a serving thread's JavaScript reads them.
+    Cloned(Vec<u8>),
 }
 
 impl Params {
@@ -232,9 +235,22 @@ impl Params {
         match self {
             Params::Values(v) => Ok(v),
             Params::Packed(packed) => packed.into_unpacked().map_err(RpcError::invalid_params),
+            Params::Cloned(_) => Err(RpcError::invalid_params(CLONED_TO_NATIVE)),
         }
     }
 }
+
+/// Why a native command refuses params that crossed as structured-clone bytes.
+pub const CLONED_TO_NATIVE: &str = "the params hold values only structured clone carries (a \
+     Date, Map, Set, RegExp, Error, ArrayBuffer, class instance, cycle…), which JavaScript \
+     handlers take but native commands do not: pass plain data (JSON values, BigInts, \
+     Uint8Arrays, typed arrays over a SharedArrayBuffer)";
+
+/// Why a JSON-RPC answer (`request`, `handle`, a batch) cannot carry a JavaScript handler's
+/// structured-clone result.
+pub const CLONED_TO_JSON: &str = "the handler's result holds values only structured clone \
+     carries (a Date, Map, Set, undefined, class instance, cycle…), which a JSON-RPC answer \
+     cannot carry: return plain data to JSON-RPC callers";
 
 impl From<Vec<Value>> for Params {
     fn from(v: Vec<Value>) -> Self {
@@ -340,6 +356,13 @@ impl Reply {
     }
 
     pub(crate) fn finish(self, outcome: Outcome, origin: &Origin) {
+        // Only a JavaScript caller's own call reads structured-clone bytes.
+        let outcome = match (&self, outcome) {
+            (Reply::Response { .. } | Reply::Part(..), Ok(Value::Cloned(_))) => {
+                Err(RpcError::invalid_params(CLONED_TO_JSON))
+            }
+            (_, outcome) => outcome,
+        };
         match self {
             Reply::Call(call) | Reply::Watched(call) => origin.deliver(call, outcome),
             Reply::Response { call, id, text } => {

@@ -700,3 +700,37 @@ fn after_close_only_a_call_that_continues_an_accepted_one_is_admitted_until_dest
     ));
     assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::PoolClosed);
 }
+
+#[test]
+fn cloned_params_are_invalid_for_a_native_command_and_the_pool_keeps_serving() {
+    let p = pool(1, Strategy::RoundRobin);
+    let (o, _, rx) = origin();
+    p.call(&o, 1, "echo", Params::Cloned(vec![0xff, 0x0f]), None);
+    let (id, outcome) = recv(&rx);
+    let e = outcome.unwrap_err();
+    assert_eq!((id, e.code), (1, ErrorCode::InvalidParams));
+    assert_eq!(e.message, job::CLONED_TO_NATIVE);
+    p.call(&o, 2, "echo", vec![Value::Number(2.0)], None);
+    assert_eq!(recv(&rx), (2, Ok(Value::Number(2.0))));
+}
+
+#[test]
+fn a_cloned_result_reaches_a_plain_call_as_it_is_and_a_json_rpc_answer_as_invalid_params() {
+    let (o, _, rx) = origin();
+    let bytes = Value::Cloned(vec![1, 2, 3]);
+    Reply::Call(1).finish(Ok(bytes.clone()), &o);
+    assert_eq!(recv(&rx), (1, Ok(bytes.clone())));
+    Reply::Response {
+        call: 2,
+        id: Some(Value::Number(7.0)),
+        text: true,
+    }
+    .finish(Ok(bytes), &o);
+    let (id, answer) = recv(&rx);
+    let text = answer.unwrap();
+    let text = text.as_str().unwrap();
+    assert_eq!(id, 2);
+    assert!(text.contains("\"code\":-32602"), "{text}");
+    assert!(text.contains("JSON-RPC answer cannot carry"), "{text}");
+    assert!(text.contains("\"id\":7"), "{text}");
+}

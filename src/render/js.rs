@@ -377,7 +377,8 @@ impl<'a> Js<'a> {
             | Value::Bytes(_)
             | Value::Buffer(_)
             | Value::BigInt(_)
-            | Value::Pending(_) => Js::Undefined,
+            | Value::Pending(_)
+            | Value::Cloned(_) => Js::Undefined,
         }
     }
 

@@ -277,7 +277,8 @@ pub fn check_value(data: &Value, name: &str) -> Result<bool, RpcError> {
             | Value::Bytes(_)
             | Value::Buffer(_)
             | Value::BigInt(_)
-            | Value::Pending(_) => {
+            | Value::Pending(_)
+            | Value::Cloned(_) => {
                 let (path, culprit) = first_non_json(data, String::from(name))
                     .unwrap_or_else(|| (String::from(name), value));
                 return Err(RpcError::invalid_params(format!(
@@ -313,7 +314,8 @@ fn first_non_json(value: &Value, path: String) -> Option<(String, &Value)> {
             | Value::Bytes(_)
             | Value::Buffer(_)
             | Value::BigInt(_)
-            | Value::Pending(_) => return Some((path, value)),
+            | Value::Pending(_)
+            | Value::Cloned(_) => return Some((path, value)),
             Value::Null
             | Value::Bool(_)
             | Value::Number(_)

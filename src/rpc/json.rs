@@ -84,12 +84,15 @@ fn nested_deeper_than(text: &str, limit: usize) -> bool {
 
 /// Appends the JSON text of `value` to `out`. A function, which only a call's params hold
 /// (never a result), is `null`, as in a JSON array; so is a pending result, which only the
-/// calling thread can finish.
+/// calling thread can finish, and structured-clone bytes, which no JSON answer carries
+/// (`Reply::finish` turns such a result into an error first).
 pub fn write(value: &Value, out: &mut String) {
     match value {
-        Value::Null | Value::View(_) | Value::Function(_) | Value::Pending(_) => {
-            out.push_str("null")
-        }
+        Value::Null
+        | Value::View(_)
+        | Value::Function(_)
+        | Value::Pending(_)
+        | Value::Cloned(_) => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) if n.is_finite() => format_number(*n, out),
         Value::Number(_) => out.push_str("null"),

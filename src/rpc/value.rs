@@ -463,6 +463,12 @@ pub enum Value {
     /// functions, see `render::functions`): handed to JavaScript as an opaque
     /// handle, which gives it back to the addon to finish.
     Pending(Pending),
+    /// A value only JavaScript can read: structured-clone bytes (V8's serialization format)
+    /// that one JavaScript thread made with lib/clone.js for another, carried as they are. The
+    /// params of a call to a method served by JavaScript (`Params::Cloned`) or a JavaScript
+    /// handler's result; only a JavaScript caller's call (`exec`, `call`, `run`) takes one as
+    /// its result, and native commands never see one.
+    Cloned(Vec<u8>),
 }
 
 /// What a [`Value::Pending`] holds: the command's own state, which the binding that finishes it
@@ -492,7 +498,7 @@ impl PartialEq for Value {
             (Array(a), Array(b)) => a == b,
             (Object(a), Object(b)) => a == b,
             (View(a), View(b)) => a.same_memory(b),
-            (Bytes(a), Bytes(b)) | (Buffer(a), Buffer(b)) => a == b,
+            (Bytes(a), Bytes(b)) | (Buffer(a), Buffer(b)) | (Cloned(a), Cloned(b)) => a == b,
             (BigInt(a), BigInt(b)) => a == b,
             (Function(a), Function(b)) => a == b,
             (Pending(a), Pending(b)) => std::sync::Arc::ptr_eq(&a.0, &b.0),
@@ -528,6 +534,7 @@ impl Value {
             Value::BigInt(_) => "bigint",
             Value::Function(_) => "function",
             Value::Pending(_) => "pending result",
+            Value::Cloned(_) => "structured-clone value",
         }
     }
 
@@ -571,7 +578,8 @@ impl Value {
             | Value::Buffer(_)
             | Value::BigInt(_)
             | Value::Function(_)
-            | Value::Pending(_) => false,
+            | Value::Pending(_)
+            | Value::Cloned(_) => false,
         }
     }
 }

@@ -1,13 +1,14 @@
 //! The settle batch: how one environment's finished calls cross to its JavaScript in one call
 //! `settle(...batch)`, four arguments per settlement (`call, code, value, data`; the codes are
-//! the contract's: 0 a value, `RESULT_AS_JSON`, `RESULT_SLICE`, `PROGRESS`, or an error code).
+//! the contract's: 0 a value, `RESULT_AS_JSON`, `RESULT_SLICE`, `RESULT_CLONED`, `PROGRESS`,
+//! or an error code).
 //! An outcome is made ready on the thread that produced it ([`Settlement::of`]: big strings
 //! transcoded, big plain data written as JSON text), so the JS thread only copies; small
 //! Buffer results share one Buffer per batch (`Slabs`).
 
 use crate::bindings::contract::{
-    JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RESULT_AS_JSON, RESULT_SLICE, SLAB_BYTES, SLICE_MAX,
-    SLICE_SPAN,
+    JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RESULT_AS_JSON, RESULT_CLONED, RESULT_SLICE,
+    SLAB_BYTES, SLICE_MAX, SLICE_SPAN,
 };
 use crate::bindings::convert::{napi_try, text_to_js, to_js, Converted};
 use crate::rpc::text::too_long_for_js;
@@ -28,12 +29,16 @@ pub(super) enum Settlement {
     Error(RpcError),
     /// Not a settlement: a progress report (code `PROGRESS`) of a call still running.
     Progress(Value),
+    /// Settle code `RESULT_CLONED` with a Buffer of the structured-clone bytes of this
+    /// `Value::Cloned`.
+    Cloned(Value),
 }
 
 impl Settlement {
     pub(super) fn of(outcome: Outcome) -> Settlement {
         match outcome {
             Ok(Value::String(s)) => Settlement::Text(JsText::for_js(s)),
+            Ok(v @ Value::Cloned(_)) => Settlement::Cloned(v),
             // A view is the caller's memory, lent for the call: a result cannot hand it back.
             Ok(v) if v.has_view() => Settlement::Error(RpcError::new(
                 ErrorCode::InternalError,
@@ -231,6 +236,7 @@ unsafe fn entry(
             Settlement::Text(text) => (0, text_to_js(env, text)?, undefined),
             Settlement::Json(text) => (RESULT_AS_JSON, text_to_js(env, text)?, undefined),
             Settlement::Progress(v) => (PROGRESS, to_js(env, v)?, undefined),
+            Settlement::Cloned(v) => (RESULT_CLONED, to_js(env, v)?, undefined),
             Settlement::Error(e) => {
                 let message = to_js(env, &Value::String(e.message.clone()))?;
                 let data = match &e.data {

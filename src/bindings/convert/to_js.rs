@@ -161,7 +161,9 @@ pub unsafe fn to_js_with(
                 "creating a Uint8Array"
             );
         }
-        Value::Buffer(bytes) => {
+        // Structured-clone bytes reach JavaScript as a Buffer (the settle code or the job
+        // batch says what they are), for lib/clone.js to read.
+        Value::Buffer(bytes) | Value::Cloned(bytes) => {
             // One Node-API call: Node makes the Buffer without zero-filling it first, with
             // Buffer's prototype, so the caller needs no wrapping step.
             let mut data = ptr::null_mut();

@@ -14,8 +14,8 @@ use super::arguments::{call_timeout, cannot_keep, method_str};
 use crate::bindings::callback_args;
 use crate::bindings::channel::Inbox;
 use crate::bindings::contract::{
-    CALL_CANCELLABLE, CALL_FIRST_LATIN1, CALL_FUNCTIONS, CALL_PACKED, CALL_PACKED_AFTER_STRING,
-    CALL_PACKED_LATIN1, CALL_PROGRESS, CALL_TRACED,
+    CALL_CANCELLABLE, CALL_CLONED, CALL_FIRST_LATIN1, CALL_FUNCTIONS, CALL_PACKED,
+    CALL_PACKED_AFTER_STRING, CALL_PACKED_LATIN1, CALL_PROGRESS, CALL_TRACED,
 };
 use crate::bindings::convert::{self, FromJs};
 use crate::bindings::publish::publish;
@@ -105,8 +105,11 @@ struct Flags {
     /// The call (`pool.render`) may hold functions: the call function then returns
     /// `[functions, objects]`, what `finishRender` needs (`bindings/render/`).
     may_hold_functions: bool,
-    /// `None`: `params` is an array of values.
+    /// `None`: `params` is an array of values (or cloned bytes).
     packed: Option<Packing>,
+    /// `params` is a Uint8Array of structured-clone bytes (lib/clone.js), for a method served
+    /// by JavaScript (not with `packed`).
+    cloned: bool,
     /// The 8th argument is the caller's trace context (`contract::CALL_TRACED`).
     traced: bool,
 }
@@ -124,6 +127,7 @@ impl Flags {
             cancellable: bits & CALL_CANCELLABLE != 0,
             watches_progress: bits & CALL_PROGRESS != 0,
             may_hold_functions: bits & CALL_FUNCTIONS != 0,
+            cloned: bits & CALL_CLONED != 0 && bits & CALL_PACKED == 0,
             traced: bits & CALL_TRACED != 0,
             packed: (bits & CALL_PACKED != 0).then(|| Packing {
                 text: units(CALL_PACKED_LATIN1),
@@ -137,6 +141,8 @@ impl Flags {
 enum ParamsArg {
     /// An array of values, converted here.
     Values(sys::napi_value),
+    /// A Uint8Array of structured-clone bytes, copied here.
+    Cloned(sys::napi_value),
     /// Packed params (`rpc::packed`): the text, the tape, and the first param when it crossed
     /// on its own.
     Packed {
@@ -177,6 +183,7 @@ impl CallArgs {
         }
         let flags = Flags::from_bits(bits);
         let params = match flags.packed {
+            None if flags.cloned => ParamsArg::Cloned(params),
             None => ParamsArg::Values(params),
             Some(Packing { text: units, first }) => ParamsArg::Packed {
                 text: (if first.is_some() { text } else { params }, units),
@@ -223,6 +230,25 @@ unsafe fn read_params(
     let (text, tape, first) = match *params {
         // SAFETY: caller contract.
         ParamsArg::Values(array) => return Ok(Params::Values(unsafe { from.params(array) }?)),
+        ParamsArg::Cloned(bytes) => {
+            // One copy: the caller's Buffer may be reused or collected once this returns.
+            // SAFETY: caller contract; the view is used only within this callback.
+            let (mut view, shared) =
+                unsafe { convert::view_for_call(env, bytes, "the cloned params") }
+                    .map_err(RpcError::invalid_params)?;
+            if shared {
+                return Err(RpcError::invalid_params(
+                    "the cloned params must not be in a SharedArrayBuffer",
+                ));
+            }
+            let mut copy = Vec::new();
+            copy.try_reserve_exact(view.byte_len())
+                .map_err(|_| RpcError::invalid_params("no memory to copy the cloned params"))?;
+            // SAFETY: ordinary (not shared) memory that only this JS thread can reach, valid
+            // during this callback, which neither detaches nor frees it (view_for_call).
+            copy.extend_from_slice(unsafe { view.unshared_bytes_mut() });
+            return Ok(Params::Cloned(copy));
+        }
         ParamsArg::Packed { text, tape, first } => (text, tape, first),
     };
     // The text read as Latin-1 when lib/params.js says every unit fits a byte, else as UTF-16:
@@ -415,6 +441,7 @@ mod tests {
                 may_hold_functions: false,
                 traced: false,
                 packed: None,
+                cloned: false,
             }
         );
         let all = CALL_CANCELLABLE
@@ -436,8 +463,12 @@ mod tests {
                     text: Units::OneByte,
                     first: Some(Units::OneByte),
                 }),
+                cloned: false,
             }
         );
+        // Cloned bytes are the params array as a whole: never packed as well.
+        assert!(Flags::from_bits(CALL_CLONED).cloned);
+        assert!(!Flags::from_bits(CALL_CLONED | CALL_PACKED).cloned);
         // Packing bits mean nothing without `packed`.
         assert_eq!(
             Flags::from_bits(CALL_PACKED_LATIN1 | CALL_FIRST_LATIN1).packed,

@@ -162,6 +162,10 @@ pub struct FromJs {
     pub views: Vec<sys::napi_value>,
     /// Functions and objects met, when the conversion collects functions.
     pub collected: Option<Collected>,
+    /// `undefined` inside the value (an item, a hole, a field) is refused instead of becoming
+    /// null: a JavaScript handler's result for a JavaScript caller then crosses as structured
+    /// clone, which keeps it (`NativeServer::complete`).
+    pub refuse_undefined: bool,
 }
 
 /// The functions a conversion met (by their [`FunctionId`], from `first_function`) and the
@@ -186,6 +190,7 @@ impl FromJs {
             ancestors: Vec::new(),
             views: Vec::new(),
             collected: None,
+            refuse_undefined: false,
         }
     }
 
@@ -260,6 +265,10 @@ impl FromJs {
         self.spend(1, path)?;
         // SAFETY: caller contract.
         match unsafe { type_of(env, v, path, "reading a type") }? {
+            sys::ValueType::napi_undefined if self.refuse_undefined && depth > 0 => Err(format!(
+                "{} is undefined, which JSON cannot carry",
+                place(path)
+            )),
             sys::ValueType::napi_undefined | sys::ValueType::napi_null => Ok(Value::Null),
             sys::ValueType::napi_boolean => {
                 let mut b = false;

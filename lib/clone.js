@@ -1,0 +1,284 @@
+'use strict';
+// Structured-clone values for calls from JavaScript to JavaScript (task-file pools,
+// corepool/piscina, methods served with Pool#serve): what the fast paths refuse (a Date, Map,
+// Set, RegExp, Error, ArrayBuffer, DataView, typed array, class instance, undefined, sparse
+// array, cycle, an object reached twice…) crosses as V8's structured-clone bytes, the format
+// postMessage uses (`v8.Serializer`), which the native side carries as they are
+// (`Params::Cloned`, `Value::Cloned`) and the JavaScript thread at the other end reads back.
+//
+// When: lib/pool.js sends the params of a call this way only when lib/params.js refused them
+// as plain data and the method is not a native command (or a transfer list was given); a
+// serving thread (lib/serve.js) sends a result this way only when the native conversion
+// refused it. Plain data keeps its paths (packed tape, value by value, JSON text): nothing
+// changes for it, and native commands keep their plain-data contract.
+//
+// The bytes: a head of 8-byte numbers (how many ArrayBuffers are moved, then each one's
+// length), the moved buffers' bytes, then V8's bytes of the value (header included), whose
+// moved buffers V8 wrote as references to them. The sender detaches a moved buffer once its
+// bytes are written, as postMessage does. Copies of a moved buffer's bytes: into the message
+// (1), into native memory when the call crosses (2), into the receiver's Buffer of the message
+// (3), into the receiver's new ArrayBuffer (4); a buffer that is not moved is copied the same
+// way, inside V8's bytes. Node-API cannot hand a
+// detached ArrayBuffer's memory to another thread (V8 frees it with the buffer), so no copy is
+// saved by moving: `transfer` keeps postMessage's meaning (the sender loses the buffer).
+//
+// Reading is total: bytes that do not read back (they cannot be, unless memory was corrupted)
+// throw here, inside the caller's try, and the call settles with an error; a length read from
+// the bytes never sizes an allocation before that many bytes were found there.
+
+const v8 = require('node:v8');
+const { types } = require('node:util');
+const { RpcError, CODES } = require('./errors.js');
+
+/**
+ * A value structured clone cannot carry (a function, a symbol, a WeakMap, a Proxy, a
+ * SharedArrayBuffer outside a plain call…): an RpcError InvalidParams named as postMessage's
+ * DOMException is, `data.path` saying where it is in the user's terms (`params[0].handler`).
+ */
+class DataCloneError extends RpcError {
+  constructor(message, path) {
+    super(CODES.InvalidParams, message, path === undefined ? { name: 'DataCloneError' } : { name: 'DataCloneError', path });
+    this.name = 'DataCloneError';
+  }
+}
+
+/** What V8's serializer throws for a value it cannot clone (Serializer#_getDataCloneError). */
+class Uncloneable extends Error {}
+const uncloneable = (message) => new Uncloneable(message);
+
+/** A handler's result with the ArrayBuffers it moves (`transfer(value, list)`; Piscina.move in results). */
+class Transfer {
+  constructor(value, list) {
+    this.value = value;
+    this.list = list;
+  }
+}
+
+/** `value`, to be sent with the ArrayBuffers of `list` moved rather than copied (a handler's result). */
+function transfer(value, list) {
+  return new Transfer(value, list);
+}
+
+/** Thrown by `serialize` when the only obstacle is a SharedArrayBuffer: the call may go value by value. */
+const SHARED = Symbol('shared memory');
+
+/**
+ * The structured-clone bytes of `value` (a Buffer), moving the ArrayBuffers of `list`. `where`
+ * names the value in errors ('params', 'result'). Throws a DataCloneError naming what cannot be
+ * carried, SHARED when that is only shared memory, or what a getter or Proxy trap threw.
+ */
+function serialize(value, list, where) {
+  const moved = movedBuffers(list);
+  const s = new v8.Serializer();
+  s._getDataCloneError = uncloneable;
+  s.writeHeader();
+  for (let i = 0; i < moved.length; i++) s.transferArrayBuffer(i, moved[i]);
+  try {
+    s.writeValue(value);
+  } catch (e) {
+    // V8's own refusal (shared memory is refused without asking _getDataCloneError), or else
+    // what a getter or a Proxy trap threw, which the caller gets as it is.
+    // (Tested by its kind, not instanceof: V8 makes its errors in the process's main realm.)
+    if (!(e instanceof Uncloneable) && !(types.isNativeError(e) && / could not be cloned\.$/.test(e.message))) throw e;
+    const culprit = firstUncloneable(value, where);
+    if (culprit === null) throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
+    if (culprit.shared) throw SHARED;
+    throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
+  }
+  const written = s.releaseBuffer();
+  if (moved.length === 0) return frame(written, moved);
+  const bytes = frame(written, moved);
+  for (const buffer of moved) detach(buffer);
+  return bytes;
+}
+
+/**
+ * The message: a head of little-endian doubles (the number of moved buffers, then each one's
+ * length), the moved buffers' bytes, then V8's bytes of the value. One allocation of the exact
+ * size and one copy of each buffer (the serializer would grow its own buffer by doubling).
+ */
+function frame(written, moved) {
+  const head = 8 * (1 + moved.length);
+  let size = head + written.length;
+  for (const buffer of moved) size += buffer.byteLength;
+  const bytes = Buffer.allocUnsafeSlow(size);
+  const numbers = new DataView(bytes.buffer, bytes.byteOffset, head);
+  numbers.setFloat64(0, moved.length, true);
+  let at = head;
+  for (let i = 0; i < moved.length; i++) {
+    numbers.setFloat64(8 * (1 + i), moved[i].byteLength, true);
+    bytes.set(new Uint8Array(moved[i]), at);
+    at += moved[i].byteLength;
+  }
+  bytes.set(written, at);
+  return bytes;
+}
+
+/** The ArrayBuffers of a transfer list, checked as postMessage checks them. */
+function movedBuffers(list) {
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) throw new DataCloneError('a transfer list must be an array of ArrayBuffers');
+  const moved = [];
+  for (let i = 0; i < list.length; i++) {
+    const item = list[i];
+    if (!types.isArrayBuffer(item)) {
+      const what = types.isSharedArrayBuffer(item) ? 'a SharedArrayBuffer (shared, never moved)' : describeKind(item);
+      throw new DataCloneError(`transferList[${i}] is ${what}: only ArrayBuffers can be moved`, `transferList[${i}]`);
+    }
+    if (moved.includes(item)) throw new DataCloneError(`transferList[${i}] is listed twice`, `transferList[${i}]`);
+    if (isDetached(item)) throw new DataCloneError(`transferList[${i}] is a detached ArrayBuffer`, `transferList[${i}]`);
+    moved.push(item);
+  }
+  return moved;
+}
+
+function isDetached(buffer) {
+  if (typeof buffer.detached === 'boolean') return buffer.detached;
+  // Node 20 has no `detached`: a detached buffer has length 0 and cannot be sliced.
+  if (buffer.byteLength !== 0) return false;
+  try {
+    buffer.slice(0);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** Detaches `buffer` on this thread, as postMessage does to what it moves (V8 moves its memory away). */
+function detach(buffer) {
+  structuredClone(buffer, { transfer: [buffer] });
+}
+
+/**
+ * Whether `root`, an object, must travel as structured clone to arrive as it is: it reaches an
+ * object twice (JSON would send two copies), or holds something that is not plain data (a
+ * Date, a class instance, undefined…; the native conversion would refuse or change it). Reads
+ * own enumerable keys as the conversion does; what a getter or a Proxy trap throws is thrown.
+ */
+function needsClone(root) {
+  const seen = new Set();
+  const stack = [root];
+  {
+    while (stack.length > 0) {
+      const v = stack.pop();
+      if (seen.has(v)) return true;
+      seen.add(v);
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          if (!(i in v)) return true;
+          if (pushed(v[i], stack)) return true;
+        }
+        continue;
+      }
+      // Bytes and shared views: the native conversion carries them as they are (a Uint8Array
+      // copied, a view over a SharedArrayBuffer by reference), so they are plain here; other
+      // views, and String objects, are not, whatever their prototype (never listed index by
+      // index: 2^30 of them).
+      if (ArrayBuffer.isView(v)) {
+        if (types.isUint8Array(v) || types.isSharedArrayBuffer(v.buffer)) continue;
+        return true;
+      }
+      if (types.isBoxedPrimitive(v) || types.isAnyArrayBuffer(v) || types.isProxy(v)) return true;
+      const proto = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return true;
+      for (const key of Object.keys(v)) if (pushed(v[key], stack)) return true;
+    }
+  }
+  return false;
+}
+
+/** Pushes an object item on the walk's stack; true when the item is not plain data by itself. */
+function pushed(item, stack) {
+  if (item === undefined || typeof item === 'function' || typeof item === 'symbol') return true;
+  if (item !== null && typeof item === 'object') stack.push(item);
+  return false;
+}
+
+/** The value `bytes` (from `serialize`) holds. Throws when they do not read back. */
+function deserialize(bytes) {
+  const total = bytes.length;
+  if (total < 8) throw new RangeError('the cloned bytes are cut short');
+  const numbers = new DataView(bytes.buffer, bytes.byteOffset, total);
+  const n = numbers.getFloat64(0, true);
+  // Each moved buffer takes 8 bytes of the head at least: `n` is checked against what came
+  // before anything is sized by it.
+  if (!(Number.isInteger(n) && n >= 0 && 8 * (1 + n) <= total)) throw new RangeError('the cloned bytes have a bad head');
+  let at = 8 * (1 + n);
+  const moved = [];
+  for (let i = 1; i <= n; i++) {
+    const length = numbers.getFloat64(8 * i, true);
+    if (!(Number.isInteger(length) && length >= 0 && at + length <= total)) throw new RangeError('the cloned bytes have a bad length');
+    // One copy into an ArrayBuffer of its own (slice: no zero-filling first).
+    moved.push(bytes.buffer.slice(bytes.byteOffset + at, bytes.byteOffset + at + length));
+    at += length;
+  }
+  const d = new v8.Deserializer(bytes.subarray(at));
+  d.readHeader();
+  for (let i = 0; i < moved.length; i++) d.transferArrayBuffer(i, moved[i]);
+  return d.readValue();
+}
+
+/**
+ * The place of the first value inside `root` that structured clone refuses, depth first in
+ * the serializer's order, and what it is; null when none is found. Reads what the serializer
+ * read (own enumerable string keys, Map and Set entries): a getter that throws here threw
+ * there first.
+ */
+function firstUncloneable(root, where) {
+  const seen = new Set();
+  const stack = [[root, where]];
+  while (stack.length > 0) {
+    const [v, path] = stack.pop();
+    if (typeof v === 'function') return { path, what: 'is a function' };
+    if (typeof v === 'symbol') return { path, what: 'is a symbol' };
+    if (v === null || typeof v !== 'object' || seen.has(v)) continue;
+    seen.add(v);
+    if (types.isProxy(v)) return { path, what: 'is a Proxy' };
+    if (types.isSharedArrayBuffer(v)) return { path, what: 'is a SharedArrayBuffer', shared: true };
+    if (ArrayBuffer.isView(v)) {
+      if (types.isSharedArrayBuffer(v.buffer)) return { path, what: 'is a view over a SharedArrayBuffer', shared: true };
+      continue;
+    }
+    if (types.isWeakMap(v) || types.isWeakSet(v) || types.isPromise(v) || v instanceof WeakRef) {
+      return { path, what: `is ${describeKind(v)}` };
+    }
+    const children = [];
+    if (types.isMap(v)) {
+      let i = 0;
+      for (const [key, item] of v) {
+        children.push([key, `${path}.keys()[${i}]`], [item, `${path}.get(${keyText(key, i)})`]);
+        i++;
+      }
+    } else if (types.isSet(v)) {
+      let i = 0;
+      for (const item of v) children.push([item, `${path}.values()[${i++}]`]);
+    } else {
+      if (types.isNativeError(v) && Object.hasOwn(v, 'cause')) children.push([v.cause, `${path}.cause`]);
+      for (const key of Object.keys(v)) children.push([v[key], `${path}${property(key)}`]);
+    }
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
+  }
+  return null;
+}
+
+/** A Map key as a path shows it: a string or number as such, anything else by its place. */
+function keyText(key, i) {
+  if (typeof key === 'string') return JSON.stringify(key);
+  if (typeof key === 'number') return String(key);
+  return `<key ${i}>`;
+}
+
+/** `.name`, `[0]` or `["odd key"]`. */
+function property(key) {
+  if (/^(?:0|[1-9]\d*)$/.test(key)) return `[${key}]`;
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+function describeKind(v) {
+  if (v === null) return 'null';
+  if (typeof v !== 'object') return `a ${typeof v}`;
+  const name = v.constructor?.name;
+  return typeof name === 'string' && name !== '' ? `a ${name}` : 'an object';
+}
+
+module.exports = { serialize, deserialize, needsClone, DataCloneError, Transfer, transfer, SHARED };
