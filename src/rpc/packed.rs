@@ -51,6 +51,7 @@ use super::json::{push_reserved, write_string_body};
 use super::number::format_number;
 use super::text::{latin1_to_utf8, JsText};
 use super::value::{FunctionId, Key, Map, Value, MAX_NESTING, SCAN_LIMIT};
+use super::RpcError;
 
 pub const NULL: u8 = 0;
 pub const FALSE: u8 = 1;
@@ -120,6 +121,15 @@ impl Packed {
             items.insert(0, Value::String(first));
         }
         Ok(items)
+    }
+
+    /// True when the params hold a function slot (only the native render takes them); an error
+    /// for a malformed tape. Walks the whole tape.
+    pub fn holds_function(&self) -> Result<bool, RpcError> {
+        match self.read(Values) {
+            Ok(v) => Ok(v.holds_function()),
+            Err(why) => Err(RpcError::invalid_params(why)),
+        }
     }
 
     /// The params array as JSON text, its strings exactly as they were sent: a lone surrogate is

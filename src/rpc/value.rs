@@ -519,6 +519,16 @@ impl Value {
         }
     }
 
+    /// True when the value holds a function (a slot of a render's view) anywhere inside.
+    pub fn holds_function(&self) -> bool {
+        match self {
+            Value::Function(_) => true,
+            Value::Array(items) => items.iter().any(Value::holds_function),
+            Value::Object(m) => m.iter().any(|(_, v)| v.holds_function()),
+            _ => false,
+        }
+    }
+
     /// The JavaScript `typeof`-like name used in error messages.
     pub fn kind(&self) -> &'static str {
         match self {

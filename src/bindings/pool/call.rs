@@ -17,6 +17,7 @@ use crate::bindings::contract::{
     CALL_CANCELLABLE, CALL_CLONED, CALL_FIRST_LATIN1, CALL_FUNCTIONS, CALL_PACKED,
     CALL_PACKED_AFTER_STRING, CALL_PACKED_LATIN1, CALL_PROGRESS, CALL_TRACED,
 };
+use crate::bindings::convert::from_js::FUNCTIONS_ONLY_RENDER;
 use crate::bindings::convert::{self, FromJs};
 use crate::bindings::publish::publish;
 use crate::bindings::RawValue;
@@ -302,6 +303,7 @@ unsafe extern "C" fn hot_call(
             }
             // SAFETY: the method is a value of this env, on its JS thread.
             unsafe { method_str(env, args.method) }?;
+            let mut functions_refused = false;
             if args.flags.may_hold_functions {
                 // Functions only for the native render: a served method would get them as
                 // nothing at all.
@@ -310,12 +312,24 @@ unsafe extern "C" fn hot_call(
                     .unwrap_or(false);
                 if render && hot.pool.runs_natively("render") {
                     from.collect_functions(0, 0);
+                } else {
+                    functions_refused = true;
                 }
             }
             // SAFETY: the timeout is a value of this env, on its JS thread.
             let timeout = unsafe { call_timeout(env, args.timeout_ms) }?;
             // SAFETY: the params are values of this env, on its JS thread.
             let params = unsafe { read_params(env, &args.params, &mut from) }?;
+            // Packed params carry functions as numbered slots (lib/params.js): refused here as
+            // value by value does, for any method but the native render. (A render sent to a
+            // JavaScript server: rare, so the whole tape may be walked to find out.)
+            if let (true, Params::Packed(packed)) = (functions_refused, &params) {
+                if packed.holds_function()? {
+                    return Err(RpcError::invalid_params(format!(
+                        "the view holds a function: {FUNCTIONS_ONLY_RENDER}"
+                    )));
+                }
+            }
             // SAFETY: on this env's JS thread, before the call can settle.
             if !unsafe { hot.inbox.keep(env, args.id, &from.views) } {
                 return Err(cannot_keep());

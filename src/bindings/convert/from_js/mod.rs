@@ -59,6 +59,11 @@ mod known;
 mod objects;
 
 pub use arrays::shared_view_of;
+
+/// Why a function in params is refused, wherever it is found (value by value, or packed).
+pub(crate) const FUNCTIONS_ONLY_RENDER: &str = "functions (such as Mustache lambdas) cannot be \
+     sent in a call, except in pool.render's view on a pool with native threads; compute the \
+     value first";
 use arrays::ArrayKind;
 pub(crate) use arrays::{typed_array, view_for_call};
 use known::KNOWN;
@@ -299,9 +304,7 @@ impl FromJs {
                 self.function(v, path)
             },
             sys::ValueType::napi_function => Err(format!(
-                "{} is a function: functions (such as Mustache lambdas) cannot be sent in a \
-                 call, except in pool.render's view on a pool with native threads; compute the \
-                 value first",
+                "{} is a function: {FUNCTIONS_ONLY_RENDER}",
                 place(path)
             )),
             sys::ValueType::napi_symbol => {
