@@ -295,9 +295,10 @@ impl FromJs {
                  value first",
                 place(path)
             )),
-            sys::ValueType::napi_symbol => {
-                Err(format!("{} is a symbol, which cannot be sent", place(path)))
-            }
+            sys::ValueType::napi_symbol => Err(format!(
+                "{} is a symbol, which cannot be sent: send a string instead",
+                place(path)
+            )),
             sys::ValueType::napi_object => {
                 if depth >= MAX_DEPTH {
                     return Err(format!(
