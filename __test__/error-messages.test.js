@@ -3,7 +3,10 @@
 // one clause (docs/errors.md says more), and links to nothing.
 const path = require('node:path');
 const { Pool, RpcError, Mutex } = require('..');
+const { connect } = require('@nats-io/transport-node');
+const { serve, RemotePool } = require('../lib/nats.js');
 const { rejection } = require('./helpers/rejection.js');
+const { startNats, natsServerPath } = require('./helpers/nats/server.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
@@ -110,4 +113,51 @@ test('Timeout of a lock: names timeoutMs and the fix', () => {
   } finally {
     holder.unlock();
   }
+});
+
+const maybeNats = natsServerPath() === null ? describe.skip : describe;
+
+maybeNats('corepool/nats', () => {
+  let server;
+  let nc;
+  let pool;
+  let host;
+  beforeAll(async () => {
+    server = await startNats();
+    nc = await connect({ servers: server.url });
+    pool = new Pool({ threads: 1 });
+    host = await serve(pool, nc, { name: 'fixes' });
+  });
+  afterAll(async () => {
+    await host?.close();
+    await nc?.close();
+    await pool?.destroy();
+    await server?.stop();
+  });
+
+  test('Unavailable: no host serves the subject, so start one', async () => {
+    const remote = new RemotePool(nc, { name: 'nobody' });
+    try {
+      const e = await rejection(remote.call('echo', [1]));
+      expectError(e, C.Unavailable, "no host serves 'nobody' (NATS: no responders): start a host with that name, then retry");
+    } finally {
+      await remote.close();
+    }
+  });
+
+  test("Timeout: the remote call's limit and the fix", async () => {
+    const remote = new RemotePool(nc, { name: 'fixes' });
+    try {
+      const e = await rejection(remote.call('sleep', [5000], { timeout: 30 }));
+      expectError(e, C.Timeout, 'The call timed out after 30 ms (its host is asked to stop it): raise the timeout or make the task shorter');
+    } finally {
+      await remote.close();
+    }
+  });
+
+  test('PoolClosed: a call on a closed RemotePool', async () => {
+    const remote = new RemotePool(nc, { name: 'fixes' });
+    await remote.close();
+    expectError(await rejection(remote.call('echo', [1])), C.PoolClosed, 'The remote pool is closed: make calls before close()');
+  });
 });
