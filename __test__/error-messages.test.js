@@ -59,10 +59,10 @@ describe('a pool of native threads', () => {
   });
 
   test('PoolClosed: calls ended by destroy() point at close()', async () => {
-    const calls = [pool.call('sleep', [5000]), pool.call('sleep', [5000])];
+    const calls = [pool.call('sleep', [5000]), pool.call('sleep', [5000])].map((call) => rejection(call));
     await pool.destroy();
     for (const call of calls) {
-      const e = await rejection(call);
+      const e = await call;
       expect(e.code).toBe(C.PoolClosed);
       expect(e.message).toMatch(/^The pool was destroyed (before|while) the call ran: close\(\) lets accepted calls finish$/);
     }
