@@ -260,7 +260,7 @@ describe('JSON-RPC 2.0', () => {
     });
     expect(await pool.request({ jsonrpc: '2.0', method: 'nope', id: 'a' })).toEqual({
       jsonrpc: '2.0',
-      error: { code: -32601, message: 'Method not found: "nope"' },
+      error: { code: -32601, message: 'Method not found: "nope": check the name against pool.methods()' },
       id: 'a',
     });
     const bad = await pool.request({ jsonrpc: '2.0', method: 'sleep', params: ['x'], id: null });
@@ -305,7 +305,7 @@ describe('JSON-RPC 2.0', () => {
     expect(out).toEqual([
       { jsonrpc: '2.0', result: 1, id: 1 },
       { jsonrpc: '2.0', result: 20, id: 2 },
-      { jsonrpc: '2.0', error: { code: -32601, message: 'Method not found: "nope"' }, id: 3 },
+      { jsonrpc: '2.0', error: { code: -32601, message: 'Method not found: "nope": check the name against pool.methods()' }, id: 3 },
       { jsonrpc: '2.0', error: { code: -32600, message: expect.stringMatching(/jsonrpc/) }, id: null },
     ]);
     const empty = await pool.request([]);

@@ -346,7 +346,7 @@ describe('a synchronous handler that blocks its thread', () => {
       expect(settled).toBe(false); // 15 times its limit, and still running
       release(timedView);
       // Then it settles with its timeout, not with what the handler returned.
-      await expect(timed).rejects.toMatchObject({ code: Timeout, message: 'block timed out after 20 ms' });
+      await expect(timed).rejects.toMatchObject({ code: Timeout, message: 'block timed out after 20 ms: raise the timeout or make the task shorter' });
 
       // The caller's abort settles the call at once, while the handler still blocks.
       const controller = new AbortController();

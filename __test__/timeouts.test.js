@@ -21,19 +21,19 @@ describe('native commands', () => {
   afterAll(() => pool.close());
 
   test("a call's own limit, and the pool's default", async () => {
-    expectTimeout(await rejection(pool.call('sleep', [5000], { timeout: 30 })), 'sleep timed out after 30 ms');
-    expectTimeout(await rejection(pool.exec('sleep', 5000)), 'sleep timed out after 25 ms');
+    expectTimeout(await rejection(pool.call('sleep', [5000], { timeout: 30 })), 'sleep timed out after 30 ms: raise the timeout or make the task shorter');
+    expectTimeout(await rejection(pool.exec('sleep', 5000)), 'sleep timed out after 25 ms: raise the timeout or make the task shorter');
   });
 
   test('limits read back as given, fractions and tiny ones included', async () => {
-    expectTimeout(await rejection(pool.call('sleep', [5000], { timeout: 33.2 })), 'sleep timed out after 33.2 ms');
-    expectTimeout(await rejection(pool.call('sleep', [5000], { timeout: 1e-9 })), 'sleep timed out after 0.000001 ms');
+    expectTimeout(await rejection(pool.call('sleep', [5000], { timeout: 33.2 })), 'sleep timed out after 33.2 ms: raise the timeout or make the task shorter');
+    expectTimeout(await rejection(pool.call('sleep', [5000], { timeout: 1e-9 })), 'sleep timed out after 0.000001 ms: raise the timeout or make the task shorter');
   });
 
   test("a map's items, each with its limit", async () => {
     const out = await pool.map('sleep', [1, 5000], { timeout: 40, settle: 'all' });
     expect(out[0]).toEqual({ status: 'fulfilled', value: 1 });
-    expectTimeout(out[1].reason, 'sleep timed out after 40 ms');
+    expectTimeout(out[1].reason, 'sleep timed out after 40 ms: raise the timeout or make the task shorter');
   });
 });
 
@@ -72,10 +72,10 @@ describe('methods served by a JavaScript thread', () => {
           setTimeout(resolve, ms, ms);
         }),
     });
-    expectTimeout(await rejection(pool.call('slowly', [5000], { timeout: 20 })), 'slowly timed out after 20 ms');
+    expectTimeout(await rejection(pool.call('slowly', [5000], { timeout: 20 })), 'slowly timed out after 20 ms: raise the timeout or make the task shorter');
     await server.close(); // the handler has returned
     expect(reason).toBeInstanceOf(Error);
-    expect([reason.name, reason.message]).toEqual(['TimeoutError', 'slowly timed out after 20 ms']);
+    expect([reason.name, reason.message]).toEqual(['TimeoutError', 'slowly timed out after 20 ms: raise the timeout or make the task shorter']);
     await pool.close();
   });
 
@@ -88,7 +88,7 @@ describe('methods served by a JavaScript thread', () => {
         return ms;
       },
     });
-    expectTimeout(await rejection(pool.call('block', [60], { timeout: 10 })), 'block timed out after 10 ms');
+    expectTimeout(await rejection(pool.call('block', [60], { timeout: 10 })), 'block timed out after 10 ms: raise the timeout or make the task shorter');
     await server.close();
     await pool.close();
   });
@@ -96,7 +96,7 @@ describe('methods served by a JavaScript thread', () => {
   test('names that would blur into the sentence are quoted', async () => {
     const pool = new Pool({ threads: 1 });
     const server = pool.serve({ 'take a while': () => new Promise((resolve) => setTimeout(resolve, 100)) });
-    expectTimeout(await rejection(pool.call('take a while', [], { timeout: 5 })), '"take a while" timed out after 5 ms');
+    expectTimeout(await rejection(pool.call('take a while', [], { timeout: 5 })), '"take a while" timed out after 5 ms: raise the timeout or make the task shorter');
     await server.close();
     await pool.close();
   });
@@ -105,10 +105,10 @@ describe('methods served by a JavaScript thread', () => {
 describe('a pool of JavaScript workers from a task file', () => {
   test("a call's limit, the pool's default and a map's items", async () => {
     const pool = new Pool({ filename: task('basic.js'), threads: 1, timeout: 50 });
-    expectTimeout(await rejection(pool.call('slow', [200], { timeout: 20 })), 'slow timed out after 20 ms');
-    expectTimeout(await rejection(pool.exec('slow', 200)), 'slow timed out after 50 ms');
+    expectTimeout(await rejection(pool.call('slow', [200], { timeout: 20 })), 'slow timed out after 20 ms: raise the timeout or make the task shorter');
+    expectTimeout(await rejection(pool.exec('slow', 200)), 'slow timed out after 50 ms: raise the timeout or make the task shorter');
     const out = await pool.map('slow', [200], { timeout: 15, settle: 'all' });
-    expectTimeout(out[0].reason, 'slow timed out after 15 ms');
+    expectTimeout(out[0].reason, 'slow timed out after 15 ms: raise the timeout or make the task shorter');
     await pool.destroy();
   });
 });

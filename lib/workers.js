@@ -110,7 +110,7 @@ class TaskWorkers {
   /** Settles the ready() promises if the workers are up, loading gave up or the pool stopped. */
   #tellReady() {
     let error;
-    if (this.#stopping) error = new RpcError(CODES.PoolClosed, 'corepool: the pool stopped before its workers were ready');
+    if (this.#stopping) error = new RpcError(CODES.PoolClosed, 'corepool: the pool stopped before its workers were ready: make calls before close()');
     else if (this.#serving() >= this.#options.minThreads) error = null;
     else if (this.#gaveUp) error = this.#loadFailure();
     else return;
@@ -308,8 +308,8 @@ class TaskWorkers {
     if (error.code === CODES.InternalError && error.data === undefined && error.message === this.#loadError) {
       error.data = { ...this.#loadData };
     } else if (error.code === CODES.MethodNotFound && this.#methods !== null) {
-      // The native message is exactly this for a name nobody serves (and says more otherwise).
-      const m = /^Method not found: ("(?:[^"\\]|\\.)*")$/.exec(error.message);
+      // The native message starts this way for a name nobody serves (and says more otherwise).
+      const m = /^Method not found: ("(?:[^"\\]|\\.)*")(?::|$)/.exec(error.message);
       if (m !== null) error.message = methodNotFound(JSON.parse(m[1]), this.#options.filename, this.#methods);
     } else if (this.#options.filename !== PISCINA_WORKER) {
       return taskError(error);

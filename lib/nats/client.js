@@ -330,7 +330,7 @@ class RemotePool {
   // ---- calls and messages ----
 
   #start(method, params, timeout, signal) {
-    if (this.#closed) return rejected(CODES.PoolClosed, 'The remote pool is closed');
+    if (this.#closed) return rejected(CODES.PoolClosed, 'The remote pool is closed: make calls before close()');
     if (typeof method !== 'string') return rejected(CODES.InvalidRequest, `the method must be a string, got ${describe(method)}`);
     const id = this.#nextId++;
     let text;
@@ -344,7 +344,7 @@ class RemotePool {
     return new Promise((resolve, reject) => {
       const call = new Call(id, text, resolve, reject);
       if (timeout > 0) {
-        call.timer = after(timeout, () => this.#giveUp(call, new RpcError(CODES.Timeout, `The call timed out after ${timeout} ms (its host is asked to stop it)`)));
+        call.timer = after(timeout, () => this.#giveUp(call, new RpcError(CODES.Timeout, `The call timed out after ${timeout} ms (its host is asked to stop it): raise the timeout or make the task shorter`)));
       }
       if (signal !== null) {
         call.signal = signal;
@@ -523,7 +523,7 @@ class RemotePool {
           this.#send(m);
           return;
         }
-        this.#fail(m, new RpcError(CODES.Unavailable, `no host serves '${this.#n.subject}' (NATS: no responders)`));
+        this.#fail(m, new RpcError(CODES.Unavailable, `no host serves '${this.#n.subject}' (NATS: no responders): start a host with that name, then retry`));
         return;
       }
     }
@@ -654,7 +654,7 @@ class RemotePool {
         this.#fail(
           m,
           this.#connected
-            ? new RpcError(CODES.ServerGone, `no word from the host of this call for ${silent} ms: it stopped or lost its connection (the call may or may not have run)`)
+            ? new RpcError(CODES.ServerGone, `no word from the host of this call for ${silent} ms: it stopped or lost its connection (the call may or may not have run: retry only if it is safe to run twice)`)
             : new RpcError(CODES.Unavailable, `the connection to NATS is down (no word for ${silent} ms; the call may or may not have run)`),
         );
       }

@@ -20,7 +20,7 @@ function syncResult(what, result) {
 }
 
 function timedOut(what, timeoutMs) {
-  return new RpcError(CODES.Timeout, `${what}: the lock stayed taken for ${timeoutMs} ms`);
+  return new RpcError(CODES.Timeout, `${what}: the lock stayed taken for ${timeoutMs} ms: raise timeoutMs or hold the lock for less time`);
 }
 
 function checkFunction(what, fn) {

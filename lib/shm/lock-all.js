@@ -73,7 +73,7 @@ function ordered(what, locks) {
 }
 
 function timedOut(what, view, timeoutMs) {
-  return new RpcError(CODES.Timeout, `${what}: locks[${view.at}] stayed taken for the ${timeoutMs} ms allowed`);
+  return new RpcError(CODES.Timeout, `${what}: locks[${view.at}] stayed taken for the ${timeoutMs} ms allowed: raise timeoutMs or hold the locks for less time`);
 }
 
 function left(until) {

@@ -24,7 +24,7 @@ function checkBytes(what, data) {
 }
 
 function lockTimeout(what, timeoutMs) {
-  return new RpcError(CODES.Timeout, `${what}: the ring buffer's lock stayed taken for ${timeoutMs} ms`);
+  return new RpcError(CODES.Timeout, `${what}: the ring buffer's lock stayed taken for ${timeoutMs} ms: raise timeoutMs or hold the lock for less time`);
 }
 
 function checkCount(what, n) {

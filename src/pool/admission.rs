@@ -148,7 +148,10 @@ impl Admission {
         let max = self.max_queue;
         RpcError::new(
             ErrorCode::QueueFull,
-            format!("The queue is full: {max} calls wait for a thread (maxQueue = {max})"),
+            format!(
+                "The queue is full: {max} calls wait for a thread (maxQueue = {max}): retry \
+                 later, raise maxQueue, or use onFull: 'wait'"
+            ),
         )
     }
 

@@ -70,7 +70,10 @@ impl Lifecycle {
         if self.is_destroyed() {
             destroyed_error()
         } else if self.is_stopping() {
-            RpcError::new(ErrorCode::PoolClosed, "The pool was shut down")
+            RpcError::new(
+                ErrorCode::PoolClosed,
+                "The pool was shut down: make calls before close()",
+            )
         } else {
             RpcError::new(
                 ErrorCode::InternalError,
@@ -82,13 +85,16 @@ impl Lifecycle {
 
 /// The answer of a call made after `close()` or `destroy()`.
 pub fn closed_error() -> RpcError {
-    RpcError::new(ErrorCode::PoolClosed, "The pool is closed")
+    RpcError::new(
+        ErrorCode::PoolClosed,
+        "The pool is closed: make calls before close(), or make a new pool",
+    )
 }
 
 /// The answer of a call that was queued or waiting when `destroy()` ran.
 pub(crate) fn destroyed_error() -> RpcError {
     RpcError::new(
         ErrorCode::PoolClosed,
-        "The pool was destroyed before the call ran",
+        "The pool was destroyed before the call ran: close() lets accepted calls finish",
     )
 }

@@ -168,7 +168,8 @@ impl Running {
             if let Some(reply) = self.reply.take() {
                 let e = RpcError::new(
                     ErrorCode::ServerGone,
-                    "The JavaScript thread serving the call exited before it finished",
+                    "The JavaScript thread serving the call exited before it finished: retry only if \
+                     the call is safe to run twice",
                 );
                 counters.add_failed();
                 reply.finish(Err(e), &self.origin);

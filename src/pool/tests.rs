@@ -171,7 +171,10 @@ fn timeout_counts_from_start_and_stops_the_command() {
     assert_eq!(got[&2].as_ref().unwrap(), &Value::Number(1.0));
     let timed_out = got[&3].as_ref().unwrap_err();
     assert_eq!(timed_out.code, ErrorCode::Timeout);
-    assert_eq!(timed_out.message, "sleep timed out after 50 ms");
+    assert_eq!(
+        timed_out.message,
+        "sleep timed out after 50 ms: raise the timeout or make the task shorter"
+    );
     // The timeout stopped the hour's sleep: the only worker serves the next call.
     p.call(&o, 4, "echo", vec![Value::Number(4.0)], None);
     assert_eq!(recv(&rx), (4, Ok(Value::Number(4.0))));
@@ -336,7 +339,7 @@ fn json_rpc_requests_batches_and_text() {
         ),
         concat!(
             r#"[{"jsonrpc":"2.0","result":1,"id":1},"#,
-            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: \"nope\""},"id":"x"},"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: \"nope\": check the name against pool.methods()"},"id":"x"},"#,
             r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request: expected an object, got number"},"id":null},"#,
             r#"{"jsonrpc":"2.0","result":3,"id":3}]"#
         )
@@ -377,7 +380,7 @@ fn handle_cancellable_cancels_each_request_alone_and_answers_once() {
             r#"{"jsonrpc":"2.0","result":"kept","id":2},"#,
             r#"{"jsonrpc":"2.0","error":{"code":-32003,"message":"The call was aborted"},"id":3},"#,
             r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request: expected an object, got number"},"id":null},"#,
-            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: \"nope\""},"id":5}]"#
+            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: \"nope\": check the name against pool.methods()"},"id":5}]"#
         )
     );
     // A cancel that comes after the answer changes nothing: no second answer.

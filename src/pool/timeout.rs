@@ -96,7 +96,7 @@ mod tests {
             let limit = from_ms(ms).unwrap();
             assert_eq!(
                 RpcError::timed_out("m", limit).message,
-                format!("m timed out after {text} ms"),
+                format!("m timed out after {text} ms: raise the timeout or make the task shorter"),
                 "{ms}"
             );
         }

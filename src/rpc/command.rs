@@ -39,7 +39,7 @@ impl CancelReason {
             CancelReason::Aborted => RpcError::new(ErrorCode::Aborted, "The call was aborted"),
             CancelReason::Destroyed => RpcError::new(
                 ErrorCode::PoolClosed,
-                "The pool was destroyed while the call ran",
+                "The pool was destroyed while the call ran: close() lets accepted calls finish",
             ),
             CancelReason::EnvGone => RpcError::new(
                 ErrorCode::Aborted,
@@ -47,9 +47,10 @@ impl CancelReason {
             ),
             // What a Timeout says where its call's limit is not known: calls with a limit
             // say more (`Context::stop_error`, `RpcError::timed_out`).
-            CancelReason::Timeout => {
-                RpcError::new(ErrorCode::Timeout, "The call ran longer than its timeout")
-            }
+            CancelReason::Timeout => RpcError::new(
+                ErrorCode::Timeout,
+                "The call ran longer than its timeout: raise the timeout or make the task shorter",
+            ),
         }
     }
 }

@@ -157,7 +157,7 @@ mod tests {
         let err = to_string(&response(Value::Null, Err(e)));
         assert_eq!(
             err,
-            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: \"nope\""},"id":null}"#
+            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: \"nope\": check the name against pool.methods()"},"id":null}"#
         );
     }
 }

@@ -94,12 +94,12 @@ impl RpcError {
     pub fn method_not_found(method: &str) -> Self {
         Self::new(
             ErrorCode::MethodNotFound,
-            format!("Method not found: {method:?}"),
+            format!("Method not found: {method:?}: check the name against pool.methods()"),
         )
     }
 
     /// The Timeout of a call of `method` that ran past `limit` (`render timed out after
-    /// 1000 ms`): every kind of call says it this way, native commands, map items and
+    /// 1000 ms: raise the timeout or make the task shorter`): every kind of call says it this way, native commands, map items and
     /// JavaScript-served methods alike. The limit is written as JavaScript writes the number
     /// of ms (`pool::timeout` keeps limits to the nanosecond, so a limit reads back as given).
     pub fn timed_out(method: &str, limit: Duration) -> Self {
@@ -116,7 +116,7 @@ impl RpcError {
         }
         message.push_str(" timed out after ");
         format_number(limit.as_nanos() as f64 / 1e6, &mut message);
-        message.push_str(" ms");
+        message.push_str(" ms: raise the timeout or make the task shorter");
         Self::new(ErrorCode::Timeout, message)
     }
 }
@@ -153,28 +153,28 @@ mod tests {
         let said = |method: &str, limit: Duration| RpcError::timed_out(method, limit).message;
         assert_eq!(
             said("render", Duration::from_secs(1)),
-            "render timed out after 1000 ms"
+            "render timed out after 1000 ms: raise the timeout or make the task shorter"
         );
         assert_eq!(
             said("sleep", Duration::from_micros(1500)),
-            "sleep timed out after 1.5 ms"
+            "sleep timed out after 1.5 ms: raise the timeout or make the task shorter"
         );
         assert_eq!(
             said("echo", Duration::from_nanos(1)),
-            "echo timed out after 0.000001 ms"
+            "echo timed out after 0.000001 ms: raise the timeout or make the task shorter"
         );
         assert_eq!(
             said("a.b/c", Duration::from_millis(86_400_000)),
-            "a.b/c timed out after 86400000 ms"
+            "a.b/c timed out after 86400000 ms: raise the timeout or make the task shorter"
         );
         // Names that would blur into the sentence are quoted.
         assert_eq!(
             said("", Duration::from_millis(5)),
-            "\"\" timed out after 5 ms"
+            "\"\" timed out after 5 ms: raise the timeout or make the task shorter"
         );
         assert_eq!(
             said("two words", Duration::from_millis(5)),
-            "\"two words\" timed out after 5 ms"
+            "\"two words\" timed out after 5 ms: raise the timeout or make the task shorter"
         );
         assert_eq!(
             RpcError::timed_out("x", Duration::from_millis(1)).code,

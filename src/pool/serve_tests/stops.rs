@@ -49,7 +49,7 @@ fn timeouts_settle_at_the_stop_or_when_a_late_handler_returns() {
     assert!(deadline > taken && deadline <= Instant::now() + Duration::from_millis(20));
     // The serving thread's timer fires for job 1: it settles now.
     // Its handler's signal and its caller are told the same: the method and the limit.
-    let said = "m timed out after 20 ms";
+    let said = "m timed out after 20 ms: raise the timeout or make the task shorter";
     let stop = p.stop(&server, jobs[0].token, CancelReason::Timeout);
     assert_eq!(stop.expect("it ran").message, said);
     let first = recv(&rx).1.unwrap_err();

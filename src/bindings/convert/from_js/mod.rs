@@ -307,9 +307,10 @@ impl FromJs {
                 "{} is a function: {FUNCTIONS_ONLY_RENDER}",
                 place(path)
             )),
-            sys::ValueType::napi_symbol => {
-                Err(format!("{} is a symbol, which cannot be sent", place(path)))
-            }
+            sys::ValueType::napi_symbol => Err(format!(
+                "{} is a symbol, which cannot be sent: send a string instead",
+                place(path)
+            )),
             sys::ValueType::napi_object => {
                 if depth >= MAX_DEPTH {
                     return Err(format!(
