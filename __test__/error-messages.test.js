@@ -26,7 +26,7 @@ describe('a pool of native threads', () => {
 
   test('InvalidRequest: an unknown call option names the expected ones', async () => {
     const e = await rejection(pool.call('echo', [1], { timout: 100 }));
-    expectError(e, C.InvalidRequest, "unknown call option 'timout' (expected signal, timeout or onProgress)");
+    expectError(e, C.InvalidRequest, "unknown call option 'timout' (expected signal, timeout, onProgress or transfer)");
   });
 
   test('MethodNotFound: says where the names are', async () => {
