@@ -6,7 +6,7 @@
 const path = require('node:path');
 const fc = require('fast-check');
 const { Worker } = require('node:worker_threads');
-const { api, tracer, spanIds } = require('./helpers/otel.js');
+const { api, exporter, tracer, spanIds, place } = require('./helpers/otel.js');
 const { Pool } = require('..');
 const { withTraceContext, activeTraceContext } = require('../lib/trace-context.js');
 const { child } = require('./helpers/child.js');
@@ -26,11 +26,36 @@ function inSpan(name, fn, options) {
   });
 }
 
-function expectChild(childSpan, caller) {
-  expect(childSpan.traceId).toBe(caller.traceId);
-  expect(childSpan.parentSpanId).toBe(caller.spanId);
-  expect(childSpan.spanId).not.toBe(caller.spanId);
+const KINDS = { [api.SpanKind.INTERNAL]: 'INTERNAL', [api.SpanKind.SERVER]: 'SERVER', [api.SpanKind.CLIENT]: 'CLIENT' };
+
+/**
+ * The spans between `span` (spanIds', made where a call ran) and `caller`, nearest first, as
+ * `KIND name`: found among the spans this thread ended (the SDK's exporter) and the span that
+ * was active where `span` was made (spanIds' `parent`). Throws at a parent it cannot find.
+ */
+function between(span, caller) {
+  const known = new Map(exporter.getFinishedSpans().map((s) => [s.spanContext().spanId, place(s)]));
+  if (span.parent !== null && span.parent !== undefined) known.set(span.parent.spanId, span.parent);
+  const path = [];
+  for (let id = span.parentSpanId; id !== caller.spanId; ) {
+    const s = known.get(id);
+    if (s === undefined) throw new Error(`span ${id}, an ancestor of ${span.name}, is not known here (${path.join(' < ')})`);
+    expect(s.traceId).toBe(caller.traceId);
+    path.push(`${KINDS[s.kind]} ${s.name}`);
+    id = s.parentSpanId;
+  }
+  return path;
 }
+
+/** `span` is in the caller's trace, a descendant of its span through `path` (between's). */
+function expectUnder(span, caller, path) {
+  expect(span.traceId).toBe(caller.traceId);
+  expect(span.spanId).not.toBe(caller.spanId);
+  expect(between(span, caller)).toEqual(path);
+}
+
+/** A call of `method` served on a thread: its CLIENT span here, its SERVER span there. */
+const onThread = (method) => [`SERVER corepool ${method}`, `CLIENT corepool ${method}`];
 
 describe('to the thread that serves a call', () => {
   let tasks;
@@ -39,10 +64,14 @@ describe('to the thread that serves a call', () => {
   });
   afterAll(() => tasks.close());
 
-  test("a task-file worker's span is a child of the caller's span (exec, call, run)", async () => {
-    for (const make of [(p) => p.exec('traced', 'exec'), (p) => p.call('tracedLater', ['call']), (p) => p.run('run', { name: 'traced' })]) {
+  test("a task-file worker's span is under the caller's span, through the call's CLIENT and SERVER spans (exec, call, run)", async () => {
+    for (const [method, make] of [
+      ['traced', (p) => p.exec('traced', 'exec')],
+      ['tracedLater', (p) => p.call('tracedLater', ['call'])],
+      ['traced', (p) => p.run('run', { name: 'traced' })],
+    ]) {
       const { value, caller } = await inSpan('caller', () => make(tasks));
-      expectChild(value, caller);
+      expectUnder(value, caller, onThread(method));
       expect(value.threadId).not.toBe(0);
     }
   });
@@ -61,7 +90,29 @@ describe('to the thread that serves a call', () => {
       return [one.result, ...batch.map((r) => r.result)];
     });
     expect(value).toHaveLength(3);
-    for (const span of value) expectChild(span, caller);
+    // One CLIENT span per request() or handle() (a batch is one call); a SERVER span per request.
+    expect(value.map((span) => between(span, caller))).toEqual([
+      ['SERVER corepool traced', 'CLIENT corepool request'],
+      ['SERVER corepool traced', 'CLIENT corepool handle'],
+      ['SERVER corepool tracedLater', 'CLIENT corepool handle'],
+    ]);
+    expect(value[1].parent.parentSpanId).toBe(value[2].parent.parentSpanId);
+  });
+
+  test("a call's CLIENT span: RPC attributes, a failed call's status and code; none without an active span", async () => {
+    exporter.reset();
+    await tasks.exec('traced', 'outside');
+    await tasks.exec('nope').catch(() => {});
+    expect(exporter.getFinishedSpans().filter((s) => s.name.startsWith('corepool'))).toEqual([]);
+    const { caller } = await inSpan('caller', async () => {
+      await tasks.exec('nope').catch(() => {});
+      await tasks.exec('traced', 'ok');
+    });
+    const mine = exporter.getFinishedSpans().filter((s) => s.parentSpanContext?.spanId === caller.spanId);
+    expect(mine.map((s) => [s.name, s.kind, s.attributes, s.status.code])).toEqual([
+      ['corepool nope', api.SpanKind.CLIENT, { 'rpc.system': 'corepool', 'rpc.method': 'nope', 'rpc.jsonrpc.error_code': -32601 }, api.SpanStatusCode.ERROR],
+      ['corepool traced', api.SpanKind.CLIENT, { 'rpc.system': 'corepool', 'rpc.method': 'traced' }, api.SpanStatusCode.UNSET],
+    ]);
   });
 
   test('without an active span the task starts a trace of its own', async () => {
@@ -73,14 +124,15 @@ describe('to the thread that serves a call', () => {
 
   test('concurrent calls in different spans each reach their own parent', async () => {
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => inSpan(`caller ${i}`, () => tasks.exec(i % 2 ? 'tracedLater' : 'traced', i))));
-    for (const { value, caller } of results) expectChild(value, caller);
+    results.forEach(({ value, caller }, i) => expectUnder(value, caller, onThread(i % 2 ? 'tracedLater' : 'traced')));
   });
 
   test('tracestate crosses with traceparent', async () => {
     const state = api.createTraceState('vendor=abc,other=x-1');
     const parent = api.trace.setSpanContext(api.context.active(), { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 1, isRemote: true, traceState: state });
     const value = await api.context.with(parent, () => tasks.exec('traced', 'state'));
-    expect(value).toMatchObject({ traceId: 'a'.repeat(32), parentSpanId: 'b'.repeat(16), traceState: 'vendor=abc,other=x-1' });
+    expect(value).toMatchObject({ traceId: 'a'.repeat(32), traceState: 'vendor=abc,other=x-1' });
+    expectUnder(value, { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) }, onThread('traced'));
   });
 
   test('a method served by another worker_thread of Pool.shared() runs inside the caller context', async () => {
@@ -99,7 +151,7 @@ describe('to the thread that serves a call', () => {
     await new Promise((resolve) => worker.once('message', resolve));
     try {
       const { value, caller } = await inSpan('caller', () => shared.exec('tracedShared', 'x'));
-      expectChild(value, caller);
+      expectUnder(value, caller, onThread('tracedShared'));
     } finally {
       worker.postMessage('close');
       await new Promise((resolve) => worker.once('message', resolve));
@@ -229,6 +281,10 @@ maybe('over NATS', () => {
     await server?.stop();
   });
 
+  /** A call of `method` served over NATS: the caller's CLIENT span, the host's SERVER span around
+   *  the message, its pool's CLIENT span for the handle() that serves it, and the thread's SERVER span. */
+  const overNats = (method) => [`SERVER corepool ${method}`, 'CLIENT corepool handle', 'SERVER corepool handle', `CLIENT corepool ${method}`];
+
   /** The headers of the next message on the service's subject (a plain subscriber beside the host). */
   async function nextHeaders(send) {
     const sub = nc.subscribe('traced', { max: 1 });
@@ -240,7 +296,7 @@ maybe('over NATS', () => {
     return got;
   }
 
-  test("a remote call's task span is a child of the caller's span, and the message carries traceparent", async () => {
+  test("a remote call's task span is under the caller's span, and the message carries the call's CLIENT span", async () => {
     let headers;
     const { value, caller } = await inSpan('caller', async () => {
       let value;
@@ -249,8 +305,11 @@ maybe('over NATS', () => {
       });
       return value;
     });
-    expectChild(value, caller);
-    expect(headers.get('traceparent')).toBe(`00-${caller.traceId}-${caller.spanId}-01`);
+    expectUnder(value, caller, overNats('traced'));
+    // The message carries the context of the call's CLIENT span, the caller's child.
+    const client = exporter.getFinishedSpans().find((s) => s.parentSpanContext?.spanId === caller.spanId);
+    expect(client).toMatchObject({ name: 'corepool traced', kind: api.SpanKind.CLIENT, attributes: { 'rpc.system': 'corepool', 'rpc.method': 'traced' } });
+    expect(headers.get('traceparent')).toBe(`00-${caller.traceId}-${client.spanContext().spanId}-01`);
   });
 
   test('a remote call made outside any span sends no traceparent', async () => {
@@ -260,13 +319,15 @@ maybe('over NATS', () => {
 
   test('calls of one tick in different spans go apart, each under its own parent', async () => {
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => inSpan(`caller ${i}`, () => remote.exec('traced', i))));
-    for (const { value, caller } of results) expectChild(value, caller);
+    for (const { value, caller } of results) expectUnder(value, caller, overNats('traced'));
   });
 
   test("a durable job's task span is a child of the span it was submitted in", async () => {
     const { value, caller } = await inSpan('submitter', () => remote.submit('traced', ['job']));
     const result = await remote.waitFor(value.id, { timeout: 20_000 });
-    expectChild(result, caller);
+    // Submitted without a span of corepool's own (the job's message carries the caller's context);
+    // the host's pool makes the call that runs it.
+    expectUnder(result, caller, onThread('traced'));
   });
 
   test('remote calls publish on corepool:call, durable jobs on corepool:job (submitted and run)', async () => {
@@ -338,7 +399,7 @@ maybe('over NATS', () => {
     try {
       const { caller } = await inSpan('caller', () => remote.exec('traced', 'host'));
       expect(seen).toHaveLength(1);
-      expectChild(seen[0], caller);
+      expectUnder(seen[0], caller, ['SERVER corepool handle', 'CLIENT corepool traced']);
     } finally {
       onJobs.unsubscribe(handlers);
     }
