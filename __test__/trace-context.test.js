@@ -341,6 +341,8 @@ maybe('over NATS', () => {
     try {
       await remote.exec('traced', 'seen');
       await remote.call('nope', []).catch(() => {});
+      await remote.request({ jsonrpc: '2.0', method: 'traced', params: ['request seen'], id: 1 });
+      await remote.handle(JSON.stringify({ jsonrpc: '2.0', method: 'nope', id: 2 }));
       await remote.submit('traced', ['job seen'], { id: 'seen-job' });
       await remote.waitFor('seen-job', { timeout: 20_000 });
     } finally {
@@ -351,10 +353,15 @@ maybe('over NATS', () => {
       expect.arrayContaining([
         ['corepool:call', 'exec', 'traced', 0, 'remote', null],
         ['corepool:call', 'call', 'nope', -32601, 'remote', null],
+        // JSON-RPC calls never reject: their code is 0, their method inside the request.
+        ['corepool:call', 'request', null, 0, 'remote', null],
+        ['corepool:call', 'handle', null, 0, 'remote', null],
         ['corepool:job', 'submit', 'traced', 0, null, 'seen-job'],
         ['corepool:job', 'run', 'traced', 0, 'tasks', 'seen-job'],
       ]),
     );
+    // request() is published once, as a request (not also as the handle() it sends).
+    expect(mine.filter(([, kind, , , pool]) => pool === 'remote' && (kind === 'request' || kind === 'handle')).map(([, kind]) => kind)).toEqual(['request', 'handle']);
   });
 
   test('a job submitted with options whose reading throws rejects the same with a corepool:job subscriber', async () => {

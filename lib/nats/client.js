@@ -214,23 +214,34 @@ class RemotePool {
   }
 
   /** A JSON-RPC 2.0 request object or batch → response object(s); never rejects. */
-  async request(request) {
+  request(request) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('request', null, this), () => this.#request(request));
+    return this.#request(request);
+  }
+
+  async #request(request) {
     let text;
     try {
       text = toJson(request, 'request');
     } catch (e) {
       return { jsonrpc: '2.0', error: { code: e.code ?? CODES.InvalidRequest, message: errorText(e) }, id: null };
     }
-    const answer = await this.handle(text);
+    const answer = await this.#handle(text, 'request');
     return answer === '' ? null : JSON.parse(answer);
   }
 
   /** JSON-RPC 2.0 text → response text ('' when there is nothing to answer); never rejects. */
   handle(text) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('handle', null, this), () => this.#handle(text, 'handle'));
+    return this.#handle(text, 'handle');
+  }
+
+  /** handle(), its span named `kind` (request() calls it too). */
+  #handle(text, kind) {
     if (typeof text !== 'string') return Promise.resolve(errorAnswer(CODES.InvalidRequest, 'Invalid Request: handle() takes a string of JSON'));
     const problem = this.#unsendable(text, 'the request');
     if (problem !== null) return Promise.resolve(errorAnswer(problem.code, problem.message));
-    const span = startCallSpan('handle');
+    const span = startCallSpan(kind);
     return endCallSpan(
       span,
       new Promise((resolve) => {
