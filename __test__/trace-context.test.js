@@ -115,6 +115,14 @@ describe('to the thread that serves a call', () => {
     ]);
   });
 
+  test("pool.map of a served method: every item's call carries the map's one CLIENT span", async () => {
+    const { value, caller } = await inSpan('caller', () => tasks.map('tracedLater', ['a', 'b', 'c']));
+    expect(value).toHaveLength(3);
+    for (const span of value) expectUnder(span, caller, onThread('tracedLater'));
+    expect(new Set(value.map((span) => span.parent.parentSpanId)).size).toBe(1);
+    expect(new Set(value.map((span) => span.parent.spanId)).size).toBe(3);
+  });
+
   test('without an active span the task starts a trace of its own', async () => {
     const a = await tasks.exec('traced', 'alone');
     expect(a.parentSpanId).toBeNull();
