@@ -168,6 +168,73 @@ describe('to the thread that serves a call', () => {
   });
 });
 
+test("a SERVER span ends with its handler's outcome, whatever the handler returns; the caller gets what it got before", async () => {
+  // Served from this thread, so that both spans are in this thread's exporter.
+  const pool = new Pool();
+  const thenGetterThrows = {
+    get then() {
+      throw new Error('then getter');
+    },
+  };
+  let thenReads = 0;
+  const counted = {
+    get then() {
+      thenReads++;
+      return undefined;
+    },
+    value: 1,
+  };
+  const long = 'm'.repeat(101);
+  const server = pool.serve({
+    ok: () => 'fine',
+    object: () => counted,
+    throws: () => {
+      throw new Error('thrown');
+    },
+    rejects: async () => {
+      throw new Error('rejected');
+    },
+    badThen: () => thenGetterThrows,
+    [long]: () => 'long',
+  });
+  const outcome = (p) =>
+    p.then(
+      (v) => ['ok', v],
+      (e) => ['error', e.message],
+    );
+  try {
+    const methods = ['ok', 'object', 'throws', 'rejects', 'badThen', long];
+    const untraced = [];
+    for (const m of methods) untraced.push(await outcome(pool.exec(m)));
+    const readsUntraced = thenReads;
+    exporter.reset();
+    const { value: traced, caller } = await inSpan('caller', async () => {
+      const got = [];
+      for (const m of methods) got.push(await outcome(pool.exec(m)));
+      return got;
+    });
+    expect(traced).toEqual(untraced);
+    // The SERVER span reads a result's `then` once to know whether to wait for it.
+    expect(thenReads - readsUntraced).toBe(readsUntraced + 1);
+    const spans = exporter.getFinishedSpans();
+    const clients = spans.filter((s) => s.parentSpanContext?.spanId === caller.spanId);
+    const servers = clients.map((c) => spans.find((s) => s.parentSpanContext?.spanId === c.spanContext().spanId));
+    expect(servers.map((s) => [s.name, s.kind, s.status.code])).toEqual([
+      ['corepool ok', api.SpanKind.SERVER, api.SpanStatusCode.UNSET],
+      ['corepool object', api.SpanKind.SERVER, api.SpanStatusCode.UNSET],
+      ['corepool throws', api.SpanKind.SERVER, api.SpanStatusCode.ERROR],
+      ['corepool rejects', api.SpanKind.SERVER, api.SpanStatusCode.ERROR],
+      ['corepool badThen', api.SpanKind.SERVER, api.SpanStatusCode.ERROR],
+      ['corepool (other)', api.SpanKind.SERVER, api.SpanStatusCode.UNSET],
+    ]);
+    expect(clients.map((c) => c.attributes['rpc.method'])).toEqual(['ok', 'object', 'throws', 'rejects', 'badThen', '(other)']);
+    for (const s of servers) expect(s.attributes).toEqual({ 'rpc.system': 'corepool', 'rpc.method': s.name.slice('corepool '.length) });
+  } finally {
+    await server.close();
+    await pool.close();
+  }
+});
+
 describe('restoring a trace context that came from elsewhere', () => {
   const valid = `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01`;
 

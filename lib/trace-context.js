@@ -48,12 +48,7 @@ function readActive() {
   const a = otel();
   if (a === null) return null;
   const span = a.trace.getSpanContext(a.context.active());
-  if (span === undefined || !a.isSpanContextValid(span)) return null;
-  const flags = (span.traceFlags & 0xff).toString(16).padStart(2, '0');
-  const carried = { traceparent: `00-${span.traceId}-${span.spanId}-${flags}` };
-  const state = span.traceState?.serialize();
-  if (typeof state === 'string' && state.length > 0 && state.length <= MAX_TRACESTATE) carried.tracestate = state;
-  return carried;
+  return span === undefined ? null : carriedOf(a, span);
 }
 
 /**
@@ -83,38 +78,7 @@ function withTraceContext(traceparent, tracestate, fn) {
   return a.context.with(context, fn);
 }
 
-/** activeTraceText's last answer, and the span context it was for. */
-let lastText = { span: null };
-
-/**
- * The active trace context as one string (what a call carries to the thread that serves it:
- * `traceparent`, then a line feed and `tracestate` when there is one), or undefined.
- */
-function activeTraceText() {
-  if (globalThis[API_GLOBAL] === undefined) return undefined; // the common case, kept cheapest
-  try {
-    return readActiveText();
-  } catch {
-    return undefined;
-  }
-}
-
-function readActiveText() {
-  const a = otel();
-  if (a === null) return undefined;
-  const span = a.trace.getSpanContext(a.context.active());
-  if (span === undefined) return undefined;
-  // Calls made in one span (a request's handler making many) reuse its text.
-  const last = lastText;
-  if (last.span === span && last.traceId === span.traceId && last.spanId === span.spanId && last.traceFlags === span.traceFlags && last.traceState === span.traceState) return last.text;
-  const carried = activeTraceContext();
-  const text = carried === null ? undefined : carried.tracestate === undefined ? carried.traceparent : `${carried.traceparent}\n${carried.tracestate}`;
-  lastText = { span, traceId: span.traceId, spanId: span.spanId, traceFlags: span.traceFlags, traceState: span.traceState, text };
-  return text;
-}
-
-
-/** `fn()` inside the trace context `text` (activeTraceText's, from the calling thread) names. */
+/** `fn()` inside the trace context `text` (startCallSpan's, from the calling thread) names. */
 function withTraceText(text, fn) {
   if (otel() === null || typeof text !== 'string') return fn();
   const cut = text.indexOf('\n');
@@ -241,7 +205,8 @@ function endCallSpan(call, promise) {
 /**
  * Runs `fn()` in a SERVER span for `method`, a child of the active context; the span ends when
  * the value fn returns settles (`settledOf(value)`: the promise to wait for; by default the value
- * itself, adopted by a promise that is returned instead when it is an object or a function).
+ * itself: a thenable is adopted by a promise that is returned instead, anything else is returned
+ * as it is, its `then` read once more than the caller reads it).
  */
 function inServerSpan(a, method, fn, settledOf) {
   let span;
@@ -276,14 +241,23 @@ function inServerSpan(a, method, fn, settledOf) {
     return value;
   }
   if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return ended(value);
-  // Adopted, so that `then` is read once (a getter, a Proxy trap): the caller adopts this promise.
-  return new Promise((resolve) => resolve(value)).then(ended, failed);
+  // Whether to wait: `then` read once here (a getter or a Proxy trap whose reading throws fails
+  // the span, and reaches the caller as the handler's throw would).
+  let then;
+  try {
+    then = value.then;
+  } catch (e) {
+    return failed(e);
+  }
+  if (typeof then !== 'function') return ended(value);
+  // A thenable, adopted as a promise adopts one (its `then` called once, with value as `this`).
+  return new Promise((resolve, reject) => then.call(value, resolve, reject)).then(ended, failed);
 }
 
 /**
  * `fn()` in a SERVER span for `method` under the trace context `text` (startCallSpan's, from the
- * calling thread) names: a JavaScript thread serving a call. The value fn returns comes back
- * adopted by a promise when it is an object or a function (see inServerSpan).
+ * calling thread) names: a JavaScript thread serving a call. A thenable fn returns comes back
+ * adopted by a promise (see inServerSpan).
  */
 function withServerSpan(text, method, fn) {
   const a = otel();
@@ -312,7 +286,6 @@ function withServerHeaders(msg, method, fn, settledOf) {
 
 module.exports = {
   activeTraceContext,
-  activeTraceText,
   withTraceContext,
   withTraceText,
   setTraceHeaders,
