@@ -387,6 +387,24 @@ maybe('over NATS', () => {
     expect(headers.get('traceparent')).toBe(`00-${caller.traceId}-${client.spanContext().spanId}-01`);
   });
 
+  test("a host's SERVER span: under a message's valid traceparent; none under one that is not valid, and the call runs all the same", async () => {
+    const { headers } = require('@nats-io/transport-node');
+    const ask = async (traceparent) => {
+      const h = headers();
+      h.set('traceparent', traceparent);
+      exporter.reset();
+      const reply = await nc.request('traced', JSON.stringify({ jsonrpc: '2.0', method: 'traced', params: ['raw'], id: 1 }), { headers: h, timeout: 10_000 });
+      const hostSpans = exporter.getFinishedSpans().map((s) => [s.name, KINDS[s.kind], s.parentSpanContext?.spanId ?? null]);
+      return { result: JSON.parse(reply.string()).result, hostSpans };
+    };
+    const valid = await ask(`00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`);
+    expect(valid.hostSpans[valid.hostSpans.length - 1]).toEqual(['corepool handle', 'SERVER', 'b'.repeat(16)]);
+    expectUnder(valid.result, { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) }, overNats('traced').slice(0, 3));
+    const invalid = await ask(`00-${'0'.repeat(32)}-${'b'.repeat(16)}-01`);
+    expect(invalid.hostSpans).toEqual([]);
+    expect(invalid.result).toMatchObject({ name: 'task raw', parentSpanId: null });
+  });
+
   test('a remote call made outside any span sends no traceparent', async () => {
     const headers = await nextHeaders(() => remote.exec('traced', 'alone'));
     expect(headers?.get('traceparent') ?? '').toBe('');
