@@ -123,23 +123,34 @@ withNats('observe: one request crosses a worker thread and a NATS host, and its 
   });
   const [, here, there] = out.match(/^GET \/quote\?n=200000 → \{"here":([\d.]+),"there":([\d.]+)\}$/m);
   expect(here).toBe(there);
-  // The tree: the request's span, its two children (the local quote and the NATS call), and
-  // under the NATS call, the host's quote; each a child of the line above it by id.
+  // The tree: the request's span; under it, the CLIENT span of each call (local, and over NATS);
+  // each quote under corepool's SERVER span on its worker thread; the NATS call through the
+  // host's SERVER span and its pool's CLIENT call. Each line is a child of its parent by id.
   const lines = out.slice(out.indexOf('\ntrace ')).split('\n').filter((l) => / span [0-9a-f]{16}/.test(l));
   const spans = lines.map((l) => {
     const m = l.match(/^( +)(.+?) \[thread (\d+), [\d.]+ ms\] span ([0-9a-f]{16})(?: parent ([0-9a-f]{16}))?$/);
     return { depth: m[1].length / 2, name: m[2], thread: Number(m[3]), id: m[4], parent: m[5] ?? null };
   });
-  const root = spans.find((s) => s.name === 'GET /quote');
-  const hop = spans.find((s) => s.name === 'quotes.quote over NATS');
+  const byId = new Map(spans.map((s) => [s.id, s]));
+  /** The names from span `s` up to the root, each its parent's child, one level apart. */
+  const up = (s) => {
+    const names = [];
+    for (let at = s; at !== undefined; at = byId.get(at.parent)) {
+      names.push(`${at.name}${at.thread === 0 ? '' : ' @worker'}`);
+      if (at.parent !== null) expect(byId.get(at.parent).depth).toBe(at.depth - 1);
+    }
+    return names;
+  };
+  const root = spans.find((s) => s.name === 'GET /quote (SERVER)');
   const quotes = spans.filter((s) => s.name.startsWith('quote on thread '));
-  expect(spans).toHaveLength(4);
+  expect(spans).toHaveLength(9);
   expect(root).toMatchObject({ depth: 1, parent: null, thread: 0 });
-  expect(hop).toMatchObject({ depth: 2, parent: root.id, thread: 0 });
-  expect(quotes.map((q) => [q.parent, q.depth]).sort()).toEqual([
-    [hop.id, 3],
-    [root.id, 2],
-  ].sort());
+  expect(quotes.map((q) => up(q).map((n) => n.replace(/^quote on thread \d+/, 'quote'))).sort()).toEqual(
+    [
+      ['quote @worker', 'corepool quote (SERVER) @worker', 'corepool quote (CLIENT)', 'GET /quote (SERVER)'],
+      ['quote @worker', 'corepool quote (SERVER) @worker', 'corepool handle (CLIENT)', 'corepool handle (SERVER)', 'corepool quote (CLIENT)', 'GET /quote (SERVER)'],
+    ].sort(),
+  );
   for (const q of quotes) expect(q.thread).not.toBe(0);
   expect(out).toMatch(/^ {2}corepool_calls_total\{pool="local",kind="exec",method="quote",outcome="ok"\} 1$/m);
   expect(out).toMatch(/^ {2}corepool_calls_total\{pool="remote",kind="exec",method="quote",outcome="ok"\} 1$/m);

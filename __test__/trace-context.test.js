@@ -6,7 +6,7 @@
 const path = require('node:path');
 const fc = require('fast-check');
 const { Worker } = require('node:worker_threads');
-const { api, tracer, spanIds } = require('./helpers/otel.js');
+const { api, exporter, tracer, spanIds, place } = require('./helpers/otel.js');
 const { Pool } = require('..');
 const { withTraceContext, activeTraceContext } = require('../lib/trace-context.js');
 const { child } = require('./helpers/child.js');
@@ -26,11 +26,36 @@ function inSpan(name, fn, options) {
   });
 }
 
-function expectChild(childSpan, caller) {
-  expect(childSpan.traceId).toBe(caller.traceId);
-  expect(childSpan.parentSpanId).toBe(caller.spanId);
-  expect(childSpan.spanId).not.toBe(caller.spanId);
+const KINDS = { [api.SpanKind.INTERNAL]: 'INTERNAL', [api.SpanKind.SERVER]: 'SERVER', [api.SpanKind.CLIENT]: 'CLIENT' };
+
+/**
+ * The spans between `span` (spanIds', made where a call ran) and `caller`, nearest first, as
+ * `KIND name`: found among the spans this thread ended (the SDK's exporter) and the span that
+ * was active where `span` was made (spanIds' `parent`). Throws at a parent it cannot find.
+ */
+function between(span, caller) {
+  const known = new Map(exporter.getFinishedSpans().map((s) => [s.spanContext().spanId, place(s)]));
+  if (span.parent !== null && span.parent !== undefined) known.set(span.parent.spanId, span.parent);
+  const path = [];
+  for (let id = span.parentSpanId; id !== caller.spanId; ) {
+    const s = known.get(id);
+    if (s === undefined) throw new Error(`span ${id}, an ancestor of ${span.name}, is not known here (${path.join(' < ')})`);
+    expect(s.traceId).toBe(caller.traceId);
+    path.push(`${KINDS[s.kind]} ${s.name}`);
+    id = s.parentSpanId;
+  }
+  return path;
 }
+
+/** `span` is in the caller's trace, a descendant of its span through `path` (between's). */
+function expectUnder(span, caller, path) {
+  expect(span.traceId).toBe(caller.traceId);
+  expect(span.spanId).not.toBe(caller.spanId);
+  expect(between(span, caller)).toEqual(path);
+}
+
+/** A call of `method` served on a thread: its CLIENT span here, its SERVER span there. */
+const onThread = (method) => [`SERVER corepool ${method}`, `CLIENT corepool ${method}`];
 
 describe('to the thread that serves a call', () => {
   let tasks;
@@ -39,10 +64,14 @@ describe('to the thread that serves a call', () => {
   });
   afterAll(() => tasks.close());
 
-  test("a task-file worker's span is a child of the caller's span (exec, call, run)", async () => {
-    for (const make of [(p) => p.exec('traced', 'exec'), (p) => p.call('tracedLater', ['call']), (p) => p.run('run', { name: 'traced' })]) {
+  test("a task-file worker's span is under the caller's span, through the call's CLIENT and SERVER spans (exec, call, run)", async () => {
+    for (const [method, make] of [
+      ['traced', (p) => p.exec('traced', 'exec')],
+      ['tracedLater', (p) => p.call('tracedLater', ['call'])],
+      ['traced', (p) => p.run('run', { name: 'traced' })],
+    ]) {
       const { value, caller } = await inSpan('caller', () => make(tasks));
-      expectChild(value, caller);
+      expectUnder(value, caller, onThread(method));
       expect(value.threadId).not.toBe(0);
     }
   });
@@ -61,7 +90,37 @@ describe('to the thread that serves a call', () => {
       return [one.result, ...batch.map((r) => r.result)];
     });
     expect(value).toHaveLength(3);
-    for (const span of value) expectChild(span, caller);
+    // One CLIENT span per request() or handle() (a batch is one call); a SERVER span per request.
+    expect(value.map((span) => between(span, caller))).toEqual([
+      ['SERVER corepool traced', 'CLIENT corepool request'],
+      ['SERVER corepool traced', 'CLIENT corepool handle'],
+      ['SERVER corepool tracedLater', 'CLIENT corepool handle'],
+    ]);
+    expect(value[1].parent.parentSpanId).toBe(value[2].parent.parentSpanId);
+  });
+
+  test("a call's CLIENT span: RPC attributes, a failed call's status and code; none without an active span", async () => {
+    exporter.reset();
+    await tasks.exec('traced', 'outside');
+    await tasks.exec('nope').catch(() => {});
+    expect(exporter.getFinishedSpans().filter((s) => s.name.startsWith('corepool'))).toEqual([]);
+    const { caller } = await inSpan('caller', async () => {
+      await tasks.exec('nope').catch(() => {});
+      await tasks.exec('traced', 'ok');
+    });
+    const mine = exporter.getFinishedSpans().filter((s) => s.parentSpanContext?.spanId === caller.spanId);
+    expect(mine.map((s) => [s.name, s.kind, s.attributes, s.status.code])).toEqual([
+      ['corepool nope', api.SpanKind.CLIENT, { 'rpc.system': 'corepool', 'rpc.method': 'nope', 'rpc.jsonrpc.error_code': -32601 }, api.SpanStatusCode.ERROR],
+      ['corepool traced', api.SpanKind.CLIENT, { 'rpc.system': 'corepool', 'rpc.method': 'traced' }, api.SpanStatusCode.UNSET],
+    ]);
+  });
+
+  test("pool.map of a served method: every item's call carries the map's one CLIENT span", async () => {
+    const { value, caller } = await inSpan('caller', () => tasks.map('tracedLater', ['a', 'b', 'c']));
+    expect(value).toHaveLength(3);
+    for (const span of value) expectUnder(span, caller, onThread('tracedLater'));
+    expect(new Set(value.map((span) => span.parent.parentSpanId)).size).toBe(1);
+    expect(new Set(value.map((span) => span.parent.spanId)).size).toBe(3);
   });
 
   test('without an active span the task starts a trace of its own', async () => {
@@ -73,14 +132,15 @@ describe('to the thread that serves a call', () => {
 
   test('concurrent calls in different spans each reach their own parent', async () => {
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => inSpan(`caller ${i}`, () => tasks.exec(i % 2 ? 'tracedLater' : 'traced', i))));
-    for (const { value, caller } of results) expectChild(value, caller);
+    results.forEach(({ value, caller }, i) => expectUnder(value, caller, onThread(i % 2 ? 'tracedLater' : 'traced')));
   });
 
   test('tracestate crosses with traceparent', async () => {
     const state = api.createTraceState('vendor=abc,other=x-1');
     const parent = api.trace.setSpanContext(api.context.active(), { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 1, isRemote: true, traceState: state });
     const value = await api.context.with(parent, () => tasks.exec('traced', 'state'));
-    expect(value).toMatchObject({ traceId: 'a'.repeat(32), parentSpanId: 'b'.repeat(16), traceState: 'vendor=abc,other=x-1' });
+    expect(value).toMatchObject({ traceId: 'a'.repeat(32), traceState: 'vendor=abc,other=x-1' });
+    expectUnder(value, { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) }, onThread('traced'));
   });
 
   test('a method served by another worker_thread of Pool.shared() runs inside the caller context', async () => {
@@ -99,13 +159,80 @@ describe('to the thread that serves a call', () => {
     await new Promise((resolve) => worker.once('message', resolve));
     try {
       const { value, caller } = await inSpan('caller', () => shared.exec('tracedShared', 'x'));
-      expectChild(value, caller);
+      expectUnder(value, caller, onThread('tracedShared'));
     } finally {
       worker.postMessage('close');
       await new Promise((resolve) => worker.once('message', resolve));
       await worker.terminate();
     }
   });
+});
+
+test("a SERVER span ends with its handler's outcome, whatever the handler returns; the caller gets what it got before", async () => {
+  // Served from this thread, so that both spans are in this thread's exporter.
+  const pool = new Pool();
+  const thenGetterThrows = {
+    get then() {
+      throw new Error('then getter');
+    },
+  };
+  let thenReads = 0;
+  const counted = {
+    get then() {
+      thenReads++;
+      return undefined;
+    },
+    value: 1,
+  };
+  const long = 'm'.repeat(101);
+  const server = pool.serve({
+    ok: () => 'fine',
+    object: () => counted,
+    throws: () => {
+      throw new Error('thrown');
+    },
+    rejects: async () => {
+      throw new Error('rejected');
+    },
+    badThen: () => thenGetterThrows,
+    [long]: () => 'long',
+  });
+  const outcome = (p) =>
+    p.then(
+      (v) => ['ok', v],
+      (e) => ['error', e.message],
+    );
+  try {
+    const methods = ['ok', 'object', 'throws', 'rejects', 'badThen', long];
+    const untraced = [];
+    for (const m of methods) untraced.push(await outcome(pool.exec(m)));
+    const readsUntraced = thenReads;
+    exporter.reset();
+    const { value: traced, caller } = await inSpan('caller', async () => {
+      const got = [];
+      for (const m of methods) got.push(await outcome(pool.exec(m)));
+      return got;
+    });
+    expect(traced).toEqual(untraced);
+    // The SERVER span reads a result's `then` once to know whether to wait for it.
+    expect(thenReads - readsUntraced).toBe(readsUntraced + 1);
+    const spans = exporter.getFinishedSpans();
+    const clients = spans.filter((s) => s.parentSpanContext?.spanId === caller.spanId);
+    const servers = clients.map((c) => spans.find((s) => s.parentSpanContext?.spanId === c.spanContext().spanId));
+    expect(servers.map((s) => [s.name, s.kind, s.status.code])).toEqual([
+      ['corepool ok', api.SpanKind.SERVER, api.SpanStatusCode.UNSET],
+      ['corepool object', api.SpanKind.SERVER, api.SpanStatusCode.UNSET],
+      ['corepool throws', api.SpanKind.SERVER, api.SpanStatusCode.ERROR],
+      ['corepool rejects', api.SpanKind.SERVER, api.SpanStatusCode.ERROR],
+      ['corepool badThen', api.SpanKind.SERVER, api.SpanStatusCode.ERROR],
+      ['corepool (other)', api.SpanKind.SERVER, api.SpanStatusCode.UNSET],
+    ]);
+    expect(clients.map((c) => c.attributes['rpc.method'])).toEqual(['ok', 'object', 'throws', 'rejects', 'badThen', '(other)']);
+    for (const s of servers) expect(s.attributes).toEqual({ 'rpc.system': 'corepool', 'rpc.method': s.name.slice('corepool '.length) });
+  } finally {
+    await server.close();
+    await pool.close();
+  }
 });
 
 describe('restoring a trace context that came from elsewhere', () => {
@@ -229,6 +356,10 @@ maybe('over NATS', () => {
     await server?.stop();
   });
 
+  /** A call of `method` served over NATS: the caller's CLIENT span, the host's SERVER span around
+   *  the message, its pool's CLIENT span for the handle() that serves it, and the thread's SERVER span. */
+  const overNats = (method) => [`SERVER corepool ${method}`, 'CLIENT corepool handle', 'SERVER corepool handle', `CLIENT corepool ${method}`];
+
   /** The headers of the next message on the service's subject (a plain subscriber beside the host). */
   async function nextHeaders(send) {
     const sub = nc.subscribe('traced', { max: 1 });
@@ -240,7 +371,7 @@ maybe('over NATS', () => {
     return got;
   }
 
-  test("a remote call's task span is a child of the caller's span, and the message carries traceparent", async () => {
+  test("a remote call's task span is under the caller's span, and the message carries the call's CLIENT span", async () => {
     let headers;
     const { value, caller } = await inSpan('caller', async () => {
       let value;
@@ -249,8 +380,29 @@ maybe('over NATS', () => {
       });
       return value;
     });
-    expectChild(value, caller);
-    expect(headers.get('traceparent')).toBe(`00-${caller.traceId}-${caller.spanId}-01`);
+    expectUnder(value, caller, overNats('traced'));
+    // The message carries the context of the call's CLIENT span, the caller's child.
+    const client = exporter.getFinishedSpans().find((s) => s.parentSpanContext?.spanId === caller.spanId);
+    expect(client).toMatchObject({ name: 'corepool traced', kind: api.SpanKind.CLIENT, attributes: { 'rpc.system': 'corepool', 'rpc.method': 'traced' } });
+    expect(headers.get('traceparent')).toBe(`00-${caller.traceId}-${client.spanContext().spanId}-01`);
+  });
+
+  test("a host's SERVER span: under a message's valid traceparent; none under one that is not valid, and the call runs all the same", async () => {
+    const { headers } = require('@nats-io/transport-node');
+    const ask = async (traceparent) => {
+      const h = headers();
+      h.set('traceparent', traceparent);
+      exporter.reset();
+      const reply = await nc.request('traced', JSON.stringify({ jsonrpc: '2.0', method: 'traced', params: ['raw'], id: 1 }), { headers: h, timeout: 10_000 });
+      const hostSpans = exporter.getFinishedSpans().map((s) => [s.name, KINDS[s.kind], s.parentSpanContext?.spanId ?? null]);
+      return { result: JSON.parse(reply.string()).result, hostSpans };
+    };
+    const valid = await ask(`00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`);
+    expect(valid.hostSpans[valid.hostSpans.length - 1]).toEqual(['corepool handle', 'SERVER', 'b'.repeat(16)]);
+    expectUnder(valid.result, { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) }, overNats('traced').slice(0, 3));
+    const invalid = await ask(`00-${'0'.repeat(32)}-${'b'.repeat(16)}-01`);
+    expect(invalid.hostSpans).toEqual([]);
+    expect(invalid.result).toMatchObject({ name: 'task raw', parentSpanId: null });
   });
 
   test('a remote call made outside any span sends no traceparent', async () => {
@@ -260,13 +412,15 @@ maybe('over NATS', () => {
 
   test('calls of one tick in different spans go apart, each under its own parent', async () => {
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => inSpan(`caller ${i}`, () => remote.exec('traced', i))));
-    for (const { value, caller } of results) expectChild(value, caller);
+    for (const { value, caller } of results) expectUnder(value, caller, overNats('traced'));
   });
 
   test("a durable job's task span is a child of the span it was submitted in", async () => {
     const { value, caller } = await inSpan('submitter', () => remote.submit('traced', ['job']));
     const result = await remote.waitFor(value.id, { timeout: 20_000 });
-    expectChild(result, caller);
+    // Submitted without a span of corepool's own (the job's message carries the caller's context);
+    // the host's pool makes the call that runs it.
+    expectUnder(result, caller, onThread('traced'));
   });
 
   test('remote calls publish on corepool:call, durable jobs on corepool:job (submitted and run)', async () => {
@@ -280,6 +434,8 @@ maybe('over NATS', () => {
     try {
       await remote.exec('traced', 'seen');
       await remote.call('nope', []).catch(() => {});
+      await remote.request({ jsonrpc: '2.0', method: 'traced', params: ['request seen'], id: 1 });
+      await remote.handle(JSON.stringify({ jsonrpc: '2.0', method: 'nope', id: 2 }));
       await remote.submit('traced', ['job seen'], { id: 'seen-job' });
       await remote.waitFor('seen-job', { timeout: 20_000 });
     } finally {
@@ -290,10 +446,15 @@ maybe('over NATS', () => {
       expect.arrayContaining([
         ['corepool:call', 'exec', 'traced', 0, 'remote', null],
         ['corepool:call', 'call', 'nope', -32601, 'remote', null],
+        // JSON-RPC calls never reject: their code is 0, their method inside the request.
+        ['corepool:call', 'request', null, 0, 'remote', null],
+        ['corepool:call', 'handle', null, 0, 'remote', null],
         ['corepool:job', 'submit', 'traced', 0, null, 'seen-job'],
         ['corepool:job', 'run', 'traced', 0, 'tasks', 'seen-job'],
       ]),
     );
+    // request() is published once, as a request (not also as the handle() it sends).
+    expect(mine.filter(([, kind, , , pool]) => pool === 'remote' && (kind === 'request' || kind === 'handle')).map(([, kind]) => kind)).toEqual(['request', 'handle']);
   });
 
   test('a job submitted with options whose reading throws rejects the same with a corepool:job subscriber', async () => {
@@ -338,7 +499,7 @@ maybe('over NATS', () => {
     try {
       const { caller } = await inSpan('caller', () => remote.exec('traced', 'host'));
       expect(seen).toHaveLength(1);
-      expectChild(seen[0], caller);
+      expectUnder(seen[0], caller, ['SERVER corepool handle', 'CLIENT corepool traced']);
     } finally {
       onJobs.unsubscribe(handlers);
     }

@@ -43,11 +43,12 @@ function threadExporter() {
 
 function describe(span, thread) {
   const ms = span.duration[0] * 1e3 + span.duration[1] / 1e6;
-  return { name: span.name, traceId: span.spanContext().traceId, spanId: span.spanContext().spanId, parent: span.parentSpanContext?.spanId ?? null, thread, ms };
+  return { name: span.name, kind: span.kind, traceId: span.spanContext().traceId, spanId: span.spanContext().spanId, parent: span.parentSpanContext?.spanId ?? null, thread, ms };
 }
 
 if (!isMainThread) {
-  // The task file: a quote is computed in a span of its own, a child of the caller's span.
+  // The task file: a quote is computed in a span of its own, a child of the SERVER span corepool
+  // makes around the call on this thread (itself a child of the call's CLIENT span in the caller).
   module.exports = {
     quote: (n) =>
       tracer.startActiveSpan(`quote on thread ${threadId}`, (span) => {
@@ -161,7 +162,7 @@ async function main() {
     tracer.startActiveSpan('GET /quote', { kind: api.SpanKind.SERVER }, async (span) => {
       try {
         const here = await local.exec('quote', n);
-        const there = await tracer.startActiveSpan('quotes.quote over NATS', { kind: api.SpanKind.CLIENT }, (hop) => remote.exec('quote', n).finally(() => hop.end()));
+        const there = await remote.exec('quote', n);
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify({ n, here, there, trace: span.spanContext().traceId }));
       } catch (e) {
@@ -196,8 +197,9 @@ async function main() {
 
   const answer = await (await fetch(`${base}/quote?n=200000`)).json();
   console.log(`GET /quote?n=200000 → ${JSON.stringify({ here: answer.here, there: answer.there })}`);
-  // The two quote spans come from the worker threads' exporters, as messages.
-  while (fromThreads.filter((s) => s.traceId === answer.trace).length < 2) await new Promise((r) => (spanArrived = r));
+  // The worker threads' spans (on each, corepool's SERVER span and the quote's) come from their
+  // exporters, as messages.
+  while (fromThreads.filter((s) => s.traceId === answer.trace).length < 4) await new Promise((r) => (spanArrived = r));
   const all = [...exporter.getFinishedSpans().map((s) => describe(s, threadId)), ...fromThreads].filter((s) => s.traceId === answer.trace);
   console.log(`trace ${answer.trace}:`);
   printTree(all);
@@ -207,12 +209,14 @@ async function main() {
   await stop();
 }
 
-/** Prints spans as a tree, each under its parent, with its thread and duration. */
+const KINDS = ['', ' (SERVER)', ' (CLIENT)', ' (PRODUCER)', ' (CONSUMER)'];
+
+/** Prints spans as a tree, each under its parent, with its kind (but INTERNAL), thread and duration. */
 function printTree(spans) {
   const ids = new Set(spans.map((s) => s.spanId));
   const children = (parent) => spans.filter((s) => (parent === null ? s.parent === null || !ids.has(s.parent) : s.parent === parent));
   const print = (span, indent) => {
-    console.log(`${indent}${span.name} [thread ${span.thread}, ${span.ms.toFixed(2)} ms] span ${span.spanId}${span.parent ? ` parent ${span.parent}` : ''}`);
+    console.log(`${indent}${span.name}${KINDS[span.kind] ?? ''} [thread ${span.thread}, ${span.ms.toFixed(2)} ms] span ${span.spanId}${span.parent ? ` parent ${span.parent}` : ''}`);
     for (const c of children(span.spanId)) print(c, `${indent}  `);
   };
   for (const root of children(null)) print(root, '  ');

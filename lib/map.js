@@ -15,6 +15,7 @@ const { RpcError, CODES, rejected, describe, errorText } = require('./errors.js'
 const { performance } = require('node:perf_hooks');
 const { startMany, kStarted, kSettled } = require('./calls.js');
 const { callOptions } = require('./call-options.js');
+const { startCallSpan, endCallSpan } = require('./trace-context.js');
 
 /** Inputs sent in one crossing at most. */
 const CHUNK = 1024;
@@ -102,8 +103,11 @@ class MapRun {
   // Once the first inputs are sent the map is an accepted call: the pool takes the rest after
   // close() too (as it runs every call accepted before it), not after destroy().
   #accepted = false;
+  /** The trace context every call of a served method carries: the map's span's (lib/trace-context.js), or undefined. */
+  #trace;
 
-  constructor(owner, nativePool, method, inputs, o) {
+  constructor(owner, nativePool, method, inputs, o, trace) {
+    this.#trace = trace;
     this.owner = owner;
     this.#native = nativePool;
     this.#method = method;
@@ -199,11 +203,11 @@ class MapRun {
     this.#inflightInputs += n;
     for (const item of items) this.#inflight.add(item);
     if (indexes === undefined) {
-      startMany(this.owner, items, (ids) => this.#native.callMany(ids, this.#method, this.#inputs, from, this.#timeout, this.#cancellable, this.#accepted));
+      startMany(this.owner, items, (ids) => this.#native.callMany(ids, this.#method, this.#inputs, from, this.#timeout, this.#cancellable, this.#accepted, this.#trace));
     } else {
       // Inputs taken out of order (a chunk that failed as a whole): one crossing each.
       for (const item of items) {
-        startMany(this.owner, [item], (ids) => this.#native.callMany(ids, this.#method, this.#inputs, item.index, this.#timeout, this.#cancellable, this.#accepted));
+        startMany(this.owner, [item], (ids) => this.#native.callMany(ids, this.#method, this.#inputs, item.index, this.#timeout, this.#cancellable, this.#accepted, this.#trace));
       }
     }
   }
@@ -347,7 +351,10 @@ function map(owner, nativePool, method, inputs, options) {
   } catch (e) {
     return Promise.reject(e instanceof RpcError ? e : new RpcError(CODES.InvalidRequest, `map: ${errorText(e)}`));
   }
-  return new MapRun(owner, nativePool, method, list, o).promise;
+  // One CLIENT span for the whole map when a span is active: each call of a method served in
+  // JavaScript carries its context (native chunks do not read it).
+  const span = startCallSpan(method);
+  return span === null ? new MapRun(owner, nativePool, method, list, o, undefined).promise : endCallSpan(span, new MapRun(owner, nativePool, method, list, o, span.text).promise);
 }
 
 /** A copy of the inputs (an array's elements, an iterable's values); InvalidRequest if reading them throws. */

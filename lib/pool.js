@@ -18,7 +18,7 @@ const { Server, kFullErrors } = require('./serve.js');
 const { TaskWorkers, kWorkerHooks } = require('./workers.js');
 const views = require('./views.js');
 const { callChannel, renderChannel, CallContext, traced } = require('./channels.js');
-const { activeTraceText } = require('./trace-context.js');
+const { startCallSpan, endCallSpan } = require('./trace-context.js');
 
 /** The key of a pool's count of task-file workers that exited while serving (corepool/metrics). */
 const kWorkerExits = Symbol('workerExits');
@@ -213,14 +213,30 @@ class Pool extends EventEmitter {
 
   /** A JSON-RPC 2.0 request object or batch → response object(s); never rejects. */
   request(request) {
-    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('request', null, this), () => start(this, (id) => this.#native.request(id, request, activeTraceText())));
-    return start(this, (id) => this.#native.request(id, request, activeTraceText()));
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('request', null, this), () => this.#request(request));
+    return this.#request(request);
+  }
+
+  #request(request) {
+    const span = startCallSpan('request');
+    return endCallSpan(
+      span,
+      start(this, (id) => this.#native.request(id, request, span?.text)),
+    );
   }
 
   /** JSON-RPC 2.0 text → response text ('' when there is nothing to answer); never rejects. */
   handle(text) {
-    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('handle', null, this), () => start(this, (id) => this.#native.handle(id, text, false, activeTraceText())));
-    return start(this, (id) => this.#native.handle(id, text, false, activeTraceText()));
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('handle', null, this), () => this.#handle(text));
+    return this.#handle(text);
+  }
+
+  #handle(text) {
+    const span = startCallSpan('handle');
+    return endCallSpan(
+      span,
+      start(this, (id) => this.#native.handle(id, text, false, span?.text)),
+    );
   }
 
   /**
@@ -232,11 +248,16 @@ class Pool extends EventEmitter {
    */
   [handleCancellable](text) {
     let id = -1;
-    const run = () =>
-      start(this, (i) => {
-        id = i;
-        this.#native.handle(i, text, true, activeTraceText());
-      });
+    const run = () => {
+      const span = startCallSpan('handle');
+      return endCallSpan(
+        span,
+        start(this, (i) => {
+          id = i;
+          this.#native.handle(i, text, true, span?.text);
+        }),
+      );
+    };
     const answer = callChannel.hasSubscribers ? traced(callChannel, new CallContext('handle', null, this), run) : run();
     return { answer, cancel: (places) => id >= 0 && this.#native.cancelRequests(id, places) };
   }
@@ -425,8 +446,10 @@ class Pool extends EventEmitter {
     if (signal !== undefined) flags |= contract.callFlags.cancellable;
     if (onProgress !== undefined) flags |= contract.callFlags.progress;
     flags |= extraFlags;
-    // The caller's trace context, for a method served in JavaScript (lib/trace-context.js).
-    const trace = activeTraceText();
+    // The call's span when one is active where it is made; its context crosses to a method
+    // served in JavaScript (lib/trace-context.js).
+    const span = startCallSpan(method);
+    const trace = span?.text;
     if (trace !== undefined) flags |= contract.callFlags.traced;
     let call;
     try {
@@ -445,7 +468,7 @@ class Pool extends EventEmitter {
       // start() ran the native call, which copied the tape.
       if (tape !== undefined) released();
     }
-    return call;
+    return span === null ? call : endCallSpan(span, call);
   }
 
   #cancel = (id) => this.#native.cancel(id);

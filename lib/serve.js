@@ -10,7 +10,7 @@ const { errorText } = require('./errors.js');
 const { after } = require('./timer.js');
 const views = require('./views.js');
 const { serialize, deserialize, needsClone, DataCloneError, Transfer, SHARED } = require('./clone.js');
-const { withTraceText } = require('./trace-context.js');
+const { withServerSpan } = require('./trace-context.js');
 
 // How long a serving thread runs drain cycles (and polls for calls), all its servers together,
 // before its event loop gets a turn.
@@ -316,7 +316,7 @@ class Server {
     let result;
     try {
       const handler = this.#table.get(method);
-      result = trace === undefined ? handler.apply(this.#handlers, params) : withTraceText(trace, () => handler.apply(this.#handlers, params));
+      result = trace === undefined ? handler.apply(this.#handlers, params) : withServerSpan(trace, method, () => handler.apply(this.#handlers, params));
       // Reading `then` runs user code (a getter, a Proxy trap): inside the try.
       if (result === null || (typeof result !== 'object' && typeof result !== 'function') || typeof result.then !== 'function') {
         this.#finish(token, true, result);

@@ -48,12 +48,7 @@ function readActive() {
   const a = otel();
   if (a === null) return null;
   const span = a.trace.getSpanContext(a.context.active());
-  if (span === undefined || !a.isSpanContextValid(span)) return null;
-  const flags = (span.traceFlags & 0xff).toString(16).padStart(2, '0');
-  const carried = { traceparent: `00-${span.traceId}-${span.spanId}-${flags}` };
-  const state = span.traceState?.serialize();
-  if (typeof state === 'string' && state.length > 0 && state.length <= MAX_TRACESTATE) carried.tracestate = state;
-  return carried;
+  return span === undefined ? null : carriedOf(a, span);
 }
 
 /**
@@ -83,38 +78,7 @@ function withTraceContext(traceparent, tracestate, fn) {
   return a.context.with(context, fn);
 }
 
-/** activeTraceText's last answer, and the span context it was for. */
-let lastText = { span: null };
-
-/**
- * The active trace context as one string (what a call carries to the thread that serves it:
- * `traceparent`, then a line feed and `tracestate` when there is one), or undefined.
- */
-function activeTraceText() {
-  if (globalThis[API_GLOBAL] === undefined) return undefined; // the common case, kept cheapest
-  try {
-    return readActiveText();
-  } catch {
-    return undefined;
-  }
-}
-
-function readActiveText() {
-  const a = otel();
-  if (a === null) return undefined;
-  const span = a.trace.getSpanContext(a.context.active());
-  if (span === undefined) return undefined;
-  // Calls made in one span (a request's handler making many) reuse its text.
-  const last = lastText;
-  if (last.span === span && last.traceId === span.traceId && last.spanId === span.spanId && last.traceFlags === span.traceFlags && last.traceState === span.traceState) return last.text;
-  const carried = activeTraceContext();
-  const text = carried === null ? undefined : carried.tracestate === undefined ? carried.traceparent : `${carried.traceparent}\n${carried.tracestate}`;
-  lastText = { span, traceId: span.traceId, spanId: span.spanId, traceFlags: span.traceFlags, traceState: span.traceState, text };
-  return text;
-}
-
-
-/** `fn()` inside the trace context `text` (activeTraceText's, from the calling thread) names. */
+/** `fn()` inside the trace context `text` (startCallSpan's, from the calling thread) names. */
 function withTraceText(text, fn) {
   if (otel() === null || typeof text !== 'string') return fn();
   const cut = text.indexOf('\n');
@@ -141,4 +105,193 @@ function withTraceHeaders(msg, fn) {
   return withTraceContext(traceparent, headers.get(TRACESTATE_HEADER), fn);
 }
 
-module.exports = { activeTraceContext, activeTraceText, withTraceContext, withTraceText, setTraceHeaders, withTraceHeaders };
+// ---- corepool's own spans ----
+//
+// A call made while a span is active gets a CLIENT span on the calling thread (a child of the
+// active one), whose context is what crosses; where it is served (a JavaScript thread, a NATS
+// host) a SERVER span, a child of it, runs around the handler. Their names and attributes follow
+// OpenTelemetry's conventions for RPC: `corepool <method>`, rpc.system and rpc.method. With no
+// active span, nothing is started and nothing crosses.
+
+/** rpc.system of corepool's spans. */
+const RPC_SYSTEM = 'corepool';
+/** Longest method name a span is named by (longer ones and non-strings are `(other)`). */
+const MAX_SPAN_METHOD = 100;
+
+let tracer = null;
+
+function corepoolTracer(a) {
+  return (tracer ??= a.trace.getTracer('corepool'));
+}
+
+function spanMethod(method) {
+  return typeof method === 'string' && method.length <= MAX_SPAN_METHOD ? method : '(other)';
+}
+
+function spanOptions(a, kind, method) {
+  const name = spanMethod(method);
+  return [`corepool ${name}`, { kind, attributes: { 'rpc.system': RPC_SYSTEM, 'rpc.method': name } }];
+}
+
+/** `carried` (as activeTraceContext gives it) of span context `span`, or null when it is invalid. */
+function carriedOf(a, span) {
+  if (!a.isSpanContextValid(span)) return null;
+  const flags = (span.traceFlags & 0xff).toString(16).padStart(2, '0');
+  const carried = { traceparent: `00-${span.traceId}-${span.spanId}-${flags}` };
+  const state = span.traceState?.serialize();
+  if (typeof state === 'string' && state.length > 0 && state.length <= MAX_TRACESTATE) carried.tracestate = state;
+  return carried;
+}
+
+/**
+ * A CLIENT span for a call of `method` about to be made, a child of the active span; null when
+ * no span is active (or OpenTelemetry is not set up). Total: a tracer or context manager that
+ * throws starts nothing.
+ */
+function startCallSpan(method) {
+  if (globalThis[API_GLOBAL] === undefined) return null; // the common case, kept cheapest
+  try {
+    const a = otel();
+    if (a === null) return null;
+    const active = a.context.active();
+    const parent = a.trace.getSpanContext(active);
+    if (parent === undefined || !a.isSpanContextValid(parent)) return null;
+    const [name, options] = spanOptions(a, a.SpanKind.CLIENT, method);
+    const span = corepoolTracer(a).startSpan(name, options, active);
+    const carried = carriedOf(a, span.spanContext()) ?? carriedOf(a, parent);
+    if (carried === null) return null;
+    return { span, carried, text: carried.tracestate === undefined ? carried.traceparent : `${carried.traceparent}\n${carried.tracestate}` };
+  } catch {
+    return null;
+  }
+}
+
+/** Marks `span` failed with `error` (its RpcError code, when it has one). Never throws. */
+function spanFailed(span, error) {
+  try {
+    const code = error?.code;
+    if (typeof code === 'number') span.setAttribute('rpc.jsonrpc.error_code', code);
+    const message = error?.message;
+    span.setStatus({ code: api.SpanStatusCode.ERROR, message: typeof message === 'string' ? message : undefined });
+  } catch {
+    // a hostile error: the span ends without its details
+  }
+}
+
+function endSpan(span) {
+  try {
+    span.end();
+  } catch {
+    // a span processor that throws: the call is not changed by it
+  }
+}
+
+/** `promise` (a call's), ending `call`'s span (startCallSpan's) when it settles. */
+function endCallSpan(call, promise) {
+  if (call === null) return promise;
+  return promise.then(
+    (value) => {
+      endSpan(call.span);
+      return value;
+    },
+    (error) => {
+      spanFailed(call.span, error);
+      endSpan(call.span);
+      throw error;
+    },
+  );
+}
+
+/**
+ * Runs `fn()` in a SERVER span for `method`, a child of the active context; the span ends when
+ * the value fn returns settles (`settledOf(value)`: the promise to wait for; by default the value
+ * itself: a thenable is adopted by a promise that is returned instead, anything else is returned
+ * as it is, its `then` read once more than the caller reads it).
+ */
+function inServerSpan(a, method, fn, settledOf) {
+  let span;
+  let context;
+  try {
+    const active = a.context.active();
+    const [name, options] = spanOptions(a, a.SpanKind.SERVER, method);
+    span = corepoolTracer(a).startSpan(name, options, active);
+    context = a.trace.setSpan(active, span);
+  } catch {
+    return fn();
+  }
+  let value;
+  try {
+    value = a.context.with(context, fn);
+  } catch (e) {
+    spanFailed(span, e);
+    endSpan(span);
+    throw e;
+  }
+  const ended = (v) => {
+    endSpan(span);
+    return v;
+  };
+  const failed = (e) => {
+    spanFailed(span, e);
+    endSpan(span);
+    throw e;
+  };
+  if (settledOf !== undefined) {
+    settledOf(value).then(ended, failed).catch(() => {}); // the caller handles the rejection
+    return value;
+  }
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return ended(value);
+  // Whether to wait: `then` read once here (a getter or a Proxy trap whose reading throws fails
+  // the span, and reaches the caller as the handler's throw would).
+  let then;
+  try {
+    then = value.then;
+  } catch (e) {
+    return failed(e);
+  }
+  if (typeof then !== 'function') return ended(value);
+  // A thenable, adopted as a promise adopts one (its `then` called once, with value as `this`).
+  return new Promise((resolve, reject) => then.call(value, resolve, reject)).then(ended, failed);
+}
+
+/**
+ * `fn()` in a SERVER span for `method` under the trace context `text` (startCallSpan's, from the
+ * calling thread) names: a JavaScript thread serving a call. A thenable fn returns comes back
+ * adopted by a promise (see inServerSpan).
+ */
+function withServerSpan(text, method, fn) {
+  const a = otel();
+  if (a === null || typeof text !== 'string') return fn();
+  return withTraceText(text, () => inServerSpan(a, method, fn));
+}
+
+/**
+ * `fn()` in a SERVER span for `method` under the trace context the headers of nats.js message
+ * `msg` carry (a NATS host); without one, just `fn()`. The span ends when `settledOf(value)`
+ * settles.
+ */
+function withServerHeaders(msg, method, fn, settledOf) {
+  const a = otel();
+  if (a === null) return fn();
+  const headers = msg.headers;
+  if (headers === undefined || headers === null) return fn();
+  const traceparent = headers.get(TRACEPARENT_HEADER);
+  if (!traceparent) return fn();
+  return withTraceContext(traceparent, headers.get(TRACESTATE_HEADER), () => {
+    // A traceparent that was refused leaves no span active: then no span either.
+    const parent = a.trace.getSpanContext(a.context.active());
+    return parent === undefined ? fn() : inServerSpan(a, method, fn, settledOf);
+  });
+}
+
+module.exports = {
+  activeTraceContext,
+  withTraceContext,
+  withTraceText,
+  setTraceHeaders,
+  withTraceHeaders,
+  startCallSpan,
+  endCallSpan,
+  withServerSpan,
+  withServerHeaders,
+};

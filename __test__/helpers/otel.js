@@ -12,12 +12,22 @@ api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new
 api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 const tracer = api.trace.getTracer('corepool-tests');
 
-/** Starts and ends span `name` (a child of the active context): its ids, and its parent's. */
+/** Where span `span` (the SDK's) sits: its name, kind, ids and its parent's. */
+function place(span) {
+  return { name: span.name, kind: span.kind, traceId: span.spanContext().traceId, spanId: span.spanContext().spanId, parentSpanId: span.parentSpanContext?.spanId ?? null };
+}
+
+/**
+ * Starts and ends span `name` (a child of the active context): its ids, and its parent's; and
+ * where the span active when it started (its parent, when it was made in this thread) sits.
+ */
 function spanIds(name) {
+  const active = api.trace.getActiveSpan();
+  const parent = active !== undefined && typeof active.name === 'string' ? place(active) : null;
   return tracer.startActiveSpan(name, (span) => {
     span.end();
-    return { name, traceId: span.spanContext().traceId, spanId: span.spanContext().spanId, parentSpanId: span.parentSpanContext?.spanId ?? null, traceState: span.spanContext().traceState?.serialize() ?? null };
+    return { name, traceId: span.spanContext().traceId, spanId: span.spanContext().spanId, parentSpanId: span.parentSpanContext?.spanId ?? null, traceState: span.spanContext().traceState?.serialize() ?? null, parent };
   });
 }
 
-module.exports = { api, exporter, tracer, spanIds };
+module.exports = { api, exporter, tracer, spanIds, place };

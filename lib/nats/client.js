@@ -37,7 +37,7 @@ const { RpcError, CODES, rejected, describe, errorText } = require('../errors.js
 const { toJson, requestText, errorOf, cancelSecret, proofOf, cancelText } = require('./wire.js');
 const { after, every } = require('../timer.js');
 const { mapCalls } = require('./remote-map.js');
-const { activeTraceContext, setTraceHeaders } = require('../trace-context.js');
+const { setTraceHeaders, startCallSpan, endCallSpan } = require('../trace-context.js');
 const { callChannel, CallContext, traced } = require('../channels.js');
 const { serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
@@ -55,7 +55,7 @@ const NO_CALLS = Object.freeze([]);
 
 /** One call waiting for its answer. */
 class Call {
-  constructor(id, text, resolve, reject) {
+  constructor(id, text, resolve, reject, trace) {
     this.id = id;
     this.text = text;
     this.resolve = resolve;
@@ -64,8 +64,8 @@ class Call {
     this.timer = null;
     this.signal = null;
     this.onAbort = null;
-    /** The caller's trace context (lib/trace-context.js), or null. */
-    this.trace = activeTraceContext();
+    /** The trace context of the call's span (lib/trace-context.js), or null. */
+    this.trace = trace;
   }
 }
 
@@ -86,7 +86,7 @@ function hostIdOf(msg) {
 
 /** One message sent: its calls, or for handle(), the one resolver of its answer text. */
 class Message {
-  constructor(seq, text, calls, answer) {
+  constructor(seq, text, calls, answer, trace = null) {
     this.seq = seq;
     this.text = text;
     /** The calls in `text`, in its order (a host answers in that order), or null for handle(). */
@@ -101,7 +101,7 @@ class Message {
     /** The secret its next cancel reveals (its proof travels with it); null for handle(). */
     this.secret = calls === null ? null : cancelSecret();
     /** The trace context its headers carry: its calls' (they share one), or handle()'s caller's. */
-    this.trace = calls === null ? activeTraceContext() : calls[0].trace;
+    this.trace = calls === null ? trace : calls[0].trace;
   }
 }
 
@@ -214,26 +214,41 @@ class RemotePool {
   }
 
   /** A JSON-RPC 2.0 request object or batch → response object(s); never rejects. */
-  async request(request) {
+  request(request) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('request', null, this), () => this.#request(request));
+    return this.#request(request);
+  }
+
+  async #request(request) {
     let text;
     try {
       text = toJson(request, 'request');
     } catch (e) {
       return { jsonrpc: '2.0', error: { code: e.code ?? CODES.InvalidRequest, message: errorText(e) }, id: null };
     }
-    const answer = await this.handle(text);
+    const answer = await this.#handle(text, 'request');
     return answer === '' ? null : JSON.parse(answer);
   }
 
   /** JSON-RPC 2.0 text → response text ('' when there is nothing to answer); never rejects. */
   handle(text) {
+    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('handle', null, this), () => this.#handle(text, 'handle'));
+    return this.#handle(text, 'handle');
+  }
+
+  /** handle(), its span named `kind` (request() calls it too). */
+  #handle(text, kind) {
     if (typeof text !== 'string') return Promise.resolve(errorAnswer(CODES.InvalidRequest, 'Invalid Request: handle() takes a string of JSON'));
     const problem = this.#unsendable(text, 'the request');
     if (problem !== null) return Promise.resolve(errorAnswer(problem.code, problem.message));
-    return new Promise((resolve) => {
-      const m = new Message(++this.#seq, text, null, resolve);
-      this.#send(m);
-    });
+    const span = startCallSpan(kind);
+    return endCallSpan(
+      span,
+      new Promise((resolve) => {
+        const m = new Message(++this.#seq, text, null, resolve, span?.carried ?? null);
+        this.#send(m);
+      }),
+    );
   }
 
   /**
@@ -341,8 +356,9 @@ class RemotePool {
     }
     const problem = this.#unsendable(text, 'the call');
     if (problem !== null) return Promise.reject(problem);
-    return new Promise((resolve, reject) => {
-      const call = new Call(id, text, resolve, reject);
+    const span = startCallSpan(method);
+    const answer = new Promise((resolve, reject) => {
+      const call = new Call(id, text, resolve, reject, span?.carried ?? null);
       if (timeout > 0) {
         call.timer = after(timeout, () => this.#giveUp(call, new RpcError(CODES.Timeout, `The call timed out after ${timeout} ms (its host is asked to stop it): raise the timeout or make the task shorter`)));
       }
@@ -357,6 +373,7 @@ class RemotePool {
         process.nextTick(this.#flush);
       }
     });
+    return endCallSpan(span, answer);
   }
 
   /** Why `text` cannot be sent (an RpcError), or null. */

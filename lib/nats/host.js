@@ -37,7 +37,9 @@ const { parseCancel, proofOf, isToken, withoutStacks } = require('./wire.js');
 const { replyAllowed, respond } = require('./reply.js');
 const { every } = require('../timer.js');
 const { natsClient } = require('./peer.js');
-const { withTraceHeaders } = require('../trace-context.js');
+const { withServerHeaders } = require('../trace-context.js');
+/** The answer of a cancellable handle() (what the host's server span waits for). */
+const cancellableAnswer = (run) => run.answer;
 const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS } = require('./names.js');
 
 const VERSION = require('../../package.json').version;
@@ -327,12 +329,12 @@ class Host {
       const proof = msg.headers?.get(CANCEL_HEADER);
       if (isToken(proof)) this.#expectCancel(held, proof);
       if (typeof this.#pool[handleCancellable] === 'function') {
-        const run = withTraceHeaders(msg, () => this.#pool[handleCancellable](text));
+        const run = withServerHeaders(msg, 'handle', () => this.#pool[handleCancellable](text), cancellableAnswer);
         held.cancel = run.cancel;
         answer = run.answer;
       }
     }
-    answer ??= withTraceHeaders(msg, () => this.#pool.handle(text));
+    answer ??= withServerHeaders(msg, 'handle', () => this.#pool.handle(text), Promise.resolve.bind(Promise));
     answer.then((answer) => {
       const ms = performance.now() - t0;
       if (held !== null) {

@@ -275,7 +275,8 @@ impl NativePool {
     /// with the one param `items[from + i]`: what `map` sends in one crossing instead of one
     /// per item. Each call settles through the channel on its own, as `exec`'s do; with
     /// `cancellable`, each can be cancelled by id. `continuing`: the calls continue a map
-    /// accepted before `close()`, which still takes them (see `pool::Caller`).
+    /// accepted before `close()`, which still takes them (see `pool::Caller`). `trace`: the
+    /// caller's trace context, which every call carries (`pool::Caller::trace`).
     #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn call_many(
@@ -288,7 +289,9 @@ impl NativePool {
         timeout_ms: Unknown,
         cancellable: bool,
         continuing: bool,
+        trace: Option<String>,
     ) {
+        let trace: Option<Arc<str>> = trace.map(Arc::from);
         let raw = env.raw();
         let ch = self.channel.channel();
         let inbox = &self.channel.inbox;
@@ -340,7 +343,7 @@ impl NativePool {
                 watches_progress: false,
                 announce: (!views.is_empty()).then_some(&mut announce as _),
                 continuing,
-                trace: None,
+                trace: trace.clone(),
             };
             let control =
                 self.pool
