@@ -475,6 +475,19 @@ describe('close() and destroy()', () => {
     await closed;
   });
 
+  test('close({ force: true }) spares a task its worker has started, even one this thread has not yet heard of', async () => {
+    const g = gate();
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    await piscina.run('up', { name: 'echo' });
+    const running = outcome(piscina.run(g.view, { name: 'hold' }));
+    // This thread blocks (its event loop gets no turn) until the worker runs the task.
+    Atomics.wait(g.view, 1, 0);
+    const closed = piscina.close({ force: true });
+    g.release();
+    expect(await running).toEqual({ value: 'released' });
+    await closed;
+  });
+
   test('close() option checks are Piscina’s', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });

@@ -106,13 +106,11 @@ function errorOut(e, ms) {
  * the handler's running time; no result when it is undefined), or a Promise of it. A task whose
  * handler is loaded and returns no Promise is done here, without a turn of the microtask queue.
  */
-exports.piscina = function piscina(filename, name, hasTask, ...rest) {
-  const task = hasTask ? rest[0] : undefined;
-  const ctx = rest.at(-1);
+exports.piscina = function piscina(filename, name, hasTask, given) {
+  // Without a task, `given` is the call's context (the last argument), not the task.
+  const task = hasTask ? given : undefined;
+  // Nothing is sent when the task starts: its running time rides with its result (or error).
   const started = performance.now();
-  // Tells the pool this task has started (close({ force: true }) spares it) and where (a
-  // worker that dies rejects its own tasks with what ended it).
-  ctx.progress(workerThreads.threadId);
   const handler = loaded.get(`${filename}\0${name}`);
   return handler === undefined ? loadAndRun(filename, name, task, started) : run(handler, task, started);
 };

@@ -13,7 +13,7 @@ const { fileURLToPath } = require('node:url');
 const { performance, createHistogram } = require('node:perf_hooks');
 const { isMainThread, SHARE_ENV } = require('node:worker_threads');
 const { Pool, RpcError } = require('../index.js');
-const { kCancellableCall, kCancel, kWorkers, kWorkerHooks } = require('./pool.js');
+const { kCancellableCall, kCancel, kWithdraw, kWorkers, kWorkerHooks } = require('./pool.js');
 const { after } = require('./timer.js');
 const { version } = require('../package.json');
 const { KEY, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved } = require('./piscina-common.js');
@@ -229,8 +229,6 @@ class Piscina extends EventEmitter {
   #maxCapacity;
   #closing = null;
   #destroyed = false;
-  /** The calls not known to have started (their handles: see run()), for close({ force: true }). */
-  #notStarted = new Set();
   #runTime = null;
   #waitTime = null;
   #histogram = null;
@@ -302,9 +300,10 @@ class Piscina extends EventEmitter {
     // The task's cancellation: the caller's signal (an AbortSignal, an EventTarget or an
     // EventEmitter emitting 'abort') and close({ force: true }) both cancel its call by id, and
     // `reason` says which did.
-    // `thread`: the worker that runs it, once it said so; `gone`: the error its worker died of.
+    // `thread`: the worker that ran it, once its death said so (ServerGone's data); `gone`:
+    // the error that worker died of. Nothing is sent when a task starts (close({ force: true })
+    // withdraws only the tasks not started, natively).
     const handle = { id: 0, reason: undefined, thread: undefined, gone: undefined, wake: null };
-    this.#notStarted.add(handle);
     this.#tasks.add(handle);
     // What transferList and Piscina.move() name is moved (detached here), as postMessage does.
     let transfer = transferList === undefined ? undefined : transferList.map(transferred);
@@ -318,11 +317,7 @@ class Piscina extends EventEmitter {
     const params = task === undefined ? [filename, name, 0] : [filename, name, 1, task];
     const submitted = performance.now();
     this.#inflight++;
-    const call = this.#pool[kCancellableCall]('piscina', params, handle, (thread) => {
-      // The worker's "started", with its threadId.
-      this.#notStarted.delete(handle);
-      handle.thread = thread;
-    }, transfer);
+    const call = this.#pool[kCancellableCall]('piscina', params, handle, undefined, transfer);
     let forgetSignal = null;
     if (signal != null) {
       const onAbort = () => this.#cancel(handle, { user: signal.reason });
@@ -336,7 +331,6 @@ class Piscina extends EventEmitter {
     }
     const done = () => {
       if (forgetSignal !== null) forgetSignal();
-      this.#notStarted.delete(handle);
       this.#tasks.delete(handle);
       this.#inflight--;
       this.#completed++;
@@ -350,7 +344,8 @@ class Piscina extends EventEmitter {
         return out.length > 1 ? out[1] : undefined;
       },
       (e) => {
-        if (e instanceof RpcError && e.code === CODES.ServerGone && !this.#destroyed && handle.thread !== undefined) {
+        if (e instanceof RpcError && e.code === CODES.ServerGone && !this.#destroyed && typeof e.data?.thread === 'number') {
+          handle.thread = e.data.thread;
           // Its worker died: the task rejects with what Piscina rejects it with, known once the worker's exit is.
           return this.#whenGone(handle).then((gone) => {
             done();
@@ -429,6 +424,13 @@ class Piscina extends EventEmitter {
     this.#pool[kCancel](handle.id);
   }
 
+  /** close({ force: true }) for one task: cancels it only if it has not started. */
+  #withdraw(handle) {
+    if (handle.reason !== undefined) return;
+    handle.reason = { closing: true };
+    if (!this.#pool[kWithdraw](handle.id)) handle.reason = undefined;
+  }
+
   #record(submitted, ms) {
     if (this.#runTime === null) return;
     const total = performance.now() - submitted;
@@ -487,7 +489,7 @@ class Piscina extends EventEmitter {
   }
 
   async #close(force) {
-    if (force) for (const handle of [...this.#notStarted]) this.#cancel(handle, { closing: true });
+    if (force) for (const handle of [...this.#tasks]) this.#withdraw(handle);
     let timer;
     const timedOut = new Promise((resolve) => {
       timer = after(this.#options.closeTimeout, () => resolve(true)).unref();

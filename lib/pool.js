@@ -30,6 +30,7 @@ const handleCancellable = Symbol('handleCancellable');
 /** The keys of the calls corepool/piscina makes (lib/piscina.js): cancellable by id (see there). */
 const kCancellableCall = Symbol('cancellableCall');
 const kCancel = Symbol('cancel');
+const kWithdraw = Symbol('withdraw');
 const kWorkers = Symbol('workers');
 
 /** This thread's handle on Pool.shared(), until it is closed. */
@@ -395,6 +396,11 @@ class Pool extends EventEmitter {
     this.#native.cancel(id);
   }
 
+  /** Cancels call `id` only if it has not started: true if it was withdrawn (it rejects with Aborted). */
+  [kWithdraw](id) {
+    return this.#native.withdraw(id);
+  }
+
   /**
    * `handle`: given a cancellable call's id (see kCancellableCall). `transfer`: ArrayBuffers the
    * call moves (structured clone). `prepare(params)`: params to send instead when these do not
@@ -520,4 +526,4 @@ function attach(id) {
   return around(Object.freeze({}), native.NativePool.attach(channel, id));
 }
 
-module.exports = { Pool, attach, handleCancellable, kWorkerExits, kCancellableCall, kCancel, kWorkers, kWorkerHooks };
+module.exports = { Pool, attach, handleCancellable, kWorkerExits, kCancellableCall, kCancel, kWithdraw, kWorkers, kWorkerHooks };

@@ -468,6 +468,13 @@ impl Pool {
         self.scheduler.cancel(control, reason)
     }
 
+    /// Cancels a call only if it has not started: a queued or waiting call is removed and this
+    /// returns `true` (the caller must then settle it); a running call goes on untouched and
+    /// this returns `false`.
+    pub fn withdraw(&self, control: &Control, reason: CancelReason) -> bool {
+        self.scheduler.withdraw_unstarted(control, reason)
+    }
+
     /// Stops accepting calls; everything accepted still runs.
     pub fn close(&self) {
         self.scheduler.close();

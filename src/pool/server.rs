@@ -58,7 +58,7 @@ use super::job::{Control, Params, Reply, Runner, ServedJob, Stopped};
 use super::lifecycle::Lifecycle;
 use super::origin::Origin;
 use super::stats::{Counters, ServerStats};
-use crate::rpc::{CancelReason, ErrorCode, Outcome, RpcError, Value};
+use crate::rpc::{CancelReason, ErrorCode, Map, Outcome, RpcError, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -161,16 +161,21 @@ impl Running {
         }
     }
 
-    /// Its server departed before the handler finished: settles the call with ServerGone,
-    /// unless a stop got there first.
-    pub(crate) fn abandon(mut self, counters: &Counters) {
+    /// Its server (JavaScript thread `thread`) departed before the handler finished: settles
+    /// the call with ServerGone, its data `{ thread }` saying which thread ran it, unless a stop
+    /// got there first.
+    pub(crate) fn abandon(mut self, counters: &Counters, thread: u64) {
         if self.control.try_finish() {
             if let Some(reply) = self.reply.take() {
                 let e = RpcError::new(
                     ErrorCode::ServerGone,
                     "The JavaScript thread serving the call exited before it finished: retry only if \
                      the call is safe to run twice",
-                );
+                )
+                .with_data(Value::Object(Map::from_iter([(
+                    "thread".to_owned(),
+                    Value::Number(thread as f64),
+                )])));
                 counters.add_failed();
                 reply.finish(Err(e), &self.origin);
             }

@@ -247,6 +247,32 @@ impl NativePool {
         }
     }
 
+    /// Cancels call `id` (made `cancellable`) only if it has not started: true when it was
+    /// withdrawn (it settles with Aborted); a running call goes on and stays cancellable.
+    #[napi(catch_unwind)]
+    pub fn withdraw(&self, id: f64) -> bool {
+        let id = id as u64;
+        let cancellable = || {
+            self.channel
+                .inbox
+                .cancellable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+        };
+        // Not held across the pool's locks (as in `cancel`).
+        let Some(control) = cancellable().get(&id).cloned() else {
+            return false;
+        };
+        if !self.pool.withdraw(&control, CancelReason::Aborted) {
+            return false;
+        }
+        cancellable().remove(&id);
+        self.channel
+            .channel()
+            .fail(id, CancelReason::Aborted.error());
+        true
+    }
+
     /// Cancels the requests at `places` (a batch's indices; 0 for a lone request) of
     /// `handle` call `id`, made with `cancellable`; places and calls no longer in hand are
     /// passed over.

@@ -342,6 +342,16 @@ impl Scheduler {
         false
     }
 
+    /// Cancels a call only if it has not started (see `Pool::withdraw`): true when it was
+    /// taken out of WAITING or QUEUED and the caller must settle it; a running call is left be.
+    pub(crate) fn withdraw_unstarted(&self, control: &Control, reason: CancelReason) -> bool {
+        if self.withdraw(control) {
+            control.set_reason(reason);
+            return true;
+        }
+        false
+    }
+
     /// Takes a cancelled job out of WAITING or QUEUED; true if this thread did (and so must
     /// settle it).
     fn withdraw(&self, control: &Control) -> bool {

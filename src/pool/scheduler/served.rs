@@ -188,7 +188,7 @@ impl Scheduler {
             }
         }
         for run in server.depart_running() {
-            run.abandon(&self.counters);
+            run.abandon(&self.counters, server.thread());
             self.release_slot(Kind::Served);
         }
     }

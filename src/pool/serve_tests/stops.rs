@@ -74,3 +74,54 @@ fn timeouts_settle_at_the_stop_or_when_a_late_handler_returns() {
     assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
     assert_eq!(server.busy(), 0);
 }
+
+#[test]
+fn withdrawing_takes_back_a_call_not_started_and_leaves_a_running_one_be() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve_at_once(&p, &["m"], 1, 1);
+    let first = p.call(&o, 1, "m", vec![], None).unwrap();
+    let second = p.call(&o, 2, "m", vec![], None).unwrap();
+    let jobs = p.take(&server).jobs;
+    assert_eq!(
+        jobs.len(),
+        1,
+        "one call at a time: the first runs, the second waits"
+    );
+    assert!(
+        !p.withdraw(&first, CancelReason::Aborted),
+        "running: not withdrawn"
+    );
+    assert!(
+        p.withdraw(&second, CancelReason::Aborted),
+        "queued: withdrawn, the caller settles it"
+    );
+    // The running call is untouched: its handler's answer is its outcome, not Aborted.
+    p.complete(&server, jobs[0].token, Ok(Value::Number(1.0)));
+    assert_eq!(recv(&rx), (1, Ok(Value::Number(1.0))));
+    assert!(
+        p.take(&server).jobs.is_empty(),
+        "the withdrawn call never runs"
+    );
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+    let st = p.stats();
+    assert_eq!((st.queued, st.running), (0, 0));
+}
+
+#[test]
+fn a_call_whose_server_departs_says_which_thread_ran_it() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve(&p, &["m"], 7);
+    p.call(&o, 1, "m", vec![], None).unwrap();
+    assert_eq!(p.take(&server).jobs.len(), 1);
+    p.depart(&server);
+    let (id, outcome) = recv(&rx);
+    let e = outcome.unwrap_err();
+    assert_eq!((id, e.code), (1, ErrorCode::ServerGone));
+    let thread = match e.data {
+        Some(Value::Object(data)) => data.get("thread").cloned(),
+        _ => None,
+    };
+    assert_eq!(thread, Some(Value::Number(7.0)));
+}
