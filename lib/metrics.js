@@ -180,28 +180,22 @@ function prometheus(options) {
     if (typeof c.ms === 'number') duration.observe({ pool, kind, method }, c.ms / 1000);
   });
 
-  for (const [name, help, read] of POOL_GAUGES) {
-    metric(client.Gauge, {
-      name: `${prefix}${name}`,
-      help,
-      labelNames: ['pool'],
-      collect() {
-        this.reset();
-        for (const [pool, stats, handle] of watched.poolStats()) this.set({ pool }, read(stats, handle));
-      },
-    });
-  }
-  for (const [name, help, read] of POOL_COUNTERS) {
-    // Counters the pool keeps itself: reported as read at each collection.
-    metric(client.Counter, {
-      name: `${prefix}${name}`,
-      help,
-      labelNames: ['pool'],
-      collect() {
-        this.reset();
-        for (const [pool, stats, handle] of watched.poolStats()) this.inc({ pool }, read(stats, handle));
-      },
-    });
+  // Gauges are set, and counters the pool keeps itself reported as read, at each collection.
+  for (const [Metric, list, report] of [
+    [client.Gauge, POOL_GAUGES, 'set'],
+    [client.Counter, POOL_COUNTERS, 'inc'],
+  ]) {
+    for (const [name, help, read] of list) {
+      metric(Metric, {
+        name: `${prefix}${name}`,
+        help,
+        labelNames: ['pool'],
+        collect() {
+          this.reset();
+          for (const [pool, stats, handle] of watched.poolStats()) this[report]({ pool }, read(stats, handle));
+        },
+      });
+    }
   }
   for (const [figure, help] of [
     ['waitTime', 'Queue wait of the pool threads calls, seconds (native percentiles)'],

@@ -8,22 +8,11 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { freePort } = require('./nats/server.js');
+const { findExecutable, freePort } = require('./executables.js');
 
 /** The prometheus executable: on PATH, or where Debian's package puts it; null if none. */
 function prometheusPath() {
-  const dirs = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/bin', '/usr/local/bin'];
-  for (const dir of dirs) {
-    const file = path.join(dir, 'prometheus');
-    try {
-      fs.accessSync(file, fs.constants.X_OK);
-      return file;
-    } catch {
-      // not here
-    }
-  }
-  if (process.env.CI) throw new Error('prometheus is not installed (apt-get install prometheus): the corepool/metrics tests need it');
-  return null;
+  return findExecutable('prometheus', ['/usr/bin', '/usr/local/bin'], 'the corepool/metrics tests need it');
 }
 
 class Prometheus {

@@ -8,32 +8,11 @@ const os = require('node:os');
 const path = require('node:path');
 const net = require('node:net');
 const { spawn } = require('node:child_process');
+const { findExecutable, freePort } = require('../executables.js');
 
 /** The nats-server executable: on PATH, or where Debian's package puts it; null if none. */
 function natsServerPath() {
-  const dirs = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/sbin', '/usr/local/sbin'];
-  for (const dir of dirs) {
-    const file = path.join(dir, 'nats-server');
-    try {
-      fs.accessSync(file, fs.constants.X_OK);
-      return file;
-    } catch {
-      // not here
-    }
-  }
-  if (process.env.CI) throw new Error('nats-server is not installed (apt-get install nats-server): the corepool/nats tests need it');
-  return null;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
+  return findExecutable('nats-server', ['/usr/sbin', '/usr/local/sbin'], 'the corepool/nats tests need it');
 }
 
 function canConnect(port) {
