@@ -135,6 +135,91 @@ describe('corepool:call', () => {
   });
 });
 
+describe('how a call ran: thread, waitMs, runMs', () => {
+  test('a call on a 2-thread pool tells the thread of pool.stats() that ran it, its wait and its run, before asyncStart', async () => {
+    const r = record('corepool:call');
+    try {
+      await pool.exec('sleep', 20);
+    } finally {
+      r.stop();
+    }
+    const threads = pool.stats().workers.map((w) => w.id);
+    expect(threads).toHaveLength(2);
+    const [, , atStart] = r.events[0];
+    expect(atStart).toMatchObject({ thread: null, waitMs: null, runMs: null });
+    const [event, , atAsyncStart] = r.events[2];
+    expect(event).toBe('asyncStart');
+    expect(threads).toContain(atAsyncStart.thread);
+    expect(atAsyncStart.waitMs).toBeGreaterThanOrEqual(0);
+    // The command sleeps 20 ms: its run cannot be shorter.
+    expect(atAsyncStart.runMs).toBeGreaterThanOrEqual(20);
+  });
+
+  test('a call queued behind a busy thread tells a wait, and settles after the call it waited for', async () => {
+    const one = new Pool({ threads: 1 });
+    const r = record('corepool:call');
+    try {
+      const controller = new AbortController();
+      const first = one.call('sleep', [3_600_000], { signal: controller.signal });
+      // The thread is busy with the first call before the second is sent; the second runs only
+      // once the first was stopped, which is after the second was queued.
+      while (one.stats().running === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+      const second = one.exec('echo', 2);
+      controller.abort();
+      await expect(first).rejects.toMatchObject({ code: RpcError.codes.Aborted });
+      await expect(second).resolves.toBe(2);
+    } finally {
+      r.stop();
+      await one.close();
+    }
+    const ends = r.events.filter(([e]) => e === 'asyncEnd').map(([, , c]) => c);
+    expect(ends.map((c) => c.kind)).toEqual(['call', 'exec']);
+    expect(ends.map((c) => c.thread)).toEqual([0, 0]);
+    expect(ends[1].waitMs).toBeGreaterThan(0);
+    expect(ends[0].runMs).toBeGreaterThanOrEqual(0);
+  });
+
+  test("a task-file pool's call tells the threadId of the worker that ran it", async () => {
+    const tasks = new Pool({ filename: path.join(__dirname, 'fixtures', 'tasks', 'basic.js'), minThreads: 1, maxThreads: 1 });
+    const r = record('corepool:call');
+    let who;
+    try {
+      who = await tasks.run(undefined, { name: 'who' });
+    } finally {
+      r.stop();
+      await tasks.close();
+    }
+    const [, , ended] = r.events.find(([e]) => e === 'asyncEnd');
+    expect(typeof who).toBe('number');
+    expect(who).not.toBe(0);
+    expect(ended).toMatchObject({ kind: 'run', method: 'who', thread: who });
+    expect(ended.waitMs).toBeGreaterThanOrEqual(0);
+    expect(ended.runMs).toBeGreaterThanOrEqual(0);
+  });
+
+  test('a render tells its thread; calls that no single thread runs (map, broadcast) leave them null', async () => {
+    const renders = record('corepool:render');
+    const calls = record('corepool:call');
+    try {
+      await pool.render('Hi {{name}}', { name: 'you' });
+      await pool.map('echo', [1, 2]);
+      await pool.broadcast('echo', 3);
+    } finally {
+      renders.stop();
+      calls.stop();
+    }
+    const threads = pool.stats().workers.map((w) => w.id);
+    const [, , rendered] = renders.events.find(([e]) => e === 'asyncEnd');
+    expect(threads).toContain(rendered.thread);
+    expect(rendered.runMs).toBeGreaterThanOrEqual(0);
+    const ends = calls.events.filter(([e]) => e === 'asyncEnd').map(([, , c]) => [c.kind, c.thread, c.waitMs, c.runMs]);
+    expect(ends).toEqual([
+      ['map', null, null, null],
+      ['broadcast', null, null, null],
+    ]);
+  });
+});
+
 describe('corepool:render', () => {
   test('pool.render publishes on corepool:render, not corepool:call', async () => {
     const calls = record('corepool:call');

@@ -46,6 +46,7 @@ class Call {
 }
 
 const NO_PROGRESS = Symbol('no progress');
+const RAN = contract.ran;
 
 /** Puts `call` in flight and returns its id. */
 function track(call) {
@@ -75,12 +76,14 @@ function untrack(call) {
  * Nothing is tracked before it can settle: if `send` throws all the same, the call is untracked
  * and rejects here. `cancel(id)` runs when `signal` aborts, also when it aborted while the call
  * was being sent (a getter in the params may abort it). `onProgress(value)` gets the call's
- * progress reports, if any (see `progressed`).
+ * progress reports, if any (see `progressed`). `context`: the diagnostics_channel context of an
+ * observed call (sent with `callFlags.timed`), which learns how the call ran (see `ran`).
  */
-function start(owner, send, signal, cancel, onProgress) {
+function start(owner, send, signal, cancel, onProgress, context) {
   return new Promise((resolve, reject) => {
     const call = new Call(resolve, reject, owner);
     if (onProgress !== undefined) call.onProgress = onProgress;
+    if (context !== undefined) call.context = context;
     const id = track(call);
     owner[kStarted]();
     try {
@@ -159,6 +162,10 @@ function settle(...batch) {
       progressed(call, batch[i + 2]);
       continue;
     }
+    if (code === RAN) {
+      ran(call, batch[i + 2]);
+      continue;
+    }
     finish(call);
     if (code === 0) call.resolve(batch[i + 2]);
     else if (code === contract.resultAsJson) {
@@ -207,6 +214,18 @@ function failure(owner, code, message, data) {
   } catch {
     return error;
   }
+}
+
+/**
+ * How an observed call ran, before its settlement: `[thread, waitMs, runMs]` goes on its
+ * diagnostics_channel context (lib/channels.js), read when asyncStart is published.
+ */
+function ran(call, times) {
+  const context = call.context;
+  if (context === undefined) return;
+  context.thread = times[0];
+  context.waitMs = times[1];
+  context.runMs = times[2];
 }
 
 /**

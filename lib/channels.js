@@ -20,8 +20,11 @@ const jobChannel = diagnostics.tracingChannel('corepool:job');
 /**
  * What subscribers get: the call as made, then as it ended. `code` is 0 for a result, else the
  * RpcError's code (InternalError for an error without a numeric code); `ms` is the time from
- * the call to its settlement on the calling thread (queue wait and run included; the pool's
- * percentiles of each are in `pool.stats()`).
+ * the call to its settlement on the calling thread (queue wait and run included). A call that
+ * one thread of the pool ran (exec, call, run, render) also tells, before asyncStart, `thread`
+ * (a native worker's `id` in `pool.stats().workers`, a serving thread's `threadId`), `waitMs`
+ * (its time in the queue) and `runMs` (its run), measured by the pool (lib/calls.js, `ran`);
+ * they stay null for a call no thread ran to its end, and for the others.
  */
 class CallContext {
   constructor(kind, method, pool) {
@@ -31,6 +34,9 @@ class CallContext {
     this.startTime = performance.now();
     this.ms = null;
     this.code = null;
+    this.thread = null;
+    this.waitMs = null;
+    this.runMs = null;
   }
 }
 

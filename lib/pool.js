@@ -128,24 +128,30 @@ class Pool extends EventEmitter {
 
   /** `exec(method, ...params)`: the book's RpcWorkerPool.exec. */
   exec(method, ...params) {
-    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('exec', method, this), () => this.#submit(method, params, undefined, undefined));
+    if (callChannel.hasSubscribers) {
+      const context = new CallContext('exec', method, this);
+      return traced(callChannel, context, () => this.#submit(method, params, undefined, undefined, undefined, 0, undefined, undefined, undefined, context));
+    }
     return this.#submit(method, params, undefined, undefined);
   }
 
   /** `call(method, params, { signal, timeout, onProgress })` (lib/call-options.js reads the options). */
   call(method, params, options) {
-    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('call', method, this), () => this.#callChecked(method, params, options));
+    if (callChannel.hasSubscribers) {
+      const context = new CallContext('call', method, this);
+      return traced(callChannel, context, () => this.#callChecked(method, params, options, context));
+    }
     return this.#callChecked(method, params, options);
   }
 
-  #callChecked(method, params, options) {
+  #callChecked(method, params, options, context) {
     let o;
     try {
       o = callOptions('call', options);
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#callWith(method, params, o);
+    return this.#callWith(method, params, o, context);
   }
 
   /**
@@ -160,12 +166,15 @@ class Pool extends EventEmitter {
       return Promise.reject(e);
     }
     const name = o.name ?? 'default';
-    if (callChannel.hasSubscribers) return traced(callChannel, new CallContext('run', name, this), () => this.#callWith(name, [task], o));
+    if (callChannel.hasSubscribers) {
+      const context = new CallContext('run', name, this);
+      return traced(callChannel, context, () => this.#callWith(name, [task], o, context));
+    }
     return this.#callWith(name, [task], o);
   }
 
-  /** A call with its options read (`o`, from callOptions). */
-  #callWith(method, params, o) {
+  /** A call with its options read (`o`, from callOptions); `context`: see #submit. */
+  #callWith(method, params, o, context) {
     if (params === undefined) params = [];
     else if (!isArray(params)) params = [params];
     try {
@@ -173,7 +182,7 @@ class Pool extends EventEmitter {
     } catch (e) {
       return rejected(CODES.InvalidRequest, `call options.signal could not be read: ${errorText(e)}`);
     }
-    return this.#submit(method, params, o.timeout, o.signal, o.onProgress, 0, undefined, o.transfer);
+    return this.#submit(method, params, o.timeout, o.signal, o.onProgress, 0, undefined, o.transfer, undefined, context);
   }
 
   /**
@@ -194,12 +203,15 @@ class Pool extends EventEmitter {
    * mustache.js 4.2.0's. Functions in `data` (and `config.escape`) run on this thread.
    */
   render(...params) {
-    if (renderChannel.hasSubscribers) return traced(renderChannel, new CallContext('render', 'render', this), () => this.#render(params));
+    if (renderChannel.hasSubscribers) {
+      const context = new CallContext('render', 'render', this);
+      return traced(renderChannel, context, () => this.#render(params, context));
+    }
     return this.#render(params);
   }
 
-  #render(params) {
-    const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions, undefined, undefined, prepareRenderParams);
+  #render(params, context) {
+    const call = this.#submit('render', params, undefined, undefined, undefined, contract.callFlags.functions, undefined, undefined, prepareRenderParams, context);
     const handles = this.#handles;
     this.#handles = undefined;
     const rendered = handles === undefined ? call : call.then((result) => finishRender(result, handles));
@@ -405,9 +417,10 @@ class Pool extends EventEmitter {
    * `handle`: given a cancellable call's id (see kCancellableCall). `transfer`: ArrayBuffers the
    * call moves (structured clone). `prepare(params)`: params to send instead when these do not
    * cross packed (pool.render's views, lib/render.js); plain data that packs is sent as it is,
-   * walked once.
+   * walked once. `context`: the diagnostics_channel context of an observed call, which learns
+   * the thread that ran it, its queue wait and its run time (lib/calls.js).
    */
-  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, handle = undefined, transfer = undefined, prepare = undefined) {
+  #submit(method, params, timeout, signal, onProgress, extraFlags = 0, handle = undefined, transfer = undefined, prepare = undefined, context = undefined) {
     let sent;
     let flags;
     let tape;
@@ -451,6 +464,7 @@ class Pool extends EventEmitter {
     }
     if (signal !== undefined) flags |= contract.callFlags.cancellable;
     if (onProgress !== undefined) flags |= contract.callFlags.progress;
+    if (context !== undefined) flags |= contract.callFlags.timed;
     flags |= extraFlags;
     // The call's span when one is active where it is made; its context crosses to a method
     // served in JavaScript (lib/trace-context.js).
@@ -469,6 +483,7 @@ class Pool extends EventEmitter {
         signal,
         this.#cancel,
         onProgress,
+        context,
       );
     } finally {
       // start() ran the native call, which copied the tape.

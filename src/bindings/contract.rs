@@ -45,6 +45,10 @@ pub(crate) const CALL_TRACED: u32 = 128;
 /// (V8's serialization format, made by lib/clone.js) holding the whole params array, for a
 /// method served by JavaScript; the bytes cross opaquely (`Params::Cloned`).
 pub(crate) const CALL_CLONED: u32 = 256;
+/// `flags` bit of the hot call function: the call is observed (a `diagnostics_channel`
+/// subscriber has its context, lib/channels.js): when a thread runs it, a [`RAN`] entry with
+/// that thread and the job's queue wait and run time comes before its settlement.
+pub(crate) const CALL_TIMED: u32 = 512;
 /// How the render helper `write` (lib/render.js) makes a tag's text of a value: `'' + value`;
 /// `String(value)`, which the addon then escapes as HTML; `'' + escape(value)`.
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
@@ -72,6 +76,11 @@ pub(crate) const RESULT_SLICE: i32 = 3;
 /// Settle code of a result a JavaScript handler sent as structured-clone bytes
 /// (`Value::Cloned`): the value is a Buffer of them, which lib/clone.js turns back into values.
 pub(crate) const RESULT_CLONED: i32 = 4;
+/// Code of a settle-batch entry that tells how an observed call (`CALL_TIMED`) ran; the call
+/// does not settle: its settlement follows. The value is `[thread, waitMs, runMs]`: the id of
+/// the thread that ran it (a native worker's `id` in `stats().workers`, a serving thread's
+/// `threadId`), its queue wait and its run time in milliseconds.
+pub(crate) const RAN: i32 = 5;
 /// Buffer results shorter than this are sliced (Node pools Buffers under half its 8 KiB pool).
 pub(crate) const SLICE_MAX: usize = 4096;
 /// The most bytes one shared Buffer holds, so that a slice kept alive keeps at most this much.
@@ -114,6 +123,7 @@ pub struct CallFlags {
     pub functions: u32,
     pub traced: u32,
     pub cloned: u32,
+    pub timed: u32,
 }
 
 /// The tags of a packed-params tape (`rpc::packed`).
@@ -219,6 +229,7 @@ pub struct Contract {
     pub progress: i32,
     pub result_slice: i32,
     pub result_cloned: i32,
+    pub ran: i32,
     pub slice_span: u32,
     pub json_min_values: u32,
     pub json_max_depth: u32,
@@ -256,6 +267,7 @@ pub fn contract() -> Contract {
             functions: CALL_FUNCTIONS,
             traced: CALL_TRACED,
             cloned: CALL_CLONED,
+            timed: CALL_TIMED,
         },
         packed_tags: PackedTags {
             null: packed::NULL.into(),
@@ -273,6 +285,7 @@ pub fn contract() -> Contract {
         progress: PROGRESS,
         result_slice: RESULT_SLICE,
         result_cloned: RESULT_CLONED,
+        ran: RAN,
         slice_span: SLICE_SPAN,
         json_min_values: JSON_MIN_VALUES as u32,
         json_max_depth: JSON_MAX_DEPTH as u32,

@@ -24,7 +24,7 @@
 //!
 //! `README.md` §2 lists who makes each move and proves the exactly-once claim.
 
-use super::origin::Origin;
+use super::origin::{Origin, Ran};
 use crate::rpc::packed::Packed;
 use crate::rpc::text::too_long_for_js;
 use crate::rpc::{envelope, json, CancelReason, Command, ErrorCode, Outcome, RpcError, Value};
@@ -327,6 +327,9 @@ pub enum Reply {
     Call(u64),
     /// As `Call`, for a caller that listens to the call's progress (see [`Progress`]).
     Watched(u64),
+    /// As `Call` (or `Watched`), for an observed call: the thread that runs it tells the
+    /// origin how it ran before the outcome ([`Reply::finish_ran`]).
+    Timed { call: u64, watched: bool },
     /// One JSON-RPC request (`request`/`handle`): a response object, or nothing for a
     /// notification (`id: None`); `text` turns it into JSON text.
     Response {
@@ -342,7 +345,10 @@ impl Reply {
     /// The id of the call this reply settles.
     pub(crate) fn call(&self) -> u64 {
         match self {
-            Reply::Call(call) | Reply::Watched(call) | Reply::Response { call, .. } => *call,
+            Reply::Call(call)
+            | Reply::Watched(call)
+            | Reply::Timed { call, .. }
+            | Reply::Response { call, .. } => *call,
             Reply::Part(collector, _) => collector.call,
         }
     }
@@ -350,9 +356,22 @@ impl Reply {
     /// The call whose caller listens to its progress, if this reply settles one.
     pub(crate) fn watched(&self) -> Option<u64> {
         match self {
-            Reply::Watched(call) => Some(*call),
+            Reply::Watched(call)
+            | Reply::Timed {
+                call,
+                watched: true,
+            } => Some(*call),
             _ => None,
         }
+    }
+
+    /// As [`Reply::finish`], by the thread that ran the job: an observed call's origin hears
+    /// how it ran first (any other reply ignores `ran`).
+    pub(crate) fn finish_ran(self, outcome: Outcome, origin: &Origin, ran: Ran) {
+        if let Reply::Timed { call, .. } = self {
+            origin.ran(call, ran);
+        }
+        self.finish(outcome, origin);
     }
 
     pub(crate) fn finish(self, outcome: Outcome, origin: &Origin) {
@@ -364,7 +383,9 @@ impl Reply {
             (_, outcome) => outcome,
         };
         match self {
-            Reply::Call(call) | Reply::Watched(call) => origin.deliver(call, outcome),
+            Reply::Call(call) | Reply::Watched(call) | Reply::Timed { call, .. } => {
+                origin.deliver(call, outcome)
+            }
             Reply::Response { call, id, text } => {
                 let response = id.map(|id| envelope::response(id, outcome));
                 origin.deliver(call, Ok(finish_text(response, text)));

@@ -47,7 +47,7 @@ mod worker;
 pub use job::{Control, Params};
 pub use lifecycle::closed_error;
 pub use options::{OnFull, Options, MAX_NICE_INCREMENT, MAX_THREADS};
-pub use origin::{Deliver, Origin};
+pub use origin::{Deliver, Origin, Ran};
 pub use server::{Announce, Batch, Rest, ServeError, Served, Server, Wake};
 pub use stats::{Percentiles, ServerStats, Stats, WorkerStats};
 pub use strategy::Strategy;
@@ -73,6 +73,9 @@ pub struct Caller<'a> {
     /// The caller's trace context (W3C text the bindings pass through unread), handed to the
     /// JavaScript server that runs the call ([`Served::trace`]); native commands ignore it.
     pub trace: Option<Arc<str>>,
+    /// The call is observed: the thread that runs it reports that thread and the job's queue
+    /// wait and run time to its origin before its outcome ([`Deliver::ran`]).
+    pub timed: bool,
 }
 
 /// The requests of one [`Pool::handle_cancellable`] call, by place (a batch's indices; 0 for a
@@ -153,10 +156,10 @@ impl Pool {
         timeout: Option<Duration>,
         caller: Caller,
     ) -> Option<Arc<Control>> {
-        let reply = if caller.watches_progress {
-            Reply::Watched(call)
-        } else {
-            Reply::Call(call)
+        let reply = match (caller.timed, caller.watches_progress) {
+            (true, watched) => Reply::Timed { call, watched },
+            (false, true) => Reply::Watched(call),
+            (false, false) => Reply::Call(call),
         };
         self.scheduler.submit(
             origin,

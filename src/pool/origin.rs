@@ -33,6 +33,25 @@ pub trait Deliver: Send + Sync {
     fn progress(&self, call: u64, value: Value) {
         let _ = (call, value);
     }
+
+    /// How observed call `call` ran (see [`Ran`]), just before its outcome is delivered. The
+    /// default drops it.
+    fn ran(&self, call: u64, ran: Ran) {
+        let _ = (call, ran);
+    }
+}
+
+/// How a job ran, for an observed call (`Caller::timed`): told to its origin by the thread
+/// that ran it, just before the outcome.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ran {
+    /// The thread that ran it: a native worker's index (its `id` in `stats().workers`), or a
+    /// serving JavaScript thread's id (its `thread` in `stats().servers`).
+    pub thread: u64,
+    /// From its submission to the start of its run.
+    pub wait: Duration,
+    /// From the start of its run to its outcome.
+    pub run: Duration,
 }
 
 pub struct Origin {
@@ -77,6 +96,14 @@ impl Origin {
     pub fn progress(&self, call: u64, value: Value) {
         if self.enter() {
             self.sink.progress(call, value);
+            self.leave();
+        }
+    }
+
+    /// Forwards how observed call `call` ran unless the origin is gone.
+    pub fn ran(&self, call: u64, ran: Ran) {
+        if self.enter() {
+            self.sink.ran(call, ran);
             self.leave();
         }
     }

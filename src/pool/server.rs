@@ -56,7 +56,7 @@
 use super::idle::{idle_pause, IDLE_SPIN};
 use super::job::{Control, Params, Reply, Runner, ServedJob, Stopped};
 use super::lifecycle::Lifecycle;
-use super::origin::Origin;
+use super::origin::{Origin, Ran};
 use super::stats::{Counters, ServerStats};
 use crate::rpc::{CancelReason, ErrorCode, Map, Outcome, RpcError, Value};
 use std::collections::{HashMap, VecDeque};
@@ -124,6 +124,8 @@ pub(crate) struct Running {
     origin: Arc<Origin>,
     /// Taken by whoever wins RUNNING → DONE.
     reply: Option<Reply>,
+    /// When the job was submitted (an observed call is told its queue wait).
+    submitted: Instant,
     started: Instant,
     deadline: Option<Instant>,
     /// What a Timeout names: the method and its limit.
@@ -143,8 +145,10 @@ impl Running {
     /// The handler finished with `outcome`: settles the call unless a stop or the server's
     /// departure got there first. A handler that returns after its deadline or after a stop
     /// was asked gets the stop as its answer, as native commands do.
-    pub(crate) fn complete(&mut self, outcome: Outcome, counters: &Counters) {
-        counters.record_run(self.started.elapsed());
+    /// `thread`: the serving thread's id, for an observed call.
+    pub(crate) fn complete(&mut self, outcome: Outcome, counters: &Counters, thread: u64) {
+        let run = self.started.elapsed();
+        counters.record_run(run);
         if !self.control.try_finish() {
             return; // a stop settled it
         }
@@ -157,7 +161,12 @@ impl Running {
         };
         counters.record(&outcome);
         if let Some(reply) = self.reply.take() {
-            reply.finish(outcome, &self.origin);
+            let ran = Ran {
+                thread,
+                wait: self.started.saturating_duration_since(self.submitted),
+                run,
+            };
+            reply.finish_ran(outcome, &self.origin, ran);
         }
     }
 
@@ -496,7 +505,7 @@ impl Server {
         control: &Arc<Control>,
         origin: Arc<Origin>,
         reply: Reply,
-        started: Instant,
+        (submitted, started): (Instant, Instant),
         deadline: Option<Instant>,
         (method, limit): (Arc<str>, Duration),
     ) -> Option<Params> {
@@ -506,6 +515,7 @@ impl Server {
                 control: control.clone(),
                 origin,
                 reply: Some(reply),
+                submitted,
                 started,
                 deadline,
                 method,

@@ -1,17 +1,18 @@
 //! What the pool's tests share (`tests.rs`, `serve_tests/`): an origin whose outcomes arrive
 //! on a channel, a bounded wait for the next one, and a pool with the built-in commands.
 
-use super::{Deliver, Options, Origin, Pool};
+use super::{Deliver, Options, Origin, Pool, Ran};
 use crate::commands;
 use crate::rpc::Outcome;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Records outcomes (sent on a channel) and resend requests.
+/// Records outcomes (sent on a channel), resend requests, and how observed calls ran.
 pub(super) struct Sink {
     tx: Mutex<Sender<(u64, Outcome)>>,
     pub(super) resends: Mutex<Vec<(u64, u64, u64)>>,
+    pub(super) ran: Mutex<Vec<(u64, Ran)>>,
 }
 
 impl Deliver for Arc<Sink> {
@@ -21,6 +22,9 @@ impl Deliver for Arc<Sink> {
     fn resend(&self, call: u64, to: u64, token: u64) {
         self.resends.lock().unwrap().push((call, to, token));
     }
+    fn ran(&self, call: u64, ran: Ran) {
+        self.ran.lock().unwrap().push((call, ran));
+    }
 }
 
 /// A caller's environment: its outcomes arrive on the receiver, its resend requests in the sink.
@@ -29,6 +33,7 @@ pub(super) fn origin() -> (Arc<Origin>, Arc<Sink>, Receiver<(u64, Outcome)>) {
     let sink = Arc::new(Sink {
         tx: Mutex::new(tx),
         resends: Mutex::new(Vec::new()),
+        ran: Mutex::new(Vec::new()),
     });
     (Arc::new(Origin::new(sink.clone())), sink, rx)
 }

@@ -737,3 +737,36 @@ fn a_cloned_result_reaches_a_plain_call_as_it_is_and_a_json_rpc_answer_as_invali
     assert!(text.contains("JSON-RPC answer cannot carry"), "{text}");
     assert!(text.contains("\"id\":7"), "{text}");
 }
+
+#[test]
+fn an_observed_call_tells_its_thread_wait_and_run_before_its_outcome_and_others_do_not() {
+    let p = pool(1, Strategy::RoundRobin);
+    let (o, sink, rx) = origin();
+    let timed = || Caller {
+        timed: true,
+        ..Caller::default()
+    };
+    // The one thread sleeps on call 1 until it is cancelled, after call 2 was queued: call 2
+    // waits behind it.
+    let first = p
+        .call_as(&o, 1, "sleep", sleep_params(3_600_000.0), None, timed())
+        .unwrap();
+    wait_until("call 1 runs", || p.stats().running == 1);
+    p.call_as(&o, 2, "echo", vec![Value::Number(2.0)], None, timed());
+    p.call(&o, 3, "echo", vec![Value::Number(3.0)], None);
+    p.cancel(&first, CancelReason::Aborted);
+    assert_eq!(recv(&rx).0, 1);
+    // Told before the outcome was delivered (call 2 may have run since).
+    assert_eq!(sink.ran.lock().unwrap()[0].0, 1);
+    assert_eq!(recv(&rx), (2, Ok(Value::Number(2.0))));
+    assert_eq!(recv(&rx), (3, Ok(Value::Number(3.0))));
+    // A sleep of 20 ms runs at least 20 ms.
+    p.call_as(&o, 4, "sleep", sleep_params(20.0), None, timed());
+    assert_eq!(recv(&rx).0, 4);
+    let all = sink.ran.lock().unwrap().clone();
+    // Call 3 is not observed: nothing told of it.
+    assert_eq!(all.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [1, 2, 4]);
+    assert!(all.iter().all(|(_, ran)| ran.thread == 0));
+    assert!(all[1].1.wait > Duration::ZERO);
+    assert!(all[2].1.run >= Duration::from_millis(20));
+}

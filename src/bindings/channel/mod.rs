@@ -34,7 +34,7 @@
 mod settle;
 
 use super::tsfn::{self, Tsfn};
-use crate::pool::{Control, Deliver, Origin, Requests};
+use crate::pool::{Control, Deliver, Origin, Ran, Requests};
 use crate::rpc::{Outcome, RpcError, Value};
 use crossbeam_queue::SegQueue;
 use napi::bindgen_prelude::*;
@@ -80,6 +80,9 @@ pub(crate) struct Inbox {
     /// The latest progress report of each call that reported since the last callback (see
     /// `call_js` for why a report is never handed over after its call's settlement).
     progress: Mutex<HashMap<u64, Value>>,
+    /// How observed calls ran (`Deliver::ran`), each pushed before its call's outcome; handed
+    /// over before the settlements, as progress is (see `drain`).
+    ran: SegQueue<(u64, Ran)>,
     /// References to the typed arrays over SharedArrayBuffers each call was given, by call id:
     /// they keep the memory alive until the call settles (JS thread only; see `keep`).
     kept: Mutex<HashMap<u64, KeptViews>>,
@@ -116,6 +119,11 @@ impl Deliver for InboxSink {
         let replaced = lock(&self.0.progress).insert(call, value);
         drop(replaced); // outside the lock
         self.wake();
+    }
+
+    fn ran(&self, call: u64, ran: Ran) {
+        // No wake: the call's outcome is delivered right after, and wakes the JS thread.
+        self.0.ran.push((call, ran));
     }
 }
 
@@ -174,6 +182,7 @@ impl Channel {
             cancellable: Mutex::new(HashMap::new()),
             requests: Mutex::new(HashMap::new()),
             progress: Mutex::new(HashMap::new()),
+            ran: SegQueue::new(),
             kept: Mutex::new(HashMap::new()),
             turn: Mutex::new(Turn::default()),
         });
@@ -413,15 +422,21 @@ unsafe fn drain(env: sys::napi_env, settle: sys::napi_value, inbox: &Inbox) {
     }
     if settled.is_empty() {
         // SAFETY: env is live and this is its JS thread (caller contract).
-        unsafe { hand_to_js(env, settle, reports_first(reports, settled)) };
+        unsafe { hand_to_js(env, settle, reports_first(reports, Vec::new(), settled)) };
         return;
+    }
+    // How observed calls ran, taken after the settlements for the same reason: an entry is
+    // pushed before its call's outcome, so it is never handed over after its settlement.
+    let mut ran = Vec::new();
+    while let Some((call, r)) = inbox.ran.pop() {
+        ran.push((call, Settlement::Ran(r)));
     }
     forget_settled(&inbox.cancellable, &settled);
     forget_settled(&inbox.requests, &settled);
     let n = settled.len();
     let calls: Vec<u64> = settled.iter().map(|(call, _)| *call).collect();
     // SAFETY: env is live and this is its JS thread (caller contract).
-    unsafe { hand_to_js(env, settle, reports_first(reports, settled)) };
+    unsafe { hand_to_js(env, settle, reports_first(reports, ran, settled)) };
     // SAFETY: env is live and this is its JS thread (caller contract); `calls` were just settled.
     unsafe { inbox.let_go(env, &calls) };
     if inbox.inflight.fetch_sub(n, Ordering::Relaxed) == n {
@@ -440,20 +455,22 @@ fn forget_settled<T>(map: &Mutex<HashMap<u64, T>>, settled: &[(u64, Settlement)]
     }
 }
 
-/// The progress reports, then the settlements: one batch.
+/// The progress reports, then how observed calls ran, then the settlements: one batch.
 fn reports_first(
     reports: HashMap<u64, Value>,
+    ran: Vec<(u64, Settlement)>,
     settled: Vec<(u64, Settlement)>,
 ) -> Vec<(u64, Settlement)> {
-    if reports.is_empty() {
+    if reports.is_empty() && ran.is_empty() {
         return settled;
     }
-    let mut batch = Vec::with_capacity(reports.len() + settled.len());
+    let mut batch = Vec::with_capacity(reports.len() + ran.len() + settled.len());
     batch.extend(
         reports
             .into_iter()
             .map(|(call, v)| (call, Settlement::Progress(v))),
     );
+    batch.extend(ran);
     batch.extend(settled);
     batch
 }

@@ -1,16 +1,17 @@
 //! The settle batch: how one environment's finished calls cross to its JavaScript in one call
 //! `settle(...batch)`, four arguments per settlement (`call, code, value, data`; the codes are
 //! the contract's: 0 a value, `RESULT_AS_JSON`, `RESULT_SLICE`, `RESULT_CLONED`, `PROGRESS`,
-//! or an error code).
+//! `RAN`, or an error code).
 //! An outcome is made ready on the thread that produced it ([`Settlement::of`]: big strings
 //! transcoded, big plain data written as JSON text), so the JS thread only copies; small
 //! Buffer results share one Buffer per batch (`Slabs`).
 
 use crate::bindings::contract::{
-    JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RESULT_AS_JSON, RESULT_CLONED, RESULT_SLICE,
+    JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RAN, RESULT_AS_JSON, RESULT_CLONED, RESULT_SLICE,
     SLAB_BYTES, SLICE_MAX, SLICE_SPAN,
 };
 use crate::bindings::convert::{napi_try, text_to_js, to_js, Converted};
+use crate::pool::Ran;
 use crate::rpc::text::too_long_for_js;
 use crate::rpc::{ErrorCode, JsText, Outcome, RpcError, Value};
 use napi::sys;
@@ -32,6 +33,9 @@ pub(super) enum Settlement {
     /// Settle code `RESULT_CLONED` with a Buffer of the structured-clone bytes of this
     /// `Value::Cloned`.
     Cloned(Value),
+    /// Not a settlement: how an observed call ran (code `RAN`, value `[thread, waitMs,
+    /// runMs]`), before its settlement.
+    Ran(Ran),
 }
 
 impl Settlement {
@@ -100,7 +104,9 @@ pub(super) unsafe fn hand_to_js(
                 Ok(entry) => entry,
                 // A report that cannot be made into a value is skipped: it is advisory, and the
                 // call has not settled.
-                Err(_) if matches!(outcome, Settlement::Progress(_)) => continue,
+                Err(_) if matches!(outcome, Settlement::Progress(_) | Settlement::Ran(_)) => {
+                    continue
+                }
                 Err(why) => {
                     let e = RpcError::new(
                         ErrorCode::InternalError,
@@ -237,6 +243,12 @@ unsafe fn entry(
             Settlement::Json(text) => (RESULT_AS_JSON, text_to_js(env, text)?, undefined),
             Settlement::Progress(v) => (PROGRESS, to_js(env, v)?, undefined),
             Settlement::Cloned(v) => (RESULT_CLONED, to_js(env, v)?, undefined),
+            Settlement::Ran(r) => {
+                let ms = |d: std::time::Duration| Value::Number(d.as_secs_f64() * 1e3);
+                let times =
+                    Value::Array(vec![Value::Number(r.thread as f64), ms(r.wait), ms(r.run)]);
+                (RAN, to_js(env, &times)?, undefined)
+            }
             Settlement::Error(e) => {
                 let message = to_js(env, &Value::String(e.message.clone()))?;
                 let data = match &e.data {

@@ -15,7 +15,7 @@ use crate::bindings::callback_args;
 use crate::bindings::channel::Inbox;
 use crate::bindings::contract::{
     CALL_CANCELLABLE, CALL_CLONED, CALL_FIRST_LATIN1, CALL_FUNCTIONS, CALL_PACKED,
-    CALL_PACKED_AFTER_STRING, CALL_PACKED_LATIN1, CALL_PROGRESS, CALL_TRACED,
+    CALL_PACKED_AFTER_STRING, CALL_PACKED_LATIN1, CALL_PROGRESS, CALL_TIMED, CALL_TRACED,
 };
 use crate::bindings::convert::from_js::FUNCTIONS_ONLY_RENDER;
 use crate::bindings::convert::{self, FromJs};
@@ -113,6 +113,8 @@ struct Flags {
     cloned: bool,
     /// The 8th argument is the caller's trace context (`contract::CALL_TRACED`).
     traced: bool,
+    /// The call is observed: how it ran comes before its settlement (`contract::CALL_TIMED`).
+    timed: bool,
 }
 
 impl Flags {
@@ -130,6 +132,7 @@ impl Flags {
             may_hold_functions: bits & CALL_FUNCTIONS != 0,
             cloned: bits & CALL_CLONED != 0 && bits & CALL_PACKED == 0,
             traced: bits & CALL_TRACED != 0,
+            timed: bits & CALL_TIMED != 0,
             packed: (bits & CALL_PACKED != 0).then(|| Packing {
                 text: units(CALL_PACKED_LATIN1),
                 first: (bits & CALL_PACKED_AFTER_STRING != 0).then(|| units(CALL_FIRST_LATIN1)),
@@ -353,6 +356,7 @@ unsafe extern "C" fn hot_call(
                     announce: (!views.is_empty()).then_some(&mut announce as _),
                     continuing: false,
                     trace,
+                    timed: args.flags.timed,
                 };
                 hot.pool
                     .call_as(&hot.origin, args.id, m, params, timeout, caller)
@@ -454,6 +458,7 @@ mod tests {
                 watches_progress: false,
                 may_hold_functions: false,
                 traced: false,
+                timed: false,
                 packed: None,
                 cloned: false,
             }
@@ -465,7 +470,8 @@ mod tests {
             | CALL_PACKED_LATIN1
             | CALL_PACKED_AFTER_STRING
             | CALL_FIRST_LATIN1
-            | CALL_TRACED;
+            | CALL_TRACED
+            | CALL_TIMED;
         assert_eq!(
             Flags::from_bits(all),
             Flags {
@@ -473,6 +479,7 @@ mod tests {
                 watches_progress: true,
                 may_hold_functions: true,
                 traced: true,
+                timed: true,
                 packed: Some(Packing {
                     text: Units::OneByte,
                     first: Some(Units::OneByte),

@@ -370,6 +370,7 @@ impl NativePool {
                 announce: (!views.is_empty()).then_some(&mut announce as _),
                 continuing,
                 trace: trace.clone(),
+                timed: false,
             };
             let control =
                 self.pool

@@ -26,7 +26,7 @@ use super::admission::{Admission, Kind};
 use super::job::{Control, Job, JobCore, NativeJob, Params, Progress, Reply, ServedJob};
 use super::lifecycle::{closed_error, destroyed_error, Lifecycle};
 use super::options::Options;
-use super::origin::Origin;
+use super::origin::{Origin, Ran};
 use super::server::Announce;
 use super::servers::Servers;
 use super::stats::{Counters, Stats};
@@ -545,7 +545,12 @@ impl Scheduler {
         me.add_completed();
         me.set_running(false);
         self.release_slot(Kind::Native);
-        reply.finish(outcome, &origin);
+        let ran = Ran {
+            thread: index as u64,
+            wait: start.saturating_duration_since(submitted),
+            run: elapsed,
+        };
+        reply.finish_ran(outcome, &origin, ran);
         origin.leave();
     }
 

@@ -234,8 +234,15 @@ impl Scheduler {
             let deadline = timeout::deadline(now, timeout);
             let watched = reply.watched().is_some();
             let named = (method.clone(), timeout.unwrap_or_default());
-            let Some(params) = server.start(token, &control, origin, reply, now, deadline, named)
-            else {
+            let Some(params) = server.start(
+                token,
+                &control,
+                origin,
+                reply,
+                (submitted, now),
+                deadline,
+                named,
+            ) else {
                 continue;
             };
             self.counters.sub_queued();
@@ -275,7 +282,7 @@ impl Scheduler {
     pub(crate) fn complete(&self, server: &Server, token: u64, outcome: Outcome) -> bool {
         // `None`: unknown token, already settled by departure.
         if let Some(mut run) = self.finish_running(server, token) {
-            run.complete(outcome, &self.counters);
+            run.complete(outcome, &self.counters, server.thread());
         }
         server.more_to_take()
     }
