@@ -200,7 +200,8 @@ export interface PoolStats {
 /**
  * The context object of the diagnostics_channel TracingChannels `corepool:call`,
  * `corepool:render` and `corepool:job` (start, end, asyncStart, asyncEnd, error; see
- * docs/observability.md). `code` and `ms` are set before asyncStart; `result` or `error` as
+ * docs/observability.md). `code`, `ms` (and `thread`, `waitMs`, `runMs`) are set before
+ * asyncStart; `result` or `error` as
  * TracingChannel#tracePromise sets them.
  */
 export interface CallEventContext {
@@ -216,6 +217,16 @@ export interface CallEventContext {
   ms: number | null;
   /** 0 for a result, else the RpcError's code; null until the call settles. */
   code: number | null;
+  /**
+   * The thread that ran the call (a native worker's `id` in `pool.stats().workers`, a serving
+   * JavaScript thread's `threadId`); set before asyncStart for a Pool's exec, call, run and
+   * render that a thread ran to its end, else null (docs/observability.md says when).
+   */
+  thread?: number | null;
+  /** Milliseconds the call waited in the pool's queue, as `thread`. */
+  waitMs?: number | null;
+  /** Milliseconds the call ran on its thread, as `thread`. */
+  runMs?: number | null;
   /** A durable job's id (corepool:job). */
   id?: string | null;
   result?: unknown;
