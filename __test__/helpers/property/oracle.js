@@ -335,4 +335,4 @@ function jsonSpec(v) {
   return valueSpec(v);
 }
 
-module.exports = { refuse, isPlainObject, valueSpec, objectSpec, spec, expectation, nestingOf, jsonSpec };
+module.exports = { refuse, isPlainObject, valueSpec, objectSpec, arraySpec, bytesSpec, anyOf, jsonImage, spec, expectation, nestingOf, jsonSpec };
