@@ -177,6 +177,15 @@ test('a function at every level of a deep section, in every row of a list, rende
   expect((peak - before) / 2 ** 20).toBeLessThan(100);
 });
 
+test('an array item whose read throws (a Proxy trap) fails the render with that error, as mustache.js throws, never prints corepool code', async () => {
+  const trap = new Error('trap!');
+  const view = () => ({ a: [1, new Proxy([], { get() { throw trap; } })] });
+  for (const template of ['{{a}}', '{{{a}}}', '[{{#a}}<{{.}}>{{/a}}]']) {
+    expect(() => Mustache.render(template, view())).toThrow('trap!');
+    await expect(pool.render(template, view())).rejects.toBe(trap);
+  }
+});
+
 describe('corepool/express while its folders change', () => {
   let root;
   let views;

@@ -169,11 +169,16 @@ function isBuffer(v) {
   return false;
 }
 
-/** A function that throws `error` when the renderer calls it (a getter threw it). */
+/**
+ * A function that throws `error` when the renderer calls it (a getter threw it), or prints it
+ * (an array holding it is printed: mustache.js would have thrown reading the item).
+ */
 function thrower(error) {
-  return function throwing() {
+  const throwing = function throwing() {
     throw error;
   };
+  Object.defineProperty(throwing, 'toString', { value: throwing, enumerable: false });
+  return throwing;
 }
 
 /** A function returning `value` (a BigInt or a symbol, which only the helpers can print). */
