@@ -186,6 +186,23 @@ test('an array item whose read throws (a Proxy trap) fails the render with that 
   }
 });
 
+test('an array of values that are not plain data prints as mustache.js joins them (Dates, boxed values, Maps, BigInts, symbols)', async () => {
+  const boxed = Object(1n);
+  const views = [{ a: [new Date(0)] }, { a: [boxed, boxed] }, { a: [/x/g, new Map()] }, { a: [0n, [1n]] }, { a: [{ toString: () => 'T' }, 2] }, { a: [Symbol('s')] }];
+  for (const view of views) {
+    for (const template of ['{{a}}', '{{{a}}}']) {
+      let want;
+      try {
+        want = { value: Mustache.render(template, view) };
+      } catch (e) {
+        want = { message: e.message };
+      }
+      if ('value' in want) expect(await pool.render(template, view)).toBe(want.value);
+      else await expect(pool.render(template, view)).rejects.toThrow(want.message);
+    }
+  }
+});
+
 describe('corepool/express while its folders change', () => {
   let root;
   let views;
