@@ -234,4 +234,4 @@ function getterErrors(d) {
   return Object.values(d).flatMap(getterErrors);
 }
 
-module.exports = { getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation };
+module.exports = { nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation };

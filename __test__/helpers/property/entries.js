@@ -10,7 +10,7 @@ const { MAX_NESTING, DEADLINE_MS } = require('./run.js');
 const { DOCUMENTED, NAME, show, follow, within, allSettled, idle, judge } = require('./settle.js');
 const { stringArb, hugeLength, holdsHugeLength, build } = require('./values.js');
 const { refuse, isPlainObject, valueSpec, objectSpec, spec, expectation, nestingOf, jsonSpec } = require('./oracle.js');
-const { getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation } = require('./clone.js');
+const { nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation } = require('./clone.js');
 const { optionsArb, makeOptions, optionEffects } = require('./options.js');
 
 const C = RpcError.codes;
@@ -209,7 +209,7 @@ const ENTRIES = {
       const s = wrap ? objectSpec([['a', spec(d)]]) : spec(d);
       const e = expectation(s, { nesting: 1, refuseNonJson: true });
       // Views that are not plain data: mustache.js is the oracle (docs/rendering.md, Views).
-      if (holdsCallable(d) || s.must || s.mayNonJson || (e.check !== null && !s.exact)) return renderAsMustache(pool, d, template, wrap, s.depth + 1);
+      if (holdsCallable(d) || s.must || s.mayNonJson || (e.check !== null && !s.exact)) return renderAsMustache(pool, d, template, wrap);
       let check = e.check;
       const codes = new Set(e.codes);
       let thrown = null; // what mustache.js throws for this data, if it throws
@@ -283,13 +283,15 @@ function holdsRefusedView(d) {
   if (d === null || typeof d !== 'object') return false;
   if (d.t === 'typed' || d.t === 'Buffer' || d.t === 'cycle' || hugeLength(d)) return true;
   if (d.t === 'refused' && ['ArrayBuffer', 'SharedArrayBuffer', 'DataView'].includes(d.kind)) return true;
+  // (A 'toJSON' entry of the object is replaced by the toJSON method.)
+  if (d.t === 'toJSON') return holdsRefusedView({ ...d.of, entries: d.of.entries.filter(([k]) => k !== 'toJSON') });
   return Object.values(d).some(holdsRefusedView);
 }
 
-/** Whether the description holds a Proxy one of whose traps throws (or a revoked one). */
+/** Whether the description holds a Proxy one of whose traps throws (mustache.js's `in` asks `has`), or a revoked one. */
 function holdsThrowingTrap(d) {
   if (d === null || typeof d !== 'object') return false;
-  return (d.t === 'proxy' && d.trap !== 'none' && d.trap !== 'has') || Object.values(d).some(holdsThrowingTrap);
+  return (d.t === 'proxy' && d.trap !== 'none') || Object.values(d).some(holdsThrowingTrap);
 }
 
 function holdsNullProto(d) {
@@ -303,6 +305,11 @@ function holdsPrintedByHelper(d) {
   if (d.t === 'v') return typeof d.v === 'bigint';
   if (d.t === 'refused') return d.kind === 'symbol' || d.kind === 'BigInt object';
   return Object.values(d).some(holdsPrintedByHelper);
+}
+
+function holdsArguments(d) {
+  if (d === null || typeof d !== 'object') return false;
+  return d.t === 'arguments' || Object.values(d).some(holdsArguments);
 }
 
 /** Whether a getter whose reads differ may return a BigInt. */
@@ -328,15 +335,25 @@ function holdsMode(d, mode) {
  * render is called (a getter whose reads differ: any string), and a throwing getter reached
  * through a dotted name deeper than itself renders nothing where mustache.js throws.
  */
-function renderAsMustache(pool, d, template, wrap, depth) {
+function renderAsMustache(pool, d, template, wrap) {
+  // Levels of the view as built (a getter or trap that throws while it is walked: not known).
+  let depth = Infinity;
+  try {
+    depth = nesting(build(d)) + (wrap ? 1 : 0);
+  } catch {
+    // stays unknown: the view may be refused as nested too deep
+  }
   // (What a Proxy whose trap throws hides may go unseen: then mustache.js's output may come.)
-  const refused = (holdsRefusedView(d) && !holdsThrowingTrap(d)) || depth > MAX_NESTING + 8;
+  const refused = (holdsRefusedView(d) && !holdsThrowingTrap(d)) || (depth > MAX_NESTING + 8 && depth !== Infinity);
   const mayRefuse0 = holdsRefusedView(d);
   const mayRefuse = refused || mayRefuse0 || depth > MAX_NESTING - 8;
   const flaky = holdsMode(d, 'flaky');
   let wanted = null;
   let thrown = null;
-  if (!refused) {
+  // mustache.js is not run on a huge sparse array (its output: 2^28 commas and up; gigabytes);
+  // hidden behind a Proxy whose trap throws, such a view may render: then any string.
+  const huge = holdsHugeLength(d);
+  if (!refused && !huge) {
     try {
       const view = build(d);
       wanted = Mustache.render(template, wrap ? { a: view } : view);
@@ -352,7 +369,8 @@ function renderAsMustache(pool, d, template, wrap, depth) {
   const dotted = thrown !== null && (holdsThrowingTrap(d) || (holdsMode(d, 'throws') && /\{\{[^}]*\w\.\w/.test(template)) || (holdsNullProto(d) && thrown.message === 'Cannot convert object to primitive value'));
   // Reported, against the Views table: '{{n.length}}' of a BigInt or a symbol fails
   // (CommandFailed: "a built-in that JavaScript values inherit") where mustache.js renders ''.
-  const builtIn = (holdsPrintedByHelper(d) || holdsThrowingTrap(d)) && /\.length/.test(template);
+  // (So does '{{f.length}}' of a function, as before: a function's properties are not seen.)
+  const builtIn = (holdsPrintedByHelper(d) || holdsThrowingTrap(d) || holdsCallable(d)) && /\.length/.test(template);
   const data = build(d);
   const rec = follow(() => pool.render(template, wrap ? { a: data } : data));
   const judgeRender = () => {
@@ -377,7 +395,9 @@ function renderAsMustache(pool, d, template, wrap, depth) {
       check = (a) => {
         if (typeof a !== 'string') return `rendered ${show(a)}, not a string`;
         // Strings cross to the native renderer as UTF-8: a lone surrogate printed is U+FFFD.
-        return flaky || dotted || a === wanted || a === wanted.toWellFormed() ? null : `rendered ${show(a)}, mustache.js renders ${show(wanted)}`;
+        // Reported: an arguments object prints as '[object Object]' (it crosses as a plain object).
+        const alike = (w) => [w, holdsArguments(d) ? w.replaceAll('[object Arguments]', '[object Object]') : w].some((x) => a === x || a === x.toWellFormed());
+        return flaky || dotted || huge || alike(wanted) ? null : `rendered ${show(a)}, mustache.js renders ${show(wanted)}`;
       };
     }
     return judge(rec, { check, codes });
