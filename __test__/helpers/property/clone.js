@@ -210,12 +210,18 @@ function clonedExpectation(d) {
   const depth = nesting(image) + 1;
   const exact = cloneCheck(image, marks);
   const messages = new Set(depth > STACK_DEEP ? [STACK_OVERFLOW] : []);
-  const codes = new Set(depth > STACK_DEEP ? ['InvalidParams', 'InternalError'] : []);
+  const codes = new Set(depth > STACK_DEEP ? ['InvalidParams', 'InternalError', 'CommandFailed'] : []);
   if (!isPlainImage(image) || depth > MAX_NESTING + 8) return { check: exact, codes, messages };
   // A plain result crosses as plain data (strings made well-formed), or as structured clone when
   // the native conversion refuses it: which one is not said for every value (NaN, −0, BigInts).
   const plain = plainSpec(image, marks).check;
   return { check: (a, at) => (exact(a, at) === null ? null : plain(a, at)), codes, messages };
+}
+
+/** Whether the description nests past STACK_DEEP levels somewhere (then a stack overflow may end the call). */
+function nestsPastStack(d) {
+  if (d === null || typeof d !== 'object') return false;
+  return (d.t === 'deep' && d.depth > STACK_DEEP - 8) || Object.values(d).some(nestsPastStack);
 }
 
 /** Whether the description holds an object structured clone refuses that plain params may hold. */
@@ -234,4 +240,4 @@ function getterErrors(d) {
   return Object.values(d).flatMap(getterErrors);
 }
 
-module.exports = { nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation };
+module.exports = { STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation };

@@ -10,7 +10,7 @@ const { MAX_NESTING, DEADLINE_MS } = require('./run.js');
 const { DOCUMENTED, NAME, show, follow, within, allSettled, idle, judge } = require('./settle.js');
 const { stringArb, hugeLength, holdsHugeLength, build } = require('./values.js');
 const { refuse, isPlainObject, valueSpec, objectSpec, spec, expectation, nestingOf, jsonSpec } = require('./oracle.js');
-const { nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation } = require('./clone.js');
+const { STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation } = require('./clone.js');
 const { optionsArb, makeOptions, optionEffects } = require('./options.js');
 
 const C = RpcError.codes;
@@ -307,6 +307,13 @@ function holdsPrintedByHelper(d) {
   return Object.values(d).some(holdsPrintedByHelper);
 }
 
+/** Whether an object of the description has two keys that are one key once made well-formed. */
+function holdsMergedKeys(d) {
+  if (d === null || typeof d !== 'object') return false;
+  if (d.t === 'object' && new Set(d.entries.map(([k]) => k.toWellFormed())).size < d.entries.length) return true;
+  return Object.values(d).some(holdsMergedKeys);
+}
+
 function holdsArguments(d) {
   if (d === null || typeof d !== 'object') return false;
   return d.t === 'arguments' || Object.values(d).some(holdsArguments);
@@ -344,7 +351,9 @@ function renderAsMustache(pool, d, template, wrap) {
     // stays unknown: the view may be refused as nested too deep
   }
   // (What a Proxy whose trap throws hides may go unseen: then mustache.js's output may come.)
-  const refused = (holdsRefusedView(d) && !holdsThrowingTrap(d)) || (depth > MAX_NESTING + 8 && depth !== Infinity);
+  // (Keys that become one key as UTF-8, '\ud800' and '\udbff', keep the last value: what an
+  // earlier one held may go unseen.)
+  const refused = (holdsRefusedView(d) && !holdsThrowingTrap(d) && !holdsMergedKeys(d)) || (depth > MAX_NESTING + 8 && depth !== Infinity);
   const mayRefuse0 = holdsRefusedView(d);
   const mayRefuse = refused || mayRefuse0 || depth > MAX_NESTING - 8;
   const flaky = holdsMode(d, 'flaky');
@@ -417,7 +426,10 @@ function servedExpectation(d) {
   const old = expectation(s, { nesting: 1 });
   // Shared memory: the old rules; a getter that throws as the params are read (structured clone
   // is tried first) rejects with its own error (docs/values.md).
-  if (s.mayViews || holdsShared(d)) return { ...old, messages: new Set(getterErrors(d)) };
+  if (s.mayViews || holdsShared(d)) {
+    const deep = nestsPastStack(d);
+    return { check: old.check, codes: new Set([...old.codes, ...(deep ? [C.InternalError, C.CommandFailed] : [])]), messages: new Set([...getterErrors(d), ...(deep ? [STACK_OVERFLOW] : [])]) };
+  }
   const depth = s.depth + 1;
   const odd = holdsUndefinedOrHole(d);
   const plain = !s.must && !odd && depth <= MAX_NESTING + 8;
