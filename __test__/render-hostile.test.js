@@ -203,6 +203,14 @@ test('an array of values that are not plain data prints as mustache.js joins the
   }
 });
 
+test('a toJSON getter that throws fails the render only where the template reads it, as mustache.js', async () => {
+  const error = new Error('toJSON getter');
+  const view = () => ({ a: Object.defineProperty({ x: 1 }, 'toJSON', { get: () => { throw error; }, enumerable: true }) });
+  for (const template of ['{{a}}', '{{a.x}}', '{{#a}}{{x}}{{/a}}']) expect(await pool.render(template, view())).toBe(Mustache.render(template, view()));
+  expect(() => Mustache.render('{{a.toJSON}}', view())).toThrow(error);
+  await expect(pool.render('{{a.toJSON}}', view())).rejects.toBe(error);
+});
+
 describe('corepool/express while its folders change', () => {
   let root;
   let views;

@@ -282,7 +282,13 @@ function prepare(v, seen) {
     return v; // a Proxy whose trap throws: the conversion names it
   }
   if (proto === null || getPrototypeOf(proto) === null) {
-    if (typeof v.toJSON !== 'function') return preparePlain(v, seen);
+    let plain = false;
+    try {
+      plain = typeof v.toJSON !== 'function';
+    } catch {
+      // a toJSON getter that throws: the mirror makes it throw only where the template reads it
+    }
+    if (plain) return preparePlain(v, seen);
   }
   return mirror(v, seen);
 }

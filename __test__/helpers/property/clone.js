@@ -22,13 +22,22 @@ function holdsUndefinedOrHole(d) {
     if (hugeLength(d)) return true;
     const filled = new Set(d.at.map(([i]) => sparseIndex(d, i)));
     if (filled.size < d.length) return true;
+    return live(d).at.some(([, item]) => holdsUndefinedOrHole(item));
   }
   return Object.values(d).some(holdsUndefinedOrHole);
+}
+
+/** A sparse array's description with only what it holds: a later value at an index replaces an earlier one. */
+function live(d) {
+  if (d === null || typeof d !== 'object' || d.t !== 'sparse') return d;
+  const at = new Map(d.at.map(([i, item]) => [sparseIndex(d, i), [i, item]]));
+  return { ...d, at: [...at.values()] };
 }
 
 /** Whether the description holds shared memory (then the old value-by-value rules apply). */
 function holdsShared(d) {
   if (d === null || typeof d !== 'object') return false;
+  if (d.t === 'sparse' && live(d) !== d && live(d).at.length !== d.at.length) return holdsShared(live(d));
   if (d.t === 'refused' && d.kind === 'SharedArrayBuffer') return true;
   if (d.t === 'typed' && d.buffer.includes('SharedArrayBuffer')) return true;
   return Object.values(d).some(holdsShared);
@@ -240,4 +249,4 @@ function getterErrors(d) {
   return Object.values(d).flatMap(getterErrors);
 }
 
-module.exports = { STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation };
+module.exports = { live, STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation };

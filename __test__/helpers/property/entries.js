@@ -10,7 +10,7 @@ const { MAX_NESTING, DEADLINE_MS } = require('./run.js');
 const { DOCUMENTED, NAME, show, follow, within, allSettled, idle, judge } = require('./settle.js');
 const { stringArb, hugeLength, holdsHugeLength, build } = require('./values.js');
 const { refuse, isPlainObject, valueSpec, objectSpec, spec, expectation, nestingOf, jsonSpec } = require('./oracle.js');
-const { STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation } = require('./clone.js');
+const { live, STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation } = require('./clone.js');
 const { optionsArb, makeOptions, optionEffects } = require('./options.js');
 
 const C = RpcError.codes;
@@ -281,6 +281,7 @@ function holdsCallable(d) {
 /** What docs/rendering.md still refuses in a view: bytes, buffers, views, cycles, huge arrays. */
 function holdsRefusedView(d) {
   if (d === null || typeof d !== 'object') return false;
+  if (d.t === 'sparse' && live(d).at.length !== d.at.length) return holdsRefusedView(live(d));
   if (d.t === 'typed' || d.t === 'Buffer' || d.t === 'cycle' || hugeLength(d)) return true;
   if (d.t === 'refused' && ['ArrayBuffer', 'SharedArrayBuffer', 'DataView'].includes(d.kind)) return true;
   // (A 'toJSON' entry of the object is replaced by the toJSON method.)
