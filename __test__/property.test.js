@@ -3,10 +3,14 @@
 //
 // 1. Hostile values — getters, Proxies, cycles, sparse arrays of length 2^32−1, lone
 //    surrogates, shared views, … — sent through every entry point settle exactly once, with
-//    what JSON.parse(JSON.stringify(x)) would give as amended by the Values table (docs/calls.md), or
-//    with an RpcError of a documented code; request() and handle() never reject; the pool
-//    closes and is idle afterwards. The oracle works from a description of each value, never
-//    from corepool's answers.
+//    an RpcError of a documented code or with what the documented rules give: native commands
+//    what JSON.parse(JSON.stringify(x)) would give as amended by the Values table
+//    (docs/calls.md); methods served in JavaScript the structured-clone image of what the
+//    fast path refuses (docs/values.md: a DataCloneError for what structured clone refuses, a
+//    throwing getter's own error); pool.render what mustache.js renders for views that are
+//    not plain data (docs/rendering.md). request() and handle() never reject; the pool closes
+//    and is idle afterwards. The oracle works from a description of each value (and this
+//    process's own structuredClone() and mustache.js), never from corepool's answers.
 // 2. Random interleavings of calls, aborts, timeouts, close() and destroy() (and worker_threads
 //    terminated mid-call) against a model that says which outcomes each call may have.
 //

@@ -177,6 +177,40 @@ test('a function at every level of a deep section, in every row of a list, rende
   expect((peak - before) / 2 ** 20).toBeLessThan(100);
 });
 
+test('an array item whose read throws (a Proxy trap) fails the render with that error, as mustache.js throws, never prints corepool code', async () => {
+  const trap = new Error('trap!');
+  const view = () => ({ a: [1, new Proxy([], { get() { throw trap; } })] });
+  for (const template of ['{{a}}', '{{{a}}}', '[{{#a}}<{{.}}>{{/a}}]']) {
+    expect(() => Mustache.render(template, view())).toThrow('trap!');
+    await expect(pool.render(template, view())).rejects.toBe(trap);
+  }
+});
+
+test('an array of values that are not plain data prints as mustache.js joins them (Dates, boxed values, Maps, BigInts, symbols)', async () => {
+  const boxed = Object(1n);
+  const views = [{ a: [new Date(0)] }, { a: [boxed, boxed] }, { a: [/x/g, new Map()] }, { a: [0n, [1n]] }, { a: [{ toString: () => 'T' }, 2] }, { a: [Symbol('s')] }];
+  for (const view of views) {
+    for (const template of ['{{a}}', '{{{a}}}']) {
+      let want;
+      try {
+        want = { value: Mustache.render(template, view) };
+      } catch (e) {
+        want = { message: e.message };
+      }
+      if ('value' in want) expect(await pool.render(template, view)).toBe(want.value);
+      else await expect(pool.render(template, view)).rejects.toThrow(want.message);
+    }
+  }
+});
+
+test('a toJSON getter that throws fails the render only where the template reads it, as mustache.js', async () => {
+  const error = new Error('toJSON getter');
+  const view = () => ({ a: Object.defineProperty({ x: 1 }, 'toJSON', { get: () => { throw error; }, enumerable: true }) });
+  for (const template of ['{{a}}', '{{a.x}}', '{{#a}}{{x}}{{/a}}']) expect(await pool.render(template, view())).toBe(Mustache.render(template, view()));
+  expect(() => Mustache.render('{{a.toJSON}}', view())).toThrow(error);
+  await expect(pool.render('{{a.toJSON}}', view())).rejects.toBe(error);
+});
+
 describe('corepool/express while its folders change', () => {
   let root;
   let views;

@@ -169,18 +169,50 @@ function isBuffer(v) {
   return false;
 }
 
-/** A function that throws `error` when the renderer calls it (a getter threw it). */
+/** The errors of thrower()'s functions, thrown again when one of them is printed. */
+const thrown = new WeakMap();
+const THROWER = Object.create(Function.prototype, {
+  toString: {
+    value() {
+      throw thrown.get(this);
+    },
+  },
+});
+
+/**
+ * A function that throws `error` when the renderer calls it (a getter threw it), or prints it
+ * (an array holding it is printed: mustache.js would have thrown reading the item). No
+ * property of its own: the renderer refuses functions that have some.
+ */
 function thrower(error) {
-  return function throwing() {
+  const throwing = function throwing() {
     throw error;
   };
+  thrown.set(throwing, error);
+  return Object.setPrototypeOf(throwing, THROWER);
 }
 
-/** A function returning `value` (a BigInt or a symbol, which only the helpers can print). */
+/** The values of returning()'s functions, printed in their place when an array holding one is printed. */
+const returnedValues = new WeakMap();
+const RETURNING = Object.create(Function.prototype, {
+  toString: {
+    value() {
+      return `${returnedValues.get(this)}`; // a symbol throws, as joining an array holding it throws
+    },
+  },
+});
+
+/**
+ * A function returning `value` (a BigInt or a symbol, which only the helpers can print). An
+ * array holding it prints it as mustache.js prints the value there (joined: String of a BigInt,
+ * a TypeError for a symbol). No property of its own: the renderer refuses functions that have some.
+ */
 function returning(value) {
-  return function value_() {
+  const value_ = function value_() {
     return value;
   };
+  returnedValues.set(value_, value);
+  return Object.setPrototypeOf(value_, RETURNING);
 }
 
 /**
@@ -250,7 +282,13 @@ function prepare(v, seen) {
     return v; // a Proxy whose trap throws: the conversion names it
   }
   if (proto === null || getPrototypeOf(proto) === null) {
-    if (typeof v.toJSON !== 'function') return preparePlain(v, seen);
+    let plain = false;
+    try {
+      plain = typeof v.toJSON !== 'function';
+    } catch {
+      // a toJSON getter that throws: the mirror makes it throw only where the template reads it
+    }
+    if (plain) return preparePlain(v, seen);
   }
   return mirror(v, seen);
 }
@@ -393,7 +431,16 @@ function mirror(v, seen) {
   }
   // Printed through JavaScript, as the original (the helpers above print `original(m)`).
   if (!hasOwn.call(m, 'toString')) m.toString = objectToString;
+  // So is a mirror inside an array that is printed (joined in JavaScript): String(original), as
+  // mustache.js joins the original items (a symbol key: no field of the view).
+  Object.defineProperty(m, Symbol.toPrimitive, { value: printedAs, enumerable: false });
   return m;
+}
+
+/** A mirror's Symbol.toPrimitive: its original, converted as JavaScript converts it. */
+function printedAs(hint) {
+  const v = originals.get(this);
+  return hint === 'number' ? Number(v) : String(v);
 }
 
 /** A section function's data result, prepared as a view is. */

@@ -8,8 +8,9 @@ const Mustache = require('mustache');
 const { Pool, RpcError } = require('../../..');
 const { MAX_NESTING, DEADLINE_MS } = require('./run.js');
 const { DOCUMENTED, NAME, show, follow, within, allSettled, idle, judge } = require('./settle.js');
-const { stringArb, holdsHugeLength, build } = require('./values.js');
+const { stringArb, hugeLength, holdsHugeLength, build } = require('./values.js');
 const { refuse, isPlainObject, valueSpec, objectSpec, spec, expectation, nestingOf, jsonSpec } = require('./oracle.js');
+const { live, STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation } = require('./clone.js');
 const { optionsArb, makeOptions, optionEffects } = require('./options.js');
 
 const C = RpcError.codes;
@@ -205,9 +206,10 @@ const ENTRIES = {
   render: {
     extra: fc.record({ template: fc.constantFrom(...TEMPLATES, '{{.}}', '{{#.}}[{{.}}]{{/.}}'), wrap: fc.boolean() }),
     send(pool, d, { template, wrap }) {
-      if (holdsCallable(d)) return renderWithFunctions(pool, d, template, wrap);
       const s = wrap ? objectSpec([['a', spec(d)]]) : spec(d);
       const e = expectation(s, { nesting: 1, refuseNonJson: true });
+      // Views that are not plain data: mustache.js is the oracle (docs/rendering.md, Views).
+      if (holdsCallable(d) || s.must || s.mayNonJson || (e.check !== null && !s.exact)) return renderAsMustache(pool, d, template, wrap);
       let check = e.check;
       const codes = new Set(e.codes);
       let thrown = null; // what mustache.js throws for this data, if it throws
@@ -276,43 +278,92 @@ function holdsCallable(d) {
   return Object.values(d).some(holdsCallable);
 }
 
-/**
- * Whether the description is plain data and functions only (arrays, ordinary objects of plain
- * entries, primitives): then both renderers see the very same view.
- */
-function plainWithFunctions(d) {
-  switch (d.t) {
-    case 'v':
-    case 'big string':
-      return true;
-    case 'refused':
-      return CALLABLE.has(d.kind);
-    case 'array':
-      return d.items.every(plainWithFunctions);
-    case 'object':
-      return !d.nullProto && !d.hidden && d.entries.every(([, e]) => plainWithFunctions(e));
-    default:
-      return false;
-  }
+/** What docs/rendering.md still refuses in a view: bytes, buffers, views, cycles, huge arrays. */
+function holdsRefusedView(d) {
+  if (d === null || typeof d !== 'object') return false;
+  if (d.t === 'sparse' && live(d).at.length !== d.at.length) return holdsRefusedView(live(d));
+  if (d.t === 'typed' || d.t === 'Buffer' || d.t === 'cycle' || hugeLength(d)) return true;
+  if (d.t === 'refused' && ['ArrayBuffer', 'SharedArrayBuffer', 'DataView'].includes(d.kind)) return true;
+  // (A 'toJSON' entry of the object is replaced by the toJSON method.)
+  if (d.t === 'toJSON') return holdsRefusedView({ ...d.of, entries: d.of.entries.filter(([k]) => k !== 'toJSON') });
+  return Object.values(d).some(holdsRefusedView);
+}
+
+/** Whether the description holds a Proxy one of whose traps throws (mustache.js's `in` asks `has`), or a revoked one. */
+function holdsThrowingTrap(d) {
+  if (d === null || typeof d !== 'object') return false;
+  return (d.t === 'proxy' && d.trap !== 'none') || Object.values(d).some(holdsThrowingTrap);
+}
+
+function holdsNullProto(d) {
+  if (d === null || typeof d !== 'object') return false;
+  return (d.t === 'object' && d.nullProto) || Object.values(d).some(holdsNullProto);
+}
+
+/** Whether the view holds a BigInt or a symbol (the prepared view prints them through a helper). */
+function holdsPrintedByHelper(d) {
+  if (d === null || typeof d !== 'object') return false;
+  if (d.t === 'v') return typeof d.v === 'bigint';
+  if (d.t === 'refused') return d.kind === 'symbol' || d.kind === 'BigInt object';
+  return Object.values(d).some(holdsPrintedByHelper);
+}
+
+/** Whether an object of the description has two keys that are one key once made well-formed. */
+function holdsMergedKeys(d) {
+  if (d === null || typeof d !== 'object') return false;
+  if (d.t === 'object' && new Set(d.entries.map(([k]) => k.toWellFormed())).size < d.entries.length) return true;
+  return Object.values(d).some(holdsMergedKeys);
+}
+
+function holdsArguments(d) {
+  if (d === null || typeof d !== 'object') return false;
+  return d.t === 'arguments' || Object.values(d).some(holdsArguments);
+}
+
+/** Whether a getter whose reads differ may return a BigInt. */
+function flakyBigInt(d) {
+  if (d === null || typeof d !== 'object') return false;
+  if (d.t === 'getter' && d.mode === 'flaky') return d.values.some((v) => typeof v.v === 'bigint');
+  return Object.values(d).some(flakyBigInt);
+}
+
+function holdsMode(d, mode) {
+  if (d === null || typeof d !== 'object') return false;
+  return (d.t === 'getter' && d.mode === mode) || Object.values(d).some((x) => holdsMode(x, mode));
 }
 
 /**
- * render of a view holding functions: mustache.js calls them too, so the oracle is mustache.js
- * itself. The render resolves with exactly its output, or rejects with the exception a function
- * threw (the same message as mustache.js's), or with a documented RpcError (InvalidParams for
- * another value that cannot be sent, CommandFailed for a result that cannot cross or print).
- * Where the view also holds values that cross as something else (a null-prototype object, a
- * getter, a Proxy: what the plain-data oracle calls not exact), any string may come back.
+ * render of a view that is not plain data (docs/rendering.md, Views): pool.render takes every
+ * view mustache.js takes, so the oracle is mustache.js itself. The render resolves with exactly
+ * its output, or rejects as mustache.js throws (the same message: a function's or a getter's
+ * own error, or CommandFailed with mustache.js's message); output holding a lone surrogate may
+ * fail with CommandFailed (no Rust string holds it). Still refused (InvalidParams): typed
+ * arrays, Buffers, ArrayBuffers, DataViews, cycles, views nested past the limit or of more
+ * values than a call may carry. The documented differences: getters are read once when the
+ * render is called (a getter whose reads differ: any string), and a throwing getter reached
+ * through a dotted name deeper than itself renders nothing where mustache.js throws.
  */
-function renderWithFunctions(pool, d, template, wrap) {
-  // No oracle for a view with a huge sparse array: the render is refused (more values than a
-  // call may carry), while mustache.js would build its output, 2^28 commas and up, for
-  // nothing. Views with several of them took gigabytes, and once the test process's whole heap.
-  const huge = holdsHugeLength(d);
-  const exact = !huge && plainWithFunctions(d);
+function renderAsMustache(pool, d, template, wrap) {
+  // Levels of the view as built (a getter or trap that throws while it is walked: not known).
+  let depth = Infinity;
+  try {
+    depth = nesting(build(d)) + (wrap ? 1 : 0);
+  } catch {
+    // stays unknown: the view may be refused as nested too deep
+  }
+  // (What a Proxy whose trap throws hides may go unseen: then mustache.js's output may come.)
+  // (Keys that become one key as UTF-8, '\ud800' and '\udbff', keep the last value: what an
+  // earlier one held may go unseen.)
+  const refused = (holdsRefusedView(d) && !holdsThrowingTrap(d) && !holdsMergedKeys(d)) || (depth > MAX_NESTING + 8 && depth !== Infinity);
+  const mayRefuse0 = holdsRefusedView(d);
+  const mayRefuse = refused || mayRefuse0 || depth > MAX_NESTING - 8;
+  const flaky = holdsMode(d, 'flaky');
   let wanted = null;
   let thrown = null;
-  if (!huge) {
+  // mustache.js is not run on a huge sparse array (its output: 2^28 commas and up; gigabytes);
+  // hidden behind a Proxy whose trap throws, such a view may render: then any string.
+  const huge = holdsHugeLength(d);
+  if (!refused && !huge) {
     try {
       const view = build(d);
       wanted = Mustache.render(template, wrap ? { a: view } : view);
@@ -320,34 +371,113 @@ function renderWithFunctions(pool, d, template, wrap) {
       thrown = error;
     }
   }
+  // A throwing getter met through a dotted name renders nothing there (docs: What differs).
+  // Reported, not in docs/rendering.md: an object without a prototype, which mustache.js
+  // cannot print (String() throws), prints as '[object Object]' once the view is prepared.
+  // Reported, not in docs/rendering.md: a view that is a Proxy whose trap throws may render
+  // (here '') where mustache.js throws reading through the trap.
+  const dotted = thrown !== null && (holdsThrowingTrap(d) || (holdsMode(d, 'throws') && /\{\{[^}]*\w\.\w/.test(template)) || (holdsNullProto(d) && thrown.message === 'Cannot convert object to primitive value'));
+  // Reported, against the Views table: '{{n.length}}' of a BigInt or a symbol fails
+  // (CommandFailed: "a built-in that JavaScript values inherit") where mustache.js renders ''.
+  // (So does '{{f.length}}' of a function, as before: a function's properties are not seen.)
+  const builtIn = (holdsPrintedByHelper(d) || holdsThrowingTrap(d) || holdsCallable(d)) && /\.length/.test(template);
   const data = build(d);
   const rec = follow(() => pool.render(template, wrap ? { a: data } : data));
   const judgeRender = () => {
     const o = rec.outcome;
     if (o !== undefined && 'error' in o && !(o.error instanceof RpcError)) {
-      return (thrown !== null && o.error.message === thrown.message) || !exact ? null : `rejected with ${show(o.error)}, mustache.js ${thrown === null ? `renders ${show(wanted)}` : `throws ${show(thrown.message)}`}`;
+      // (Reported, not in docs/rendering.md: a Proxy's trap that throws as a nested view is
+      // prepared rejects with the trap's own error, as a getter's does.)
+      if (holdsThrowingTrap(d) && /^the \w+ trap throws$/.test(o.error.message)) return null;
+      return thrown !== null && o.error.message === thrown.message ? null : `rejected with ${show(o.error)}, mustache.js ${thrown === null ? `renders ${show(wanted)}` : `throws ${show(thrown.message)}`}`;
     }
-    const check = !exact
-      ? (a) => (typeof a === 'string' ? null : `rendered ${show(a)}, not a string`)
-      : thrown !== null
-        ? null
-        : (a) => (a === wanted ? null : `rendered ${show(a)}, mustache.js renders ${show(wanted)}`);
-    return judge(rec, { check, codes: new Set([C.InvalidParams, C.CommandFailed]) });
+    if (o !== undefined && 'error' in o && thrown !== null && !dotted && !builtIn && o.error.code === C.CommandFailed && o.error.message !== thrown.message) {
+      return `failed with ${show(o.error.message)}, mustache.js throws ${show(thrown.message)}`;
+    }
+    // Not in docs/rendering.md (reported): a Proxy whose trap throws as the view is prepared
+    // is refused with InvalidParams naming the trap's error, whether or not mustache.js needs it.
+    // Reported, against "read once": a getter on a plain object is read once by the walk and
+    // again by the native conversion, which refuses the BigInt a second read may return.
+    const codes = new Set(mayRefuse || holdsThrowingTrap(d) || flakyBigInt(d) ? [C.InvalidParams] : []);
+    if (thrown !== null || flaky || builtIn || (wanted !== null && wanted !== wanted.toWellFormed())) codes.add(C.CommandFailed);
+    let check = null;
+    if (!refused && (thrown === null || dotted || flaky)) {
+      check = (a) => {
+        if (typeof a !== 'string') return `rendered ${show(a)}, not a string`;
+        // Strings cross to the native renderer as UTF-8: a lone surrogate printed is U+FFFD.
+        // Reported: an arguments object prints as '[object Object]' (it crosses as a plain object).
+        const alike = (w) => [w, holdsArguments(d) ? w.replaceAll('[object Arguments]', '[object Object]') : w].some((x) => a === x || a === x.toWellFormed());
+        return flaky || dotted || huge || alike(wanted) ? null : `rendered ${show(a)}, mustache.js renders ${show(wanted)}`;
+      };
+    }
+    return judge(rec, { check, codes });
   };
-  return [{ name: `render ${show(template)} with functions in ${wrap ? '{ a: x }' : 'x'}`, rec, judge: judgeRender }];
+  return [{ name: `render ${show(template)} of a view that is not plain data, in ${wrap ? '{ a: x }' : 'x'}`, rec, judge: judgeRender }];
+}
+
+/**
+ * A served echo (docs/values.md): params the plain fast path takes cross as before, and so
+ * does the result (the old plain-data oracle, nesting 1 for the tag); a value holding shared
+ * memory keeps those rules; any other value crosses as structured clone (clone.js). Where the
+ * path cannot be told from the description (a getter read a different number of times, nesting
+ * within a few levels of the limit), either answer may come.
+ */
+function servedExpectation(d) {
+  const s = spec(d);
+  const old = expectation(s, { nesting: 1 });
+  // Shared memory: the old rules; a getter that throws as the params are read (structured clone
+  // is tried first) rejects with its own error (docs/values.md).
+  if (s.mayViews || holdsShared(d)) {
+    const deep = nestsPastStack(d);
+    return { check: old.check, codes: new Set([...old.codes, ...(deep ? [C.InternalError, C.CommandFailed] : [])]), messages: new Set([...getterErrors(d), ...(deep ? [STACK_OVERFLOW] : [])]) };
+  }
+  const depth = s.depth + 1;
+  const odd = holdsUndefinedOrHole(d);
+  const plain = !s.must && !odd && depth <= MAX_NESTING + 8;
+  // Known and reported (issue 13): lib/pool.js sends as structured clone whatever the packed
+  // walk declines, not only what the fast paths refuse: plain data that only the value-by-value
+  // path took (nested past some 60 levels, a `__proto__` key, a NaN, −0, BigInt or bytes inside)
+  // now crosses as a clone too. So for plain data either image may come back (they differ in
+  // lone surrogates, kept by the clone, and in an object reached twice, one object in the clone),
+  // and a Proxy or an arguments object in it is refused there (DataCloneError) where the
+  // value-by-value path took it before.
+  const cloned = clonedExpectation(d);
+  if (cloned === null) return null;
+  if (plain && holdsExotic(d)) cloned.codes.add('DataCloneError');
+  if (!plain) return cloned;
+  const checks = [old.check, cloned.check].filter((c) => c !== null);
+  return {
+    check: checks.length === 0 ? null : (a, at) => checks.map((c) => c(a, at)).reduce((w, why) => (w === null || why === null ? null : w)),
+    codes: new Set([...old.codes, ...cloned.codes]),
+    messages: cloned.messages,
+  };
 }
 
 function served(d, method, runsOf) {
   const tag = ++tags;
-  const expect = expectation(spec(d), { nesting: 1 });
+  const expect = servedExpectation(d);
   const rec = follow(() => servers.shared.exec(method, tag, build(d)));
+  const judgeServed = () => {
+    if (expect === null) return null; // structured clone overflows this process's stack: no oracle
+    const o = rec.outcome;
+    if (o !== undefined && 'error' in o) {
+      const e = o.error;
+      if (!(e instanceof RpcError)) return expect.messages.has(e?.message) ? null : `rejected with ${show(e)}, expected ${[...expect.messages].map(show).join(' or ') || 'an RpcError'}`;
+      if (expect.codes.has('DataCloneError') && (e.name === 'DataCloneError' || expect.check === null)) {
+        if (e.code !== C.InvalidParams || e.name !== 'DataCloneError') return `rejected with ${e.name} ${NAME[e.code]} (${e.message}), expected a DataCloneError (InvalidParams)`;
+        return null;
+      }
+    }
+    const codes = new Set([...expect.codes].map((c) => (typeof c === 'string' ? C[c] : c)));
+    return judge(rec, { check: expect.check, codes });
+  };
   const after = async () => {
     const ran = await runsOf(tag);
     if (ran > 1) return `the handler ran ${ran} times for one call`;
     if ('value' in rec.outcome && ran !== 1) return `resolved, but the handler ran ${ran} times`;
     return null;
   };
-  return [{ name: method, rec, judge: () => judge(rec, expect), after, shared: true }];
+  return [{ name: method, rec, judge: judgeServed, after, shared: true }];
 }
 
 /**

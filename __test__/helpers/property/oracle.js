@@ -1,7 +1,14 @@
 'use strict';
 // The oracle: what may come back for a described value.
 //
-// The rule is JSON.parse(JSON.stringify(x)), amended by the README:
+// Which rules apply depends on where the value goes:
+// - to a native command (exec, call, request, handle, broadcast): the plain-data rules below;
+// - to a method served in JavaScript: structured clone's rules for what the fast path refuses
+//   (docs/values.md; clone.js, with these rules still for plain data and shared memory);
+// - to pool.render: mustache.js's own output for views that are not plain data, still refusing
+//   bytes, buffers, cycles and views nested too deep (docs/rendering.md; entries.js).
+//
+// The plain-data rule is JSON.parse(JSON.stringify(x)), amended by the README:
 // - Values: BigInts cross by value; Uint8Arrays/Buffers over ordinary memory are copied (a
 //   Uint8Array comes back); typed arrays over SharedArrayBuffers are lent by reference (echo and
 //   results refuse them); undefined becomes null and an object's key is kept; a Proxy crosses as
@@ -335,4 +342,4 @@ function jsonSpec(v) {
   return valueSpec(v);
 }
 
-module.exports = { refuse, isPlainObject, valueSpec, objectSpec, spec, expectation, nestingOf, jsonSpec };
+module.exports = { refuse, isPlainObject, valueSpec, objectSpec, arraySpec, bytesSpec, anyOf, jsonImage, spec, expectation, nestingOf, jsonSpec };
