@@ -434,7 +434,7 @@ function servedExpectation(d) {
   const depth = s.depth + 1;
   const odd = holdsUndefinedOrHole(d);
   const plain = !s.must && !odd && depth <= MAX_NESTING + 8;
-  // Known and reported (issue 13): lib/pool.js sends as structured clone whatever the packed
+  // Known, and noted on issue #30 for a fix: lib/pool.js sends as structured clone whatever the packed
   // walk declines, not only what the fast paths refuse: plain data that only the value-by-value
   // path took (nested past some 60 levels, a `__proto__` key, a NaN, −0, BigInt or bytes inside)
   // now crosses as a clone too. So for plain data either image may come back (they differ in
