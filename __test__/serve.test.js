@@ -615,4 +615,23 @@ describe('issue 30 §2: served methods take and return what structured clone car
     `);
     expect(clean(r)).toEqual({ name: 'DataCloneError', code: C.InvalidParams, message: 'result.list[1].cb is a function, which structured clone cannot carry', ok: 3, isRpc: true });
   });
+
+  test('params or a result nested deeper than structured clone can write reject with a DataCloneError, never a bare RangeError', async () => {
+    // 100,000 arrays around a Date: past what V8's serializer can recurse into on any stack.
+    const r = await child(`
+      const pool = Pool.shared();
+      const server = pool.serve({ echo_deep(x) { return x; }, make_deep() { let v = new Date(0); for (let i = 0; i < 100000; i++) v = [v]; return v; } });
+      let v = new Date(0);
+      for (let i = 0; i < 100000; i++) v = [v];
+      const describe = (e) => ({ isRpc: e instanceof RpcError, name: e.name, code: e.code, message: e.message });
+      const params = await pool.exec('echo_deep', v).then(() => 'resolved', describe);
+      const result = await pool.exec('make_deep').then(() => 'resolved', describe);
+      const after = await pool.exec('echo_deep', [new Date(5)]);
+      await server.close();
+      out({ params, result, after: after[0].getTime() });
+    `);
+    const got = clean(r);
+    const refused = (where) => ({ isRpc: true, name: 'DataCloneError', code: C.InvalidParams, message: `${where} is nested too deep for structured clone to write: send it flatter` });
+    expect(got).toEqual({ params: refused('params'), result: refused('result'), after: 5 });
+  });
 });

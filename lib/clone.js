@@ -79,6 +79,8 @@ function serialize(value, list, where) {
     // V8's own refusal (shared memory is refused without asking _getDataCloneError), or else
     // what a getter or a Proxy trap threw, which the caller gets as it is.
     // (Tested by its kind, not instanceof: V8 makes its errors in the process's main realm.)
+    // V8's serializer recurses: a value nested deeper than the stack allows overflows it.
+    if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
     if (!(e instanceof Uncloneable) && !(types.isNativeError(e) && / could not be cloned\.$/.test(e.message))) throw e;
     const culprit = firstUncloneable(value, where);
     if (culprit === null) throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
@@ -90,6 +92,11 @@ function serialize(value, list, where) {
   const bytes = frame(written, moved);
   for (const buffer of moved) detach(buffer);
   return bytes;
+}
+
+/** True for the RangeError of a stack that overflowed (made in whichever realm ran out). */
+function isStackOverflow(e) {
+  return types.isNativeError(e) && e.name === 'RangeError' && e.message === 'Maximum call stack size exceeded';
 }
 
 /**
