@@ -576,8 +576,16 @@ describe('events', () => {
     const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1, atomics: 'disabled' });
     for (const p of [piscina, real]) {
       const error = once(p, 'error');
-      expect(await p.run(1, { name: 'crashAfter' })).toBe('answered');
-      const [e] = await error;
+      const answer = await p.run(1, { name: 'crashAfter' }).catch((e) => e);
+      // corepool answers the task: its result is handed over before the exception is thrown,
+      // which then reaches 'error'. Piscina itself (5.3.2, on Node 24 and 26 about one run in
+      // 30) may instead reject the task with the exception, when the worker's error reaches it
+      // before the task's answer, and then emits no 'error'.
+      let e;
+      if (p === piscina || answer === 'answered') {
+        expect(answer).toBe('answered');
+        [e] = await error;
+      } else e = answer;
       expect([e instanceof Error || Object.prototype.toString.call(e) === '[object Error]', e.message]).toEqual([true, 'not_caught']);
       expect(await p.run(5, { name: 'echo' })).toBe(5);
     }

@@ -20,7 +20,7 @@ check('exec, call and JSON-RPC on native threads', async () => {
     assert.deepEqual(await pool.exec('echo', { a: [1, 'two', null] }), { a: [1, 'two', null] });
     assert.equal(await pool.exec('fibonacci', 90), '2880067194370816120');
     assert.deepEqual(await pool.request({ jsonrpc: '2.0', method: 'echo', params: [7], id: 1 }), { jsonrpc: '2.0', result: 7, id: 1 });
-    assert.equal(await pool.handle('{"jsonrpc":"2.0","method":"nope","id":2}'), '{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: \\"nope\\""},"id":2}');
+    assert.equal(await pool.handle('{"jsonrpc":"2.0","method":"nope","id":2}'), '{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: \\"nope\\": check the name against pool.methods()"},"id":2}');
     const refused = await pool.call('sleep', [60_000], { timeout: 1 }).catch((e) => e);
     assert.ok(refused instanceof RpcError, String(refused));
     assert.equal(refused.code, RpcError.codes.Timeout);
