@@ -245,7 +245,10 @@ const ENTRIES = {
       const judgeRender = () => {
         const why = judge(rec, { check, codes });
         if (why !== null || thrown === null) return why;
-        const { message } = rec.outcome.error;
+        const { message, code } = rec.outcome.error;
+        // CommandFailed is the render failing where mustache.js throws: with its message. (An
+        // InvalidParams the codes allow, for a view near the nesting limit, is refused before.)
+        if (code !== C.CommandFailed) return null;
         return message === thrown ? null : `failed with ${show(message)}, mustache.js throws ${show(thrown)}`;
       };
       return [{ name: `render ${show(template)} with ${wrap ? '{ a: x }' : 'x'}`, rec, judge: judgeRender }];
