@@ -213,29 +213,25 @@ function prometheus(options) {
       },
     });
   }
-  metric(client.Gauge, {
-    name: `${prefix}nats_host`,
-    help: 'A corepool/nats host: calls in hand and counts of messages refused busy, calls cancelled, cancels ignored, replies refused',
-    labelNames: ['host', 'figure'],
-    collect() {
-      this.reset();
-      for (const [host, stats] of watched.hostStats()) {
-        for (const figure of HOST_FIGURES) if (typeof stats[figure] === 'number') this.set({ host, figure }, stats[figure]);
-      }
-    },
-  });
-  metric(client.Gauge, {
-    name: `${prefix}nats_jobs`,
-    help: 'A corepool/nats host durable jobs: running now, and counts done, failed, retried, dead-lettered, duplicates',
-    labelNames: ['host', 'figure'],
-    collect() {
-      this.reset();
-      for (const [host, stats] of watched.hostStats()) {
-        if (stats.jobs === null || typeof stats.jobs !== 'object') continue;
-        for (const figure of JOB_FIGURES) if (typeof stats.jobs[figure] === 'number') this.set({ host, figure }, stats.jobs[figure]);
-      }
-    },
-  });
+  // A host's own figures, and its durable jobs' (null when it runs none), each figure a label.
+  for (const [name, help, figures, read] of [
+    ['nats_host', 'A corepool/nats host: calls in hand and counts of messages refused busy, calls cancelled, cancels ignored, replies refused', HOST_FIGURES, (stats) => stats],
+    ['nats_jobs', 'A corepool/nats host durable jobs: running now, and counts done, failed, retried, dead-lettered, duplicates', JOB_FIGURES, (stats) => stats.jobs],
+  ]) {
+    metric(client.Gauge, {
+      name: `${prefix}${name}`,
+      help,
+      labelNames: ['host', 'figure'],
+      collect() {
+        this.reset();
+        for (const [host, stats] of watched.hostStats()) {
+          const figuresOf = read(stats);
+          if (figuresOf === null || typeof figuresOf !== 'object') continue;
+          for (const figure of figures) if (typeof figuresOf[figure] === 'number') this.set({ host, figure }, figuresOf[figure]);
+        }
+      },
+    });
+  }
 
   return {
     watch(target, name) {
