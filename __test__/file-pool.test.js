@@ -10,6 +10,7 @@ const { Pool, RpcError } = require('..');
 const { RESPAWN } = require('../lib/workers.js');
 const { outcome, rejection } = require('./helpers/rejection.js');
 const { settles } = require('./helpers/order.js');
+const { child } = require('./helpers/child.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
@@ -440,6 +441,80 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     await expect(pool.call('echo', [kept], { transfer: [kept, kept] })).rejects.toMatchObject({ name: 'DataCloneError' });
     await expect(pool.call('echo', [1], { transfer: 'no' })).rejects.toMatchObject({ code: C.InvalidRequest });
   });
+
+  test('a moved buffer goes on moving: the receiver moves it back, detached there and whole here', async () => {
+    const one = new Pool({ filename: VALUES, threads: 1 });
+    try {
+      const sent = new Uint8Array(100_000).map((_, i) => i & 255);
+      const back = await one.call('moveOnAndKeep', [sent], { transfer: [sent.buffer] });
+      expect(sent.buffer.byteLength).toBe(0);
+      expect([util.types.isUint8Array(back), back.byteLength]).toEqual([true, 100_000]);
+      expect(back.every((b, i) => b === (i & 255))).toBe(true);
+      expect(await one.exec('keptLength')).toBe(0); // detached on the serving thread
+      // And once more, the received buffer itself: it moves like any other.
+      const again = await one.call('moveOnAndKeep', [back], { transfer: [back.buffer] });
+      expect([back.buffer.byteLength, again.byteLength, again[255]]).toEqual([0, 100_000, 255]);
+    } finally {
+      await one.close();
+    }
+  });
+
+  test('two views over one moved buffer arrive over one buffer; a listed buffer the value does not hold is detached all the same', async () => {
+    const buffer = new ArrayBuffer(16);
+    const a = new Uint8Array(buffer, 0, 8).fill(1);
+    const b = new Uint8Array(buffer, 8, 8).fill(2);
+    const unused = new ArrayBuffer(4);
+    const [x, y] = await pool.call('echo', [[a, b]], { transfer: [buffer, unused] });
+    expect([buffer.byteLength, unused.byteLength]).toEqual([0, 0]);
+    expect(x.buffer).toBe(y.buffer);
+    expect([x.byteOffset, y.byteOffset, [...x], [...y]]).toEqual([0, 8, Array(8).fill(1), Array(8).fill(2)]);
+  });
+
+  test('a moved buffer whose call fails, or is aborted, stays detached on the sender, and the pool goes on', async () => {
+    const failing = new Uint8Array(1000).fill(5);
+    const e = await rejection(pool.call('fail', [failing], { transfer: [failing.buffer] }), Error);
+    expect(e.message).toContain('this task fails');
+    expect(failing.buffer.byteLength).toBe(0);
+    const ac = new AbortController();
+    const aborted = new Uint8Array(1000).fill(6);
+    const call = pool.call('slow', [200, aborted], { transfer: [aborted.buffer], signal: ac.signal });
+    expect(aborted.buffer.byteLength).toBe(0);
+    ac.abort();
+    expect((await rejection(call, Error)).name).toBe('AbortError');
+    // An unknown method refuses the call after the params crossed: the sender's buffer is gone too.
+    const refused = new Uint8Array(8);
+    await rejection(pool.call('noSuchMethod', [refused], { transfer: [refused.buffer] }), RpcError);
+    expect(refused.buffer.byteLength).toBe(0);
+    expect(await pool.exec('echo', new Map([[1, 2]]))).toEqual(new Map([[1, 2]]));
+  });
+
+  test('received moved buffers stay whole after their calls settle and after collections, on both sides', async () => {
+    const r = await child(
+      `const pool = new Pool({ filename: ${JSON.stringify(VALUES)}, threads: 1 });
+       const received = [];
+       for (let i = 0; i < 20; i++) received.push(await pool.exec('moveBack', 100_000 + i));
+       for (let i = 0; i < 20; i++) {
+         const sent = new Uint8Array(50_000).fill(i);
+         await pool.call('hold', [sent], { transfer: [sent.buffer] });
+       }
+       // Garbage in between, and collections on both threads.
+       for (let i = 0; i < 50; i++) { new ArrayBuffer(1 << 20); globalThis.gc(); }
+       const sums = await pool.exec('collectAndSum');
+       globalThis.gc();
+       const here = received.map((u8, i) => u8.length === 100_000 + i && u8.every((b) => b === 9));
+       // Many received buffers dropped: their memory is freed (no growth of 500 MB).
+       const before = process.memoryUsage().rss;
+       for (let i = 0; i < 500; i++) { await pool.exec('moveBack', 1 << 20); if (i % 50 === 0) globalThis.gc(); }
+       globalThis.gc();
+       await new Promise((resolve) => setTimeout(resolve, 50));
+       const grownMb = (process.memoryUsage().rss - before) / 2 ** 20;
+       await pool.close();
+       out({ here, sums, freed: grownMb < 250 });`,
+      { args: ['--expose-gc'] },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.result).toEqual({ here: Array(20).fill(true), sums: Array.from({ length: 20 }, (_, i) => 50_000 * i), freed: true });
+  }, 60_000);
 
   test('what structured clone cannot carry rejects with a DataCloneError naming its place', async () => {
     const cases = [
