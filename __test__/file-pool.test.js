@@ -464,10 +464,9 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     const a = new Uint8Array(buffer, 0, 8).fill(1);
     const b = new Uint8Array(buffer, 8, 8).fill(2);
     const unused = new ArrayBuffer(4);
-    const [x, y] = await pool.call('echo', [[a, b]], { transfer: [buffer, unused] });
+    const seen = await pool.call('views', [a, b], { transfer: [buffer, unused] });
     expect([buffer.byteLength, unused.byteLength]).toEqual([0, 0]);
-    expect(x.buffer).toBe(y.buffer);
-    expect([x.byteOffset, y.byteOffset, [...x], [...y]]).toEqual([0, 8, Array(8).fill(1), Array(8).fill(2)]);
+    expect(seen).toEqual({ same: true, offsets: [0, 8], a: Array(8).fill(1), b: Array(8).fill(2) });
   });
 
   test('a moved buffer whose call fails, or is aborted, stays detached on the sender, and the pool goes on', async () => {
@@ -480,7 +479,7 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     const call = pool.call('slow', [200, aborted], { transfer: [aborted.buffer], signal: ac.signal });
     expect(aborted.buffer.byteLength).toBe(0);
     ac.abort();
-    expect((await rejection(call, Error)).name).toBe('AbortError');
+    expect((await outcome(call)).code).toBe(C.Aborted);
     // An unknown method refuses the call after the params crossed: the sender's buffer is gone too.
     const refused = new Uint8Array(8);
     await rejection(pool.call('noSuchMethod', [refused], { transfer: [refused.buffer] }), RpcError);
