@@ -459,6 +459,26 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     }
   });
 
+  test('a received moved buffer is external memory: postMessage does not move it away; a WebAssembly memory is copied and stays', async () => {
+    const back = await pool.exec('moveBack', 1000);
+    const { port1, port2 } = new MessageChannel();
+    try {
+      // Node 20 copies an untransferable buffer; later versions throw. Either way it stays here.
+      port1.postMessage(back.buffer, [back.buffer]);
+      const { message } = require('node:worker_threads').receiveMessageOnPort(port2);
+      expect(new Uint8Array(message).every((b) => b === 9)).toBe(true);
+    } catch (e) {
+      expect(e.name).toBe('DataCloneError');
+    } finally {
+      port1.close();
+    }
+    expect([back.buffer.byteLength, back.every((b) => b === 9)]).toEqual([1000, true]);
+    const memory = new WebAssembly.Memory({ initial: 1 });
+    new Uint8Array(memory.buffer).fill(3);
+    const seen = await pool.call('describeBuffer', [new Uint8Array(memory.buffer)], { transfer: [memory.buffer] });
+    expect([seen, memory.buffer.byteLength]).toEqual([{ length: 65_536, first: 3, last: 3 }, 65_536]);
+  });
+
   test('two views over one moved buffer arrive over one buffer; a listed buffer the value does not hold is detached all the same', async () => {
     const buffer = new ArrayBuffer(16);
     const a = new Uint8Array(buffer, 0, 8).fill(1);
