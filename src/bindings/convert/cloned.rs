@@ -179,28 +179,30 @@ pub unsafe fn frame_from_js(
             "{what} must be an array of the bytes and the moved buffers"
         ));
     }
-    let mut first = ptr::null_mut();
-    napi_try!(
-        env,
-        sys::napi_get_element(env, parts, 0, &mut first),
-        "reading the cloned bytes"
-    );
-    // SAFETY: caller contract; the view is read only within this call, which runs no
-    // JavaScript that could detach or free it.
-    let (mut view, shared) = unsafe { view_for_call(env, first, what) }?;
-    if shared {
-        return Err(format!("{what} must not be in a SharedArrayBuffer"));
-    }
-    let mut buffers = Vec::new();
-    let mut moved: Vec<&[u8]> = Vec::new();
-    // `count` is the length of a real array of this env (each element is read below).
-    for i in 1..count {
+    // Every element first: reading one may run JavaScript (a getter), which must not run once
+    // slices of the buffers are held. `count` is the length of a real array of this env.
+    let mut items = Vec::new();
+    for i in 0..count {
         let mut item = ptr::null_mut();
         napi_try!(
             env,
             sys::napi_get_element(env, parts, i, &mut item),
-            "reading a moved buffer"
+            "reading the cloned parts"
         );
+        items.push(item);
+    }
+    // From here on no JavaScript runs until the frame is written.
+    // SAFETY: caller contract; the view is read only within this call.
+    let (mut view, shared) = unsafe { view_for_call(env, items[0], what) }?;
+    if shared {
+        return Err(format!("{what} must not be in a SharedArrayBuffer"));
+    }
+    // Only read, here and below (made shared at once: a moved buffer could be the same memory).
+    // SAFETY: ordinary memory only this JS thread reaches, valid during this call (view_for_call).
+    let v8: &[u8] = unsafe { view.unshared_bytes_mut() };
+    let buffers = &items[1..];
+    let mut moved: Vec<&[u8]> = Vec::with_capacity(buffers.len());
+    for (i, &item) in buffers.iter().enumerate() {
         let mut plain = false;
         napi_try!(
             env,
@@ -208,10 +210,7 @@ pub unsafe fn frame_from_js(
             "checking a moved buffer"
         );
         if !plain {
-            return Err(format!(
-                "{what}: moved item {} is not an ArrayBuffer",
-                i - 1
-            ));
+            return Err(format!("{what}: moved item {i} is not an ArrayBuffer"));
         }
         let mut data: *mut c_void = ptr::null_mut();
         let mut length = 0usize;
@@ -224,17 +223,14 @@ pub unsafe fn frame_from_js(
             &[]
         } else {
             // SAFETY: an ArrayBuffer's `length` bytes at `data`, valid until it is detached or
-            // collected: `item` is on this callback's handle scope and nothing detaches it
-            // before the frame is written below.
+            // collected: `item` is on this callback's handle scope, and no JavaScript runs and
+            // nothing detaches it before the frame is written below.
             unsafe { std::slice::from_raw_parts(data.cast::<u8>(), length) }
         });
-        buffers.push(item);
     }
-    // SAFETY: ordinary memory only this JS thread reaches, valid during this call (view_for_call).
-    let v8 = unsafe { view.unshared_bytes_mut() };
     let frame = write_frame(v8, &moved).ok_or_else(|| format!("no memory to copy {what}"))?;
     drop(moved);
-    for item in buffers {
+    for &item in buffers {
         // Copied: the sender loses it, as postMessage's sender does. A buffer that cannot be
         // detached (a WebAssembly memory's) was copied all the same and stays as it is.
         // SAFETY: live env and a value of it; no slice of it is alive any more.
