@@ -486,6 +486,13 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     const unused = new ArrayBuffer(4);
     const seen = await pool.call('views', [a, b], { transfer: [buffer, unused] });
     expect([buffer.byteLength, unused.byteLength]).toEqual([0, 0]);
+    // An empty buffer moves too, and arrives empty.
+    const empty = new Uint8Array(0);
+    const back = await pool.call('echo', [[empty, new Uint8Array([1])]], { transfer: [empty.buffer] });
+    expect([back[0].byteLength, back[1][0]]).toEqual([0, 1]);
+    const none = new Uint8Array(0);
+    const moved = await pool.call('moveOnAndKeep', [none], { transfer: [none.buffer] });
+    expect([util.types.isUint8Array(moved), moved.byteLength]).toEqual([true, 0]);
     expect(seen).toEqual({ same: true, offsets: [0, 8], a: Array(8).fill(1), b: Array(8).fill(2) });
   });
 

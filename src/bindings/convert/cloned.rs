@@ -18,8 +18,8 @@
 //! place in the frame (`napi_create_external_arraybuffer`): no copy. The frame is freed once the
 //! last of them is collected, or kept for a later message (a bounded bin of large frames: new
 //! memory of that size costs more than the copy). V8's bytes are copied into a Buffer of their
-//! own (they are read once, at once). Node-API cannot take the memory of the sender's ArrayBuffer, hence the one
-//! copy.
+//! own (they are read once, at once). Node-API cannot take the memory of the sender's
+//! ArrayBuffer, hence the one copy.
 
 use super::{napi_try, view_for_call, Converted};
 use napi::sys;
@@ -337,9 +337,24 @@ pub unsafe fn frame_to_js(env: sys::napi_env, frame: Vec<u8>) -> Converted<sys::
     let made = (|| {
         for (i, range) in moved.iter().enumerate() {
             let mut buffer = ptr::null_mut();
+            if range.is_empty() {
+                // An empty buffer of its own: no memory to share, and no finalizer to wait for
+                // (V8 may never release an empty external buffer's memory).
+                let mut data = ptr::null_mut();
+                napi_try!(
+                    env,
+                    sys::napi_create_arraybuffer(env, 0, &mut data, &mut buffer),
+                    "creating a moved ArrayBuffer"
+                );
+                napi_try!(
+                    env,
+                    sys::napi_set_element(env, parts, i as u32, buffer),
+                    "filling the cloned parts"
+                );
+                continue;
+            }
             // SAFETY: the frame is alive while `refs` > 0 and this function holds one.
             unsafe { (*shared).refs.fetch_add(1, Ordering::AcqRel) };
-            // An empty range still gets a pointer inside the frame (its end at most).
             // SAFETY: `range` lies within the frame (read_frame), which no one else writes:
             // each external ArrayBuffer gets its own range, and they do not overlap.
             let at = unsafe { (*shared).data.add(range.start) };
