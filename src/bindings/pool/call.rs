@@ -106,7 +106,7 @@ struct Flags {
     /// The call (`pool.render`) may hold functions: the call function then returns
     /// `[functions, objects]`, what `finishRender` needs (`bindings/render/`).
     may_hold_functions: bool,
-    /// `None`: `params` is an array of values (or cloned bytes).
+    /// `None`: `params` is an array of values (or a cloned message's parts).
     packed: Option<Packing>,
     /// `params` is the parts of a structured-clone message (lib/clone.js), for a method served
     /// by JavaScript (not with `packed`).
