@@ -10,6 +10,7 @@ const { Pool, RpcError } = require('..');
 const { RESPAWN } = require('../lib/workers.js');
 const { outcome, rejection } = require('./helpers/rejection.js');
 const { settles } = require('./helpers/order.js');
+const { child } = require('./helpers/child.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
@@ -440,6 +441,106 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     await expect(pool.call('echo', [kept], { transfer: [kept, kept] })).rejects.toMatchObject({ name: 'DataCloneError' });
     await expect(pool.call('echo', [1], { transfer: 'no' })).rejects.toMatchObject({ code: C.InvalidRequest });
   });
+
+  test('a moved buffer goes on moving: the receiver moves it back, detached there and whole here', async () => {
+    const one = new Pool({ filename: VALUES, threads: 1 });
+    try {
+      const sent = new Uint8Array(100_000).map((_, i) => i & 255);
+      const back = await one.call('moveOnAndKeep', [sent], { transfer: [sent.buffer] });
+      expect(sent.buffer.byteLength).toBe(0);
+      expect([util.types.isUint8Array(back), back.byteLength]).toEqual([true, 100_000]);
+      expect(back.every((b, i) => b === (i & 255))).toBe(true);
+      expect(await one.exec('keptLength')).toBe(0); // detached on the serving thread
+      // And once more, the received buffer itself: it moves like any other.
+      const again = await one.call('moveOnAndKeep', [back], { transfer: [back.buffer] });
+      expect([back.buffer.byteLength, again.byteLength, again[255]]).toEqual([0, 100_000, 255]);
+    } finally {
+      await one.close();
+    }
+  });
+
+  test('a received moved buffer is external memory: postMessage does not move it away; a WebAssembly memory is copied and stays', async () => {
+    const back = await pool.exec('moveBack', 1000);
+    const { port1, port2 } = new MessageChannel();
+    try {
+      // Node 20 copies an untransferable buffer; later versions throw. Either way it stays here.
+      port1.postMessage(back.buffer, [back.buffer]);
+      const { message } = require('node:worker_threads').receiveMessageOnPort(port2);
+      expect(new Uint8Array(message).every((b) => b === 9)).toBe(true);
+    } catch (e) {
+      expect(e.name).toBe('DataCloneError');
+    } finally {
+      port1.close();
+    }
+    expect([back.buffer.byteLength, back.every((b) => b === 9)]).toEqual([1000, true]);
+    const memory = new WebAssembly.Memory({ initial: 1 });
+    new Uint8Array(memory.buffer).fill(3);
+    const seen = await pool.call('describeBuffer', [new Uint8Array(memory.buffer)], { transfer: [memory.buffer] });
+    expect([seen, memory.buffer.byteLength]).toEqual([{ length: 65_536, first: 3, last: 3 }, 65_536]);
+  });
+
+  test('two views over one moved buffer arrive over one buffer; a listed buffer the value does not hold is detached all the same', async () => {
+    const buffer = new ArrayBuffer(16);
+    const a = new Uint8Array(buffer, 0, 8).fill(1);
+    const b = new Uint8Array(buffer, 8, 8).fill(2);
+    const unused = new ArrayBuffer(4);
+    const seen = await pool.call('views', [a, b], { transfer: [buffer, unused] });
+    expect([buffer.byteLength, unused.byteLength]).toEqual([0, 0]);
+    // An empty buffer moves too, and arrives empty.
+    const empty = new Uint8Array(0);
+    const back = await pool.call('echo', [[empty, new Uint8Array([1])]], { transfer: [empty.buffer] });
+    expect([back[0].byteLength, back[1][0]]).toEqual([0, 1]);
+    const none = new Uint8Array(0);
+    const moved = await pool.call('moveOnAndKeep', [none], { transfer: [none.buffer] });
+    expect([util.types.isUint8Array(moved), moved.byteLength]).toEqual([true, 0]);
+    expect(seen).toEqual({ same: true, offsets: [0, 8], a: Array(8).fill(1), b: Array(8).fill(2) });
+  });
+
+  test('a moved buffer whose call fails, or is aborted, stays detached on the sender, and the pool goes on', async () => {
+    const failing = new Uint8Array(1000).fill(5);
+    const e = await rejection(pool.call('fail', [failing], { transfer: [failing.buffer] }), Error);
+    expect(e.message).toContain('this task fails');
+    expect(failing.buffer.byteLength).toBe(0);
+    const ac = new AbortController();
+    const aborted = new Uint8Array(1000).fill(6);
+    const call = pool.call('slow', [200, aborted], { transfer: [aborted.buffer], signal: ac.signal });
+    expect(aborted.buffer.byteLength).toBe(0);
+    ac.abort();
+    expect((await outcome(call)).code).toBe(C.Aborted);
+    // An unknown method refuses the call after the params crossed: the sender's buffer is gone too.
+    const refused = new Uint8Array(8);
+    await rejection(pool.call('noSuchMethod', [refused], { transfer: [refused.buffer] }), RpcError);
+    expect(refused.buffer.byteLength).toBe(0);
+    expect(await pool.exec('echo', new Map([[1, 2]]))).toEqual(new Map([[1, 2]]));
+  });
+
+  test('received moved buffers stay whole after their calls settle and after collections, on both sides', async () => {
+    const r = await child(
+      `const pool = new Pool({ filename: ${JSON.stringify(VALUES)}, threads: 1 });
+       const received = [];
+       for (let i = 0; i < 20; i++) received.push(await pool.exec('moveBack', 100_000 + i));
+       for (let i = 0; i < 20; i++) {
+         const sent = new Uint8Array(50_000).fill(i);
+         await pool.call('hold', [sent], { transfer: [sent.buffer] });
+       }
+       // Garbage in between, and collections on both threads.
+       for (let i = 0; i < 50; i++) { new ArrayBuffer(1 << 20); globalThis.gc(); }
+       const sums = await pool.exec('collectAndSum');
+       globalThis.gc();
+       const here = received.map((u8, i) => u8.length === 100_000 + i && u8.every((b) => b === 9));
+       // Many received buffers dropped: their memory is freed (no growth of 500 MB).
+       const before = process.memoryUsage().rss;
+       for (let i = 0; i < 500; i++) { await pool.exec('moveBack', 1 << 20); if (i % 50 === 0) globalThis.gc(); }
+       globalThis.gc();
+       await new Promise((resolve) => setTimeout(resolve, 50));
+       const grownMb = (process.memoryUsage().rss - before) / 2 ** 20;
+       await pool.close();
+       out({ here, sums, freed: grownMb < 250 });`,
+      { args: ['--expose-gc'] },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.result).toEqual({ here: Array(20).fill(true), sums: Array.from({ length: 20 }, (_, i) => 50_000 * i), freed: true });
+  }, 60_000);
 
   test('what structured clone cannot carry rejects with a DataCloneError naming its place', async () => {
     const cases = [

@@ -12,19 +12,22 @@
 // refused it. Plain data keeps its paths (packed tape, value by value, JSON text): nothing
 // changes for it, and native commands keep their plain-data contract.
 //
-// The bytes: a head of 8-byte numbers (how many ArrayBuffers are moved, then each one's
-// length), the moved buffers' bytes, then V8's bytes of the value (header included), whose
-// moved buffers V8 wrote as references to them. The sender detaches a moved buffer once its
-// bytes are written, as postMessage does. Copies of a moved buffer's bytes: into the message
-// (1), into native memory when the call crosses (2), into the receiver's Buffer of the message
-// (3), into the receiver's new ArrayBuffer (4); a buffer that is not moved is copied the same
-// way, inside V8's bytes. Node-API cannot hand a
-// detached ArrayBuffer's memory to another thread (V8 frees it with the buffer), so no copy is
-// saved by moving: `transfer` keeps postMessage's meaning (the sender loses the buffer).
+// The message is sent as its parts, an array: V8's bytes of the value (header included), then
+// the ArrayBuffers it moves, which V8 wrote as references by number. The native side keeps them
+// as one frame (src/bindings/convert/cloned.rs, which checks its head against the bytes
+// present) and hands the receiver a Buffer of V8's bytes, or `{ bytes, moved }` when buffers
+// are moved.
 //
-// Reading is total: bytes that do not read back (they cannot be, unless memory was corrupted)
-// throw here, inside the caller's try, and the call settles with an error; a length read from
-// the bytes never sizes an allocation before that many bytes were found there.
+// Copies of a moved buffer's bytes: one, into native memory on the sending thread, which then
+// detaches the sender's ArrayBuffer (as postMessage does; a buffer that cannot be detached, a
+// WebAssembly memory's, is copied and stays). None on the receiving thread: the buffer arrives
+// as an external ArrayBuffer over that native memory, freed (or kept for a later message) once
+// it is collected. That one copy remains because Node-API cannot take a JavaScript
+// ArrayBuffer's memory from its owner. Node marks external ArrayBuffers untransferable: a
+// received moved buffer can be moved again by another call (which copies it once), but
+// postMessage does not move it (Node 20 copies it, later versions throw). A buffer that is not
+// moved is copied inside V8's bytes, as everything else: into the message, into native memory,
+// into the receiver's Buffer of V8's bytes and out of it by V8.
 
 const v8 = require('node:v8');
 const { types } = require('node:util');
@@ -63,7 +66,8 @@ function transfer(value, list) {
 const SHARED = Symbol('shared memory');
 
 /**
- * The structured-clone bytes of `value` (a Buffer), moving the ArrayBuffers of `list`. `where`
+ * The parts of the structured-clone message of `value` (V8's bytes, then the ArrayBuffers of
+ * `list`, which it moves: the native side detaches them once copied). `where`
  * names the value in errors ('params', 'result'). Throws a DataCloneError naming what cannot be
  * carried, SHARED when that is only shared memory, or what a getter or Proxy trap threw.
  */
@@ -87,38 +91,13 @@ function serialize(value, list, where) {
     if (culprit.shared) throw SHARED;
     throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
   }
-  const written = s.releaseBuffer();
-  if (moved.length === 0) return frame(written, moved);
-  const bytes = frame(written, moved);
-  for (const buffer of moved) detach(buffer);
-  return bytes;
+  // The native side copies the moved buffers and detaches them once the message is whole.
+  return [s.releaseBuffer(), ...moved];
 }
 
 /** True for the RangeError of a stack that overflowed (made in whichever realm ran out). */
 function isStackOverflow(e) {
   return types.isNativeError(e) && e.name === 'RangeError' && e.message === 'Maximum call stack size exceeded';
-}
-
-/**
- * The message: a head of little-endian doubles (the number of moved buffers, then each one's
- * length), the moved buffers' bytes, then V8's bytes of the value. One allocation of the exact
- * size and one copy of each buffer (the serializer would grow its own buffer by doubling).
- */
-function frame(written, moved) {
-  const head = 8 * (1 + moved.length);
-  let size = head + written.length;
-  for (const buffer of moved) size += buffer.byteLength;
-  const bytes = Buffer.allocUnsafeSlow(size);
-  const numbers = new DataView(bytes.buffer, bytes.byteOffset, head);
-  numbers.setFloat64(0, moved.length, true);
-  let at = head;
-  for (let i = 0; i < moved.length; i++) {
-    numbers.setFloat64(8 * (1 + i), moved[i].byteLength, true);
-    bytes.set(new Uint8Array(moved[i]), at);
-    at += moved[i].byteLength;
-  }
-  bytes.set(written, at);
-  return bytes;
 }
 
 /** The ArrayBuffers of a transfer list, checked as postMessage checks them. */
@@ -149,11 +128,6 @@ function isDetached(buffer) {
   } catch {
     return true;
   }
-}
-
-/** Detaches `buffer` on this thread, as postMessage does to what it moves (V8 moves its memory away). */
-function detach(buffer) {
-  structuredClone(buffer, { transfer: [buffer] });
 }
 
 /**
@@ -201,25 +175,19 @@ function pushed(item, stack) {
   return false;
 }
 
-/** The value `bytes` (from `serialize`) holds. Throws when they do not read back. */
-function deserialize(bytes) {
-  const total = bytes.length;
-  if (total < 8) throw new RangeError('the cloned bytes are cut short');
-  const numbers = new DataView(bytes.buffer, bytes.byteOffset, total);
-  const n = numbers.getFloat64(0, true);
-  // Each moved buffer takes 8 bytes of the head at least: `n` is checked against what came
-  // before anything is sized by it.
-  if (!(Number.isInteger(n) && n >= 0 && 8 * (1 + n) <= total)) throw new RangeError('the cloned bytes have a bad head');
-  let at = 8 * (1 + n);
-  const moved = [];
-  for (let i = 1; i <= n; i++) {
-    const length = numbers.getFloat64(8 * i, true);
-    if (!(Number.isInteger(length) && length >= 0 && at + length <= total)) throw new RangeError('the cloned bytes have a bad length');
-    // One copy into an ArrayBuffer of its own (slice: no zero-filling first).
-    moved.push(bytes.buffer.slice(bytes.byteOffset + at, bytes.byteOffset + at + length));
-    at += length;
+/**
+ * The value of a message as the native side hands it over: a Buffer of V8's bytes when nothing
+ * is moved, else `{ bytes, moved }` with the moved ArrayBuffers in V8's numbering. Throws when
+ * it does not read back.
+ */
+function deserialize(message) {
+  if (Buffer.isBuffer(message)) {
+    const d = new v8.Deserializer(message);
+    d.readHeader();
+    return d.readValue();
   }
-  const d = new v8.Deserializer(bytes.subarray(at));
+  const { bytes, moved } = message;
+  const d = new v8.Deserializer(bytes);
   d.readHeader();
   for (let i = 0; i < moved.length; i++) d.transferArrayBuffer(i, moved[i]);
   return d.readValue();

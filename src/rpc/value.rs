@@ -463,8 +463,9 @@ pub enum Value {
     /// functions, see `render::functions`): handed to JavaScript as an opaque
     /// handle, which gives it back to the addon to finish.
     Pending(Pending),
-    /// A value only JavaScript can read: structured-clone bytes (V8's serialization format)
-    /// that one JavaScript thread made with lib/clone.js for another, carried as they are. The
+    /// A value only JavaScript can read: a structured-clone message (V8's serialization format
+    /// and the ArrayBuffers it moves, framed by `bindings::convert::cloned`) that one
+    /// JavaScript thread made with lib/clone.js for another, carried as it is. The
     /// params of a call to a method served by JavaScript (`Params::Cloned`) or a JavaScript
     /// handler's result; only a JavaScript caller's call (`exec`, `call`, `run`) takes one as
     /// its result, and native commands never see one.
