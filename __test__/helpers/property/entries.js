@@ -10,7 +10,7 @@ const { MAX_NESTING, DEADLINE_MS } = require('./run.js');
 const { DOCUMENTED, NAME, show, follow, within, allSettled, idle, judge } = require('./settle.js');
 const { stringArb, hugeLength, holdsHugeLength, build } = require('./values.js');
 const { refuse, isPlainObject, valueSpec, objectSpec, spec, expectation, nestingOf, jsonSpec } = require('./oracle.js');
-const { live, STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation } = require('./clone.js');
+const { live, STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, trapErrors, clonedExpectation } = require('./clone.js');
 const { optionsArb, makeOptions, optionEffects } = require('./options.js');
 
 const C = RpcError.codes;
@@ -430,9 +430,12 @@ function servedExpectation(d) {
   const old = expectation(s, { nesting: 1 });
   // Shared memory: the old rules; a getter that throws as the params are read (structured clone
   // is tried first) rejects with its own error (docs/values.md).
+  // (A Proxy read, as structured clone is tried, before the shared memory is found may throw its
+  // trap's error first: docs/values.md.)
   if (s.mayViews || holdsShared(d)) {
     const deep = nestsPastStack(d);
-    return { check: old.check, codes: new Set([...old.codes, ...(deep ? [C.InternalError, C.CommandFailed] : [])]), messages: new Set([...getterErrors(d), ...(deep ? [STACK_OVERFLOW] : [])]) };
+    const traps = holdsExotic(d) ? trapErrors(d) : [];
+    return { check: old.check, codes: new Set([...old.codes, ...(deep ? [C.InternalError, C.CommandFailed] : [])]), messages: new Set([...getterErrors(d), ...traps, ...(deep ? [STACK_OVERFLOW] : [])]) };
   }
   const depth = s.depth + 1;
   const odd = holdsUndefinedOrHole(d);
@@ -441,12 +444,10 @@ function servedExpectation(d) {
   // walk declines, not only what the fast paths refuse: plain data that only the value-by-value
   // path took (nested past some 60 levels, a `__proto__` key, a NaN, −0, BigInt or bytes inside)
   // now crosses as a clone too. So for plain data either image may come back (they differ in
-  // lone surrogates, kept by the clone, and in an object reached twice, one object in the clone),
-  // and a Proxy or an arguments object in it is refused there (DataCloneError) where the
-  // value-by-value path took it before.
+  // lone surrogates, kept by the clone, and in an object reached twice, one object in the clone;
+  // a Proxy or an arguments object crosses as what it stands for either way).
   const cloned = clonedExpectation(d);
   if (cloned === null) return null;
-  if (plain && holdsExotic(d)) cloned.codes.add('DataCloneError');
   if (!plain) return cloned;
   const checks = [old.check, cloned.check].filter((c) => c !== null);
   return {
