@@ -11,6 +11,7 @@
 
 const { native, contract } = require('./native.js');
 const { RpcError, CODES } = require('./errors.js');
+const { isArgumentsObject } = require('node:util').types;
 
 const WRITE = contract.renderWrite;
 
@@ -281,7 +282,9 @@ function prepare(v, seen) {
   } catch {
     return v; // a Proxy whose trap throws: the conversion names it
   }
-  if (proto === null || getPrototypeOf(proto) === null) {
+  // (An object without a prototype, which mustache.js cannot print, and an arguments object,
+  // which it prints as '[object Arguments]' and whose `length` it finds, are mirrored.)
+  if (proto !== null && getPrototypeOf(proto) === null && !isArgumentsObject(v)) {
     let plain = false;
     try {
       plain = typeof v.toJSON !== 'function';
@@ -407,6 +410,7 @@ function mirror(v, seen) {
     put(m, k, prepare(item, seen));
   }
   let proto = getPrototypeOf(v);
+  const bare = proto === null;
   while (proto !== null && getPrototypeOf(proto) !== null) {
     for (const k of keysOf(proto)) {
       if (hasOwn.call(m, k)) continue; // shadowed by a nearer one
@@ -430,11 +434,19 @@ function mirror(v, seen) {
     proto = getPrototypeOf(proto);
   }
   // Printed through JavaScript, as the original (the helpers above print `original(m)`).
-  if (!hasOwn.call(m, 'toString')) m.toString = objectToString;
+  if (!hasOwn.call(m, 'toString')) m.toString = bare ? unprintable : objectToString;
   // So is a mirror inside an array that is printed (joined in JavaScript): String(original), as
   // mustache.js joins the original items (a symbol key: no field of the view).
   Object.defineProperty(m, Symbol.toPrimitive, { value: printedAs, enumerable: false });
   return m;
+}
+
+/**
+ * The printing of a mirror of an object without a prototype: String() of it throws its
+ * TypeError ("Cannot convert object to primitive value"), as in mustache.js.
+ */
+function unprintable() {
+  return String(this);
 }
 
 /** A mirror's Symbol.toPrimitive: its original, converted as JavaScript converts it. */

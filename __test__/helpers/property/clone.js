@@ -39,6 +39,8 @@ function live(d) {
 function holdsShared(d) {
   if (d === null || typeof d !== 'object') return false;
   if (d.t === 'sparse' && live(d) !== d && live(d).at.length !== d.at.length) return holdsShared(live(d));
+  // (A 'toJSON' entry of the object is replaced by the toJSON method: what it held is not sent.)
+  if (d.t === 'toJSON') return holdsShared({ ...d.of, entries: d.of.entries.filter(([k]) => k !== 'toJSON') });
   if (d.t === 'refused' && d.kind === 'SharedArrayBuffer') return true;
   if (d.t === 'typed' && d.buffer.includes('SharedArrayBuffer')) return true;
   return Object.values(d).some(holdsShared);
