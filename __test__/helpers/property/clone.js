@@ -220,8 +220,9 @@ function clonedExpectation(d) {
     }
     if (e?.message === STACK_OVERFLOW) return null;
     // A getter or a trap threw: that error, or one read before it (the getters are all read as
-    // lib/clone.js looks for what it refuses), or the DataCloneError of a refused value met first.
-    const codes = new Set(exotic && holdsRefused(d) ? ['DataCloneError'] : []);
+    // lib/clone.js looks for what it refuses), or the DataCloneError of a refused value met
+    // first, or of a value nested too deep for the serializer, met before the Proxy.
+    const codes = new Set(exotic && (holdsRefused(d) || nestsPastStack(d)) ? ['DataCloneError'] : []);
     return { check: null, codes, messages: new Set([e.message, ...(exotic ? [...getterErrors(d), ...trapErrors(d)] : [])]) };
   }
   // A handler that returns nothing (undefined) answers null (docs/values.md, Limits).
