@@ -508,6 +508,10 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     // What the copy meets that structured clone cannot carry is still named in the caller's terms.
     const f = await rejection(pool.exec('echo', { n: 1n, p: new Proxy({ inner: { cb() {} } }, {}) }), RpcError);
     expect([f.name, f.code, f.message]).toEqual(['DataCloneError', C.InvalidParams, 'params[0].p.inner.cb is a function, which structured clone cannot carry']);
+    // What structured clone never reads (a Date's or an Error's own fields) is not the culprit.
+    const odd = { d: Object.assign(new Date(0), { p: new Proxy({}, {}) }), e: Object.assign(new Error('e'), { p: new Proxy({}, {}) }), cb() {} };
+    const g = await rejection(pool.exec('echo', odd), RpcError);
+    expect([g.name, g.message]).toEqual(['DataCloneError', 'params[0].cb is a function, which structured clone cannot carry']);
   });
 
   test('hostile Proxies next to a cloned value: a trap that throws rejects with its error, a revoked Proxy with its TypeError, a huge length is refused before it is read', async () => {

@@ -68,7 +68,7 @@ const SHARED = Symbol('shared memory');
  * names the value in errors ('params', 'result'). Throws a DataCloneError naming what cannot be
  * carried, SHARED when that is only shared memory, or what a getter or Proxy trap threw.
  */
-function serialize(value, list, where) {
+function serialize(value, list, where, copied = false) {
   const moved = movedBuffers(list);
   const s = new v8.Serializer();
   s._getDataCloneError = uncloneable;
@@ -88,7 +88,7 @@ function serialize(value, list, where) {
     if (culprit.shared) throw SHARED;
     // A Proxy or an arguments object crosses as what it stands for (docs/values.md), as it did
     // value by value: the value is copied with those made plain, and the copy is written.
-    if (culprit.standsFor) return serialize(standIns(value, where), list, where);
+    if (culprit.standsFor && !copied) return serialize(standIns(value, where), list, where, true);
     throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
   }
   const written = s.releaseBuffer();
@@ -254,6 +254,8 @@ function firstUncloneable(root, where) {
     if (types.isWeakMap(v) || types.isWeakSet(v) || types.isPromise(v) || v instanceof WeakRef) {
       return { path, what: `is ${describeKind(v)}` };
     }
+    // (What the serializer writes of these is their value alone, never their own properties.)
+    if (types.isDate(v) || types.isRegExp(v) || types.isBoxedPrimitive(v) || types.isAnyArrayBuffer(v)) continue;
     const children = [];
     if (types.isMap(v)) {
       let i = 0;
@@ -265,8 +267,10 @@ function firstUncloneable(root, where) {
       let i = 0;
       for (const item of v) children.push([item, `${path}.values()[${i++}]`]);
     } else {
-      if (types.isNativeError(v) && Object.hasOwn(v, 'cause')) children.push([v.cause, `${path}.cause`]);
-      for (const key of Object.keys(v)) children.push([v[key], `${path}${property(key)}`]);
+      if (types.isNativeError(v)) {
+        // (Of an Error, the serializer writes its name, message, stack and cause.)
+        if (Object.hasOwn(v, 'cause')) children.push([v.cause, `${path}.cause`]);
+      } else for (const key of Object.keys(v)) children.push([v[key], `${path}${property(key)}`]);
     }
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
   }
