@@ -117,9 +117,10 @@ function writeRun(functions, objects, args, count, room) {
 // whose `size` it can read. The native renderer takes plain data (and functions); this module
 // turns a view into plain data that renders the same, on the calling thread, before the call:
 //
-// - an object that is not plain (a class instance, a Date, a Map, a Set, an Error…) becomes a
-//   *mirror*: a plain object with every string-keyed property `in` would find on it below the
-//   root prototype: own properties (non-enumerable too), then each prototype's (a getter is
+// - an object that is not plain (a class instance, a Date, a Map, a Set, an Error…, and one
+//   without a prototype or an arguments object, which print otherwise) becomes a *mirror*: a
+//   plain object with every string-keyed property `in` would find on it below the root
+//   prototype: own properties (non-enumerable too), then each prototype's (a getter is
 //   read once, with the instance as receiver; a method is the method itself, which the
 //   renderer calls as mustache.js does, with the context as `this`). A mirror always has a
 //   `toString` function, so the renderer prints it through JavaScript, and the helpers above
