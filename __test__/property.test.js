@@ -63,6 +63,9 @@ describe('1. hostile values through every entry point settle once, with what JSO
     // Node 26, seed 445631885 (path 39:0:0:3:0:2:3:0:2:2:0:2:3:2:3:3:16:0:1:0:2:2:2:2:2:4:4:4:4:5:6:7:7:7:7):
     // the serializer overflows on 2,000 nested arrays before it meets a Proxy whose trap throws.
     ['served by a worker', { t: 'sparse', length: 4, at: [[40587465, { t: 'proxy', of: { t: 'object', nullProto: false, hidden: false, entries: [['__proto__', { t: 'v', v: null }]] }, trap: 'getOwnPropertyDescriptor' }], [0, { t: 'deep', via: 'array', depth: 2000, leaf: { t: 'v', v: '' } }]] }, null],
+    // Node 26, seed -230841716 (path 1092:1:4:2:3): an own toString that is a BigInt is no
+    // method; mustache.js's String() throws, where the prepared view printed '0'.
+    ['render', { t: 'object', nullProto: false, hidden: false, entries: [['toString', { t: 'v', v: 0n }]] }, { template: '{{a}}', wrap: true }],
   ];
   test.each(FIXED)('fixed case: %s of %j', async (entry, d, extra) => {
     fail(`value: ${show(d)}`, await sendAll(1, [[d, entry, extra]]));

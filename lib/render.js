@@ -372,6 +372,12 @@ function preparePlain(v, seen) {
     readKeys.length = base;
     readValues.length = base;
   }
+  // A copy whose `toString` or `valueOf` was prepared (a BigInt, a symbol, a throwing getter made
+  // a function) prints as the original does, as a mirror (mustache.js: String(v) may throw).
+  if (copy !== null && (hasOwn.call(copy, 'toString') || hasOwn.call(copy, 'valueOf'))) {
+    originals.set(copy, v);
+    Object.defineProperty(copy, Symbol.toPrimitive, { value: printedAs, enumerable: false });
+  }
   return copy ?? v;
 }
 
