@@ -27,12 +27,23 @@
 // received moved buffer can be moved again by another call (which copies it once), but
 // postMessage does not move it (Node 20 copies it, later versions throw). A buffer that is not
 // moved is copied inside V8's bytes, as everything else: into the message, into native memory,
-// into the receiver's Buffer of V8's bytes and out of it by V8.
+// into the receiver's Buffer of V8's bytes and out of it by V8. A runtime without the
+// Serializer class (Bun) writes the value with `v8.serialize`, moved buffers copied inside it.
 
 const v8 = require('node:v8');
 const { types } = require('node:util');
 const { RpcError, CODES } = require('./errors.js');
 const { contract } = require('./native.js');
+
+/** Whether this runtime has node:v8's Serializer class (Node, Deno), or only v8.serialize (Bun). */
+const SERIALIZER = (() => {
+  try {
+    new v8.Serializer().writeHeader();
+    return true;
+  } catch {
+    return false;
+  }
+})();
 
 /**
  * A value structured clone cannot carry (a function, a symbol, a WeakMap, a Proxy, a
@@ -74,6 +85,7 @@ const SHARED = Symbol('shared memory');
  */
 function serialize(value, list, where, copied = false) {
   const moved = movedBuffers(list);
+  if (!SERIALIZER) return serializeWhole(value, moved, where, copied);
   const s = new v8.Serializer();
   s._getDataCloneError = uncloneable;
   s.writeHeader();
@@ -81,22 +93,53 @@ function serialize(value, list, where, copied = false) {
   try {
     s.writeValue(value);
   } catch (e) {
-    // V8's own refusal (shared memory is refused without asking _getDataCloneError), or else
-    // what a getter or a Proxy trap threw, which the caller gets as it is.
-    // (Tested by its kind, not instanceof: V8 makes its errors in the process's main realm.)
-    // V8's serializer recurses: a value nested deeper than the stack allows overflows it.
-    if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
-    if (!(e instanceof Uncloneable) && !(types.isNativeError(e) && / could not be cloned\.$/.test(e.message))) throw e;
-    const culprit = firstUncloneable(value, where);
-    if (culprit === null) throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
-    if (culprit.shared) throw SHARED;
-    // A Proxy or an arguments object crosses as what it stands for (docs/values.md), as it did
-    // value by value: the value is copied with those made plain, and the copy is written.
-    if (culprit.standsFor && !copied) return serialize(standIns(value, where), list, where, true);
-    throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
+    return refused(e, value, list, where, copied);
   }
   // The native side copies the moved buffers and detaches them once the message is whole.
   return [s.releaseBuffer(), ...moved];
+}
+
+/**
+ * `serialize` where the runtime has no `v8.Serializer` class but has `v8.serialize` (Bun):
+ * the moved buffers are written inside the value's bytes, as copies, and still listed after
+ * them so that the native side detaches them on the sender; the receiver reads them from the
+ * bytes (deserialize). Such a runtime may not refuse shared memory, so the value is looked
+ * through for it first (a getter is read twice there).
+ */
+function serializeWhole(value, moved, where, copied) {
+  const culprit = firstUncloneable(value, where);
+  if (culprit !== null && culprit.shared) throw SHARED;
+  let bytes;
+  try {
+    bytes = v8.serialize(value);
+  } catch (e) {
+    return refused(e, value, moved, where, copied);
+  }
+  // Bun's bytes lie in a SharedArrayBuffer, which the native side refuses to read as a message.
+  if (types.isSharedArrayBuffer(bytes.buffer)) bytes = new Uint8Array(bytes);
+  return [bytes, ...moved];
+}
+
+/** What `serialize` does when the serializer threw `e`: a retry with stand-ins, or the error to throw. */
+function refused(e, value, list, where, copied) {
+  // V8's own refusal (shared memory is refused without asking _getDataCloneError), or else
+  // what a getter or a Proxy trap threw, which the caller gets as it is.
+  // (Tested by its kind, not instanceof: V8 makes its errors in the process's main realm.)
+  // V8's serializer recurses: a value nested deeper than the stack allows overflows it.
+  if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
+  if (!(e instanceof Uncloneable) && !(types.isNativeError(e) && / could not be cloned\.$/.test(e.message)) && !isDomCloneError(e)) throw e;
+  const culprit = firstUncloneable(value, where);
+  if (culprit === null) throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
+  if (culprit.shared) throw SHARED;
+  // A Proxy or an arguments object crosses as what it stands for (docs/values.md), as it did
+  // value by value: the value is copied with those made plain, and the copy is written.
+  if (culprit.standsFor && !copied) return serialize(standIns(value, where), list, where, true);
+  throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
+}
+
+/** The DOMException a runtime's `v8.serialize` throws for what it cannot clone (Bun's). */
+function isDomCloneError(e) {
+  return e !== null && typeof e === 'object' && e.name === 'DataCloneError' && typeof DOMException === 'function' && e instanceof DOMException;
 }
 
 /** True for the RangeError of a stack that overflowed (made in whichever realm ran out). */
@@ -185,6 +228,7 @@ function pushed(item, stack) {
  * it does not read back.
  */
 function deserialize(message) {
+  if (!SERIALIZER) return v8.deserialize(Buffer.isBuffer(message) ? message : message.bytes);
   if (Buffer.isBuffer(message)) {
     const d = new v8.Deserializer(message);
     d.readHeader();
