@@ -12,14 +12,21 @@
 //! bytes   V8's bytes             from the next multiple of 8 to the end
 //! ```
 //!
-//! Copies of a moved buffer's bytes: one, into the frame, on the sending thread, which then
-//! detaches the sender's ArrayBuffer (`napi_detach_arraybuffer`, as postMessage detaches what it
-//! moves). On the receiving thread each moved buffer becomes an external ArrayBuffer over its
-//! place in the frame (`napi_create_external_arraybuffer`): no copy. The frame is freed once the
-//! last of them is collected, or kept for a later message (a bounded bin of large frames: new
-//! memory of that size costs more than the copy). V8's bytes are copied into a Buffer of their
-//! own (they are read once, at once). Node-API cannot take the memory of the sender's
-//! ArrayBuffer, hence the one copy.
+//! Copies of a moved buffer's bytes: at most one, into the frame, on the sending thread, which
+//! then detaches the sender's ArrayBuffer (`napi_detach_arraybuffer`, as postMessage detaches
+//! what it moves). On the receiving thread each moved buffer becomes an external ArrayBuffer over
+//! its place in the frame (`napi_create_external_arraybuffer`): no copy. The frame is shared
+//! (`Frame`, refcounted) and freed once the last holder goes, or kept for a later message (a
+//! bounded bin of large frames: new memory of that size costs more than the copy). V8's bytes
+//! are copied into a Buffer of their own (they are read once, at once). Node-API cannot take the
+//! memory of an ArrayBuffer JavaScript made, hence the one copy.
+//!
+//! A received buffer moved on is not copied: `LIVE` knows every external ArrayBuffer made here
+//! by its address and length, so the sender finds its region (frame, offset, length), detaches
+//! the ArrayBuffer and puts the region in the message beside the frame (`Cloned::kept`, its
+//! place in the frame left empty); the receiver takes the regions once and makes its external
+//! ArrayBuffers over them. A frame lives while any live ArrayBuffer (its `LIVE` entry) or any
+//! message holds a region of it.
 
 use super::{napi_try, view_for_call, Converted};
 use crate::rpc::value::{Cloned, Kept};
