@@ -501,9 +501,11 @@ impl PartialEq for Cloned {
     }
 }
 
-/// What [`Cloned::kept`] holds, opaque here (`bindings::convert::cloned` downcasts it).
+/// What [`Cloned::kept`] holds, opaque here (`bindings::convert::cloned` downcasts it). Boxed
+/// behind the Arc so that its pointer is thin: a [`Value`] stays as small as before.
 #[derive(Clone)]
-pub struct Kept(pub std::sync::Arc<dyn std::any::Any + Send + Sync>);
+#[allow(clippy::redundant_allocation)]
+pub struct Kept(pub std::sync::Arc<Box<dyn std::any::Any + Send + Sync>>);
 
 impl fmt::Debug for Kept {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

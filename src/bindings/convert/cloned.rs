@@ -411,8 +411,11 @@ pub unsafe fn frame_from_js(
             ));
         }
     }
-    let kept =
-        (!kept.is_empty()).then(|| Kept(std::sync::Arc::new(KeptRegions(Mutex::new(Some(kept))))));
+    let kept = (!kept.is_empty()).then(|| {
+        Kept(std::sync::Arc::new(Box::new(KeptRegions(Mutex::new(
+            Some(kept),
+        )))))
+    });
     Ok(Cloned { frame, kept })
 }
 
@@ -423,7 +426,8 @@ fn take_kept(kept: Option<Kept>, moved: &[Range<usize>]) -> Result<Vec<Option<Re
     let Some(Kept(kept)) = kept else {
         return Ok(regions);
     };
-    let kept = kept
+    let any: &(dyn std::any::Any + Send + Sync) = &**kept;
+    let kept = any
         .downcast_ref::<KeptRegions>()
         .ok_or("the cloned message holds foreign parts")?;
     let kept = kept
@@ -707,9 +711,9 @@ mod tests {
         assert_eq!(found, a_id);
         forget(a_at, a_id);
         assert!(lookup(a_at, 16).is_none());
-        let message = Kept(std::sync::Arc::new(KeptRegions(Mutex::new(Some(vec![(
-            0, moved_on,
-        )])))));
+        let message = Kept(std::sync::Arc::new(Box::new(KeptRegions(Mutex::new(
+            Some(vec![(0, moved_on)]),
+        )))));
         // The other ArrayBuffer is collected: the message still holds the frame.
         forget(b_at, b_id);
         assert!(!in_bin(capacity));
@@ -738,9 +742,9 @@ mod tests {
                 start: 0,
                 len: 8,
             };
-            Some(Kept(std::sync::Arc::new(KeptRegions(Mutex::new(Some(
-                vec![(i, region)],
-            ))))))
+            Some(Kept(std::sync::Arc::new(Box::new(KeptRegions(
+                Mutex::new(Some(vec![(i, region)])),
+            )))))
         };
         assert!(
             take_kept(kept(1), std::slice::from_ref(&EMPTY)).is_err(),
@@ -750,7 +754,7 @@ mod tests {
             take_kept(kept(0), std::slice::from_ref(&(8..16))).is_err(),
             "a place the frame fills"
         );
-        let foreign = Some(Kept(std::sync::Arc::new(5u8)));
+        let foreign = Some(Kept(std::sync::Arc::new(Box::new(5u8))));
         assert!(take_kept(foreign, std::slice::from_ref(&EMPTY)).is_err());
         let fits = take_kept(kept(1), &[8..16, 16..16]).unwrap();
         assert!(fits[0].is_none() && fits[1].as_ref().map(|r| r.len) == Some(8));
