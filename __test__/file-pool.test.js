@@ -638,12 +638,12 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     expect(await pool.exec('echo', 5)).toBe(5);
   });
 
-  test('hostile params: a throwing getter rejects with its error, a Proxy is refused, a huge sparse length and __proto__ keys cross as they are', async () => {
+  test('hostile params: a throwing getter rejects with its error, a Proxy crosses as what it stands for, a huge sparse length and __proto__ keys cross as they are', async () => {
     const thrown = new RangeError('getter says no');
     const e = await rejection(pool.exec('echo', { when: new Date(0), get bad() { throw thrown; } }));
     expect(e).toBe(thrown);
-    const p = await rejection(pool.exec('echo', { d: new Date(0), p: new Proxy({}, {}) }), RpcError);
-    expect([p.name, p.message.startsWith('params[0].p is a Proxy')]).toEqual(['DataCloneError', true]);
+    const p = await pool.exec('echo', { d: new Date(0), p: new Proxy({}, {}) });
+    expect([util.types.isDate(p.d), p.p]).toEqual([true, {}]);
     const sparse = [];
     sparse.length = 2 ** 32 - 1;
     sparse[5] = new Date(1);
@@ -656,6 +656,77 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     expect([Object.getPrototypeOf(Object.getPrototypeOf(got)), got.polluted, got.__proto__]).toEqual([null, undefined, { polluted: true }]);
     expect(Object.keys(got)).toEqual(['__proto__', 'd', 'when']);
     expect(({}).polluted).toBeUndefined();
+  });
+
+  test('a Proxy or an arguments object next to a value only structured clone carries crosses as what it stands for (it was a DataCloneError)', async () => {
+    // Each is read once, through its traps: own enumerable string keys, or an array's items.
+    const reads = [];
+    const logged = new Proxy({ a: 1, list: [2, 3] }, { get(t, k, r) { reads.push(k); return Reflect.get(t, k, r); } });
+    const back = await pool.exec('echo', { n: 10n ** 20n, nan: NaN, when: new Date(5), p: logged, items: new Proxy([1, { b: 2 }], {}) });
+    expect([back.n, back.nan, back.when.getTime(), back.p, back.items]).toEqual([10n ** 20n, NaN, 5, { a: 1, list: [2, 3] }, [1, { b: 2 }]]);
+    expect(reads).toEqual(['a', 'list']);
+    // An arguments object crosses as the plain object of its items (as it did value by value).
+    const args = (function () {
+      return arguments;
+    })(1, new Date(3));
+    const a = await pool.exec('echo', { bytes: new Uint8Array([1]), args });
+    expect([Object.keys(a.args), a.args[0], a.args[1].getTime(), Array.isArray(a.args)]).toEqual([['0', '1'], 1, 3, false]);
+    const whole = await pool.exec('echo', args);
+    expect([whole[0], whole[1].getTime()]).toEqual([1, 3]);
+    // A cycle through a Proxy stays a cycle; an object reached twice stays one object.
+    const target = { d: new Date(0) };
+    const cyclic = new Proxy(target, {});
+    target.self = cyclic;
+    const shared = { s: 1 };
+    const c = await pool.exec('echo', { cyclic, twice: [shared, new Proxy({ shared }, {})] });
+    expect([c.cyclic.self === c.cyclic, c.twice[1].shared === c.twice[0], c.cyclic.d.getTime()]).toEqual([true, true, 0]);
+    // A Proxy of a Map stands for its own enumerable keys (none): postMessage has no Map to read.
+    const m = await pool.exec('echo', { n: 1n, m: new Proxy(new Map([[1, 2]]), {}) });
+    expect(m.m).toEqual({});
+    // A result holding a Proxy crosses back the same way.
+    const r = await pool.exec('proxyResult');
+    expect([r.d.getTime(), r.p]).toEqual([1, { a: [1, 2] }]);
+    // What the copy meets that structured clone cannot carry is still named in the caller's terms.
+    const f = await rejection(pool.exec('echo', { n: 1n, p: new Proxy({ inner: { cb() {} } }, {}) }), RpcError);
+    expect([f.name, f.code, f.message]).toEqual(['DataCloneError', C.InvalidParams, 'params[0].p.inner.cb is a function, which structured clone cannot carry']);
+    // What structured clone never reads (a Date's or an Error's own fields) is not the culprit.
+    const odd = { d: Object.assign(new Date(0), { p: new Proxy({}, {}) }), e: Object.assign(new Error('e'), { p: new Proxy({}, {}) }), cb() {} };
+    const g = await rejection(pool.exec('echo', odd), RpcError);
+    expect([g.name, g.message]).toEqual(['DataCloneError', 'params[0].cb is a function, which structured clone cannot carry']);
+  });
+
+  test('hostile Proxies next to a cloned value: a trap that throws rejects with its error, a revoked Proxy with its TypeError, a huge length is refused before it is read', async () => {
+    const trapError = new Error('the get trap says no');
+    const throwing = new Proxy({ x: 1 }, { get() { throw trapError; } });
+    expect(await rejection(pool.exec('echo', { d: new Date(0), throwing }))).toBe(trapError);
+    const keysError = new Error('the ownKeys trap says no');
+    expect(await rejection(pool.exec('echo', { d: new Date(0), p: new Proxy({}, { ownKeys() { throw keysError; } }) }))).toBe(keysError);
+    const revocable = Proxy.revocable({}, {});
+    revocable.revoke();
+    const revoked = await rejection(pool.exec('echo', { n: 1n, p: revocable.proxy }));
+    expect([revoked instanceof RpcError, revoked.name, /revoked/.test(revoked.message)]).toEqual([false, 'TypeError', true]);
+    let itemsRead = 0;
+    const huge = new Proxy([], {
+      get(t, k) {
+        if (k === 'length') return 2 ** 40;
+        itemsRead++;
+        return 0;
+      },
+    });
+    const big = await rejection(pool.exec('echo', { n: 1n, huge }), RpcError);
+    expect([big.name, big.code, big.data.path, itemsRead]).toEqual(['DataCloneError', C.InvalidParams, 'params[0].huge', 0]);
+    expect(big.message).toMatch(/^params\[0\]\.huge is an array of 1099511627776 elements: more than the \d+ values/);
+    // A length that is no array's: not a number is refused; negative or NaN is 0, a fraction is cut.
+    const withLength = (length) => new Proxy([7, 8, 9], { get: (t, k) => (k === 'length' ? length : t[k]) });
+    const odd = await rejection(pool.exec('echo', { n: 1n, a: withLength('2') }), RpcError);
+    expect([odd.name, odd.message]).toEqual(['DataCloneError', 'params[0].a is a Proxy of an array whose length is not a number']);
+    const lengths = await pool.exec('echo', { n: 1n, a: [withLength(-1), withLength(NaN), withLength(2.5)] });
+    expect(lengths.a).toEqual([[], [], [7, 8]]);
+    // A Proxy whose every read makes a new Proxy nests without end: refused, never a hang or a crash.
+    const endless = () => new Proxy({}, { ownKeys: () => ['next'], getOwnPropertyDescriptor: () => ({ value: 0, enumerable: true, configurable: true }), get: () => endless() });
+    const deep = await rejection(pool.exec('echo', { n: 1n, endless: endless() }), RpcError);
+    expect([deep.name, deep.code]).toEqual(['DataCloneError', C.InvalidParams]);
+    expect(await pool.exec('echo', 5)).toBe(5);
   });
 
   test('plain params and results keep their path: undefined items stay undefined, numbers and strings as they were', async () => {

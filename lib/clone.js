@@ -35,6 +35,7 @@
 const v8 = require('node:v8');
 const { types } = require('node:util');
 const { RpcError, CODES } = require('./errors.js');
+const { contract } = require('./native.js');
 
 /**
  * A value structured clone cannot carry (a function, a symbol, a WeakMap, a Proxy, a
@@ -74,7 +75,7 @@ const SHARED = Symbol('shared memory');
  * names the value in errors ('params', 'result'). Throws a DataCloneError naming what cannot be
  * carried, SHARED when that is only shared memory, or what a getter or Proxy trap threw.
  */
-function serialize(value, list, where) {
+function serialize(value, list, where, copied = false) {
   const moved = movedBuffers(list);
   const s = new v8.Serializer();
   s._getDataCloneError = uncloneable;
@@ -92,6 +93,9 @@ function serialize(value, list, where) {
     const culprit = firstUncloneable(value, where);
     if (culprit === null) throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
     if (culprit.shared) throw SHARED;
+    // A Proxy or an arguments object crosses as what it stands for (docs/values.md), as it did
+    // value by value: the value is copied with those made plain, and the copy is written.
+    if (culprit.standsFor && !copied) return serialize(standIns(value, where), list, where, true);
     throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
   }
   // The native side copies the moved buffers and detaches them once the message is whole.
@@ -211,7 +215,8 @@ function firstUncloneable(root, where) {
     if (typeof v === 'symbol') return { path, what: 'is a symbol' };
     if (v === null || typeof v !== 'object' || seen.has(v)) continue;
     seen.add(v);
-    if (types.isProxy(v)) return { path, what: 'is a Proxy' };
+    if (types.isProxy(v)) return { path, what: 'is a Proxy', standsFor: true };
+    if (types.isArgumentsObject(v)) return { path, what: 'is an arguments object', standsFor: true };
     if (types.isSharedArrayBuffer(v)) return { path, what: 'is a SharedArrayBuffer', shared: true };
     if (ArrayBuffer.isView(v)) {
       if (types.isSharedArrayBuffer(v.buffer)) return { path, what: 'is a view over a SharedArrayBuffer', shared: true };
@@ -220,6 +225,8 @@ function firstUncloneable(root, where) {
     if (types.isWeakMap(v) || types.isWeakSet(v) || types.isPromise(v) || v instanceof WeakRef) {
       return { path, what: `is ${describeKind(v)}` };
     }
+    // (What the serializer writes of these is their value alone, never their own properties.)
+    if (types.isDate(v) || types.isRegExp(v) || types.isBoxedPrimitive(v) || types.isAnyArrayBuffer(v)) continue;
     const children = [];
     if (types.isMap(v)) {
       let i = 0;
@@ -231,12 +238,131 @@ function firstUncloneable(root, where) {
       let i = 0;
       for (const item of v) children.push([item, `${path}.values()[${i++}]`]);
     } else {
-      if (types.isNativeError(v) && Object.hasOwn(v, 'cause')) children.push([v.cause, `${path}.cause`]);
-      for (const key of Object.keys(v)) children.push([v[key], `${path}${property(key)}`]);
+      if (types.isNativeError(v)) {
+        // (Of an Error, the serializer writes its name, message, stack and cause.)
+        if (Object.hasOwn(v, 'cause')) children.push([v.cause, `${path}.cause`]);
+      } else for (const key of Object.keys(v)) children.push([v[key], `${path}${property(key)}`]);
     }
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
   }
   return null;
+}
+
+/**
+ * A copy of `root` in which each Proxy and arguments object is the plain data it stands for,
+ * read once through its traps: an array's items (a Proxy of an array: its `length`, then each
+ * index; a hole reads undefined), or else its own enumerable string keys (an arguments
+ * object's items; a Proxy of a Map or a Date has none). So that a Proxy can be anywhere, every
+ * container structured clone writes the insides of is copied too, as structured clone would
+ * make it (arrays with their holes and other keys, objects and class instances as their own
+ * enumerable keys, Maps, Sets, an Error's `cause`); leaves (a Date, bytes, a function…) stay
+ * themselves, so the serializer still names what it refuses, at the same place. Identities are
+ * kept (a cycle through a Proxy stays a cycle). What a trap or getter throws is thrown as it
+ * is. Bounded by the contract's maxValues (a huge `length` is refused before an item is read)
+ * and by the stack, as structured clone is (a Proxy making a new Proxy at every read nests
+ * without end).
+ */
+function standIns(root, where) {
+  const copies = new Map();
+  const keys = [];
+  let left = contract.maxValues;
+  const here = () => where + keys.map((k) => (typeof k === 'string' ? property(k) : k.text)).join('');
+  const spend = (n, what) => {
+    if (!(n <= left)) throw new DataCloneError(`${here()} ${what}: more than the ${contract.maxValues} values params may hold`, here());
+    left -= n;
+  };
+  const into = (key, v) => {
+    keys.push(key);
+    const c = copy(v);
+    keys.pop();
+    return c;
+  };
+  const fields = (v, c) => {
+    const own = Object.keys(v);
+    spend(own.length, `has ${own.length} keys`);
+    for (const k of own) {
+      const item = into(k, v[k]);
+      if (k === '__proto__') Object.defineProperty(c, k, { value: item, writable: true, enumerable: true, configurable: true });
+      else c[k] = item;
+    }
+    return c;
+  };
+  const copy = (v) => {
+    if (v === null || typeof v !== 'object') return v;
+    const known = copies.get(v);
+    if (known !== undefined) return known;
+    const proxy = types.isProxy(v);
+    if (Array.isArray(v)) {
+      // (Array.isArray throws a revoked Proxy's TypeError.)
+      let length = v.length;
+      if (proxy) {
+        // (An array's own length is a valid one; a Proxy's `get` trap may answer anything.)
+        if (typeof length !== 'number') throw new DataCloneError(`${here()} is a Proxy of an array whose length is not a number`, here());
+        length = length > 0 ? Math.floor(length) : 0;
+        spend(length, `is an array of ${length} elements`);
+      }
+      const c = new Array(length);
+      copies.set(v, c);
+      if (proxy) {
+        for (let i = 0; i < length; i++) c[i] = into(`${i}`, v[i]);
+        return c;
+      }
+      return fields(v, c);
+    }
+    if (proxy || types.isArgumentsObject(v)) {
+      const c = {};
+      copies.set(v, c);
+      return fields(v, c);
+    }
+    if (types.isMap(v)) {
+      const c = new Map();
+      copies.set(v, c);
+      let i = 0;
+      for (const [key, item] of v) {
+        spend(2, 'holds more entries');
+        const k = into({ text: `.keys()[${i}]` }, key);
+        c.set(k, into({ text: `.get(${keyText(key, i)})` }, item));
+        i++;
+      }
+      return c;
+    }
+    if (types.isSet(v)) {
+      const c = new Set();
+      copies.set(v, c);
+      let i = 0;
+      for (const item of v) {
+        spend(1, 'holds more items');
+        c.add(into({ text: `.values()[${i++}]` }, item));
+      }
+      return c;
+    }
+    if (types.isNativeError(v)) {
+      if (!Object.hasOwn(v, 'cause')) return v;
+      // A native error still (structured clone writes its name, message, stack and cause).
+      const c = Object.setPrototypeOf(new Error(), Object.getPrototypeOf(v));
+      copies.set(v, c);
+      for (const k of ['name', 'message', 'stack']) {
+        const d = Object.getOwnPropertyDescriptor(v, k);
+        if (d === undefined) delete c[k];
+        else Object.defineProperty(c, k, { value: 'value' in d ? d.value : v[k], writable: true, enumerable: false, configurable: true });
+      }
+      Object.defineProperty(c, 'cause', { value: into('cause', v.cause), writable: true, enumerable: false, configurable: true });
+      return c;
+    }
+    // Leaves: what structured clone writes without reading properties (or refuses).
+    if (ArrayBuffer.isView(v) || types.isAnyArrayBuffer(v) || types.isDate(v) || types.isRegExp(v) || types.isBoxedPrimitive(v)) return v;
+    if (types.isWeakMap(v) || types.isWeakSet(v) || types.isPromise(v) || v instanceof WeakRef) return v;
+    // An object, or a class instance: its own enumerable keys, on Object.prototype.
+    const c = {};
+    copies.set(v, c);
+    return fields(v, c);
+  };
+  try {
+    return copy(root);
+  } catch (e) {
+    if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
+    throw e;
+  }
 }
 
 /** A Map key as a path shows it: a string or number as such, anything else by its place. */

@@ -13,6 +13,7 @@
 
 const { contract } = require('./native.js');
 const { RpcError, CODES } = require('./errors.js');
+const { isArgumentsObject } = require('node:util').types;
 
 /**
  * Plain data of more values than this is refused: walking it here already takes seconds, and a
@@ -204,11 +205,18 @@ function packObject(v, depth) {
   if (takesFunctions && depth > 0) met(v);
   let n = 1;
   const proto = Object.getPrototypeOf(v);
-  if (proto !== Object.prototype && proto !== null) return -1;
+  // (In a render's view, an object without a prototype is prepared, lib/render.js: mustache.js
+  // cannot print it.)
+  if (proto !== Object.prototype && (proto !== null || takesFunctions)) return -1;
   // A typed array given a plain prototype: never listed index by index (2^30 of them).
   if (ArrayBuffer.isView(v)) return -1;
   // Nor a String object: it has a key per character, and no conversion lists them.
-  if (typeof v.length === 'number' && isStringObject(v)) return STRING_OBJECT;
+  if (typeof v.length === 'number') {
+    if (isStringObject(v)) return STRING_OBJECT;
+    // An arguments object in a render's view is prepared too: mustache.js prints it as
+    // '[object Arguments]' and finds its `length`.
+    if (takesFunctions && isArgumentsObject(v)) return -1;
+  }
   room(2);
   const head = at;
   at += 2;
