@@ -27,8 +27,8 @@
 // so a buffer going back and forth is copied on its first move only. The one copy remains for a
 // buffer JavaScript made because Node-API cannot take a JavaScript ArrayBuffer's memory from its
 // owner. Node marks external ArrayBuffers untransferable: a received moved buffer can be moved
-// again by another call (uncopied), but
-// postMessage does not move it (Node 20 copies it, later versions throw). A buffer that is not
+// again by another call (uncopied), but postMessage does not move it (Node 20 copies it, later
+// versions throw). A buffer that is not
 // moved is copied inside V8's bytes, as everything else: into the message, into native memory,
 // into the receiver's Buffer of V8's bytes and out of it by V8.
 
