@@ -28,9 +28,9 @@
 // buffer JavaScript made because Node-API cannot take a JavaScript ArrayBuffer's memory from its
 // owner. Node marks external ArrayBuffers untransferable: a received moved buffer can be moved
 // again by another call (uncopied), but postMessage does not move it (Node 20 copies it, later
-// versions throw). A buffer that is not
-// moved is copied inside V8's bytes, as everything else: into the message, into native memory,
-// into the receiver's Buffer of V8's bytes and out of it by V8.
+// versions throw). A buffer that is not moved is copied inside V8's bytes, as everything else:
+// into the message, into native memory, into the receiver's Buffer of V8's bytes and out of it
+// by V8.
 
 const v8 = require('node:v8');
 const { types } = require('node:util');
