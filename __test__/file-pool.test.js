@@ -542,6 +542,86 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     expect(r.result).toEqual({ here: Array(20).fill(true), sums: Array.from({ length: 20 }, (_, i) => 50_000 * i), freed: true });
   }, 60_000);
 
+  test('a received buffer moved on ping-pongs 1,000 times with its content right and memory flat', async () => {
+    const r = await child(
+      `const pool = new Pool({ filename: ${JSON.stringify(VALUES)}, threads: 1 });
+       let u8 = new Uint8Array(1 << 20).map((_, i) => i & 255);
+       let right = true;
+       let before = 0;
+       for (let round = 1; round <= 1000; round++) {
+         const sent = u8;
+         u8 = await pool.call('bump', [sent], { transfer: [sent.buffer] });
+         if (sent.buffer.byteLength !== 0 || u8.length !== 1 << 20) right = false;
+         if (u8[0] !== (round & 255) || u8[4097] !== ((4097 + round) & 255)) right = false;
+         if (round === 100) { globalThis.gc(); before = process.memoryUsage().rss; }
+         if (round % 100 === 0) globalThis.gc();
+       }
+       const whole = u8.every((b, i) => b === ((i + 1000) & 255));
+       globalThis.gc();
+       await new Promise((resolve) => setTimeout(resolve, 50));
+       // 900 rounds of 1 MB each way: a leak of any side's buffer would grow by 900 MB or more.
+       const grownMb = (process.memoryUsage().rss - before) / 2 ** 20;
+       await pool.close();
+       out({ right, whole, flat: grownMb < 200 });`,
+      { args: ['--expose-gc'] },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.result).toEqual({ right: true, whole: true, flat: true });
+  }, 120_000);
+
+  test('a received buffer moved on detaches every view on it here; listed twice or once detached it is refused', async () => {
+    const back = await pool.exec('moveBack', 5000);
+    const second = new Uint8Array(back.buffer, 100, 50);
+    const seen = await pool.call('describeBuffer', [back], { transfer: [back.buffer] });
+    expect(seen).toEqual({ length: 5000, first: 9, last: 9 });
+    expect([back.buffer.byteLength, back.byteLength, second.byteLength]).toEqual([0, 0, 0]);
+    await expect(pool.call('echo', [1], { transfer: [back.buffer] })).rejects.toMatchObject({ name: 'DataCloneError' });
+    const twice = await pool.exec('moveBack', 64);
+    await expect(pool.call('echo', [twice], { transfer: [twice.buffer, twice.buffer] })).rejects.toMatchObject({ name: 'DataCloneError' });
+    expect([twice.buffer.byteLength, twice[63]]).toEqual([64, 9]);
+    // Two received buffers moved on in one call arrive each whole.
+    const a = await pool.exec('moveBack', 3000);
+    const b = await pool.exec('moveBack', 4000);
+    const both = await pool.call('echo', [[a, b]], { transfer: [a.buffer, b.buffer] });
+    expect([both[0].byteLength, both[1].byteLength, both[0].every((x) => x === 9), both[1].every((x) => x === 9)]).toEqual([3000, 4000, true, true]);
+  });
+
+  test('a received buffer moved on to a call that fails or is aborted is gone here, and the pool goes on', async () => {
+    const failing = await pool.exec('moveBack', 20_000);
+    const e = await rejection(pool.call('fail', [failing], { transfer: [failing.buffer] }), Error);
+    expect(e.message).toContain('this task fails');
+    expect(failing.buffer.byteLength).toBe(0);
+    const ac = new AbortController();
+    const aborted = await pool.exec('moveBack', 20_000);
+    const call = pool.call('slow', [200, aborted], { transfer: [aborted.buffer], signal: ac.signal });
+    expect(aborted.buffer.byteLength).toBe(0);
+    ac.abort();
+    expect((await outcome(call)).code).toBe(C.Aborted);
+    const next = await pool.exec('moveBack', 20_000);
+    expect(await pool.call('sumLater', [0, next], { transfer: [next.buffer] })).toBe(9 * 20_000);
+  });
+
+  test('detached originals collected while the buffers they moved on are in flight leave those buffers whole', async () => {
+    const r = await child(
+      `const pool = new Pool({ filename: ${JSON.stringify(VALUES)}, threads: 2 });
+       const calls = [];
+       for (let i = 0; i < 30; i++) {
+         let got = await pool.exec('moveBack', 100_000 + i);
+         const view = new Uint8Array(got.buffer, 10);
+         calls.push(pool.call('sumLater', [30, got], { transfer: [got.buffer] }));
+         if (view.byteLength !== 0) calls.push(Promise.resolve('a view stayed attached'));
+         got = null;
+       }
+       for (let i = 0; i < 20; i++) { new ArrayBuffer(1 << 20); globalThis.gc(); await new Promise((resolve) => setImmediate(resolve)); }
+       const sums = await Promise.all(calls);
+       await pool.close();
+       out(sums);`,
+      { args: ['--expose-gc'] },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.result).toEqual(Array.from({ length: 30 }, (_, i) => 9 * (100_000 + i)));
+  }, 60_000);
+
   test('what structured clone cannot carry rejects with a DataCloneError naming its place', async () => {
     const cases = [
       [{ handler() {} }, 'params[0].handler is a function'],

@@ -18,17 +18,20 @@
 // present) and hands the receiver a Buffer of V8's bytes, or `{ bytes, moved }` when buffers
 // are moved.
 //
-// Copies of a moved buffer's bytes: one, into native memory on the sending thread, which then
-// detaches the sender's ArrayBuffer (as postMessage does; a buffer that cannot be detached, a
-// WebAssembly memory's, is copied and stays). None on the receiving thread: the buffer arrives
-// as an external ArrayBuffer over that native memory, freed (or kept for a later message) once
-// it is collected. That one copy remains because Node-API cannot take a JavaScript
-// ArrayBuffer's memory from its owner. Node marks external ArrayBuffers untransferable: a
-// received moved buffer can be moved again by another call (which copies it once), but
-// postMessage does not move it (Node 20 copies it, later versions throw). A buffer that is not
-// moved is copied inside V8's bytes, as everything else: into the message, into native memory,
-// into the receiver's Buffer of V8's bytes and out of it by V8. A runtime without the
-// Serializer class (Bun) writes the value with `v8.serialize`, moved buffers copied inside it.
+// Copies of a moved buffer's bytes: at most one, into native memory on the sending thread,
+// which then detaches the sender's ArrayBuffer (as postMessage does; a buffer that cannot be
+// detached, a WebAssembly memory's, is copied and stays). None on the receiving thread: the
+// buffer arrives as an external ArrayBuffer over that native memory, freed (or kept for a later
+// message) once it is collected. None either when the buffer moved is such a received one: the
+// native side recognises its memory, hands it to the new message as it is and detaches it here,
+// so a buffer going back and forth is copied on its first move only. The one copy remains for a
+// buffer JavaScript made because Node-API cannot take a JavaScript ArrayBuffer's memory from its
+// owner. Node marks external ArrayBuffers untransferable: a received moved buffer can be moved
+// again by another call (uncopied), but postMessage does not move it (Node 20 copies it, later
+// versions throw). A buffer that is not moved is copied inside V8's bytes, as everything else:
+// into the message, into native memory, into the receiver's Buffer of V8's bytes and out of it
+// by V8. A runtime without the Serializer class (Bun) writes the value with `v8.serialize`,
+// moved buffers copied inside it.
 
 const v8 = require('node:v8');
 const { types } = require('node:util');

@@ -43,8 +43,8 @@ pub(crate) const CALL_FIRST_LATIN1: u32 = 64;
 pub(crate) const CALL_TRACED: u32 = 128;
 /// `flags` bit of the hot call function: `params` is the parts of a structured-clone message
 /// (lib/clone.js: V8's bytes of the whole params array, then the ArrayBuffers it moves), for a
-/// method served by JavaScript; they cross opaquely as one frame (`Params::Cloned`,
-/// `convert::cloned`).
+/// method served by JavaScript; they cross opaquely as one frame and the regions of earlier
+/// frames moved on uncopied (`Params::Cloned`, `convert::cloned`).
 pub(crate) const CALL_CLONED: u32 = 256;
 /// `flags` bit of the hot call function: the call is observed (a `diagnostics_channel`
 /// subscriber has its context, lib/channels.js): when a thread runs it, a [`RAN`] entry with

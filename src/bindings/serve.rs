@@ -462,8 +462,9 @@ impl NativeServer {
     }
 
     /// The handler of job `token` returned a value lib/clone.js wrote as the `parts` of a
-    /// structured-clone message (V8's bytes, then the ArrayBuffers it moves): copied here, the
-    /// moved ArrayBuffers detached (`convert::cloned`). As `complete`.
+    /// structured-clone message (V8's bytes, then the ArrayBuffers it moves): copied here (but
+    /// for buffers corepool handed over, moved on as they are), the moved ArrayBuffers detached
+    /// (`convert::cloned`). As `complete`.
     #[napi(catch_unwind)]
     pub fn complete_cloned(&self, env: Env, token: f64, parts: Unknown) -> bool {
         // SAFETY: a Node-API callback on this env's JS thread; `parts` belongs to this env.

@@ -32,7 +32,7 @@ pub(super) enum Settlement {
     Progress(Value),
     /// Settle code `RESULT_CLONED` with the parts of this structured-clone message (the frame
     /// of a `Value::Cloned`, handed over without copying its moved buffers: `convert::cloned`).
-    Cloned(Vec<u8>),
+    Cloned(crate::rpc::value::Cloned),
     /// Not a settlement: how an observed call ran (code `RAN`, value `[thread, waitMs,
     /// runMs]`), before its settlement.
     Ran(Ran),

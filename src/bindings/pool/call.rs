@@ -236,7 +236,8 @@ unsafe fn read_params(
         // SAFETY: caller contract.
         ParamsArg::Values(array) => return Ok(Params::Values(unsafe { from.params(array) }?)),
         ParamsArg::Cloned(parts) => {
-            // One copy of each part (the moved ArrayBuffers are detached once copied).
+            // One copy of each part, none of a buffer corepool handed over (the moved
+            // ArrayBuffers are detached once copied).
             // SAFETY: caller contract.
             let frame = unsafe { convert::cloned::frame_from_js(env, parts, "the cloned params") }
                 .map_err(RpcError::invalid_params)?;
