@@ -496,6 +496,26 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     expect(seen).toEqual({ same: true, offsets: [0, 8], a: Array(8).fill(1), b: Array(8).fill(2) });
   });
 
+  test('a moved resizable ArrayBuffer arrives resizable, its views whole, both ways, as structuredClone moves it', async () => {
+    // (V8 refused a view over it once it arrived as a fixed buffer, after the sender's was detached.)
+    const buffer = new ArrayBuffer(4, { maxByteLength: 16 });
+    new Uint8Array(buffer).set([1, 2, 3, 4]);
+    const views = [new Uint8Array(buffer), new Uint8Array(buffer, 1, 2)];
+    const seen = await pool.call('describeResizable', [views], { transfer: [buffer] });
+    expect(buffer.byteLength).toBe(0);
+    expect(seen).toEqual([
+      { resizable: true, max: 16, bytes: [1, 2, 3, 4] },
+      { resizable: true, max: 16, bytes: [2, 3] },
+    ]);
+    const alone = new ArrayBuffer(2, { maxByteLength: 4 });
+    const back = await pool.call('echo', [alone], { transfer: [alone] });
+    expect([alone.byteLength, back.resizable, back.maxByteLength, back.byteLength]).toEqual([0, true, 4, 2]);
+    const [tracking, fixed] = await pool.exec('moveResizable');
+    expect([tracking.buffer === fixed.buffer, tracking.buffer.resizable, [...tracking], [...fixed]]).toEqual([true, true, [7, 7, 7, 7], [7, 7]]);
+    tracking.buffer.resize(8);
+    expect(tracking.length).toBe(8);
+  });
+
   test('a moved buffer whose call fails, or is aborted, stays detached on the sender, and the pool goes on', async () => {
     const failing = new Uint8Array(1000).fill(5);
     const e = await rejection(pool.call('fail', [failing], { transfer: [failing.buffer] }), Error);

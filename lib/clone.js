@@ -92,14 +92,20 @@ function serialize(value, list, where, copied = false) {
   const s = new v8.Serializer();
   s._getDataCloneError = uncloneable;
   s.writeHeader();
-  for (let i = 0; i < moved.length; i++) s.transferArrayBuffer(i, moved[i]);
+  // A resizable buffer is written inside V8's bytes, as structuredClone moves it (resizable,
+  // its maximum kept, views over it whole): the receiver's external buffers are fixed-length,
+  // and V8 refuses to read a view of a resizable buffer over one. It is still listed after the
+  // numbered ones, unreferenced, so that the native side detaches it with them (at the cost of
+  // a second copy of its bytes).
+  const numbered = moved.filter((b) => !b.resizable);
+  for (let i = 0; i < numbered.length; i++) s.transferArrayBuffer(i, numbered[i]);
   try {
     s.writeValue(value);
   } catch (e) {
     return refused(e, value, list, where, copied);
   }
   // The native side copies the moved buffers and detaches them once the message is whole.
-  return [s.releaseBuffer(), ...moved];
+  return numbered.length === moved.length ? [s.releaseBuffer(), ...moved] : [s.releaseBuffer(), ...numbered, ...moved.filter((b) => b.resizable)];
 }
 
 /**
