@@ -58,16 +58,36 @@ function section(fn, self, isInverted, raw, token) {
   const value = fn.call(self);
   if (isInverted) return inverted(value);
   if (typeof value !== 'function') {
-    // Data the body renders over, as mustache.js would see it (an instance's getters…).
-    const result = typeof value === 'bigint' || typeof value === 'symbol' ? Boolean(value) : prepareValue(value);
+    const result = sectionData(value);
     returned[0] = VALUE;
     return result;
   }
-  const text = raw ?? outcome(native.renderSectionText(token));
-  const out = value.call(self, text, (template) => outcome(native.renderInScope(token, template)));
-  const output = out == null ? '' : '' + out;
+  const output = lambdaOutput(value, self, raw, token);
   returned[0] = LAMBDA;
   return output;
+}
+
+/** A section function's result that is not a lambda: data the body renders over, as mustache.js would see it (an instance's getters…). */
+function sectionData(value) {
+  return typeof value === 'bigint' || typeof value === 'symbol' ? Boolean(value) : prepareValue(value);
+}
+
+/**
+ * The output of the lambda a section's function returned, called as mustache.js calls it:
+ * `this` again, the section's raw text (`raw`, or asked for through `token` when it is long),
+ * and a `render` of text in the section's context, which works while the lambda runs (and
+ * while its output is made a string), not after.
+ */
+function lambdaOutput(lambda, self, raw, token) {
+  const text = raw ?? outcome(native.renderSectionText(token));
+  let live = token;
+  try {
+    // (Token 0 is never a lambda's: a `render` kept for later finds nothing, as the addon says.)
+    const out = lambda.call(self, text, (template) => outcome(native.renderInScope(live, template)));
+    return out == null ? '' : '' + out;
+  } finally {
+    live = 0;
+  }
 }
 
 /** String.prototype.isWellFormed as this module found it (user code may replace it later). */
@@ -77,13 +97,17 @@ const isWellFormed = Function.prototype.call.bind(String.prototype.isWellFormed)
  * `count` function tags in a row, each written as write() writes it: `runArgs` holds 4 numbers
  * per tag (the function's index in `functions`, its `this`'s in `objects` or -1 for undefined,
  * the write mode, the escape function's index in `functions` or -1), and each tag's text
- * length is written over its first. Returns the texts joined, or `[joined, text]` when the
+ * length is written over its first. A tag of mode `section` is a section's function, called as
+ * section() calls it (its 4th number is the index of its raw text in `raws`, or -1 when that is
+ * long; the sections' lambdas have tokens `token`, `token + 1`… in order):
+ * a lambda's output is its text; data it returns ends the run, handed back as `[joined, data]`
+ * with a negative count in `returned`. Returns the texts joined, or `[joined, text]` when the
  * last, longer than RUN_TEXT_MAX, comes apart; says in `returned` how many it wrote. It stops
  * once the texts could take more than `room` units of the output (escaping as HTML makes a
  * text at most 6 times longer) or pass RUN_TEXT_MAX, and after a text holding a lone surrogate
  * (which the addon refuses before any later function is called).
  */
-function writeRun(functions, objects, args, count, room) {
+function writeRun(functions, objects, args, count, room, raws, token) {
   const limit = room < RUN_TEXT_MAX ? room : RUN_TEXT_MAX; // (Math.min may be replaced)
   let joined = '';
   let taken = 0;
@@ -91,9 +115,22 @@ function writeRun(functions, objects, args, count, room) {
   while (i < count) {
     const at = 4 * i;
     const self = args[at + 1] < 0 ? undefined : original(objects[args[at + 1]]);
-    const escape = args[at + 3] < 0 ? undefined : functions[args[at + 3]];
     const mode = args[at + 2];
-    const text = write(functions[args[at]], self, true, mode, escape);
+    let text;
+    if (mode === WRITE.section) {
+      const value = functions[args[at]].call(self);
+      if (typeof value !== 'function') {
+        // Data: the run ends here, and the addon renders the section's body over it.
+        const data = sectionData(value);
+        returned[0] = -(i + 1);
+        return [joined, data];
+      }
+      text = lambdaOutput(value, self, args[at + 3] < 0 ? undefined : raws[args[at + 3]], token);
+      token++;
+    } else {
+      const escape = args[at + 3] < 0 ? undefined : functions[args[at + 3]];
+      text = write(functions[args[at]], self, true, mode, escape);
+    }
     args[at] = text.length;
     i++;
     if (i > 1 && text.length > RUN_TEXT_MAX) {
