@@ -13,6 +13,7 @@
 
 const { contract } = require('./native.js');
 const { RpcError, CODES } = require('./errors.js');
+const { readMirror, thrower, returning } = require('./render.js');
 
 /**
  * Plain data of more values than this is refused: walking it here already takes seconds, and a
@@ -51,6 +52,18 @@ const { null: NULL, false: FALSE, true: TRUE, number: NUMBER, string: STRING, ar
 let functions = null;
 /** Whether the current walk may pack functions (a render's). */
 let takesFunctions = false;
+/**
+ * True while a render's walk is in its view (params[1]): there values plain data cannot hold
+ * are packed as mustache.js sees them, as lib/render.js prepares a view (an object that is not
+ * plain as its mirror, a BigInt or a symbol as a function returning it, a getter that throws as
+ * a function throwing its error, undefined as null, NaN and ±Infinity and -0 as they are), so
+ * that each getter is read once, by this walk, and the view still crosses packed.
+ */
+let inView = false;
+/** The mirrors read in this walk, by object: an object met twice is read once. */
+const mirrorsRead = new Map();
+/** Whether this walk packed a value of a render's view as mustache.js sees it (see inView). */
+let preparedInView = false;
 /** The objects met (`nMet` of them), kept between calls (emptied after each: no call keeps another's objects alive). */
 let objectsMet = Array.from({ length: 256 }, () => null);
 let nMet = 0;
@@ -116,6 +129,23 @@ const seenSet = new Set();
 /** The first object the walk met below the params array (see packObject). */
 let solo = null;
 
+const arrayBufferByteLength = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
+const sharedByteLength = typeof SharedArrayBuffer === 'function' ? Object.getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get : undefined;
+
+/** True for an ArrayBuffer or a SharedArrayBuffer (their brand, not their prototype). */
+function isBuffer(v) {
+  for (const get of [arrayBufferByteLength, sharedByteLength]) {
+    if (get === undefined) continue;
+    try {
+      get.call(v);
+      return true;
+    } catch {
+      // not this kind
+    }
+  }
+  return false;
+}
+
 /** True when Object.prototype has enumerable keys: for-in then lists them, JSON does not. */
 let inherited = false;
 
@@ -147,8 +177,8 @@ function pack(v, depth) {
       text += v;
       return 1;
     case 'number':
-      // JSON has no NaN, Infinity or -0.
-      if (!(Number.isFinite(v) && (v !== 0 || 1 / v > 0))) return -1;
+      // JSON has no NaN, Infinity or -0 (a render's view keeps them: the renderer prints them).
+      if (!(Number.isFinite(v) && (v !== 0 || 1 / v > 0)) && !inView) return -1;
       room(2);
       tape[at++] = NUMBER;
       tape[at++] = v;
@@ -170,9 +200,59 @@ function pack(v, depth) {
         return 1;
       }
       return packObject(v, depth);
-    default: // a function is packed in a render's walk; a symbol or a BigInt never
+    default: // a function is packed in a render's walk; a symbol or a BigInt only in its view
+      if (inView && typeof v !== 'function') {
+        preparedInView = true;
+        return packFunction(returning(v));
+      }
       return takesFunctions ? packFunction(v) : -1;
   }
+}
+
+/** `o[k]` in a render's view: a getter that throws gives a function throwing its error. */
+function readInView(o, k) {
+  try {
+    return o[k];
+  } catch (e) {
+    return thrower(e);
+  }
+}
+
+/**
+ * pack for `v`, an object of a render's view that is not plain (a Date, a class instance…): its
+ * mirror (lib/render.js), its values read once and packed as they are. The mirror is what the
+ * handles list: a function called with it as `this` gets `v`.
+ */
+function packMirror(v, depth) {
+  preparedInView = true;
+  let read = mirrorsRead.get(v);
+  if (read === undefined) {
+    read = readMirror(v);
+    mirrorsRead.set(v, read);
+  }
+  const [m, keys, values] = read;
+  met(m);
+  const count = keys.length;
+  if (!(count <= budget)) return TOO_MANY;
+  budget -= count;
+  room(2);
+  const head = at;
+  at += 2;
+  let n = 1;
+  for (let i = 0; i < count; i++) {
+    const c = pack(values[i], depth + 1);
+    if (c < 0) return c;
+    n += c;
+  }
+  tape[head] = OBJECT;
+  tape[head + 1] = count;
+  room(count);
+  for (let i = 0; i < count; i++) {
+    const k = keys[i];
+    tape[at++] = k.length;
+    text += k;
+  }
+  return n;
 }
 
 /** pack for the function `v`, in a walk that takes functions. */
@@ -201,10 +281,15 @@ function packObject(v, depth) {
     }
   }
   if (Array.isArray(v)) return packArray(v, depth, 0);
-  if (takesFunctions && depth > 0) met(v);
   let n = 1;
   const proto = Object.getPrototypeOf(v);
-  if (proto !== Object.prototype && proto !== null) return -1;
+  if (proto !== Object.prototype && proto !== null) {
+    // In a render's view, an instance crosses as its mirror (lib/render.js); what a mirror
+    // would not change (typed arrays, buffers, objects of another realm) crosses value by value.
+    if (!inView || ArrayBuffer.isView(v) || isBuffer(v) || Object.getPrototypeOf(proto) === null) return -1;
+    return packMirror(v, depth);
+  }
+  if (takesFunctions && depth > 0) met(v);
   // A typed array given a plain prototype: never listed index by index (2^30 of them).
   if (ArrayBuffer.isView(v)) return -1;
   // Nor a String object: it has a key per character, and no conversion lists them.
@@ -217,9 +302,10 @@ function packObject(v, depth) {
     // JSON lists own keys only (for-in also lists Object.prototype's enumerable ones).
     if (inherited && proto !== null && !hasOwn.call(v, k)) continue;
     if (--budget < 0) return TOO_MANY;
-    const item = v[k];
-    // JSON drops a key whose value is undefined; the value-by-value path keeps it (as null).
-    if (item === undefined) return -1;
+    const item = inView ? readInView(v, k) : v[k];
+    // JSON drops a key whose value is undefined; the value-by-value path keeps it (as null),
+    // and so does a render's view.
+    if (item === undefined && !inView) return -1;
     const c = pack(item, depth + 1);
     if (c < 0) return c;
     n += c;
@@ -267,8 +353,19 @@ function packArray(v, depth, from) {
   tape[at++] = ARRAY;
   tape[at++] = length - from;
   let n = 1 + from;
+  if (depth === 0 && takesFunctions) {
+    // The params array of a render: its view (params[1]) is packed as mustache.js sees it.
+    for (let i = from; i < length; i++) {
+      inView = i === 1;
+      const c = pack(v[i], 1);
+      inView = false;
+      if (c < 0) return c;
+      n += c;
+    }
+    return n;
+  }
   for (let i = from; i < length; i++) {
-    const c = pack(v[i], depth + 1);
+    const c = pack(inView ? readInView(v, i) : v[i], depth + 1);
     if (c < 0) return c;
     n += c;
   }
@@ -347,6 +444,7 @@ function wireParams(params, mayHoldFunctions = false, toJs = false) {
   let after = false;
   walking = true;
   takesFunctions = mayHoldFunctions;
+  preparedInView = false;
   functions = null;
   forgetMet();
   try {
@@ -369,10 +467,15 @@ function wireParams(params, mayHoldFunctions = false, toJs = false) {
     size = -1; // a getter or a trap threw: the native conversion names it precisely
   } finally {
     walking = false;
+    inView = false;
+    if (mirrorsRead.size > 0) mirrorsRead.clear();
   }
   const fns = functions;
   functions = null;
   takesFunctions = false;
+  // A render's view that needed preparing and holds too many values: lib/render.js's
+  // preparation refuses it, with its own bound and message.
+  if (size === TOO_MANY && preparedInView) size = -1;
   if (size < 0 || (size < contract.jsonMinValues && objects < 2)) {
     forgetMet();
     clearWalk();

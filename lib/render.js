@@ -424,16 +424,18 @@ function keysOf(proto) {
 }
 
 /**
- * The mirror of `v`, an object that is not plain: a plain object with what `k in v` finds
- * below the root prototype, read once (see the module doc).
+ * What `k in v` finds on `v` (an object that is not plain) below the root prototype, each
+ * read once (see the module doc): `[m, keys, values]`, `m` the mirror's object (it stands
+ * for `v`: `original(m)` is `v`), the values as read, not prepared. The walk of a render's
+ * params (lib/params.js) packs them as they are; mirror() makes `m` of them.
  */
-function mirror(v, seen) {
+function readMirror(v) {
   const m = {};
-  seen.set(v, m);
   originals.set(m, v);
+  const keys = [];
+  const values = [];
   // (A Proxy whose ownKeys trap throws ends the walk: the caller then sends the view unprepared.)
   for (const k of getOwnPropertyNames(v)) {
-    spend(1);
     // An own `constructor` is as any other key (only prototypes' are left out).
     let item;
     try {
@@ -441,13 +443,15 @@ function mirror(v, seen) {
     } catch (e) {
       item = thrower(e);
     }
-    put(m, k, prepare(item, seen));
+    keys.push(k);
+    values.push(item);
   }
   let proto = getPrototypeOf(v);
+  let names = null;
   while (proto !== null && getPrototypeOf(proto) !== null) {
     for (const k of keysOf(proto)) {
-      if (hasOwn.call(m, k)) continue; // shadowed by a nearer one
-      spend(1);
+      names ??= new Set(keys);
+      if (names.has(k)) continue; // shadowed by a nearer one
       const d = getOwnPropertyDescriptor(proto, k);
       let item;
       if (d === undefined) continue;
@@ -462,12 +466,29 @@ function mirror(v, seen) {
           item = thrower(e);
         }
       }
-      put(m, k, typeof item === 'function' ? item : prepare(item, seen));
+      names.add(k);
+      keys.push(k);
+      values.push(item);
     }
     proto = getPrototypeOf(proto);
   }
   // Printed through JavaScript, as the original (the helpers above print `original(m)`).
-  if (!hasOwn.call(m, 'toString')) m.toString = objectToString;
+  if (!(names ?? new Set(keys)).has('toString')) {
+    keys.push('toString');
+    values.push(objectToString);
+  }
+  return [m, keys, values];
+}
+
+/**
+ * The mirror of `v`, an object that is not plain: a plain object with what `k in v` finds
+ * below the root prototype, read once (see the module doc).
+ */
+function mirror(v, seen) {
+  const [m, keys, values] = readMirror(v);
+  seen.set(v, m);
+  spend(keys.length);
+  for (let i = 0; i < keys.length; i++) put(m, keys[i], prepare(values[i], seen));
   // So is a mirror inside an array that is printed (joined in JavaScript): String(original), as
   // mustache.js joins the original items (a symbol key: no field of the view).
   Object.defineProperty(m, Symbol.toPrimitive, { value: printedAs, enumerable: false });
@@ -532,4 +553,4 @@ function renderFailed(e) {
   throw inUserTerms(e);
 }
 
-module.exports = { finishRender, inUserTerms, renderFailed, prepareRenderParams };
+module.exports = { finishRender, inUserTerms, renderFailed, prepareRenderParams, readMirror, thrower, returning };
