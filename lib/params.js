@@ -13,7 +13,7 @@
 
 const { contract } = require('./native.js');
 const { RpcError, CODES } = require('./errors.js');
-const { readMirror, thrower, returning } = require('./render.js');
+const { readMirror, thrower, returning, isBuffer } = require('./render.js');
 
 /**
  * Plain data of more values than this is refused: walking it here already takes seconds, and a
@@ -128,23 +128,6 @@ let seen = null;
 const seenSet = new Set();
 /** The first object the walk met below the params array (see packObject). */
 let solo = null;
-
-const arrayBufferByteLength = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
-const sharedByteLength = typeof SharedArrayBuffer === 'function' ? Object.getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get : undefined;
-
-/** True for an ArrayBuffer or a SharedArrayBuffer (their brand, not their prototype). */
-function isBuffer(v) {
-  for (const get of [arrayBufferByteLength, sharedByteLength]) {
-    if (get === undefined) continue;
-    try {
-      get.call(v);
-      return true;
-    } catch {
-      // not this kind
-    }
-  }
-  return false;
-}
 
 /** True when Object.prototype has enumerable keys: for-in then lists them, JSON does not. */
 let inherited = false;

@@ -553,4 +553,4 @@ function renderFailed(e) {
   throw inUserTerms(e);
 }
 
-module.exports = { finishRender, inUserTerms, renderFailed, prepareRenderParams, readMirror, thrower, returning };
+module.exports = { finishRender, inUserTerms, renderFailed, prepareRenderParams, readMirror, thrower, returning, isBuffer };
