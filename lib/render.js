@@ -78,12 +78,14 @@ function sectionData(value) {
  * and a `render` of text in the section's context, which works while the lambda runs (and
  * while its output is made a string), not after.
  */
-function lambdaOutput(lambda, self, raw, token) {
+function lambdaOutput(lambda, self, raw, token, rendered) {
   const text = raw ?? outcome(native.renderSectionText(token));
   let live = token;
+  // What `text` renders to, when the addon rendered it ahead (`rendered`): no call for it.
+  const render = (template) => (live !== 0 && rendered !== undefined && template === text ? rendered : outcome(native.renderInScope(live, template)));
   try {
     // (Token 0 is never a lambda's: a `render` kept for later finds nothing, as the addon says.)
-    const out = lambda.call(self, text, (template) => outcome(native.renderInScope(live, template)));
+    const out = lambda.call(self, text, render);
     return out == null ? '' : '' + out;
   } finally {
     live = 0;
@@ -99,7 +101,8 @@ const isWellFormed = Function.prototype.call.bind(String.prototype.isWellFormed)
  * the write mode, the escape function's index in `functions` or -1), and each tag's text
  * length is written over its first. A tag of mode `section` is a section's function, called as
  * section() calls it (its 4th number is the index of its raw text in `raws`, or -1 when that is
- * long; the sections' lambdas have tokens `token`, `token + 1`… in order):
+ * long; the sections' lambdas have tokens `token`, `token + 1`… in order; `rendered[i]`, when
+ * there, is what its raw text renders to, which its lambda's `render(text)` then gives):
  * a lambda's output is its text; data it returns ends the run, handed back as `[joined, data]`
  * with a negative count in `returned`. Returns the texts joined, or `[joined, text]` when the
  * last, longer than RUN_TEXT_MAX, comes apart; says in `returned` how many it wrote. It stops
@@ -107,7 +110,7 @@ const isWellFormed = Function.prototype.call.bind(String.prototype.isWellFormed)
  * text at most 6 times longer) or pass RUN_TEXT_MAX, and after a text holding a lone surrogate
  * (which the addon refuses before any later function is called).
  */
-function writeRun(functions, objects, args, count, room, raws, token) {
+function writeRun(functions, objects, args, count, room, raws, token, rendered) {
   const limit = room < RUN_TEXT_MAX ? room : RUN_TEXT_MAX; // (Math.min may be replaced)
   let joined = '';
   let taken = 0;
@@ -125,7 +128,7 @@ function writeRun(functions, objects, args, count, room, raws, token) {
         returned[0] = -(i + 1);
         return [joined, data];
       }
-      text = lambdaOutput(value, self, args[at + 3] < 0 ? undefined : raws[args[at + 3]], token);
+      text = lambdaOutput(value, self, args[at + 3] < 0 ? undefined : raws[args[at + 3]], token, rendered === undefined ? undefined : rendered[i]);
       token++;
     } else {
       const escape = args[at + 3] < 0 ? undefined : functions[args[at + 3]];

@@ -111,8 +111,9 @@ pub const WRITE_RUN_MAX: usize = 256;
 pub enum RunTag<'a, 'r> {
     Write(Write<'a>),
     /// A section (never an inverted one) whose function is called: a lambda it returns is
-    /// called at once, and its output is the tag's text; data it returns ends the run.
-    Section(SectionCall<'a, 'r>),
+    /// called at once, and its output is the tag's text; data it returns ends the run. With
+    /// what its raw text renders to, when the first pass could render it ahead.
+    Section(SectionCall<'a, 'r>, Option<&'r str>),
 }
 
 /// How a [`Functions::tag_run`] ended: how many tags it did, the last one's data when that

@@ -616,7 +616,7 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
         for tag in tags {
             let entry = match tag {
                 RunTag::Write(w) => self.run_entry(w),
-                RunTag::Section(call) => self
+                RunTag::Section(call, _) => self
                     .run_entry(&Write {
                         value: Js::Function(call.function),
                         this: call.this,
@@ -638,7 +638,7 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
             .iter()
             .map(|tag| {
                 let scope = match tag {
-                    RunTag::Section(call) => Some(call.scope),
+                    RunTag::Section(call, _) => Some(call.scope),
                     RunTag::Write(_) => None,
                 };
                 move |text: &str| {
@@ -659,10 +659,23 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
         let mut distinct: Vec<&str> = Vec::new();
         let mut lives: Vec<Live> = Vec::new();
         let mut first_token = 0.0;
+        // What the sections' raw texts render to, where the first pass rendered them ahead.
+        let mut rendered = self.undefined;
         for (i, (tag, render)) in tags.iter().zip(&renders).enumerate() {
-            let RunTag::Section(call) = tag else {
+            let RunTag::Section(call, ahead) = tag else {
                 continue;
             };
+            if let Some(ahead) = ahead {
+                if rendered == self.undefined {
+                    // SAFETY: as in `element`; `rendered` is a live local.
+                    let status = unsafe { sys::napi_create_array(self.env, &mut rendered) };
+                    self.check(status, "making a run's texts")?;
+                }
+                let text = self.string(ahead)?;
+                // SAFETY: as in `element`.
+                let status = unsafe { sys::napi_set_element(self.env, rendered, i as u32, text) };
+                self.check(status, "making a run's texts")?;
+            }
             let raw = Finishing::raw_text(call.template, call.node);
             let live = Live::register(render, raw);
             if lives.is_empty() {
@@ -711,6 +724,7 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
             Value::Number(first_token)
                 .to_js(self.env)
                 .map_err(|why| internal(&why))?,
+            rendered,
         ];
         let result = self.call(self.write_run, self.helpers, &args);
         // (The last registered first: each is then found at the end.)
@@ -725,7 +739,7 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
         if done == 0 || done > entries.len() {
             return Err(run_miscounted());
         }
-        if with_data && !matches!(tags[done - 1], RunTag::Section(_)) {
+        if with_data && !matches!(tags[done - 1], RunTag::Section(..)) {
             return Err(run_miscounted());
         }
         let with_text = done - usize::from(with_data);

@@ -34,6 +34,9 @@ enum Slot<'a> {
         views: u32,
         template: Arc<Template>,
         node: usize,
+        /// What its raw text renders to in its views, when that needs no JavaScript (see
+        /// [`prerender`]): a lambda's `render` of that very text gets it without a call.
+        rendered: Option<Box<str>>,
     },
 }
 
@@ -160,10 +163,42 @@ impl<'a> Functions<'a> for Recorder<'a> {
             views: self.tree.borrow_mut().add(call.scope.views)?,
             template: call.template.clone(),
             node: call.node,
+            rendered: prerender(&call),
         };
         self.push(out.len(), slot)?;
         Ok(SectionValue::Done)
     }
+}
+
+/// A section's raw text that is short enough is rendered ahead by the first pass ([`prerender`]).
+const PRERENDER_MAX: usize = 256;
+
+/// What a lambda's `render(text)` of its section's own raw text gives (mustache.js's most common
+/// lambda wraps that), rendered by the first pass in the section's views: only for a short raw
+/// text of text and `{{name}}` tags (so at a cost bounded by its length), and only when it needs
+/// no JavaScript (no function or value printed by one met). The data is read once, when the
+/// call is made, so the calling thread's render of that text would give the same; `None` when
+/// any of this does not hold (or it fails): that render is then made when asked.
+fn prerender<'a>(call: &SectionCall<'a, '_>) -> Option<Box<str>> {
+    if call.inverted {
+        return None;
+    }
+    let raw = Finishing::raw_text(call.template, call.node);
+    if raw.len() > PRERENDER_MAX {
+        return None;
+    }
+    let template = call.scope.cache.get_or_parse(raw, call.scope.tags).ok()?;
+    let flat = template
+        .nodes
+        .iter()
+        .all(|node| matches!(node, Node::Text(_) | Node::Value { .. }));
+    if !flat {
+        return None;
+    }
+    let none = Recorder::default();
+    let mut r = Renderer::new(call.scope, call.scope.views.to_vec(), Some(&none));
+    r.render_template(template, &uncancellable()).ok()?;
+    none.is_empty().then(|| r.out.into_boxed_str())
 }
 
 /// Values made while a render is finished (what functions returned), kept until it is done.
@@ -378,6 +413,7 @@ impl<'p> Finishing<'p> {
                     views,
                     template,
                     node,
+                    ..
                 } => {
                     let views = parts.tree.stack(*views);
                     let scope = self.scope(&views);
@@ -429,6 +465,7 @@ impl<'p> Finishing<'p> {
                     views,
                     template,
                     node,
+                    ..
                 } => {
                     !is_inverted(template, *node)
                         && host.run_takes(&Write {
@@ -464,17 +501,19 @@ impl<'p> Finishing<'p> {
                     function,
                     template,
                     node,
+                    rendered,
                     ..
                 } => {
                     let views = stack.next().map_or(&[][..], |v| &v[..]);
-                    RunTag::Section(SectionCall {
+                    let call = SectionCall {
                         function: *function,
                         this: views.last().copied().unwrap_or(Js::Undefined),
                         inverted: false,
                         template,
                         node: *node,
                         scope: self.scope(views),
-                    })
+                    };
+                    RunTag::Section(call, rendered.as_deref())
                 }
             })
             .collect();
@@ -509,6 +548,7 @@ impl<'p> Finishing<'p> {
                     node,
                     function,
                     views,
+                    ..
                 },
             ) = &slots[done - 1]
             else {
