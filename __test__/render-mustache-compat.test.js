@@ -374,6 +374,15 @@ test('every getter of a view is read once per render, wherever it is and whateve
   }
 });
 
+test('a view prepared the long way is not copied for a NaN: a Proxy array whose has trap throws still renders as in mustache.js', async () => {
+  // (Nested deeper than the packed walk goes, the view is prepared first; NaN !== NaN made a
+  // copy of the array, whose slice() ran the trap, and the render rejected with its error.)
+  let deep = [''];
+  for (let i = 0; i < 70; i++) deep = [deep];
+  const view = () => ({ a: new Proxy([deep, NaN], { has() { throw new Error('the has trap throws'); } }) });
+  expect(await pool.render('{{a}}', view())).toBe(Mustache.render('{{a}}', view()));
+});
+
 test('exec("render") keeps its plain-data contract: a Date or an instance is refused there', async () => {
   for (const data of [{ d: new Date(0) }, { s: new Shape('x') }]) {
     const e = await pool.exec('render', '{{d}}', data).catch((x) => x);

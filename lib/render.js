@@ -348,7 +348,7 @@ function prepareArray(v, seen) {
       if (e === TOO_BIG) throw e;
       p = thrower(e);
     }
-    if (copy === null && p !== item) {
+    if (copy === null && !Object.is(p, item)) {
       copy = v.slice(0, i);
       seen.set(v, copy);
     }
@@ -393,7 +393,7 @@ function preparePlain(v, seen) {
         if (e === TOO_BIG) throw e;
         p = thrower(e); // (item stays undefined: never equal to a function)
       }
-      if (copy === null && p !== item) {
+      if (copy === null && !Object.is(p, item)) {
         copy = {};
         for (let j = base; j < readKeys.length; j++) put(copy, readKeys[j], readValues[j]);
         seen.set(v, copy);
