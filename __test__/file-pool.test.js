@@ -10,6 +10,7 @@ const { Pool, RpcError } = require('..');
 const { RESPAWN } = require('../lib/workers.js');
 const { outcome, rejection } = require('./helpers/rejection.js');
 const { settles } = require('./helpers/order.js');
+const { child } = require('./helpers/child.js');
 
 const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
@@ -441,6 +442,186 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     await expect(pool.call('echo', [1], { transfer: 'no' })).rejects.toMatchObject({ code: C.InvalidRequest });
   });
 
+  test('a moved buffer goes on moving: the receiver moves it back, detached there and whole here', async () => {
+    const one = new Pool({ filename: VALUES, threads: 1 });
+    try {
+      const sent = new Uint8Array(100_000).map((_, i) => i & 255);
+      const back = await one.call('moveOnAndKeep', [sent], { transfer: [sent.buffer] });
+      expect(sent.buffer.byteLength).toBe(0);
+      expect([util.types.isUint8Array(back), back.byteLength]).toEqual([true, 100_000]);
+      expect(back.every((b, i) => b === (i & 255))).toBe(true);
+      expect(await one.exec('keptLength')).toBe(0); // detached on the serving thread
+      // And once more, the received buffer itself: it moves like any other.
+      const again = await one.call('moveOnAndKeep', [back], { transfer: [back.buffer] });
+      expect([back.buffer.byteLength, again.byteLength, again[255]]).toEqual([0, 100_000, 255]);
+    } finally {
+      await one.close();
+    }
+  });
+
+  test('a received moved buffer is external memory: postMessage does not move it away; a WebAssembly memory is copied and stays', async () => {
+    const back = await pool.exec('moveBack', 1000);
+    const { port1, port2 } = new MessageChannel();
+    try {
+      // Node 20 copies an untransferable buffer; later versions throw. Either way it stays here.
+      port1.postMessage(back.buffer, [back.buffer]);
+      const { message } = require('node:worker_threads').receiveMessageOnPort(port2);
+      expect(new Uint8Array(message).every((b) => b === 9)).toBe(true);
+    } catch (e) {
+      expect(e.name).toBe('DataCloneError');
+    } finally {
+      port1.close();
+    }
+    expect([back.buffer.byteLength, back.every((b) => b === 9)]).toEqual([1000, true]);
+    const memory = new WebAssembly.Memory({ initial: 1 });
+    new Uint8Array(memory.buffer).fill(3);
+    const seen = await pool.call('describeBuffer', [new Uint8Array(memory.buffer)], { transfer: [memory.buffer] });
+    expect([seen, memory.buffer.byteLength]).toEqual([{ length: 65_536, first: 3, last: 3 }, 65_536]);
+  });
+
+  test('two views over one moved buffer arrive over one buffer; a listed buffer the value does not hold is detached all the same', async () => {
+    const buffer = new ArrayBuffer(16);
+    const a = new Uint8Array(buffer, 0, 8).fill(1);
+    const b = new Uint8Array(buffer, 8, 8).fill(2);
+    const unused = new ArrayBuffer(4);
+    const seen = await pool.call('views', [a, b], { transfer: [buffer, unused] });
+    expect([buffer.byteLength, unused.byteLength]).toEqual([0, 0]);
+    // An empty buffer moves too, and arrives empty.
+    const empty = new Uint8Array(0);
+    const back = await pool.call('echo', [[empty, new Uint8Array([1])]], { transfer: [empty.buffer] });
+    expect([back[0].byteLength, back[1][0]]).toEqual([0, 1]);
+    const none = new Uint8Array(0);
+    const moved = await pool.call('moveOnAndKeep', [none], { transfer: [none.buffer] });
+    expect([util.types.isUint8Array(moved), moved.byteLength]).toEqual([true, 0]);
+    expect(seen).toEqual({ same: true, offsets: [0, 8], a: Array(8).fill(1), b: Array(8).fill(2) });
+  });
+
+  test('a moved buffer whose call fails, or is aborted, stays detached on the sender, and the pool goes on', async () => {
+    const failing = new Uint8Array(1000).fill(5);
+    const e = await rejection(pool.call('fail', [failing], { transfer: [failing.buffer] }), Error);
+    expect(e.message).toContain('this task fails');
+    expect(failing.buffer.byteLength).toBe(0);
+    const ac = new AbortController();
+    const aborted = new Uint8Array(1000).fill(6);
+    const call = pool.call('slow', [200, aborted], { transfer: [aborted.buffer], signal: ac.signal });
+    expect(aborted.buffer.byteLength).toBe(0);
+    ac.abort();
+    expect((await outcome(call)).code).toBe(C.Aborted);
+    // An unknown method refuses the call after the params crossed: the sender's buffer is gone too.
+    const refused = new Uint8Array(8);
+    await rejection(pool.call('noSuchMethod', [refused], { transfer: [refused.buffer] }), RpcError);
+    expect(refused.buffer.byteLength).toBe(0);
+    expect(await pool.exec('echo', new Map([[1, 2]]))).toEqual(new Map([[1, 2]]));
+  });
+
+  test('received moved buffers stay whole after their calls settle and after collections, on both sides', async () => {
+    const r = await child(
+      `const pool = new Pool({ filename: ${JSON.stringify(VALUES)}, threads: 1 });
+       const received = [];
+       for (let i = 0; i < 20; i++) received.push(await pool.exec('moveBack', 100_000 + i));
+       for (let i = 0; i < 20; i++) {
+         const sent = new Uint8Array(50_000).fill(i);
+         await pool.call('hold', [sent], { transfer: [sent.buffer] });
+       }
+       // Garbage in between, and collections on both threads.
+       for (let i = 0; i < 50; i++) { new ArrayBuffer(1 << 20); globalThis.gc(); }
+       const sums = await pool.exec('collectAndSum');
+       globalThis.gc();
+       const here = received.map((u8, i) => u8.length === 100_000 + i && u8.every((b) => b === 9));
+       // Many received buffers dropped: their memory is freed (no growth of 500 MB).
+       const before = process.memoryUsage().rss;
+       for (let i = 0; i < 500; i++) { await pool.exec('moveBack', 1 << 20); if (i % 50 === 0) globalThis.gc(); }
+       globalThis.gc();
+       await new Promise((resolve) => setTimeout(resolve, 50));
+       const grownMb = (process.memoryUsage().rss - before) / 2 ** 20;
+       await pool.close();
+       out({ here, sums, freed: grownMb < 250 });`,
+      { args: ['--expose-gc'] },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.result).toEqual({ here: Array(20).fill(true), sums: Array.from({ length: 20 }, (_, i) => 50_000 * i), freed: true });
+  }, 60_000);
+
+  test('a received buffer moved on ping-pongs 1,000 times with its content right and memory flat', async () => {
+    const r = await child(
+      `const pool = new Pool({ filename: ${JSON.stringify(VALUES)}, threads: 1 });
+       let u8 = new Uint8Array(1 << 20).map((_, i) => i & 255);
+       let right = true;
+       let before = 0;
+       for (let round = 1; round <= 1000; round++) {
+         const sent = u8;
+         u8 = await pool.call('bump', [sent], { transfer: [sent.buffer] });
+         if (sent.buffer.byteLength !== 0 || u8.length !== 1 << 20) right = false;
+         if (u8[0] !== (round & 255) || u8[4097] !== ((4097 + round) & 255)) right = false;
+         if (round === 100) { globalThis.gc(); before = process.memoryUsage().rss; }
+         if (round % 100 === 0) globalThis.gc();
+       }
+       const whole = u8.every((b, i) => b === ((i + 1000) & 255));
+       globalThis.gc();
+       await new Promise((resolve) => setTimeout(resolve, 50));
+       // 900 rounds of 1 MB each way: a leak of any side's buffer would grow by 900 MB or more.
+       const grownMb = (process.memoryUsage().rss - before) / 2 ** 20;
+       await pool.close();
+       out({ right, whole, flat: grownMb < 200 });`,
+      { args: ['--expose-gc'] },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.result).toEqual({ right: true, whole: true, flat: true });
+  }, 120_000);
+
+  test('a received buffer moved on detaches every view on it here; listed twice or once detached it is refused', async () => {
+    const back = await pool.exec('moveBack', 5000);
+    const second = new Uint8Array(back.buffer, 100, 50);
+    const seen = await pool.call('describeBuffer', [back], { transfer: [back.buffer] });
+    expect(seen).toEqual({ length: 5000, first: 9, last: 9 });
+    expect([back.buffer.byteLength, back.byteLength, second.byteLength]).toEqual([0, 0, 0]);
+    await expect(pool.call('echo', [1], { transfer: [back.buffer] })).rejects.toMatchObject({ name: 'DataCloneError' });
+    const twice = await pool.exec('moveBack', 64);
+    await expect(pool.call('echo', [twice], { transfer: [twice.buffer, twice.buffer] })).rejects.toMatchObject({ name: 'DataCloneError' });
+    expect([twice.buffer.byteLength, twice[63]]).toEqual([64, 9]);
+    // Two received buffers moved on in one call arrive each whole.
+    const a = await pool.exec('moveBack', 3000);
+    const b = await pool.exec('moveBack', 4000);
+    const both = await pool.call('echo', [[a, b]], { transfer: [a.buffer, b.buffer] });
+    expect([both[0].byteLength, both[1].byteLength, both[0].every((x) => x === 9), both[1].every((x) => x === 9)]).toEqual([3000, 4000, true, true]);
+  });
+
+  test('a received buffer moved on to a call that fails or is aborted is gone here, and the pool goes on', async () => {
+    const failing = await pool.exec('moveBack', 20_000);
+    const e = await rejection(pool.call('fail', [failing], { transfer: [failing.buffer] }), Error);
+    expect(e.message).toContain('this task fails');
+    expect(failing.buffer.byteLength).toBe(0);
+    const ac = new AbortController();
+    const aborted = await pool.exec('moveBack', 20_000);
+    const call = pool.call('slow', [200, aborted], { transfer: [aborted.buffer], signal: ac.signal });
+    expect(aborted.buffer.byteLength).toBe(0);
+    ac.abort();
+    expect((await outcome(call)).code).toBe(C.Aborted);
+    const next = await pool.exec('moveBack', 20_000);
+    expect(await pool.call('sumLater', [0, next], { transfer: [next.buffer] })).toBe(9 * 20_000);
+  });
+
+  test('detached originals collected while the buffers they moved on are in flight leave those buffers whole', async () => {
+    const r = await child(
+      `const pool = new Pool({ filename: ${JSON.stringify(VALUES)}, threads: 2 });
+       const calls = [];
+       for (let i = 0; i < 30; i++) {
+         let got = await pool.exec('moveBack', 100_000 + i);
+         const view = new Uint8Array(got.buffer, 10);
+         calls.push(pool.call('sumLater', [30, got], { transfer: [got.buffer] }));
+         if (view.byteLength !== 0) calls.push(Promise.resolve('a view stayed attached'));
+         got = null;
+       }
+       for (let i = 0; i < 20; i++) { new ArrayBuffer(1 << 20); globalThis.gc(); await new Promise((resolve) => setImmediate(resolve)); }
+       const sums = await Promise.all(calls);
+       await pool.close();
+       out(sums);`,
+      { args: ['--expose-gc'] },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.result).toEqual(Array.from({ length: 30 }, (_, i) => 9 * (100_000 + i)));
+  }, 60_000);
+
   test('what structured clone cannot carry rejects with a DataCloneError naming its place', async () => {
     const cases = [
       [{ handler() {} }, 'params[0].handler is a function'],
@@ -457,12 +638,12 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     expect(await pool.exec('echo', 5)).toBe(5);
   });
 
-  test('hostile params: a throwing getter rejects with its error, a Proxy is refused, a huge sparse length and __proto__ keys cross as they are', async () => {
+  test('hostile params: a throwing getter rejects with its error, a Proxy crosses as what it stands for, a huge sparse length and __proto__ keys cross as they are', async () => {
     const thrown = new RangeError('getter says no');
     const e = await rejection(pool.exec('echo', { when: new Date(0), get bad() { throw thrown; } }));
     expect(e).toBe(thrown);
-    const p = await rejection(pool.exec('echo', { d: new Date(0), p: new Proxy({}, {}) }), RpcError);
-    expect([p.name, p.message.startsWith('params[0].p is a Proxy')]).toEqual(['DataCloneError', true]);
+    const p = await pool.exec('echo', { d: new Date(0), p: new Proxy({}, {}) });
+    expect([util.types.isDate(p.d), p.p]).toEqual([true, {}]);
     const sparse = [];
     sparse.length = 2 ** 32 - 1;
     sparse[5] = new Date(1);
@@ -475,6 +656,77 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     expect([Object.getPrototypeOf(Object.getPrototypeOf(got)), got.polluted, got.__proto__]).toEqual([null, undefined, { polluted: true }]);
     expect(Object.keys(got)).toEqual(['__proto__', 'd', 'when']);
     expect(({}).polluted).toBeUndefined();
+  });
+
+  test('a Proxy or an arguments object next to a value only structured clone carries crosses as what it stands for (it was a DataCloneError)', async () => {
+    // Each is read once, through its traps: own enumerable string keys, or an array's items.
+    const reads = [];
+    const logged = new Proxy({ a: 1, list: [2, 3] }, { get(t, k, r) { reads.push(k); return Reflect.get(t, k, r); } });
+    const back = await pool.exec('echo', { n: 10n ** 20n, nan: NaN, when: new Date(5), p: logged, items: new Proxy([1, { b: 2 }], {}) });
+    expect([back.n, back.nan, back.when.getTime(), back.p, back.items]).toEqual([10n ** 20n, NaN, 5, { a: 1, list: [2, 3] }, [1, { b: 2 }]]);
+    expect(reads).toEqual(['a', 'list']);
+    // An arguments object crosses as the plain object of its items (as it did value by value).
+    const args = (function () {
+      return arguments;
+    })(1, new Date(3));
+    const a = await pool.exec('echo', { bytes: new Uint8Array([1]), args });
+    expect([Object.keys(a.args), a.args[0], a.args[1].getTime(), Array.isArray(a.args)]).toEqual([['0', '1'], 1, 3, false]);
+    const whole = await pool.exec('echo', args);
+    expect([whole[0], whole[1].getTime()]).toEqual([1, 3]);
+    // A cycle through a Proxy stays a cycle; an object reached twice stays one object.
+    const target = { d: new Date(0) };
+    const cyclic = new Proxy(target, {});
+    target.self = cyclic;
+    const shared = { s: 1 };
+    const c = await pool.exec('echo', { cyclic, twice: [shared, new Proxy({ shared }, {})] });
+    expect([c.cyclic.self === c.cyclic, c.twice[1].shared === c.twice[0], c.cyclic.d.getTime()]).toEqual([true, true, 0]);
+    // A Proxy of a Map stands for its own enumerable keys (none): postMessage has no Map to read.
+    const m = await pool.exec('echo', { n: 1n, m: new Proxy(new Map([[1, 2]]), {}) });
+    expect(m.m).toEqual({});
+    // A result holding a Proxy crosses back the same way.
+    const r = await pool.exec('proxyResult');
+    expect([r.d.getTime(), r.p]).toEqual([1, { a: [1, 2] }]);
+    // What the copy meets that structured clone cannot carry is still named in the caller's terms.
+    const f = await rejection(pool.exec('echo', { n: 1n, p: new Proxy({ inner: { cb() {} } }, {}) }), RpcError);
+    expect([f.name, f.code, f.message]).toEqual(['DataCloneError', C.InvalidParams, 'params[0].p.inner.cb is a function, which structured clone cannot carry']);
+    // What structured clone never reads (a Date's or an Error's own fields) is not the culprit.
+    const odd = { d: Object.assign(new Date(0), { p: new Proxy({}, {}) }), e: Object.assign(new Error('e'), { p: new Proxy({}, {}) }), cb() {} };
+    const g = await rejection(pool.exec('echo', odd), RpcError);
+    expect([g.name, g.message]).toEqual(['DataCloneError', 'params[0].cb is a function, which structured clone cannot carry']);
+  });
+
+  test('hostile Proxies next to a cloned value: a trap that throws rejects with its error, a revoked Proxy with its TypeError, a huge length is refused before it is read', async () => {
+    const trapError = new Error('the get trap says no');
+    const throwing = new Proxy({ x: 1 }, { get() { throw trapError; } });
+    expect(await rejection(pool.exec('echo', { d: new Date(0), throwing }))).toBe(trapError);
+    const keysError = new Error('the ownKeys trap says no');
+    expect(await rejection(pool.exec('echo', { d: new Date(0), p: new Proxy({}, { ownKeys() { throw keysError; } }) }))).toBe(keysError);
+    const revocable = Proxy.revocable({}, {});
+    revocable.revoke();
+    const revoked = await rejection(pool.exec('echo', { n: 1n, p: revocable.proxy }));
+    expect([revoked instanceof RpcError, revoked.name, /revoked/.test(revoked.message)]).toEqual([false, 'TypeError', true]);
+    let itemsRead = 0;
+    const huge = new Proxy([], {
+      get(t, k) {
+        if (k === 'length') return 2 ** 40;
+        itemsRead++;
+        return 0;
+      },
+    });
+    const big = await rejection(pool.exec('echo', { n: 1n, huge }), RpcError);
+    expect([big.name, big.code, big.data.path, itemsRead]).toEqual(['DataCloneError', C.InvalidParams, 'params[0].huge', 0]);
+    expect(big.message).toMatch(/^params\[0\]\.huge is an array of 1099511627776 elements: more than the \d+ values/);
+    // A length that is no array's: not a number is refused; negative or NaN is 0, a fraction is cut.
+    const withLength = (length) => new Proxy([7, 8, 9], { get: (t, k) => (k === 'length' ? length : t[k]) });
+    const odd = await rejection(pool.exec('echo', { n: 1n, a: withLength('2') }), RpcError);
+    expect([odd.name, odd.message]).toEqual(['DataCloneError', 'params[0].a is a Proxy of an array whose length is not a number']);
+    const lengths = await pool.exec('echo', { n: 1n, a: [withLength(-1), withLength(NaN), withLength(2.5)] });
+    expect(lengths.a).toEqual([[], [], [7, 8]]);
+    // A Proxy whose every read makes a new Proxy nests without end: refused, never a hang or a crash.
+    const endless = () => new Proxy({}, { ownKeys: () => ['next'], getOwnPropertyDescriptor: () => ({ value: 0, enumerable: true, configurable: true }), get: () => endless() });
+    const deep = await rejection(pool.exec('echo', { n: 1n, endless: endless() }), RpcError);
+    expect([deep.name, deep.code]).toEqual(['DataCloneError', C.InvalidParams]);
+    expect(await pool.exec('echo', 5)).toBe(5);
   });
 
   test('plain params and results keep their path: undefined items stay undefined, numbers and strings as they were', async () => {

@@ -9,6 +9,22 @@ const { Pool, RpcError } = require('../index.js');
 const { serve, RemotePool } = require('../lib/nats.js');
 const { startNats, natsServerPath } = require('./helpers/nats/server.js');
 const { childHost, killChildHosts } = require('./helpers/nats/child-host.js');
+const client = require('prom-client');
+const { MeterProvider, MetricReader, AggregationTemporality } = require('@opentelemetry/sdk-metrics');
+const { prometheus, openTelemetry } = require('../lib/metrics.js');
+
+/** A metric reader whose collect() the test calls (the SDK's own pull path). */
+class CollectingReader extends MetricReader {
+  constructor() {
+    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+  }
+  onForceFlush() {
+    return Promise.resolve();
+  }
+  onShutdown() {
+    return Promise.resolve();
+  }
+}
 
 const C = RpcError.codes;
 const maybe = natsServerPath() === null ? describe.skip : describe;
@@ -59,6 +75,51 @@ maybe('corepool/nats durable jobs', () => {
     expect(host.stats().data.jobs).toMatchObject({ done: 2, duplicates: 0 });
     await host.close();
     await remote.close();
+  });
+
+  test("corepool/metrics reports a durable host's job counts: Prometheus gauges and OpenTelemetry observations", async () => {
+    const remote = new RemotePool(nc, { name: 'metered' });
+    const host = await serve(pool, nc, { name: 'metered', durable: true });
+    const registry = new client.Registry();
+    const prom = prometheus({ registry }).watch(host, 'metered');
+    const reader = new CollectingReader();
+    const provider = new MeterProvider({ readers: [reader] });
+    const otel = openTelemetry(provider.getMeter('corepool-test')).watch(host, 'metered');
+    try {
+      const ok = await Promise.all([5, 6, 7].map((n) => remote.submit('fibonacci', [n])));
+      const bad = await remote.submit('nope', []);
+      await Promise.all(ok.map(({ id }) => remote.waitFor(id)));
+      await expect(remote.waitFor(bad.id)).rejects.toMatchObject({ code: C.MethodNotFound });
+      expect((await remote.submit('fibonacci', [5], { id: ok[0].id })).duplicate).toBe(true);
+      const jobs = host.stats().data.jobs;
+      expect(jobs).toMatchObject({ done: 3, failed: 1 });
+
+      const gauge = (await registry.getMetricsAsJSON()).find((m) => m.name === 'corepool_nats_jobs');
+      const byFigure = Object.fromEntries(gauge.values.map((v) => [v.labels.figure, [v.labels.host, v.value]]));
+      expect(byFigure.done).toEqual(['metered', 3]);
+      expect(byFigure.failed).toEqual(['metered', 1]);
+      expect(byFigure.running).toEqual(['metered', 0]);
+      expect(Object.keys(byFigure).sort()).toEqual(Object.keys(jobs).filter((k) => typeof jobs[k] === 'number').sort());
+      // The host's own figures: every number of its stats().data but its concurrency setting.
+      const data = host.stats().data;
+      const hostGauge = (await registry.getMetricsAsJSON()).find((m) => m.name === 'corepool_nats_host');
+      const hostFigures = Object.fromEntries(hostGauge.values.map((v) => [v.labels.figure, v.value]));
+      const numbers = Object.keys(data).filter((k) => typeof data[k] === 'number' && k !== 'concurrency');
+      expect(Object.keys(hostFigures).sort()).toEqual(numbers.sort());
+      expect(hostFigures.peakInHand).toBe(data.peakInHand);
+
+      const { resourceMetrics, errors } = await reader.collect();
+      expect(errors).toEqual([]);
+      const points = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === 'corepool.nats.jobs').dataPoints;
+      expect(points.find((p) => p.attributes.figure === 'done')).toMatchObject({ attributes: { host: 'metered' }, value: 3 });
+      expect(points.find((p) => p.attributes.figure === 'failed').value).toBe(1);
+    } finally {
+      prom.close();
+      otel.close();
+      await provider.shutdown();
+      await host.close();
+      await remote.close();
+    }
   });
 
   test('bad submissions are refused before they are stored; waitFor times out and aborts', async () => {

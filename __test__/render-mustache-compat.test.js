@@ -303,6 +303,46 @@ test('Dates, class instances, prototype getters, Maps, Sets, throwing getters, B
   expect(await differences(OBJECTS)).toEqual([]);
 });
 
+// Objects mustache.js prints otherwise than a plain object: one without a prototype (String()
+// throws: mustache.js throws that TypeError), an arguments object ('[object Arguments]', and
+// its `length` is a property `in` finds). Each alone in a view that is otherwise plain data
+// (which crosses packed), inside a view that is not (a Date beside it), and behind a Proxy.
+const bare = (fields) => Object.assign(Object.create(null), fields);
+const args = (...items) =>
+  (function () {
+    return arguments;
+  })(...items);
+const ODD_OBJECTS = [
+  at('an object without a prototype, printed', '{{o}}', () => ({ o: bare({ a: 'x' }) })),
+  at('an object without a prototype, printed raw', '{{{o}}}', () => ({ o: bare({ a: 'x' }) })),
+  at('an object without a prototype, printed beside a Date', '{{d}}{{o}}', () => ({ d: DATE, o: bare({ a: 'x' }) })),
+  at('an object without a prototype, printed in an array', '{{list}}', () => ({ list: [1, bare({})] })),
+  at('an object without a prototype as a section item', '{{#list}}{{.}}{{/list}}', () => ({ list: [bare({ a: 1 })] })),
+  at('an object without a prototype as the view', '{{.}}', () => bare({ a: 'x' })),
+  at('an object without a prototype, behind a Proxy', '{{p}}', () => ({ p: new Proxy(bare({ a: 1 }), {}) })),
+  at('an object without a prototype, not printed: its fields, non-enumerable too', '{{o.a}}|{{#o}}{{a}}{{hidden}}{{/o}}', () => ({
+    o: Object.defineProperty(bare({ a: 'x' }), 'hidden', { value: 'h', enumerable: false }),
+  })),
+  at('an arguments object, printed', '{{a}}|{{{a}}}', () => ({ a: args(1, 'b') })),
+  at('an arguments object: items and length', '{{a.0}}|{{a.1}}|{{a.length}}', () => ({ a: args(1, 'b') })),
+  at('an arguments object as a section', '{{#a}}[{{.}}:{{length}}]{{/a}}', () => ({ a: args(1, 'b') })),
+  at('an arguments object beside a Date', '{{d}}|{{a}}|{{a.length}}', () => ({ d: DATE, a: args(3) })),
+  at('an arguments object in an array', '{{list}}', () => ({ list: [args(), 2] })),
+  at('an arguments object as the view', '{{0}}{{length}}|{{.}}', () => args('z')),
+  // (Node 26, property seed -230841716: a BigInt as `toString` is no method: String() throws.)
+  at('an own toString that is a BigInt, printed', '{{a}}', () => ({ a: { toString: 0n } })),
+  at('an own toString that is a BigInt, in an array', '{{list}}', () => ({ list: [{ toString: 1n }] })),
+  at('an own toString that is a BigInt, read by name', '{{#a}}{{toString}}{{/a}}', () => ({ a: { toString: 2n } })),
+  at('an own toString that is a symbol, valueOf a method', '{{a}}', () => ({ a: { toString: Symbol('s'), valueOf: () => 7 } })),
+  at('an own valueOf that is a BigInt, printed raw', '{{{a}}}|{{a}}', () => ({ a: { valueOf: 3n } })),
+];
+
+test('objects without a prototype, arguments objects and objects whose toString is no function print, and read, as in mustache.js', async () => {
+  expect(await differences(ODD_OBJECTS)).toEqual([]);
+  // (Printing one without a prototype throws in mustache.js: the render rejects with that error.)
+  expect(ODD_OBJECTS.filter((c) => 'error' in viaMustache(c)).length).toBe(9);
+});
+
 test("a throwing getter rejects the render with the getter's own error, as mustache.js throws it", async () => {
   const boom = new Error('from the getter');
   const view = { s: new (class { get bad() { throw boom; } })() };

@@ -281,6 +281,29 @@ describe('a serving worker lingers for the next call', () => {
   });
 });
 
+describe('a serving thread flooded with queued calls', () => {
+  test('its own timers, immediates and port messages run between calls, not after the flood', async () => {
+    // One worker, one call at a time: `arm`, then FLOOD calls of 200 µs queued behind it (far
+    // more than the thread serves before its event loop gets a turn).
+    const FLOOD = 500;
+    const pool = new Pool({ filename: path.join(__dirname, 'fixtures', 'tasks', 'loop-turns.js'), threads: 1 });
+    try {
+      await pool.ready();
+      const armed = pool.exec('arm');
+      const flood = Array.from({ length: FLOOD }, () => pool.exec('work', 200));
+      expect(await armed).toBe('armed');
+      // Concurrency 1: the calls ran one after the other, in order.
+      expect(await Promise.all(flood)).toEqual(Array.from({ length: FLOOD }, (_, i) => i + 1));
+      const seen = await pool.exec('seen');
+      expect(Object.keys(seen).sort()).toEqual(['immediate', 'message', 'timeout']);
+      // Each fired while calls were still waiting.
+      for (const kind of ['immediate', 'message', 'timeout']) expect([kind, seen[kind] < FLOOD]).toEqual([kind, true]);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
 describe('strategies spread served calls', () => {
   test('roundrobin cycles through the servers of a method', async () => {
     const pool = new Pool({ threads: 1, strategy: 'roundrobin' });

@@ -20,7 +20,10 @@
 //     refuses the value (corepool's RpcError InvalidParams) is recorded as "not supported" for
 //     it; any other failure fails the run.
 //
-//   node bench/heavy-js.js [--quick]
+//   node bench/heavy-js.js [--quick] [--part heavy|tiny|values]...
+//
+// --part runs only the parts named (repeat it for several); such a run prints its figures but
+// writes no results file, which holds the whole benchmark's.
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { isDeepStrictEqual } = require('node:util');
@@ -249,7 +252,20 @@ async function probe(run) {
   }
 }
 
-async function piscinaParts(suite) {
+/** The parts to run: each `--part <name>` given, or all of them. */
+function chosenParts() {
+  const all = ['heavy', 'tiny', 'values'];
+  const chosen = [];
+  for (let i = 0; i < process.argv.length; i++) {
+    if (process.argv[i] !== '--part') continue;
+    const name = process.argv[i + 1];
+    if (!all.includes(name)) throw new Error(`--part takes one of ${all.join(', ')}, not ${name}`);
+    chosen.push(name);
+  }
+  return chosen.length === 0 ? all : chosen;
+}
+
+async function piscinaParts(suite, parts) {
   const loopMs = suite.quick ? 500 : 3000;
   const loop = { callers: CALLERS, ms: loopMs };
   const CorepoolPiscina = require(COREPOOL_PISCINA);
@@ -258,47 +274,55 @@ async function piscinaParts(suite) {
     new P({ filename: path.join(PEERS, 'values-task.js'), minThreads: THREADS, maxThreads: THREADS, workerData: { piscina: module } });
   const ours = make(CorepoolPiscina, COREPOOL_PISCINA);
   const theirs = make(Piscina, require.resolve('piscina'));
-  const add = path.join(PEERS, 'add-task.js');
   try {
-    suite.log(`part 2: tiny tasks, ${CALLERS} callers × ${loopMs} ms, ${THREADS} threads each`);
-    for (const p of [ours, theirs]) if ((await p.run({ a: 2, b: 3 }, { filename: add })) !== 5) throw new Error('add is wrong');
-    const tiny = { ...loop, check: (i, sum) => sum === i + 1 };
-    await suite.interleave([
-      { label: 'corepool/piscina add', unit: 'ops/s', fn: () => closedLoop((i) => ours.run({ a: i, b: 1 }, { filename: add }), tiny) },
-      { label: 'piscina add', unit: 'ops/s', fn: () => closedLoop((i) => theirs.run({ a: i, b: 1 }, { filename: add }), tiny) },
-    ]);
-    suite.ratio('corepool/piscina vs piscina, tiny task', 'corepool/piscina add', 'piscina add', 5);
-
-    suite.log(`part 3: values structured clone carries, ${CALLERS} callers × ${loopMs} ms`);
-    const mine = await valueLoops(ours, CorepoolPiscina.move, loop);
-    const peer = await valueLoops(theirs, Piscina.move, loop);
-    const rows = [];
-    for (const [k, { label, fn }] of mine.entries()) {
-      if (peer[k].fn === null) throw new Error(`Piscina refused ${label}`);
-      if (fn === null) {
-        suite.note(`${label}: corepool/piscina refuses it today (InvalidParams): not supported, Piscina measured alone`);
-        await suite.interleave([{ label: `piscina: ${label}`, unit: 'ops/s', fn: peer[k].fn }]);
-        rows.push({ value: label, 'corepool/piscina': 'not supported', piscina: suite.results[`piscina: ${label}`].median });
-        continue;
-      }
-      await suite.interleave([
-        { label: `corepool/piscina: ${label}`, unit: 'ops/s', fn },
-        { label: `piscina: ${label}`, unit: 'ops/s', fn: peer[k].fn },
-      ]);
-      suite.ratio(`corepool/piscina vs piscina, ${label}`, `corepool/piscina: ${label}`, `piscina: ${label}`, 1.5);
-      rows.push({ value: label, 'corepool/piscina': suite.results[`corepool/piscina: ${label}`].median, piscina: suite.results[`piscina: ${label}`].median });
-    }
-    suite.table('values (ops/s)', rows);
+    if (parts.includes('tiny')) await tinyPart(suite, loop, ours, theirs);
+    if (parts.includes('values')) await valuesPart(suite, loop, ours, theirs, CorepoolPiscina, Piscina);
   } finally {
     await Promise.all([ours.destroy(), theirs.destroy()]);
   }
 }
 
+async function tinyPart(suite, loop, ours, theirs) {
+  const add = path.join(PEERS, 'add-task.js');
+  suite.log(`part 2: tiny tasks, ${CALLERS} callers × ${loop.ms} ms, ${THREADS} threads each`);
+  for (const p of [ours, theirs]) if ((await p.run({ a: 2, b: 3 }, { filename: add })) !== 5) throw new Error('add is wrong');
+  const tiny = { ...loop, check: (i, sum) => sum === i + 1 };
+  await suite.interleave([
+    { label: 'corepool/piscina add', unit: 'ops/s', fn: () => closedLoop((i) => ours.run({ a: i, b: 1 }, { filename: add }), tiny) },
+    { label: 'piscina add', unit: 'ops/s', fn: () => closedLoop((i) => theirs.run({ a: i, b: 1 }, { filename: add }), tiny) },
+  ]);
+  suite.ratio('corepool/piscina vs piscina, tiny task', 'corepool/piscina add', 'piscina add', 5);
+}
+
+async function valuesPart(suite, loop, ours, theirs, CorepoolPiscina, Piscina) {
+  suite.log(`part 3: values structured clone carries, ${CALLERS} callers × ${loop.ms} ms`);
+  const mine = await valueLoops(ours, CorepoolPiscina.move, loop);
+  const peer = await valueLoops(theirs, Piscina.move, loop);
+  const rows = [];
+  for (const [k, { label, fn }] of mine.entries()) {
+    if (peer[k].fn === null) throw new Error(`Piscina refused ${label}`);
+    if (fn === null) {
+      suite.note(`${label}: corepool/piscina refuses it today (InvalidParams): not supported, Piscina measured alone`);
+      await suite.interleave([{ label: `piscina: ${label}`, unit: 'ops/s', fn: peer[k].fn }]);
+      rows.push({ value: label, 'corepool/piscina': 'not supported', piscina: suite.results[`piscina: ${label}`].median });
+      continue;
+    }
+    await suite.interleave([
+      { label: `corepool/piscina: ${label}`, unit: 'ops/s', fn },
+      { label: `piscina: ${label}`, unit: 'ops/s', fn: peer[k].fn },
+    ]);
+    suite.ratio(`corepool/piscina vs piscina, ${label}`, `corepool/piscina: ${label}`, `piscina: ${label}`, 1.5);
+    rows.push({ value: label, 'corepool/piscina': suite.results[`corepool/piscina: ${label}`].median, piscina: suite.results[`piscina: ${label}`].median });
+  }
+  suite.table('values (ops/s)', rows);
+}
+
 async function main() {
   const suite = new Suite('heavy-js', { runs: 5, warmup: 0, quickRuns: 2 });
-  await heavy(suite);
-  await piscinaParts(suite);
-  suite.save();
+  const parts = chosenParts();
+  if (parts.includes('heavy')) await heavy(suite);
+  if (parts.includes('tiny') || parts.includes('values')) await piscinaParts(suite, parts);
+  if (parts.length === 3) suite.save();
 }
 
 const at = process.argv.indexOf('--child');

@@ -178,7 +178,7 @@ function settle(...batch) {
       }
       call.resolve(value);
     } else if (code === contract.resultCloned) {
-      // Structured-clone bytes from a JavaScript handler (lib/clone.js).
+      // A structured-clone message from a JavaScript handler: its parts (lib/clone.js).
       let value;
       try {
         value = deserialize(batch[i + 2]);

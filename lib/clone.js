@@ -12,23 +12,41 @@
 // refused it. Plain data keeps its paths (packed tape, value by value, JSON text): nothing
 // changes for it, and native commands keep their plain-data contract.
 //
-// The bytes: a head of 8-byte numbers (how many ArrayBuffers are moved, then each one's
-// length), the moved buffers' bytes, then V8's bytes of the value (header included), whose
-// moved buffers V8 wrote as references to them. The sender detaches a moved buffer once its
-// bytes are written, as postMessage does. Copies of a moved buffer's bytes: into the message
-// (1), into native memory when the call crosses (2), into the receiver's Buffer of the message
-// (3), into the receiver's new ArrayBuffer (4); a buffer that is not moved is copied the same
-// way, inside V8's bytes. Node-API cannot hand a
-// detached ArrayBuffer's memory to another thread (V8 frees it with the buffer), so no copy is
-// saved by moving: `transfer` keeps postMessage's meaning (the sender loses the buffer).
+// The message is sent as its parts, an array: V8's bytes of the value (header included), then
+// the ArrayBuffers it moves, which V8 wrote as references by number. The native side keeps them
+// as one frame (src/bindings/convert/cloned.rs, which checks its head against the bytes
+// present) and hands the receiver a Buffer of V8's bytes, or `{ bytes, moved }` when buffers
+// are moved.
 //
-// Reading is total: bytes that do not read back (they cannot be, unless memory was corrupted)
-// throw here, inside the caller's try, and the call settles with an error; a length read from
-// the bytes never sizes an allocation before that many bytes were found there.
+// Copies of a moved buffer's bytes: at most one, into native memory on the sending thread,
+// which then detaches the sender's ArrayBuffer (as postMessage does; a buffer that cannot be
+// detached, a WebAssembly memory's, is copied and stays). None on the receiving thread: the
+// buffer arrives as an external ArrayBuffer over that native memory, freed (or kept for a later
+// message) once it is collected. None either when the buffer moved is such a received one: the
+// native side recognises its memory, hands it to the new message as it is and detaches it here,
+// so a buffer going back and forth is copied on its first move only. The one copy remains for a
+// buffer JavaScript made because Node-API cannot take a JavaScript ArrayBuffer's memory from its
+// owner. Node marks external ArrayBuffers untransferable: a received moved buffer can be moved
+// again by another call (uncopied), but postMessage does not move it (Node 20 copies it, later
+// versions throw). A buffer that is not moved is copied inside V8's bytes, as everything else:
+// into the message, into native memory, into the receiver's Buffer of V8's bytes and out of it
+// by V8. A runtime without the Serializer class (Bun) writes the value with `v8.serialize`,
+// moved buffers copied inside it.
 
 const v8 = require('node:v8');
 const { types } = require('node:util');
 const { RpcError, CODES } = require('./errors.js');
+const { contract } = require('./native.js');
+
+/** Whether this runtime has node:v8's Serializer class (Node, Deno), or only v8.serialize (Bun). */
+const SERIALIZER = (() => {
+  try {
+    new v8.Serializer().writeHeader();
+    return true;
+  } catch {
+    return false;
+  }
+})();
 
 /**
  * A value structured clone cannot carry (a function, a symbol, a WeakMap, a Proxy, a
@@ -63,12 +81,14 @@ function transfer(value, list) {
 const SHARED = Symbol('shared memory');
 
 /**
- * The structured-clone bytes of `value` (a Buffer), moving the ArrayBuffers of `list`. `where`
+ * The parts of the structured-clone message of `value` (V8's bytes, then the ArrayBuffers of
+ * `list`, which it moves: the native side detaches them once copied). `where`
  * names the value in errors ('params', 'result'). Throws a DataCloneError naming what cannot be
  * carried, SHARED when that is only shared memory, or what a getter or Proxy trap threw.
  */
-function serialize(value, list, where) {
+function serialize(value, list, where, copied = false) {
   const moved = movedBuffers(list);
+  if (!SERIALIZER) return serializeWhole(value, moved, where, copied);
   const s = new v8.Serializer();
   s._getDataCloneError = uncloneable;
   s.writeHeader();
@@ -76,49 +96,58 @@ function serialize(value, list, where) {
   try {
     s.writeValue(value);
   } catch (e) {
-    // V8's own refusal (shared memory is refused without asking _getDataCloneError), or else
-    // what a getter or a Proxy trap threw, which the caller gets as it is.
-    // (Tested by its kind, not instanceof: V8 makes its errors in the process's main realm.)
-    // V8's serializer recurses: a value nested deeper than the stack allows overflows it.
-    if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
-    if (!(e instanceof Uncloneable) && !(types.isNativeError(e) && / could not be cloned\.$/.test(e.message))) throw e;
-    const culprit = firstUncloneable(value, where);
-    if (culprit === null) throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
-    if (culprit.shared) throw SHARED;
-    throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
+    return refused(e, value, list, where, copied);
   }
-  const written = s.releaseBuffer();
-  if (moved.length === 0) return frame(written, moved);
-  const bytes = frame(written, moved);
-  for (const buffer of moved) detach(buffer);
-  return bytes;
+  // The native side copies the moved buffers and detaches them once the message is whole.
+  return [s.releaseBuffer(), ...moved];
+}
+
+/**
+ * `serialize` where the runtime has no `v8.Serializer` class but has `v8.serialize` (Bun):
+ * the moved buffers are written inside the value's bytes, as copies, and still listed after
+ * them so that the native side detaches them on the sender; the receiver reads them from the
+ * bytes (deserialize). Such a runtime may not refuse shared memory, so the value is looked
+ * through for it first (a getter is read twice there).
+ */
+function serializeWhole(value, moved, where, copied) {
+  const culprit = firstUncloneable(value, where);
+  if (culprit !== null && culprit.shared) throw SHARED;
+  let bytes;
+  try {
+    bytes = v8.serialize(value);
+  } catch (e) {
+    return refused(e, value, moved, where, copied);
+  }
+  // Bun's bytes lie in a SharedArrayBuffer, which the native side refuses to read as a message.
+  if (types.isSharedArrayBuffer(bytes.buffer)) bytes = new Uint8Array(bytes);
+  return [bytes, ...moved];
+}
+
+/** What `serialize` does when the serializer threw `e`: a retry with stand-ins, or the error to throw. */
+function refused(e, value, list, where, copied) {
+  // V8's own refusal (shared memory is refused without asking _getDataCloneError), or else
+  // what a getter or a Proxy trap threw, which the caller gets as it is.
+  // (Tested by its kind, not instanceof: V8 makes its errors in the process's main realm.)
+  // V8's serializer recurses: a value nested deeper than the stack allows overflows it.
+  if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
+  if (!(e instanceof Uncloneable) && !(types.isNativeError(e) && / could not be cloned\.$/.test(e.message)) && !isDomCloneError(e)) throw e;
+  const culprit = firstUncloneable(value, where);
+  if (culprit === null) throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
+  if (culprit.shared) throw SHARED;
+  // A Proxy or an arguments object crosses as what it stands for (docs/values.md), as it did
+  // value by value: the value is copied with those made plain, and the copy is written.
+  if (culprit.standsFor && !copied) return serialize(standIns(value, where), list, where, true);
+  throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
+}
+
+/** The DOMException a runtime's `v8.serialize` throws for what it cannot clone (Bun's). */
+function isDomCloneError(e) {
+  return e !== null && typeof e === 'object' && e.name === 'DataCloneError' && typeof DOMException === 'function' && e instanceof DOMException;
 }
 
 /** True for the RangeError of a stack that overflowed (made in whichever realm ran out). */
 function isStackOverflow(e) {
   return types.isNativeError(e) && e.name === 'RangeError' && e.message === 'Maximum call stack size exceeded';
-}
-
-/**
- * The message: a head of little-endian doubles (the number of moved buffers, then each one's
- * length), the moved buffers' bytes, then V8's bytes of the value. One allocation of the exact
- * size and one copy of each buffer (the serializer would grow its own buffer by doubling).
- */
-function frame(written, moved) {
-  const head = 8 * (1 + moved.length);
-  let size = head + written.length;
-  for (const buffer of moved) size += buffer.byteLength;
-  const bytes = Buffer.allocUnsafeSlow(size);
-  const numbers = new DataView(bytes.buffer, bytes.byteOffset, head);
-  numbers.setFloat64(0, moved.length, true);
-  let at = head;
-  for (let i = 0; i < moved.length; i++) {
-    numbers.setFloat64(8 * (1 + i), moved[i].byteLength, true);
-    bytes.set(new Uint8Array(moved[i]), at);
-    at += moved[i].byteLength;
-  }
-  bytes.set(written, at);
-  return bytes;
 }
 
 /** The ArrayBuffers of a transfer list, checked as postMessage checks them. */
@@ -149,11 +178,6 @@ function isDetached(buffer) {
   } catch {
     return true;
   }
-}
-
-/** Detaches `buffer` on this thread, as postMessage does to what it moves (V8 moves its memory away). */
-function detach(buffer) {
-  structuredClone(buffer, { transfer: [buffer] });
 }
 
 /**
@@ -201,25 +225,20 @@ function pushed(item, stack) {
   return false;
 }
 
-/** The value `bytes` (from `serialize`) holds. Throws when they do not read back. */
-function deserialize(bytes) {
-  const total = bytes.length;
-  if (total < 8) throw new RangeError('the cloned bytes are cut short');
-  const numbers = new DataView(bytes.buffer, bytes.byteOffset, total);
-  const n = numbers.getFloat64(0, true);
-  // Each moved buffer takes 8 bytes of the head at least: `n` is checked against what came
-  // before anything is sized by it.
-  if (!(Number.isInteger(n) && n >= 0 && 8 * (1 + n) <= total)) throw new RangeError('the cloned bytes have a bad head');
-  let at = 8 * (1 + n);
-  const moved = [];
-  for (let i = 1; i <= n; i++) {
-    const length = numbers.getFloat64(8 * i, true);
-    if (!(Number.isInteger(length) && length >= 0 && at + length <= total)) throw new RangeError('the cloned bytes have a bad length');
-    // One copy into an ArrayBuffer of its own (slice: no zero-filling first).
-    moved.push(bytes.buffer.slice(bytes.byteOffset + at, bytes.byteOffset + at + length));
-    at += length;
+/**
+ * The value of a message as the native side hands it over: a Buffer of V8's bytes when nothing
+ * is moved, else `{ bytes, moved }` with the moved ArrayBuffers in V8's numbering. Throws when
+ * it does not read back.
+ */
+function deserialize(message) {
+  if (!SERIALIZER) return v8.deserialize(Buffer.isBuffer(message) ? message : message.bytes);
+  if (Buffer.isBuffer(message)) {
+    const d = new v8.Deserializer(message);
+    d.readHeader();
+    return d.readValue();
   }
-  const d = new v8.Deserializer(bytes.subarray(at));
+  const { bytes, moved } = message;
+  const d = new v8.Deserializer(bytes);
   d.readHeader();
   for (let i = 0; i < moved.length; i++) d.transferArrayBuffer(i, moved[i]);
   return d.readValue();
@@ -240,7 +259,8 @@ function firstUncloneable(root, where) {
     if (typeof v === 'symbol') return { path, what: 'is a symbol' };
     if (v === null || typeof v !== 'object' || seen.has(v)) continue;
     seen.add(v);
-    if (types.isProxy(v)) return { path, what: 'is a Proxy' };
+    if (types.isProxy(v)) return { path, what: 'is a Proxy', standsFor: true };
+    if (types.isArgumentsObject(v)) return { path, what: 'is an arguments object', standsFor: true };
     if (types.isSharedArrayBuffer(v)) return { path, what: 'is a SharedArrayBuffer', shared: true };
     if (ArrayBuffer.isView(v)) {
       if (types.isSharedArrayBuffer(v.buffer)) return { path, what: 'is a view over a SharedArrayBuffer', shared: true };
@@ -249,6 +269,8 @@ function firstUncloneable(root, where) {
     if (types.isWeakMap(v) || types.isWeakSet(v) || types.isPromise(v) || v instanceof WeakRef) {
       return { path, what: `is ${describeKind(v)}` };
     }
+    // (What the serializer writes of these is their value alone, never their own properties.)
+    if (types.isDate(v) || types.isRegExp(v) || types.isBoxedPrimitive(v) || types.isAnyArrayBuffer(v)) continue;
     const children = [];
     if (types.isMap(v)) {
       let i = 0;
@@ -260,12 +282,131 @@ function firstUncloneable(root, where) {
       let i = 0;
       for (const item of v) children.push([item, `${path}.values()[${i++}]`]);
     } else {
-      if (types.isNativeError(v) && Object.hasOwn(v, 'cause')) children.push([v.cause, `${path}.cause`]);
-      for (const key of Object.keys(v)) children.push([v[key], `${path}${property(key)}`]);
+      if (types.isNativeError(v)) {
+        // (Of an Error, the serializer writes its name, message, stack and cause.)
+        if (Object.hasOwn(v, 'cause')) children.push([v.cause, `${path}.cause`]);
+      } else for (const key of Object.keys(v)) children.push([v[key], `${path}${property(key)}`]);
     }
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
   }
   return null;
+}
+
+/**
+ * A copy of `root` in which each Proxy and arguments object is the plain data it stands for,
+ * read once through its traps: an array's items (a Proxy of an array: its `length`, then each
+ * index; a hole reads undefined), or else its own enumerable string keys (an arguments
+ * object's items; a Proxy of a Map or a Date has none). So that a Proxy can be anywhere, every
+ * container structured clone writes the insides of is copied too, as structured clone would
+ * make it (arrays with their holes and other keys, objects and class instances as their own
+ * enumerable keys, Maps, Sets, an Error's `cause`); leaves (a Date, bytes, a function…) stay
+ * themselves, so the serializer still names what it refuses, at the same place. Identities are
+ * kept (a cycle through a Proxy stays a cycle). What a trap or getter throws is thrown as it
+ * is. Bounded by the contract's maxValues (a huge `length` is refused before an item is read)
+ * and by the stack, as structured clone is (a Proxy making a new Proxy at every read nests
+ * without end).
+ */
+function standIns(root, where) {
+  const copies = new Map();
+  const keys = [];
+  let left = contract.maxValues;
+  const here = () => where + keys.map((k) => (typeof k === 'string' ? property(k) : k.text)).join('');
+  const spend = (n, what) => {
+    if (!(n <= left)) throw new DataCloneError(`${here()} ${what}: more than the ${contract.maxValues} values params may hold`, here());
+    left -= n;
+  };
+  const into = (key, v) => {
+    keys.push(key);
+    const c = copy(v);
+    keys.pop();
+    return c;
+  };
+  const fields = (v, c) => {
+    const own = Object.keys(v);
+    spend(own.length, `has ${own.length} keys`);
+    for (const k of own) {
+      const item = into(k, v[k]);
+      if (k === '__proto__') Object.defineProperty(c, k, { value: item, writable: true, enumerable: true, configurable: true });
+      else c[k] = item;
+    }
+    return c;
+  };
+  const copy = (v) => {
+    if (v === null || typeof v !== 'object') return v;
+    const known = copies.get(v);
+    if (known !== undefined) return known;
+    const proxy = types.isProxy(v);
+    if (Array.isArray(v)) {
+      // (Array.isArray throws a revoked Proxy's TypeError.)
+      let length = v.length;
+      if (proxy) {
+        // (An array's own length is a valid one; a Proxy's `get` trap may answer anything.)
+        if (typeof length !== 'number') throw new DataCloneError(`${here()} is a Proxy of an array whose length is not a number`, here());
+        length = length > 0 ? Math.floor(length) : 0;
+        spend(length, `is an array of ${length} elements`);
+      }
+      const c = new Array(length);
+      copies.set(v, c);
+      if (proxy) {
+        for (let i = 0; i < length; i++) c[i] = into(`${i}`, v[i]);
+        return c;
+      }
+      return fields(v, c);
+    }
+    if (proxy || types.isArgumentsObject(v)) {
+      const c = {};
+      copies.set(v, c);
+      return fields(v, c);
+    }
+    if (types.isMap(v)) {
+      const c = new Map();
+      copies.set(v, c);
+      let i = 0;
+      for (const [key, item] of v) {
+        spend(2, 'holds more entries');
+        const k = into({ text: `.keys()[${i}]` }, key);
+        c.set(k, into({ text: `.get(${keyText(key, i)})` }, item));
+        i++;
+      }
+      return c;
+    }
+    if (types.isSet(v)) {
+      const c = new Set();
+      copies.set(v, c);
+      let i = 0;
+      for (const item of v) {
+        spend(1, 'holds more items');
+        c.add(into({ text: `.values()[${i++}]` }, item));
+      }
+      return c;
+    }
+    if (types.isNativeError(v)) {
+      if (!Object.hasOwn(v, 'cause')) return v;
+      // A native error still (structured clone writes its name, message, stack and cause).
+      const c = Object.setPrototypeOf(new Error(), Object.getPrototypeOf(v));
+      copies.set(v, c);
+      for (const k of ['name', 'message', 'stack']) {
+        const d = Object.getOwnPropertyDescriptor(v, k);
+        if (d === undefined) delete c[k];
+        else Object.defineProperty(c, k, { value: 'value' in d ? d.value : v[k], writable: true, enumerable: false, configurable: true });
+      }
+      Object.defineProperty(c, 'cause', { value: into('cause', v.cause), writable: true, enumerable: false, configurable: true });
+      return c;
+    }
+    // Leaves: what structured clone writes without reading properties (or refuses).
+    if (ArrayBuffer.isView(v) || types.isAnyArrayBuffer(v) || types.isDate(v) || types.isRegExp(v) || types.isBoxedPrimitive(v)) return v;
+    if (types.isWeakMap(v) || types.isWeakSet(v) || types.isPromise(v) || v instanceof WeakRef) return v;
+    // An object, or a class instance: its own enumerable keys, on Object.prototype.
+    const c = {};
+    copies.set(v, c);
+    return fields(v, c);
+  };
+  try {
+    return copy(root);
+  } catch (e) {
+    if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
+    throw e;
+  }
 }
 
 /** A Map key as a path shows it: a string or number as such, anything else by its place. */

@@ -143,8 +143,9 @@ const POOL_COUNTERS = [
 /** stats() percentiles and the quantile each is (a Prometheus summary's label). */
 const PERCENTILES = ['p50', 'p99', 'max'];
 const QUANTILES = { p50: '0.5', p99: '0.99', max: '1' };
-const HOST_FIGURES = ['inHand', 'busy', 'cancelled', 'cancelsIgnored', 'repliesRefused'];
-const JOB_FIGURES = ['running', 'done', 'failed', 'retried', 'dead', 'duplicates'];
+// Every number of a host's stats().data and of its jobs' (nats.d.ts), each a figure label.
+const HOST_FIGURES = ['messages', 'inHand', 'peakInHand', 'busy', 'cancelled', 'cancelsIgnored', 'repliesRefused'];
+const JOB_FIGURES = ['running', 'peakRunning', 'done', 'failed', 'retried', 'dead', 'duplicates'];
 
 /**
  * Prometheus collectors on `registry` (prom-client's Registry; its default registry when not
@@ -215,8 +216,8 @@ function prometheus(options) {
   }
   // A host's own figures, and its durable jobs' (null when it runs none), each figure a label.
   for (const [name, help, figures, read] of [
-    ['nats_host', 'A corepool/nats host: calls in hand and counts of messages refused busy, calls cancelled, cancels ignored, replies refused', HOST_FIGURES, (stats) => stats],
-    ['nats_jobs', 'A corepool/nats host durable jobs: running now, and counts done, failed, retried, dead-lettered, duplicates', JOB_FIGURES, (stats) => stats.jobs],
+    ['nats_host', 'A corepool/nats host: messages, calls in hand now and at most, and counts of messages refused busy, calls cancelled, cancels ignored, replies refused', HOST_FIGURES, (stats) => stats],
+    ['nats_jobs', 'A corepool/nats host durable jobs: running now and at most, and counts done, failed, retried, dead-lettered, duplicates', JOB_FIGURES, (stats) => stats.jobs],
   ]) {
     metric(client.Gauge, {
       name: `${prefix}${name}`,

@@ -14,6 +14,7 @@
 const { contract } = require('./native.js');
 const { RpcError, CODES } = require('./errors.js');
 const { readMirror, thrower, returning, isBuffer } = require('./render.js');
+const { isArgumentsObject } = require('node:util').types;
 
 /**
  * Plain data of more values than this is refused: walking it here already takes seconds, and a
@@ -257,17 +258,23 @@ function packObject(v, depth) {
   if (Array.isArray(v)) return packArray(v, depth, 0);
   let n = 1;
   const proto = Object.getPrototypeOf(v);
-  if (proto !== Object.prototype && proto !== null) {
-    // In a render's view, an instance crosses as its mirror (lib/render.js); what a mirror
-    // would not change (typed arrays, buffers, objects of another realm) crosses value by value.
-    if (!inView || ArrayBuffer.isView(v) || isBuffer(v) || Object.getPrototypeOf(proto) === null) return -1;
+  if (proto !== Object.prototype && (proto !== null || takesFunctions)) {
+    // In a render's view, an instance crosses as its mirror (lib/render.js), and so does an
+    // object without a prototype (mustache.js cannot print it); what a mirror would not change
+    // (typed arrays, buffers, objects of another realm) crosses value by value.
+    if (!inView || ArrayBuffer.isView(v) || isBuffer(v) || (proto !== null && Object.getPrototypeOf(proto) === null)) return -1;
     return packMirror(v, depth);
   }
-  if (takesFunctions && depth > 0) met(v);
   // A typed array given a plain prototype: never listed index by index (2^30 of them).
   if (ArrayBuffer.isView(v)) return -1;
   // Nor a String object: it has a key per character, and no conversion lists them.
-  if (typeof v.length === 'number' && isStringObject(v)) return STRING_OBJECT;
+  if (typeof v.length === 'number') {
+    if (isStringObject(v)) return STRING_OBJECT;
+    // An arguments object in a render's view crosses as its mirror too: mustache.js prints it
+    // as '[object Arguments]' and finds its `length`.
+    if (takesFunctions && isArgumentsObject(v)) return inView ? packMirror(v, depth) : -1;
+  }
+  if (takesFunctions && depth > 0) met(v);
   room(2);
   const head = at;
   at += 2;

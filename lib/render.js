@@ -11,6 +11,7 @@
 
 const { native, contract } = require('./native.js');
 const { RpcError, CODES } = require('./errors.js');
+const { isArgumentsObject } = require('node:util').types;
 
 const WRITE = contract.renderWrite;
 
@@ -156,9 +157,10 @@ function writeRun(functions, objects, args, count, room, raws, token, rendered) 
 // whose `size` it can read. The native renderer takes plain data (and functions); this module
 // turns a view into plain data that renders the same, on the calling thread, before the call:
 //
-// - an object that is not plain (a class instance, a Date, a Map, a Set, an Error…) becomes a
-//   *mirror*: a plain object with every string-keyed property `in` would find on it below the
-//   root prototype: own properties (non-enumerable too), then each prototype's (a getter is
+// - an object that is not plain (a class instance, a Date, a Map, a Set, an Error…, and one
+//   without a prototype or an arguments object, which print otherwise) becomes a *mirror*: a
+//   plain object with every string-keyed property `in` would find on it below the root
+//   prototype: own properties (non-enumerable too), then each prototype's (a getter is
 //   read once, with the instance as receiver; a method is the method itself, which the
 //   renderer calls as mustache.js does, with the context as `this`). A mirror always has a
 //   `toString` function, so the renderer prints it through JavaScript, and the helpers above
@@ -321,7 +323,9 @@ function prepare(v, seen) {
   } catch {
     return v; // a Proxy whose trap throws: the conversion names it
   }
-  if (proto === null || getPrototypeOf(proto) === null) {
+  // (An object without a prototype, which mustache.js cannot print, and an arguments object,
+  // which it prints as '[object Arguments]' and whose `length` it finds, are mirrored.)
+  if (proto !== null && getPrototypeOf(proto) === null && !isArgumentsObject(v)) {
     let plain = false;
     try {
       plain = typeof v.toJSON !== 'function';
@@ -408,6 +412,12 @@ function preparePlain(v, seen) {
     readKeys.length = base;
     readValues.length = base;
   }
+  // A copy whose `toString` or `valueOf` was prepared (a BigInt, a symbol, a throwing getter made
+  // a function) prints as the original does, as a mirror (mustache.js: String(v) may throw).
+  if (copy !== null && (hasOwn.call(copy, 'toString') || hasOwn.call(copy, 'valueOf'))) {
+    originals.set(copy, v);
+    Object.defineProperty(copy, Symbol.toPrimitive, { value: printedAs, enumerable: false });
+  }
   return copy ?? v;
 }
 
@@ -450,6 +460,7 @@ function readMirror(v) {
     values.push(item);
   }
   let proto = getPrototypeOf(v);
+  const bare = proto === null;
   let names = null;
   while (proto !== null && getPrototypeOf(proto) !== null) {
     for (const k of keysOf(proto)) {
@@ -478,7 +489,7 @@ function readMirror(v) {
   // Printed through JavaScript, as the original (the helpers above print `original(m)`).
   if (!(names ?? new Set(keys)).has('toString')) {
     keys.push('toString');
-    values.push(objectToString);
+    values.push(bare ? unprintable : objectToString);
   }
   return [m, keys, values];
 }
@@ -496,6 +507,14 @@ function mirror(v, seen) {
   // mustache.js joins the original items (a symbol key: no field of the view).
   Object.defineProperty(m, Symbol.toPrimitive, { value: printedAs, enumerable: false });
   return m;
+}
+
+/**
+ * The printing of a mirror of an object without a prototype: String() of it throws its
+ * TypeError ("Cannot convert object to primitive value"), as in mustache.js.
+ */
+function unprintable() {
+  return String(this);
 }
 
 /** A mirror's Symbol.toPrimitive: its original, converted as JavaScript converts it. */

@@ -1,6 +1,6 @@
 // The public API on a runtime other than the Node the suite runs on (Bun, Deno): pool calls,
 // JSON-RPC, render, a shared-memory command, locks across worker threads, a task-file pool,
-// map and progress. Plain ESM with node:assert, so every runtime runs it as it is:
+// structured-clone values with a moved buffer, map and progress. Plain ESM with node:assert, so every runtime runs it as it is:
 //   bun __test__/smoke/runtime.mjs
 //   deno run --allow-all __test__/smoke/runtime.mjs
 // Prints "ok - name" or "not ok - name: why" per check, then "N passed, N failed"; exits 1 on
@@ -92,6 +92,29 @@ check('a task-file pool runs the file’s functions, map, and progress', async (
     assert.equal(steps.at(-1), 3);
     const missing = await pool.exec('nope').catch((e) => e);
     assert.equal(missing.code, RpcError.codes.MethodNotFound);
+  } finally {
+    await pool.close();
+  }
+});
+
+check('a task-file pool carries structured-clone values and moves a buffer', async () => {
+  const pool = new Pool({ filename: fixture('tasks.mjs'), threads: 1 });
+  try {
+    for (let round = 0; round < 3; round++) {
+      const bytes = new Uint8Array(64 * 1024).fill(round + 1);
+      const sent = { when: new Date(round), tags: new Map([['a', new Set([1n])]]), big: 2n ** 70n, bytes };
+      const back = await pool.call('values', [sent], { transfer: [bytes.buffer] });
+      assert.equal(bytes.buffer.byteLength, 0, 'the moved buffer is detached on the sender');
+      assert.ok(back.when instanceof Date && back.when.getTime() === round);
+      assert.ok(back.tags instanceof Map && back.tags.get('a') instanceof Set && back.tags.get('a').has(1n));
+      assert.equal(back.big, 2n ** 71n);
+      assert.ok(back.bytes instanceof Uint8Array && back.bytes.length === 64 * 1024 && back.bytes.every((b) => b === round + 1));
+      assert.equal(back.sum, 64 * 1024 * (round + 1));
+    }
+    const refused = await pool.call('values', [{ when: new Date(0), handler() {} }]).catch((e) => e);
+    assert.ok(refused instanceof RpcError, String(refused));
+    assert.equal(refused.name, 'DataCloneError');
+    assert.equal(refused.data.path, 'params[0].handler');
   } finally {
     await pool.close();
   }

@@ -10,3 +10,7 @@ export async function steps(n, ctx) {
   }
   return n;
 }
+// Structured-clone values: what came in, described, and the moved bytes handed back moved.
+export function values(v) {
+  return { when: v.when, tags: v.tags, big: v.big * 2n, bytes: v.bytes, sum: v.bytes.reduce((a, b) => a + b, 0) };
+}

@@ -41,9 +41,10 @@ pub(crate) const CALL_FIRST_LATIN1: u32 = 64;
 /// JavaScript-served method gets with its job (`serve.rs`, `batch_to_js`); native commands
 /// ignore it.
 pub(crate) const CALL_TRACED: u32 = 128;
-/// `flags` bit of the hot call function: `params` is a Uint8Array of structured-clone bytes
-/// (V8's serialization format, made by lib/clone.js) holding the whole params array, for a
-/// method served by JavaScript; the bytes cross opaquely (`Params::Cloned`).
+/// `flags` bit of the hot call function: `params` is the parts of a structured-clone message
+/// (lib/clone.js: V8's bytes of the whole params array, then the ArrayBuffers it moves), for a
+/// method served by JavaScript; they cross opaquely as one frame and the regions of earlier
+/// frames moved on uncopied (`Params::Cloned`, `convert::cloned`).
 pub(crate) const CALL_CLONED: u32 = 256;
 /// `flags` bit of the hot call function: the call is observed (a `diagnostics_channel`
 /// subscriber has its context, lib/channels.js): when a thread runs it, a [`RAN`] entry with
@@ -76,8 +77,9 @@ pub(crate) const PROGRESS: i32 = 2;
 /// Buffers cheap, as Node's own pool does for `Buffer.from` under 4 KiB. (A small result that
 /// would have a shared Buffer to itself is handed over as that Buffer, with code 0.)
 pub(crate) const RESULT_SLICE: i32 = 3;
-/// Settle code of a result a JavaScript handler sent as structured-clone bytes
-/// (`Value::Cloned`): the value is a Buffer of them, which lib/clone.js turns back into values.
+/// Settle code of a result a JavaScript handler sent as structured clone (`Value::Cloned`):
+/// the value is the message's parts (`convert::cloned`), which lib/clone.js turns back into
+/// values.
 pub(crate) const RESULT_CLONED: i32 = 4;
 /// Code of a settle-batch entry that tells how an observed call (`CALL_TIMED`) ran; the call
 /// does not settle: its settlement follows. The value is `[thread, waitMs, runMs]`: the id of

@@ -232,8 +232,8 @@ unsafe fn batch_to_js(
                         undefined
                     }
                     Params::Values(values) => convert::to_js(env, &Value::Array(values))?,
-                    // A Buffer of the bytes, which lib/serve.js reads with lib/clone.js.
-                    Params::Cloned(bytes) => convert::to_js(env, &Value::Cloned(bytes))?,
+                    // The parts lib/serve.js reads with lib/clone.js (moved buffers uncopied).
+                    Params::Cloned(frame) => convert::cloned::frame_to_js(env, frame)?,
                     // Few values are built here. Many go on as JSON text, which JSON.parse in
                     // the serving thread turns into values far faster than Node-API builds
                     // them, and which keeps a lone surrogate as sent (results follow the same
@@ -461,21 +461,19 @@ impl NativeServer {
         )
     }
 
-    /// The handler of job `token` returned a value lib/clone.js wrote as structured-clone
-    /// `bytes` (copied here: the Buffer is the serializer's). As `complete`.
+    /// The handler of job `token` returned a value lib/clone.js wrote as the `parts` of a
+    /// structured-clone message (V8's bytes, then the ArrayBuffers it moves): copied here (but
+    /// for buffers corepool handed over, moved on as they are), the moved ArrayBuffers detached
+    /// (`convert::cloned`). As `complete`.
     #[napi(catch_unwind)]
-    pub fn complete_cloned(&self, token: f64, bytes: &[u8]) -> bool {
-        let mut copy = Vec::new();
-        let outcome = match copy.try_reserve_exact(bytes.len()) {
-            Ok(()) => {
-                copy.extend_from_slice(bytes);
-                Ok(Value::Cloned(copy))
-            }
-            Err(_) => Err(RpcError::new(
-                ErrorCode::InternalError,
-                "no memory to copy the handler's result",
-            )),
+    pub fn complete_cloned(&self, env: Env, token: f64, parts: Unknown) -> bool {
+        // SAFETY: a Node-API callback on this env's JS thread; `parts` belongs to this env.
+        let frame = unsafe {
+            convert::cloned::frame_from_js(env.raw(), parts.raw(), "the handler's cloned result")
         };
+        let outcome = frame
+            .map(Value::Cloned)
+            .map_err(|why| RpcError::new(ErrorCode::InternalError, why));
         self.ctx
             .pool
             .complete(&self.ctx.server, self::token(token), outcome)

@@ -226,7 +226,7 @@ pub enum Params {
     Packed(Packed),
     /// The whole params array as structured-clone bytes (lib/clone.js), for a method served
     /// by JavaScript: only a serving thread's JavaScript reads them.
-    Cloned(Vec<u8>),
+    Cloned(crate::rpc::value::Cloned),
 }
 
 impl Params {

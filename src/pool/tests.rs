@@ -708,7 +708,7 @@ fn after_close_only_a_call_that_continues_an_accepted_one_is_admitted_until_dest
 fn cloned_params_are_invalid_for_a_native_command_and_the_pool_keeps_serving() {
     let p = pool(1, Strategy::RoundRobin);
     let (o, _, rx) = origin();
-    p.call(&o, 1, "echo", Params::Cloned(vec![0xff, 0x0f]), None);
+    p.call(&o, 1, "echo", Params::Cloned(vec![0xff, 0x0f].into()), None);
     let (id, outcome) = recv(&rx);
     let e = outcome.unwrap_err();
     assert_eq!((id, e.code), (1, ErrorCode::InvalidParams));
@@ -720,7 +720,7 @@ fn cloned_params_are_invalid_for_a_native_command_and_the_pool_keeps_serving() {
 #[test]
 fn a_cloned_result_reaches_a_plain_call_as_it_is_and_a_json_rpc_answer_as_invalid_params() {
     let (o, _, rx) = origin();
-    let bytes = Value::Cloned(vec![1, 2, 3]);
+    let bytes = Value::Cloned(vec![1, 2, 3].into());
     Reply::Call(1).finish(Ok(bytes.clone()), &o);
     assert_eq!(recv(&rx), (1, Ok(bytes.clone())));
     Reply::Response {

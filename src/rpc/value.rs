@@ -463,12 +463,54 @@ pub enum Value {
     /// functions, see `render::functions`): handed to JavaScript as an opaque
     /// handle, which gives it back to the addon to finish.
     Pending(Pending),
-    /// A value only JavaScript can read: structured-clone bytes (V8's serialization format)
-    /// that one JavaScript thread made with lib/clone.js for another, carried as they are. The
+    /// A value only JavaScript can read: a structured-clone message (V8's serialization format
+    /// and the ArrayBuffers it moves, framed by `bindings::convert::cloned`) that one
+    /// JavaScript thread made with lib/clone.js for another, carried as it is. The
     /// params of a call to a method served by JavaScript (`Params::Cloned`) or a JavaScript
     /// handler's result; only a JavaScript caller's call (`exec`, `call`, `run`) takes one as
     /// its result, and native commands never see one.
-    Cloned(Vec<u8>),
+    Cloned(Cloned),
+}
+
+/// A structured-clone message ([`Value::Cloned`], `Params::Cloned`): its frame (V8's bytes and
+/// the moved buffers copied into it, laid out by `bindings::convert::cloned`) and the moved
+/// buffers it hands on where they already are, uncopied.
+#[derive(Clone, Debug, Default)]
+pub struct Cloned {
+    pub frame: Vec<u8>,
+    /// Moved buffers that stay in the memory of an earlier message (their places in `frame`
+    /// are empty): only `bindings::convert::cloned` makes and reads them, and hands them over
+    /// once.
+    pub kept: Option<Kept>,
+}
+
+impl From<Vec<u8>> for Cloned {
+    fn from(frame: Vec<u8>) -> Self {
+        Cloned { frame, kept: None }
+    }
+}
+
+impl PartialEq for Cloned {
+    fn eq(&self, other: &Self) -> bool {
+        self.frame == other.frame
+            && match (&self.kept, &other.kept) {
+                (None, None) => true,
+                (Some(a), Some(b)) => std::sync::Arc::ptr_eq(&a.0, &b.0),
+                _ => false,
+            }
+    }
+}
+
+/// What [`Cloned::kept`] holds, opaque here (`bindings::convert::cloned` downcasts it). Boxed
+/// behind the Arc so that its pointer is thin: a [`Value`] stays as small as before.
+#[derive(Clone)]
+#[allow(clippy::redundant_allocation)]
+pub struct Kept(pub std::sync::Arc<Box<dyn std::any::Any + Send + Sync>>);
+
+impl fmt::Debug for Kept {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Kept")
+    }
 }
 
 /// What a [`Value::Pending`] holds: the command's own state, which the binding that finishes it
@@ -498,7 +540,8 @@ impl PartialEq for Value {
             (Array(a), Array(b)) => a == b,
             (Object(a), Object(b)) => a == b,
             (View(a), View(b)) => a.same_memory(b),
-            (Bytes(a), Bytes(b)) | (Buffer(a), Buffer(b)) | (Cloned(a), Cloned(b)) => a == b,
+            (Bytes(a), Bytes(b)) | (Buffer(a), Buffer(b)) => a == b,
+            (Cloned(a), Cloned(b)) => a == b,
             (BigInt(a), BigInt(b)) => a == b,
             (Function(a), Function(b)) => a == b,
             (Pending(a), Pending(b)) => std::sync::Arc::ptr_eq(&a.0, &b.0),

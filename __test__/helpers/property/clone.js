@@ -10,6 +10,7 @@
 // memory keeps the value-by-value rules.
 const { types } = require('node:util');
 const { MAX_NESTING } = require('./run.js');
+const { contract } = require('../../../lib/native.js');
 const { show } = require('./settle.js');
 const { sparseIndex, hugeLength, build } = require('./values.js');
 const { objectSpec, arraySpec, valueSpec, bytesSpec, anyOf, jsonImage } = require('./oracle.js');
@@ -38,6 +39,8 @@ function live(d) {
 function holdsShared(d) {
   if (d === null || typeof d !== 'object') return false;
   if (d.t === 'sparse' && live(d) !== d && live(d).at.length !== d.at.length) return holdsShared(live(d));
+  // (A 'toJSON' entry of the object is replaced by the toJSON method: what it held is not sent.)
+  if (d.t === 'toJSON') return holdsShared({ ...d.of, entries: d.of.entries.filter(([k]) => k !== 'toJSON') });
   if (d.t === 'refused' && d.kind === 'SharedArrayBuffer') return true;
   if (d.t === 'typed' && d.buffer.includes('SharedArrayBuffer')) return true;
   return Object.values(d).some(holdsShared);
@@ -203,16 +206,24 @@ const STACK_OVERFLOW = 'Maximum call stack size exceeded';
 function clonedExpectation(d) {
   const marks = new Map();
   const marked = markFlaky(d, marks);
+  const exotic = holdsExotic(d);
   let image;
   try {
-    image = structuredClone(build(marked));
+    // A Proxy or an arguments object crosses as what it stands for (docs/values.md).
+    const built = build(marked);
+    image = structuredClone(exotic ? standingFor(built) : built);
   } catch (e) {
-    if (e?.name === 'DataCloneError') {
-      // A getter after the refused value may throw first when lib/clone.js looks for its place.
-      return { check: null, codes: new Set(['DataCloneError']), messages: new Set(getterErrors(d)) };
+    if (e?.name === 'DataCloneError' || e instanceof TooMany) {
+      // A getter after the refused value may throw first when lib/clone.js looks for its place,
+      // and so may a trap of a Proxy before it, read as the Proxy is copied.
+      return { check: null, codes: new Set(['DataCloneError']), messages: new Set([...getterErrors(d), ...trapErrors(d)]) };
     }
     if (e?.message === STACK_OVERFLOW) return null;
-    return { check: null, codes: new Set(), messages: new Set([e.message]) };
+    // A getter or a trap threw: that error, or one read before it (the getters are all read as
+    // lib/clone.js looks for what it refuses), or the DataCloneError of a refused value met
+    // first, or of a value nested too deep for the serializer, met before the Proxy.
+    const codes = new Set(exotic && (holdsRefused(d) || nestsPastStack(d)) ? ['DataCloneError'] : []);
+    return { check: null, codes, messages: new Set([e.message, ...(exotic ? [...getterErrors(d), ...trapErrors(d)] : [])]) };
   }
   // A handler that returns nothing (undefined) answers null (docs/values.md, Limits).
   if (image === undefined) return { check: valueSpec(null).check, codes: new Set(), messages: new Set() };
@@ -233,6 +244,74 @@ function nestsPastStack(d) {
   return (d.t === 'deep' && d.depth > STACK_DEEP - 8) || Object.values(d).some(nestsPastStack);
 }
 
+/** Thrown by standingFor for an array longer than the values a call may carry. */
+class TooMany extends Error {}
+
+/**
+ * What a Proxy or an arguments object stands for when it is sent to JavaScript (docs/values.md):
+ * an array's `length` and items (a Proxy of one), else its own enumerable string keys, each read
+ * once through its traps; what holds one is copied around it (arrays with their holes, objects on
+ * Object.prototype); anything else is itself. Identities kept. An array (a Proxy of one) longer
+ * than contract.maxValues is refused before its items are read.
+ */
+function standingFor(root) {
+  const copies = new Map();
+  const copy = (v) => {
+    if (v === null || typeof v !== 'object') return v;
+    if (copies.has(v)) return copies.get(v);
+    const proxied = types.isProxy(v);
+    const isArray = Array.isArray(v);
+    if (!proxied && !types.isArgumentsObject(v) && !isArray && !isPlainObject(v)) return v;
+    const c = isArray ? [] : {};
+    copies.set(v, c);
+    if (isArray) {
+      const length = v.length;
+      if (proxied && length > contract.maxValues) throw new TooMany(`an array of ${length} elements`);
+      c.length = length;
+      const keys = proxied ? Array.from({ length }, (_, i) => String(i)) : Object.keys(v);
+      for (const k of keys) c[k] = copy(v[k]);
+      return c;
+    }
+    for (const k of Object.keys(v)) Object.defineProperty(c, k, { value: copy(v[k]), writable: true, enumerable: true, configurable: true });
+    return c;
+  };
+  return copy(root);
+}
+
+const isPlainObject = (v) => {
+  const p = Object.getPrototypeOf(v);
+  return p === null || p === Object.prototype;
+};
+
+/** The errors the traps of the description's Proxies throw. */
+function trapErrors(d) {
+  if (d === null || typeof d !== 'object') return [];
+  const own = d.t === 'proxy' && d.trap !== 'none' && d.trap !== 'revoked' ? [`the ${d.trap} trap throws`] : [];
+  const revoked = d.t === 'proxy' && d.trap === 'revoked' ? [REVOKED] : [];
+  return [...own, ...revoked, ...Object.values(d).flatMap(trapErrors)];
+}
+
+/** The message of the TypeError a revoked Proxy throws when it is read (this process's words). */
+const REVOKED = (() => {
+  const r = Proxy.revocable([], {});
+  r.revoke();
+  try {
+    Array.isArray(r.proxy);
+  } catch (e) {
+    return e.message;
+  }
+  return null;
+})();
+
+/** Whether the description holds a value structured clone refuses (but shared memory). */
+function holdsRefused(d) {
+  if (d === null || typeof d !== 'object') return false;
+  if (d.t === 'refused' && ['function', 'arrow', 'async function', 'class', 'symbol', 'Promise', 'WeakMap'].includes(d.kind)) return true;
+  if (d.t === 'v' && typeof d.v === 'symbol') return true;
+  if (d.t === 'toJSON' && d.enumerable) return true;
+  return Object.values(d).some(holdsRefused);
+}
+
 /** Whether the description holds an object structured clone refuses that plain params may hold. */
 function holdsExotic(d) {
   if (d === null || typeof d !== 'object') return false;
@@ -249,4 +328,4 @@ function getterErrors(d) {
   return Object.values(d).flatMap(getterErrors);
 }
 
-module.exports = { live, STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation };
+module.exports = { live, STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, trapErrors, clonedExpectation };

@@ -10,7 +10,7 @@ const { MAX_NESTING, DEADLINE_MS } = require('./run.js');
 const { DOCUMENTED, NAME, show, follow, within, allSettled, idle, judge } = require('./settle.js');
 const { stringArb, hugeLength, holdsHugeLength, build } = require('./values.js');
 const { refuse, isPlainObject, valueSpec, objectSpec, spec, expectation, nestingOf, jsonSpec } = require('./oracle.js');
-const { live, STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, clonedExpectation } = require('./clone.js');
+const { live, STACK_OVERFLOW, nestsPastStack, nesting, getterErrors, holdsUndefinedOrHole, holdsShared, holdsExotic, trapErrors, clonedExpectation } = require('./clone.js');
 const { optionsArb, makeOptions, optionEffects } = require('./options.js');
 
 const C = RpcError.codes;
@@ -209,7 +209,9 @@ const ENTRIES = {
       const s = wrap ? objectSpec([['a', spec(d)]]) : spec(d);
       const e = expectation(s, { nesting: 1, refuseNonJson: true });
       // Views that are not plain data: mustache.js is the oracle (docs/rendering.md, Views).
-      if (holdsCallable(d) || s.must || s.mayNonJson || (e.check !== null && !s.exact)) return renderAsMustache(pool, d, template, wrap);
+      // (So are objects without a prototype and arguments objects: mustache.js prints them
+      // otherwise than the plain objects of their JSON image.)
+      if (holdsCallable(d) || holdsNullProto(d) || holdsArguments(d) || s.must || s.mayNonJson || (e.check !== null && !s.exact)) return renderAsMustache(pool, d, template, wrap);
       let check = e.check;
       const codes = new Set(e.codes);
       let thrown = null; // what mustache.js throws for this data, if it throws
@@ -303,6 +305,11 @@ function holdsNullProto(d) {
   return (d.t === 'object' && d.nullProto) || Object.values(d).some(holdsNullProto);
 }
 
+function holdsArguments(d) {
+  if (d === null || typeof d !== 'object') return false;
+  return d.t === 'arguments' || Object.values(d).some(holdsArguments);
+}
+
 /** Whether the view holds a BigInt or a symbol (the prepared view prints them through a helper). */
 function holdsPrintedByHelper(d) {
   if (d === null || typeof d !== 'object') return false;
@@ -316,11 +323,6 @@ function holdsMergedKeys(d) {
   if (d === null || typeof d !== 'object') return false;
   if (d.t === 'object' && new Set(d.entries.map(([k]) => k.toWellFormed())).size < d.entries.length) return true;
   return Object.values(d).some(holdsMergedKeys);
-}
-
-function holdsArguments(d) {
-  if (d === null || typeof d !== 'object') return false;
-  return d.t === 'arguments' || Object.values(d).some(holdsArguments);
 }
 
 /** Whether a getter whose reads differ may return a BigInt. */
@@ -375,12 +377,10 @@ function renderAsMustache(pool, d, template, wrap) {
     }
   }
   // A throwing getter met through a dotted name renders nothing there (docs: What differs).
-  // Reported, not in docs/rendering.md: an object without a prototype, which mustache.js
-  // cannot print (String() throws), prints as '[object Object]' once the view is prepared.
   // Reported, not in docs/rendering.md: a view that is a Proxy whose trap throws may render
   // (here '') where mustache.js throws reading through the trap.
-  const dotted = thrown !== null && (holdsThrowingTrap(d) || (holdsMode(d, 'throws') && /\{\{[^}]*\w\.\w/.test(template)) || (holdsNullProto(d) && thrown.message === 'Cannot convert object to primitive value'));
-  // Reported, against the Views table: '{{n.length}}' of a BigInt or a symbol fails
+  const dotted = thrown !== null && (holdsThrowingTrap(d) || (holdsMode(d, 'throws') && /\{\{[^}]*\w\.\w/.test(template)));
+  // docs/rendering.md (What differs): '{{n.length}}' of a BigInt or a symbol fails
   // (CommandFailed: "a built-in that JavaScript values inherit") where mustache.js renders ''.
   // (So does '{{f.length}}' of a function, as before: a function's properties are not seen.)
   const builtIn = (holdsPrintedByHelper(d) || holdsThrowingTrap(d) || holdsCallable(d)) && /\.length/.test(template);
@@ -392,6 +392,9 @@ function renderAsMustache(pool, d, template, wrap) {
       // (Reported, not in docs/rendering.md: a Proxy's trap that throws as a nested view is
       // prepared rejects with the trap's own error, as a getter's does.)
       if (holdsThrowingTrap(d) && /^the \w+ trap throws$/.test(o.error.message)) return null;
+      // (Where the trap goes unseen, printing an object without a prototype behind it throws
+      // what mustache.js would throw there, had the trap not thrown first.)
+      if (holdsThrowingTrap(d) && holdsNullProto(d) && o.error.message === 'Cannot convert object to primitive value') return null;
       return thrown !== null && o.error.message === thrown.message ? null : `rejected with ${show(o.error)}, mustache.js ${thrown === null ? `renders ${show(wanted)}` : `throws ${show(thrown.message)}`}`;
     }
     if (o !== undefined && 'error' in o && thrown !== null && !dotted && !builtIn && o.error.code === C.CommandFailed && o.error.message !== thrown.message) {
@@ -408,8 +411,7 @@ function renderAsMustache(pool, d, template, wrap) {
       check = (a) => {
         if (typeof a !== 'string') return `rendered ${show(a)}, not a string`;
         // Strings cross to the native renderer as UTF-8: a lone surrogate printed is U+FFFD.
-        // Reported: an arguments object prints as '[object Object]' (it crosses as a plain object).
-        const alike = (w) => [w, holdsArguments(d) ? w.replaceAll('[object Arguments]', '[object Object]') : w].some((x) => a === x || a === x.toWellFormed());
+        const alike = (w) => a === w || a === w.toWellFormed();
         return flaky || dotted || huge || alike(wanted) ? null : `rendered ${show(a)}, mustache.js renders ${show(wanted)}`;
       };
     }
@@ -430,9 +432,12 @@ function servedExpectation(d) {
   const old = expectation(s, { nesting: 1 });
   // Shared memory: the old rules; a getter that throws as the params are read (structured clone
   // is tried first) rejects with its own error (docs/values.md).
+  // (A Proxy read, as structured clone is tried, before the shared memory is found may throw its
+  // trap's error first: docs/values.md.)
   if (s.mayViews || holdsShared(d)) {
     const deep = nestsPastStack(d);
-    return { check: old.check, codes: new Set([...old.codes, ...(deep ? [C.InternalError, C.CommandFailed] : [])]), messages: new Set([...getterErrors(d), ...(deep ? [STACK_OVERFLOW] : [])]) };
+    const traps = holdsExotic(d) ? trapErrors(d) : [];
+    return { check: old.check, codes: new Set([...old.codes, ...(deep ? [C.InternalError, C.CommandFailed] : [])]), messages: new Set([...getterErrors(d), ...traps, ...(deep ? [STACK_OVERFLOW] : [])]) };
   }
   const depth = s.depth + 1;
   const odd = holdsUndefinedOrHole(d);
@@ -441,12 +446,10 @@ function servedExpectation(d) {
   // walk declines, not only what the fast paths refuse: plain data that only the value-by-value
   // path took (nested past some 60 levels, a `__proto__` key, a NaN, −0, BigInt or bytes inside)
   // now crosses as a clone too. So for plain data either image may come back (they differ in
-  // lone surrogates, kept by the clone, and in an object reached twice, one object in the clone),
-  // and a Proxy or an arguments object in it is refused there (DataCloneError) where the
-  // value-by-value path took it before.
+  // lone surrogates, kept by the clone, and in an object reached twice, one object in the clone;
+  // a Proxy or an arguments object crosses as what it stands for either way).
   const cloned = clonedExpectation(d);
   if (cloned === null) return null;
-  if (plain && holdsExotic(d)) cloned.codes.add('DataCloneError');
   if (!plain) return cloned;
   const checks = [old.check, cloned.check].filter((c) => c !== null);
   return {

@@ -10,7 +10,7 @@ use crate::bindings::contract::{
     JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RAN, RESULT_AS_JSON, RESULT_CLONED, RESULT_SLICE,
     SLAB_BYTES, SLICE_MAX, SLICE_SPAN,
 };
-use crate::bindings::convert::{napi_try, text_to_js, to_js, Converted};
+use crate::bindings::convert::{self, napi_try, text_to_js, to_js, Converted};
 use crate::pool::Ran;
 use crate::rpc::text::too_long_for_js;
 use crate::rpc::{ErrorCode, JsText, Outcome, RpcError, Value};
@@ -30,9 +30,9 @@ pub(super) enum Settlement {
     Error(RpcError),
     /// Not a settlement: a progress report (code `PROGRESS`) of a call still running.
     Progress(Value),
-    /// Settle code `RESULT_CLONED` with a Buffer of the structured-clone bytes of this
-    /// `Value::Cloned`.
-    Cloned(Value),
+    /// Settle code `RESULT_CLONED` with the parts of this structured-clone message (the frame
+    /// of a `Value::Cloned`, handed over without copying its moved buffers: `convert::cloned`).
+    Cloned(crate::rpc::value::Cloned),
     /// Not a settlement: how an observed call ran (code `RAN`, value `[thread, waitMs,
     /// runMs]`), before its settlement.
     Ran(Ran),
@@ -42,7 +42,7 @@ impl Settlement {
     pub(super) fn of(outcome: Outcome) -> Settlement {
         match outcome {
             Ok(Value::String(s)) => Settlement::Text(JsText::for_js(s)),
-            Ok(v @ Value::Cloned(_)) => Settlement::Cloned(v),
+            Ok(Value::Cloned(frame)) => Settlement::Cloned(frame),
             // A view is the caller's memory, lent for the call: a result cannot hand it back.
             Ok(v) if v.has_view() => Settlement::Error(RpcError::new(
                 ErrorCode::InternalError,
@@ -81,7 +81,7 @@ const _: () = assert!(SETTLE_ARGS.is_multiple_of(4));
 pub(super) unsafe fn hand_to_js(
     env: sys::napi_env,
     settle: sys::napi_value,
-    settled: Vec<(u64, Settlement)>,
+    mut settled: Vec<(u64, Settlement)>,
 ) {
     let mut args = Vec::with_capacity(settled.len() * 4);
     let mut undefined = ptr::null_mut();
@@ -95,7 +95,7 @@ pub(super) unsafe fn hand_to_js(
                 .map(|(_, o)| sliced(o).map_or(0, <[u8]>::len))
                 .sum(),
         };
-        for (call, outcome) in &settled {
+        for (call, outcome) in settled.iter_mut() {
             let made = match sliced(outcome) {
                 Some(bytes) => slabs.slice(env, bytes),
                 None => entry(env, undefined, outcome),
@@ -112,7 +112,7 @@ pub(super) unsafe fn hand_to_js(
                         ErrorCode::InternalError,
                         format!("the call's result could not be handed to JavaScript: {why}"),
                     );
-                    match entry(env, undefined, &Settlement::Error(e)) {
+                    match entry(env, undefined, &mut Settlement::Error(e)) {
                         Ok(entry) => entry,
                         // Nothing can be made any more (the environment is going away).
                         Err(_) => continue,
@@ -233,7 +233,7 @@ impl Slabs {
 unsafe fn entry(
     env: sys::napi_env,
     undefined: sys::napi_value,
-    outcome: &Settlement,
+    outcome: &mut Settlement,
 ) -> Converted<(i32, sys::napi_value, sys::napi_value)> {
     // SAFETY: caller contract.
     unsafe {
@@ -242,7 +242,11 @@ unsafe fn entry(
             Settlement::Text(text) => (0, text_to_js(env, text)?, undefined),
             Settlement::Json(text) => (RESULT_AS_JSON, text_to_js(env, text)?, undefined),
             Settlement::Progress(v) => (PROGRESS, to_js(env, v)?, undefined),
-            Settlement::Cloned(v) => (RESULT_CLONED, to_js(env, v)?, undefined),
+            Settlement::Cloned(frame) => (
+                RESULT_CLONED,
+                convert::cloned::frame_to_js(env, std::mem::take(frame))?,
+                undefined,
+            ),
             Settlement::Ran(r) => {
                 let ms = |d: std::time::Duration| Value::Number(d.as_secs_f64() * 1e3);
                 let times =

@@ -8,6 +8,7 @@
 //! conversion's error message, so that nothing escapes into the caller's JavaScript and every
 //! call can still be settled through the normal path.
 
+pub mod cloned;
 pub mod from_js;
 pub mod to_js;
 

@@ -161,9 +161,12 @@ pub unsafe fn to_js_with(
                 "creating a Uint8Array"
             );
         }
-        // Structured-clone bytes reach JavaScript as a Buffer (the settle code or the job
-        // batch says what they are), for lib/clone.js to read.
-        Value::Buffer(bytes) | Value::Cloned(bytes) => {
+        // A structured-clone message reaches JavaScript as its parts, for lib/clone.js to read
+        // (the settle code or the job batch says what they are); where the frame is owned,
+        // `cloned::frame_to_js` hands its moved buffers over without this copy.
+        // SAFETY: caller contract.
+        Value::Cloned(frame) => out = unsafe { super::cloned::frame_to_js(env, frame.clone()) }?,
+        Value::Buffer(bytes) => {
             // One Node-API call: Node makes the Buffer without zero-filling it first, with
             // Buffer's prototype, so the caller needs no wrapping step.
             let mut data = ptr::null_mut();

@@ -106,9 +106,9 @@ struct Flags {
     /// The call (`pool.render`) may hold functions: the call function then returns
     /// `[functions, objects]`, what `finishRender` needs (`bindings/render/`).
     may_hold_functions: bool,
-    /// `None`: `params` is an array of values (or cloned bytes).
+    /// `None`: `params` is an array of values (or a cloned message's parts).
     packed: Option<Packing>,
-    /// `params` is a Uint8Array of structured-clone bytes (lib/clone.js), for a method served
+    /// `params` is the parts of a structured-clone message (lib/clone.js), for a method served
     /// by JavaScript (not with `packed`).
     cloned: bool,
     /// The 8th argument is the caller's trace context (`contract::CALL_TRACED`).
@@ -145,7 +145,8 @@ impl Flags {
 enum ParamsArg {
     /// An array of values, converted here.
     Values(sys::napi_value),
-    /// A Uint8Array of structured-clone bytes, copied here.
+    /// The parts of a structured-clone message (lib/clone.js): copied here, the moved
+    /// ArrayBuffers detached (`convert::cloned`).
     Cloned(sys::napi_value),
     /// Packed params (`rpc::packed`): the text, the tape, and the first param when it crossed
     /// on its own.
@@ -234,24 +235,13 @@ unsafe fn read_params(
     let (text, tape, first) = match *params {
         // SAFETY: caller contract.
         ParamsArg::Values(array) => return Ok(Params::Values(unsafe { from.params(array) }?)),
-        ParamsArg::Cloned(bytes) => {
-            // One copy: the caller's Buffer may be reused or collected once this returns.
-            // SAFETY: caller contract; the view is used only within this callback.
-            let (mut view, shared) =
-                unsafe { convert::view_for_call(env, bytes, "the cloned params") }
-                    .map_err(RpcError::invalid_params)?;
-            if shared {
-                return Err(RpcError::invalid_params(
-                    "the cloned params must not be in a SharedArrayBuffer",
-                ));
-            }
-            let mut copy = Vec::new();
-            copy.try_reserve_exact(view.byte_len())
-                .map_err(|_| RpcError::invalid_params("no memory to copy the cloned params"))?;
-            // SAFETY: ordinary (not shared) memory that only this JS thread can reach, valid
-            // during this callback, which neither detaches nor frees it (view_for_call).
-            copy.extend_from_slice(unsafe { view.unshared_bytes_mut() });
-            return Ok(Params::Cloned(copy));
+        ParamsArg::Cloned(parts) => {
+            // One copy of each part, none of a buffer corepool handed over (the moved
+            // ArrayBuffers are detached once copied).
+            // SAFETY: caller contract.
+            let frame = unsafe { convert::cloned::frame_from_js(env, parts, "the cloned params") }
+                .map_err(RpcError::invalid_params)?;
+            return Ok(Params::Cloned(frame));
         }
         ParamsArg::Packed { text, tape, first } => (text, tape, first),
     };
