@@ -377,6 +377,52 @@ test('prototype getters are read on the calling thread, at most once per propert
   ]);
 });
 
+test('every getter of a view is read once per render, wherever it is and whatever else the view holds', async () => {
+  // Values plain data cannot hold (NaN, undefined, a BigInt, a Date, an instance) once sent a
+  // view the long way, read again there: a plain object's own getter twice or three times, and
+  // a getter of an object an instance's getter returned twice.
+  const reads = new Map();
+  const count = (name, value) => {
+    reads.set(name, (reads.get(name) ?? 0) + 1);
+    return value;
+  };
+  class Box {
+    get inner() {
+      return count('Box.inner', { get deep() { return count('inner.deep', 'D'); } });
+    }
+    get label() {
+      return count('Box.label', 'L');
+    }
+  }
+  const template = '{{own}}|{{box.label}}|{{box.inner.deep}}|{{#list}}{{item}}{{/list}}|{{n}}|{{u}}|{{b}}';
+  const view = () => ({
+    get own() {
+      return count('own', 'O');
+    },
+    box: new Box(),
+    list: [{ get item() { return count('item', 'I'); } }],
+    n: NaN,
+    u: undefined,
+    b: 10n,
+    d: new Date(0),
+  });
+  const theirs = Mustache.render(template, view());
+  for (const make of [view, () => ({ ...view(), f: () => 'fn' })]) {
+    reads.clear();
+    expect(await pool.render(template, make())).toBe(theirs);
+    expect(Object.fromEntries(reads)).toEqual({ own: 1, 'Box.label': 1, 'Box.inner': 1, 'inner.deep': 1, item: 1 });
+  }
+});
+
+test('a view prepared the long way is not copied for a NaN: a Proxy array whose has trap throws still renders as in mustache.js', async () => {
+  // (Nested deeper than the packed walk goes, the view is prepared first; NaN !== NaN made a
+  // copy of the array, whose slice() ran the trap, and the render rejected with its error.)
+  let deep = [''];
+  for (let i = 0; i < 70; i++) deep = [deep];
+  const view = () => ({ a: new Proxy([deep, NaN], { has() { throw new Error('the has trap throws'); } }) });
+  expect(await pool.render('{{a}}', view())).toBe(Mustache.render('{{a}}', view()));
+});
+
 test('exec("render") keeps its plain-data contract: a Date or an instance is refused there', async () => {
   for (const data of [{ d: new Date(0) }, { s: new Shape('x') }]) {
     const e = await pool.exec('render', '{{d}}', data).catch((x) => x);

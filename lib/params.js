@@ -13,6 +13,7 @@
 
 const { contract } = require('./native.js');
 const { RpcError, CODES } = require('./errors.js');
+const { readMirror, thrower, returning, isBuffer } = require('./render.js');
 const { isArgumentsObject } = require('node:util').types;
 
 /**
@@ -52,6 +53,10 @@ const { null: NULL, false: FALSE, true: TRUE, number: NUMBER, string: STRING, ar
 let functions = null;
 /** Whether the current walk may pack functions (a render's). */
 let takesFunctions = false;
+/** The mirrors read in this walk, by object: an object met twice is read once. */
+const mirrorsRead = new Map();
+/** Whether this walk packed a value of a render's view as mustache.js sees it (see packView). */
+let preparedInView = false;
 /** The objects met (`nMet` of them), kept between calls (emptied after each: no call keeps another's objects alive). */
 let objectsMet = Array.from({ length: 256 }, () => null);
 let nMet = 0;
@@ -171,9 +176,46 @@ function pack(v, depth) {
         return 1;
       }
       return packObject(v, depth);
-    default: // a function is packed in a render's walk; a symbol or a BigInt never
+    default: // a function is packed in a render's walk; a symbol or a BigInt only in its view (packView)
       return takesFunctions ? packFunction(v) : -1;
   }
+}
+
+/**
+ * pack for `v`, an object of a render's view that is not plain (a Date, a class instance…): its
+ * mirror (lib/render.js), its values read once and packed as they are. The mirror is what the
+ * handles list: a function called with it as `this` gets `v`.
+ */
+function packMirror(v, depth) {
+  preparedInView = true;
+  let read = mirrorsRead.get(v);
+  if (read === undefined) {
+    read = readMirror(v);
+    mirrorsRead.set(v, read);
+  }
+  const [m, keys, values] = read;
+  met(m);
+  const count = keys.length;
+  if (!(count <= budget)) return TOO_MANY;
+  budget -= count;
+  room(2);
+  const head = at;
+  at += 2;
+  let n = 1;
+  for (let i = 0; i < count; i++) {
+    const c = packView(values[i], depth + 1);
+    if (c < 0) return c;
+    n += c;
+  }
+  tape[head] = OBJECT;
+  tape[head + 1] = count;
+  room(count);
+  for (let i = 0; i < count; i++) {
+    const k = keys[i];
+    tape[at++] = k.length;
+    text += k;
+  }
+  return n;
 }
 
 /** pack for the function `v`, in a walk that takes functions. */
@@ -191,30 +233,18 @@ function packFunction(v) {
 function packObject(v, depth) {
   // (A render never makes JSON of its view: there a toJSON method is a function like any other.)
   if (depth >= contract.jsonMaxDepth || (!takesFunctions && typeof v.toJSON === 'function')) return -1;
-  objects++;
-  if (seen !== null && depth > 0) {
-    // An object met twice: JSON would send two copies; structured clone keeps it one. (The
-    // first object is only remembered: most params hold one, and pay no set for it.)
-    if (solo === null) solo = v;
-    else {
-      if (v === solo || seen.has(v)) return -1;
-      seen.add(v);
-    }
-  }
+  if (metTwice(v, depth)) return -1;
   if (Array.isArray(v)) return packArray(v, depth, 0);
   if (takesFunctions && depth > 0) met(v);
   let n = 1;
   const proto = Object.getPrototypeOf(v);
-  // (In a render's view, an object without a prototype is prepared, lib/render.js: mustache.js
-  // cannot print it.)
+  // (A render's params outside its view: an object without a prototype goes the long way.)
   if (proto !== Object.prototype && (proto !== null || takesFunctions)) return -1;
   // A typed array given a plain prototype: never listed index by index (2^30 of them).
   if (ArrayBuffer.isView(v)) return -1;
   // Nor a String object: it has a key per character, and no conversion lists them.
   if (typeof v.length === 'number') {
     if (isStringObject(v)) return STRING_OBJECT;
-    // An arguments object in a render's view is prepared too: mustache.js prints it as
-    // '[object Arguments]' and finds its `length`.
     if (takesFunctions && isArgumentsObject(v)) return -1;
   }
   room(2);
@@ -234,9 +264,34 @@ function packObject(v, depth) {
     if (nk === keys.length) keys = keys.concat(keys.map(() => ''));
     keys[nk++] = k;
   }
+  closeObject(head, first);
+  return n;
+}
+
+/**
+ * Whether `v`, an object met at `depth`, was met before in params that go to JavaScript: JSON
+ * would send two copies; structured clone keeps it one. (The first object is only remembered:
+ * most params hold one, and pay no set for it.) Counts the object.
+ */
+function metTwice(v, depth) {
+  objects++;
+  if (seen !== null && depth > 0) {
+    if (solo === null) solo = v;
+    else {
+      if (v === solo || seen.has(v)) return true;
+      seen.add(v);
+    }
+  }
+  return false;
+}
+
+/**
+ * Ends the object whose head is at `head` and whose keys are keys[first .. nk]: keys an earlier
+ * object of this call had, in the same order (a table's rows), as its shape's number, else the
+ * keys themselves.
+ */
+function closeObject(head, first) {
   const count = nk - first;
-  // Keys an earlier object of this call had, in the same order (a table's rows): its shape's
-  // number instead of the keys.
   const entry = count > 0 ? shapeByFirstKey.get(keys[first]) : undefined;
   const id = entry !== undefined && entry >= shapeBase ? entry - shapeBase : -1;
   if (id >= 0 && sameKeys(shapes[id], first, count)) {
@@ -262,7 +317,6 @@ function packObject(v, depth) {
     }
   }
   nk = first;
-  return n;
 }
 
 /** pack for the array `v` from its item `from` on (the items before it travel apart). */
@@ -275,8 +329,132 @@ function packArray(v, depth, from) {
   tape[at++] = ARRAY;
   tape[at++] = length - from;
   let n = 1 + from;
+  if (depth === 0 && takesFunctions) {
+    // The params array of a render: its view (params[1]) is packed as mustache.js sees it.
+    for (let i = from; i < length; i++) {
+      const c = i === 1 ? packView(v[i], 1) : pack(v[i], 1);
+      if (c < 0) return c;
+      n += c;
+    }
+    return n;
+  }
   for (let i = from; i < length; i++) {
     const c = pack(v[i], depth + 1);
+    if (c < 0) return c;
+    n += c;
+  }
+  return n;
+}
+
+// A render's view (params[1]) is walked by functions of its own (packView and those it calls):
+// there values plain data cannot hold are packed as mustache.js sees them, as lib/render.js
+// prepares a view (an object that is not plain as its mirror, a BigInt or a symbol as a
+// function returning it, a getter that throws as a function throwing its error, undefined as
+// null, NaN and ±Infinity and -0 as they are), so that each getter is read once, by this walk,
+// and the view still crosses packed. (Apart: V8 optimised one walk for both worse, a plain
+// table's view ~10% slower on Node 24 once views with functions had gone through it.)
+
+/** pack for `v`, a value of a render's view. */
+function packView(v, depth) {
+  switch (typeof v) {
+    case 'string':
+      room(2);
+      tape[at++] = STRING;
+      tape[at++] = v.length;
+      text += v;
+      return 1;
+    case 'number': // NaN, ±Infinity and -0 too: the renderer prints them
+      room(2);
+      tape[at++] = NUMBER;
+      tape[at++] = v;
+      return 1;
+    case 'boolean':
+      room(1);
+      tape[at++] = v ? TRUE : FALSE;
+      return 1;
+    case 'undefined': // null, as mustache.js prints it
+      sawUndefined = true;
+      room(1);
+      tape[at++] = NULL;
+      return 1;
+    case 'object':
+      if (v === null) {
+        room(1);
+        tape[at++] = NULL;
+        return 1;
+      }
+      return packViewObject(v, depth);
+    case 'function':
+      return packFunction(v);
+    default: // a BigInt or a symbol: a function returning it
+      preparedInView = true;
+      return packFunction(returning(v));
+  }
+}
+
+/** packObject for `v`, an object of a render's view. */
+function packViewObject(v, depth) {
+  if (depth >= contract.jsonMaxDepth) return -1;
+  if (metTwice(v, depth)) return -1;
+  if (Array.isArray(v)) return packViewArray(v, depth);
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype) {
+    // An instance crosses as its mirror (lib/render.js), and so does an object without a
+    // prototype (mustache.js cannot print it); what a mirror would not change (typed arrays,
+    // buffers, objects of another realm) crosses value by value.
+    if (ArrayBuffer.isView(v) || isBuffer(v) || (proto !== null && Object.getPrototypeOf(proto) === null)) return -1;
+    return packMirror(v, depth);
+  }
+  if (ArrayBuffer.isView(v)) return -1;
+  if (typeof v.length === 'number') {
+    if (isStringObject(v)) return STRING_OBJECT;
+    // An arguments object crosses as its mirror too: mustache.js prints it as
+    // '[object Arguments]' and finds its `length`.
+    if (isArgumentsObject(v)) return packMirror(v, depth);
+  }
+  met(v);
+  let n = 1;
+  room(2);
+  const head = at;
+  at += 2;
+  const first = nk;
+  for (const k in v) {
+    if (inherited && !hasOwn.call(v, k)) continue;
+    if (--budget < 0) return TOO_MANY;
+    let item;
+    try {
+      item = v[k];
+    } catch (e) {
+      item = thrower(e); // a getter that throws: the render rejects with its error where the template reads it
+    }
+    const c = packView(item, depth + 1);
+    if (c < 0) return c;
+    n += c;
+    if (nk === keys.length) keys = keys.concat(keys.map(() => ''));
+    keys[nk++] = k;
+  }
+  closeObject(head, first);
+  return n;
+}
+
+/** packArray for `v`, an array of a render's view. */
+function packViewArray(v, depth) {
+  const length = v.length;
+  if (!(length <= budget)) return TOO_MANY;
+  met(v);
+  budget -= length;
+  room(2);
+  tape[at++] = ARRAY;
+  tape[at++] = length;
+  let n = 1;
+  for (let i = 0; i < length; i++) {
+    let item;
+    try {
+      item = v[i];
+    } catch (e) {
+      item = thrower(e); // (inline: a function here cost a plain table's walk ~15%)
+    }
+    const c = packView(item, depth + 1);
     if (c < 0) return c;
     n += c;
   }
@@ -355,6 +533,7 @@ function wireParams(params, mayHoldFunctions = false, toJs = false) {
   let after = false;
   walking = true;
   takesFunctions = mayHoldFunctions;
+  preparedInView = false;
   functions = null;
   forgetMet();
   try {
@@ -377,10 +556,14 @@ function wireParams(params, mayHoldFunctions = false, toJs = false) {
     size = -1; // a getter or a trap threw: the native conversion names it precisely
   } finally {
     walking = false;
+    if (mirrorsRead.size > 0) mirrorsRead.clear();
   }
   const fns = functions;
   functions = null;
   takesFunctions = false;
+  // A render's view that needed preparing and holds too many values: lib/render.js's
+  // preparation refuses it, with its own bound and message.
+  if (size === TOO_MANY && preparedInView) size = -1;
   if (size < 0 || (size < contract.jsonMinValues && objects < 2)) {
     forgetMet();
     clearWalk();

@@ -59,16 +59,38 @@ function section(fn, self, isInverted, raw, token) {
   const value = fn.call(self);
   if (isInverted) return inverted(value);
   if (typeof value !== 'function') {
-    // Data the body renders over, as mustache.js would see it (an instance's getters…).
-    const result = typeof value === 'bigint' || typeof value === 'symbol' ? Boolean(value) : prepareValue(value);
+    const result = sectionData(value);
     returned[0] = VALUE;
     return result;
   }
-  const text = raw ?? outcome(native.renderSectionText(token));
-  const out = value.call(self, text, (template) => outcome(native.renderInScope(token, template)));
-  const output = out == null ? '' : '' + out;
+  const output = lambdaOutput(value, self, raw, token);
   returned[0] = LAMBDA;
   return output;
+}
+
+/** A section function's result that is not a lambda: data the body renders over, as mustache.js would see it (an instance's getters…). */
+function sectionData(value) {
+  return typeof value === 'bigint' || typeof value === 'symbol' ? Boolean(value) : prepareValue(value);
+}
+
+/**
+ * The output of the lambda a section's function returned, called as mustache.js calls it:
+ * `this` again, the section's raw text (`raw`, or asked for through `token` when it is long),
+ * and a `render` of text in the section's context, which works while the lambda runs (and
+ * while its output is made a string), not after.
+ */
+function lambdaOutput(lambda, self, raw, token, rendered) {
+  const text = raw ?? outcome(native.renderSectionText(token));
+  let live = token;
+  // What `text` renders to, when the addon rendered it ahead (`rendered`): no call for it.
+  const render = (template) => (live !== 0 && rendered !== undefined && template === text ? rendered : outcome(native.renderInScope(live, template)));
+  try {
+    // (Token 0 is never a lambda's: a `render` kept for later finds nothing, as the addon says.)
+    const out = lambda.call(self, text, render);
+    return out == null ? '' : '' + out;
+  } finally {
+    live = 0;
+  }
 }
 
 /** String.prototype.isWellFormed as this module found it (user code may replace it later). */
@@ -78,13 +100,18 @@ const isWellFormed = Function.prototype.call.bind(String.prototype.isWellFormed)
  * `count` function tags in a row, each written as write() writes it: `runArgs` holds 4 numbers
  * per tag (the function's index in `functions`, its `this`'s in `objects` or -1 for undefined,
  * the write mode, the escape function's index in `functions` or -1), and each tag's text
- * length is written over its first. Returns the texts joined, or `[joined, text]` when the
+ * length is written over its first. A tag of mode `section` is a section's function, called as
+ * section() calls it (its 4th number is the index of its raw text in `raws`, or -1 when that is
+ * long; the sections' lambdas have tokens `token`, `token + 1`… in order; `rendered[i]`, when
+ * there, is what its raw text renders to, which its lambda's `render(text)` then gives):
+ * a lambda's output is its text; data it returns ends the run, handed back as `[joined, data]`
+ * with a negative count in `returned`. Returns the texts joined, or `[joined, text]` when the
  * last, longer than RUN_TEXT_MAX, comes apart; says in `returned` how many it wrote. It stops
  * once the texts could take more than `room` units of the output (escaping as HTML makes a
  * text at most 6 times longer) or pass RUN_TEXT_MAX, and after a text holding a lone surrogate
  * (which the addon refuses before any later function is called).
  */
-function writeRun(functions, objects, args, count, room) {
+function writeRun(functions, objects, args, count, room, raws, token, rendered) {
   const limit = room < RUN_TEXT_MAX ? room : RUN_TEXT_MAX; // (Math.min may be replaced)
   let joined = '';
   let taken = 0;
@@ -92,9 +119,22 @@ function writeRun(functions, objects, args, count, room) {
   while (i < count) {
     const at = 4 * i;
     const self = args[at + 1] < 0 ? undefined : original(objects[args[at + 1]]);
-    const escape = args[at + 3] < 0 ? undefined : functions[args[at + 3]];
     const mode = args[at + 2];
-    const text = write(functions[args[at]], self, true, mode, escape);
+    let text;
+    if (mode === WRITE.section) {
+      const value = functions[args[at]].call(self);
+      if (typeof value !== 'function') {
+        // Data: the run ends here, and the addon renders the section's body over it.
+        const data = sectionData(value);
+        returned[0] = -(i + 1);
+        return [joined, data];
+      }
+      text = lambdaOutput(value, self, args[at + 3] < 0 ? undefined : raws[args[at + 3]], token, rendered === undefined ? undefined : rendered[i]);
+      token++;
+    } else {
+      const escape = args[at + 3] < 0 ? undefined : functions[args[at + 3]];
+      text = write(functions[args[at]], self, true, mode, escape);
+    }
     args[at] = text.length;
     i++;
     if (i > 1 && text.length > RUN_TEXT_MAX) {
@@ -312,7 +352,7 @@ function prepareArray(v, seen) {
       if (e === TOO_BIG) throw e;
       p = thrower(e);
     }
-    if (copy === null && p !== item) {
+    if (copy === null && !Object.is(p, item)) {
       copy = v.slice(0, i);
       seen.set(v, copy);
     }
@@ -357,7 +397,7 @@ function preparePlain(v, seen) {
         if (e === TOO_BIG) throw e;
         p = thrower(e); // (item stays undefined: never equal to a function)
       }
-      if (copy === null && p !== item) {
+      if (copy === null && !Object.is(p, item)) {
         copy = {};
         for (let j = base; j < readKeys.length; j++) put(copy, readKeys[j], readValues[j]);
         seen.set(v, copy);
@@ -397,16 +437,18 @@ function keysOf(proto) {
 }
 
 /**
- * The mirror of `v`, an object that is not plain: a plain object with what `k in v` finds
- * below the root prototype, read once (see the module doc).
+ * What `k in v` finds on `v` (an object that is not plain) below the root prototype, each
+ * read once (see the module doc): `[m, keys, values]`, `m` the mirror's object (it stands
+ * for `v`: `original(m)` is `v`), the values as read, not prepared. The walk of a render's
+ * params (lib/params.js) packs them as they are; mirror() makes `m` of them.
  */
-function mirror(v, seen) {
+function readMirror(v) {
   const m = {};
-  seen.set(v, m);
   originals.set(m, v);
+  const keys = [];
+  const values = [];
   // (A Proxy whose ownKeys trap throws ends the walk: the caller then sends the view unprepared.)
   for (const k of getOwnPropertyNames(v)) {
-    spend(1);
     // An own `constructor` is as any other key (only prototypes' are left out).
     let item;
     try {
@@ -414,14 +456,16 @@ function mirror(v, seen) {
     } catch (e) {
       item = thrower(e);
     }
-    put(m, k, prepare(item, seen));
+    keys.push(k);
+    values.push(item);
   }
   let proto = getPrototypeOf(v);
   const bare = proto === null;
+  let names = null;
   while (proto !== null && getPrototypeOf(proto) !== null) {
     for (const k of keysOf(proto)) {
-      if (hasOwn.call(m, k)) continue; // shadowed by a nearer one
-      spend(1);
+      names ??= new Set(keys);
+      if (names.has(k)) continue; // shadowed by a nearer one
       const d = getOwnPropertyDescriptor(proto, k);
       let item;
       if (d === undefined) continue;
@@ -436,12 +480,29 @@ function mirror(v, seen) {
           item = thrower(e);
         }
       }
-      put(m, k, typeof item === 'function' ? item : prepare(item, seen));
+      names.add(k);
+      keys.push(k);
+      values.push(item);
     }
     proto = getPrototypeOf(proto);
   }
   // Printed through JavaScript, as the original (the helpers above print `original(m)`).
-  if (!hasOwn.call(m, 'toString')) m.toString = bare ? unprintable : objectToString;
+  if (!(names ?? new Set(keys)).has('toString')) {
+    keys.push('toString');
+    values.push(bare ? unprintable : objectToString);
+  }
+  return [m, keys, values];
+}
+
+/**
+ * The mirror of `v`, an object that is not plain: a plain object with what `k in v` finds
+ * below the root prototype, read once (see the module doc).
+ */
+function mirror(v, seen) {
+  const [m, keys, values] = readMirror(v);
+  seen.set(v, m);
+  spend(keys.length);
+  for (let i = 0; i < keys.length; i++) put(m, keys[i], prepare(values[i], seen));
   // So is a mirror inside an array that is printed (joined in JavaScript): String(original), as
   // mustache.js joins the original items (a symbol key: no field of the view).
   Object.defineProperty(m, Symbol.toPrimitive, { value: printedAs, enumerable: false });
@@ -514,4 +575,4 @@ function renderFailed(e) {
   throw inUserTerms(e);
 }
 
-module.exports = { finishRender, inUserTerms, renderFailed, prepareRenderParams };
+module.exports = { finishRender, inUserTerms, renderFailed, prepareRenderParams, readMirror, thrower, returning, isBuffer };

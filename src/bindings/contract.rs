@@ -55,6 +55,9 @@ pub(crate) const CALL_TIMED: u32 = 512;
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
 pub(crate) const RENDER_WRITE_HTML: u32 = 1;
 pub(crate) const RENDER_WRITE_ESCAPE: u32 = 2;
+/// A `writeRun` entry that is a section's function, its lambda called at once (its 4th number
+/// the index of its raw text among the run's `raws`, or -1).
+pub(crate) const RENDER_WRITE_SECTION: u32 = 3;
 /// What the render helper `section` (lib/render.js) returned, as it says in its `returned`
 /// word: the section function's result, or (the function returned a lambda) the lambda's
 /// output.
@@ -148,6 +151,7 @@ pub struct RenderWriteModes {
     pub raw: u32,
     pub html: u32,
     pub escape: u32,
+    pub section: u32,
 }
 
 #[napi(object)]
@@ -330,6 +334,7 @@ pub fn contract() -> Contract {
             raw: RENDER_WRITE_RAW,
             html: RENDER_WRITE_HTML,
             escape: RENDER_WRITE_ESCAPE,
+            section: RENDER_WRITE_SECTION,
         },
         render_section: RenderSectionResults {
             value: RENDER_SECTION_VALUE,

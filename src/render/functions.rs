@@ -107,6 +107,22 @@ pub struct Write<'a> {
 /// The most writes one [`Functions::write_run`] call is given.
 pub const WRITE_RUN_MAX: usize = 256;
 
+/// A tag of a run that holds sections ([`Functions::tag_run`]).
+pub enum RunTag<'a, 'r> {
+    Write(Write<'a>),
+    /// A section (never an inverted one) whose function is called: a lambda it returns is
+    /// called at once, and its output is the tag's text; data it returns ends the run. With
+    /// what its raw text renders to, when the first pass could render it ahead.
+    Section(SectionCall<'a, 'r>, Option<&'r str>),
+}
+
+/// How a [`Functions::tag_run`] ended: how many tags it did, the last one's data when that
+/// was a section whose function returned data (its body is the caller's to render).
+pub struct RunEnd<'a> {
+    pub done: usize,
+    pub data: Option<Js<'a>>,
+}
+
 /// Where the JavaScript of a render runs: [`pending::Recorder`] on a pool thread (records
 /// slots), the Node-API host on the calling thread (calls functions then and there).
 pub trait Functions<'a> {
@@ -143,6 +159,29 @@ pub trait Functions<'a> {
         ends: &mut Vec<usize>,
     ) -> Result<usize, RpcError> {
         write_first(self, writes, texts, ends)
+    }
+
+    /// Whether [`Functions::tag_run`] would take the write `w` (for a section: its function,
+    /// its `this`, raw), without calling anything. By default, no.
+    fn run_takes(&self, _w: &Write<'a>) -> bool {
+        false
+    }
+
+    /// Tags (at most [`WRITE_RUN_MAX`], writes and sections) that follow one another in the
+    /// output with nothing rendered between them, done in order, as [`Functions::write_run`]
+    /// does writes: each text appended to `texts` and ended at its entry of `ends`, a section's
+    /// text being its lambda's output. It stops after a section whose function returned data
+    /// (which has no text: the caller renders its body over the data), and may stop sooner, as
+    /// `write_run` does. `None`: the host does not take this run (nothing was called), and the
+    /// caller goes tag by tag. By default, `None`.
+    fn tag_run(
+        &self,
+        _tags: &[RunTag<'a, '_>],
+        _room: usize,
+        _texts: &mut String,
+        _ends: &mut Vec<usize>,
+    ) -> Result<Option<RunEnd<'a>>, RpcError> {
+        Ok(None)
     }
 }
 

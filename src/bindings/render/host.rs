@@ -8,12 +8,14 @@ use super::live::Live;
 use super::text::{internal, thrown, with_text, LONE_SURROGATE};
 use crate::bindings::contract::{
     RENDER_SECTION_LAMBDA, RENDER_WRITE_ESCAPE, RENDER_WRITE_HTML, RENDER_WRITE_RAW,
+    RENDER_WRITE_SECTION,
 };
 use crate::bindings::convert::from_js::MAX_VALUES;
 use crate::bindings::convert::{self, to_js, FromJs};
 use crate::render::functions::pending::Finishing;
 use crate::render::functions::{
-    run_miscounted, write_first, Functions, SectionCall, SectionValue, TagEscape, Write,
+    run_miscounted, write_first, Functions, RunEnd, RunTag, SectionCall, SectionValue, TagEscape,
+    Write,
 };
 use crate::render::js::Js;
 use crate::render::{check_value, escape_html};
@@ -580,34 +582,224 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
             false => (result, None),
         };
         let in_joined = done - usize::from(apart.is_some());
-        self.split(
-            joined,
-            &writes[..in_joined],
-            &lengths[..in_joined],
-            texts,
-            ends,
-        )?;
+        let html: Vec<bool> = writes[..in_joined]
+            .iter()
+            .map(|w| w.escape == TagEscape::Html)
+            .collect();
+        self.split(joined, &html, &lengths[..in_joined], texts, ends)?;
         if let Some(apart) = apart {
             self.push_text(apart, texts, writes[in_joined].escape == TagEscape::Html)?;
             ends.push(texts.len());
         }
         Ok(done)
     }
+
+    fn run_takes(&self, w: &Write<'p>) -> bool {
+        self.run_entry(w).is_some()
+    }
+
+    /// A run of writes and sections in one call (`writeRun`, which calls a section's function
+    /// and, should it return a lambda, the lambda, as `section` does): as a run of writes, a
+    /// section's text being its lambda's output, and ending after a section whose function
+    /// returned data (`writeRun` says so with a negative count, and hands the data back
+    /// after the texts: `[joined, data]`). Each section's lambda can render in its context
+    /// while the run runs (`Live`); `writeRun` hands a lambda a `render` that works only while
+    /// that lambda runs, as `section` does.
+    fn tag_run(
+        &self,
+        tags: &[RunTag<'p, '_>],
+        room: usize,
+        texts: &mut String,
+        ends: &mut Vec<usize>,
+    ) -> Result<Option<RunEnd<'p>>, RpcError> {
+        let mut entries: Vec<[f64; 4]> = Vec::with_capacity(tags.len());
+        for tag in tags {
+            let entry = match tag {
+                RunTag::Write(w) => self.run_entry(w),
+                RunTag::Section(call, _) => self
+                    .run_entry(&Write {
+                        value: Js::Function(call.function),
+                        this: call.this,
+                        escape: TagEscape::Raw,
+                    })
+                    .map(|[f, this, _, _]| [f, this, f64::from(RENDER_WRITE_SECTION), 0.0]),
+            };
+            match entry {
+                Some(entry) => entries.push(entry),
+                None => break,
+            }
+        }
+        if entries.len() < 2 {
+            return Ok(None);
+        }
+        let tags = &tags[..entries.len()];
+        // Each section's `render` (as in `section`), registered while the run runs.
+        let renders: Vec<_> = tags
+            .iter()
+            .map(|tag| {
+                let scope = match tag {
+                    RunTag::Section(call, _) => Some(call.scope),
+                    RunTag::Write(_) => None,
+                };
+                move |text: &str| {
+                    let scope = scope.ok_or_else(|| internal("a write has no render"))?;
+                    self.nested.set(self.nested.get() + 1);
+                    let out = self.finishing.render_text(text, scope, self);
+                    self.nested.set(self.nested.get() - 1);
+                    out
+                }
+            })
+            .collect();
+        // The sections' raw texts, each distinct one once (a section repeated in a template
+        // has the same), a short one only: a longer one only if a lambda asks for it.
+        let mut raws = ptr::null_mut();
+        // SAFETY: as in `element`; `raws` is a live local.
+        let status = unsafe { sys::napi_create_array(self.env, &mut raws) };
+        self.check(status, "making a run's texts")?;
+        let mut distinct: Vec<&str> = Vec::new();
+        let mut lives: Vec<Live> = Vec::new();
+        let mut first_token = 0.0;
+        // What the sections' raw texts render to, where the first pass rendered them ahead.
+        let mut rendered = self.undefined;
+        for (i, (tag, render)) in tags.iter().zip(&renders).enumerate() {
+            let RunTag::Section(call, ahead) = tag else {
+                continue;
+            };
+            if let Some(ahead) = ahead {
+                if rendered == self.undefined {
+                    // SAFETY: as in `element`; `rendered` is a live local.
+                    let status = unsafe { sys::napi_create_array(self.env, &mut rendered) };
+                    self.check(status, "making a run's texts")?;
+                }
+                let text = self.string(ahead)?;
+                // SAFETY: as in `element`.
+                let status = unsafe { sys::napi_set_element(self.env, rendered, i as u32, text) };
+                self.check(status, "making a run's texts")?;
+            }
+            let raw = Finishing::raw_text(call.template, call.node);
+            let live = Live::register(render, raw);
+            if lives.is_empty() {
+                first_token = live.token;
+            } else if live.token != first_token + lives.len() as f64 {
+                return Err(internal("a run's lambdas were registered out of turn"));
+            }
+            lives.push(live);
+            entries[i][3] = match raw.len() <= RAW_TEXT_WITH_CALL {
+                false => -1.0,
+                true => match distinct.iter().position(|&d| d == raw) {
+                    Some(at) => at as f64,
+                    None => {
+                        let text = self.string(raw)?;
+                        let at = distinct.len() as u32;
+                        // SAFETY: as in `element`.
+                        let status = unsafe { sys::napi_set_element(self.env, raws, at, text) };
+                        self.check(status, "making a run's texts")?;
+                        distinct.push(raw);
+                        f64::from(at)
+                    }
+                },
+            };
+        }
+        let float64 = sys::TypedarrayType::float64_array;
+        let (data, length) = self.helper_memory(self.run_args, float64)?;
+        if length < 4 * entries.len() {
+            return Err(internal("the render helpers' memory is too small"));
+        }
+        for (i, &number) in entries.iter().flatten().enumerate() {
+            // SAFETY: as in `write_run`.
+            unsafe { (data as *mut f64).add(i).write_unaligned(number) };
+        }
+        let number = |n: usize| {
+            Value::Number(n as f64)
+                .to_js(self.env)
+                .map_err(|why| internal(&why))
+        };
+        let args = [
+            self.functions,
+            self.objects,
+            self.run_args,
+            number(entries.len())?,
+            number(room)?,
+            raws,
+            Value::Number(first_token)
+                .to_js(self.env)
+                .map_err(|why| internal(&why))?,
+            rendered,
+        ];
+        let result = self.call(self.write_run, self.helpers, &args);
+        // (The last registered first: each is then found at the end.)
+        while let Some(live) = lives.pop() {
+            drop(live);
+        }
+        let result = result?;
+        let said = self.returned()?;
+        // A negative count: the last tag was a section whose function returned data.
+        let with_data = said < 0;
+        let done = usize::try_from(said.unsigned_abs()).unwrap_or(0);
+        if done == 0 || done > entries.len() {
+            return Err(run_miscounted());
+        }
+        if with_data && !matches!(tags[done - 1], RunTag::Section(..)) {
+            return Err(run_miscounted());
+        }
+        let with_text = done - usize::from(with_data);
+        let (data, length) = self.helper_memory(self.run_args, float64)?;
+        if length < 4 * with_text {
+            return Err(run_miscounted());
+        }
+        let lengths = (0..with_text)
+            .map(|k| {
+                // SAFETY: as in `write_run`.
+                let len = unsafe { (data as *const f64).add(4 * k).read_unaligned() };
+                crate::rpc::packed::whole(len, MAX_JS_STRING).ok_or_else(run_miscounted)
+            })
+            .collect::<Result<Vec<usize>, RpcError>>()?;
+        // A string; `[joined, apart]` (the last text came apart); `[joined, data]`.
+        let mut is_array = false;
+        // SAFETY: as in `element`.
+        unsafe { sys::napi_is_array(self.env, result, &mut is_array) };
+        if with_data && !is_array {
+            return Err(run_miscounted());
+        }
+        let (joined, second) = match is_array {
+            true => (self.element(result, 0)?, Some(self.element(result, 1)?)),
+            false => (result, None),
+        };
+        let apart = second.filter(|_| !with_data);
+        let in_joined = with_text - usize::from(apart.is_some());
+        let html: Vec<bool> = tags[..in_joined]
+            .iter()
+            .map(|tag| matches!(tag, RunTag::Write(w) if w.escape == TagEscape::Html))
+            .collect();
+        self.split(joined, &html, &lengths[..in_joined], texts, ends)?;
+        if let Some(apart) = apart {
+            let html = matches!(&tags[in_joined], RunTag::Write(w) if w.escape == TagEscape::Html);
+            self.push_text(apart, texts, html)?;
+            ends.push(texts.len());
+        }
+        let data = match second.filter(|_| with_data) {
+            // (A symbol or BigInt comes back as its truthiness, as from `section`.)
+            Some(value) => Some(Js::of(self.read(value)?)),
+            None => None,
+        };
+        Ok(Some(RunEnd { done, data }))
+    }
 }
 
 impl<'f, 'p> JsHost<'f, 'p> {
-    /// Appends the texts `joined` holds, one per write of `writes`, `lengths` UTF-16 units
-    /// each, as [`JsHost::push_text`] would append each, ending each at its entry of `ends`.
+    /// Appends the texts `joined` holds, `lengths` UTF-16 units each, as [`JsHost::push_text`]
+    /// would append each (escaped as HTML where `html` says so), ending each at its entry of
+    /// `ends`.
     fn split(
         &self,
         joined: sys::napi_value,
-        writes: &[Write<'p>],
+        html: &[bool],
         lengths: &[usize],
         texts: &mut String,
         ends: &mut Vec<usize>,
     ) -> Result<(), RpcError> {
-        let mut push = |text: &str, w: &Write<'p>| {
-            if w.escape == TagEscape::Html {
+        let mut push = |text: &str, &html: &bool| {
+            if html {
                 escape_html(text, texts);
             } else {
                 texts.push_str(text);
@@ -647,7 +839,7 @@ impl<'f, 'p> JsHost<'f, 'p> {
                     return None;
                 }
                 let mut start = 0;
-                for (w, &end) in writes.iter().zip(&cuts) {
+                for (w, &end) in html.iter().zip(&cuts) {
                     push(all.get(start..end)?, w);
                     start = end;
                 }
@@ -666,7 +858,7 @@ impl<'f, 'p> JsHost<'f, 'p> {
             unsafe { convert::string_utf16(self.env, joined) }.map_err(|why| internal(&why))?;
         let mut start = 0usize;
         let mut text = String::new();
-        for (w, &len) in writes.iter().zip(lengths) {
+        for (w, &len) in html.iter().zip(lengths) {
             let end = start
                 .checked_add(len)
                 .filter(|&end| end <= units.len())

@@ -45,17 +45,25 @@ impl Live {
     /// What is registered under `token`, if it still is.
     pub(super) fn find(token: f64) -> Option<(*const RenderFn, *const str)> {
         LIVE.with(|live| {
-            live.borrow()
-                .iter()
-                .find(|(t, _, _)| *t == token)
-                .map(|&(_, render, raw)| (render, raw))
+            let live = live.borrow();
+            // Tokens are registered in increasing order, and stay so: a search in halves (a
+            // run registers a lambda per section at once).
+            live.binary_search_by(|(t, _, _)| t.total_cmp(&token))
+                .ok()
+                .map(|i| (live[i].1, live[i].2))
         })
     }
 }
 
 impl Drop for Live {
     fn drop(&mut self) {
-        LIVE.with(|live| live.borrow_mut().retain(|(t, _, _)| *t != self.token));
+        LIVE.with(|live| {
+            let mut live = live.borrow_mut();
+            // Most often the last one (guards drop in the reverse of their registration).
+            if let Some(i) = live.iter().rposition(|(t, _, _)| *t == self.token) {
+                live.remove(i);
+            }
+        });
     }
 }
 

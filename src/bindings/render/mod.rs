@@ -35,10 +35,11 @@ mod host;
 mod live;
 mod text;
 
-use super::convert::to_js;
+use super::convert::{text_to_js, to_js};
 use super::RawValue;
 use crate::render::functions::pending::PendingRender;
 use crate::render::functions::WRITE_RUN_MAX;
+use crate::rpc::text::JsText;
 use crate::rpc::value::Pending;
 use crate::rpc::{RpcError, Value};
 use host::JsHost;
@@ -161,6 +162,11 @@ unsafe fn answer(env: sys::napi_env, outcome: Result<Value, RpcError>) -> NapiRe
         return Ok(RawValue(ptr::null_mut()));
     }
     let made = match outcome {
+        // A long output (a list's rows) is made in the cheapest form for V8 (Latin-1 when it
+        // fits, as the pool threads' outputs are): UTF-8 would be decoded here, on the calling
+        // thread, byte by byte.
+        // SAFETY: caller contract.
+        Ok(Value::String(output)) => unsafe { text_to_js(env, &JsText::for_js(output)) },
         // SAFETY: caller contract.
         Ok(output) => unsafe { to_js(env, &output) },
         Err(e) => {

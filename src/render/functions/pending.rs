@@ -9,7 +9,8 @@
 //! are kept in an [`Arena`] of the same lifetime.
 
 use super::{
-    run_miscounted, Functions, Scope, SectionCall, SectionValue, TagEscape, Write, WRITE_RUN_MAX,
+    run_miscounted, Functions, RunEnd, RunTag, Scope, SectionCall, SectionValue, TagEscape, Write,
+    WRITE_RUN_MAX,
 };
 use crate::render::cache::TemplateCache;
 use crate::render::config::{Config, Data, Output};
@@ -17,8 +18,8 @@ use crate::render::js::Js;
 use crate::render::parse::{Node, Template};
 use crate::render::writer::{OutputLength, Renderer, MAX_STRING_LENGTH};
 use crate::rpc::{Context, FunctionId, RpcError, StopFlags, Value};
-use std::cell::RefCell;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, Mutex};
 
@@ -33,6 +34,9 @@ enum Slot<'a> {
         views: u32,
         template: Arc<Template>,
         node: usize,
+        /// What its raw text renders to in its views, when that needs no JavaScript (see
+        /// [`prerender`]): a lambda's `render` of that very text gets it without a call.
+        rendered: Option<Box<str>>,
     },
 }
 
@@ -82,6 +86,13 @@ impl<'a> ViewTree<'a> {
             self.last_nodes.push(node);
         }
         Ok(self.last_nodes.last().copied().unwrap_or(NO_VIEW))
+    }
+
+    /// The innermost view of `node`'s stack (undefined for an empty stack).
+    fn innermost(&self, node: u32) -> Js<'a> {
+        self.nodes
+            .get(node as usize)
+            .map_or(Js::Undefined, |&(view, _)| view)
     }
 
     /// The views of `node`'s stack, outermost first.
@@ -152,10 +163,42 @@ impl<'a> Functions<'a> for Recorder<'a> {
             views: self.tree.borrow_mut().add(call.scope.views)?,
             template: call.template.clone(),
             node: call.node,
+            rendered: prerender(&call),
         };
         self.push(out.len(), slot)?;
         Ok(SectionValue::Done)
     }
+}
+
+/// A section's raw text that is short enough is rendered ahead by the first pass ([`prerender`]).
+const PRERENDER_MAX: usize = 256;
+
+/// What a lambda's `render(text)` of its section's own raw text gives (mustache.js's most common
+/// lambda wraps that), rendered by the first pass in the section's views: only for a short raw
+/// text of text and `{{name}}` tags (so at a cost bounded by its length), and only when it needs
+/// no JavaScript (no function or value printed by one met). The data is read once, when the
+/// call is made, so the calling thread's render of that text would give the same; `None` when
+/// any of this does not hold (or it fails): that render is then made when asked.
+fn prerender<'a>(call: &SectionCall<'a, '_>) -> Option<Box<str>> {
+    if call.inverted {
+        return None;
+    }
+    let raw = Finishing::raw_text(call.template, call.node);
+    if raw.len() > PRERENDER_MAX {
+        return None;
+    }
+    let template = call.scope.cache.get_or_parse(raw, call.scope.tags).ok()?;
+    let flat = template
+        .nodes
+        .iter()
+        .all(|node| matches!(node, Node::Text(_) | Node::Value { .. }));
+    if !flat {
+        return None;
+    }
+    let none = Recorder::default();
+    let mut r = Renderer::new(call.scope, call.scope.views.to_vec(), Some(&none));
+    r.render_template(template, &uncancellable()).ok()?;
+    none.is_empty().then(|| r.out.into_boxed_str())
 }
 
 /// Values made while a render is finished (what functions returned), kept until it is done.
@@ -321,6 +364,10 @@ impl<'p> Finishing<'p> {
             out.push_str(&parts.out[copied..*at]);
             copied = *at;
             length.check(&out, MAX_STRING_LENGTH)?;
+            if let Some(done) = self.tag_run(next, &mut out, &mut copied, &mut length, host)? {
+                next += done;
+                continue;
+            }
             match slot {
                 Slot::Write(_) => {
                     run.clear();
@@ -366,6 +413,7 @@ impl<'p> Finishing<'p> {
                     views,
                     template,
                     node,
+                    ..
                 } => {
                     let views = parts.tree.stack(*views);
                     let scope = self.scope(&views);
@@ -390,6 +438,143 @@ impl<'p> Finishing<'p> {
         }
         length.check(&out, MAX_STRING_LENGTH)?;
         Ok(out)
+    }
+
+    /// Fills the slots from `next` on as one run of writes and sections ([`Functions::tag_run`])
+    /// when they hold a section and the host takes them: how many it filled, or `None` (then
+    /// nothing was called). The output is checked after each tag, as one by one.
+    fn tag_run(
+        &self,
+        next: usize,
+        out: &mut String,
+        copied: &mut usize,
+        length: &mut OutputLength,
+        host: &dyn Functions<'p>,
+    ) -> Result<Option<usize>, RpcError> {
+        let parts = self.parts;
+        let slots = &parts.slots[next..];
+        // The tags the host would take, found without making their views' stacks: a run
+        // tried at every slot, and declined, costs one look at each of its tags.
+        let count = slots
+            .iter()
+            .take(WRITE_RUN_MAX)
+            .take_while(|(_, slot)| match slot {
+                Slot::Write(w) => host.run_takes(w),
+                Slot::Section {
+                    function,
+                    views,
+                    template,
+                    node,
+                    ..
+                } => {
+                    !is_inverted(template, *node)
+                        && host.run_takes(&Write {
+                            value: Js::Function(*function),
+                            this: parts.tree.innermost(*views),
+                            escape: TagEscape::Raw,
+                        })
+                }
+            })
+            .count();
+        let sections = slots[..count]
+            .iter()
+            .filter(|(_, slot)| matches!(slot, Slot::Section { .. }))
+            .count();
+        if count < 2 || sections == 0 {
+            return Ok(None);
+        }
+        let slots = &slots[..count];
+        // The views of each section, alive while the run is (its lambdas render in them).
+        let stacks: Vec<Vec<Js<'p>>> = slots
+            .iter()
+            .filter_map(|(_, slot)| match slot {
+                Slot::Section { views, .. } => Some(parts.tree.stack(*views)),
+                Slot::Write(_) => None,
+            })
+            .collect();
+        let mut stack = stacks.iter();
+        let tags: Vec<RunTag<'p, '_>> = slots
+            .iter()
+            .map(|(_, slot)| match slot {
+                Slot::Write(w) => RunTag::Write(*w),
+                Slot::Section {
+                    function,
+                    template,
+                    node,
+                    rendered,
+                    ..
+                } => {
+                    let views = stack.next().map_or(&[][..], |v| &v[..]);
+                    let call = SectionCall {
+                        function: *function,
+                        this: views.last().copied().unwrap_or(Js::Undefined),
+                        inverted: false,
+                        template,
+                        node: *node,
+                        scope: self.scope(views),
+                    };
+                    RunTag::Section(call, rendered.as_deref())
+                }
+            })
+            .collect();
+        // As for a run of writes (see `fill`): the room left, text between the tags counted.
+        let between = slots.last().map_or(0, |&(last, _)| last - *copied);
+        let room = MAX_STRING_LENGTH.saturating_sub(out.len() + between);
+        if room == 0 {
+            return Ok(None);
+        }
+        let (mut texts, mut ends) = (String::new(), Vec::new());
+        let Some(RunEnd { done, data }) = host.tag_run(&tags, room, &mut texts, &mut ends)? else {
+            return Ok(None);
+        };
+        let with_text = done.checked_sub(usize::from(data.is_some()));
+        if done == 0 || done > count || Some(ends.len()) != with_text {
+            return Err(run_miscounted());
+        }
+        let mut start = 0;
+        for (&(at, _), &end) in slots.iter().zip(&ends) {
+            out.push_str(&parts.out[*copied..at]);
+            *copied = at;
+            out.push_str(texts.get(start..end).ok_or_else(run_miscounted)?);
+            start = end;
+            length.check(out, MAX_STRING_LENGTH)?;
+        }
+        if let Some(value) = data {
+            // The last section's function returned data: its body renders over it, here.
+            let (
+                at,
+                Slot::Section {
+                    template,
+                    node,
+                    function,
+                    views,
+                    ..
+                },
+            ) = &slots[done - 1]
+            else {
+                return Err(run_miscounted());
+            };
+            out.push_str(&parts.out[*copied..*at]);
+            *copied = *at;
+            length.check(out, MAX_STRING_LENGTH)?;
+            let views = parts.tree.stack(*views);
+            let replay = Replay {
+                host,
+                value: Cell::new(Some(value)),
+            };
+            let mut r = Renderer::new(self.scope(&views), views.clone(), Some(&replay));
+            r.out = std::mem::take(out);
+            let rendered = r.render_section(
+                template.clone(),
+                *node,
+                Js::Function(*function),
+                &uncancellable(),
+            );
+            *out = r.out;
+            rendered?;
+            length.check(out, MAX_STRING_LENGTH)?;
+        }
+        Ok(Some(done))
     }
 
     /// Renders `text` (a lambda's `render(text)`) in `scope`, with `host` for its functions.
@@ -428,7 +613,7 @@ impl<'p> Finishing<'p> {
         };
         let mut originals = self.originals.borrow_mut();
         let table = originals.get_or_insert_with(|| {
-            let mut table = HashMap::new();
+            let mut table = HashMap::default();
             number_params(self.parts, &mut table);
             table
         });
@@ -450,12 +635,60 @@ impl<'p> Finishing<'p> {
         } else {
             // Numbered with the params when the table is first made… which happens now, so
             // that the params come first.
-            let mut table = HashMap::new();
+            let mut table = HashMap::default();
             number_params(self.parts, &mut table);
             number_objects(std::slice::from_ref(value), first, &mut table);
             *originals = Some(table);
         }
         value
+    }
+}
+
+/// Whether node `node` of `template` is an inverted section.
+fn is_inverted(template: &Template, node: usize) -> bool {
+    matches!(
+        template.nodes.get(node),
+        Some(Node::Section { inverted: true, .. })
+    )
+}
+
+/// A host whose first section call answers `value` (what that section's function returned in
+/// a run, already called), and which does all else as `host` does.
+struct Replay<'h, 'p> {
+    host: &'h dyn Functions<'p>,
+    value: Cell<Option<Js<'p>>>,
+}
+
+impl<'p> Functions<'p> for Replay<'_, 'p> {
+    fn write(
+        &self,
+        value: Js<'p>,
+        this: Js<'p>,
+        escape: TagEscape,
+        out: &mut String,
+    ) -> Result<(), RpcError> {
+        self.host.write(value, this, escape, out)
+    }
+
+    fn section(
+        &self,
+        call: SectionCall<'p, '_>,
+        out: &mut String,
+    ) -> Result<SectionValue<'p>, RpcError> {
+        match self.value.take() {
+            Some(value) => Ok(SectionValue::Value(value)),
+            None => self.host.section(call, out),
+        }
+    }
+
+    fn write_run(
+        &self,
+        writes: &[Write<'p>],
+        room: usize,
+        texts: &mut String,
+        ends: &mut Vec<usize>,
+    ) -> Result<usize, RpcError> {
+        self.host.write_run(writes, room, texts, ends)
     }
 }
 
