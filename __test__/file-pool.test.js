@@ -128,6 +128,24 @@ describe('a pool of JavaScript workers from a task file', () => {
     await pool.close();
   }, 30_000);
 
+  test('a map whose items wait for room (maxQueue, onFull: reject) across close() gets the load error for each, not MethodNotFound', async () => {
+    // The pool gives up loading while close() keeps it from loading again: the items map
+    // starts after that still find no server, and say why (found by the file-pool model).
+    for (const method of ['echo', 'anything']) {
+      const pool = new Pool({ filename: task('broken.js'), threads: 1, maxQueue: 1, onFull: 'reject' });
+      const mapped = pool.map(method, [0, 0, 0, 0], { settle: 'all' });
+      const closed = pool.close();
+      const results = await settles(mapped);
+      expect(results).toHaveLength(4);
+      for (const r of results) {
+        expect(r.status).toBe('rejected');
+        expect(r.reason).toMatchObject({ code: C.InternalError, message: expect.stringMatching(/this task file is broken/) });
+        expect(r.reason.data).toMatchObject({ file: task('broken.js'), line: 3 });
+      }
+      await closed;
+    }
+  }, 30_000);
+
   test('a file broken after the start: reloads back off, stop after RESPAWN.maxFailedLoads, fail the waiting calls and ready() with the load error; a fixed file recovers', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-tasks-'));
     const file = path.join(dir, 'tasks.js');

@@ -323,10 +323,11 @@ class TaskWorkers {
   }
 
   /**
-   * Given up: the calls waiting for a worker fail with the load error, unless one still serves.
-   * The calls that maxQueue parked (onFull: 'wait') wait for a worker too: the planned
-   * capacity is lifted first, so that they join the ones held for a worker and fail with them
-   * (admitted after the failure, they would find no method expected: MethodNotFound).
+   * Given up: the calls waiting for a worker fail with the load error, unless one still serves,
+   * and so do the calls that find no worker after that (the native side keeps the error) until
+   * a call's admission makes the pool load the file again. The calls that maxQueue parked
+   * (onFull: 'wait') wait for a worker too: the planned capacity is lifted first, so that they
+   * are admitted and fail with the rest instead of waiting for room no worker will make.
    */
   #failWaiting() {
     if (this.#expects === 'nothing' || this.#serving() > 0) return;

@@ -536,7 +536,8 @@ impl Pool {
     }
 
     /// Calls waiting for a server that will not come (see [`Pool::expect`]) settle with
-    /// `error`, and no server is expected any more.
+    /// `error`, and no server is expected any more: until `expect` is called again, a call
+    /// that finds no server fails with `error` too (not MethodNotFound).
     pub fn fail_expected(&self, error: RpcError) {
         self.scheduler.fail_expected(error);
     }

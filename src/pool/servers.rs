@@ -14,6 +14,7 @@ use super::lifecycle::Lifecycle;
 use super::server::{lock, Announce, Push, Server};
 use super::stats::ServerStats;
 use super::strategy::Strategy;
+use crate::rpc::RpcError;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -49,6 +50,9 @@ enum Expect {
     /// Any method that is not a native command (until the methods are known).
     Any,
     Only(HashSet<String>),
+    /// None any more, for this reason (the task file could not be loaded): a call that finds no
+    /// server fails with it, not with MethodNotFound, until a method is expected again.
+    Failed(RpcError),
 }
 
 #[derive(Default)]
@@ -62,7 +66,7 @@ struct Expected {
 impl Expected {
     fn covers(&self, method: &str) -> bool {
         match &self.methods {
-            Expect::Nothing => false,
+            Expect::Nothing | Expect::Failed(_) => false,
             Expect::Any => true,
             Expect::Only(set) => set.contains(method),
         }
@@ -135,10 +139,19 @@ impl Servers {
         !matches!(lock(&self.expected).methods, Expect::Nothing)
     }
 
-    /// Expects no server any more: the jobs that waited for one are handed back.
-    pub(crate) fn expect_nothing(&self) -> Vec<ServedJob> {
+    /// Why no server is expected any more, if it was said (see [`Servers::expect_none`]).
+    pub(crate) fn failure(&self) -> Option<RpcError> {
+        match &lock(&self.expected).methods {
+            Expect::Failed(error) => Some(error.clone()),
+            _ => None,
+        }
+    }
+
+    /// Expects no server any more, because of `error`: the jobs that waited for one are handed
+    /// back, and a job that finds no server from now on fails with `error`.
+    pub(crate) fn expect_none(&self, error: RpcError) -> Vec<ServedJob> {
         let mut expected = lock(&self.expected);
-        expected.methods = Expect::Nothing;
+        expected.methods = Expect::Failed(error);
         expected.pending.drain(..).collect()
     }
 

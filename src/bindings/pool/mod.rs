@@ -204,7 +204,8 @@ impl NativePool {
     }
 
     /// Calls waiting for a server fail with InternalError `message`, and none is expected any
-    /// more (the workers' task file could not be loaded).
+    /// more (the workers' task file could not be loaded): until `expect`, calls that find no
+    /// server fail with it too.
     #[napi(catch_unwind)]
     pub fn fail_expected(&self, message: String) {
         self.pool

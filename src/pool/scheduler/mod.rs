@@ -145,7 +145,7 @@ impl Scheduler {
                 return None;
             }
             None => {
-                reply.finish(Err(self.registry.not_found(method)), origin);
+                reply.finish(Err(self.unserved(method)), origin);
                 return None;
             }
         };

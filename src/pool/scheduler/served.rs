@@ -86,9 +86,10 @@ impl Scheduler {
     }
 
     /// Calls waiting for a server that will not come fail with `error` (the task file could
-    /// not be loaded, or the pool stops expecting servers).
+    /// not be loaded, or the pool stops expecting servers), and so do the calls that find no
+    /// server from now on, until `expect` says servers will come again.
     pub(crate) fn fail_expected(&self, error: RpcError) {
-        for job in self.servers.expect_nothing() {
+        for job in self.servers.expect_none(error.clone()) {
             if job.core.control.withdraw_queued() {
                 self.counters.sub_queued();
                 self.release_slot(Kind::Served);
@@ -133,8 +134,8 @@ impl Scheduler {
         self.settle_unserved(job);
     }
 
-    /// Settles a queued served job that no server will take: MethodNotFound (PoolClosed once
-    /// the pool is destroyed).
+    /// Settles a queued served job that no server will take: MethodNotFound, or why no server
+    /// will come (see `fail_expected`); PoolClosed once the pool is destroyed.
     pub(super) fn settle_unserved(&self, job: ServedJob) {
         if job.core.control.withdraw_queued() {
             self.counters.sub_queued();
@@ -142,10 +143,18 @@ impl Scheduler {
             let e = if self.lifecycle.is_destroyed() {
                 destroyed_error()
             } else {
-                self.registry.not_found(&job.method)
+                self.unserved(&job.method)
             };
             job.core.settle(Err(e));
         }
+    }
+
+    /// The error of a call to `method` that no server takes, nor will: why none will come,
+    /// when that was said (`fail_expected`), else MethodNotFound.
+    pub(super) fn unserved(&self, method: &str) -> RpcError {
+        self.servers
+            .failure()
+            .unwrap_or_else(|| self.registry.not_found(method))
     }
 
     /// Settles a running served job now with its stop reason (if it is still running), and

@@ -94,12 +94,17 @@ fn waiting_calls_fail_when_no_server_will_come_are_cancelled_alone_and_end_with_
         (id, outcome.unwrap_err().code),
         (2, ErrorCode::InternalError)
     );
-    // Nothing is expected any more: a new call is MethodNotFound at once.
+    // Nothing is expected any more: a new call fails at once, with the reason none will come.
     p.call(&o, 3, "m", vec![], None);
     let (id, outcome) = recv(&rx);
+    let error = outcome.unwrap_err();
     assert_eq!(
-        (id, outcome.unwrap_err().code),
-        (3, ErrorCode::MethodNotFound)
+        (id, error.code, error.message.as_str()),
+        (
+            3,
+            ErrorCode::InternalError,
+            "the task file could not be loaded"
+        )
     );
     p.expect(None);
     p.call(&o, 4, "m", vec![], None);
