@@ -15,8 +15,40 @@
 //! (`README.md` §7 puts it beside the pool's other handshakes.)
 
 use crate::rpc::{Outcome, Value};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
+
+/// Calls that wait in a pool's queue for a thread, at least this many, make an outcome
+/// delivered meanwhile one that may wait a little for its caller's thread (see [`backlog`]).
+const BACKLOG: usize = 4;
+
+thread_local! {
+    /// Set while this thread delivers an outcome behind a backlog (see [`behind`]).
+    static BEHIND: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `deliver` (a job's outcome on its way to its origin) telling the origin's sink whether
+/// `queued` calls waiting in the job's pool make a backlog: while one stands, the threads are
+/// busy whatever the caller does next, so the sink may gather outcomes before it wakes the
+/// caller's thread (`bindings::channel`), instead of preempting a busy thread once per call.
+pub(crate) fn behind<R>(queued: usize, deliver: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            BEHIND.with(|b| b.set(false));
+        }
+    }
+    BEHIND.with(|b| b.set(queued >= BACKLOG));
+    let _reset = Reset;
+    deliver()
+}
+
+/// The outcome this thread delivers now has a backlog behind it (see [`behind`]). A hint: a
+/// sink that ignores it loses nothing.
+pub fn backlog() -> bool {
+    BEHIND.with(Cell::get)
+}
 
 /// Receives outcomes for one origin. Called from any thread, inside an `enter`/`leave` window.
 pub trait Deliver: Send + Sync {

@@ -20,6 +20,20 @@
 //! (`Turn::deferred`), and nothing queued is stranded: the owed drain runs the callback's own
 //! code, `wake_pending` swap first.
 //!
+//! Outcomes behind a backlog: a pool thread that delivers an outcome while calls wait in its
+//! pool's queue (`pool::origin::behind`) may leave the JS thread asleep: the pool's threads are
+//! busy whatever that thread does next, and waking it once per outcome preempts one of them
+//! each time where cores are few. Such an outcome is pushed without a wake when one is already
+//! scheduled or put off, or else puts one off by [`HOLD`] (`later.rs`); the [`HOLD_AT_MOST`]th
+//! outcome waiting, or one with no backlog behind it (the queue has run low: the caller's next
+//! calls are needed), wakes the JS thread at once. So a caller whose calls keep the pool busy
+//! hears of them in batches, each outcome at most `HOLD` late, and nothing else changes.
+//! Protocol for `deferred`: the producer pushes, then counts the item (`undrained`), then reads
+//! `wake_pending` (true: a drain that has not yet begun takes the item) and else
+//! `swap(true)`s `deferred` (false: it hands the inbox to the wake-later thread; true: that
+//! thread's wake is still to come, as it clears `deferred` before waking). Either way a drain
+//! follows the push.
+//!
 //! Liveness: the threadsafe function is unref'd (weak) while nothing is in flight, so an idle
 //! pool never keeps Node alive; the first call in flight refs it, the last settlement unrefs it.
 //! Resend requests (a JS server asks this environment to send a call's SharedArrayBuffer views
@@ -31,6 +45,7 @@
 //! it returns no worker runs this environment's jobs or touches its inbox, so Node may free the
 //! threadsafe function and the environment's SharedArrayBuffers.
 
+mod later;
 mod settle;
 
 use super::tsfn::{self, Tsfn};
@@ -45,12 +60,18 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 /// Most settlements handed to JS per callback; the rest follow in the next turn, so a burst
 /// of 200k results never blocks the event loop in one go.
 const MAX_BATCH: usize = 8192;
+
+/// Longest an outcome behind a backlog waits for its caller's thread (see the module doc).
+const HOLD: Duration = Duration::from_millis(1);
+
+/// Outcomes behind a backlog that may wait for the caller's thread together; the next wakes it.
+const HOLD_AT_MOST: usize = 32;
 
 /// Time settlements may hold the event loop before they let it go on (see the module doc).
 const TURN_BUDGET: Duration = Duration::from_millis(2);
@@ -88,6 +109,12 @@ pub(crate) struct Inbox {
     kept: Mutex<HashMap<u64, KeptViews>>,
     /// How much of the loop's turn settlements have had (JS thread only; see the module doc).
     turn: Mutex<Turn>,
+    /// Outcomes pushed and not yet drained (a count that may lag the queue for an instant).
+    undrained: AtomicUsize,
+    /// A wake is put off: the wake-later thread holds this inbox (see the module doc).
+    deferred: AtomicBool,
+    /// The environment's origin, for the wake-later thread (set once, right after it is made).
+    origin: OnceLock<Weak<Origin>>,
 }
 
 /// Strong references to a call's views. `napi_ref`s are plain pointers that only their
@@ -106,6 +133,16 @@ impl Deliver for InboxSink {
         // The work of shaping the result for JavaScript is done here, on the thread that
         // produced it, so the JS thread only copies (see `Settlement`).
         self.0.queue.push((call, Settlement::of(outcome)));
+        // Wrapping: a drain may count the item out before it is counted in; the count then
+        // reads huge for an instant, which only means a wake now.
+        let undrained = self
+            .0
+            .undrained
+            .fetch_add(1, Ordering::SeqCst)
+            .wrapping_add(1);
+        if crate::pool::origin::backlog() && undrained < HOLD_AT_MOST && self.put_off() {
+            return;
+        }
         self.wake();
     }
 
@@ -132,6 +169,24 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl InboxSink {
+    /// The item just pushed will be drained without a wake now: one is scheduled, or put off
+    /// by at most [`HOLD`] (see the module doc). False: wake now.
+    fn put_off(&self) -> bool {
+        let inbox = &self.0;
+        if inbox.wake_pending.load(Ordering::SeqCst) || inbox.deferred.swap(true, Ordering::SeqCst)
+        {
+            return true;
+        }
+        let handed = match inbox.origin.get() {
+            Some(origin) => later::wake_later(origin, inbox, HOLD),
+            None => false,
+        };
+        if !handed {
+            inbox.deferred.store(false, Ordering::SeqCst);
+        }
+        handed
+    }
+
     fn wake(&self) {
         // SAFETY: `deliver`/`resend` run inside an `Origin::enter` window, and the environment's
         // cleanup hook retires the origin (waiting for such windows) before Node finalizes the
@@ -185,6 +240,9 @@ impl Channel {
             ran: SegQueue::new(),
             kept: Mutex::new(HashMap::new()),
             turn: Mutex::new(Turn::default()),
+            undrained: AtomicUsize::new(0),
+            deferred: AtomicBool::new(false),
+            origin: OnceLock::new(),
         });
         // SAFETY: a Node-API callback on this env's JS thread; `settle` is a value of this env
         // (Node-API checks it is a function); `call_js` reads its context as an Inbox. It starts
@@ -207,6 +265,8 @@ impl Channel {
         }
 
         let origin = Arc::new(Origin::new(InboxSink(inbox.clone())));
+        // Weak: the inbox must not keep its own origin alive.
+        let _ = inbox.origin.set(Arc::downgrade(&origin));
         let hook_data = Arc::into_raw(origin.clone()) as *mut c_void;
         // SAFETY: registered on the JS thread of a live env; `hook_data` is a leaked
         // Arc<Origin> reclaimed exactly once by `retire_origin`. Registered after the
@@ -409,6 +469,7 @@ unsafe fn drain(env: sys::napi_env, settle: sys::napi_value, inbox: &Inbox) {
             None => break,
         }
     }
+    inbox.undrained.fetch_sub(settled.len(), Ordering::SeqCst);
     if !inbox.queue.is_empty() {
         // SAFETY: we are on the env's JS thread, which owns the threadsafe function.
         unsafe { inbox.wake() };

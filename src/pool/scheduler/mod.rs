@@ -550,7 +550,9 @@ impl Scheduler {
             wait: start.saturating_duration_since(submitted),
             run: elapsed,
         };
-        reply.finish_ran(outcome, &origin, ran);
+        crate::pool::origin::behind(self.counters.queued(), || {
+            reply.finish_ran(outcome, &origin, ran)
+        });
         origin.leave();
     }
 

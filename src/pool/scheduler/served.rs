@@ -291,7 +291,9 @@ impl Scheduler {
     pub(crate) fn complete(&self, server: &Server, token: u64, outcome: Outcome) -> bool {
         // `None`: unknown token, already settled by departure.
         if let Some(mut run) = self.finish_running(server, token) {
-            run.complete(outcome, &self.counters, server.thread());
+            crate::pool::origin::behind(self.counters.queued(), || {
+                run.complete(outcome, &self.counters, server.thread())
+            });
         }
         server.more_to_take()
     }

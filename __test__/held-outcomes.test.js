@@ -1,0 +1,68 @@
+'use strict';
+// Outcomes delivered while calls wait in the pool's queue may wait a little for the calling
+// thread, which then hears of several at once (src/bindings/channel/mod.rs, "Outcomes behind a
+// backlog"). These tests hold that nothing is stranded there: an outcome held back reaches its
+// caller although no other outcome comes after it to wake the calling thread. Were the put-off
+// wake lost, the awaited call would never settle and the test would fail on its timeout.
+const path = require('node:path');
+const { Pool, RpcError } = require('..');
+
+const C = RpcError.codes;
+const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
+
+describe('outcomes behind a backlog', () => {
+  test('a task-file pool: the last outcome before the pool stalls reaches its caller while calls still wait', async () => {
+    const gate = new Int32Array(new SharedArrayBuffer(4));
+    const pool = new Pool({ filename: task('gate.js'), threads: 1, workerData: { gate } });
+    try {
+      await pool.ready();
+      // One worker, one call at a time, in order: `quick` runs first with the six gated calls
+      // queued behind it, then the first gated call blocks the worker.
+      const first = pool.exec('quick', 'first');
+      const gated = Array.from({ length: 6 }, (_, i) => pool.exec('gate', i));
+      expect(await first).toBe('first');
+      // Nothing else settled meanwhile: the gated calls are still waiting.
+      expect(pool.stats().queued + pool.stats().running).toBe(6);
+      Atomics.store(gate, 0, 1);
+      Atomics.notify(gate, 0);
+      expect(await Promise.all(gated)).toEqual([0, 1, 2, 3, 4, 5]);
+    } finally {
+      Atomics.store(gate, 0, 1);
+      Atomics.notify(gate, 0);
+      await pool.close();
+    }
+  }, 30_000);
+
+  test('a native pool: an outcome delivered with calls queued behind a long one reaches its caller; aborting the rest settles them', async () => {
+    const pool = new Pool({ threads: 1 });
+    try {
+      const first = pool.exec('echo', 'first');
+      const controller = new AbortController();
+      const held = Array.from({ length: 6 }, () => pool.call('sleep', [600_000], { signal: controller.signal }));
+      expect(await first).toEqual('first');
+      expect(pool.stats().queued + pool.stats().running).toBe(6);
+      controller.abort();
+      for (const r of await Promise.allSettled(held)) {
+        expect(r.status).toBe('rejected');
+        expect(r.reason.code).toBe(C.Aborted);
+      }
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test('a burst of outcomes behind a backlog settles every call exactly once', async () => {
+    const pool = new Pool({ threads: 2 });
+    try {
+      const n = 5000;
+      const order = [];
+      const calls = Array.from({ length: n }, (_, i) => pool.exec('echo', i).then((v) => order.push(v)));
+      await Promise.all(calls);
+      expect(order).toHaveLength(n);
+      expect(new Set(order).size).toBe(n);
+      expect(pool.stats().queued + pool.stats().running).toBe(0);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+});
