@@ -65,6 +65,37 @@ pub(super) struct JsHost<'f, 'p> {
 }
 
 impl<'f, 'p> JsHost<'f, 'p> {
+    /// A run's `entries` written into the helpers' memory, and the arguments every run's
+    /// helper takes first: `functions, objects, runArgs, entries.len(), room`.
+    fn run_call(
+        &self,
+        entries: &[[f64; 4]],
+        room: usize,
+    ) -> Result<[sys::napi_value; 5], RpcError> {
+        let float64 = sys::TypedarrayType::float64_array;
+        let (data, length) = self.helper_memory(self.run_args, float64)?;
+        if length < 4 * entries.len() {
+            return Err(internal("the render helpers' memory is too small"));
+        }
+        for (i, &number) in entries.iter().flatten().enumerate() {
+            // SAFETY: `data` has `length` > i f64 elements (just checked, with no JavaScript
+            // run since); written unaligned to assume nothing.
+            unsafe { (data as *mut f64).add(i).write_unaligned(number) };
+        }
+        let number = |n: usize| {
+            Value::Number(n as f64)
+                .to_js(self.env)
+                .map_err(|why| internal(&why))
+        };
+        Ok([
+            self.functions,
+            self.objects,
+            self.run_args,
+            number(entries.len())?,
+            number(room)?,
+        ])
+    }
+
     /// # Safety
     /// Must run in a Node-API callback on `env`'s JS thread, with values of `env`, and the
     /// host must not outlive that callback (its values live in its handle scope).
@@ -534,28 +565,8 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
         if entries.len() < 2 {
             return write_first(self, writes, texts, ends);
         }
+        let args = self.run_call(&entries, room)?;
         let float64 = sys::TypedarrayType::float64_array;
-        let (data, length) = self.helper_memory(self.run_args, float64)?;
-        if length < 4 * entries.len() {
-            return Err(internal("the render helpers' memory is too small"));
-        }
-        for (i, &number) in entries.iter().flatten().enumerate() {
-            // SAFETY: `data` has `length` > i f64 elements (just checked, with no JavaScript
-            // run since); written unaligned to assume nothing.
-            unsafe { (data as *mut f64).add(i).write_unaligned(number) };
-        }
-        let number = |n: usize| {
-            Value::Number(n as f64)
-                .to_js(self.env)
-                .map_err(|why| internal(&why))
-        };
-        let args = [
-            self.functions,
-            self.objects,
-            self.run_args,
-            number(entries.len())?,
-            number(room)?,
-        ];
         let result = self.call(self.write_run, self.helpers, &args)?;
         let done = usize::try_from(self.returned()?).unwrap_or(0);
         if done == 0 || done > entries.len() {
@@ -700,26 +711,14 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
                 },
             };
         }
+        let [functions, objects, run_args, count, room] = self.run_call(&entries, room)?;
         let float64 = sys::TypedarrayType::float64_array;
-        let (data, length) = self.helper_memory(self.run_args, float64)?;
-        if length < 4 * entries.len() {
-            return Err(internal("the render helpers' memory is too small"));
-        }
-        for (i, &number) in entries.iter().flatten().enumerate() {
-            // SAFETY: as in `write_run`.
-            unsafe { (data as *mut f64).add(i).write_unaligned(number) };
-        }
-        let number = |n: usize| {
-            Value::Number(n as f64)
-                .to_js(self.env)
-                .map_err(|why| internal(&why))
-        };
         let args = [
-            self.functions,
-            self.objects,
-            self.run_args,
-            number(entries.len())?,
-            number(room)?,
+            functions,
+            objects,
+            run_args,
+            count,
+            room,
             raws,
             Value::Number(first_token)
                 .to_js(self.env)
