@@ -3,7 +3,8 @@
 // they settle and by the stats() of what is watched, with bounded method labels.
 const path = require('node:path');
 const client = require('prom-client');
-const { MeterProvider, MetricReader, AggregationTemporality } = require('@opentelemetry/sdk-metrics');
+const { MeterProvider } = require('@opentelemetry/sdk-metrics');
+const { CollectingReader } = require('./helpers/metric-reader.js');
 const { Pool } = require('..');
 const { eventually } = require('./helpers/order.js');
 const { prometheus, openTelemetry, OTHER_METHOD, UNNAMED, MAX_METHOD_LENGTH } = require('../lib/metrics.js');
@@ -167,21 +168,8 @@ describe('prometheus()', () => {
 });
 
 describe('openTelemetry()', () => {
-  /** A reader whose collect() the test calls (the SDK's own pull path). */
-  class TestReader extends MetricReader {
-    constructor() {
-      super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
-    }
-    onForceFlush() {
-      return Promise.resolve();
-    }
-    onShutdown() {
-      return Promise.resolve();
-    }
-  }
-
   test('records calls and observes the watched pool, through the SDK', async () => {
-    const reader = new TestReader();
+    const reader = new CollectingReader();
     const provider = new MeterProvider({ readers: [reader] });
     const pool = new Pool({ threads: 2 });
     const metrics = openTelemetry(provider.getMeter('corepool-test')).watch(pool, 'main');

@@ -10,21 +10,9 @@ const { serve, RemotePool } = require('../lib/nats.js');
 const { startNats, natsServerPath } = require('./helpers/nats/server.js');
 const { childHost, killChildHosts } = require('./helpers/nats/child-host.js');
 const client = require('prom-client');
-const { MeterProvider, MetricReader, AggregationTemporality } = require('@opentelemetry/sdk-metrics');
+const { MeterProvider } = require('@opentelemetry/sdk-metrics');
+const { CollectingReader } = require('./helpers/metric-reader.js');
 const { prometheus, openTelemetry } = require('../lib/metrics.js');
-
-/** A metric reader whose collect() the test calls (the SDK's own pull path). */
-class CollectingReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
-  }
-  onForceFlush() {
-    return Promise.resolve();
-  }
-  onShutdown() {
-    return Promise.resolve();
-  }
-}
 
 const C = RpcError.codes;
 const maybe = natsServerPath() === null ? describe.skip : describe;
