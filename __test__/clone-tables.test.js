@@ -133,7 +133,9 @@ describe('tables', () => {
     let calls = 0;
     Object.defineProperty(Array.prototype, '0', {
       configurable: true,
-      get() {},
+      get() {
+        return undefined;
+      },
       set() {
         calls++;
         throw new Error('polluted');
