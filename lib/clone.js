@@ -32,25 +32,11 @@
 // into the message, into native memory, into the receiver's Buffer of V8's bytes and out of it
 // by V8. A runtime without the Serializer class (Bun) writes the value with `v8.serialize`,
 // moved buffers copied inside it.
-//
-// Tables: after V8's header, a number says how the value is written (LAYOUT): as it is, or as a
-// table, or as an array of params some of which are tables. A table is a Map or Set of
-// primitives (lib/clone-table.js), written in a form that reads back about four times as fast
-// as V8's own; only a value that is one, or an array whose items are each a table or a
-// primitive, is written so (anything else may share or hold the table, which only V8's own
-// writing keeps as it is).
 
 const v8 = require('node:v8');
 const { types } = require('node:util');
 const { RpcError, CODES } = require('./errors.js');
 const { contract } = require('./native.js');
-const { isTable, tableOf, fromTable } = require('./clone-table.js');
-
-/** How the value follows V8's header (see "Tables" above). */
-const LAYOUT = Object.freeze({ value: 0, table: 1, itemsWithTables: 2 });
-
-/** Most items of an array whose tables are written as tables (params are a few values). */
-const MAX_ITEMS_WITH_TABLES = 64;
 
 /** Whether this runtime has node:v8's Serializer class (Node, Deno), or only v8.serialize (Bun). */
 const SERIALIZER = (() => {
@@ -114,90 +100,12 @@ function serialize(value, list, where, copied = false) {
   const numbered = moved.filter((b) => !b.resizable);
   for (let i = 0; i < numbered.length; i++) s.transferArrayBuffer(i, numbered[i]);
   try {
-    writeLaid(s, value);
+    s.writeValue(value);
   } catch (e) {
     return refused(e, value, list, where, copied);
   }
   // The native side copies the moved buffers and detaches them once the message is whole.
   return numbered.length === moved.length ? [s.releaseBuffer(), ...moved] : [s.releaseBuffer(), ...numbered, ...moved.filter((b) => b.resizable)];
-}
-
-/** Writes `value` after its layout (see "Tables" above). */
-function writeLaid(s, value) {
-  if (isTable(value)) {
-    const table = tableOf(value);
-    if (table !== null) {
-      s.writeUint32(LAYOUT.table);
-      s.writeValue(table);
-      return;
-    }
-  }
-  const items = itemsWithTables(value);
-  if (items === null) {
-    s.writeUint32(LAYOUT.value);
-    s.writeValue(value);
-    return;
-  }
-  s.writeUint32(LAYOUT.itemsWithTables);
-  s.writeValue(items);
-}
-
-/**
- * `[items, at]` when `value` is a plain array of a few items, each a primitive or a table, at
- * least one a table, none twice: its items with each table's in its place, and where those
- * are. Else null.
- */
-function itemsWithTables(value) {
-  if (!Array.isArray(value) || types.isProxy(value) || Object.getPrototypeOf(value) !== Array.prototype) return null;
-  const n = value.length;
-  if (n === 0 || n > MAX_ITEMS_WITH_TABLES || Object.keys(value).length !== n) return null;
-  // Built with own data properties only (Array.from, literals): a setter on Array.prototype,
-  // which would run on every assignment to a hole, is never called.
-  const items = Array.from({ length: n });
-  const tables = new Uint8Array(n);
-  for (let i = 0; i < n; i++) {
-    // Read as a descriptor: an item behind a getter is left to V8 (which reads it once).
-    const d = Object.getOwnPropertyDescriptor(value, i);
-    if (d === undefined || !('value' in d)) return null;
-    const v = d.value;
-    if (v === null || (typeof v !== 'object' && typeof v !== 'function' && typeof v !== 'symbol')) continue;
-    if (!isTable(v)) return null;
-    // The same table twice is left to V8, which keeps it one object (a few items: no Set).
-    for (let j = 0; j < i; j++) if (tables[j] === 1 && Object.getOwnPropertyDescriptor(value, j).value === v) return null;
-    tables[i] = 1;
-  }
-  let count = 0;
-  for (let i = 0; i < n; i++) {
-    const v = Object.getOwnPropertyDescriptor(value, i).value;
-    if (tables[i] === 0) {
-      Object.defineProperty(items, i, { value: v, writable: true, enumerable: true, configurable: true });
-      continue;
-    }
-    const table = tableOf(v);
-    if (table === null) return null;
-    Object.defineProperty(items, i, { value: table, writable: true, enumerable: true, configurable: true });
-    count++;
-  }
-  if (count === 0) return null;
-  const at = Array.from({ length: count });
-  for (let i = 0, k = 0; i < n; i++) if (tables[i] === 1) Object.defineProperty(at, k++, { value: i, writable: true, enumerable: true, configurable: true });
-  return [items, at];
-}
-
-/** Reads what writeLaid wrote. */
-function readLaid(d) {
-  const layout = d.readUint32();
-  if (layout === LAYOUT.value) return d.readValue();
-  if (layout === LAYOUT.table) return fromTable(d.readValue());
-  if (layout !== LAYOUT.itemsWithTables) throw new Error(`the message has an unknown layout (${layout})`);
-  const laid = d.readValue();
-  if (!Array.isArray(laid) || laid.length !== 2 || !Array.isArray(laid[0]) || !Array.isArray(laid[1])) throw new Error('the message does not hold together');
-  const [items, at] = laid;
-  for (const i of at) {
-    if (!Number.isInteger(i) || i < 0 || i >= items.length) throw new Error('the message does not hold together');
-    items[i] = fromTable(items[i]);
-  }
-  return items;
 }
 
 /**
@@ -333,13 +241,13 @@ function deserialize(message) {
   if (Buffer.isBuffer(message)) {
     const d = new v8.Deserializer(message);
     d.readHeader();
-    return readLaid(d);
+    return d.readValue();
   }
   const { bytes, moved } = message;
   const d = new v8.Deserializer(bytes);
   d.readHeader();
   for (let i = 0; i < moved.length; i++) d.transferArrayBuffer(i, moved[i]);
-  return readLaid(d);
+  return d.readValue();
 }
 
 /**

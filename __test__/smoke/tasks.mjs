@@ -14,5 +14,3 @@ export async function steps(n, ctx) {
 export function values(v) {
   return { when: v.when, tags: v.tags, big: v.big * 2n, bytes: v.bytes, sum: v.bytes.reduce((a, b) => a + b, 0) };
 }
-
-export const echo = (v) => v;
