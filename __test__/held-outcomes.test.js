@@ -1,7 +1,7 @@
 'use strict';
-// Outcomes delivered while calls wait in the pool's queue may wait a little for the calling
-// thread, which then hears of several at once (src/bindings/channel/mod.rs, "Outcomes behind a
-// backlog"). These tests hold that nothing is stranded there: an outcome held back reaches its
+// Outcomes of long calls delivered while calls wait in the pool's queue may wait a little for
+// the calling thread, which then hears of several at once (src/bindings/channel/mod.rs,
+// "Outcomes behind a backlog"; a long call: src/pool/origin.rs, LONG_CALL). These tests hold that nothing is stranded there: an outcome held back reaches its
 // caller although no other outcome comes after it to wake the calling thread. Were the put-off
 // wake lost, the awaited call would never settle and the test would fail on its timeout.
 const path = require('node:path');
@@ -15,10 +15,11 @@ describe('outcomes behind a backlog', () => {
     const gate = new Int32Array(new SharedArrayBuffer(4));
     const pool = new Pool({ filename: task('gate.js'), threads: 1, workerData: { gate } });
     try {
-      await pool.ready();
-      // One worker, one call at a time, in order: `quick` runs first with the six gated calls
+      // A long call first: its worker then counts its calls as long ones.
+      expect(await pool.exec('slow', 'warm')).toBe('warm');
+      // One worker, one call at a time, in order: `slow` runs first with the six gated calls
       // queued behind it, then the first gated call blocks the worker.
-      const first = pool.exec('quick', 'first');
+      const first = pool.exec('slow', 'first');
       const gated = Array.from({ length: 6 }, (_, i) => pool.exec('gate', i));
       expect(await first).toBe('first');
       // Nothing else settled meanwhile: the gated calls are still waiting.
@@ -36,10 +37,11 @@ describe('outcomes behind a backlog', () => {
   test('a native pool: an outcome delivered with calls queued behind a long one reaches its caller; aborting the rest settles them', async () => {
     const pool = new Pool({ threads: 1 });
     try {
-      const first = pool.exec('echo', 'first');
+      // A long call (2 ms) with six calls queued behind it.
+      const first = pool.exec('sleep', 2);
       const controller = new AbortController();
       const held = Array.from({ length: 6 }, () => pool.call('sleep', [600_000], { signal: controller.signal }));
-      expect(await first).toEqual('first');
+      expect(await first).toBe(2);
       expect(pool.stats().queued + pool.stats().running).toBe(6);
       controller.abort();
       for (const r of await Promise.allSettled(held)) {
@@ -51,7 +53,7 @@ describe('outcomes behind a backlog', () => {
     }
   }, 30_000);
 
-  test('a burst of outcomes behind a backlog settles every call exactly once', async () => {
+  test('a burst of 5,000 outcomes settles every call exactly once', async () => {
     const pool = new Pool({ threads: 2 });
     try {
       const n = 5000;

@@ -21,7 +21,7 @@ const { withServerSpan } = require('./trace-context.js');
 // thread (whose event loop serves the application), 1 ms stays the rule.
 const REST_BUDGET_MS = 1;
 const LONG_BUDGET_MS = threadId === 0 ? REST_BUDGET_MS : 10;
-const LONG_CALL_MS = 0.1;
+const LONG_CALL_MS = contract.longCallMs; // 0.1
 let stretch = 0; // performance.now() when this thread's current run of drain cycles began
 let started = 0; // calls started since then
 
@@ -40,6 +40,12 @@ function endStretch() {
 function budgetLeft() {
   const spent = performance.now() - stretch;
   return spent < REST_BUDGET_MS || (spent < LONG_BUDGET_MS && spent >= started * LONG_CALL_MS);
+}
+
+/** This thread's calls since its stretch began average LONG_CALL_MS or more (a hint the native
+ *  side uses for how soon their callers hear of their outcomes: src/pool/origin.rs, `behind`). */
+function longCalls() {
+  return started > 0 && performance.now() - stretch >= started * LONG_CALL_MS;
 }
 
 function abortError(message, name) {
@@ -165,7 +171,7 @@ class Server {
       if (batch === null) batch = this.#native.take();
       for (;;) {
         this.#onJobs(batch);
-        const r = this.#native.rest(budgetLeft()); // contract.rest.idle or .later, or the next batch
+        const r = this.#native.rest(budgetLeft(), longCalls()); // contract.rest.idle or .later, or the next batch
         if (typeof r === 'number') {
           if (r === contract.rest.idle) owed = false;
           break;

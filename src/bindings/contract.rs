@@ -241,6 +241,8 @@ pub struct Contract {
     pub json_max_depth: u32,
     /// Most values the params of one call may hold, on either path.
     pub max_values: u32,
+    /// A call this long or longer (ms) is a long one (`pool::origin::LONG_CALL`).
+    pub long_call_ms: f64,
     pub rest: RestCodes,
     pub locks: LockLayout,
     pub mutex: MutexLayout,
@@ -296,6 +298,7 @@ pub fn contract() -> Contract {
         json_min_values: JSON_MIN_VALUES as u32,
         json_max_depth: JSON_MAX_DEPTH as u32,
         max_values: MAX_VALUES as u32,
+        long_call_ms: crate::pool::origin::LONG_CALL.as_secs_f64() * 1000.0,
         rest: RestCodes {
             idle: REST_IDLE,
             later: REST_LATER,

@@ -20,8 +20,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Calls that wait in a pool's queue for a thread, at least this many, make an outcome
-/// delivered meanwhile one that may wait a little for its caller's thread (see [`backlog`]).
+/// delivered meanwhile one that may wait a little for its caller's thread (see [`behind`]).
 const BACKLOG: usize = 4;
+
+/// ...if its calls are long ones: a call that runs at least this long (see [`behind`]). The
+/// serving threads of JavaScript use the same measure for their event loop's turns
+/// (lib/serve.js reads it from the contract).
+pub const LONG_CALL: Duration = Duration::from_micros(100);
 
 thread_local! {
     /// Set while this thread delivers an outcome behind a backlog (see [`behind`]).
@@ -29,17 +34,21 @@ thread_local! {
 }
 
 /// Runs `deliver` (a job's outcome on its way to its origin) telling the origin's sink whether
-/// `queued` calls waiting in the job's pool make a backlog: while one stands, the threads are
-/// busy whatever the caller does next, so the sink may gather outcomes before it wakes the
-/// caller's thread (`bindings::channel`), instead of preempting a busy thread once per call.
-pub(crate) fn behind<R>(queued: usize, deliver: impl FnOnce() -> R) -> R {
+/// it comes behind a backlog: `queued` calls wait in the job's pool, and its calls are `long`
+/// ([`LONG_CALL`]: the job ran that long, or its serving thread's calls average that long).
+/// Then the threads are busy whatever the caller does next, so the sink may gather outcomes
+/// before waking the caller's thread (`bindings::channel`) instead of preempting a busy
+/// thread once per call. Short jobs never count: their caller's thread has about as much to do
+/// per call as the pool's (reading the outcome, making the next call) and is then likely the
+/// one the calls wait for; a wake put off would leave it idle.
+pub(crate) fn behind<R>(queued: usize, long: bool, deliver: impl FnOnce() -> R) -> R {
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {
             BEHIND.with(|b| b.set(false));
         }
     }
-    BEHIND.with(|b| b.set(queued >= BACKLOG));
+    BEHIND.with(|b| b.set(long && queued >= BACKLOG));
     let _reset = Reset;
     deliver()
 }

@@ -221,6 +221,9 @@ pub struct Server {
     /// read without the lock only by the strategy, as a hint (a server that will look at its
     /// queue anyway takes a call without a wake-up).
     wake_pending: AtomicBool,
+    /// Its serving thread's calls are long ones (`origin::LONG_CALL`), as that thread last
+    /// said (`Pool::rest`): a hint for the delivery of their outcomes (`origin::behind`).
+    long_calls: AtomicBool,
     waker: Box<dyn Wake>,
     /// Pauses taken while polling in [`Server::rest`]: tests tell "did not poll" by it.
     #[cfg(test)]
@@ -301,6 +304,7 @@ impl Server {
             busy_ns: AtomicU64::new(0),
             departed: AtomicBool::new(false),
             wake_pending: AtomicBool::new(false),
+            long_calls: AtomicBool::new(false),
             waker,
             #[cfg(test)]
             polls: AtomicUsize::new(0),
@@ -545,6 +549,15 @@ impl Server {
     }
 
     /// True when the serving thread should take again: jobs wait and a handler slot is free.
+    /// Its serving thread's calls are long ones (see the field).
+    pub(crate) fn long_calls(&self) -> bool {
+        self.long_calls.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_long_calls(&self, long: bool) {
+        self.long_calls.store(long, Ordering::Relaxed);
+    }
+
     pub(crate) fn more_to_take(&self) -> bool {
         self.queued.load(Ordering::Acquire) > 0
             && self.running_len.load(Ordering::Acquire) < self.concurrency

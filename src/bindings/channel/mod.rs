@@ -20,8 +20,8 @@
 //! (`Turn::deferred`), and nothing queued is stranded: the owed drain runs the callback's own
 //! code, `wake_pending` swap first.
 //!
-//! Outcomes behind a backlog: a pool thread that delivers an outcome while calls wait in its
-//! pool's queue (`pool::origin::behind`) may leave the JS thread asleep: the pool's threads are
+//! Outcomes behind a backlog: a pool thread that delivers the outcome of a long call while calls
+//! wait in its pool's queue (`pool::origin::behind`) may leave the JS thread asleep: the pool's threads are
 //! busy whatever that thread does next, and waking it once per outcome preempts one of them
 //! each time where cores are few. Such an outcome is pushed without a wake when one is already
 //! scheduled or put off, or else puts one off by [`HOLD`] (`later.rs`); the [`HOLD_AT_MOST`]th

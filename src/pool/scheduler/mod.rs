@@ -550,7 +550,8 @@ impl Scheduler {
             wait: start.saturating_duration_since(submitted),
             run: elapsed,
         };
-        crate::pool::origin::behind(self.counters.queued(), || {
+        let long = elapsed >= crate::pool::origin::LONG_CALL;
+        crate::pool::origin::behind(self.counters.queued(), long, || {
             reply.finish_ran(outcome, &origin, ran)
         });
         origin.leave();
