@@ -21,15 +21,15 @@
 //! code, `wake_pending` swap first.
 //!
 //! Outcomes behind a backlog: a pool thread that delivers the outcome of a long call while calls
-//! wait in its pool's queue (`pool::origin::behind`) may leave the JS thread asleep: the pool's threads are
-//! busy whatever that thread does next, and waking it once per outcome preempts one of them
-//! each time where cores are few. Such an outcome is pushed without a wake when one is already
+//! wait in its pool's queue (`pool::origin::behind`) may leave the JS thread asleep: the pool's
+//! threads are busy whatever that thread does next, and waking it once per outcome preempts one
+//! of them each time where cores are few. Such an outcome is pushed without a wake when one is already
 //! scheduled or put off, or else puts one off by [`HOLD`] (`later.rs`); the [`HOLD_AT_MOST`]th
 //! outcome waiting, or one with no backlog behind it (the queue has run low: the caller's next
 //! calls are needed), wakes the JS thread at once. So a caller whose calls keep the pool busy
 //! hears of them in batches, each outcome at most `HOLD` late, and nothing else changes.
-//! Protocol for `deferred`: the producer pushes, then counts the item (`undrained`), then reads
-//! `wake_pending` (true: a drain that has not yet begun takes the item) and else
+//! Protocol for `deferred`: the producer pushes, counts what waits (the queue's length), then
+//! reads `wake_pending` (true: a drain that has not yet begun takes the item) and else
 //! `swap(true)`s `deferred` (false: it hands the inbox to the wake-later thread; true: that
 //! thread's wake is still to come, as it clears `deferred` before waking). Either way a drain
 //! follows the push.
@@ -109,8 +109,6 @@ pub(crate) struct Inbox {
     kept: Mutex<HashMap<u64, KeptViews>>,
     /// How much of the loop's turn settlements have had (JS thread only; see the module doc).
     turn: Mutex<Turn>,
-    /// Outcomes pushed and not yet drained (a count that may lag the queue for an instant).
-    undrained: AtomicUsize,
     /// A wake is put off: the wake-later thread holds this inbox (see the module doc).
     deferred: AtomicBool,
     /// The environment's origin, for the wake-later thread (set once, right after it is made).
@@ -133,14 +131,7 @@ impl Deliver for InboxSink {
         // The work of shaping the result for JavaScript is done here, on the thread that
         // produced it, so the JS thread only copies (see `Settlement`).
         self.0.queue.push((call, Settlement::of(outcome)));
-        // Wrapping: a drain may count the item out before it is counted in; the count then
-        // reads huge for an instant, which only means a wake now.
-        let undrained = self
-            .0
-            .undrained
-            .fetch_add(1, Ordering::SeqCst)
-            .wrapping_add(1);
-        if crate::pool::origin::backlog() && undrained < HOLD_AT_MOST && self.put_off() {
+        if crate::pool::origin::backlog() && self.0.queue.len() < HOLD_AT_MOST && self.put_off() {
             return;
         }
         self.wake();
@@ -240,7 +231,6 @@ impl Channel {
             ran: SegQueue::new(),
             kept: Mutex::new(HashMap::new()),
             turn: Mutex::new(Turn::default()),
-            undrained: AtomicUsize::new(0),
             deferred: AtomicBool::new(false),
             origin: OnceLock::new(),
         });
@@ -469,7 +459,6 @@ unsafe fn drain(env: sys::napi_env, settle: sys::napi_value, inbox: &Inbox) {
             None => break,
         }
     }
-    inbox.undrained.fetch_sub(settled.len(), Ordering::SeqCst);
     if !inbox.queue.is_empty() {
         // SAFETY: we are on the env's JS thread, which owns the threadsafe function.
         unsafe { inbox.wake() };
