@@ -1,8 +1,9 @@
 'use strict';
 // Outcomes of long calls delivered while calls wait in the pool's queue may wait a little for
 // the calling thread, which then hears of several at once (src/bindings/channel/mod.rs,
-// "Outcomes behind a backlog"; a long call: src/pool/origin.rs, LONG_CALL). These tests hold that nothing is stranded there: an outcome held back reaches its
-// caller although no other outcome comes after it to wake the calling thread. Were the put-off
+// "Outcomes behind a backlog"; a long call: src/pool/origin.rs, LONG_CALL). These tests hold
+// that nothing is stranded there: an outcome held back reaches its caller although no other
+// outcome comes after it to wake the calling thread. Were the put-off
 // wake lost, the awaited call would never settle and the test would fail on its timeout.
 const path = require('node:path');
 const { Pool, RpcError } = require('..');

@@ -37,15 +37,19 @@ function endStretch() {
   stretch = 0;
 }
 
-function budgetLeft() {
-  const spent = performance.now() - stretch;
-  return spent < REST_BUDGET_MS || (spent < LONG_BUDGET_MS && spent >= started * LONG_CALL_MS);
+/** How long the current stretch has run, ms. */
+function spentMs() {
+  return performance.now() - stretch;
 }
 
-/** This thread's calls since its stretch began average LONG_CALL_MS or more (a hint the native
- *  side uses for how soon their callers hear of their outcomes: src/pool/origin.rs, `behind`). */
-function longCalls() {
-  return started > 0 && performance.now() - stretch >= started * LONG_CALL_MS;
+/** Whether the stretch may go on, `spent` ms into it. */
+function budgetLeft(spent) {
+  return spent < REST_BUDGET_MS || (spent < LONG_BUDGET_MS && averagesLong(spent));
+}
+
+/** The calls started in the stretch, `spent` ms into it, average LONG_CALL_MS or more (none: true). */
+function averagesLong(spent) {
+  return spent >= started * LONG_CALL_MS;
 }
 
 function abortError(message, name) {
@@ -171,7 +175,10 @@ class Server {
       if (batch === null) batch = this.#native.take();
       for (;;) {
         this.#onJobs(batch);
-        const r = this.#native.rest(budgetLeft(), longCalls()); // contract.rest.idle or .later, or the next batch
+        // Long calls also tell the native side how soon their callers must hear of their
+        // outcomes (src/pool/origin.rs, `behind`).
+        const spent = spentMs();
+        const r = this.#native.rest(budgetLeft(spent), started > 0 && averagesLong(spent)); // contract.rest.idle or .later, or the next batch
         if (typeof r === 'number') {
           if (r === contract.rest.idle) owed = false;
           break;
@@ -205,7 +212,7 @@ class Server {
   #freed(more) {
     if (!more || this.#draining) return;
     startStretch();
-    if (this.#resumePending || !budgetLeft()) this.#later();
+    if (this.#resumePending || !budgetLeft(spentMs())) this.#later();
     else this.#drain(null);
   }
 

@@ -548,7 +548,6 @@ impl Server {
         Some(run)
     }
 
-    /// True when the serving thread should take again: jobs wait and a handler slot is free.
     /// Its serving thread's calls are long ones (see the field).
     pub(crate) fn long_calls(&self) -> bool {
         self.long_calls.load(Ordering::Relaxed)
@@ -558,6 +557,7 @@ impl Server {
         self.long_calls.store(long, Ordering::Relaxed);
     }
 
+    /// True when the serving thread should take again: jobs wait and a handler slot is free.
     pub(crate) fn more_to_take(&self) -> bool {
         self.queued.load(Ordering::Acquire) > 0
             && self.running_len.load(Ordering::Acquire) < self.concurrency
