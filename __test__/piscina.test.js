@@ -363,6 +363,23 @@ describe('run()', () => {
     expect(errors).toEqual([]);
   });
 
+  test("a worker's uncaught exception mid-task never reaches 'error' too, however late the task's rejection comes in", async () => {
+    // The task's rejection (sent as its worker departs) and the worker's 'exit' event reach the
+    // calling thread in either order: here the main thread is held up in a 'message' listener
+    // while the worker crashes, departs and exits, and then hears of its exit in the same pass
+    // of the event loop, before the rejection. Whether 'error' is due must not depend on it.
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const errors = [];
+    piscina.on('error', (e) => errors.push(e));
+    const nap = new Int32Array(new SharedArrayBuffer(4));
+    piscina.on('message', () => Atomics.wait(nap, 0, 0, 200));
+    for (let i = 0; i < 5; i++) {
+      expect(await outcome(piscina.run(i, { name: 'postThenCrash' }))).toEqual({ error: { name: 'RangeError', message: 'crashed mid-task', ctor: 'RangeError' } });
+      expect(await piscina.run(i, { name: 'echo' })).toBe(i); // replaced
+    }
+    expect(errors).toEqual([]);
+  });
+
   test('undefined crosses both ways as undefined', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     expect(await piscina.run(undefined, { name: 'echo' })).toBeUndefined();

@@ -234,7 +234,7 @@ class Piscina extends EventEmitter {
   #histogram = null;
   /** The tasks in flight (their handles: see run()). */
   #tasks = new Set();
-  /** threadId → { gone, tasks }: the last workers that exited, what their tasks reject with, how many did. */
+  /** threadId → the error the tasks of the last workers that exited reject with. */
   #deaths = new Map();
   #lastFilename = null;
   #lastResolved = null;
@@ -271,7 +271,10 @@ class Piscina extends EventEmitter {
         user: o.workerData,
       },
       // What a task posts on parentPort is the pool's 'message'; a worker that dies settles its own tasks.
-      [kWorkerHooks]: { message: (m) => this.emit('message', m), exit: (thread, code, error) => this.#workerExited(thread, code, error) },
+      [kWorkerHooks]: {
+        message: (m) => this.emit('message', m),
+        exit: (thread, code, error, running) => this.#workerExited(thread, code, error, running),
+      },
     });
   }
 
@@ -364,11 +367,8 @@ class Piscina extends EventEmitter {
    * exit and the task's rejection come in either order).
    */
   #whenGone(handle) {
-    const death = this.#deaths.get(handle.thread);
-    if (death !== undefined) {
-      death.tasks++;
-      return Promise.resolve(death.gone);
-    }
+    const gone = this.#deaths.get(handle.thread);
+    if (gone !== undefined) return Promise.resolve(gone);
     if (handle.gone !== undefined) return Promise.resolve(handle.gone);
     if (!this.threads.some((w) => w.threadId === handle.thread)) {
       // Its exit is too old to be remembered (see #workerExited): no more is known of it.
@@ -383,26 +383,20 @@ class Piscina extends EventEmitter {
    * A worker that served exited: its unfinished tasks reject with the uncaught exception that
    * ended it, else with Piscina's `worker exited with code: N`. An exception that ended a
    * worker running no task is the pool's 'error', as with Piscina (no listener: thrown, as an
-   * EventEmitter does); whether a task was running is known once the rejections its worker's
-   * departure sent before it exited have come in, one turn of the event loop later.
+   * EventEmitter does). `running`: how many of its tasks its departure rejected (the native
+   * side knows by now, whenever their rejections come in).
    */
-  #workerExited(thread, code, error) {
+  #workerExited(thread, code, error, running) {
     const gone = this.#destroyed ? Errors.ThreadTermination() : (error ?? new Error(`worker exited with code: ${code}`));
-    const death = { gone, tasks: 0 };
-    this.#deaths.set(thread, death);
+    this.#deaths.set(thread, gone);
     // Thread ids are never reused; the last few exits are plenty for the rejections on their way.
     if (this.#deaths.size > 64) this.#deaths.delete(this.#deaths.keys().next().value);
     for (const handle of this.#tasks) {
       if (handle.thread !== thread || handle.wake === null) continue;
-      death.tasks++;
       handle.gone = gone;
       handle.wake();
     }
-    if (error !== null && !this.#destroyed) {
-      setImmediate(() => {
-        if (death.tasks === 0 && !this.#destroyed) this.emit('error', error);
-      });
-    }
+    if (error !== null && running === 0 && !this.#destroyed) this.emit('error', error);
   }
 
   /** A task's filename as a path, the last absolute one's kept (its resolving costs more than a tiny task's call). */

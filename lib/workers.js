@@ -273,7 +273,7 @@ class TaskWorkers {
         this.#start();
       }
       // Last: what the hook does (an 'error' event without a listener throws) leaves the pool's own bookkeeping done.
-      if (state.ready) this.#hooks?.exit(state.thread, code, state.error);
+      if (state.ready) this.#hooks?.exit(state.thread, code, state.error, this.#native.abandonedBy(state.thread));
     });
     // After the listeners: adding a 'message' listener refs the worker's port again.
     worker.unref();

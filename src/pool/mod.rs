@@ -555,6 +555,14 @@ impl Pool {
         self.scheduler.depart(server);
     }
 
+    /// How many running calls the departure of JavaScript thread `thread` settled with
+    /// ServerGone (0: none, or not among the latest departures that did). Known once that
+    /// thread's environment is torn down: a pool of JavaScript workers asks when one exits,
+    /// to know whether an exception that ended it reached a caller.
+    pub fn abandoned_by(&self, thread: u64) -> usize {
+        self.scheduler.abandoned_by(thread)
+    }
+
     /// The serving thread ends a drain cycle: see [`Rest`] and `Server::rest` for what each
     /// answer asks of it.
     pub fn rest(&self, server: &Server, budget_left: bool, may_poll: bool) -> Rest {

@@ -172,8 +172,8 @@ impl Running {
 
     /// Its server (JavaScript thread `thread`) departed before the handler finished: settles
     /// the call with ServerGone, its data `{ thread }` saying which thread ran it, unless a stop
-    /// got there first.
-    pub(crate) fn abandon(mut self, counters: &Counters, thread: u64) {
+    /// got there first. True if it settled the call.
+    pub(crate) fn abandon(mut self, counters: &Counters, thread: u64) -> bool {
         if self.control.try_finish() {
             if let Some(reply) = self.reply.take() {
                 let e = RpcError::new(
@@ -187,8 +187,10 @@ impl Running {
                 )])));
                 counters.add_failed();
                 reply.finish(Err(e), &self.origin);
+                return true;
             }
         }
+        false
     }
 }
 

@@ -40,7 +40,14 @@ pub(crate) struct Servers {
     /// Methods that servers of this pool will serve although none may be up now (a pool of
     /// JavaScript workers started from a file), and the jobs that wait for one.
     expected: Mutex<Expected>,
+    /// The latest departures that settled running calls with ServerGone: `(thread, calls)`,
+    /// oldest first, at most [`REMEMBERED_DEPARTURES`].
+    departures: Mutex<VecDeque<(u64, usize)>>,
 }
+
+/// Departures remembered for [`Servers::abandoned_by`]: a serving thread's exit is heard of on
+/// the pool's JavaScript thread soon after it departed, well before this many others depart.
+const REMEMBERED_DEPARTURES: usize = 64;
 
 /// What the pool expects servers for: see [`Servers::expect`].
 #[derive(Default)]
@@ -89,6 +96,7 @@ impl Default for Servers {
             table: RwLock::new(Table::default()),
             next_token: AtomicU64::new(1),
             expected: Mutex::new(Expected::default()),
+            departures: Mutex::new(VecDeque::new()),
         }
     }
 }
@@ -221,6 +229,32 @@ impl Servers {
     /// Forgets a departed server altogether.
     pub(crate) fn forget(&self, server: &Server) {
         self.write().all.retain(|x| x.id() != server.id());
+    }
+
+    /// Remembers that the departure of JavaScript thread `thread` settled `calls` running calls
+    /// with ServerGone (a second departure of the same thread adds to it).
+    pub(crate) fn record_departure(&self, thread: u64, calls: usize) {
+        if calls == 0 {
+            return;
+        }
+        let mut departures = lock(&self.departures);
+        if let Some(entry) = departures.iter_mut().find(|(t, _)| *t == thread) {
+            entry.1 = entry.1.saturating_add(calls);
+            return;
+        }
+        if departures.len() == REMEMBERED_DEPARTURES {
+            departures.pop_front();
+        }
+        departures.push_back((thread, calls));
+    }
+
+    /// How many running calls the departure of JavaScript thread `thread` settled with
+    /// ServerGone: 0 if none (or if it is not among the latest departures that did).
+    pub(crate) fn abandoned_by(&self, thread: u64) -> usize {
+        lock(&self.departures)
+            .iter()
+            .find(|(t, _)| *t == thread)
+            .map_or(0, |(_, calls)| *calls)
     }
 
     /// Every server not yet departed.

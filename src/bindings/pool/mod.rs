@@ -212,6 +212,16 @@ impl NativePool {
             .fail_expected(RpcError::new(ErrorCode::InternalError, message));
     }
 
+    /// How many running calls the exit of JavaScript thread `thread` (a worker's threadId)
+    /// settled with ServerGone; 0 if none. Known once its 'exit' event is.
+    #[napi(catch_unwind)]
+    pub fn abandoned_by(&self, thread: f64) -> u32 {
+        if !(thread >= 0.0 && thread.fract() == 0.0 && thread <= u64::MAX as f64) {
+            return 0;
+        }
+        u32::try_from(self.pool.abandoned_by(thread as u64)).unwrap_or(u32::MAX)
+    }
+
     /// A function `call(id, method, params, timeoutMs, flags, tape, text)` bound to this pool
     /// (`tape` with the `packed` flag, `text` with `packedAfterString`; see `rpc::packed`): the
     /// hot path of `exec`/`call`, made as a plain Node-API function (no class unwrapping),

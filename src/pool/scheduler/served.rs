@@ -196,10 +196,19 @@ impl Scheduler {
                 self.place_served(job, None);
             }
         }
+        let mut abandoned = 0;
         for run in server.depart_running() {
-            run.abandon(&self.counters, server.thread());
+            if run.abandon(&self.counters, server.thread()) {
+                abandoned += 1;
+            }
             self.release_slot(Kind::Served);
         }
+        self.servers.record_departure(server.thread(), abandoned);
+    }
+
+    /// See `Pool::abandoned_by`.
+    pub(crate) fn abandoned_by(&self, thread: u64) -> usize {
+        self.servers.abandoned_by(thread)
     }
 
     /// Drains `server`'s queue for its JavaScript thread (see `Pool::take`).

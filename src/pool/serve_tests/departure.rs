@@ -270,3 +270,43 @@ fn a_long_wait_list_settles_when_its_method_loses_its_servers() {
     let st = p.stats();
     assert_eq!((st.queued, st.waiting, st.running), (0, 0, 0));
 }
+
+#[test]
+fn a_departure_remembers_how_many_running_calls_it_failed_by_thread() {
+    // A pool of JavaScript workers asks, when a worker exits, whether its departure failed a
+    // call (an uncaught exception then reached a caller) or none (it is the pool's 'error').
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (busy, _b1) = serve(&p, &["m"], 7);
+    let (idle, _b2) = serve(&p, &["m"], 8);
+    for id in 1..=4 {
+        p.call(&o, id, "m", vec![], None).unwrap();
+    }
+    let running = p.take(&busy).jobs.len();
+    assert_eq!(running, 2, "round-robin: two calls each");
+    // A call finished before its server departs is not counted.
+    let done = p.take(&idle).jobs;
+    for job in &done {
+        p.complete(&idle, job.token, Ok(Value::Null));
+    }
+    p.depart(&busy);
+    p.depart(&idle);
+    p.depart(&busy); // idempotent: nothing more to fail, nothing more counted
+    assert_eq!(
+        (p.abandoned_by(7), p.abandoned_by(8), p.abandoned_by(9)),
+        (2, 0, 0)
+    );
+    let gone = (0..4)
+        .filter(|_| matches!(recv(&rx).1, Err(e) if e.code == ErrorCode::ServerGone))
+        .count();
+    assert_eq!(gone, 2);
+    // Only the latest departures that failed calls are kept: memory stays bounded.
+    for tag in 100..300 {
+        let (server, _bell) = serve(&p, &["m"], tag);
+        p.call(&o, tag, "m", vec![], None).unwrap();
+        assert_eq!(p.take(&server).jobs.len(), 1);
+        p.depart(&server);
+        assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::ServerGone);
+    }
+    assert_eq!((p.abandoned_by(299), p.abandoned_by(7)), (1, 0));
+}
