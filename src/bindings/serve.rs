@@ -408,10 +408,8 @@ impl NativeServer {
     /// the next batch, taken at once (there was work). `long_calls`: this thread's calls are
     /// long ones (`contract.longCallMs` or more on average; see `pool::origin::behind`).
     #[napi(catch_unwind)]
-    pub fn rest(&self, env: Env, budget_left: bool, long_calls: Option<bool>) -> Unknown<'_> {
-        if let Some(long) = long_calls {
-            self.ctx.server.set_long_calls(long);
-        }
+    pub fn rest(&self, env: Env, budget_left: bool, long_calls: bool) -> Unknown<'_> {
+        self.ctx.server.set_long_calls(long_calls);
         // The main thread (threadId 0) never polls: its event loop has other work.
         let may_poll = self.ctx.server.thread() != 0;
         let code = match self.ctx.pool.rest(&self.ctx.server, budget_left, may_poll) {
