@@ -380,6 +380,21 @@ describe('run()', () => {
     expect(errors).toEqual([]);
   });
 
+  test('a result its worker posted just before exiting arrives whole, whichever the calling thread hears of first', async () => {
+    // Results only structured clone carries reach the pool's thread on its worker's message
+    // port (lib/posted.js). Here the main thread is held up in a 'message' listener while the
+    // worker answers and exits, so that it may hear of the exit before the answer: the port's
+    // messages must outlive the worker.
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const nap = new Int32Array(new SharedArrayBuffer(4));
+    piscina.on('message', () => Atomics.wait(nap, 0, 0, 200));
+    for (let i = 0; i < 5; i++) {
+      const back = await piscina.run(i, { name: 'postThenExit' });
+      expect([types.isMap(back), [...back]]).toEqual([true, [['n', i]]]); // (jest's realm is not Node's)
+    }
+    expect(await piscina.run(7, { name: 'echo' })).toBe(7); // replaced
+  });
+
   test('undefined crosses both ways as undefined', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     expect(await piscina.run(undefined, { name: 'echo' })).toBeUndefined();

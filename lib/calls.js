@@ -7,6 +7,7 @@ const { native, contract } = require('./native.js');
 const { markAsUntransferable } = require('node:worker_threads');
 const { RpcError, CODES, errorText } = require('./errors.js');
 const { deserialize, DataCloneError } = require('./clone.js');
+const posted = require('./posted.js');
 require('./views.js'); // registers this environment's publisher of views
 
 // Calls in flight, by slot. A call's id is `slot + SLOTS * n`, with `n` counting calls: unique
@@ -187,6 +188,16 @@ function settle(...batch) {
         continue;
       }
       call.resolve(value);
+    } else if (code === contract.resultPosted) {
+      // A structured-clone result its worker posted on this thread's port (lib/posted.js).
+      let value;
+      try {
+        value = posted.take(batch[i], isTracked);
+      } catch (e) {
+        call.reject(new RpcError(CODES.InternalError, `corepool: the result could not be read: ${errorText(e)}`));
+        continue;
+      }
+      call.resolve(value);
     } else if (code === contract.resultSlice) {
       // The memory is shared with other calls' results: transferring it to another thread would
       // empty theirs. As with Node's own Buffer pool, postMessage copies it instead.
@@ -258,4 +269,21 @@ function tellProgress(call) {
 const channel = new native.Channel(settle);
 const resume = () => channel.resume(settle);
 
-module.exports = { start, startMany, kStarted, kSettled, kExplain, channel };
+const isTracked = (id) => tracked(id) !== undefined;
+
+/**
+ * A port for a worker to post its results to this environment's calls on (lib/posted.js):
+ * `{ here, there, origin }`, `there` to be handed to the worker with `origin`, the number it
+ * tells its server (`postTo`); null where the runtime cannot.
+ */
+function openResults() {
+  const box = posted.openBox();
+  return box === null ? null : { ...box, origin: channel.originId };
+}
+
+/** The worker of a port from openResults has exited: its port's results are kept, then it closes. */
+function closeResults(box) {
+  posted.closeBox(box.here, isTracked);
+}
+
+module.exports = { start, startMany, kStarted, kSettled, kExplain, channel, openResults, closeResults };

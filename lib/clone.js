@@ -232,6 +232,57 @@ function pushed(item, stack) {
 }
 
 /**
+ * Whether `root` may be posted on a MessagePort as it is: it holds no shared memory (which
+ * postMessage shares, where a result refuses it) and no Proxy (which postMessage refuses,
+ * where corepool sends what it stands for: standIns). Reads what the serializer reads (own
+ * enumerable keys, Map and Set entries, an Error's cause); false when a getter throws (the
+ * serializer then meets it too).
+ */
+function postable(root) {
+  const seen = new Set();
+  const stack = [root];
+  try {
+    while (stack.length > 0) {
+      const v = stack.pop();
+      if (v === null || typeof v !== 'object' || seen.has(v)) continue;
+      seen.add(v);
+      if (types.isProxy(v) || types.isSharedArrayBuffer(v)) return false;
+      if (ArrayBuffer.isView(v)) {
+        if (types.isSharedArrayBuffer(v.buffer)) return false;
+        continue;
+      }
+      if (types.isDate(v) || types.isRegExp(v) || types.isBoxedPrimitive(v) || types.isArrayBuffer(v)) continue;
+      // (forEach, which makes no entry arrays, and reads what the serializer reads: a Map's or
+      // Set's own entries, whatever its prototype says.)
+      if (types.isMap(v)) Map.prototype.forEach.call(v, pushEntry, stack);
+      else if (types.isSet(v)) Set.prototype.forEach.call(v, pushItem, stack);
+      else if (types.isNativeError(v)) {
+        if (Object.hasOwn(v, 'cause')) stack.push(v.cause);
+      } else {
+        for (const key of Object.keys(v)) {
+          const item = v[key];
+          if (item !== null && typeof item === 'object') stack.push(item);
+        }
+      }
+    }
+  } catch {
+    return false;
+  }
+  return true;
+}
+
+/** A Map entry's objects, on `this` (postable's stack). */
+function pushEntry(item, key) {
+  if (key !== null && typeof key === 'object') this.push(key);
+  if (item !== null && typeof item === 'object') this.push(item);
+}
+
+/** A Set item, if an object, on `this` (postable's stack). */
+function pushItem(item) {
+  if (item !== null && typeof item === 'object') this.push(item);
+}
+
+/**
  * The value of a message as the native side hands it over: a Buffer of V8's bytes when nothing
  * is moved, else `{ bytes, moved }` with the moved ArrayBuffers in V8's numbering. Throws when
  * it does not read back.
@@ -435,4 +486,4 @@ function describeKind(v) {
   return typeof name === 'string' && name !== '' ? `a ${name}` : 'an object';
 }
 
-module.exports = { serialize, deserialize, needsClone, DataCloneError, Transfer, transfer, SHARED };
+module.exports = { serialize, deserialize, needsClone, postable, DataCloneError, Transfer, transfer, SHARED };

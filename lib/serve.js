@@ -9,7 +9,7 @@ const { contract } = require('./native.js');
 const { errorText } = require('./errors.js');
 const { after } = require('./timer.js');
 const views = require('./views.js');
-const { serialize, deserialize, needsClone, DataCloneError, Transfer, SHARED } = require('./clone.js');
+const { serialize, deserialize, needsClone, postable, DataCloneError, Transfer, SHARED } = require('./clone.js');
 const { withServerSpan } = require('./trace-context.js');
 
 // How long a serving thread runs drain cycles (and polls for calls), all its servers together,
@@ -92,9 +92,10 @@ class CallContext {
 }
 
 class Running {
-  constructor(context) {
+  constructor(context, post) {
     this.context = context;
     this.timer = null;
+    this.post = post; // the call's id, to post its result under on #results; 0: not that way
   }
 }
 
@@ -110,9 +111,15 @@ class Server {
   #resumePending = false; // a #resume is scheduled
 
   #fullErrors;
+  #results = null; // the MessagePort results to one environment's calls are posted on (lib/posted.js)
 
-  /** `fullErrors`: a thrown error's data carries its stack and causes too (a task file's worker). */
-  constructor(nativePool, handlers, names, concurrency, fullErrors = false) {
+  /**
+   * `fullErrors`: a thrown error's data carries its stack and causes too (a task file's worker).
+   * `results`: `{ port, origin }`, a task file's worker's port to its pool's thread and that
+   * environment's origin number (lib/posted.js); its calls' results that must travel as
+   * structured clone are posted there.
+   */
+  constructor(nativePool, handlers, names, concurrency, fullErrors = false, results = null) {
     this.#handlers = handlers;
     this.#fullErrors = fullErrors;
     this.#table = new Map(names.map((n) => [n, handlers[n]]));
@@ -123,6 +130,10 @@ class Server {
     }
     this.methods = Object.freeze([...names]);
     this.concurrency = concurrency;
+    if (results !== null && typeof results === 'object' && typeof results.port?.postMessage === 'function' && typeof results.origin === 'number') {
+      this.#results = results.port;
+      this.#native.postTo(results.origin);
+    }
   }
 
   get id() {
@@ -218,8 +229,9 @@ class Server {
 
   /**
    * A batch is one flat array: the numbers of stop notices and forgotten tokens, those tokens,
-   * then six entries per job: token, method, params, timeout (ms; 0: none), watched (the
-   * caller listens to progress), trace (the caller's trace context, or undefined).
+   * then six entries per job: token, method, params, timeout (ms; 0: none), listens (odd: the
+   * caller listens to progress; its half rounded down: the call's id to post its result under
+   * on #results, or 0), trace (the caller's trace context, or undefined).
    */
   #onJobs(batch) {
     const nStops = batch[0];
@@ -244,7 +256,7 @@ class Server {
     }
   }
 
-  #start(token, method, params, timeout, watched, trace) {
+  #start(token, method, params, timeout, listens, trace) {
     started++;
     if (typeof params === 'string') {
       try {
@@ -254,7 +266,7 @@ class Server {
         return;
       }
     } else if (params === undefined) {
-      params = this.#viewParams(token, method, timeout, watched, trace);
+      params = this.#viewParams(token, method, timeout, listens, trace);
       if (params === null) return;
     } else if (!Array.isArray(params)) {
       // Structured-clone bytes of the params array (lib/clone.js).
@@ -269,7 +281,7 @@ class Server {
         return;
       }
     }
-    this.#run(token, method, params, timeout, watched, trace);
+    this.#run(token, method, params, timeout, listens, trace);
   }
 
   /** Settles job `token` with InternalError: it cannot run here. */
@@ -283,7 +295,7 @@ class Server {
   }
 
   /** The params of a job with views, or null while waiting for them to be resent. */
-  #viewParams(token, method, timeout, watched, trace) {
+  #viewParams(token, method, timeout, listens, trace) {
     const sent = views.takeReceived(token);
     if (sent !== undefined) {
       const params = this.#native.params(token, sent);
@@ -300,20 +312,20 @@ class Server {
     views.awaitResend(
       token,
       this,
-      (resent) => this.#viewsCame(token, method, timeout, watched, trace, resent),
+      (resent) => this.#viewsCame(token, method, timeout, listens, trace, resent),
       () => this.#orphaned(token),
     );
     return null;
   }
 
   /** The resent views of a job that waited for them have come. */
-  #viewsCame(token, method, timeout, watched, trace, resent) {
+  #viewsCame(token, method, timeout, listens, trace, resent) {
     const params = this.#native.params(token, resent);
     if (params === false) this.#freed(true);
     else if (params === null) {
       // The caller sent every view its call holds, so this cannot happen; never answer null.
       this.#freed(this.#native.lost(token, "corepool: the serving thread could not reach the call's shared memory"));
-    } else this.#run(token, method, params, timeout, watched, trace);
+    } else this.#run(token, method, params, timeout, listens, trace);
     this.#checkIdle();
   }
 
@@ -324,9 +336,10 @@ class Server {
   }
 
   /** Runs the handler, inside the caller's trace context when it sent one (lib/trace-context.js). */
-  #run(token, method, params, timeout, watched, trace) {
+  #run(token, method, params, timeout, listens, trace) {
+    const watched = listens % 2 === 1;
     const context = new CallContext(watched ? (value) => (this.#running.has(token) ? this.#native.progress(token, value) : null) : null);
-    const run = new Running(context);
+    const run = new Running(context, (listens - (listens % 2)) / 2);
     this.#running.set(token, run);
     if (timeout > 0) {
       run.timer = after(timeout, () => {
@@ -368,12 +381,12 @@ class Server {
     try {
       if (ok) {
         if (value instanceof Transfer) more = this.#completeCloned(token, value.value, value.list);
-        else if (value !== null && typeof value === 'object' && clonesBetter(value)) more = this.#completeCloned(token, value, undefined);
+        else if (value !== null && typeof value === 'object' && clonesBetter(value)) more = this.#completeCloned(token, value, undefined, undefined, run.post);
         else {
           more = this.#native.complete(token, value, true);
           // Refused as plain data (`more` says why): the caller is JavaScript, so it goes as
           // structured clone.
-          if (typeof more === 'string') more = this.#completeCloned(token, value, undefined, more);
+          if (typeof more === 'string') more = this.#completeCloned(token, value, undefined, more, run.post);
         }
       } else {
         const [message, data] = errorParts(value, this.#fullErrors ? MAX_CAUSES : 0);
@@ -396,9 +409,21 @@ class Server {
    * `list`. What structured clone cannot carry fails it with a DataCloneError naming the place;
    * a getter or Proxy trap that throws meanwhile fails it with `refused` (the native
    * conversion's words for the same throw, naming the place), or, for a value that never met
-   * the conversion, as if the handler had thrown it.
+   * the conversion, as if the handler had thrown it. With `post` (the call's id; nothing is
+   * moved), the value is posted on #results instead when it holds no shared memory (which
+   * postMessage would share, where a result refuses it); what postMessage refuses goes the
+   * bytes' way, which names the place.
    */
-  #completeCloned(token, value, list, refused) {
+  #completeCloned(token, value, list, refused, post = 0) {
+    if (post !== 0 && this.#results !== null && list === undefined && postable(value)) {
+      let sent = true;
+      try {
+        this.#results.postMessage([post, value]);
+      } catch {
+        sent = false;
+      }
+      if (sent) return this.#native.completePosted(token);
+    }
     let bytes;
     try {
       bytes = serialize(value, list, 'result');
@@ -498,5 +523,6 @@ function safely(f, fallback) {
 
 /** A serve() option of corepool's own (symbol keys are not options): Server's `fullErrors`. */
 const kFullErrors = Symbol('fullErrors');
+const kResults = Symbol('results');
 
-module.exports = { Server, kFullErrors };
+module.exports = { Server, kFullErrors, kResults };

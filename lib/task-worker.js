@@ -9,7 +9,7 @@ const { syncBuiltinESMExports } = require('node:module');
 const { pathToFileURL } = require('node:url');
 const { attach } = require('./pool.js');
 const { loadFailure, noFunction } = require('./load-error.js');
-const { kFullErrors } = require('./serve.js');
+const { kFullErrors, kResults } = require('./serve.js');
 const { PISCINA_WORKER } = require('./task-error.js');
 
 const { __corepool: own, user } = workerThreads.workerData;
@@ -59,7 +59,8 @@ function methodsOf(namespace) {
   // A task's thrown error reaches its caller whole (stack, causes), to be made again there;
   // corepool/piscina's worker sends its tasks' errors its own way (lib/piscina-worker.js).
   const full = own.filename !== PISCINA_WORKER;
-  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency, [kFullErrors]: full });
+  // Results to the pool's own thread go by its port (lib/posted.js).
+  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency, [kFullErrors]: full, [kResults]: own.results });
   port.on('message', (m) => {
     // The pool retires this worker: new calls go elsewhere, the ones it has finish here.
     if (m !== null && typeof m === 'object' && m.corepool === 'retire') {

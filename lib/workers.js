@@ -30,6 +30,7 @@ const { RpcError, CODES, errorText } = require('./errors.js');
 const { after, every, keepAlive } = require('./timer.js');
 const { list } = require('./load-error.js');
 const { taskError, PISCINA_WORKER } = require('./task-error.js');
+const { openResults, closeResults } = require('./calls.js');
 
 const BOOTSTRAP = path.join(__dirname, 'task-worker.js');
 
@@ -217,18 +218,30 @@ class TaskWorkers {
   #spawn() {
     const o = this.#options;
     let worker;
+    // Where the worker posts its results to this thread's calls (lib/posted.js).
+    const results = openResults();
     try {
       worker = new Worker(BOOTSTRAP, {
         workerData: {
-          __corepool: { pool: this.#native.id, filename: o.filename, concurrency: o.concurrency },
+          __corepool: {
+            pool: this.#native.id,
+            filename: o.filename,
+            concurrency: o.concurrency,
+            results: results === null ? null : { port: results.there, origin: results.origin },
+          },
           user: o.workerData,
         },
+        transferList: results === null ? undefined : [results.there],
         resourceLimits: o.resourceLimits,
         env: o.env,
         argv: o.argv,
         execArgv: o.execArgv,
       });
     } catch (e) {
+      if (results !== null) {
+        closeResults(results);
+        results.there.close();
+      }
       // new Pool throws it (its first workers are made there); a later Worker that cannot be
       // made (workerData changed since to something structured clone refuses) is a failed load.
       if (this.#constructing) throw e;
@@ -266,6 +279,8 @@ class TaskWorkers {
     });
     worker.on('exit', (code) => {
       this.#workers.delete(worker);
+      // Everything it posted is in the port by now; its calls may settle later.
+      if (results !== null) closeResults(results);
       if (!this.#stopping) {
         if (state.ready && !state.retiring) this.exits++;
         if (!state.ready) this.#loadFailed(state.failure ?? { why: state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename) });

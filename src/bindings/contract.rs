@@ -86,6 +86,10 @@ pub(crate) const RESULT_CLONED: i32 = 4;
 /// the thread that ran it (a native worker's `id` in `stats().workers`, a serving thread's
 /// `threadId`), its queue wait and its run time in milliseconds.
 pub(crate) const RAN: i32 = 5;
+/// Settle code of a result a JavaScript handler posted on its caller's message port, under the
+/// call's id (`NativeServer::complete_posted`); the value is undefined (lib/posted.js reads
+/// the port).
+pub(crate) const RESULT_POSTED: i32 = 6;
 /// Buffer results shorter than this are sliced (Node pools Buffers under half its 8 KiB pool).
 pub(crate) const SLICE_MAX: usize = 4096;
 /// The most bytes one shared Buffer holds, so that a slice kept alive keeps at most this much.
@@ -235,6 +239,7 @@ pub struct Contract {
     pub progress: i32,
     pub result_slice: i32,
     pub result_cloned: i32,
+    pub result_posted: i32,
     pub ran: i32,
     pub slice_span: u32,
     pub json_min_values: u32,
@@ -293,6 +298,7 @@ pub fn contract() -> Contract {
         progress: PROGRESS,
         result_slice: RESULT_SLICE,
         result_cloned: RESULT_CLONED,
+        result_posted: RESULT_POSTED,
         ran: RAN,
         slice_span: SLICE_SPAN,
         json_min_values: JSON_MIN_VALUES as u32,

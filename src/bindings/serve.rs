@@ -35,6 +35,7 @@ use napi_derive::napi;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -56,6 +57,9 @@ struct ServerCtx {
     server: Arc<Server>,
     /// Params of jobs with views, kept until the serving thread has the views.
     waiting: Mutex<HashMap<u64, Vec<Value>>>,
+    /// The origin ([`crate::pool::Origin::id`]) whose own calls this thread may answer by
+    /// that environment's message port (`NativeServer::post_to`); 0: none.
+    posts_to: AtomicU64,
 }
 
 type Slot = OnceLock<Arc<ServerCtx>>;
@@ -126,6 +130,7 @@ pub(crate) fn start(
         pool,
         server,
         waiting: Mutex::new(HashMap::new()),
+        posts_to: AtomicU64::new(0),
     });
     // The callback runs on this thread after we return, so the slot is filled by then.
     let _ = slot.set(ctx.clone());
@@ -170,8 +175,10 @@ unsafe extern "C" fn call_js(
 
 /// A batch as one flat array: `nStops, nForgotten`, then the stop tokens, the forgotten tokens,
 /// and six entries per job — `token, method, params, timeoutMs (0: none; what is left of the
-/// call's limit otherwise, however small), watched (the caller listens to progress), trace
-/// (the caller's trace context, a string, or undefined)`; params
+/// call's limit otherwise, however small), listens, trace (the caller's trace context, a
+/// string, or undefined)`; `listens` is a number: odd when the caller listens to progress, and
+/// its half (rounded down) the call's id when the result may go by the caller's message port
+/// (the call is its own, from the origin of [`NativeServer::post_to`]), else 0; params
 /// are an array, the JSON text of one, a Buffer of structured-clone bytes
 /// (`Params::Cloned`), or undefined while views are needed. (One array, not
 /// three: a Node-API call costs about as much as handling the usual one-job batch in JavaScript.)
@@ -212,6 +219,10 @@ unsafe fn batch_to_js(
             }
         }
         let mut last_method: Option<(Arc<str>, sys::napi_value)> = None;
+        let posts_to = match ctx.posts_to.load(Ordering::Relaxed) {
+            0 => u64::MAX, // no origin has this id
+            id => id,
+        };
         for job in batch.jobs {
             let token = job.token;
             let entry = (|| -> Converted<[sys::napi_value; 6]> {
@@ -256,8 +267,11 @@ unsafe fn batch_to_js(
                     let left = d.saturating_duration_since(Instant::now()).as_secs_f64() * 1000.0;
                     left.max(f64::MIN_POSITIVE)
                 });
-                let mut watched = ptr::null_mut();
-                sys::napi_get_boolean(env, job.watched, &mut watched);
+                let post = match job.own_call {
+                    Some((origin, call)) if origin == posts_to && call < 1 << 52 => call,
+                    _ => 0,
+                };
+                let listens = number((post * 2 + u64::from(job.watched)) as f64);
                 let trace = match &job.trace {
                     Some(t) => convert::to_js(env, &Value::String(t.to_string()))?,
                     None => undefined,
@@ -267,7 +281,7 @@ unsafe fn batch_to_js(
                     method,
                     params,
                     number(timeout),
-                    watched,
+                    listens,
                     trace,
                 ])
             })();
@@ -479,6 +493,32 @@ impl NativeServer {
         self.ctx
             .pool
             .complete(&self.ctx.server, self::token(token), outcome)
+    }
+
+    /// The handler of job `token` posted its result on the caller's message port, under the
+    /// call's id (see [`batch_to_js`]): the call settles with code `RESULT_POSTED`, and the
+    /// caller's thread reads the result from the port (lib/posted.js).
+    #[napi(catch_unwind)]
+    pub fn complete_posted(&self, token: f64) -> bool {
+        self.ctx.pool.complete(
+            &self.ctx.server,
+            self::token(token),
+            Ok(Value::Cloned(crate::rpc::value::Cloned::posted())),
+        )
+    }
+
+    /// From now on, the own calls of the environment whose origin is `origin` (its channel's
+    /// `originId`) come with their call ids, for the results this thread posts on that
+    /// environment's message port (see [`batch_to_js`]); 0 stops it.
+    #[napi(catch_unwind)]
+    pub fn post_to(&self, origin: f64) {
+        // A whole number an origin can have; anything else matches none.
+        let id = if (1.0..9e15).contains(&origin) && origin.fract() == 0.0 {
+            origin as u64
+        } else {
+            0
+        };
+        self.ctx.posts_to.store(id, Ordering::Relaxed);
     }
 
     /// The handler of job `token` returned a value that cannot be sent: the call settles with

@@ -353,6 +353,15 @@ impl Reply {
         }
     }
 
+    /// The call this reply settles if it is a JavaScript caller's own call (`exec`, `call`,
+    /// `run`), the only kind that takes a structured-clone result.
+    pub(crate) fn own_call(&self) -> Option<u64> {
+        match self {
+            Reply::Call(call) | Reply::Watched(call) | Reply::Timed { call, .. } => Some(*call),
+            Reply::Response { .. } | Reply::Part(..) => None,
+        }
+    }
+
     /// The call whose caller listens to its progress, if this reply settles one.
     pub(crate) fn watched(&self) -> Option<u64> {
         match self {

@@ -16,7 +16,7 @@
 
 use crate::rpc::{Outcome, Value};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Calls that wait in a pool's queue for a thread, at least this many, make an outcome
@@ -95,7 +95,11 @@ pub struct Ran {
     pub run: Duration,
 }
 
+/// The id the next origin gets (ids start at 1 and are never reused in a process).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
 pub struct Origin {
+    id: u64,
     gone: AtomicBool,
     active: AtomicUsize,
     sink: Box<dyn Deliver>,
@@ -104,10 +108,17 @@ pub struct Origin {
 impl Origin {
     pub fn new(sink: impl Deliver + 'static) -> Origin {
         Origin {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             gone: AtomicBool::new(false),
             active: AtomicUsize::new(0),
             sink: Box::new(sink),
         }
+    }
+
+    /// This origin's number: unique in the process, never 0 (a serving thread compares it with
+    /// the one whose calls it may answer by that environment's own message port, lib/serve.js).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Begins a window in which the origin's memory may be used. `false`: it is gone.

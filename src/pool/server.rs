@@ -83,6 +83,10 @@ pub struct Served {
     pub views: bool,
     /// The caller listens to the call's progress (see [`Server::progress`]).
     pub watched: bool,
+    /// The caller's origin ([`crate::pool::Origin::id`]) and call id, when the call is a
+    /// JavaScript caller's own (`Reply::own_call`): a serving thread told to answer that
+    /// origin by its message port does so under the call id (`bindings::serve`).
+    pub own_call: Option<(u64, u64)>,
     /// The caller's trace context, if it sent one ([`crate::pool::Caller::trace`]).
     pub trace: Option<Arc<str>>,
 }

@@ -484,6 +484,19 @@ pub struct Cloned {
     pub kept: Option<Kept>,
 }
 
+impl Cloned {
+    /// The result of a served call that went by its caller's message port instead (an empty
+    /// frame: a written message always has a head, `bindings::convert::cloned`).
+    pub fn posted() -> Cloned {
+        Cloned::default()
+    }
+
+    /// Whether this is [`Cloned::posted`].
+    pub fn is_posted(&self) -> bool {
+        self.frame.is_empty() && self.kept.is_none()
+    }
+}
+
 impl From<Vec<u8>> for Cloned {
     fn from(frame: Vec<u8>) -> Self {
         Cloned { frame, kept: None }

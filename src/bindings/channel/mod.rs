@@ -270,6 +270,13 @@ impl Channel {
         })
     }
 
+    /// This environment's origin number (`pool::Origin::id`), which a serving thread is told
+    /// (`NativeServer.postTo`) to post results for this environment's calls on its port.
+    #[napi(getter)]
+    pub fn origin_id(&self) -> f64 {
+        self.origin.id() as f64
+    }
+
     /// Number of calls from this environment not yet settled.
     #[napi(getter)]
     pub fn inflight(&self) -> u32 {

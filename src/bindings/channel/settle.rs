@@ -1,14 +1,14 @@
 //! The settle batch: how one environment's finished calls cross to its JavaScript in one call
 //! `settle(...batch)`, four arguments per settlement (`call, code, value, data`; the codes are
-//! the contract's: 0 a value, `RESULT_AS_JSON`, `RESULT_SLICE`, `RESULT_CLONED`, `PROGRESS`,
-//! `RAN`, or an error code).
+//! the contract's: 0 a value, `RESULT_AS_JSON`, `RESULT_SLICE`, `RESULT_CLONED`,
+//! `RESULT_POSTED`, `PROGRESS`, `RAN`, or an error code).
 //! An outcome is made ready on the thread that produced it ([`Settlement::of`]: big strings
 //! transcoded, big plain data written as JSON text), so the JS thread only copies; small
 //! Buffer results share one Buffer per batch (`Slabs`).
 
 use crate::bindings::contract::{
-    JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RAN, RESULT_AS_JSON, RESULT_CLONED, RESULT_SLICE,
-    SLAB_BYTES, SLICE_MAX, SLICE_SPAN,
+    JSON_MAX_DEPTH, JSON_MIN_VALUES, PROGRESS, RAN, RESULT_AS_JSON, RESULT_CLONED, RESULT_POSTED,
+    RESULT_SLICE, SLAB_BYTES, SLICE_MAX, SLICE_SPAN,
 };
 use crate::bindings::convert::{self, napi_try, text_to_js, to_js, Converted};
 use crate::pool::Ran;
@@ -33,6 +33,9 @@ pub(super) enum Settlement {
     /// Settle code `RESULT_CLONED` with the parts of this structured-clone message (the frame
     /// of a `Value::Cloned`, handed over without copying its moved buffers: `convert::cloned`).
     Cloned(crate::rpc::value::Cloned),
+    /// Settle code `RESULT_POSTED`: the result is on the caller's message port
+    /// (`Cloned::posted`).
+    Posted,
     /// Not a settlement: how an observed call ran (code `RAN`, value `[thread, waitMs,
     /// runMs]`), before its settlement.
     Ran(Ran),
@@ -42,6 +45,7 @@ impl Settlement {
     pub(super) fn of(outcome: Outcome) -> Settlement {
         match outcome {
             Ok(Value::String(s)) => Settlement::Text(JsText::for_js(s)),
+            Ok(Value::Cloned(frame)) if frame.is_posted() => Settlement::Posted,
             Ok(Value::Cloned(frame)) => Settlement::Cloned(frame),
             // A view is the caller's memory, lent for the call: a result cannot hand it back.
             Ok(v) if v.has_view() => Settlement::Error(RpcError::new(
@@ -247,6 +251,7 @@ unsafe fn entry(
                 convert::cloned::frame_to_js(env, std::mem::take(frame))?,
                 undefined,
             ),
+            Settlement::Posted => (RESULT_POSTED, undefined, undefined),
             Settlement::Ran(r) => {
                 let ms = |d: std::time::Duration| Value::Number(d.as_secs_f64() * 1e3);
                 let times =

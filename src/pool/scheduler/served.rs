@@ -251,6 +251,7 @@ impl Scheduler {
             } = job;
             let deadline = timeout::deadline(now, timeout);
             let watched = reply.watched().is_some();
+            let own_call = reply.own_call().map(|call| (origin.id(), call));
             let named = (method.clone(), timeout.unwrap_or_default());
             let Some(params) = server.start(
                 token,
@@ -282,6 +283,7 @@ impl Scheduler {
                 deadline,
                 views,
                 watched,
+                own_call,
                 trace,
             });
         }

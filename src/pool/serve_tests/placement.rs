@@ -121,3 +121,50 @@ fn broadcast_of_a_served_method_is_refused() {
     p.broadcast(&o, 1, "m", vec![], None);
     assert_eq!(recv(&rx).1.unwrap_err().code, ErrorCode::InvalidRequest);
 }
+
+#[test]
+fn a_served_job_names_its_callers_origin_and_call_only_for_a_javascript_callers_own_call() {
+    // A serving thread posts a result on its caller's own port only for such a call (the
+    // only kind that takes a structured-clone result), and only for the origin it was told.
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (a, _, rx_a) = origin();
+    let (b, _, _rx_b) = origin();
+    assert!(a.id() != 0 && b.id() != 0 && a.id() != b.id());
+    let (server, _bell) = serve(&p, &["m"], 1);
+    p.call(&a, 7, "m", vec![], None);
+    p.call_as(
+        &b,
+        8,
+        "m",
+        vec![],
+        None,
+        Caller {
+            watches_progress: true,
+            ..Caller::default()
+        },
+    );
+    let request = Value::Object(
+        [
+            ("jsonrpc".to_string(), Value::String("2.0".into())),
+            ("method".to_string(), Value::String("m".into())),
+            ("id".to_string(), Value::Number(1.0)),
+        ]
+        .into_iter()
+        .collect(),
+    );
+    p.request(&a, 9, request, false, false, None);
+    let batch = p.take(&server);
+    let seen: Vec<_> = batch.jobs.iter().map(|j| (j.own_call, j.watched)).collect();
+    assert_eq!(
+        seen,
+        vec![
+            (Some((a.id(), 7)), false),
+            (Some((b.id(), 8)), true),
+            (None, false)
+        ]
+    );
+    for job in &batch.jobs {
+        p.complete(&server, job.token, Ok(Value::Null));
+    }
+    assert_eq!(recv(&rx_a).0, 7);
+}
