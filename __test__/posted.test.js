@@ -12,30 +12,38 @@ const { Pool, RpcError } = require('../index.js');
 const VALUES = path.join(__dirname, 'fixtures', 'tasks', 'values.js');
 
 describe('the mailbox', () => {
+  // Thread ids no worker has here.
+  let nextThread = 1e6;
   const opened = [];
   const open = () => {
     const box = posted.openBox();
+    box.thread = nextThread++;
+    posted.keepBox(box.thread, box.here);
     opened.push(box);
     return box;
   };
   afterEach(() => {
     for (const box of opened.splice(0)) {
-      posted.closeBox(box.here, () => false);
+      posted.closeBox(box.thread, () => false);
       box.there.close();
     }
   });
 
-  test('takes each call’s result by its id, whichever port and order they came in', () => {
+  test('takes each call’s result by its id from its thread’s port, in any order', () => {
     const a = open();
     const b = open();
     a.there.postMessage([1, 'one']);
     b.there.postMessage([2, new Map([['two', 2]])]);
     a.there.postMessage([3, undefined]);
     const live = () => true;
-    expect(posted.take(3, live)).toBeUndefined();
-    expect([...posted.take(2, live)]).toEqual([['two', 2]]);
-    expect(posted.take(1, live)).toBe('one');
-    expect(() => posted.take(1, live)).toThrow(/not on any port/);
+    expect(posted.take(3, a.thread, live)).toBeUndefined();
+    expect([...posted.take(2, b.thread, live)]).toEqual([['two', 2]]);
+    expect(posted.take(1, a.thread, live)).toBe('one');
+    expect(() => posted.take(1, a.thread, live)).toThrow(`not on the port of thread ${a.thread}`);
+    // Another thread's port is not this result's.
+    b.there.postMessage([4, 'four']);
+    expect(() => posted.take(4, a.thread, live)).toThrow(/not on the port/);
+    expect(posted.take(4, b.thread, live)).toBe('four');
   });
 
   test('a result left by a call that settled otherwise is never the one of a later call with the same id', () => {
@@ -44,9 +52,9 @@ describe('the mailbox', () => {
     const a = open();
     a.there.postMessage([5, 'stale']);
     a.there.postMessage([6, 'six']);
-    expect(posted.take(6, () => true)).toBe('six');
+    expect(posted.take(6, a.thread, () => true)).toBe('six');
     a.there.postMessage([5, 'fresh']);
-    expect(posted.take(5, () => true)).toBe('fresh');
+    expect(posted.take(5, a.thread, () => true)).toBe('fresh');
   });
 
   test('results of calls no longer waiting are dropped, not kept for ever', () => {
@@ -54,17 +62,17 @@ describe('the mailbox', () => {
     for (let id = 100; id < 200; id++) a.there.postMessage([id, { id }]);
     a.there.postMessage([7, 'wanted']);
     // Reading up to call 7 keeps the 100 earlier ones; none of their calls waits any more.
-    expect(posted.take(7, () => false)).toBe('wanted');
-    expect(() => posted.take(150, () => true)).toThrow(/not on any port/);
+    expect(posted.take(7, a.thread, () => false)).toBe('wanted');
+    expect(() => posted.take(150, a.thread, () => true)).toThrow(/not on the port/);
   });
 
-  test('what a worker posted before its port closed is still taken', () => {
+  test('what a worker posted before it exited is still taken', () => {
     const a = open();
     a.there.postMessage([9, 'last words']);
     a.there.postMessage([10, 'stale']);
-    posted.closeBox(a.here, (id) => id === 9);
-    expect(posted.take(9, () => true)).toBe('last words');
-    expect(() => posted.take(10, () => true)).toThrow(/not on any port/);
+    posted.closeBox(a.thread, (id) => id === 9);
+    expect(posted.take(9, a.thread, () => true)).toBe('last words');
+    expect(() => posted.take(10, a.thread, () => true)).toThrow(/not on the port/);
   });
 
   test('a message that is not a result is ignored', () => {
@@ -73,7 +81,7 @@ describe('the mailbox', () => {
     a.there.postMessage([11]);
     a.there.postMessage(['12', 'x']);
     a.there.postMessage([12, 'twelve']);
-    expect(posted.take(12, () => true)).toBe('twelve');
+    expect(posted.take(12, a.thread, () => true)).toBe('twelve');
   });
 });
 

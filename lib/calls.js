@@ -192,7 +192,7 @@ function settle(...batch) {
       // A structured-clone result its worker posted on this thread's port (lib/posted.js).
       let value;
       try {
-        value = posted.take(batch[i], isTracked);
+        value = posted.take(batch[i], batch[i + 2], isTracked);
       } catch (e) {
         call.reject(new RpcError(CODES.InternalError, `corepool: the result could not be read: ${errorText(e)}`));
         continue;
@@ -274,16 +274,22 @@ const isTracked = (id) => tracked(id) !== undefined;
 /**
  * A port for a worker to post its results to this environment's calls on (lib/posted.js):
  * `{ here, there, origin }`, `there` to be handed to the worker with `origin`, the number it
- * tells its server (`postTo`); null where the runtime cannot.
+ * tells its server (`postTo`), and `here` kept (keepResults) once the worker has a thread id;
+ * null where the runtime cannot.
  */
 function openResults() {
   const box = posted.openBox();
   return box === null ? null : { ...box, origin: channel.originId };
 }
 
-/** The worker of a port from openResults has exited: its port's results are kept, then it closes. */
-function closeResults(box) {
-  posted.closeBox(box.here, isTracked);
+/** Worker `thread` posts on the other end of `results.here` (from openResults). */
+function keepResults(thread, results) {
+  posted.keepBox(thread, results.here);
 }
 
-module.exports = { start, startMany, kStarted, kSettled, kExplain, channel, openResults, closeResults };
+/** Worker `thread` has exited: what it posted is kept for its calls, and its port closes. */
+function closeResults(thread) {
+  posted.closeBox(thread, isTracked);
+}
+
+module.exports = { start, startMany, kStarted, kSettled, kExplain, channel, openResults, keepResults, closeResults };

@@ -30,7 +30,7 @@ const { RpcError, CODES, errorText } = require('./errors.js');
 const { after, every, keepAlive } = require('./timer.js');
 const { list } = require('./load-error.js');
 const { taskError, PISCINA_WORKER } = require('./task-error.js');
-const { openResults, closeResults } = require('./calls.js');
+const { openResults, keepResults, closeResults } = require('./calls.js');
 
 const BOOTSTRAP = path.join(__dirname, 'task-worker.js');
 
@@ -239,7 +239,7 @@ class TaskWorkers {
       });
     } catch (e) {
       if (results !== null) {
-        closeResults(results);
+        results.here.close();
         results.there.close();
       }
       // new Pool throws it (its first workers are made there); a later Worker that cannot be
@@ -249,6 +249,7 @@ class TaskWorkers {
       queueMicrotask(this.#startSoon);
       return;
     }
+    if (results !== null) keepResults(worker.threadId, results);
     const state = { ready: false, retiring: false, thread: worker.threadId, idleSince: Date.now(), completed: 0, error: null, failure: null };
     this.#workers.set(worker, state);
     worker.on('message', (m) => {
@@ -280,7 +281,7 @@ class TaskWorkers {
     worker.on('exit', (code) => {
       this.#workers.delete(worker);
       // Everything it posted is in the port by now; its calls may settle later.
-      if (results !== null) closeResults(results);
+      if (results !== null) closeResults(state.thread);
       if (!this.#stopping) {
         if (state.ready && !state.retiring) this.exits++;
         if (!state.ready) this.#loadFailed(state.failure ?? { why: state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename) });

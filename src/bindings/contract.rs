@@ -87,8 +87,8 @@ pub(crate) const RESULT_CLONED: i32 = 4;
 /// `threadId`), its queue wait and its run time in milliseconds.
 pub(crate) const RAN: i32 = 5;
 /// Settle code of a result a JavaScript handler posted on its caller's message port, under the
-/// call's id (`NativeServer::complete_posted`); the value is undefined (lib/posted.js reads
-/// the port).
+/// call's id (`NativeServer::complete_posted`); the value is the posting thread's id, whose
+/// port lib/posted.js reads.
 pub(crate) const RESULT_POSTED: i32 = 6;
 /// Buffer results shorter than this are sliced (Node pools Buffers under half its 8 KiB pool).
 pub(crate) const SLICE_MAX: usize = 4096;

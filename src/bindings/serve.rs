@@ -60,6 +60,8 @@ struct ServerCtx {
     /// The origin ([`crate::pool::Origin::id`]) whose own calls this thread may answer by
     /// that environment's message port (`NativeServer::post_to`); 0: none.
     posts_to: AtomicU64,
+    /// The serving thread's id (`threadId`), which a posted result names.
+    thread: u32,
 }
 
 type Slot = OnceLock<Arc<ServerCtx>>;
@@ -131,6 +133,7 @@ pub(crate) fn start(
         server,
         waiting: Mutex::new(HashMap::new()),
         posts_to: AtomicU64::new(0),
+        thread,
     });
     // The callback runs on this thread after we return, so the slot is filled by then.
     let _ = slot.set(ctx.clone());
@@ -496,14 +499,16 @@ impl NativeServer {
     }
 
     /// The handler of job `token` posted its result on the caller's message port, under the
-    /// call's id (see [`batch_to_js`]): the call settles with code `RESULT_POSTED`, and the
-    /// caller's thread reads the result from the port (lib/posted.js).
+    /// call's id (see [`batch_to_js`]): the call settles with code `RESULT_POSTED` and this
+    /// thread's id, and the caller's thread reads the result from that port (lib/posted.js).
     #[napi(catch_unwind)]
     pub fn complete_posted(&self, token: f64) -> bool {
         self.ctx.pool.complete(
             &self.ctx.server,
             self::token(token),
-            Ok(Value::Cloned(crate::rpc::value::Cloned::posted())),
+            Ok(Value::Cloned(crate::rpc::value::Cloned::posted(
+                self.ctx.thread,
+            ))),
         )
     }
 

@@ -485,15 +485,22 @@ pub struct Cloned {
 }
 
 impl Cloned {
-    /// The result of a served call that went by its caller's message port instead (an empty
-    /// frame: a written message always has a head, `bindings::convert::cloned`).
-    pub fn posted() -> Cloned {
-        Cloned::default()
+    /// The result of a served call that the serving JavaScript thread `by` (its thread id)
+    /// posted on its caller's message port instead: a frame of that id's 4 bytes, shorter than
+    /// the head every written message starts with (`bindings::convert::cloned`).
+    pub fn posted(by: u32) -> Cloned {
+        Cloned {
+            frame: by.to_le_bytes().to_vec(),
+            kept: None,
+        }
     }
 
-    /// Whether this is [`Cloned::posted`].
-    pub fn is_posted(&self) -> bool {
-        self.frame.is_empty() && self.kept.is_none()
+    /// The thread that posted this result, if it is a [`Cloned::posted`].
+    pub fn posted_by(&self) -> Option<u32> {
+        match (self.frame.as_slice(), &self.kept) {
+            (&[a, b, c, d], None) => Some(u32::from_le_bytes([a, b, c, d])),
+            _ => None,
+        }
     }
 }
 

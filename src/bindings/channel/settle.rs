@@ -33,9 +33,9 @@ pub(super) enum Settlement {
     /// Settle code `RESULT_CLONED` with the parts of this structured-clone message (the frame
     /// of a `Value::Cloned`, handed over without copying its moved buffers: `convert::cloned`).
     Cloned(crate::rpc::value::Cloned),
-    /// Settle code `RESULT_POSTED`: the result is on the caller's message port
-    /// (`Cloned::posted`).
-    Posted,
+    /// Settle code `RESULT_POSTED` with the id of the thread that posted the result on its
+    /// port to the caller's thread (`Cloned::posted`).
+    Posted(u32),
     /// Not a settlement: how an observed call ran (code `RAN`, value `[thread, waitMs,
     /// runMs]`), before its settlement.
     Ran(Ran),
@@ -45,8 +45,10 @@ impl Settlement {
     pub(super) fn of(outcome: Outcome) -> Settlement {
         match outcome {
             Ok(Value::String(s)) => Settlement::Text(JsText::for_js(s)),
-            Ok(Value::Cloned(frame)) if frame.is_posted() => Settlement::Posted,
-            Ok(Value::Cloned(frame)) => Settlement::Cloned(frame),
+            Ok(Value::Cloned(frame)) => match frame.posted_by() {
+                Some(thread) => Settlement::Posted(thread),
+                None => Settlement::Cloned(frame),
+            },
             // A view is the caller's memory, lent for the call: a result cannot hand it back.
             Ok(v) if v.has_view() => Settlement::Error(RpcError::new(
                 ErrorCode::InternalError,
@@ -251,7 +253,11 @@ unsafe fn entry(
                 convert::cloned::frame_to_js(env, std::mem::take(frame))?,
                 undefined,
             ),
-            Settlement::Posted => (RESULT_POSTED, undefined, undefined),
+            Settlement::Posted(thread) => (
+                RESULT_POSTED,
+                to_js(env, &Value::Number(f64::from(*thread)))?,
+                undefined,
+            ),
             Settlement::Ran(r) => {
                 let ms = |d: std::time::Duration| Value::Number(d.as_secs_f64() * 1e3);
                 let times =

@@ -625,6 +625,23 @@ mod tests {
     }
 
     #[test]
+    fn a_posted_result_names_its_thread_and_no_written_message_looks_like_one() {
+        assert_eq!(Cloned::posted(7).posted_by(), Some(7));
+        assert_eq!(Cloned::posted(u32::MAX).posted_by(), Some(u32::MAX));
+        for (v8, moved) in [
+            (&[][..], vec![]),
+            (&[0xff, 0x0f][..], vec![]),
+            (&[1][..], vec![&[2u8][..]]),
+        ] {
+            let frame = write_frame(v8, &moved).unwrap();
+            assert!(frame.len() >= WORD);
+            assert_eq!(Cloned::from(frame).posted_by(), None);
+        }
+        // What a written message's head says is read, never taken for a thread.
+        assert!(read_frame(&Cloned::posted(7).frame).is_err());
+    }
+
+    #[test]
     fn hostile_heads_are_refused() {
         // Too short for a head.
         assert!(read_frame(&[]).is_err());
