@@ -23,6 +23,7 @@ require('./views.js'); // registers this environment's publisher of views
 // reused last-freed first.
 const SLOTS = 2 ** 26; // at most this many calls in flight per thread (~20 GB of Calls)
 const SEQUENCES = 2 ** 26; // ids stay below 2^52, exact as numbers and as u64
+const SWEEP_EVERY = 2 ** 20; // calls between two reads of every results port (lib/posted.js)
 const calls = []; // slot → Call | undefined
 const freeSlots = [];
 let sequence = 0;
@@ -56,6 +57,8 @@ function track(call) {
   sequence = sequence === SEQUENCES - 1 ? 0 : sequence + 1;
   call.id = slot + SLOTS * sequence;
   calls[slot] = call;
+  // Results posted for calls settled otherwise are dropped long before an id comes back.
+  if (sequence % SWEEP_EVERY === 0) posted.sweep(isTracked);
   return call.id;
 }
 
@@ -194,7 +197,7 @@ function settle(...batch) {
       try {
         value = posted.take(batch[i], batch[i + 2], isTracked);
       } catch (e) {
-        call.reject(new RpcError(CODES.InternalError, `corepool: the result could not be read: ${errorText(e)}`));
+        call.reject(e instanceof DataCloneError ? e : new RpcError(CODES.InternalError, `corepool: the result could not be read: ${errorText(e)}`));
         continue;
       }
       call.resolve(value);

@@ -231,53 +231,52 @@ function pushed(item, stack) {
   return false;
 }
 
+/** Why a result holding shared memory is refused (on either way it comes back). */
+const SHARED_RESULT = 'result holds shared memory, which a result cannot carry';
+
 /**
- * Whether `root` may be posted on a MessagePort as it is: it holds no shared memory (which
- * postMessage shares, where a result refuses it) and no Proxy (which postMessage refuses,
- * where corepool sends what it stands for: standIns). Reads what the serializer reads (own
- * enumerable keys, Map and Set entries, an Error's cause); false when a getter throws (the
- * serializer then meets it too).
+ * Whether `root`, a value received from a MessagePort, holds shared memory: a
+ * SharedArrayBuffer, a view over one, a shared WebAssembly.Memory. A received value is plain
+ * structured-clone output (no getters, no Proxies, no own properties on views), so this
+ * reads exactly what arrived. Tags and util.types, not instanceof: the value may come from
+ * another realm than this code's.
  */
-function postable(root) {
+function holdsShared(root) {
   const seen = new Set();
   const stack = [root];
-  try {
-    while (stack.length > 0) {
-      const v = stack.pop();
-      if (v === null || typeof v !== 'object' || seen.has(v)) continue;
-      seen.add(v);
-      if (types.isProxy(v) || types.isSharedArrayBuffer(v)) return false;
-      if (ArrayBuffer.isView(v)) {
-        if (types.isSharedArrayBuffer(v.buffer)) return false;
-        continue;
-      }
-      if (types.isDate(v) || types.isRegExp(v) || types.isBoxedPrimitive(v) || types.isArrayBuffer(v)) continue;
-      // (forEach, which makes no entry arrays, and reads what the serializer reads: a Map's or
-      // Set's own entries, whatever its prototype says.)
-      if (types.isMap(v)) Map.prototype.forEach.call(v, pushEntry, stack);
-      else if (types.isSet(v)) Set.prototype.forEach.call(v, pushItem, stack);
-      else if (types.isNativeError(v)) {
-        if (Object.hasOwn(v, 'cause')) stack.push(v.cause);
-      } else {
-        for (const key of Object.keys(v)) {
-          const item = v[key];
-          if (item !== null && typeof item === 'object') stack.push(item);
-        }
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object' || seen.has(v)) continue;
+    seen.add(v);
+    if (types.isSharedArrayBuffer(v)) return true;
+    if (ArrayBuffer.isView(v)) {
+      if (types.isSharedArrayBuffer(v.buffer)) return true;
+      continue;
+    }
+    if (types.isDate(v) || types.isRegExp(v) || types.isBoxedPrimitive(v) || types.isArrayBuffer(v)) continue;
+    if (types.isMap(v)) Map.prototype.forEach.call(v, pushEntry, stack);
+    else if (types.isSet(v)) Set.prototype.forEach.call(v, pushItem, stack);
+    else if (Object.prototype.toString.call(v) === '[object WebAssembly.Memory]') {
+      if (types.isSharedArrayBuffer(v.buffer)) return true;
+    } else if (types.isNativeError(v)) {
+      if (Object.hasOwn(v, 'cause')) stack.push(v.cause);
+    } else {
+      for (const key of Object.keys(v)) {
+        const item = v[key];
+        if (item !== null && typeof item === 'object') stack.push(item);
       }
     }
-  } catch {
-    return false;
   }
-  return true;
+  return false;
 }
 
-/** A Map entry's objects, on `this` (postable's stack). */
+/** A Map entry's objects, on `this` (holdsShared's stack). */
 function pushEntry(item, key) {
   if (key !== null && typeof key === 'object') this.push(key);
   if (item !== null && typeof item === 'object') this.push(item);
 }
 
-/** A Set item, if an object, on `this` (postable's stack). */
+/** A Set item, if an object, on `this` (holdsShared's stack). */
 function pushItem(item) {
   if (item !== null && typeof item === 'object') this.push(item);
 }
@@ -486,4 +485,4 @@ function describeKind(v) {
   return typeof name === 'string' && name !== '' ? `a ${name}` : 'an object';
 }
 
-module.exports = { serialize, deserialize, needsClone, postable, DataCloneError, Transfer, transfer, SHARED };
+module.exports = { serialize, deserialize, needsClone, holdsShared, DataCloneError, Transfer, transfer, SHARED, SHARED_RESULT, SERIALIZER };

@@ -14,19 +14,31 @@
 // here (`openBox`, then `keepBox` under the worker's thread id), and is told this
 // environment's origin number. The native side then hands it, with each call this environment
 // made, the call's id (src/bindings/serve.rs); a result that must travel as structured clone
-// is posted on the port as `[callId, value]` before the call is completed with code
-// `resultPosted` and the worker's thread id (src/bindings/contract.rs). So the message is in
-// that port's queue before the call settles here, and `take` reads it synchronously
-// (`receiveMessageOnPort`): no event, no wait, no order to guess. A message whose call settled
-// otherwise meanwhile (cancelled, timed out) is never taken: it is dropped once its call is
-// known to be over (`purge`).
+// is posted on the port, then the call's id (two messages: a value that cannot be read here,
+// nested too deep for this thread's stack, say, fails its own call only), and the call is
+// completed with code `resultPosted` and the worker's thread id (src/bindings/contract.rs).
+// So the messages are in that port's queue before the call settles here, and `take` reads
+// them synchronously (`receiveMessageOnPort`): no event, no wait, no order to guess. A worker
+// posts only while the call still waits (`NativeServer.live`); a result whose call was settled
+// otherwise meanwhile (timed out, aborted) is dropped when it is read, and every port is read
+// out every 2^20 calls (`sweep`), so none lies there until a call id comes back (2^26 calls).
+// Shared memory, which postMessage shares, is refused here (`holdsShared`): the caller never
+// sees it.
 
 const { MessageChannel, receiveMessageOnPort } = require('node:worker_threads');
+const { DataCloneError, holdsShared, SERIALIZER, SHARED_RESULT } = require('./clone.js');
 
 /** This thread's ends of the workers' ports, by the worker's thread id. */
 const boxes = new Map();
-/** Results read off a port ahead of their call's settlement: call id → value. */
+/** Results read off a port ahead of their call's settlement: call id → value (or Unread). */
 const early = new Map();
+
+/** A posted result that could not be read here: its call rejects with `error`. */
+class Unread {
+  constructor(error) {
+    this.error = error;
+  }
+}
 /** `early` is purged of settled calls' results when it holds this many. */
 let purgeAt = 64;
 
@@ -36,7 +48,9 @@ let purgeAt = 64;
  * go as bytes).
  */
 function openBox() {
-  if (typeof receiveMessageOnPort !== 'function' || typeof MessageChannel !== 'function') return null;
+  // (Without v8.Serializer, Bun: results go as v8.serialize's bytes, which keep a Buffer a
+  // Buffer where postMessage makes it a Uint8Array.)
+  if (!SERIALIZER || typeof receiveMessageOnPort !== 'function' || typeof MessageChannel !== 'function') return null;
   let channel;
   try {
     channel = new MessageChannel();
@@ -63,39 +77,69 @@ function closeBox(thread, tracked) {
   const box = boxes.get(thread);
   if (box === undefined) return;
   boxes.delete(thread);
-  readAll(box, undefined);
-  box.close();
+  try {
+    readAll(box, undefined, tracked);
+  } finally {
+    box.close();
+    purge(tracked);
+  }
+}
+
+/** Reads every port out, dropping the results of calls no longer waiting (every 2^20 calls). */
+function sweep(tracked) {
+  for (const box of boxes.values()) readAll(box, undefined, tracked);
   purge(tracked);
 }
 
-/** Reads `box`'s messages into `early` until the one of call `call`; returns whether it came. */
-function readAll(box, call) {
+/**
+ * Reads `box`'s results into `early` until the one of call `call`; returns whether it came.
+ * Results of calls no longer waiting (`tracked`) are dropped. Never throws: a value that
+ * cannot be read is kept as an Unread for its own call.
+ */
+function readAll(box, call, tracked) {
   for (;;) {
-    const m = receiveMessageOnPort(box);
-    if (m === undefined) return false;
-    const message = m.message;
-    // Only corepool's workers post here, as `[callId, value]`.
-    if (!Array.isArray(message) || message.length !== 2 || typeof message[0] !== 'number') continue;
-    early.set(message[0], message[1]);
-    if (message[0] === call) return true;
+    let m;
+    let value;
+    try {
+      m = receiveMessageOnPort(box);
+      if (m === undefined) return false;
+      value = m.message;
+    } catch (e) {
+      // (The message is gone from the queue: its call's id comes next.)
+      value = new Unread(e);
+    }
+    let id;
+    try {
+      id = receiveMessageOnPort(box)?.message;
+    } catch {
+      id = undefined;
+    }
+    // Only corepool's workers post here, each result then its call's id.
+    if (typeof id !== 'number') return false;
+    if (id !== call && !tracked(id)) continue;
+    early.set(id, value);
+    if (id === call) return true;
   }
 }
 
 /**
  * The result worker `thread` posted for call `call`, which settled with code `resultPosted`.
- * Throws when it is not there (a serving thread's bug, not the caller's). `tracked(id)`: as in
- * closeBox.
+ * Throws what reading it threw, a DataCloneError for shared memory, or an Error when it is not
+ * there (a serving thread's bug, not the caller's). `tracked(id)`: whether call `id` of this
+ * environment still waits for its outcome.
  */
 function take(call, thread, tracked) {
-  // The port first, even when `early` has the call's id: a call id comes back after 2^26
-  // calls (lib/calls.js), and `early` may still hold a result that an earlier call of the
-  // same id never took; this call's own message, still in the port, replaces it there.
+  // The port first, even when `early` has the call's id: a result for an earlier call of the
+  // same id (it comes back after 2^26 calls, lib/calls.js) could only be in `early` if it was
+  // read while that call waited; this call's own result, still in the port, replaces it.
   const box = boxes.get(thread);
-  const found = box !== undefined && readAll(box, call);
+  const found = box !== undefined && readAll(box, call, tracked);
   if (!found && !early.has(call)) throw new Error(`the result posted for this call is not on the port of thread ${thread}`);
   const value = early.get(call);
   early.delete(call);
   if (early.size >= purgeAt) purge(tracked);
+  if (value instanceof Unread) throw value.error;
+  if (value !== null && typeof value === 'object' && holdsShared(value)) throw new DataCloneError(SHARED_RESULT);
   return value;
 }
 
@@ -105,4 +149,9 @@ function purge(tracked) {
   purgeAt = Math.max(64, 2 * early.size);
 }
 
-module.exports = { openBox, keepBox, closeBox, take };
+/** How many ports are open and results read ahead, for tests and diagnostics. */
+function stats() {
+  return { ports: boxes.size, early: early.size };
+}
+
+module.exports = { openBox, keepBox, closeBox, sweep, take, stats };

@@ -9,7 +9,7 @@ const { contract } = require('./native.js');
 const { errorText } = require('./errors.js');
 const { after } = require('./timer.js');
 const views = require('./views.js');
-const { serialize, deserialize, needsClone, postable, DataCloneError, Transfer, SHARED } = require('./clone.js');
+const { serialize, deserialize, needsClone, DataCloneError, Transfer, SHARED, SHARED_RESULT } = require('./clone.js');
 const { withServerSpan } = require('./trace-context.js');
 
 // How long a serving thread runs drain cycles (and polls for calls), all its servers together,
@@ -410,26 +410,29 @@ class Server {
    * a getter or Proxy trap that throws meanwhile fails it with `refused` (the native
    * conversion's words for the same throw, naming the place), or, for a value that never met
    * the conversion, as if the handler had thrown it. With `post` (the call's id; nothing is
-   * moved), the value is posted on #results instead when it holds no shared memory (which
-   * postMessage would share, where a result refuses it); what postMessage refuses goes the
-   * bytes' way, which names the place.
+   * moved), the value is posted on #results instead, then the call's id (lib/posted.js), while
+   * the call still waits for it; what postMessage refuses goes the bytes' way, which names the
+   * place. (Shared memory, which postMessage shares, is refused where the result is read.)
    */
   #completeCloned(token, value, list, refused, post = 0) {
-    if (post !== 0 && this.#results !== null && list === undefined && postable(value)) {
+    if (post !== 0 && this.#results !== null && list === undefined && this.#native.live(token)) {
       let sent = true;
       try {
-        this.#results.postMessage([post, value]);
+        this.#results.postMessage(value);
       } catch {
         sent = false;
       }
-      if (sent) return this.#native.completePosted(token);
+      if (sent) {
+        this.#results.postMessage(post);
+        return this.#native.completePosted(token);
+      }
     }
     let bytes;
     try {
       bytes = serialize(value, list, 'result');
     } catch (e) {
       if (e instanceof DataCloneError) return this.#native.refuse(token, e.message, true);
-      if (e === SHARED) return this.#native.refuse(token, 'result holds shared memory, which a result cannot carry', true);
+      if (e === SHARED) return this.#native.refuse(token, SHARED_RESULT, true);
       if (refused !== undefined) return this.#native.refuse(token, refused, false);
       const [message, data] = errorParts(e, this.#fullErrors ? MAX_CAUSES : 0);
       return this.#native.fail(token, message, data);

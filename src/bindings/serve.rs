@@ -512,6 +512,14 @@ impl NativeServer {
         )
     }
 
+    /// Whether job `token`'s call still waits for this handler's outcome (a snapshot: it may
+    /// be settled otherwise at any time). A result is posted on the caller's port only then,
+    /// so that a call settled otherwise rarely leaves one there (lib/posted.js drops those).
+    #[napi(catch_unwind)]
+    pub fn live(&self, token: f64) -> bool {
+        self.ctx.pool.is_live(&self.ctx.server, self::token(token))
+    }
+
     /// From now on, the own calls of the environment whose origin is `origin` (its channel's
     /// `originId`) come with their call ids, for the results this thread posts on that
     /// environment's message port (see [`batch_to_js`]); 0 stops it.

@@ -593,6 +593,12 @@ impl Pool {
         server.progress(token, value);
     }
 
+    /// Whether running job `token` of `server` is still to be settled by its handler (see
+    /// `Server::is_live`; a snapshot).
+    pub fn is_live(&self, server: &Server, token: u64) -> bool {
+        server.is_live(token)
+    }
+
     /// The serving thread stops job `token` (its timeout fired): the call settles now with
     /// `reason`; the handler keeps counting as running until it completes. Returns the error
     /// of that stop (what the handler's signal says), `None` if the job no longer runs.

@@ -434,6 +434,15 @@ impl Server {
         won
     }
 
+    /// Whether running job `token` is still to be settled by its handler: it runs, its call
+    /// has not been settled otherwise (a stop, a timeout, destroy), and its caller is there.
+    /// A snapshot: the call may still be settled otherwise at any time.
+    pub(crate) fn is_live(&self, token: u64) -> bool {
+        lock(&self.running)
+            .get(&token)
+            .is_some_and(|run| run.reply.is_some() && !run.origin.is_gone())
+    }
+
     /// The handler of running job `token` reports progress: it goes to the caller if the
     /// caller listens and the job still runs (a report after the call settled is dropped).
     pub(crate) fn progress(&self, token: u64, value: Value) {

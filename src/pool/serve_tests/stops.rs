@@ -125,3 +125,36 @@ fn a_call_whose_server_departs_says_which_thread_ran_it() {
     };
     assert_eq!(thread, Some(Value::Number(7.0)));
 }
+
+#[test]
+fn a_running_job_is_live_until_its_call_is_settled_by_anyone() {
+    // A serving thread posts a result on its caller's port only while the job is live.
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (gone, _, _rx_gone) = origin();
+    let (server, _bell) = serve(&p, &["m"], 1);
+    p.call(&o, 1, "m", vec![], None);
+    p.call(&o, 2, "m", vec![], None);
+    p.call(&gone, 3, "m", vec![], None);
+    let jobs = p.take(&server).jobs;
+    assert!(jobs.iter().all(|j| p.is_live(&server, j.token)));
+    // Stopped (its timer fired): settled, though its handler still runs.
+    assert!(p
+        .stop(&server, jobs[0].token, CancelReason::Timeout)
+        .is_some());
+    assert!(!p.is_live(&server, jobs[0].token));
+    // Completed.
+    p.complete(&server, jobs[1].token, Ok(Value::Null));
+    assert!(!p.is_live(&server, jobs[1].token));
+    // Its caller's environment is gone.
+    gone.retire();
+    assert!(!p.is_live(&server, jobs[2].token));
+    // Never a job of this server.
+    assert!(!p.is_live(&server, u64::MAX));
+    let mut settled: Vec<u64> = (0..2).map(|_| recv(&rx).0).collect();
+    settled.sort_unstable();
+    assert_eq!(settled, vec![1, 2]);
+    p.complete(&server, jobs[0].token, Ok(Value::Null));
+    p.complete(&server, jobs[2].token, Ok(Value::Null));
+    assert_eq!(server.busy(), 0);
+}
