@@ -39,6 +39,7 @@ class Unread {
     this.error = error;
   }
 }
+
 /** `early` is purged of settled calls' results when it holds this many. */
 let purgeAt = 64;
 
