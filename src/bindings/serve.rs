@@ -60,8 +60,6 @@ struct ServerCtx {
     /// The origin ([`crate::pool::Origin::id`]) whose own calls this thread may answer by
     /// that environment's message port (`NativeServer::post_to`); 0: none.
     posts_to: AtomicU64,
-    /// The serving thread's id (`threadId`), which a posted result names.
-    thread: u32,
 }
 
 type Slot = OnceLock<Arc<ServerCtx>>;
@@ -133,7 +131,6 @@ pub(crate) fn start(
         server,
         waiting: Mutex::new(HashMap::new()),
         posts_to: AtomicU64::new(0),
-        thread,
     });
     // The callback runs on this thread after we return, so the slot is filled by then.
     let _ = slot.set(ctx.clone());
@@ -506,8 +503,9 @@ impl NativeServer {
         self.ctx.pool.complete(
             &self.ctx.server,
             self::token(token),
+            // (The server's thread is the `threadId` it was made with, a u32.)
             Ok(Value::Cloned(crate::rpc::value::Cloned::posted(
-                self.ctx.thread,
+                u32::try_from(self.ctx.server.thread()).unwrap_or(u32::MAX),
             ))),
         )
     }
