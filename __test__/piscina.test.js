@@ -401,6 +401,33 @@ describe('run()', () => {
     expect(await piscina.run({ a: [1, 'x', null] }, { name: 'echo' })).toEqual({ a: [1, 'x', null] });
   });
 
+  test("the pool's own file and name, named or not, between other files and names: each task runs what it names", async () => {
+    // Tasks for the pool's own file and name travel without them (lib/piscina.js): with a task
+    // and without one, the file given as the pool's, as a URL, or left out.
+    const piscina = pool({ filename: TASKS, name: 'echo', minThreads: 1, maxThreads: 1 });
+    const multiple = fixture('multiple.js');
+    const runs = [
+      [undefined, undefined],
+      ['x', undefined],
+      [7, { filename: TASKS }],
+      [8, { filename: `file://${TASKS}`, name: 'echo' }],
+      [{ a: 2, b: 3 }, { filename: multiple, name: 'multiply' }],
+      [{ a: 2, b: 3 }, { filename: multiple }],
+      [5, { name: 'thenable' }],
+      [undefined, { filename: multiple, name: 'multiply' }],
+      [['y', null], undefined],
+      [undefined, { filename: TASKS }],
+    ];
+    const outcomes = [];
+    for (const [task, options] of runs) outcomes.push(await outcome(piscina.run(task, options)));
+    const values = (...vs) => vs.map((value) => ({ value }));
+    expect(outcomes.slice(0, 5)).toEqual(values(undefined, 'x', 7, 8, 6));
+    expect(outcomes[5]).toEqual({ error: expect.objectContaining({ message: `No handler function exported from ${multiple}` }) });
+    expect(outcomes[6]).toEqual({ value: 10 });
+    expect(outcomes[7]).toEqual({ error: expect.objectContaining({ name: 'TypeError' }) });
+    expect(outcomes.slice(8)).toEqual(values(['y', null], undefined));
+  });
+
   test('an abort before the start, while queued and while running: AbortError as Piscina’s, the reason as cause', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });

@@ -101,17 +101,31 @@ function errorOut(e, ms) {
   return out;
 }
 
+/** The handler of the last task run here, and its file and name: most tasks run the same one. */
+let last = { filename: null, name: null, handler: undefined };
+
 /**
  * `piscina(filename, name, hasTask, task?, ctx)`: runs the task; gives `[ms, result?]` (ms:
- * the handler's running time; no result when it is undefined), or a Promise of it. A task whose
- * handler is loaded and returns no Promise is done here, without a turn of the microtask queue.
+ * the handler's running time; no result when it is undefined), or a Promise of it. A task for
+ * the pool's own file and name comes without them, as `piscina(task?, ctx)` (lib/piscina.js).
+ * A task whose handler is loaded and returns no Promise is done here, without a turn of the
+ * microtask queue.
  */
 exports.piscina = function piscina(filename, name, hasTask, given) {
-  // Without a task, `given` is the call's context (the last argument), not the task.
-  const task = hasTask ? given : undefined;
+  // The last argument is always the call's context: the count tells the two forms apart.
+  let task;
+  if (arguments.length <= 2) {
+    task = arguments.length === 2 ? filename : undefined;
+    filename = own.filename;
+    name = own.name;
+  } else task = hasTask ? given : undefined;
   // Nothing is sent when the task starts: its running time rides with its result (or error).
   const started = performance.now();
-  const handler = loaded.get(`${filename}\0${name}`);
+  let handler = last.handler;
+  if (filename !== last.filename || name !== last.name) {
+    handler = loaded.get(`${filename}\0${name}`);
+    if (handler !== undefined) last = { filename, name, handler };
+  }
   return handler === undefined ? loadAndRun(filename, name, task, started) : run(handler, task, started);
 };
 

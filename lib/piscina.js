@@ -238,6 +238,8 @@ class Piscina extends EventEmitter {
   #deaths = new Map();
   #lastFilename = null;
   #lastResolved = null;
+  /** The pool's task file as resolved when it was made: its tasks for the default name go without file and name. */
+  #ownFile = null;
 
   constructor(options = {}) {
     super();
@@ -255,6 +257,7 @@ class Piscina extends EventEmitter {
     const minThreads = Math.min(maxThreads, Math.max(1, Math.ceil(o.minThreads)));
     const concurrency = o.concurrentTasksPerWorker === Infinity ? Infinity : Math.ceil(o.concurrentTasksPerWorker);
     this.#maxCapacity = maxThreads * concurrency;
+    if (typeof o.filename === 'string') this.#ownFile = path.resolve(o.filename);
     this.#pool = new Pool({
       filename: WORKER,
       minThreads,
@@ -267,7 +270,7 @@ class Piscina extends EventEmitter {
       argv: o.argv,
       execArgv: o.execArgv,
       workerData: {
-        [KEY]: { filename: o.filename, name: o.name, niceIncrement: o.niceIncrement },
+        [KEY]: { filename: this.#ownFile, name: o.name, niceIncrement: o.niceIncrement },
         user: o.workerData,
       },
       // What a task posts on parentPort is the pool's 'message'; a worker that dies settles its own tasks.
@@ -317,7 +320,10 @@ class Piscina extends EventEmitter {
       if (types.isArrayBuffer(buffer) && !transfer?.includes(buffer)) transfer = [...(transfer ?? []), buffer];
       task = task[kValue];
     }
-    const params = task === undefined ? [filename, name, 0] : [filename, name, 1, task];
+    // The pool's own file and name are the worker's already (lib/piscina-worker.js): its
+    // tasks go without them, and the worker finds their handler without a lookup by name.
+    const own = filename === this.#ownFile && name === this.#options.name;
+    const params = own ? (task === undefined ? [] : [task]) : task === undefined ? [filename, name, 0] : [filename, name, 1, task];
     const submitted = performance.now();
     this.#inflight++;
     const call = this.#pool[kCancellableCall]('piscina', params, handle, undefined, transfer);
