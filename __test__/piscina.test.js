@@ -615,6 +615,23 @@ describe('events', () => {
     expect(await record(Piscina)).toEqual(await record(RealPiscina));
   });
 
+  test("a 'needsDrain' listener added while the pool is full hears the next task's, as under Piscina", async () => {
+    const record = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+      const events = [];
+      const first = p.run({ ms: 50, value: 1 }, { name: 'wait' }); // full, nobody listening
+      await new Promise((resolve) => setImmediate(resolve));
+      p.on('needsDrain', () => events.push(`needsDrain ${p.needsDrain}`));
+      const second = p.run(2, { name: 'echo' });
+      await Promise.all([first, second]);
+      await new Promise((resolve) => setImmediate(resolve));
+      return [...new Set(events)];
+    };
+    const ours = await record(Piscina);
+    expect(ours).toEqual(['needsDrain true']);
+    expect(ours).toEqual(await record(RealPiscina));
+  });
+
   test("'message': what a task posts on parentPort, as under Piscina", async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });

@@ -109,6 +109,9 @@ function transferred(item) {
   return isTransferable(item) ? item[kTransferable] : item;
 }
 
+/** A settled promise: its reactions run as microtasks (see #drainCheck). */
+const SETTLED = Promise.resolve();
+
 function maybeFileURLToPath(filename) {
   return filename.startsWith('file:') ? fileURLToPath(new URL(filename)) : filename;
 }
@@ -343,9 +346,9 @@ class Piscina extends EventEmitter {
       this.#tasks.delete(handle);
       this.#inflight--;
       this.#completed++;
-      queueMicrotask(() => this.#maybeDrain());
+      SETTLED.then(this.#drainCheck);
     };
-    queueMicrotask(() => this.#maybeDrain());
+    SETTLED.then(this.#drainCheck);
     return call.then(
       (out) => {
         done();
@@ -462,12 +465,20 @@ class Piscina extends EventEmitter {
     }
   }
 
+  /**
+   * #maybeDrain in a microtask, as Piscina checks after each task starts and ends: a reaction
+   * of a settled promise (queueMicrotask makes an async resource per call; this cannot throw).
+   */
+  #drainCheck = () => this.#maybeDrain();
+
   /** Piscina's 'needsDrain' / 'drain': every task slot (maxThreads × concurrentTasksPerWorker) taken, then one free again. */
   #maybeDrain() {
     const usage = Math.min(this.#inflight, this.#maxCapacity);
     if (usage === this.#maxCapacity) {
+      // Piscina says it again for every task while full; nobody hears a repeat without a listener.
+      const again = this.#needsDrain;
       this.#needsDrain = true;
-      queueMicrotask(() => this.emit('needsDrain'));
+      if (!again || this.listenerCount('needsDrain') > 0) queueMicrotask(() => this.emit('needsDrain'));
     } else if (this.#needsDrain) {
       this.#needsDrain = false;
       queueMicrotask(() => this.emit('drain'));
