@@ -18,6 +18,28 @@ describe('values crossing: shapes, encodings, what is refused and where', () => 
   });
   afterAll(() => pool.close());
 
+  test('a served result goes as structured clone exactly when it must: met twice (itself included), or not plain data', () => {
+    const { needsClone } = require('../lib/clone.js');
+    const self = [];
+    self.push(self);
+    const loop = { a: {} };
+    loop.a.back = loop;
+    const shared = { x: 1 };
+    const cases = [
+      [[1, 'a', null, true, 2n], false],
+      [[0.5, { a: [1] }], false],
+      [{ a: [1], b: { c: 2 } }, false],
+      [self, true],
+      [loop, true],
+      [[shared, shared], true],
+      [[1, , 2], true], // eslint-disable-line no-sparse-arrays
+      [[1, undefined], true],
+      [[1, new Date(0)], true],
+      [{ m: new Map() }, true],
+    ];
+    expect(cases.map(([value]) => needsClone(value))).toEqual(cases.map(([, expected]) => expected));
+  });
+
   test('values keep their shape: key order, unicode, nesting, BigInt and bytes', async () => {
     const v = { z: 1, a: 'héllo 🌍', nested: [[[{ deep: [] }]]], big: 123456789012345678901234567890n, bytes: new Uint8Array([1, 2, 255]) };
     const back = await pool.exec('echo', v);

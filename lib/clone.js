@@ -193,16 +193,20 @@ function isDetached(buffer) {
  * own enumerable keys as the conversion does; what a getter or a Proxy trap throws is thrown.
  */
 function needsClone(root) {
-  // An array of numbers, strings, booleans, BigInts and nulls (a task's result with its
-  // timing, most often) is plain data: no walk.
-  if (Array.isArray(root) && flat(root)) return false;
-  const seen = new Set();
+  // The objects met, made when a second one is: most results (a task's result with its
+  // timing, an array of scalars) hold one.
+  let seen = null;
+  let first = true;
   const stack = [root];
   {
     while (stack.length > 0) {
       const v = stack.pop();
-      if (seen.has(v)) return true;
-      seen.add(v);
+      if (first) first = false;
+      else {
+        seen ??= new Set([root]);
+        if (seen.has(v)) return true;
+        seen.add(v);
+      }
       if (Array.isArray(v)) {
         for (let i = 0; i < v.length; i++) {
           if (!(i in v)) return true;
@@ -225,16 +229,6 @@ function needsClone(root) {
     }
   }
   return false;
-}
-
-/** Whether every item of `array` is there and a null, number, string, boolean or BigInt. */
-function flat(array) {
-  for (let i = 0; i < array.length; i++) {
-    const item = array[i];
-    const t = typeof item;
-    if (item !== null && t !== 'number' && t !== 'string' && t !== 'boolean' && t !== 'bigint') return false;
-  }
-  return true;
 }
 
 /** Pushes an object item on the walk's stack; true when the item is not plain data by itself. */
