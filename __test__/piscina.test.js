@@ -428,6 +428,17 @@ describe('run()', () => {
     expect(outcomes.slice(8)).toEqual(values(['y', null], undefined));
   });
 
+  test('options.name changed after the pool was made names the handler of later tasks, as under Piscina', async () => {
+    const record = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, name: 'echo', minThreads: 1, maxThreads: 1 });
+      const before = await p.run(5);
+      p.options.name = 'thenable'; // thenable(v) settles with v * 2
+      return [before, await p.run(5)];
+    };
+    expect(await record(Piscina)).toEqual([5, 10]);
+    expect(await record(Piscina)).toEqual(await record(RealPiscina));
+  });
+
   test('an abort before the start, while queued and while running: AbortError as Piscina’s, the reason as cause', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
@@ -500,6 +511,17 @@ describe('run()', () => {
     await expect(piscina.run({ handler() {} }, { name: 'echo' })).rejects.toMatchObject({ name: 'DataCloneError', message: expect.stringMatching(/^task\.handler is a function/) });
     await expect(piscina.run({ s: Symbol('x') }, { name: 'echo' })).rejects.toMatchObject({ name: 'DataCloneError', message: expect.stringMatching(/^task\.s is a symbol/) });
     expect(await piscina.run(1, { name: 'echo' })).toBe(1); // the pool goes on
+    // A task for the pool's own file and name travels alone (lib/piscina.js): still `task`.
+    const own = pool({ filename: TASKS, name: 'echo', minThreads: 1, maxThreads: 1 });
+    for (const [task, message, path] of [
+      [{ a: { f() {} } }, /^task\.a\.f is a function/, 'task.a.f'],
+      [[1, Symbol('x')], /^task\[1\] is a symbol/, 'task[1]'],
+    ]) {
+      for (const options of [undefined, { name: 'echo' }, { filename: TASKS }]) {
+        await expect(own.run(task, options)).rejects.toMatchObject({ name: 'DataCloneError', message: expect.stringMatching(message), data: { path } });
+      }
+    }
+    await expect(piscina.run({ handler() {} }, { name: 'echo' })).rejects.toMatchObject({ data: { path: 'task.handler' } });
   });
 });
 
@@ -629,6 +651,27 @@ describe('events', () => {
     };
     const ours = await record(Piscina);
     expect(ours).toEqual(['needsDrain true']);
+    expect(ours).toEqual(await record(RealPiscina));
+  });
+
+  test("a 'needsDrain' listener added a microtask after the run that fills the pool hears it, as under Piscina", async () => {
+    const record = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+      const g = gate();
+      const first = p.run(g.view, { name: 'hold' }); // holds the only slot until released
+      await g.started();
+      const events = [];
+      const second = p.run(2, { name: 'echo' });
+      await null;
+      p.on('needsDrain', () => events.push(`needsDrain, ${events.length === 0 ? 'before' : 'after'} the release`));
+      await new Promise((resolve) => setImmediate(resolve));
+      events.push('released');
+      g.release();
+      await Promise.all([first, second]);
+      return [...new Set(events)];
+    };
+    const ours = await record(Piscina);
+    expect(ours[0]).toBe('needsDrain, before the release');
     expect(ours).toEqual(await record(RealPiscina));
   });
 

@@ -241,8 +241,13 @@ class Piscina extends EventEmitter {
   #deaths = new Map();
   #lastFilename = null;
   #lastResolved = null;
-  /** The pool's task file as resolved when it was made: its tasks for the default name go without file and name. */
+  /**
+   * The task file and name the workers were given (the file as resolved when the pool was
+   * made): a task for them goes without them. (`options.name` may change later: Piscina reads
+   * it at each run.)
+   */
   #ownFile = null;
+  #ownName = null;
 
   constructor(options = {}) {
     super();
@@ -261,6 +266,7 @@ class Piscina extends EventEmitter {
     const concurrency = o.concurrentTasksPerWorker === Infinity ? Infinity : Math.ceil(o.concurrentTasksPerWorker);
     this.#maxCapacity = maxThreads * concurrency;
     if (typeof o.filename === 'string') this.#ownFile = path.resolve(o.filename);
+    this.#ownName = o.name;
     this.#pool = new Pool({
       filename: WORKER,
       minThreads,
@@ -273,7 +279,7 @@ class Piscina extends EventEmitter {
       argv: o.argv,
       execArgv: o.execArgv,
       workerData: {
-        [KEY]: { filename: this.#ownFile, name: o.name, niceIncrement: o.niceIncrement },
+        [KEY]: { filename: this.#ownFile, name: this.#ownName, niceIncrement: o.niceIncrement },
         user: o.workerData,
       },
       // What a task posts on parentPort is the pool's 'message'; a worker that dies settles its own tasks.
@@ -325,7 +331,7 @@ class Piscina extends EventEmitter {
     }
     // The pool's own file and name are the worker's already (lib/piscina-worker.js): its
     // tasks go without them, and the worker finds their handler without a lookup by name.
-    const own = filename === this.#ownFile && name === this.#options.name;
+    const own = filename === this.#ownFile && name === this.#ownName;
     const params = own ? (task === undefined ? [] : [task]) : task === undefined ? [filename, name, 0] : [filename, name, 1, task];
     const submitted = performance.now();
     this.#inflight++;
@@ -455,8 +461,14 @@ class Piscina extends EventEmitter {
       case CODES.CommandFailed:
         return taskError(e);
       case CODES.InvalidParams:
-        // The task is the call's fourth param; a result, the second item of the worker's answer.
-        if (e.name === 'DataCloneError') e.message = e.message.replace(/^params\[3\]/, 'task').replace(/^result\[1\]/, 'result');
+        // The task is the call's fourth param, or its first when it travels alone (params[0]
+        // is otherwise the file's name, which always crosses); a result, the second item of
+        // the worker's answer.
+        if (e.name === 'DataCloneError') {
+          const yours = (where) => where.replace(/^params\[[03]\]/, 'task').replace(/^result\[1\]/, 'result');
+          e.message = yours(e.message);
+          if (typeof e.data?.path === 'string') e.data.path = yours(e.data.path);
+        }
         return e;
       case CODES.ServerGone:
         return this.#destroyed ? Errors.ThreadTermination() : e;
@@ -471,14 +483,26 @@ class Piscina extends EventEmitter {
    */
   #drainCheck = () => this.#maybeDrain();
 
+  /**
+   * 'needsDrain' in a microtask, as Piscina emits it (again for every task while full): a
+   * listener's exception is thrown from a microtask of its own, uncaught, as from Piscina's.
+   */
+  #emitNeedsDrain = () => {
+    try {
+      this.emit('needsDrain');
+    } catch (e) {
+      queueMicrotask(() => {
+        throw e;
+      });
+    }
+  };
+
   /** Piscina's 'needsDrain' / 'drain': every task slot (maxThreads × concurrentTasksPerWorker) taken, then one free again. */
   #maybeDrain() {
     const usage = Math.min(this.#inflight, this.#maxCapacity);
     if (usage === this.#maxCapacity) {
-      // Piscina says it again for every task while full; nobody hears a repeat without a listener.
-      const again = this.#needsDrain;
       this.#needsDrain = true;
-      if (!again || this.listenerCount('needsDrain') > 0) queueMicrotask(() => this.emit('needsDrain'));
+      SETTLED.then(this.#emitNeedsDrain);
     } else if (this.#needsDrain) {
       this.#needsDrain = false;
       queueMicrotask(() => this.emit('drain'));
