@@ -11,6 +11,7 @@ const { EventEmitter, once } = require('node:events');
 const { spawnSync } = require('node:child_process');
 const { SHARE_ENV, Worker } = require('node:worker_threads');
 const RealPiscina = require('piscina');
+const { child } = require('./helpers/child.js');
 const Piscina = require('../lib/piscina.js');
 
 const fixture = (name) => path.join(__dirname, 'fixtures', 'piscina', name);
@@ -673,6 +674,26 @@ describe('events', () => {
     const ours = await record(Piscina);
     expect(ours[0]).toBe('needsDrain, before the release');
     expect(ours).toEqual(await record(RealPiscina));
+  });
+
+  test("a 'needsDrain' listener that throws: the exception is uncaught, as under Piscina, and every task still settles", async () => {
+    const run = (module) =>
+      child(`
+        const P = require(${JSON.stringify(module)});
+        const Ctor = P.Piscina ?? P;
+        const p = new Ctor({ filename: ${JSON.stringify(TASKS)}, name: 'echo', minThreads: 1, maxThreads: 1 });
+        const uncaught = [];
+        process.on('uncaughtException', (e) => uncaught.push(e.message));
+        p.once('needsDrain', () => {
+          throw new Error('listener failed');
+        });
+        const results = await Promise.all([p.run(1), p.run(2), p.run(3)]);
+        await p.destroy();
+        out({ results, uncaught: [...new Set(uncaught)] });
+      `);
+    const ours = await run(require.resolve('../lib/piscina.js'));
+    expect(ours.result).toEqual({ results: [1, 2, 3], uncaught: ['listener failed'] });
+    expect(ours.result).toEqual((await run(require.resolve('piscina'))).result);
   });
 
   test("'message': what a task posts on parentPort, as under Piscina", async () => {
