@@ -265,7 +265,7 @@ class Piscina extends EventEmitter {
     const minThreads = Math.min(maxThreads, Math.max(1, Math.ceil(o.minThreads)));
     const concurrency = o.concurrentTasksPerWorker === Infinity ? Infinity : Math.ceil(o.concurrentTasksPerWorker);
     this.#maxCapacity = maxThreads * concurrency;
-    if (typeof o.filename === 'string') this.#ownFile = path.resolve(o.filename);
+    if (typeof o.filename === 'string') this.#ownFile = this.#resolve(o.filename);
     this.#ownName = o.name;
     this.#pool = new Pool({
       filename: WORKER,
