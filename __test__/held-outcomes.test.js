@@ -12,22 +12,23 @@ const C = RpcError.codes;
 const task = (name) => path.join(__dirname, 'fixtures', 'tasks', name);
 
 describe('outcomes behind a backlog', () => {
-  test('a task-file pool: the last outcome before the pool stalls reaches its caller while calls still wait', async () => {
+  // 6 queued: a backlog (held up to 1 ms); 70: a deep one (held up to 4 ms).
+  test.each([6, 70])('a task-file pool: the last outcome before the pool stalls reaches its caller while %i calls still wait', async (n) => {
     const gate = new Int32Array(new SharedArrayBuffer(4));
     const pool = new Pool({ filename: task('gate.js'), threads: 1, workerData: { gate } });
     try {
       // A long call first: its worker then counts its calls as long ones.
       expect(await pool.exec('slow', 'warm')).toBe('warm');
-      // One worker, one call at a time, in order: `slow` runs first with the six gated calls
+      // One worker, one call at a time, in order: `slow` runs first with the n gated calls
       // queued behind it, then the first gated call blocks the worker.
       const first = pool.exec('slow', 'first');
-      const gated = Array.from({ length: 6 }, (_, i) => pool.exec('gate', i));
+      const gated = Array.from({ length: n }, (_, i) => pool.exec('gate', i));
       expect(await first).toBe('first');
       // Nothing else settled meanwhile: the gated calls are still waiting.
-      expect(pool.stats().queued + pool.stats().running).toBe(6);
+      expect(pool.stats().queued + pool.stats().running).toBe(n);
       Atomics.store(gate, 0, 1);
       Atomics.notify(gate, 0);
-      expect(await Promise.all(gated)).toEqual([0, 1, 2, 3, 4, 5]);
+      expect(await Promise.all(gated)).toEqual(Array.from({ length: n }, (_, i) => i));
     } finally {
       Atomics.store(gate, 0, 1);
       Atomics.notify(gate, 0);

@@ -29,12 +29,12 @@ const BACKLOG: usize = 4;
 pub const LONG_CALL: Duration = Duration::from_micros(100);
 
 thread_local! {
-    /// Set while this thread delivers an outcome behind a backlog (see [`behind`]).
-    static BEHIND: Cell<bool> = const { Cell::new(false) };
+    /// While this thread delivers an outcome behind a backlog, the calls queued (see [`behind`]).
+    static BEHIND: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Runs `deliver` (a job's outcome on its way to its origin) telling the origin's sink whether
-/// it comes behind a backlog: `queued` calls wait in the job's pool, and its calls are `long`
+/// it comes behind a backlog, and how deep: `queued` calls wait in the job's pool, and its calls are `long`
 /// ([`LONG_CALL`]: the job ran that long, or its serving thread's calls average that long).
 /// Then the threads are busy whatever the caller does next, so the sink may gather outcomes
 /// before waking the caller's thread (`bindings::channel`) instead of preempting a busy
@@ -45,17 +45,17 @@ pub(crate) fn behind<R>(queued: usize, long: bool, deliver: impl FnOnce() -> R) 
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {
-            BEHIND.with(|b| b.set(false));
+            BEHIND.with(|b| b.set(0));
         }
     }
-    BEHIND.with(|b| b.set(long && queued >= BACKLOG));
+    BEHIND.with(|b| b.set(if long && queued >= BACKLOG { queued } else { 0 }));
     let _reset = Reset;
     deliver()
 }
 
-/// The outcome this thread delivers now has a backlog behind it (see [`behind`]). A hint: a
-/// sink that ignores it loses nothing.
-pub fn backlog() -> bool {
+/// The calls queued behind the outcome this thread delivers now, if they make a backlog (see
+/// [`behind`]); 0 if not. A hint: a sink that ignores it loses nothing.
+pub fn backlog() -> usize {
     BEHIND.with(Cell::get)
 }
 

@@ -1,7 +1,8 @@
 //! Wakes put off (see the module doc of `channel`, "Outcomes behind a backlog"): one thread for
 //! the process, started the first time a wake is put off, that wakes each inbox handed to it
-//! once its time has come. The times come in order (every wake is put off by the same
-//! `HOLD`), so a queue in arrival order is a queue in time order.
+//! once its time has come. The queue is kept in time order: wakes are put off by one of two
+//! holds (`HOLD`, `DEEP_HOLD`), so a short one may come due before a long one handed over
+//! earlier.
 
 use super::{lock, Inbox};
 use crate::pool::Origin;
@@ -84,15 +85,85 @@ pub(super) fn wake_later(origin: &Weak<Origin>, inbox: &Arc<Inbox>, after: Durat
         return false;
     };
     let mut due = lock(&later.due);
-    let first = due.is_empty();
-    due.push_back(Due {
-        at: Instant::now() + after,
-        origin: origin.clone(),
-        inbox: inbox.clone(),
-    });
+    let at = insert_by(
+        &mut due,
+        Due {
+            at: Instant::now() + after,
+            origin: origin.clone(),
+            inbox: inbox.clone(),
+        },
+        |d| d.at,
+    );
     drop(due);
-    if first {
+    // The thread waits for the first entry's time (or for one): a new first entry is news.
+    if at == 0 {
         later.bell.notify_one();
     }
     true
+}
+
+/// Inserts `item` into `queue`, which is in order of `key`, after every entry whose key is not
+/// later than its own (so equal keys keep their arrival order); returns where it went.
+fn insert_by<T, K: Ord>(queue: &mut VecDeque<T>, item: T, key: impl Fn(&T) -> K) -> usize {
+    let k = key(&item);
+    // From the back: entries mostly arrive in time order, so this is usually one comparison.
+    let at = queue.len() - queue.iter().rev().take_while(|e| key(e) > k).count();
+    queue.insert(at, item);
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::insert_by;
+    use std::collections::VecDeque;
+
+    fn order(keys: &[u32]) -> (Vec<(u32, usize)>, Vec<usize>) {
+        let mut q = VecDeque::new();
+        let places = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| insert_by(&mut q, (k, i), |e| e.0))
+            .collect();
+        (q.into_iter().collect(), places)
+    }
+
+    #[test]
+    fn entries_in_time_order_stay_in_arrival_order() {
+        let (q, places) = order(&[1, 2, 2, 5]);
+        assert_eq!(q, vec![(1, 0), (2, 1), (2, 2), (5, 3)]);
+        assert_eq!(places, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_shorter_hold_goes_before_longer_ones_and_after_its_equals() {
+        // Two 4 ms wakes, then a 1 ms one due before both: it becomes the first (the thread
+        // must hear of it); one due between them goes between.
+        let (q, places) = order(&[40, 41, 10, 40, 10]);
+        assert_eq!(q, vec![(10, 2), (10, 4), (40, 0), (40, 3), (41, 1)]);
+        assert_eq!(places, vec![0, 1, 0, 2, 1]);
+    }
+
+    #[test]
+    fn any_arrival_order_ends_sorted_and_stable() {
+        // Every permutation of a small multiset of keys (equal keys tagged by arrival).
+        let keys = [3u32, 1, 2, 1, 3];
+        let mut perm: Vec<usize> = (0..keys.len()).collect();
+        loop {
+            let ks: Vec<u32> = perm.iter().map(|&i| keys[i]).collect();
+            let (q, _) = order(&ks);
+            let mut sorted: Vec<(u32, usize)> = ks.iter().copied().zip(0..).collect();
+            sorted.sort_by_key(|e| e.0); // stable: equal keys by arrival
+            assert_eq!(q, sorted, "arrival order {ks:?}");
+            // next permutation
+            let Some(i) = (0..perm.len() - 1).rev().find(|&i| perm[i] < perm[i + 1]) else {
+                break;
+            };
+            let j = (i + 1..perm.len())
+                .rev()
+                .find(|&j| perm[j] > perm[i])
+                .unwrap();
+            perm.swap(i, j);
+            perm[i + 1..].reverse();
+        }
+    }
 }

@@ -24,10 +24,12 @@
 //! wait in its pool's queue (`pool::origin::behind`) may leave the JS thread asleep: the pool's
 //! threads are busy whatever that thread does next, and waking it once per outcome preempts one
 //! of them each time where cores are few. Such an outcome is pushed without a wake when one is already
-//! scheduled or put off, or else puts one off by [`HOLD`] (`later.rs`); the [`HOLD_AT_MOST`]th
-//! outcome waiting, or one with no backlog behind it (the queue has run low: the caller's next
-//! calls are needed), wakes the JS thread at once. So a caller whose calls keep the pool busy
-//! hears of them in batches, each outcome at most `HOLD` late, and nothing else changes.
+//! scheduled or put off, or else puts one off by [`HOLD`] (`later.rs`), [`DEEP_HOLD`] behind a
+//! deep backlog; the [`HOLD_AT_MOST`]th ([`DEEP_HOLD_AT_MOST`]th) outcome waiting, or one with
+//! no backlog behind it (the queue has run low: the caller's next calls are needed), wakes the
+//! JS thread at once. So a caller whose calls keep the pool busy hears of them in batches, each
+//! outcome at most `DEEP_HOLD` late (`HOLD` unless the backlog was deep when the wake was put
+//! off), and nothing else changes.
 //! Protocol for `deferred`: the producer pushes, counts what waits (the queue's length), then
 //! reads `wake_pending` (true: a drain that has not yet begun takes the item) and else
 //! `swap(true)`s `deferred` (false: it hands the inbox to the wake-later thread; true: that
@@ -72,6 +74,26 @@ const HOLD: Duration = Duration::from_millis(1);
 
 /// Outcomes behind a backlog that may wait for the caller's thread together; the next wakes it.
 const HOLD_AT_MOST: usize = 32;
+
+/// Calls queued, at least this many, make a deep backlog: its outcomes wait up to [`DEEP_HOLD`],
+/// [`DEEP_HOLD_AT_MOST`] together. At ~150 µs calls on 2 threads, a 1 ms hold woke the JS
+/// thread every ~14 outcomes; 4 ms gathers ~50, and 50,000 such calls took ~2% less time
+/// (bench/heavy-js.js part 1; no gain measured at 2 ms). A shallow backlog keeps the short hold:
+/// with a few calls queued its outcomes are near their caller's next steps (a stream of calls
+/// a few ms apart, bench/strategies.js, had its median latency doubled by a 4 ms hold).
+const DEEP_BACKLOG: usize = 64;
+const DEEP_HOLD: Duration = Duration::from_millis(4);
+const DEEP_HOLD_AT_MOST: usize = 128;
+
+/// How long an outcome with `queued` calls behind it (`pool::origin::backlog`) may wait for its
+/// caller's thread, and how many outcomes may wait together; `None`: wake it now.
+fn hold_for(queued: usize) -> Option<(Duration, usize)> {
+    match queued {
+        0 => None,
+        q if q >= DEEP_BACKLOG => Some((DEEP_HOLD, DEEP_HOLD_AT_MOST)),
+        _ => Some((HOLD, HOLD_AT_MOST)),
+    }
+}
 
 /// Time settlements may hold the event loop before they let it go on (see the module doc).
 const TURN_BUDGET: Duration = Duration::from_millis(2);
@@ -131,8 +153,10 @@ impl Deliver for InboxSink {
         // The work of shaping the result for JavaScript is done here, on the thread that
         // produced it, so the JS thread only copies (see `Settlement`).
         self.0.queue.push((call, Settlement::of(outcome)));
-        if crate::pool::origin::backlog() && self.0.queue.len() < HOLD_AT_MOST && self.put_off() {
-            return;
+        if let Some((hold, at_most)) = hold_for(crate::pool::origin::backlog()) {
+            if self.0.queue.len() < at_most && self.put_off(hold) {
+                return;
+            }
         }
         self.wake();
     }
@@ -161,15 +185,15 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl InboxSink {
     /// The item just pushed will be drained without a wake now: one is scheduled, or put off
-    /// by at most [`HOLD`] (see the module doc). False: wake now.
-    fn put_off(&self) -> bool {
+    /// by at most `hold` (see the module doc). False: wake now.
+    fn put_off(&self, hold: Duration) -> bool {
         let inbox = &self.0;
         if inbox.wake_pending.load(Ordering::SeqCst) || inbox.deferred.swap(true, Ordering::SeqCst)
         {
             return true;
         }
         let handed = match inbox.origin.get() {
-            Some(origin) => later::wake_later(origin, inbox, HOLD),
+            Some(origin) => later::wake_later(origin, inbox, hold),
             None => false,
         };
         if !handed {
@@ -558,5 +582,21 @@ unsafe fn resend_views(env: sys::napi_env, inbox: &Inbox) {
         };
         // SAFETY: on env's JS thread with values of env.
         unsafe { super::publish::publish(env, to, token, &views, true) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hold_deepens_with_the_backlog() {
+        assert_eq!(hold_for(0), None);
+        // `pool::origin::behind` reports 0 below its own threshold, so any count here is one.
+        assert_eq!(hold_for(4), Some((HOLD, HOLD_AT_MOST)));
+        assert_eq!(hold_for(DEEP_BACKLOG - 1), Some((HOLD, HOLD_AT_MOST)));
+        assert_eq!(hold_for(DEEP_BACKLOG), Some((DEEP_HOLD, DEEP_HOLD_AT_MOST)));
+        assert_eq!(hold_for(usize::MAX), Some((DEEP_HOLD, DEEP_HOLD_AT_MOST)));
+        assert!(HOLD < DEEP_HOLD && HOLD_AT_MOST < DEEP_HOLD_AT_MOST);
     }
 }
