@@ -55,6 +55,31 @@ describe('outcomes behind a backlog', () => {
     }
   }, 30_000);
 
+  test('two pools of one thread: outcomes held behind a deep backlog in one and a shallow one in the other all reach their callers', async () => {
+    // Pool a: a long call with 70 queued behind it (its outcome's wake is put off for the
+    // longer hold); pool b: one with 6 queued (the shorter hold: it must not wait for a's).
+    const a = new Pool({ threads: 1 });
+    const b = new Pool({ threads: 1 });
+    const controller = new AbortController();
+    try {
+      const firstA = a.exec('sleep', 2);
+      const heldA = Array.from({ length: 70 }, () => a.call('sleep', [600_000], { signal: controller.signal }));
+      const firstB = b.exec('sleep', 3);
+      const heldB = Array.from({ length: 6 }, () => b.call('sleep', [600_000], { signal: controller.signal }));
+      expect(await Promise.all([firstA, firstB])).toEqual([2, 3]);
+      expect(a.stats().queued + a.stats().running).toBe(70);
+      expect(b.stats().queued + b.stats().running).toBe(6);
+      controller.abort();
+      for (const r of await Promise.allSettled([...heldA, ...heldB])) {
+        expect(r.status).toBe('rejected');
+        expect(r.reason.code).toBe(C.Aborted);
+      }
+    } finally {
+      controller.abort();
+      await Promise.all([a.close(), b.close()]);
+    }
+  }, 30_000);
+
   test('a burst of 5,000 outcomes settles every call exactly once', async () => {
     const pool = new Pool({ threads: 2 });
     try {

@@ -7,9 +7,9 @@
 use super::{lock, Inbox};
 use crate::pool::Origin;
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 struct Due {
     at: Instant,
@@ -67,7 +67,7 @@ fn run(later: &Later) {
             if origin.enter() {
                 // Cleared before the wake: an outcome pushed after this puts off a wake of its
                 // own, or is taken by the drain this wake schedules.
-                inbox.deferred.store(false, Ordering::SeqCst);
+                inbox.put_off.clear();
                 // SAFETY: inside an `Origin::enter` window of the inbox's environment.
                 unsafe { inbox.wake() };
                 origin.leave();
@@ -78,9 +78,9 @@ fn run(later: &Later) {
     }
 }
 
-/// Wakes `inbox`'s JS thread `after` from now (inside an `enter` window of `origin`). False
-/// when no thread can do it: the caller wakes it now instead.
-pub(super) fn wake_later(origin: &Weak<Origin>, inbox: &Arc<Inbox>, after: Duration) -> bool {
+/// Wakes `inbox`'s JS thread at `at` (inside an `enter` window of `origin`). False when no
+/// thread can do it: the caller wakes it now instead.
+pub(super) fn wake_later(origin: &Weak<Origin>, inbox: &Arc<Inbox>, at: Instant) -> bool {
     let Some(later) = later() else {
         return false;
     };
@@ -88,7 +88,7 @@ pub(super) fn wake_later(origin: &Weak<Origin>, inbox: &Arc<Inbox>, after: Durat
     let at = insert_by(
         &mut due,
         Due {
-            at: Instant::now() + after,
+            at,
             origin: origin.clone(),
             inbox: inbox.clone(),
         },
@@ -100,6 +100,70 @@ pub(super) fn wake_later(origin: &Weak<Origin>, inbox: &Arc<Inbox>, after: Durat
         later.bell.notify_one();
     }
     true
+}
+
+/// Whether one inbox's wake is put off, and until when (see the module doc of `channel`, the
+/// protocol for the put-off wake).
+pub(super) struct PutOff {
+    /// Set while the wake-later thread holds the inbox.
+    on: AtomicBool,
+    /// When that wake comes, in nanoseconds since [`epoch`]; `u64::MAX` while it is not known
+    /// (being set, or cleared).
+    until: AtomicU64,
+}
+
+/// What an outcome that may wait does about the wake (see [`PutOff::join_or_take`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Hold {
+    /// A wake put off already comes in time for it: it goes with that one.
+    Joined,
+    /// None is put off: the caller hands the inbox to the wake-later thread for its own time.
+    Mine,
+    /// The wake put off comes later than it may wait (put off behind a deeper backlog), or its
+    /// time is not known yet: wake the JS thread now.
+    Now,
+}
+
+impl PutOff {
+    pub(super) fn new() -> Self {
+        PutOff {
+            on: AtomicBool::new(false),
+            until: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// An outcome just pushed may wait for its JS thread until `at`.
+    pub(super) fn join_or_take(&self, at: Instant) -> Hold {
+        let due = since_epoch(at);
+        if self.on.swap(true, Ordering::SeqCst) {
+            return if self.until.load(Ordering::SeqCst) <= due {
+                Hold::Joined
+            } else {
+                Hold::Now
+            };
+        }
+        self.until.store(due, Ordering::SeqCst);
+        Hold::Mine
+    }
+
+    /// The wake put off comes now (or could not be handed over): outcomes pushed from here on
+    /// put off one of their own, or are taken by the drain this wake schedules.
+    pub(super) fn clear(&self) {
+        self.until.store(u64::MAX, Ordering::SeqCst);
+        self.on.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The instant `PutOff` times count from: the first one asked for.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// `at` in nanoseconds since [`epoch`] (0 before it; below `u64::MAX`, which means unknown).
+fn since_epoch(at: Instant) -> u64 {
+    let nanos = at.saturating_duration_since(epoch()).as_nanos();
+    u64::try_from(nanos).unwrap_or(u64::MAX).min(u64::MAX - 1)
 }
 
 /// Inserts `item` into `queue`, which is in order of `key`, after every entry whose key is not
@@ -114,8 +178,41 @@ fn insert_by<T, K: Ord>(queue: &mut VecDeque<T>, item: T, key: impl Fn(&T) -> K)
 
 #[cfg(test)]
 mod tests {
-    use super::insert_by;
+    use super::{insert_by, Hold, PutOff};
     use std::collections::VecDeque;
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn an_outcome_does_not_join_a_wake_that_comes_later_than_it_may_wait() {
+        // One environment, two pools: a wake put off for 4 ms behind a deep backlog in one;
+        // an outcome of the other, behind a shallow backlog, may wait 1 ms only. (Before this
+        // check every outcome joined the wake put off, whenever it came.)
+        let p = PutOff::new();
+        let t = Instant::now();
+        let ms = |n| t + Duration::from_millis(n);
+        assert_eq!(p.join_or_take(ms(4)), Hold::Mine);
+        assert_eq!(p.join_or_take(ms(1)), Hold::Now);
+        assert_eq!(p.join_or_take(ms(4)), Hold::Joined);
+        assert_eq!(p.join_or_take(ms(5)), Hold::Joined);
+        // The wake comes: the next outcome puts off its own, for its own time.
+        p.clear();
+        assert_eq!(p.join_or_take(ms(1)), Hold::Mine);
+        assert_eq!(p.join_or_take(ms(4)), Hold::Joined);
+        assert_eq!(p.join_or_take(ms(0)), Hold::Now);
+    }
+
+    #[test]
+    fn while_the_time_of_a_put_off_wake_is_not_known_an_outcome_wakes_now() {
+        // Between a producer's swap of `on` and its store of `until` (and while the wake-later
+        // thread clears both) the time reads as unknown: joining could wait too long.
+        let p = PutOff::new();
+        p.on.store(true, Ordering::SeqCst);
+        assert_eq!(
+            p.join_or_take(Instant::now() + Duration::from_secs(3600)),
+            Hold::Now
+        );
+    }
 
     fn order(keys: &[u32]) -> (Vec<(u32, usize)>, Vec<usize>) {
         let mut q = VecDeque::new();

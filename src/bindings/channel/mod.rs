@@ -28,13 +28,15 @@
 //! deep backlog; the [`HOLD_AT_MOST`]th ([`DEEP_HOLD_AT_MOST`]th) outcome waiting, or one with
 //! no backlog behind it (the queue has run low: the caller's next calls are needed), wakes the
 //! JS thread at once. So a caller whose calls keep the pool busy hears of them in batches, each
-//! outcome at most `DEEP_HOLD` late (`HOLD` unless the backlog was deep when the wake was put
-//! off), and nothing else changes.
-//! Protocol for `deferred`: the producer pushes, counts what waits (the queue's length), then
-//! reads `wake_pending` (true: a drain that has not yet begun takes the item) and else
-//! `swap(true)`s `deferred` (false: it hands the inbox to the wake-later thread; true: that
-//! thread's wake is still to come, as it clears `deferred` before waking). Either way a drain
-//! follows the push.
+//! outcome at most its own hold late, and nothing else changes.
+//! Protocol for the put-off wake (`later::PutOff`): the producer pushes, counts what waits (the
+//! queue's length), then reads `wake_pending` (true: a drain that has not yet begun takes the
+//! item) and else `swap(true)`s the put-off flag. False: it writes the wake's time and hands
+//! the inbox to the wake-later thread for that time. True: that thread's wake is still to come
+//! (it clears the time, then the flag, before waking); the item goes with it if its time is
+//! known and no later than the item may wait, or else (a wake put off behind a deeper backlog,
+//! maybe of another pool; a time not yet written or being cleared) wakes the JS thread now.
+//! Either way a drain follows the push, in time.
 //!
 //! Liveness: the threadsafe function is unref'd (weak) while nothing is in flight, so an idle
 //! pool never keeps Node alive; the first call in flight refs it, the last settlement unrefs it.
@@ -69,10 +71,12 @@ use std::time::{Duration, Instant};
 /// of 200k results never blocks the event loop in one go.
 const MAX_BATCH: usize = 8192;
 
-/// Longest an outcome behind a backlog waits for its caller's thread (see the module doc).
+/// Longest an outcome behind a shallow backlog waits for its caller's thread (see the module
+/// doc); [`DEEP_HOLD`] behind a deep one.
 const HOLD: Duration = Duration::from_millis(1);
 
-/// Outcomes behind a backlog that may wait for the caller's thread together; the next wakes it.
+/// Outcomes behind a shallow backlog that may wait for the caller's thread together; the next
+/// wakes it ([`DEEP_HOLD_AT_MOST`] behind a deep one).
 const HOLD_AT_MOST: usize = 32;
 
 /// Calls queued, at least this many, make a deep backlog: its outcomes wait up to [`DEEP_HOLD`],
@@ -131,8 +135,8 @@ pub(crate) struct Inbox {
     kept: Mutex<HashMap<u64, KeptViews>>,
     /// How much of the loop's turn settlements have had (JS thread only; see the module doc).
     turn: Mutex<Turn>,
-    /// A wake is put off: the wake-later thread holds this inbox (see the module doc).
-    deferred: AtomicBool,
+    /// Whether a wake is put off (the wake-later thread holds this inbox), and until when.
+    put_off: later::PutOff,
     /// The environment's origin, for the wake-later thread (set once, right after it is made).
     origin: OnceLock<Weak<Origin>>,
 }
@@ -185,21 +189,27 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl InboxSink {
     /// The item just pushed will be drained without a wake now: one is scheduled, or put off
-    /// by at most `hold` (see the module doc). False: wake now.
+    /// until `hold` from now at the latest (see the module doc). False: wake now.
     fn put_off(&self, hold: Duration) -> bool {
         let inbox = &self.0;
-        if inbox.wake_pending.load(Ordering::SeqCst) || inbox.deferred.swap(true, Ordering::SeqCst)
-        {
+        if inbox.wake_pending.load(Ordering::SeqCst) {
             return true;
         }
-        let handed = match inbox.origin.get() {
-            Some(origin) => later::wake_later(origin, inbox, hold),
-            None => false,
-        };
-        if !handed {
-            inbox.deferred.store(false, Ordering::SeqCst);
+        let at = Instant::now() + hold;
+        match inbox.put_off.join_or_take(at) {
+            later::Hold::Joined => true,
+            later::Hold::Now => false,
+            later::Hold::Mine => {
+                let handed = match inbox.origin.get() {
+                    Some(origin) => later::wake_later(origin, inbox, at),
+                    None => false,
+                };
+                if !handed {
+                    inbox.put_off.clear();
+                }
+                handed
+            }
         }
-        handed
     }
 
     fn wake(&self) {
@@ -255,7 +265,7 @@ impl Channel {
             ran: SegQueue::new(),
             kept: Mutex::new(HashMap::new()),
             turn: Mutex::new(Turn::default()),
-            deferred: AtomicBool::new(false),
+            put_off: later::PutOff::new(),
             origin: OnceLock::new(),
         });
         // SAFETY: a Node-API callback on this env's JS thread; `settle` is a value of this env
