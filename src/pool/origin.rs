@@ -34,8 +34,9 @@ thread_local! {
 }
 
 /// Runs `deliver` (a job's outcome on its way to its origin) telling the origin's sink whether
-/// it comes behind a backlog, and how deep: `queued` calls wait in the job's pool, and its calls are `long`
-/// ([`LONG_CALL`]: the job ran that long, or its serving thread's calls average that long).
+/// it comes behind a backlog, and how deep: `queued` calls wait in the job's pool, and its calls
+/// are `long` ([`LONG_CALL`]: the job ran that long, or its serving thread's calls average that
+/// long).
 /// Then the threads are busy whatever the caller does next, so the sink may gather outcomes
 /// before waking the caller's thread (`bindings::channel`) instead of preempting a busy
 /// thread once per call. Short jobs never count: their caller's thread has about as much to do

@@ -7,7 +7,7 @@
 use super::{lock, Inbox};
 use crate::pool::Origin;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
@@ -103,14 +103,15 @@ pub(super) fn wake_later(origin: &Weak<Origin>, inbox: &Arc<Inbox>, at: Instant)
 }
 
 /// Whether one inbox's wake is put off, and until when (see the module doc of `channel`, the
-/// protocol for the put-off wake).
+/// protocol for the put-off wake): one atomic, so the time is there as soon as the wake is.
 pub(super) struct PutOff {
-    /// Set while the wake-later thread holds the inbox.
-    on: AtomicBool,
-    /// When that wake comes, in nanoseconds since [`epoch`]; `u64::MAX` while it is not known
-    /// (being set, or cleared).
+    /// When the wake the wake-later thread holds comes, in nanoseconds since [`epoch`] (at
+    /// least 1); [`NONE`] while none is put off.
     until: AtomicU64,
 }
+
+/// `PutOff::until` when no wake is put off.
+const NONE: u64 = 0;
 
 /// What an outcome that may wait does about the wake (see [`PutOff::join_or_take`]).
 #[derive(Debug, PartialEq, Eq)]
@@ -119,38 +120,35 @@ pub(super) enum Hold {
     Joined,
     /// None is put off: the caller hands the inbox to the wake-later thread for its own time.
     Mine,
-    /// The wake put off comes later than it may wait (put off behind a deeper backlog), or its
-    /// time is not known yet: wake the JS thread now.
+    /// The wake put off comes later than it may wait (put off behind a deeper backlog): wake
+    /// the JS thread now.
     Now,
 }
 
 impl PutOff {
     pub(super) fn new() -> Self {
         PutOff {
-            on: AtomicBool::new(false),
-            until: AtomicU64::new(u64::MAX),
+            until: AtomicU64::new(NONE),
         }
     }
 
     /// An outcome just pushed may wait for its JS thread until `at`.
     pub(super) fn join_or_take(&self, at: Instant) -> Hold {
         let due = since_epoch(at);
-        if self.on.swap(true, Ordering::SeqCst) {
-            return if self.until.load(Ordering::SeqCst) <= due {
-                Hold::Joined
-            } else {
-                Hold::Now
-            };
+        match self
+            .until
+            .compare_exchange(NONE, due, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => Hold::Mine,
+            Err(until) if until <= due => Hold::Joined,
+            Err(_) => Hold::Now,
         }
-        self.until.store(due, Ordering::SeqCst);
-        Hold::Mine
     }
 
     /// The wake put off comes now (or could not be handed over): outcomes pushed from here on
     /// put off one of their own, or are taken by the drain this wake schedules.
     pub(super) fn clear(&self) {
-        self.until.store(u64::MAX, Ordering::SeqCst);
-        self.on.store(false, Ordering::SeqCst);
+        self.until.store(NONE, Ordering::SeqCst);
     }
 }
 
@@ -160,10 +158,10 @@ fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
-/// `at` in nanoseconds since [`epoch`] (0 before it; below `u64::MAX`, which means unknown).
+/// `at` in nanoseconds since [`epoch`], at least 1 (0 is [`NONE`]).
 fn since_epoch(at: Instant) -> u64 {
     let nanos = at.saturating_duration_since(epoch()).as_nanos();
-    u64::try_from(nanos).unwrap_or(u64::MAX).min(u64::MAX - 1)
+    u64::try_from(nanos).unwrap_or(u64::MAX).max(1)
 }
 
 /// Inserts `item` into `queue`, which is in order of `key`, after every entry whose key is not
@@ -180,7 +178,7 @@ fn insert_by<T, K: Ord>(queue: &mut VecDeque<T>, item: T, key: impl Fn(&T) -> K)
 mod tests {
     use super::{insert_by, Hold, PutOff};
     use std::collections::VecDeque;
-    use std::sync::atomic::Ordering;
+    use std::sync::{Arc, Barrier};
     use std::time::{Duration, Instant};
 
     #[test]
@@ -203,15 +201,40 @@ mod tests {
     }
 
     #[test]
-    fn while_the_time_of_a_put_off_wake_is_not_known_an_outcome_wakes_now() {
-        // Between a producer's swap of `on` and its store of `until` (and while the wake-later
-        // thread clears both) the time reads as unknown: joining could wait too long.
-        let p = PutOff::new();
-        p.on.store(true, Ordering::SeqCst);
-        assert_eq!(
-            p.join_or_take(Instant::now() + Duration::from_secs(3600)),
-            Hold::Now
-        );
+    fn of_outcomes_racing_one_puts_off_the_wake_and_each_other_joins_it_only_if_in_time() {
+        // Eight threads at once, each with its own time (0..8 ms from one instant): exactly one
+        // takes the wake, and its time is what the others were measured against.
+        for round in 0..200 {
+            let p = Arc::new(PutOff::new());
+            let t = Instant::now();
+            let start = Arc::new(Barrier::new(8));
+            let outcomes: Vec<(u64, Hold)> = (0..8u64)
+                .map(|i| {
+                    let (p, start) = (p.clone(), start.clone());
+                    let ms = (i * 5 + round) % 8;
+                    std::thread::spawn(move || {
+                        start.wait();
+                        (ms, p.join_or_take(t + Duration::from_millis(ms)))
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect();
+            let mine: Vec<u64> = outcomes
+                .iter()
+                .filter(|(_, h)| *h == Hold::Mine)
+                .map(|(ms, _)| *ms)
+                .collect();
+            assert_eq!(mine.len(), 1, "round {round}: {outcomes:?}");
+            for (ms, h) in &outcomes {
+                match h {
+                    Hold::Joined => assert!(*ms >= mine[0], "round {round}: {outcomes:?}"),
+                    Hold::Now => assert!(*ms < mine[0], "round {round}: {outcomes:?}"),
+                    Hold::Mine => {}
+                }
+            }
+        }
     }
 
     fn order(keys: &[u32]) -> (Vec<(u32, usize)>, Vec<usize>) {

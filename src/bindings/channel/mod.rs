@@ -31,12 +31,12 @@
 //! outcome at most its own hold late, and nothing else changes.
 //! Protocol for the put-off wake (`later::PutOff`): the producer pushes, counts what waits (the
 //! queue's length), then reads `wake_pending` (true: a drain that has not yet begun takes the
-//! item) and else `swap(true)`s the put-off flag. False: it writes the wake's time and hands
-//! the inbox to the wake-later thread for that time. True: that thread's wake is still to come
-//! (it clears the time, then the flag, before waking); the item goes with it if its time is
-//! known and no later than the item may wait, or else (a wake put off behind a deeper backlog,
-//! maybe of another pool; a time not yet written or being cleared) wakes the JS thread now.
-//! Either way a drain follows the push, in time.
+//! item) and else swaps its own time in for "none put off" (one compare-exchange). It was
+//! none: it hands the inbox to the wake-later thread for that time. It was a time: that
+//! thread's wake is still to come (it clears the time before waking); the item goes with it if
+//! that time is no later than the item may wait, or else (a wake put off behind a deeper
+//! backlog, maybe of another pool) wakes the JS thread now. Either way a drain follows the
+//! push, in time.
 //!
 //! Liveness: the threadsafe function is unref'd (weak) while nothing is in flight, so an idle
 //! pool never keeps Node alive; the first call in flight refs it, the last settlement unrefs it.
