@@ -579,19 +579,51 @@ describe('issue 13, review of the fixes: what a polluted prototype, a Proxy or a
       const pool = new Pool({ threads: 1 });
       const server = pool.serve({ f(...a) { return a.length - 1; } }, { concurrency: 8 });
       await pool.exec('f', 1);
-      // Makes building a 3-element array throw on the serving thread (this thread, here).
-      Object.defineProperty(Array.prototype, '0', { configurable: true, get() {},
-        set(v) { if (this.length === 3) throw new Error('no'); Object.defineProperty(this, '0', { value: v, writable: true, enumerable: true, configurable: true }); } });
+      // Params held as JSON text on the way (40 values) that is longer than a JavaScript string
+      // can be on the serving thread: 90M control characters are 540M characters escaped.
+      const long = String.fromCharCode(1).repeat(90_000_000);
+      const many = Array.from({ length: 40 }, (_, i) => i);
+      const code = (p) => p.then((v) => v, (e) => e.code);
+      const calls = [code(pool.exec('f', many, long)), code(pool.exec('f', 'a')), code(pool.exec('f', 'b'))];
+      const got = await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 60000, 'hung').unref())]);
+      await server.close();
+      out({ got });
+    `);
+    expect(clean(r).got).toEqual([C.InvalidParams, 1, 1]);
+  });
+
+  test('a setter on Array.prototype or Object.prototype never sees what corepool makes natively: batches, params, results, moved buffers', async () => {
+    // Indexes a serving thread's batch of jobs (six entries a job) and the params reach, past
+    // the few that Node's own arrays and corepool's JavaScript assign to (0-3).
+    const r = await child(`
+      const pool = new Pool({ threads: 1 });
+      // What the handler got, a view told by its length (a result cannot hold shared memory).
+      const server = pool.serve({ f(...a) { return a.slice(0, -1).map((x) => (ArrayBuffer.isView(x) ? 'view of ' + x.length : x)); } }, { concurrency: 8 });
+      await pool.exec('f', 1);
+      let ran = 0;
+      const at = ['4', '5', '6', '7', '9', '10', '11', '12', '13', '17'];
+      const accessor = { configurable: true, get() { return 'junk'; }, set() { ran++; } };
+      for (const i of at) Object.defineProperty(Array.prototype, i, accessor);
       const view = new Int32Array(new SharedArrayBuffer(8));
       const code = (p) => p.then((v) => v, (e) => e.code);
-      const calls = [code(pool.exec('f', 1, view, 3)), code(pool.exec('f', 'a')), code(pool.exec('f', 'b'))];
+      const eight = [0, 1, 2, 3, 4, 5, 6, 7];
+      const calls = [code(pool.exec('f', 1, view, [2, [3]])), code(pool.exec('f', 'a', { b: ['c'] })), code(pool.exec('f', eight)), code(pool.exec('f'))];
+      // (Four at a time: more would reach the accessors through corepool's own list of calls.)
       const got = await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 5000, 'hung').unref())]);
-      delete Array.prototype[0];
+      const echoed = await Promise.race([code(pool.exec('echo', [eight, 'x'])), new Promise((r) => setTimeout(r, 5000, 'hung').unref())]);
+      for (const i of at) delete Array.prototype[i];
+      // The message of moved buffers a serving thread reads ({ bytes, moved }) is made natively too.
+      for (const key of ['bytes', 'moved']) Object.defineProperty(Object.prototype, key, accessor);
+      const sent = new Uint8Array([1, 2, 3]);
+      const moved = await Promise.race([code(pool.call('f', [sent], { transfer: [sent.buffer] })), new Promise((r) => setTimeout(r, 5000, 'hung').unref())]);
+      for (const key of ['bytes', 'moved']) delete Object.prototype[key];
       await server.close();
-      out(got);
+      out({ got: JSON.stringify(got), echoed: JSON.stringify(echoed), moved: JSON.stringify(moved), detached: sent.length === 0, ran });
     `);
-    expect(clean(r)).toEqual([C.InvalidParams, 1, 1]);
+    const eight = [0, 1, 2, 3, 4, 5, 6, 7];
+    expect(clean(r)).toEqual({ got: JSON.stringify([[1, 'view of 2', [2, [3]]], ['a', { b: ['c'] }], [eight], []]), echoed: JSON.stringify([eight, 'x']), moved: JSON.stringify(['view of 3']), detached: true, ran: 0 });
   });
+
 });
 
 describe('issue 30 §2: served methods take and return what structured clone carries', () => {

@@ -57,11 +57,9 @@ pub(crate) unsafe fn publish(
         if sys::napi_get_reference_value(env, reference, &mut f) != sys::Status::napi_ok {
             return;
         }
-        let mut array = ptr::null_mut();
-        sys::napi_create_array_with_length(env, views.len(), &mut array);
-        for (i, v) in views.iter().enumerate() {
-            sys::napi_set_element(env, array, i as u32, *v);
-        }
+        let Ok(array) = crate::bindings::convert::array_of(env, views) else {
+            return; // the server will ask for the views (resend)
+        };
         let mut a = ptr::null_mut();
         let mut b = ptr::null_mut();
         let mut c = ptr::null_mut();

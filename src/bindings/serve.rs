@@ -194,14 +194,11 @@ unsafe fn batch_to_js(
     unsafe {
         let mut undefined = ptr::null_mut();
         sys::napi_get_undefined(env, &mut undefined);
-        let mut out = ptr::null_mut();
-        // Grows as entries are set: a job whose params cannot be made is settled and left out.
-        sys::napi_create_array(env, &mut out);
-        let mut len = 0u32;
-        let mut push = |v: sys::napi_value| {
-            sys::napi_set_element(env, out, len, v);
-            len += 1;
-        };
+        // A job whose params cannot be made is settled and left out.
+        let mut entries = Vec::with_capacity(
+            2 + batch.stops.len() + batch.forgotten.len() + 6 * batch.jobs.len(),
+        );
+        let mut push = |v: sys::napi_value| entries.push(v);
         let number = |x: f64| {
             let mut v = ptr::null_mut();
             sys::napi_create_double(env, x, &mut v);
@@ -303,7 +300,13 @@ unsafe fn batch_to_js(
                 }
             }
         }
-        out
+        // Made in one call (`convert::arrays`); if even that fails, the thread is going away and
+        // its departure settles the jobs (ServerGone).
+        convert::array_of(env, &entries).unwrap_or_else(|_| {
+            let mut empty = ptr::null_mut();
+            sys::napi_create_array(env, &mut empty);
+            empty
+        })
     }
 }
 

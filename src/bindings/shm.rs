@@ -338,7 +338,8 @@ fn bind<T: Send + Sync + 'static>(
                 data: ptr::null_mut(),
             };
             if sys::napi_define_properties(env, f, 1, &keep) != sys::Status::napi_ok
-                || sys::napi_set_element(env, array, i as u32, f) != sys::Status::napi_ok
+                || crate::bindings::convert::define_index(env, array, i as u32, f)
+                    != sys::Status::napi_ok
             {
                 return Err(failed("could not set up a function"));
             }

@@ -488,11 +488,6 @@ pub unsafe fn frame_to_js(env: sys::napi_env, message: Cloned) -> Converted<sys:
         sys::napi_create_object(env, &mut message),
         "creating the cloned message"
     );
-    napi_try!(
-        env,
-        sys::napi_set_named_property(env, message, c"bytes".as_ptr(), bytes),
-        "filling the cloned message"
-    );
     let mut parts = ptr::null_mut();
     // `moved.len()` is bounded by the frame's length (read_frame).
     napi_try!(
@@ -500,9 +495,14 @@ pub unsafe fn frame_to_js(env: sys::napi_env, message: Cloned) -> Converted<sys:
         sys::napi_create_array_with_length(env, moved.len(), &mut parts),
         "creating the moved buffers"
     );
+    // Defined, not assigned: a setter on Object.prototype does not run (`convert::arrays`).
+    let fields = [
+        super::data_property(c"bytes".as_ptr(), ptr::null_mut(), bytes),
+        super::data_property(c"moved".as_ptr(), ptr::null_mut(), parts),
+    ];
     napi_try!(
         env,
-        sys::napi_set_named_property(env, message, c"moved".as_ptr(), parts),
+        sys::napi_define_properties(env, message, fields.len(), fields.as_ptr()),
         "filling the cloned message"
     );
     // The frame's own buffers share it (it goes when the last of them and of this call's
@@ -529,11 +529,9 @@ pub unsafe fn frame_to_js(env: sys::napi_env, message: Cloned) -> Converted<sys:
                     sys::napi_create_arraybuffer(env, 0, &mut data, &mut buffer),
                     "creating a moved ArrayBuffer"
                 );
-                napi_try!(
-                    env,
-                    sys::napi_set_element(env, parts, i as u32, buffer),
-                    "filling the cloned parts"
-                );
+                // SAFETY: live env on its JS thread (caller contract); `parts` and `buffer`
+                // are values of it.
+                unsafe { super::define_element(env, parts, i as u32, buffer) }?;
                 continue;
             }
         };
@@ -565,11 +563,8 @@ pub unsafe fn frame_to_js(env: sys::napi_env, message: Cloned) -> Converted<sys:
             // SAFETY: live env on its JS thread.
             return Err(unsafe { super::failure(env, status, "creating a moved ArrayBuffer") });
         }
-        napi_try!(
-            env,
-            sys::napi_set_element(env, parts, i as u32, buffer),
-            "filling the cloned parts"
-        );
+        // SAFETY: as above.
+        unsafe { super::define_element(env, parts, i as u32, buffer) }?;
     }
     Ok(message)
 }

@@ -8,10 +8,12 @@
 //! conversion's error message, so that nothing escapes into the caller's JavaScript and every
 //! call can still be settled through the normal path.
 
+pub mod arrays;
 pub mod cloned;
 pub mod from_js;
 pub mod to_js;
 
+pub(crate) use arrays::{array_of, define_element, define_index};
 pub use from_js::{shared_view_of, FromJs};
 pub(crate) use from_js::{typed_array, view_for_call};
 pub use to_js::{text_to_js, to_js, to_js_with};
@@ -177,6 +179,45 @@ unsafe fn prefix(env: sys::napi_env, v: sys::napi_value) -> String {
     String::from_utf8_lossy(&buf[..written.min(buf.len())]).into_owned()
 }
 
+/// The decimal digits of `n`, written at the end of `buf` before a closing NUL, so that they
+/// can also be read as a C string (for error paths and index names, without an allocation).
+pub(crate) fn itoa(mut n: usize, buf: &mut [u8; 21]) -> &str {
+    let mut at = buf.len() - 1;
+    buf[at] = 0;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buf[at..buf.len() - 1]).unwrap_or("?")
+}
+
+/// An own data property holding `value`, named by the C string `utf8name` or, when that is
+/// null, by the key `name`: writable, enumerable and configurable, as `JSON.parse` and an
+/// assignment to a new key make it, but defined (`napi_define_properties`), so that no setter
+/// on a prototype runs.
+pub(crate) fn data_property(
+    utf8name: *const std::ffi::c_char,
+    name: sys::napi_value,
+    value: sys::napi_value,
+) -> sys::napi_property_descriptor {
+    sys::napi_property_descriptor {
+        utf8name,
+        name,
+        method: None,
+        getter: None,
+        setter: None,
+        value,
+        attributes: sys::PropertyAttributes::writable
+            | sys::PropertyAttributes::enumerable
+            | sys::PropertyAttributes::configurable,
+        data: ptr::null_mut(),
+    }
+}
+
 /// Clears a pending exception without looking at it.
 ///
 /// # Safety
@@ -339,7 +380,7 @@ pub unsafe fn can_run_js(env: sys::napi_env) -> bool {
         let mut undefined = ptr::null_mut();
         sys::napi_create_array(env, &mut array) == sys::Status::napi_ok
             && sys::napi_get_undefined(env, &mut undefined) == sys::Status::napi_ok
-            && sys::napi_set_element(env, array, 0, undefined) == sys::Status::napi_ok
+            && define_element(env, array, 0, undefined).is_ok()
     }
 }
 

@@ -80,20 +80,13 @@ pub unsafe fn to_js_with(
             );
         }
         Value::Array(items) => {
-            napi_try!(
-                env,
-                sys::napi_create_array_with_length(env, items.len(), &mut out),
-                "creating an array"
-            );
-            for (i, item) in items.iter().enumerate() {
+            let mut values = Vec::with_capacity(items.len());
+            for item in items {
                 // SAFETY: same env and thread.
-                let v = unsafe { to_js_with(env, item, views) }?;
-                napi_try!(
-                    env,
-                    sys::napi_set_element(env, out, i as u32, v),
-                    "filling an array"
-                );
+                values.push(unsafe { to_js_with(env, item, views) }?);
             }
+            // SAFETY: same env and thread; the values are of this env.
+            out = unsafe { super::array_of(env, &values) }?;
         }
         Value::Object(map) => {
             napi_try!(
@@ -116,18 +109,7 @@ pub unsafe fn to_js_with(
                 );
                 // SAFETY: same env and thread.
                 let value = unsafe { to_js_with(env, item, views) }?;
-                properties.push(sys::napi_property_descriptor {
-                    utf8name: ptr::null(),
-                    name: key,
-                    method: None,
-                    getter: None,
-                    setter: None,
-                    value,
-                    attributes: sys::PropertyAttributes::writable
-                        | sys::PropertyAttributes::enumerable
-                        | sys::PropertyAttributes::configurable,
-                    data: ptr::null_mut(),
-                });
+                properties.push(super::data_property(ptr::null(), key, value));
             }
             napi_try!(
                 env,

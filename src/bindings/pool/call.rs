@@ -418,21 +418,14 @@ unsafe fn handles(
     functions: &[sys::napi_value],
     objects: &[sys::napi_value],
 ) -> sys::napi_value {
-    let mut pair = ptr::null_mut();
-    // SAFETY: caller contract; out-pointers are live locals; a failed call leaves a null
-    // value, which the next calls refuse.
+    // SAFETY: caller contract. A failure gives a null value, which the next calls refuse.
     unsafe {
-        sys::napi_create_array_with_length(env, 2, &mut pair);
-        for (at, list) in [functions, objects].into_iter().enumerate() {
-            let mut array = ptr::null_mut();
-            sys::napi_create_array_with_length(env, list.len(), &mut array);
-            for (i, &v) in list.iter().enumerate() {
-                sys::napi_set_element(env, array, i as u32, v);
-            }
-            sys::napi_set_element(env, pair, at as u32, array);
+        let list = |values: &[sys::napi_value]| convert::array_of(env, values).ok();
+        match (list(functions), list(objects)) {
+            (Some(f), Some(o)) => convert::array_of(env, &[f, o]).unwrap_or(ptr::null_mut()),
+            _ => ptr::null_mut(),
         }
     }
-    pair
 }
 
 #[cfg(test)]

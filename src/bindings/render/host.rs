@@ -11,7 +11,7 @@ use crate::bindings::contract::{
     RENDER_WRITE_SECTION,
 };
 use crate::bindings::convert::from_js::MAX_VALUES;
-use crate::bindings::convert::{self, to_js, FromJs};
+use crate::bindings::convert::{self, define_index, to_js, FromJs};
 use crate::render::functions::pending::Finishing;
 use crate::render::functions::{
     run_miscounted, write_first, Functions, RunEnd, RunTag, SectionCall, SectionValue, TagEscape,
@@ -442,8 +442,7 @@ impl<'f, 'p> JsHost<'f, 'p> {
             ] {
                 for (i, v) in values.into_iter().enumerate() {
                     // SAFETY: as in `element`.
-                    let status =
-                        unsafe { sys::napi_set_element(self.env, list, first + i as u32, v) };
+                    let status = unsafe { define_index(self.env, list, first + i as u32, v) };
                     self.check(status, "keeping a function's result")?;
                 }
             }
@@ -684,7 +683,7 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
                 }
                 let text = self.string(ahead)?;
                 // SAFETY: as in `element`.
-                let status = unsafe { sys::napi_set_element(self.env, rendered, i as u32, text) };
+                let status = unsafe { define_index(self.env, rendered, i as u32, text) };
                 self.check(status, "making a run's texts")?;
             }
             let raw = Finishing::raw_text(call.template, call.node);
@@ -703,7 +702,7 @@ impl<'f, 'p> Functions<'p> for JsHost<'f, 'p> {
                         let text = self.string(raw)?;
                         let at = distinct.len() as u32;
                         // SAFETY: as in `element`.
-                        let status = unsafe { sys::napi_set_element(self.env, raws, at, text) };
+                        let status = unsafe { define_index(self.env, raws, at, text) };
                         self.check(status, "making a run's texts")?;
                         distinct.push(raw);
                         f64::from(at)

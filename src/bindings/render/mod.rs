@@ -133,9 +133,9 @@ pub fn render_helper_memory(env: Env) -> NapiResult<RawValue> {
         // SAFETY: a Node-API callback on env's JS thread; `returned` and `args` are values of env,
         // `pair` a live local.
         (Some(returned), Some(args)) => unsafe {
-            sys::napi_create_array_with_length(env, 2, &mut pair) == sys::Status::napi_ok
-                && sys::napi_set_element(env, pair, 0, returned) == sys::Status::napi_ok
-                && sys::napi_set_element(env, pair, 1, args) == sys::Status::napi_ok
+            crate::bindings::convert::array_of(env, &[returned, args])
+                .map(|made| pair = made)
+                .is_ok()
         },
         _ => false,
     };

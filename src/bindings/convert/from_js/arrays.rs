@@ -3,7 +3,8 @@
 //! SharedArrayBuffer as a [`SharedView`] (by reference), a Uint8Array over ordinary memory as
 //! bytes (a copy), any other typed array refused.
 
-use super::{itoa, FromJs, FIRST_RESERVE, MAX_VALUES};
+use super::{FromJs, FIRST_RESERVE, MAX_VALUES};
+use crate::bindings::convert::itoa;
 use crate::bindings::convert::{napi_try, place, Converted};
 use crate::rpc::Value;
 use crate::shm::{ElementKind, SharedView};
@@ -94,7 +95,7 @@ impl FromJs {
             let mut item = ptr::null_mut();
             path.truncate(mark);
             path.push('[');
-            path.push_str(itoa(i, &mut [0; 20]));
+            path.push_str(itoa(i, &mut [0; 21]));
             path.push(']');
             // `len` fits in u32 for a real array; a Proxy's elements are read by name.
             at_try!(

@@ -475,20 +475,6 @@ unsafe fn prototype_of(
     Ok((proto, unsafe { type_of(env, proto, path, what) }?))
 }
 
-/// The decimal digits of `n`, written into `buf` (for error paths, without an allocation).
-fn itoa(mut n: usize, buf: &mut [u8; 20]) -> &str {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    std::str::from_utf8(&buf[at..]).unwrap_or("?")
-}
-
 /// # Safety
 /// `v` must be a bigint of the live `env`, on its JS thread.
 unsafe fn bigint(env: sys::napi_env, v: sys::napi_value) -> Converted<BigInt> {
