@@ -102,6 +102,11 @@ class Running {
 /** What `serve()` returns: this thread's registration as a server of some methods. */
 class Server {
   #native;
+  // The native side's hot functions for this server (src/bindings/serve/hot.rs): plain
+  // functions, cheaper to call than the NativeServer's methods.
+  #complete;
+  #rest;
+  #take;
   #handlers;
   #table;
   #running = new Map(); // token → Running
@@ -127,6 +132,16 @@ class Server {
       this.#native = nativePool.serve(names, threadId, concurrency, (batch) => this.#drain(batch));
     } catch (e) {
       throw new TypeError(e.message, { cause: e });
+    }
+    try {
+      [this.#complete, this.#rest, this.#take] = this.#native.hot();
+    } catch (e) {
+      // Nothing here could run a job: the server leaves, and the calls it was given meanwhile
+      // settle with ServerGone.
+      this.#native.close();
+      this.#native.depart();
+      this.#native.unref();
+      throw e;
     }
     this.methods = Object.freeze([...names]);
     this.concurrency = concurrency;
@@ -183,13 +198,13 @@ class Server {
     this.#draining = true;
     let owed = true; // a cycle is owed until rest() says idle (also if something throws)
     try {
-      if (batch === null) batch = this.#native.take();
+      if (batch === null) batch = this.#take();
       for (;;) {
         this.#onJobs(batch);
         // Long calls also tell the native side how soon their callers must hear of their
         // outcomes (src/pool/origin.rs, `behind`).
         const spent = spentMs();
-        const r = this.#native.rest(budgetLeft(spent), started > 0 && averagesLong(spent)); // contract.rest.idle or .later, or the next batch
+        const r = this.#rest(budgetLeft(spent), started > 0 && averagesLong(spent)); // contract.rest.idle or .later, or the next batch
         if (typeof r === 'number') {
           if (r === contract.rest.idle) owed = false;
           break;
@@ -242,7 +257,7 @@ class Server {
       const run = this.#running.get(token);
       if (run !== undefined) run.context.abort(abortError('The call was aborted', 'AbortError'));
       else if (views.stopAwaiting(token)) {
-        this.#freed(this.#native.complete(token, null)); // settled already; frees its slot
+        this.#freed(this.#complete(token, null)); // settled already; frees its slot
       }
     }
     for (let i = jobsFrom; i < batch.length; i += 6) {
@@ -306,7 +321,7 @@ class Server {
       if (params !== null) return params;
     }
     if (!this.#native.resend(token)) {
-      this.#freed(this.#native.complete(token, null)); // its caller is gone: nobody listens
+      this.#freed(this.#complete(token, null)); // its caller is gone: nobody listens
       return null;
     }
     views.awaitResend(
@@ -331,7 +346,7 @@ class Server {
 
   /** A job waiting for views whose caller is gone: it completes, its outcome is dropped. */
   #orphaned(token) {
-    this.#freed(this.#native.complete(token, null));
+    this.#freed(this.#complete(token, null));
     this.#checkIdle();
   }
 
@@ -383,7 +398,7 @@ class Server {
         if (value instanceof Transfer) more = this.#completeCloned(token, value.value, value.list);
         else if (value !== null && typeof value === 'object' && clonesBetter(value)) more = this.#completeCloned(token, value, undefined, undefined, run.post);
         else {
-          more = this.#native.complete(token, value, true);
+          more = this.#complete(token, value, true);
           // Refused as plain data (`more` says why): the caller is JavaScript, so it goes as
           // structured clone.
           if (typeof more === 'string') more = this.#completeCloned(token, value, undefined, more, run.post);

@@ -22,10 +22,11 @@
 //! replaced by the received typed array over the same memory (matched by address, length and
 //! type). The native side never dereferences those views.
 
-use super::contract::{JSON_MIN_VALUES, REST_IDLE, REST_LATER};
+use super::contract::JSON_MIN_VALUES;
 use super::convert::{self, from_js::MAX_VALUES, Converted, FromJs};
 use super::tsfn::{self, Tsfn};
-use crate::pool::{Params, Pool, Rest, Server, Wake};
+use super::RawValue;
+use crate::pool::{Params, Pool, Server, Wake};
 use crate::rpc::text::too_long_for_js;
 use crate::rpc::{CancelReason, ErrorCode, JsText, Map, RpcError, Value};
 use crate::shm::SharedView;
@@ -38,6 +39,8 @@ use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
+
+mod hot;
 
 /// A server's threadsafe function, as the core's [`Wake`].
 struct Waker(Arc<Tsfn>);
@@ -324,6 +327,41 @@ fn token(t: f64) -> u64 {
     t as u64
 }
 
+/// The handler of job `token` returned `value`: Ok(true) when jobs wait and a handler slot is
+/// free (call `take()`). With `cloneable` (lib/serve.js), a value the conversion refuses (a
+/// Date, a Map, a cycle, a function…) settles nothing and is `Err(why)`: the caller is
+/// JavaScript, so lib/serve.js sends it as structured-clone bytes (`completeCloned`), or refuses
+/// it (`refuse`) with the place of what structured clone cannot carry either, or with this
+/// answer when reading it threw.
+///
+/// # Safety
+/// On `env`'s JS thread, inside a Node-API callback, `value` a value of that env.
+unsafe fn complete_with(
+    ctx: &ServerCtx,
+    env: sys::napi_env,
+    token: f64,
+    value: sys::napi_value,
+    cloneable: bool,
+) -> std::result::Result<bool, String> {
+    let mut from = FromJs::new(env);
+    from.refuse_undefined = cloneable;
+    let mut path = String::from("result");
+    // SAFETY: caller contract.
+    let outcome = match unsafe { from.value(value, 0, &mut path) } {
+        Ok(_) if !from.views.is_empty() => Err(RpcError::invalid_params(
+            "the handler's result holds a typed array over a SharedArrayBuffer: results are \
+             copied, so write into a view the caller passed instead",
+        )),
+        Ok(v) => Ok(v),
+        // SAFETY: caller contract. Its thread is being terminated: the job stays running, and
+        // the server's departure settles it with ServerGone.
+        Err(_) if !unsafe { convert::can_run_js(env) } => return Ok(false),
+        Err(why) if cloneable => return Err(why),
+        Err(why) => Err(RpcError::invalid_params(why)),
+    };
+    Ok(ctx.pool.complete(&ctx.server, self::token(token), outcome))
+}
+
 #[napi]
 impl NativeServer {
     #[napi(getter)]
@@ -407,77 +445,14 @@ impl NativeServer {
         Ok(unsafe { Unknown::from_raw_unchecked(raw, out) })
     }
 
-    /// The next batch (see [`batch_to_js`]), as far as this server's concurrency allows.
+    /// The serving thread's hot functions over this server, `[complete, rest, take]`
+    /// (`serve::hot`): lib/serve.js calls them for every job.
     #[napi(catch_unwind)]
-    pub fn take(&self, env: Env) -> Unknown<'_> {
-        let raw = env.raw();
-        let batch = self.ctx.pool.take(&self.ctx.server);
-        // SAFETY: a Node-API callback on this env's JS thread (also when `rest` calls it); `out`
-        // is a value of this env created in this callback's scope.
-        unsafe {
-            let out = batch_to_js(raw, &self.ctx, batch);
-            Unknown::from_raw_unchecked(raw, out)
-        }
-    }
-
-    /// Ends a drain cycle: REST_IDLE (wake-ups are on again), REST_LATER: take more after the
-    /// event loop has had a turn (`budget_left` was false; no wake-up will come for them), or
-    /// the next batch, taken at once (there was work). `long_calls`: this thread's calls are
-    /// long ones (`contract.longCallMs` or more on average; see `pool::origin::behind`).
-    #[napi(catch_unwind)]
-    pub fn rest(&self, env: Env, budget_left: bool, long_calls: bool) -> Unknown<'_> {
-        self.ctx.server.set_long_calls(long_calls);
-        // The main thread (threadId 0) never polls: its event loop has other work.
-        let may_poll = self.ctx.server.thread() != 0;
-        let code = match self.ctx.pool.rest(&self.ctx.server, budget_left, may_poll) {
-            Rest::Work => return self.take(env),
-            Rest::Idle => REST_IDLE,
-            Rest::Later => REST_LATER,
-        };
-        let raw = env.raw();
-        let mut v = ptr::null_mut();
+    pub fn hot(&self, env: Env) -> Result<Vec<RawValue>> {
         // SAFETY: a Node-API callback on this env's JS thread.
-        unsafe {
-            sys::napi_create_uint32(raw, code, &mut v);
-            Unknown::from_raw_unchecked(raw, v)
-        }
-    }
-
-    /// The handler of job `token` returned `value`. True when jobs wait and a handler slot is
-    /// free: call `take()`. With `cloneable` (lib/serve.js), a value the conversion refuses
-    /// (a Date, a Map, a cycle, a function…) settles nothing and answers why (a string): the
-    /// caller is JavaScript, so lib/serve.js sends it as structured-clone bytes
-    /// (`completeCloned`), or refuses it (`refuse`) with the place of what structured clone
-    /// cannot carry either, or with this answer when reading it threw.
-    #[napi(catch_unwind)]
-    pub fn complete(
-        &self,
-        env: Env,
-        token: f64,
-        value: Unknown,
-        cloneable: Option<bool>,
-    ) -> Either<bool, String> {
-        let mut from = FromJs::new(env.raw());
-        from.refuse_undefined = cloneable == Some(true);
-        let mut path = String::from("result");
-        // SAFETY: a Node-API callback on this env's JS thread; `value` belongs to this env.
-        let outcome = match unsafe { from.value(value.raw(), 0, &mut path) } {
-            Ok(_) if !from.views.is_empty() => Err(RpcError::invalid_params(
-                "the handler's result holds a typed array over a SharedArrayBuffer: results \
-                 are copied, so write into a view the caller passed instead",
-            )),
-            Ok(v) => Ok(v),
-            // SAFETY: a Node-API callback on this env's JS thread. Its thread is being terminated:
-            // the job stays running, and the server's departure settles it with ServerGone.
-            Err(_) if !unsafe { convert::can_run_js(env.raw()) } => return Either::A(false),
-            Err(why) if cloneable == Some(true) => return Either::B(why),
-            Err(why) => Err(RpcError::invalid_params(why)),
-        };
-        Either::A(
-            self.ctx
-                .pool
-                .complete(&self.ctx.server, self::token(token), outcome),
-        )
+        let made = unsafe { hot::functions(env.raw(), &self.ctx) };
+        made.map(|fs| fs.into_iter().map(RawValue).collect())
+            .map_err(|why| Error::new(Status::GenericFailure, why))
     }
 
     /// The handler of job `token` returned a value lib/clone.js wrote as the `parts` of a
