@@ -547,3 +547,28 @@ describe('issue 13 §11: aborted calls let go of their params at once', () => {
     expect(clean(r)).toEqual({ aborted: 2000, queued: 0, held: 'no' });
   });
 });
+
+describe('arrays made natively, with the addon loaded twice in one thread', () => {
+  test('each load keeps its own packer: calls alternating between them compile nothing more and hold no more memory', async () => {
+    // Each load of the addon is its own Node-API env on the same thread. A cache of one env per
+    // thread made and kept a new packer (and a reference to it) at every switch.
+    const r = await child(`
+      for (const k of Object.keys(require.cache)) delete require.cache[k];
+      const other = require(${JSON.stringify(require('node:path').join(__dirname, '..'))});
+      const a = new Pool({ threads: 1 });
+      const b = new other.Pool({ threads: 1 });
+      const rounds = async (n) => { for (let i = 0; i < n; i++) { await a.exec('echo', [1, [2]]); await b.exec('echo', [3, [4]]); } };
+      await rounds(2000);
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      await rounds(20000);
+      gc();
+      const grew = process.memoryUsage().heapUsed - before;
+      const echoed = [await a.exec('echo', [1, [2]]), await b.exec('echo', [3, [4]])];
+      await a.close();
+      await b.close();
+      out({ distinct: other.Pool !== Pool, echoed, grewUnder1MB: grew < 1e6 });
+    `, { args: ['--expose-gc'] });
+    expect(clean(r)).toEqual({ distinct: true, echoed: [[1, [2]], [3, [4]]], grewUnder1MB: true });
+  });
+});

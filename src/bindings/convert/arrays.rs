@@ -13,7 +13,8 @@
 
 use super::{data_property, failure, itoa, napi_try, take_exception_quietly, Converted};
 use napi::sys;
-use std::cell::Cell;
+use std::cell::RefCell;
+use std::ffi::c_void;
 use std::ptr;
 
 /// Most values made into one array by one call of the packer: they are that many arguments on
@@ -23,19 +24,29 @@ pub(crate) const PACK_MAX: usize = 4 * 1024;
 
 const PACKER_SOURCE: &str = "(...values) => values";
 
-/// This thread's packer: nothing tried yet, made (a reference in this env), or not made (the
-/// engine refused to compile it: arrays are defined element by element).
+/// An environment's packer: made (a reference in that env), or not made (the engine refused
+/// to compile it: arrays are defined element by element).
 #[derive(Clone, Copy)]
 enum Packer {
-    Untried,
-    Made(sys::napi_env, sys::napi_ref),
-    Refused(sys::napi_env),
+    Made(sys::napi_ref),
+    Refused,
 }
 
 thread_local! {
-    /// Per environment: Node runs one environment per thread at a time, and a reference dies
-    /// with its environment, so an entry of another env is never used.
-    static PACKER: Cell<Packer> = const { Cell::new(Packer::Untried) };
+    /// The packers of the environments on this thread, by env. Usually one; more when the addon
+    /// is loaded more than once into one environment (each load has its own env, and calls
+    /// alternate between them). An entry goes with its environment (`forget`, an env cleanup
+    /// hook), before Node frees the env and its references: a later env on this thread that
+    /// gets the same address (an embedder running environments one after another) never finds
+    /// it.
+    static PACKERS: RefCell<Vec<(sys::napi_env, Packer)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Env cleanup hook: drops the entry of the env `env` (the hook's data) from this thread's
+/// packers.
+unsafe extern "C" fn forget(env: *mut c_void) {
+    // (`try_with`: nothing to forget once the thread's locals are gone.)
+    let _ = PACKERS.try_with(|p| p.borrow_mut().retain(|&(e, _)| e.cast::<c_void>() != env));
 }
 
 /// The packer function of `env`, compiled on first use; None if it cannot be had.
@@ -44,17 +55,33 @@ thread_local! {
 /// Must run on the live `env`'s JS thread.
 unsafe fn packer(env: sys::napi_env) -> Option<sys::napi_value> {
     let mut f = ptr::null_mut();
-    match PACKER.with(Cell::get) {
-        Packer::Refused(e) if e == env => return None,
-        Packer::Made(e, reference) if e == env => {
+    let known = PACKERS.with(|p| {
+        let p = p.borrow();
+        p.iter()
+            .find(|&&(e, _)| e == env)
+            .map(|&(_, packer)| packer)
+    });
+    match known {
+        Some(Packer::Refused) => return None,
+        Some(Packer::Made(reference)) => {
             // SAFETY: a reference made in this env (checked) on this thread (a thread-local),
-            // alive as long as the env. On failure the packer is compiled again below.
+            // alive as long as the env, and the entry goes before the env does (`forget`). On
+            // failure the packer is compiled again below.
             let status = unsafe { sys::napi_get_reference_value(env, reference, &mut f) };
             if status == sys::Status::napi_ok && !f.is_null() {
                 return Some(f);
             }
         }
-        _ => {}
+        None => {
+            // Registered once per env, with the entry (Node refuses the same hook twice).
+            // SAFETY: caller contract; `forget` only reads its data as an address.
+            let hooked =
+                unsafe { sys::napi_add_env_cleanup_hook(env, Some(forget), env.cast::<c_void>()) }
+                    == sys::Status::napi_ok;
+            if !hooked {
+                return None; // nothing may be kept for this env: element by element
+            }
+        }
     }
     let mut source = ptr::null_mut();
     let mut reference = ptr::null_mut();
@@ -70,15 +97,21 @@ unsafe fn packer(env: sys::napi_env) -> Option<sys::napi_value> {
             && sys::napi_run_script(env, source, &mut f) == sys::Status::napi_ok
             && sys::napi_create_reference(env, f, 1, &mut reference) == sys::Status::napi_ok
     };
-    if made {
-        PACKER.with(|p| p.set(Packer::Made(env, reference)));
-        Some(f)
+    let packer = if made {
+        Packer::Made(reference)
     } else {
         // SAFETY: caller contract. (An engine that cannot compile it says so every time.)
         unsafe { take_exception_quietly(env) };
-        PACKER.with(|p| p.set(Packer::Refused(env)));
-        None
-    }
+        Packer::Refused
+    };
+    PACKERS.with(|p| {
+        let mut p = p.borrow_mut();
+        match p.iter_mut().find(|(e, _)| *e == env) {
+            Some(entry) => entry.1 = packer,
+            None => p.push((env, packer)),
+        }
+    });
+    made.then_some(f)
 }
 
 /// A new array holding `values` in order, as own data properties.
