@@ -592,6 +592,28 @@ describe('issue 13, review of the fixes: what a polluted prototype, a Proxy or a
     expect(clean(r).got).toEqual([C.InvalidParams, 1, 1]);
   });
 
+  test('long arrays made natively, in one call or element by element past 16,384 values, keep every item and run no setter', async () => {
+    // NaN keeps them off the JSON text path: they are made value by value.
+    const r = await child(`
+      const pool = new Pool({ threads: 1 });
+      let ran = 0;
+      const at = ['4', '9999', '16383', '16384', '19999'];
+      const accessor = { configurable: true, get() { return 'junk'; }, set() { ran++; } };
+      for (const i of at) Object.defineProperty(Array.prototype, i, accessor);
+      const lengths = [10_000, 16_384, 16_385, 20_000];
+      const same = [];
+      for (const n of lengths) {
+        const list = Array.from({ length: n }, (_, i) => (i === n - 1 ? NaN : i));
+        const back = await pool.exec('echo', list);
+        same.push(back.length === n && back.every((v, i) => (i === n - 1 ? Number.isNaN(v) : v === i)) && at.every((i) => Object.hasOwn(back, i) || Number(i) >= n));
+      }
+      for (const i of at) delete Array.prototype[i];
+      await pool.close();
+      out({ same, ran });
+    `);
+    expect(clean(r)).toEqual({ same: [true, true, true, true], ran: 0 });
+  });
+
   test('a setter on Array.prototype or Object.prototype never sees what corepool makes natively: batches, params, results, moved buffers', async () => {
     // Indexes a serving thread's batch of jobs (six entries a job) and the params reach, past
     // the few that Node's own arrays and corepool's JavaScript assign to (0-3).

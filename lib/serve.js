@@ -194,6 +194,7 @@ class Server {
    * getting a turn, the next cycle waits for a setImmediate (and calls still wake nobody).
    */
   #drain(batch) {
+    if (this.#take === undefined) return; // made without its functions (the constructor threw): departed
     startStretch();
     this.#draining = true;
     let owed = true; // a cycle is owed until rest() says idle (also if something throws)

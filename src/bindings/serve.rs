@@ -448,11 +448,15 @@ impl NativeServer {
     /// The serving thread's hot functions over this server, `[complete, rest, take]`
     /// (`serve::hot`): lib/serve.js calls them for every job.
     #[napi(catch_unwind)]
-    pub fn hot(&self, env: Env) -> Result<Vec<RawValue>> {
-        // SAFETY: a Node-API callback on this env's JS thread.
-        let made = unsafe { hot::functions(env.raw(), &self.ctx) };
-        made.map(|fs| fs.into_iter().map(RawValue).collect())
-            .map_err(|why| Error::new(Status::GenericFailure, why))
+    pub fn hot(&self, env: Env) -> Result<RawValue> {
+        let fail = |why: String| Error::new(Status::GenericFailure, why);
+        // SAFETY: a Node-API callback on this env's JS thread; the functions are its values.
+        unsafe {
+            let made = hot::functions(env.raw(), &self.ctx).map_err(|why| fail(why.into()))?;
+            convert::array_of(env.raw(), &made)
+                .map(RawValue)
+                .map_err(fail)
+        }
     }
 
     /// The handler of job `token` returned a value lib/clone.js wrote as the `parts` of a
@@ -631,14 +635,25 @@ impl NativeServer {
 
     /// Of these jobs waiting for views, those whose caller's environment is gone.
     #[napi(catch_unwind)]
-    pub fn orphaned(&self, tokens: Vec<f64>) -> Vec<f64> {
+    pub fn orphaned(&self, env: Env, tokens: Vec<f64>) -> Result<RawValue> {
         let tokens: Vec<u64> = tokens.into_iter().map(token).collect();
-        self.ctx
+        let raw = env.raw();
+        let orphans: Vec<sys::napi_value> = self
+            .ctx
             .pool
             .orphaned(&self.ctx.server, &tokens)
             .into_iter()
-            .map(|t| t as f64)
-            .collect()
+            .map(|t| {
+                let mut v = ptr::null_mut();
+                // SAFETY: a Node-API callback on this env's JS thread; `v` is a live local.
+                unsafe { sys::napi_create_double(raw, t as f64, &mut v) };
+                v
+            })
+            .collect();
+        // SAFETY: as above; the numbers are values of this env.
+        unsafe { convert::array_of(raw, &orphans) }
+            .map(RawValue)
+            .map_err(|why| Error::new(Status::GenericFailure, why))
     }
 
     /// Stops getting new calls; queued and running ones still finish here. False if already
