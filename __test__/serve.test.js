@@ -592,6 +592,35 @@ describe('issue 13, review of the fixes: what a polluted prototype, a Proxy or a
     expect(clean(r).got).toEqual([C.InvalidParams, 1, 1]);
   });
 
+  test('params nested deeper than a small worker stack has room for are refused, not a crash', async () => {
+    // Each level of a value is a level of native recursion on the calling thread.
+    const worker = `
+      const { Pool } = require(${JSON.stringify(path.join(__dirname, '..'))});
+      const { parentPort } = require('node:worker_threads');
+      (async () => {
+        const pool = new Pool({ threads: 1 });
+        const outcome = async (depth) => {
+          let deep = [1];
+          for (let i = 0; i < depth; i++) deep = [deep];
+          try { return (await pool.exec('echo', deep)) !== undefined ? 'ok' : 'nothing'; }
+          catch (e) { return e.code + ' ' + /stack/.test(e.message) + ' ' + /stackSizeMb/.test(e.message); }
+        };
+        const got = [await outcome(50), await outcome(400), await outcome(60)];
+        await pool.close();
+        parentPort.postMessage(got);
+      })();`;
+    const r = await child(`
+      const { Worker } = require('node:worker_threads');
+      const w = new Worker(${JSON.stringify(worker)}, { eval: true, resourceLimits: { stackSizeMb: 0.5 } });
+      const got = await new Promise((resolve) => {
+        w.once('message', resolve);
+        w.once('exit', (c) => resolve('exited ' + c));
+      });
+      out(got);
+    `);
+    expect(clean(r)).toEqual(['ok', `${InvalidParams} true true`, 'ok']);
+  });
+
   test('long arrays made natively, in one call or element by element past 16,384 values, keep every item and run no setter', async () => {
     // NaN keeps them off the JSON text path: they are made value by value.
     const r = await child(`

@@ -11,6 +11,7 @@
 pub mod arrays;
 pub mod cloned;
 pub mod from_js;
+pub(crate) mod stack;
 pub mod to_js;
 
 pub(crate) use arrays::{array_of, define_element, define_index};

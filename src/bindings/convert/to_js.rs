@@ -79,6 +79,9 @@ pub unsafe fn to_js_with(
                 "creating a string"
             );
         }
+        Value::Array(_) | Value::Object(_) if !super::stack::room_left() => {
+            return Err(super::stack::too_deep("a value", None));
+        }
         Value::Array(items) => {
             let mut values = Vec::with_capacity(items.len());
             for item in items {

@@ -318,6 +318,9 @@ impl FromJs {
                         place(path)
                     ));
                 }
+                if !super::stack::room_left() {
+                    return Err(super::stack::too_deep(&place(path), Some(depth)));
+                }
                 // Deep down, look for a cycle: a cyclic value comes back to an object it holds
                 // within one turn of the cycle, so it is refused here and not after MAX_DEPTH
                 // levels of converting the same values again (a big string in a cycle would be
