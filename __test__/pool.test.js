@@ -571,4 +571,29 @@ describe('arrays made natively, with the addon loaded twice in one thread', () =
     `, { args: ['--expose-gc'] });
     expect(clean(r)).toEqual({ distinct: true, echoed: [[1, [2]], [3, [4]]], grewUnder1MB: true });
   });
+
+  test('each load keeps its own references to what conversions look up: alternating calls hold no more handles', async () => {
+    // Converting an object value by value (NaN keeps it off the packed path) looks up
+    // Object.prototype and the key "toJSON", kept by reference
+    // per env. A cache of one env per thread made new references at every switch.
+    const r = await child(`
+      const v8 = require('node:v8');
+      for (const k of Object.keys(require.cache)) delete require.cache[k];
+      const other = require(${JSON.stringify(require('node:path').join(__dirname, '..'))});
+      const a = new Pool({ threads: 1 });
+      const b = new other.Pool({ threads: 1 });
+      const rounds = async (n) => { for (let i = 0; i < n; i++) { await a.exec('echo', { a: 1, n: NaN }); await b.exec('echo', { b: 2, n: NaN }); } };
+      await rounds(2000);
+      gc();
+      const before = v8.getHeapStatistics().used_global_handles_size;
+      await rounds(20000);
+      gc();
+      const grew = v8.getHeapStatistics().used_global_handles_size - before;
+      const echoed = [await a.exec('echo', { a: 1, n: NaN }), await b.exec('echo', { b: 2, n: NaN })].map((o) => ({ ...o, n: String(o.n) }));
+      await a.close();
+      await b.close();
+      out({ echoed, grewUnder64KB: grew < 65536 });
+    `, { args: ['--expose-gc'] });
+    expect(clean(r)).toEqual({ echoed: [{ a: 1, n: 'NaN' }, { b: 2, n: 'NaN' }], grewUnder64KB: true });
+  });
 });

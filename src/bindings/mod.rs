@@ -19,6 +19,7 @@
 pub mod channel;
 pub mod contract;
 pub mod convert;
+pub(crate) mod env_local;
 pub mod pool;
 pub mod publish;
 pub mod render;

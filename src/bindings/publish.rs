@@ -6,16 +6,27 @@
 //! function posts the typed arrays on a process-wide BroadcastChannel, which shares their
 //! memory instead of copying it (see `serve.rs` for the serving side).
 
+use crate::bindings::env_local::{self, EnvLocal};
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::ptr;
+use std::thread::LocalKey;
+
+/// A reference to an environment's `publish(to, token, views, resent)` function, kept per
+/// environment (`env_local`).
+#[derive(Clone, Copy)]
+struct Publisher(sys::napi_ref);
 
 thread_local! {
-    /// This thread's environment and a reference to its `publish(to, token, views)` function.
-    static PUBLISHER: Cell<(sys::napi_env, sys::napi_ref)> =
-        const { Cell::new((ptr::null_mut(), ptr::null_mut())) };
+    static PUBLISHERS: RefCell<Vec<(sys::napi_env, Publisher)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl EnvLocal for Publisher {
+    fn store() -> &'static LocalKey<RefCell<Vec<(sys::napi_env, Self)>>> {
+        &PUBLISHERS
+    }
 }
 
 /// Registers this environment's `publish(to, token, views, resent)`, which sends a call's typed
@@ -30,9 +41,14 @@ pub fn set_publisher(env: Env, publish: Unknown) -> Result<()> {
     if status != sys::Status::napi_ok {
         return Err(Error::new(Status::InvalidArg, "corepool: bad publisher"));
     }
-    // Node runs one environment per thread, so a thread-local is per environment. The reference
-    // lives as long as the environment (Node frees references at teardown).
-    PUBLISHER.with(|p| p.set((raw, reference)));
+    // The reference lives as long as the environment (Node frees references at teardown); its
+    // entry goes before (`env_local`).
+    // SAFETY: a Node-API callback on this env's JS thread.
+    if !unsafe { env_local::set(raw, Publisher(reference)) } {
+        // SAFETY: the reference was made above in this env.
+        unsafe { sys::napi_delete_reference(raw, reference) };
+        // Without a publisher, a server asks for the views (resend).
+    }
     Ok(())
 }
 
@@ -47,10 +63,9 @@ pub(crate) unsafe fn publish(
     views: &[sys::napi_value],
     resent: bool,
 ) {
-    let (penv, reference) = PUBLISHER.with(|p| p.get());
-    if penv != env || reference.is_null() {
+    let Some(Publisher(reference)) = env_local::get::<Publisher>(env) else {
         return; // no publisher: the server will ask for the views (resend)
-    }
+    };
     // SAFETY: live env on its JS thread (caller contract) for every call below.
     unsafe {
         let mut f = ptr::null_mut();

@@ -12,10 +12,11 @@
 //! made before, as does the fallback for arrays too long to pass as arguments.
 
 use super::{data_property, failure, itoa, napi_try, take_exception_quietly, Converted};
+use crate::bindings::env_local::{self, EnvLocal};
 use napi::sys;
 use std::cell::RefCell;
-use std::ffi::c_void;
 use std::ptr;
+use std::thread::LocalKey;
 
 /// Most values made into one array by one call of the packer: they are that many arguments on
 /// the stack, 128 KB (a call the stack has no room for fails with a RangeError, and the array is
@@ -34,20 +35,14 @@ enum Packer {
 }
 
 thread_local! {
-    /// The packers of the environments on this thread, by env. Usually one; more when the addon
-    /// is loaded more than once into one environment (each load has its own env, and calls
-    /// alternate between them). An entry goes with its environment (`forget`, an env cleanup
-    /// hook), before Node frees the env and its references: a later env on this thread that
-    /// gets the same address (an embedder running environments one after another) never finds
-    /// it.
+    /// The packers of the environments on this thread (`env_local`).
     static PACKERS: RefCell<Vec<(sys::napi_env, Packer)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Env cleanup hook: drops the entry of the env `env` (the hook's data) from this thread's
-/// packers.
-unsafe extern "C" fn forget(env: *mut c_void) {
-    // (`try_with`: nothing to forget once the thread's locals are gone.)
-    let _ = PACKERS.try_with(|p| p.borrow_mut().retain(|&(e, _)| e.cast::<c_void>() != env));
+impl EnvLocal for Packer {
+    fn store() -> &'static LocalKey<RefCell<Vec<(sys::napi_env, Self)>>> {
+        &PACKERS
+    }
 }
 
 /// The packer function of `env`, compiled on first use; None if it cannot be had.
@@ -56,33 +51,17 @@ unsafe extern "C" fn forget(env: *mut c_void) {
 /// Must run on the live `env`'s JS thread.
 unsafe fn packer(env: sys::napi_env) -> Option<sys::napi_value> {
     let mut f = ptr::null_mut();
-    let known = PACKERS.with(|p| {
-        let p = p.borrow();
-        p.iter()
-            .find(|&&(e, _)| e == env)
-            .map(|&(_, packer)| packer)
-    });
-    match known {
+    match env_local::get::<Packer>(env) {
         Some(Packer::Refused) => return None,
         Some(Packer::Made(reference)) => {
-            // SAFETY: a reference made in this env (checked) on this thread (a thread-local),
-            // alive as long as the env, and the entry goes before the env does (`forget`). On
-            // failure the packer is compiled again below.
+            // SAFETY: a reference made in this env (its entry, which goes before the env does:
+            // `env_local`), on its thread. On failure the packer is compiled again below.
             let status = unsafe { sys::napi_get_reference_value(env, reference, &mut f) };
             if status == sys::Status::napi_ok && !f.is_null() {
                 return Some(f);
             }
         }
-        None => {
-            // Registered once per env, with the entry (Node refuses the same hook twice).
-            // SAFETY: caller contract; `forget` only reads its data as an address.
-            let hooked =
-                unsafe { sys::napi_add_env_cleanup_hook(env, Some(forget), env.cast::<c_void>()) }
-                    == sys::Status::napi_ok;
-            if !hooked {
-                return None; // nothing may be kept for this env: element by element
-            }
-        }
+        None => {}
     }
     let mut source = ptr::null_mut();
     let mut reference = ptr::null_mut();
@@ -105,13 +84,12 @@ unsafe fn packer(env: sys::napi_env) -> Option<sys::napi_value> {
         unsafe { take_exception_quietly(env) };
         Packer::Refused
     };
-    PACKERS.with(|p| {
-        let mut p = p.borrow_mut();
-        match p.iter_mut().find(|(e, _)| *e == env) {
-            Some(entry) => entry.1 = packer,
-            None => p.push((env, packer)),
-        }
-    });
+    // SAFETY: caller contract.
+    if !unsafe { env_local::set(env, packer) } && made {
+        // Not kept (its removal could not be arranged): this call uses it, the next makes one.
+        // SAFETY: the reference was made above in this env.
+        unsafe { sys::napi_delete_reference(env, reference) };
+    }
     made.then_some(f)
 }
 

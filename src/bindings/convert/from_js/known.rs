@@ -1,12 +1,15 @@
 //! The values a conversion looks things up with (`Object.prototype`, the keys `"toJSON"` and
 //! `"length"`, `Array.isArray`, `Object.getPrototypeOf`, `String.prototype.valueOf`): found on
-//! first use, then kept per conversion in `FromJs::known` and per environment by reference in
-//! a thread-local (Node runs one environment per thread at a time).
+//! first use, then kept per conversion in `FromJs::known` and per environment by reference
+//! (`env_local`).
 
 use super::{constructor_name, prototype_of, FromJs};
 use crate::bindings::convert::Converted;
+use crate::bindings::env_local::{self, EnvLocal};
 use napi::sys;
+use std::cell::RefCell;
 use std::ptr;
+use std::thread::LocalKey;
 
 /// The values a conversion looks things up with, by index into `FromJs::known`.
 pub(super) const OBJECT_PROTOTYPE: usize = 0;
@@ -17,14 +20,29 @@ pub(super) const LENGTH: usize = 4;
 pub(super) const STRING_VALUE_OF: usize = 5;
 pub(super) const KNOWN: usize = 6;
 
+/// References to what an environment's conversions look things up with, by index (null: not
+/// made yet): the `Object.prototype` met first (then recognised with one comparison), the keys
+/// `"toJSON"` and `"length"`, and `Array.isArray`, `Object.getPrototypeOf` and
+/// `String.prototype.valueOf` (taken from the global object then: a program that replaces them
+/// later changes nothing here). Kept per environment (`env_local`).
+#[derive(Clone, Copy)]
+struct KnownRefs([sys::napi_ref; KNOWN]);
+
 thread_local! {
-    /// This thread's environment and references to what its conversions look things up with,
-    /// made on first use: the `Object.prototype` met first (then recognised with one
-    /// comparison), the keys `"toJSON"` and `"length"`, and `Array.isArray`,
-    /// `Object.getPrototypeOf` and `String.prototype.valueOf` (taken from the global object
-    /// then: a program that replaces them later changes nothing here).
-    static CACHE: std::cell::Cell<(sys::napi_env, [sys::napi_ref; KNOWN])> =
-        const { std::cell::Cell::new((ptr::null_mut(), [ptr::null_mut(); KNOWN])) };
+    static CACHE: RefCell<Vec<(sys::napi_env, KnownRefs)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl EnvLocal for KnownRefs {
+    fn store() -> &'static LocalKey<RefCell<Vec<(sys::napi_env, Self)>>> {
+        &CACHE
+    }
+}
+
+/// `env`'s reference to `known[which]`, if it has one.
+fn cached(env: sys::napi_env, which: usize) -> Option<sys::napi_ref> {
+    env_local::get::<KnownRefs>(env)
+        .map(|refs| refs.0[which])
+        .filter(|r| !r.is_null())
 }
 
 impl FromJs {
@@ -37,11 +55,10 @@ impl FromJs {
         if !self.known[which].is_null() {
             return Ok(self.known[which]);
         }
-        let (cached_env, refs) = CACHE.with(|c| c.get());
-        if cached_env == env && !refs[which].is_null() {
-            // SAFETY: references made in this env (checked) on this thread (a thread-local),
-            // alive as long as the env. On failure the value is looked up again below.
-            unsafe { sys::napi_get_reference_value(env, refs[which], &mut self.known[which]) };
+        if let Some(reference) = cached(env, which) {
+            // SAFETY: a reference made in this env (its entry, which goes before the env does:
+            // `env_local`), on its thread. On failure the value is looked up again below.
+            unsafe { sys::napi_get_reference_value(env, reference, &mut self.known[which]) };
             if !self.known[which].is_null() {
                 return Ok(self.known[which]);
             }
@@ -104,23 +121,25 @@ impl FromJs {
     pub(super) unsafe fn remember(&mut self, which: usize, value: sys::napi_value) {
         let env = self.env;
         self.known[which] = value;
-        let (cached_env, mut refs) = CACHE.with(|c| c.get());
-        if cached_env != env {
-            // Another environment used this thread before (Node runs one at a time per thread):
-            // its references died with it.
-            refs = [ptr::null_mut(); KNOWN];
-        }
-        if !refs[which].is_null() {
+        let mut refs =
+            env_local::get::<KnownRefs>(env).unwrap_or(KnownRefs([ptr::null_mut(); KNOWN]));
+        if !refs.0[which].is_null() {
             return;
         }
         let mut reference = ptr::null_mut();
         // SAFETY: live env on its JS thread (caller contract); `value` belongs to it. The
-        // reference lives until the env is torn down (Node frees it then).
+        // reference lives until its entry goes (`env_local`) or the env is torn down.
         if unsafe { sys::napi_create_reference(env, value, 1, &mut reference) }
-            == sys::Status::napi_ok
+            != sys::Status::napi_ok
         {
-            refs[which] = reference;
-            CACHE.with(|c| c.set((env, refs)));
+            return;
+        }
+        refs.0[which] = reference;
+        // SAFETY: caller contract.
+        if !unsafe { env_local::set(env, refs) } {
+            // Not kept (its removal could not be arranged): looked up again next time.
+            // SAFETY: the reference was made above in this env.
+            unsafe { sys::napi_delete_reference(env, reference) };
         }
     }
 
@@ -137,15 +156,10 @@ impl FromJs {
     ) -> Converted<bool> {
         let env = self.env;
         if self.known[OBJECT_PROTOTYPE].is_null() {
-            let (cached_env, refs) = CACHE.with(|c| c.get());
-            if cached_env == env && !refs[OBJECT_PROTOTYPE].is_null() {
+            if let Some(reference) = cached(env, OBJECT_PROTOTYPE) {
                 // SAFETY: as in `known`. On failure the slow check below runs.
                 unsafe {
-                    sys::napi_get_reference_value(
-                        env,
-                        refs[OBJECT_PROTOTYPE],
-                        &mut self.known[OBJECT_PROTOTYPE],
-                    )
+                    sys::napi_get_reference_value(env, reference, &mut self.known[OBJECT_PROTOTYPE])
                 };
             }
         }
