@@ -2,19 +2,22 @@
 //! completion channel; no scheduling or protocol logic lives here.
 //!
 //! - `contract.rs`: every name, code, flag, limit and shared-memory layout JavaScript shares.
-//! - `convert/`: JavaScript values ⇄ `Value` (`from_js/`, `to_js.rs`).
+//! - `convert/`: JavaScript values ⇄ `Value` (`from_js/`, `to_js.rs`), the arrays native code
+//!   makes (`arrays.rs`) and the stack a conversion may still use (`stack.rs`).
+//! - `env_local.rs`: what a thread keeps per Node-API environment.
 //! - `channel/`: one environment's completion path (`mod.rs`) and its settle batch
 //!   (`settle.rs`); `tsfn.rs`: the threadsafe function both it and the servers use.
 //! - `pool/`: `NativePool`, the handle on a pool, and `call.rs`, the hot call behind `exec`.
-//! - `serve.rs`: `NativeServer`, a JavaScript thread serving methods; `publish.rs`: how a
-//!   call's SharedArrayBuffer views reach it.
+//! - `serve.rs`: `NativeServer`, a JavaScript thread serving methods, and `serve/hot.rs`, the
+//!   functions it finishes each job with; `publish.rs`: how a call's SharedArrayBuffer views
+//!   reach it.
 //! - `render/`: the calling thread's side of a render with functions (`src/render/README.md`).
 //! - `shm.rs`: the shared-memory toolkit's native half (`lib/shm/`).
 //!
-//! Imports go one way: `convert`, `publish` and `tsfn` import none of the others; `shm`
-//! imports `convert`; `contract` reads limits from `convert` and `shm`; `channel`, `serve` and
-//! `render` import those; `pool` imports `channel`, `serve` and those. [`RawValue`] and
-//! [`callback_args`], used by all, live here.
+//! Imports go one way: `env_local` and `tsfn` import none of the others; `convert` imports
+//! `env_local`; `publish` and `shm` import `convert`; `contract` reads limits from `convert`
+//! and `shm`; `channel`, `serve` and `render` import those; `pool` imports `channel`, `serve`
+//! and those. [`RawValue`] and [`callback_args`], used by all, live here.
 
 pub mod channel;
 pub mod contract;
