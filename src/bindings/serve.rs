@@ -164,16 +164,24 @@ unsafe extern "C" fn call_js(
     let slot: &Slot = unsafe { tsfn::context(context) };
     let Some(ctx) = slot.get() else { return };
     // Handed over even when empty (all tombstones): a closing server checks whether it is idle.
-    let batch = ctx.pool.take(&ctx.server);
     // SAFETY: env is live and this is its JS thread (threadsafe-function callback); `on_jobs`
     // is the threadsafe function's JS function.
     unsafe {
-        let batch = batch_to_js(env, ctx, batch);
+        let batch = take_to_js(env, ctx);
         let mut undefined = ptr::null_mut();
         let mut out = ptr::null_mut();
         sys::napi_get_undefined(env, &mut undefined);
         sys::napi_call_function(env, undefined, on_jobs, 1, &batch, &mut out);
     }
+}
+
+/// The next batch (see [`batch_to_js`]), as far as the server's concurrency allows.
+///
+/// # Safety
+/// Must run on `env`'s JS thread.
+unsafe fn take_to_js(env: sys::napi_env, ctx: &ServerCtx) -> sys::napi_value {
+    // SAFETY: caller contract.
+    unsafe { batch_to_js(env, ctx, ctx.pool.take(&ctx.server)) }
 }
 
 /// A batch as one flat array: `nStops, nForgotten`, then the stop tokens, the forgotten tokens,

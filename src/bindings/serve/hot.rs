@@ -6,7 +6,7 @@
 //! Each function owns a share of the server's context (its finalizer drops it), so nothing
 //! reaches the context but through the function it was made with.
 
-use super::{batch_to_js, complete_with, ServerCtx};
+use super::{complete_with, take_to_js, ServerCtx};
 use crate::bindings::callback_args;
 use crate::bindings::contract::{REST_IDLE, REST_LATER};
 use crate::pool::Rest;
@@ -166,7 +166,7 @@ unsafe extern "C" fn rest(env: sys::napi_env, info: sys::napi_callback_info) -> 
                     .pool
                     .rest(&ctx.server, boolean(env, budget_left), may_poll)
                 {
-                    Rest::Work => return batch_to_js(env, ctx, ctx.pool.take(&ctx.server)),
+                    Rest::Work => return take_to_js(env, ctx),
                     Rest::Idle => REST_IDLE,
                     Rest::Later => REST_LATER,
                 };
@@ -178,7 +178,7 @@ unsafe extern "C" fn rest(env: sys::napi_env, info: sys::napi_callback_info) -> 
     }
 }
 
-/// `take()`: the next batch (see [`batch_to_js`]), as far as this server's concurrency allows.
+/// `take()`: the next batch ([`take_to_js`]).
 unsafe extern "C" fn take(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: a Node-API callback of a function made by `functions`.
     unsafe {
@@ -186,7 +186,7 @@ unsafe extern "C" fn take(env: sys::napi_env, info: sys::napi_callback_info) -> 
             env,
             info,
             c"corepool: internal error in take()",
-            |_, ctx| batch_to_js(env, ctx, ctx.pool.take(&ctx.server)),
+            |_, ctx| take_to_js(env, ctx),
         )
     }
 }
