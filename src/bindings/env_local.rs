@@ -36,7 +36,7 @@ pub(crate) fn get<T: EnvLocal>(env: sys::napi_env) -> Option<T> {
 ///
 /// # Safety
 /// On `env`'s JS thread, `env` live.
-pub(crate) unsafe fn set<T: EnvLocal>(env: sys::napi_env, value: T) -> bool {
+unsafe fn set<T: EnvLocal>(env: sys::napi_env, value: T) -> bool {
     let found = T::store().with(|s| {
         let mut s = s.borrow_mut();
         match s.iter_mut().find(|(e, _)| *e == env) {
@@ -59,4 +59,17 @@ pub(crate) unsafe fn set<T: EnvLocal>(env: sys::napi_env, value: T) -> bool {
         T::store().with(|s| s.borrow_mut().push((env, value)));
     }
     hooked
+}
+
+/// [`set`] for an entry holding `reference` (null: none), just made in `env`: when the entry
+/// cannot be kept, the reference is deleted (the value is made again when next needed).
+///
+/// # Safety
+/// As for [`set`]; `reference` null or a reference of `env` that nothing else holds.
+pub(crate) unsafe fn keep<T: EnvLocal>(env: sys::napi_env, value: T, reference: sys::napi_ref) {
+    // SAFETY: caller contract.
+    if !unsafe { set(env, value) } && !reference.is_null() {
+        // SAFETY: caller contract: a reference of this env, held by nothing else.
+        unsafe { sys::napi_delete_reference(env, reference) };
+    }
 }

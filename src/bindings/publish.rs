@@ -43,12 +43,9 @@ pub fn set_publisher(env: Env, publish: Unknown) -> Result<()> {
     }
     // The reference lives as long as the environment (Node frees references at teardown); its
     // entry goes before (`env_local`).
-    // SAFETY: a Node-API callback on this env's JS thread.
-    if !unsafe { env_local::set(raw, Publisher(reference)) } {
-        // SAFETY: the reference was made above in this env.
-        unsafe { sys::napi_delete_reference(raw, reference) };
-        // Without a publisher, a server asks for the views (resend).
-    }
+    // (Not kept: without a publisher, a server asks for the views, `resend`.)
+    // SAFETY: a Node-API callback on this env's JS thread; the reference was made above.
+    unsafe { env_local::keep(raw, Publisher(reference), reference) };
     Ok(())
 }
 

@@ -84,12 +84,9 @@ unsafe fn packer(env: sys::napi_env) -> Option<sys::napi_value> {
         unsafe { take_exception_quietly(env) };
         Packer::Refused
     };
-    // SAFETY: caller contract.
-    if !unsafe { env_local::set(env, packer) } && made {
-        // Not kept (its removal could not be arranged): this call uses it, the next makes one.
-        // SAFETY: the reference was made above in this env.
-        unsafe { sys::napi_delete_reference(env, reference) };
-    }
+    // (Not kept: this call uses it, the next makes one.)
+    // SAFETY: caller contract; `reference` was made above, or is null.
+    unsafe { env_local::keep(env, packer, if made { reference } else { ptr::null_mut() }) };
     made.then_some(f)
 }
 

@@ -135,12 +135,9 @@ impl FromJs {
             return;
         }
         refs.0[which] = reference;
-        // SAFETY: caller contract.
-        if !unsafe { env_local::set(env, refs) } {
-            // Not kept (its removal could not be arranged): looked up again next time.
-            // SAFETY: the reference was made above in this env.
-            unsafe { sys::napi_delete_reference(env, reference) };
-        }
+        // (Not kept: looked up again next time.)
+        // SAFETY: caller contract; the reference was made above.
+        unsafe { env_local::keep(env, refs, reference) };
     }
 
     /// True when `proto` is an `Object.prototype`: of this realm or another one (a `vm`
