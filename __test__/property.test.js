@@ -70,6 +70,10 @@ describe('1. hostile values through every entry point settle once, with what JSO
     // error first; the prepared view never asks it, and printing the object without a prototype
     // throws mustache.js's TypeError instead.
     ['render', { t: 'proxy', of: { t: 'array', items: [{ t: 'object', nullProto: true, hidden: false, entries: [] }] }, trap: 'getPrototypeOf' }, { template: '{{#.}}[{{.}}]{{/.}}', wrap: false }],
+    // Node 20, seed 550852004 (path 382:2:2:2:8:5:5:5:5:5:5:5:5:6:6): a Proxy array copied for
+    // the BigInt in it was copied with slice(), which ran its throwing has trap: the array became
+    // the trap's error, and the 600 levels behind it went unchecked ('no tags' rendered).
+    ['render', { t: 'proxy', of: { t: 'array', items: [{ t: 'deep', via: 'array', depth: 600, leaf: { t: 'v', v: 9007199254740992 } }, { t: 'proxy', of: { t: 'array', items: [{ t: 'array', items: [{ t: 'v', v: 0n }] }] }, trap: 'none' }] }, trap: 'has' }, { template: 'no tags', wrap: true }],
   ];
   test.each(FIXED)('fixed case: %s of %j', async (entry, d, extra) => {
     fail(`value: ${show(d)}`, await sendAll(1, [[d, entry, extra]]));

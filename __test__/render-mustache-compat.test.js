@@ -423,6 +423,35 @@ test('a view prepared the long way is not copied for a NaN: a Proxy array whose 
   expect(await pool.render('{{a}}', view())).toBe(Mustache.render('{{a}}', view()));
 });
 
+test('a Proxy array the view needs copied (a BigInt in it) is copied from the values read: its has trap never runs', async () => {
+  // (The copy was made with slice(), which asks the has trap: a trap mustache.js never runs
+  // replaced the array with its error, and a view nested too deep behind it went unchecked.)
+  let deep = [''];
+  for (let i = 0; i < 70; i++) deep = [deep];
+  let asked = 0;
+  const view = (inner = deep) => ({
+    a: new Proxy([inner, 0n, 'x'], {
+      has() {
+        asked++;
+        throw new Error('the has trap throws');
+      },
+    }),
+  });
+  // (mustache.js asks the has trap itself for a dotted name, '{{a.2}}': not templates here.)
+  for (const template of ['{{#a}}[{{.}}]{{/a}}', '{{^a}}none{{/a}}{{#a}}{{#.}}<{{.}}>{{/.}}{{/a}}', 'no tags']) {
+    const theirs = Mustache.render(template, view());
+    expect(asked).toBe(0);
+    expect(await pool.render(template, view())).toBe(theirs);
+  }
+  expect(asked).toBe(0);
+  // Behind such a Proxy, a view nested more than the limit is refused as anywhere else.
+  let tooDeep = 1;
+  for (let i = 0; i < 600; i++) tooDeep = [tooDeep];
+  const e = await pool.render('no tags', view(tooDeep)).catch((x) => x);
+  expect([e.code, e.message]).toEqual([RpcError.codes.InvalidParams, expect.stringMatching(/^(render: )?view\.a\[0\](\[0\])+.* is nested more than 512 levels deep$/)]);
+  expect(asked).toBe(0);
+});
+
 test('exec("render") keeps its plain-data contract: a Date or an instance is refused there', async () => {
   for (const data of [{ d: new Date(0) }, { s: new Shape('x') }]) {
     const e = await pool.exec('render', '{{d}}', data).catch((x) => x);

@@ -337,29 +337,43 @@ function prepare(v, seen) {
   return mirror(v, seen);
 }
 
+/**
+ * An array (or a Proxy of one), each element read once, as mustache.js reads it (`length`, then
+ * `v[i]`): a copy, when one is needed, is made of the elements this walk read, never with the
+ * array's own methods (slice() would ask a Proxy's has trap, which mustache.js never runs).
+ */
 function prepareArray(v, seen) {
   seen.set(v, v);
   let copy = null;
   const length = v.length;
   spend(length);
-  for (let i = 0; i < length; i++) {
-    let item;
-    let p;
-    try {
-      item = v[i];
-      p = item !== null && typeof item === 'object' ? prepare(item, seen) : prepareScalar(item);
-    } catch (e) {
-      if (e === TOO_BIG) throw e;
-      p = thrower(e);
+  const base = readItems.length;
+  try {
+    for (let i = 0; i < length; i++) {
+      let item;
+      let p;
+      try {
+        item = v[i];
+        p = item !== null && typeof item === 'object' ? prepare(item, seen) : prepareScalar(item);
+      } catch (e) {
+        if (e === TOO_BIG) throw e;
+        p = thrower(e);
+      }
+      if (copy === null && !Object.is(p, item)) {
+        copy = readItems.slice(base);
+        seen.set(v, copy);
+      }
+      if (copy !== null) copy.push(p);
+      else readItems.push(item);
     }
-    if (copy === null && !Object.is(p, item)) {
-      copy = v.slice(0, i);
-      seen.set(v, copy);
-    }
-    if (copy !== null) copy.push(p);
+  } finally {
+    readItems.length = base;
   }
   return copy ?? v;
 }
+
+/** Elements read by prepareArray, innermost array last (a copy is made from them). */
+const readItems = [];
 
 /** prepare for a value that is not an object. */
 function prepareScalar(v) {
