@@ -675,6 +675,36 @@ describe('issue 13, review of the fixes: what a polluted prototype, a Proxy or a
     expect(clean(r)).toEqual({ got: JSON.stringify([[1, 'view of 2', [2, [3]]], ['a', { b: ['c'] }], [eight], []]), echoed: JSON.stringify([eight, 'x']), moved: JSON.stringify(['view of 3']), detached: true, ran: 0 });
   });
 
+  test("nor the lists of stats(), methods() and the addon's own table of codes, read as it loads", async () => {
+    const r = await child(`
+      const pool = new Pool({ threads: 7 });
+      const names = Object.keys(C);
+      let ran = 0;
+      const at = ['4', '5', '6', '8', '11'];
+      // (Node's module loader pushes onto its own arrays as corepool loads again: not counted.)
+      const ours = () => !/at Array\\.(push|unshift) [^\\n]*\\n[^\\n]*node:internal\\/modules/.test(new Error().stack);
+      const accessor = { configurable: true, get() { return 'junk'; }, set() { if (ours()) ran++; } };
+      for (const i of at) Object.defineProperty(Array.prototype, i, accessor);
+      const workers = pool.stats().workers;
+      const methods = pool.methods();
+      // corepool loaded afresh: its JavaScript reads the error codes from the addon as it loads.
+      for (const k of Object.keys(require.cache)) delete require.cache[k];
+      const again = require(process.cwd());
+      const namesAgain = Object.keys(again.RpcError.codes);
+      for (const i of at) delete Array.prototype[i];
+      const own = (list) => at.every((i) => Number(i) >= list.length || Object.hasOwn(list, i));
+      out({
+        workers: [workers.length, own(workers), workers.every((w) => typeof w.id === 'number')],
+        methods: [methods.length > 8, own(methods), methods.every((m) => typeof m.name === 'string')],
+        codes: [namesAgain.length, JSON.stringify(namesAgain) === JSON.stringify(names)],
+        ran,
+      });
+      await pool.close();
+    `);
+    expect(clean(r)).toEqual({ workers: [7, true, true], methods: [true, true, true], codes: [expect.any(Number), true], ran: 0 });
+    expect(clean(r).codes[0]).toBeGreaterThan(11);
+  });
+
 });
 
 describe('issue 30 §2: served methods take and return what structured clone carries', () => {

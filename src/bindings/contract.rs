@@ -9,6 +9,7 @@
 //! `serve.rs` (`batch_to_js`).
 
 use super::convert::from_js::MAX_VALUES;
+use super::convert::List;
 use super::shm::MAX_RING_CAPACITY;
 use crate::pool::{Strategy, MAX_NICE_INCREMENT, MAX_THREADS};
 use crate::rpc::{packed, ErrorCode};
@@ -223,12 +224,13 @@ pub struct RingLayout {
     pub max_capacity: u32,
 }
 
-#[napi(object)]
+/// (Made here, never read back from JavaScript.)
+#[napi(object, object_from_js = false)]
 pub struct Contract {
     /// The error table (`src/rpc/error.rs`), for `RpcError.codes`.
-    pub error_codes: Vec<ErrorCodeInfo>,
+    pub error_codes: List<ErrorCodeInfo>,
     /// The `strategy` option's names.
-    pub strategies: Vec<String>,
+    pub strategies: List<String>,
     /// Most threads a pool may have.
     pub max_threads: u32,
     /// Largest `niceIncrement`.

@@ -137,6 +137,47 @@ pub(crate) unsafe fn array_of(
     Ok(out)
 }
 
+/// A list handed to JavaScript by a `#[napi]` function or object field (`stats().workers`,
+/// `methods()`, the contract's tables) as an array made by [`array_of`]: napi-rs's own
+/// conversion of a `Vec` assigns each element (`napi_set_element`), which a setter on
+/// `Array.prototype` would take.
+pub struct List<T>(pub Vec<T>);
+
+impl<T> From<Vec<T>> for List<T> {
+    fn from(items: Vec<T>) -> Self {
+        List(items)
+    }
+}
+
+impl<T> FromIterator<T> for List<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Self {
+        List(items.into_iter().collect())
+    }
+}
+
+impl<T: napi::bindgen_prelude::TypeName> napi::bindgen_prelude::TypeName for List<T> {
+    fn type_name() -> &'static str {
+        "Array"
+    }
+
+    fn value_type() -> napi::ValueType {
+        napi::ValueType::Object
+    }
+}
+
+impl<T: napi::bindgen_prelude::ToNapiValue> napi::bindgen_prelude::ToNapiValue for List<T> {
+    unsafe fn to_napi_value(env: sys::napi_env, list: Self) -> napi::Result<sys::napi_value> {
+        let values = list
+            .0
+            .into_iter()
+            // SAFETY: napi-rs calls this on `env`'s JS thread, with `env` live.
+            .map(|item| unsafe { T::to_napi_value(env, item) })
+            .collect::<napi::Result<Vec<_>>>()?;
+        // SAFETY: as above; `values` were made in `env` just now.
+        unsafe { array_of(env, &values) }.map_err(napi::Error::from_reason)
+    }
+}
+
 /// Defines `array[index]` as an own data property holding `value` (writable, enumerable,
 /// configurable, as an assignment to a new index would make it), without running any setter.
 ///

@@ -14,7 +14,7 @@ pub mod from_js;
 pub(crate) mod stack;
 pub mod to_js;
 
-pub(crate) use arrays::{array_of, define_element, define_index};
+pub(crate) use arrays::{array_of, define_element, define_index, List};
 pub use from_js::{shared_view_of, FromJs};
 pub(crate) use from_js::{typed_array, view_for_call};
 pub use to_js::{text_to_js, to_js, to_js_with};

@@ -19,7 +19,7 @@ pub use options::PoolOptions;
 pub use stats::{LatencyInfo, MethodInfo, ServerInfo, StatsInfo, WorkerInfo};
 
 use super::channel::{lock, Channel, Inbox};
-use super::convert::{self, FromJs};
+use super::convert::{self, FromJs, List};
 use super::publish::publish;
 use super::serve::{self, NativeServer};
 use super::RawValue;
@@ -627,7 +627,7 @@ impl NativePool {
     }
 
     #[napi(catch_unwind)]
-    pub fn methods(&self) -> Vec<MethodInfo> {
+    pub fn methods(&self) -> List<MethodInfo> {
         self.pool
             .registry()
             .commands()

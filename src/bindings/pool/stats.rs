@@ -1,5 +1,6 @@
 //! What `stats()` and `methods()` hand to JavaScript: the core's [`Stats`] as plain objects.
 
+use crate::bindings::convert::List;
 use crate::pool::Stats;
 use napi_derive::napi;
 
@@ -13,12 +14,12 @@ pub struct WorkerInfo {
 }
 
 /// A JavaScript thread serving methods, in `stats().servers`.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct ServerInfo {
     pub id: f64,
     /// The serving thread's `threadId` (0: the main thread).
     pub thread: f64,
-    pub methods: Vec<String>,
+    pub methods: List<String>,
     /// False once `close()`d: it finishes what it has but gets no new calls.
     pub open: bool,
     pub queued: u32,
@@ -34,7 +35,7 @@ pub struct LatencyInfo {
     pub max: f64,
 }
 
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct StatsInfo {
     pub threads: u32,
     pub strategy: String,
@@ -43,8 +44,8 @@ pub struct StatsInfo {
     pub running: u32,
     pub completed: f64,
     pub failed: f64,
-    pub workers: Vec<WorkerInfo>,
-    pub servers: Vec<ServerInfo>,
+    pub workers: List<WorkerInfo>,
+    pub servers: List<ServerInfo>,
     pub run_time: LatencyInfo,
     pub wait_time: LatencyInfo,
 }
@@ -88,7 +89,7 @@ impl From<Stats> for StatsInfo {
                 .map(|sv| ServerInfo {
                     id: sv.id as f64,
                     thread: sv.thread as f64,
-                    methods: sv.methods,
+                    methods: sv.methods.into(),
                     open: sv.open,
                     queued: sv.queued as u32,
                     running: sv.running as u32,
