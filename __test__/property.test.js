@@ -74,6 +74,9 @@ describe('1. hostile values through every entry point settle once, with what JSO
     // the BigInt in it was copied with slice(), which ran its throwing has trap: the array became
     // the trap's error, and the 600 levels behind it went unchecked ('no tags' rendered).
     ['render', { t: 'proxy', of: { t: 'array', items: [{ t: 'deep', via: 'array', depth: 600, leaf: { t: 'v', v: 9007199254740992 } }, { t: 'proxy', of: { t: 'array', items: [{ t: 'array', items: [{ t: 'v', v: 0n }] }] }, trap: 'none' }] }, trap: 'has' }, { template: 'no tags', wrap: true }],
+    // Node 22, seed 2016729468 (the oracle's fault): an array printed with a lone surrogate in it
+    // fails there (docs/rendering.md, What differs), before the later item mustache.js throws at.
+    ['render', { t: 'sparse', length: 2, at: [[0, { t: 'array', items: [{ t: 'arguments', items: [] }, { t: 'v', v: '\ud800' }] }], [1, { t: 'object', nullProto: true, hidden: false, entries: [] }]] }, { template: '[{{#a}}<{{.}}>{{/a}}]', wrap: true }],
   ];
   test.each(FIXED)('fixed case: %s of %j', async (entry, d, extra) => {
     fail(`value: ${show(d)}`, await sendAll(1, [[d, entry, extra]]));
