@@ -3,6 +3,7 @@
 // what params may hold, how results come back, and what hostile values (getters, Proxies,
 // polluted prototypes, untrusted lengths) can and cannot do.
 const { Pool, RpcError } = require('..');
+const Mustache = require('mustache');
 const { child, clean } = require('./helpers/child.js');
 const { rejection: rejectionOf, outcome } = require('./helpers/rejection.js');
 
@@ -621,6 +622,39 @@ describe('issue 13 §15: smaller inconsistencies', () => {
     expect(small.message).toMatch(/toJSON/);
   });
 
+  test('a Proxy whose get trap answers a toJSON method is refused as an object with one is (JSON would call it)', async () => {
+    // (Asked whether the method was its own, the Proxy answered through getOwnPropertyDescriptor:
+    // no; the object crossed with the fields its toJSON leaves out.)
+    const user = { name: 'ada', password: 'hunter2' };
+    const redacting = (target) => new Proxy(target, { get: (t, k, r) => (k === 'toJSON' ? () => ({ name: t.name }) : Reflect.get(t, k, r)) });
+    for (const params of [[redacting(user)], [{ who: redacting(user) }], [redacting(['a', 'b'])], [{ list: redacting([user]) }]]) {
+      const got = await outcome(pool.exec('echo', ...params));
+      expect(got.code).toBe(C.InvalidParams);
+      expect(got.message).toMatch(/has a toJSON method, which JSON would call/);
+    }
+    // Nor does a view for pool.render make JSON: there the Proxy is a view like any other.
+    expect(await pool.render('{{name}}', redacting(user))).toBe('ada');
+  });
+
+  test('a getter named length is read once, as JSON.stringify and mustache.js read it', async () => {
+    // (The packed walk asked every object for its length, to tell String objects, then read it
+    // again as a field: a getter that hands out tickets lost one.)
+    const counting = () => {
+      const o = { reads: 0, name: 'x' };
+      Object.defineProperty(o, 'length', { enumerable: true, get: () => ++o.reads });
+      return o;
+    };
+    const sent = counting();
+    expect(await pool.exec('echo', sent)).toEqual({ reads: 0, name: 'x', length: 1 });
+    expect(sent.reads).toBe(1);
+    const view = counting();
+    expect(await pool.render('{{name}} {{length}}', view)).toBe('x 1');
+    expect(view.reads).toBe(1);
+    const nested = { list: counting() };
+    expect(await pool.render('{{list.name}} {{list.length}}', nested)).toBe(Mustache.render('{{list.name}} {{list.length}}', { list: counting() }));
+    expect(nested.list.reads).toBe(1);
+  });
+
   test('a Proxy of an array crosses as an array', async () => {
     expect(await pool.exec('echo', new Proxy([1, 2, 3], {}))).toEqual([1, 2, 3]);
     expect(await pool.exec('echo', { list: new Proxy(['a'], {}) })).toEqual({ list: ['a'] });
@@ -676,7 +710,7 @@ describe('issue 13, review of the fixes: what a polluted prototype, a Proxy or a
       const arrays = [await o(pool.exec('echo', 1)), await o(pool.exec('echo', { a: [1] })), (await pool.request({ jsonrpc: '2.0', method: 'echo', params: [1], id: 1 })).result, await o(pool.broadcast('echo', 1))];
       delete Array.prototype.toJSON;
       Object.defineProperty(Object.prototype, 'toJSON', { value() { return this; }, configurable: true, writable: true });
-      const objects = [await o(pool.exec('echo', { a: 1 })), await o(pool.exec('square_sum', 4))];
+      const objects = [await o(pool.exec('echo', { a: 1 })), await o(pool.exec('square_sum', 4)), await o(pool.exec('echo', new Proxy({ a: 1 }, {})))];
       delete Object.prototype.toJSON;
       await pool.close();
       out({ arrays, objects });
@@ -685,6 +719,7 @@ describe('issue 13, review of the fixes: what a polluted prototype, a Proxy or a
     expect(got.arrays).toEqual([1, { a: [1] }, 1, [1]]);
     expect(got.objects[0]).toEqual({ a: 1 });
     expect(typeof got.objects[1]).toBe('number');
+    expect(got.objects[2]).toEqual({ a: 1 });
   });
 
   test('a Proxy of a Map, a Set, a class instance or a Promise is refused like what it stands for', async () => {

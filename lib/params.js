@@ -242,8 +242,9 @@ function packObject(v, depth) {
   if (proto !== Object.prototype && (proto !== null || takesFunctions)) return -1;
   // A typed array given a plain prototype: never listed index by index (2^30 of them).
   if (ArrayBuffer.isView(v)) return -1;
-  // Nor a String object: it has a key per character, and no conversion lists them.
-  if (typeof v.length === 'number') {
+  // Nor a String object: it has a key per character, and no conversion lists them. (Told by
+  // its own `length`, looked up, never read: a getter of that name is read once, as a field.)
+  if (hasOwn.call(v, 'length')) {
     if (isStringObject(v)) return STRING_OBJECT;
     if (takesFunctions && isArgumentsObject(v)) return -1;
   }
@@ -406,7 +407,7 @@ function packViewObject(v, depth) {
     return packMirror(v, depth);
   }
   if (ArrayBuffer.isView(v)) return -1;
-  if (typeof v.length === 'number') {
+  if (hasOwn.call(v, 'length')) {
     if (isStringObject(v)) return STRING_OBJECT;
     // An arguments object crosses as its mirror too: mustache.js prints it as
     // '[object Arguments]' and finds its `length`.

@@ -35,7 +35,7 @@ impl FromJs {
         if to_json_matters {
             if self.collected.is_none() {
                 // SAFETY: v is an object of this env.
-                unsafe { self.refuse_to_json(v, path) }?;
+                unsafe { self.refuse_to_json(v, path, matches!(kind, ArrayKind::Proxy)) }?;
             }
             // (Not the params container: a value sent, not one of the call's own.)
             if let Some(collected) = &mut self.collected {

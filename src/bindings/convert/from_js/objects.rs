@@ -91,7 +91,7 @@ impl FromJs {
         // `toJSON` is a function like any other (mustache.js can call it by name).
         if self.collected.is_none() {
             // SAFETY: v is an object of this env.
-            unsafe { self.refuse_to_json(v, path) }?;
+            unsafe { self.refuse_to_json(v, path, !plain) }?;
         }
         if plain {
             // Not a Proxy (Node-API shows none a prototype), so no trap runs here.
@@ -211,7 +211,9 @@ impl FromJs {
     /// runs, and may throw); an inherited one is left alone: a program that puts `toJSON` on
     /// `Object.prototype` or `Array.prototype` would otherwise have every call refused.
     /// (JavaScript sends a value with any `toJSON` value by value, never as JSON text, see
-    /// lib/params.js, so both paths agree.)
+    /// lib/params.js, so both paths agree.) A Proxy (`maybe_proxy`: Node-API shows it no
+    /// prototype) answers "own?" through another trap than the `get` that gave the method, so
+    /// there the method is left alone only if it is the one those prototypes hold.
     ///
     /// # Safety
     /// As for [`FromJs::value`], with `v` an object.
@@ -219,6 +221,7 @@ impl FromJs {
         &mut self,
         v: sys::napi_value,
         path: &str,
+        maybe_proxy: bool,
     ) -> Converted<()> {
         let env = self.env;
         // SAFETY: caller contract.
@@ -242,13 +245,74 @@ impl FromJs {
             sys::napi_has_own_property(env, v, key, &mut own),
             "looking for its toJSON"
         );
-        if own {
+        // SAFETY: caller contract; `f` and `key` are values of this env.
+        if own || (maybe_proxy && !unsafe { self.inherited_to_json(f, key, path) }?) {
             return Err(format!(
                 "{} has a toJSON method, which JSON would call: send the value it returns instead",
                 place(path)
             ));
         }
         Ok(())
+    }
+
+    /// Whether `f` is the `toJSON` that `Object.prototype` or `Array.prototype` holds (`key`:
+    /// the key "toJSON").
+    ///
+    /// # Safety
+    /// As for [`FromJs::value`], with `f` and `key` values of this env.
+    unsafe fn inherited_to_json(
+        &mut self,
+        f: sys::napi_value,
+        key: sys::napi_value,
+        path: &str,
+    ) -> Converted<bool> {
+        let env = self.env;
+        let mut global = ptr::null_mut();
+        at_try!(
+            env,
+            path,
+            sys::napi_get_global(env, &mut global),
+            "finding a builtin"
+        );
+        for holder in [c"Object", c"Array"] {
+            let mut constructor = ptr::null_mut();
+            let mut prototype = ptr::null_mut();
+            let mut held = ptr::null_mut();
+            let mut same = false;
+            at_try!(
+                env,
+                path,
+                sys::napi_get_named_property(env, global, holder.as_ptr(), &mut constructor),
+                "finding a builtin"
+            );
+            at_try!(
+                env,
+                path,
+                sys::napi_get_named_property(
+                    env,
+                    constructor,
+                    c"prototype".as_ptr(),
+                    &mut prototype
+                ),
+                "finding a builtin"
+            );
+            at_try!(
+                env,
+                path,
+                sys::napi_get_property(env, prototype, key, &mut held),
+                "reading an inherited toJSON"
+            );
+            at_try!(
+                env,
+                path,
+                sys::napi_strict_equals(env, f, held, &mut same),
+                "comparing toJSON methods"
+            );
+            if same {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Refuses a String object that passes for a plain object (its prototype replaced by an
