@@ -325,13 +325,15 @@ describe('run()', () => {
     expect((await ours.run(1, { name: 'custom' }).catch((x) => x)).code).toBe('E_CUSTOM');
   });
 
-  test('a thenable result is awaited and a `then` getter that throws rejects, as under Piscina, whether the file was loaded or not', async () => {
+  test('a thenable result is awaited (its `then` read once) and a `then` getter that throws rejects, as under Piscina, whether the file was loaded or not', async () => {
     const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
     const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     // Twice each: the first run of another file loads it, later ones find it loaded.
     for (const [task, options] of [
       [21, { name: 'thenable' }],
       [1, { name: 'badThen' }],
+      [1, { name: 'oneShotThen' }],
+      [1, { name: 'countedThen' }],
       [{ a: 2, b: 3 }, { filename: fixture('add.js') }],
       [{ a: 2, b: 3 }, { filename: fixture('add.js') }],
       [{ a: 4, b: 5 }, { filename: fixture('add-async.js') }],

@@ -707,6 +707,45 @@ describe('issue 13, review of the fixes: what a polluted prototype, a Proxy or a
 
 });
 
+describe('a served method returning a thenable', () => {
+  test('its `then` is read once, as `await` reads it', async () => {
+    const pool = new Pool({ threads: 1 });
+    let reads = 0;
+    const server = pool.serve({
+      oneShot() {
+        let used = false;
+        return {
+          get then() {
+            if (used) return undefined;
+            used = true;
+            return (resolve) => resolve('resolved');
+          },
+        };
+      },
+      counted() {
+        reads = 0;
+        return {
+          get then() {
+            reads++;
+            return (resolve) => resolve(reads);
+          },
+        };
+      },
+      throws() {
+        return {
+          get then() {
+            throw new RangeError('then getter');
+          },
+        };
+      },
+    });
+    const got = [await pool.exec('oneShot'), await pool.exec('counted'), reads, await pool.exec('throws').catch((x) => x.message)];
+    await server.close();
+    await pool.close();
+    expect(got).toEqual(['resolved', 1, 1, 'then getter']);
+  });
+});
+
 describe('issue 30 §2: served methods take and return what structured clone carries', () => {
   test('a Date, Map, Set, cycle and undefined cross to a served method and back; native commands and JSON-RPC keep their plain data', async () => {
     const r = await child(`

@@ -24,6 +24,7 @@ const { types } = require('node:util');
 const os = require('node:os');
 const { KEY, WORKER_MARK, RESULT, isMoved, kValue, kTransferable } = require('./piscina-common.js');
 const { transfer } = require('./clone.js');
+const { adopt } = require('./thenable.js');
 
 const envelope = workerThreads.workerData;
 const own = envelope?.[KEY] ?? {};
@@ -144,10 +145,8 @@ function run(handler, task, started) {
   try {
     const result = handler(task);
     // Reading `then` may run user code (a getter, a Proxy trap): inside the try.
-    if (result !== null && (typeof result === 'object' || typeof result === 'function') && typeof result.then === 'function') {
-      return settled(result, started);
-    }
-    return outcome(result, started);
+    const adopted = adopt(result);
+    return adopted === null ? outcome(result, started) : settled(adopted, started);
   } catch (e) {
     throw errorOut(e, performance.now() - started);
   }

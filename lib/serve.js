@@ -11,6 +11,7 @@ const { after } = require('./timer.js');
 const views = require('./views.js');
 const { serialize, deserialize, needsClone, DataCloneError, Transfer, SHARED, SHARED_RESULT } = require('./clone.js');
 const { withServerSpan } = require('./trace-context.js');
+const { adopt } = require('./thenable.js');
 
 // How long a serving thread runs drain cycles (and polls for calls), all its servers together,
 // before its event loop gets a turn: 1 ms. A turn costs a busy worker_thread about 100 µs of
@@ -367,21 +368,21 @@ class Server {
     }
     params.push(context);
     let result;
+    let adopted;
     try {
       const handler = this.#table.get(method);
       result = trace === undefined ? handler.apply(this.#handlers, params) : withServerSpan(trace, method, () => handler.apply(this.#handlers, params));
       // Reading `then` runs user code (a getter, a Proxy trap): inside the try.
-      if (result === null || (typeof result !== 'object' && typeof result !== 'function') || typeof result.then !== 'function') {
-        this.#finish(token, true, result);
-        return;
-      }
+      adopted = adopt(result);
     } catch (e) {
       this.#finish(token, false, e);
       return;
     }
-    // Adopted by a promise of our own: a thenable whose `then` throws or misbehaves settles
-    // it once, as a rejection, and nothing is left unhandled.
-    new Promise((resolve) => resolve(result)).then(
+    if (adopted === null) {
+      this.#finish(token, true, result);
+      return;
+    }
+    adopted.then(
       (v) => this.#finish(token, true, v),
       (e) => this.#finish(token, false, e),
     );
