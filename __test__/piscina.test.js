@@ -319,6 +319,13 @@ describe('run()', () => {
     for (const name of ['typeError', 'rejects', 'custom', 'throwString']) {
       expect([name, await outcome(ours.run(1, { name }))]).toEqual([name, await outcome(real.run(1, { name }))]);
     }
+    // undefined and null stay themselves (undefined once arrived as null).
+    const thrown = (p) => p.then(() => 'resolved', (e) => (e === undefined ? 'undefined' : e === null ? 'null' : typeof e));
+    for (const name of ['throwUndefined', 'rejectUndefined']) {
+      expect([name, await thrown(ours.run(1, { name }))]).toEqual([name, await thrown(real.run(1, { name }))]);
+    }
+    // (docs/piscina.md: Piscina 5 resolves a run whose task throws null; corepool rejects.)
+    expect([await thrown(ours.run(1, { name: 'throwNull' })), await thrown(real.run(1, { name: 'throwNull' }))]).toEqual(['null', 'resolved']);
     const e = await ours.run(1, { name: 'typeError' }).catch((x) => x);
     expect(e).toBeInstanceOf(TypeError);
     expect(e.stack).toContain('tasks.js'); // the worker's stack, as Piscina gives it

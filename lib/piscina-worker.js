@@ -91,7 +91,8 @@ function errorOut(e, ms) {
     } else {
       fields.name = 'Error';
       fields.thrownValue = true; // a thrown string, number...: the pool rejects with it as it is
-      fields.thrown = e === undefined ? null : e;
+      // (undefined cannot cross as a field: it crosses as no field, as an undefined result does.)
+      if (e !== undefined) fields.thrown = e;
       out.message = String(e);
     }
   } catch {

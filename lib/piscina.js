@@ -680,7 +680,7 @@ function summary(h) {
 function taskError(e) {
   const d = e.data;
   if (d === null || typeof d !== 'object' || d[KEY] !== true) return e;
-  if (d.thrownValue === true) return d.thrown;
+  if (d.thrownValue === true) return Object.hasOwn(d, 'thrown') ? d.thrown : undefined;
   const Ctor = Object.hasOwn(STANDARD_ERRORS, d.name) ? STANDARD_ERRORS[d.name] : Error;
   const err = new Ctor(e.message);
   if (err.name !== d.name) Object.defineProperty(err, 'name', { value: d.name, writable: true, configurable: true, enumerable: false });
