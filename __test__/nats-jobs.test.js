@@ -395,6 +395,55 @@ maybe('corepool/nats durable jobs', () => {
     await served.close();
   });
 
+  test("a server's answer someone has published on a job's results subject is no outcome: the job runs and its outcome is read", async () => {
+    // Anyone who may ask JetStream anything names the reply subject: the server publishes its
+    // answer there, into the results stream. (Such answers were taken for the job's outcome: the
+    // job never ran, waitFor resolved with undefined, and a running job's outcome was refused.)
+    const { jetstreamManager } = require('@nats-io/jetstream');
+    const key = (id) => Buffer.from(id, 'utf8').toString('base64url');
+    const attacker = await connect({ servers: server.url });
+    const jsm = await jetstreamManager(nc);
+    const remote = new RemotePool(nc, { name: 'forge' });
+    const host = await serve(pool, nc, { name: 'forge', durable: true });
+    const stored = async (subject) => {
+      while ((await jsm.streams.getMessage('forge-results', { last_by_subj: subject })) === null) await new Promise((r) => setTimeout(r, 10));
+    };
+    const forge = async (id, ask = '$JS.API.INFO', body = '') => {
+      for (const place of ['results', 'dead']) attacker.publish(ask, body, { reply: `forge.${place}.${key(id)}` });
+      await attacker.flush();
+      await stored(`forge.results.${key(id)}`);
+    };
+    // Before the job is submitted.
+    await forge('before');
+    expect(await remote.outcome('before')).toBeNull();
+    expect(await remote.submit('echo', ['real'], { id: 'before' })).toEqual({ id: 'before', duplicate: false });
+    expect(await remote.waitFor('before', { timeout: 10_000 })).toBe('real');
+    // While it runs.
+    expect(await remote.submit('sleep', [300], { id: 'during' })).toEqual({ id: 'during', duplicate: false });
+    await forge('during', '$JS.API.STREAM.MSG.GET.forge-results', JSON.stringify({ seq: 1 }));
+    const during = await remote.waitFor('during', { timeout: 10_000 });
+    expect(await remote.outcome('during')).toMatchObject({ id: 'during', result: during, method: 'sleep' });
+    // After it ran: the outcome stays the one recorded, and the id does not run again.
+    await forge('before');
+    expect(await remote.outcome('before')).toMatchObject({ id: 'before', result: 'real', method: 'echo' });
+    expect(await remote.waitFor('before')).toBe('real');
+    expect(await remote.submit('echo', ['again'], { id: 'before' })).toEqual({ id: 'before', duplicate: true });
+    // results() and deadLetters() yield outcomes and dead letters only.
+    const seen = await collect(remote, 2);
+    expect(seen.map((o) => [o.id, 'result' in o])).toEqual([['before', true], ['during', true]]);
+    await forge('dead');
+    expect(await remote.submit('nope', [], { id: 'dead' })).toEqual({ id: 'dead', duplicate: false });
+    await expect(remote.waitFor('dead', { timeout: 10_000 })).rejects.toMatchObject({ code: C.MethodNotFound });
+    for await (const letter of remote.deadLetters()) {
+      expect(letter).toMatchObject({ job: { id: 'dead', method: 'nope' }, error: { code: C.MethodNotFound } });
+      break;
+    }
+    expect(host.stats().data.jobs).toMatchObject({ done: 2, duplicates: 0 });
+    await host.close();
+    await remote.close();
+    await attacker.close();
+  });
+
   test('a copy of a job taken while the job runs on the same host waits for it, then is acknowledged unrun', async () => {
     const { jetstream } = require('@nats-io/jetstream');
     const served = new Pool({ threads: 1 });

@@ -7,9 +7,12 @@
 // - A job is acknowledged only after its outcome is stored: a host that dies before that leaves
 //   the job unacknowledged, and JetStream delivers it again after `ackWait`. Execution is
 //   at-least-once.
-// - An outcome is stored at most once per job id: it is published with "expected last subject
-//   sequence 0" on the job's own results subject, so a second run's outcome is refused by the
-//   stream. With the at-least-once delivery, every job's outcome is recorded exactly once.
+// - An outcome is stored at most once per job id: it is published on the job's own results
+//   subject with "expected last subject sequence" of the last message found there while no
+//   outcome was, so a second run's outcome is refused by the stream. (A server's answer can be
+//   published there by anyone who may ask JetStream something: such messages are no outcome,
+//   and hosts and readers pass over them, findOutcome.) With the at-least-once delivery, every
+//   job's outcome is recorded exactly once.
 // - A host holds at most `inFlight` jobs; while one runs longer than a third of `ackWait`, the
 //   host tells JetStream it is still working on it (inProgress), so a long job is not handed to
 //   another host.
@@ -166,9 +169,53 @@ function overLimit(nc, text, headers) {
   return bytes <= max ? null : `of ${bytes} bytes (with its headers) exceeds the NATS server's max payload of ${max} bytes`;
 }
 
-/** The stored outcome message of job `id`, or null (a valid id; errors other than none found reject). */
-function storedOutcome(jsm, n, id) {
-  return jsm.streams.getMessage(n.resultStream, { last_by_subj: resultSubject(n, id) });
+/**
+ * Messages of one job's results subject read at most in search of its outcome. (Anyone who may
+ * ask JetStream anything names the reply subject of the question, so a server's answers can be
+ * published on a results subject: they are not outcomes, and are passed over.)
+ */
+const MAX_SCAN = 64;
+
+/** The parsed message `m` if it is an outcome of job `id` (`{ id, result }` or `{ id, error }`, plus what a host adds), else null. */
+function outcomeOf(m, id) {
+  let o;
+  try {
+    o = m.json();
+  } catch {
+    return null;
+  }
+  if (o === null || typeof o !== 'object' || Array.isArray(o) || o.id !== id) return null;
+  const result = Object.hasOwn(o, 'result');
+  if (result === Object.hasOwn(o, 'error')) return null;
+  return result || (o.error !== null && typeof o.error === 'object') ? o : null;
+}
+
+/** Whether the parsed message `d` is a dead letter (`{ job, error, deliveries, host }`). */
+function isDeadLetter(d) {
+  return d !== null && typeof d === 'object' && !Array.isArray(d) && ['job', 'error', 'deliveries', 'host'].every((k) => Object.hasOwn(d, k));
+}
+
+/**
+ * Job `id`'s stored outcome (parsed), or null, and `last`: the sequence of its results
+ * subject's last message (0: none), which a host storing the outcome expects there. The
+ * outcome is the subject's first outcome: hosts store one only where the subject holds none.
+ * Rejects for a subject holding more than MAX_SCAN messages that are not outcomes.
+ */
+async function findOutcome(jsm, n, id) {
+  const subject = resultSubject(n, id);
+  const last = await jsm.streams.getMessage(n.resultStream, { last_by_subj: subject });
+  if (last === null) return { outcome: null, last: 0 };
+  const outcome = outcomeOf(last, id);
+  if (outcome !== null) return { outcome, last: last.seq };
+  let seq = 1;
+  for (let read = 0; read < MAX_SCAN; read++) {
+    const m = await jsm.streams.getMessage(n.resultStream, { seq, next_by_subj: subject });
+    if (m === null || m.seq >= last.seq) return { outcome: null, last: last.seq };
+    const found = outcomeOf(m, id);
+    if (found !== null) return { outcome: found, last: last.seq };
+    seq = m.seq + 1;
+  }
+  throw new RpcError(CODES.InternalError, `the results subject of job ${JSON.stringify(id)} holds more than ${MAX_SCAN} messages that are not outcomes (published there by someone else)`);
 }
 
 /** Throws InvalidRequest if `id` is not a job id (jobIdProblem), naming `who`. */
@@ -181,6 +228,15 @@ function checkId(id, who) {
 function outcomeText(id, ok, value, extra) {
   const o = ok ? { id, result: value ?? null } : { id, error: value };
   return JSON.stringify({ ...o, ...extra });
+}
+
+/** The JSON of message `m`, or undefined if it holds none. */
+function parsed(m) {
+  try {
+    return m.json();
+  } catch {
+    return undefined;
+  }
 }
 
 /** A stored outcome's result, or its error thrown as an RpcError. */
@@ -310,18 +366,19 @@ class JobWorker {
   async #runJob(m, job, refusal, deliveries) {
     // On every delivery, not only redeliveries: a job whose id has an outcome (run before, its
     // acknowledgement lost; submitted again after the duplicate window; forged) never runs again.
-    if ((await storedOutcome(this.#jsm, this.#n, job.id)) !== null) {
+    const { outcome, last } = await findOutcome(this.#jsm, this.#n, job.id);
+    if (outcome !== null) {
       this.#duplicates++;
       m.ack();
       return;
     }
     if (refusal !== null) {
-      await this.#finish(m, job, false, refusal.toJSON(), deliveries, true);
+      await this.#finish(m, job, false, refusal.toJSON(), deliveries, true, last);
       return;
     }
     if (deliveries > this.#o.maxDeliver) {
       const error = new RpcError(CODES.ServerGone, `the job was delivered ${deliveries - 1} times without an outcome: its hosts stopped while running it`);
-      await this.#finish(m, job, false, error.toJSON(), deliveries, true);
+      await this.#finish(m, job, false, error.toJSON(), deliveries, true, last);
       return;
     }
     let ok;
@@ -341,15 +398,16 @@ class JobWorker {
       m.nak(this.#o.retryDelay);
       return;
     }
-    await this.#finish(m, job, ok, value, deliveries, !ok);
+    await this.#finish(m, job, ok, value, deliveries, !ok, last);
   }
 
   /**
    * Stores the job's outcome (once per id), dead-letters a failed job, then acknowledges it. An
    * outcome too big to store becomes an InternalError outcome naming the limit: the job is
-   * recorded and acknowledged, never run again for it.
+   * recorded and acknowledged, never run again for it. `last`: the sequence of the results
+   * subject's last message when the job was found without an outcome (0: none).
    */
-  async #finish(m, job, ok, value, deliveries, dead) {
+  async #finish(m, job, ok, value, deliveries, dead, last) {
     // The method as the outcome names it: a refused job's may be anything.
     const extra = { method: methodProblem(job.method) === null ? job.method : null, host: this.#host, deliveries };
     let text;
@@ -362,7 +420,19 @@ class JobWorker {
       text = outcomeText(job.id, false, value, extra);
     }
     const tooBig = (why) => ({ code: CODES.InternalError, message: `the job ran, but its outcome ${why}: it cannot be stored` });
-    const { stored, duplicate, why } = await this.#storeFitting(resultSubject(this.#n, job.id), [text, (why) => outcomeText(job.id, false, tooBig(why), extra)]);
+    const subject = resultSubject(this.#n, job.id);
+    const texts = [text, (why) => outcomeText(job.id, false, tooBig(why), extra)];
+    let attempt = await this.#storeFitting(subject, texts, last);
+    // Refused: the subject holds a newer message. Another run's outcome (a duplicate), or
+    // something else published there meanwhile: then stored after it.
+    for (let tries = 1; attempt.duplicate; tries++) {
+      const now = await findOutcome(this.#jsm, this.#n, job.id);
+      if (now.outcome !== null) break;
+      // (Rejecting leaves the job unacknowledged: it comes again.)
+      if (tries === 4) throw new RpcError(CODES.Unavailable, `the outcome of job ${JSON.stringify(job.id)} could not be stored: its results subject keeps receiving other messages`);
+      attempt = await this.#storeFitting(subject, texts, now.last);
+    }
+    const { stored, duplicate, why } = attempt;
     if (why !== null) {
       ok = false;
       dead = true;
@@ -374,7 +444,12 @@ class JobWorker {
       // Too big with its params: without them; too big even so (a huge error message): with
       // the error that says so.
       const bare = { id: job.id, method: extra.method, params: null };
-      await this.#storeFitting(deadSubject(this.#n, job.id), [letter(job, error), letter(bare, error), (why) => letter(bare, { code: CODES.InternalError, message: `the dead letter ${why}` })]);
+      // After whatever else was published on the subject (see MAX_SCAN); once per id.
+      const deadAt = deadSubject(this.#n, job.id);
+      const before = await this.#jsm.streams.getMessage(this.#n.resultStream, { last_by_subj: deadAt });
+      if (before === null || !isDeadLetter(parsed(before))) {
+        await this.#storeFitting(deadAt, [letter(job, error), letter(bare, error), (why) => letter(bare, { code: CODES.InternalError, message: `the dead letter ${why}` })], before?.seq ?? 0);
+      }
       this.#dead++;
     }
     // Not stored and no duplicate: not even the error outcome fits (a server whose max payload
@@ -387,19 +462,19 @@ class JobWorker {
   }
 
   /**
-   * Publishes the first of `texts` that fits as the only message of `subject` (a text, or a
-   * function of why the one before did not fit). Resolves `{ stored, duplicate, why }`:
-   * duplicate if the subject holds a message already, neither if none fits, why null if the
-   * first text fitted.
+   * Publishes the first of `texts` that fits on `subject` (a text, or a function of why the one
+   * before did not fit), where the subject's last message is `last` (0: it holds none).
+   * Resolves `{ stored, duplicate, why }`: duplicate if the subject holds a later message,
+   * neither if none fits, why null if the first text fitted.
    * Rejects when the connection fails: the job stays unacknowledged and comes again.
    */
-  async #storeFitting(subject, texts) {
+  async #storeFitting(subject, texts, last = 0) {
     const { PubHeaders } = jetstreamClient();
     let why = null;
     for (const t of texts) {
       const text = typeof t === 'function' ? t(why) : t;
       const headers = natsClient().headers();
-      headers.set(PubHeaders.ExpectedLastSubjectSequenceHdr, '0');
+      headers.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(last));
       const over = overLimit(this.#nc, text, headers);
       if (over !== null) {
         why = over;
@@ -500,7 +575,7 @@ class JobClient {
     const what = `submit() of job ${JSON.stringify(id)}, which may or may not be stored (submit it again with the same id: it runs once)`;
     await this.#ask(this.#init(), what, { id });
     // An id with an outcome is not submitted again (hosts would not run it either).
-    if ((await this.#ask(storedOutcome(this.#jsm, this.#n, id), what, { id })) !== null) return { id, duplicate: true };
+    if ((await this.#ask(findOutcome(this.#jsm, this.#n, id), what, { id })).outcome !== null) return { id, duplicate: true };
     // The id (as its key, which a header can carry) is also the message id: a job submitted
     // twice within the stream's duplicate window is stored once; later, its stored outcome
     // still makes it run once.
@@ -517,8 +592,7 @@ class JobClient {
   async outcome(id) {
     checkId(id, 'outcome()');
     await this.#ask(this.#init(), 'outcome()');
-    const m = await this.#ask(storedOutcome(this.#jsm, this.#n, id), 'outcome()');
-    return m === null ? null : m.json();
+    return (await this.#ask(findOutcome(this.#jsm, this.#n, id), 'outcome()')).outcome;
   }
 
   /**
@@ -533,8 +607,8 @@ class JobClient {
     await this.#ask(this.#init(), 'waitFor()');
     const subject = resultSubject(this.#n, id);
     // Recorded already: read it directly, without a consumer.
-    const stored = await this.#ask(storedOutcome(this.#jsm, this.#n, id), 'waitFor()');
-    if (stored !== null) return settled(stored.json());
+    const stored = await this.#ask(findOutcome(this.#jsm, this.#n, id), 'waitFor()');
+    if (stored.outcome !== null) return settled(stored.outcome);
     const consumer = await this.#ask(this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subject }), 'waitFor()');
     const messages = await this.#ask(consumer.consume(), 'waitFor()');
     let timer = null;
@@ -555,7 +629,10 @@ class JobClient {
     }
     try {
       if (why === null) {
-        for await (const m of messages) return settled(m.json());
+        for await (const m of messages) {
+          const outcome = outcomeOf(m, id);
+          if (outcome !== null) return settled(outcome);
+        }
       }
       throw why ?? new RpcError(CODES.Unavailable, 'the NATS connection closed before the outcome was recorded');
     } finally {
@@ -569,7 +646,10 @@ class JobClient {
    * `{ id, result } | { id, error }` (plus method, host, deliveries). Break to stop.
    */
   results() {
-    return this.#follow(`${this.#n.results}.*`, 'results()');
+    return this.#follow(`${this.#n.results}.*`, 'results()', (m) => {
+      const id = parsed(m)?.id;
+      return typeof id === 'string' && jobIdProblem(id) === null && m.subject === resultSubject(this.#n, id) ? outcomeOf(m, id) : null;
+    });
   }
 
   /**
@@ -578,16 +658,25 @@ class JobClient {
    * characters) and `job.params` null when they would not fit in one message with the error.
    */
   deadLetters() {
-    return this.#follow(`${this.#n.dead}.*`, 'deadLetters()');
+    return this.#follow(`${this.#n.dead}.*`, 'deadLetters()', (m) => {
+      const d = parsed(m);
+      return isDeadLetter(d) ? d : null;
+    });
   }
 
-  /** Every message of the result stream on `subjects` so far, then each new one, parsed. */
-  async *#follow(subjects, who) {
+  /**
+   * Every message of the result stream on `subjects` so far, then each new one, as `read`
+   * makes it (null: not one of those, passed over).
+   */
+  async *#follow(subjects, who, read) {
     await this.#ask(this.#init(), who);
     const consumer = await this.#ask(this.#js.consumers.get(this.#n.resultStream, { filter_subjects: subjects }), who);
     const messages = await this.#ask(consumer.consume(), who);
     try {
-      for await (const m of messages) yield m.json();
+      for await (const m of messages) {
+        const d = read(m);
+        if (d !== null) yield d;
+      }
       // The consumer ends only when the connection does: say so, rather than end as if complete.
       throw new RpcError(CODES.Unavailable, 'the NATS connection closed');
     } finally {
