@@ -444,6 +444,28 @@ maybe('corepool/nats durable jobs', () => {
     await attacker.close();
   });
 
+  test("a job published under another id's message id is not run; that id gets an outcome saying so, never a silent drop", async () => {
+    // JetStream drops a message whose Nats-Msg-Id it saw within its duplicate window: a job of
+    // one id carrying another id's key made that id's own submit a duplicate of a job that was
+    // never its own (it never ran, and nothing was recorded under it: waitFor waited forever).
+    const { jetstream } = require('@nats-io/jetstream');
+    const { headers } = require('@nats-io/transport-node');
+    const key = (id) => Buffer.from(id, 'utf8').toString('base64url');
+    const remote = new RemotePool(nc, { name: 'squat' });
+    const host = await serve(pool, nc, { name: 'squat', durable: true });
+    await remote.outcome('x'); // makes the streams
+    const h = headers();
+    h.set('Nats-Msg-Id', key('payroll'));
+    await jetstream(nc).publish('squat.jobs', JSON.stringify({ id: 'other', method: 'echo', params: ['other'] }), { headers: h });
+    expect(await remote.submit('echo', ['pay'], { id: 'payroll' })).toEqual({ id: 'payroll', duplicate: true });
+    const e = await remote.waitFor('payroll', { timeout: 10_000 }).catch((x) => x);
+    expect([e.code, e.message]).toEqual([C.InvalidRequest, expect.stringMatching(/published with the message id of job "payroll" but holds job "other"/)]);
+    expect(await remote.outcome('other')).toBeNull();
+    expect(host.stats().data.jobs).toMatchObject({ done: 0, dead: 1 });
+    await host.close();
+    await remote.close();
+  });
+
   test('a copy of a job taken while the job runs on the same host waits for it, then is acknowledged unrun', async () => {
     const { jetstream } = require('@nats-io/jetstream');
     const served = new Pool({ threads: 1 });

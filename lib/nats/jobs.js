@@ -341,6 +341,15 @@ class JobWorker {
       m.ack();
       return;
     }
+    // JetStream drops a later message with the same message id (submit() sets the job's key):
+    // a job carrying another id's key would make that id's own submission a duplicate of it.
+    // Not run; the id whose key it carries gets an outcome saying so (as a job submitted under
+    // it would have).
+    const claimed = m.headers?.get(jetstreamClient().PubHeaders.MsgIdHdr) ?? '';
+    if (claimed !== '' && claimed !== jobKey(job.id)) {
+      await this.#squatted(m, job, claimed, deliveries);
+      return;
+    }
     // One delivery of an id at a time in this host: a copy taken while the job runs waits for
     // it (kept alive meanwhile), then finds its outcome stored.
     const before = this.#byId.get(job.id);
@@ -360,6 +369,26 @@ class JobWorker {
       beat.clear();
       if (this.#byId.get(job.id) === settledMine) this.#byId.delete(job.id);
     }
+  }
+
+  /**
+   * Delivery `m` holds `job` but carries message id `claimed`, another id's key: dead-lettered
+   * under `job`'s id and acknowledged, not run; the id `claimed` is the key of (if any) gets an
+   * InvalidRequest outcome unless it has one.
+   */
+  async #squatted(m, job, claimed, deliveries) {
+    const error = new RpcError(CODES.InvalidRequest, '').toJSON();
+    const id = Buffer.from(claimed, 'base64url').toString('utf8');
+    const theirs = jobIdProblem(id) === null && jobKey(id) === claimed ? id : null;
+    error.message = `a message on the jobs subject was published with the message id of ${theirs === null ? `no job (${JSON.stringify(claimed.slice(0, 64))})` : `job ${JSON.stringify(theirs)}`} but holds job ${JSON.stringify(job.id)}: not run`;
+    if (theirs !== null) {
+      const { outcome, last } = await findOutcome(this.#jsm, this.#n, theirs);
+      if (outcome === null) await this.#storeFitting(resultSubject(this.#n, theirs), [outcomeText(theirs, false, error, { method: null, host: this.#host, deliveries })], last);
+    }
+    const letter = { job: { id: job.id, method: methodProblem(job.method) === null ? job.method : null, params: null }, error, deliveries, host: this.#host };
+    await this.#storeFitting(unreadableSubject(this.#n, m.string()), [JSON.stringify(letter)]);
+    this.#dead++;
+    m.ack();
   }
 
   /** Runs a job read from delivery `m` (readJob's job and refusal) and records it. */
