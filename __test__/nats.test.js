@@ -275,6 +275,22 @@ maybe('corepool/nats request/reply', () => {
     expect(JSON.parse(all.string()).name).toBe('rr');
   });
 
+  test("calls to methods nobody serves count under one entry: a caller cannot grow a host's figures, nor its STATS answer past the server's max payload", async () => {
+    // (Each distinct name was an entry: 200 names of 400 kB grew the host by ~80 MB and made
+    // its STATS answer too big to send, so remote.stats() found no host.)
+    const before = (await remote.stats())[0].endpoints[0].data.methods;
+    const names = Array.from({ length: 40 }, (_, i) => `${'x'.repeat(20_000)}${i}`);
+    for (const name of names) expect((await remote.call(name, []).catch((e) => e)).code).toBe(C.MethodNotFound);
+    for (let i = 0; i < 300; i++) expect((await remote.call(`missing${i}`, []).catch((e) => e)).code).toBe(C.MethodNotFound);
+    const [stats] = await remote.stats();
+    const methods = stats.endpoints[0].data.methods;
+    const added = Object.keys(methods).filter((k) => !(k in before));
+    // (Counted, not listed: a failure would print the 20 kB names.)
+    expect(added.filter((k) => k !== '(method not found)').length).toBe(0);
+    expect(methods['(method not found)'].calls - (before['(method not found)']?.calls ?? 0)).toBe(340);
+    expect(methods['(method not found)'].errors).toBe(methods['(method not found)'].calls);
+  });
+
   test('concurrency bounds the calls a host holds; a busy host sends work to another', async () => {
     const nc2 = await connectTo(server.url);
     const pool2 = new Pool({ threads: 2 });

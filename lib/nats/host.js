@@ -46,6 +46,14 @@ const VERSION = require('../../package.json').version;
 const HOST_OPTIONS = ['name', 'subject', 'queue', 'concurrency', 'description', 'metadata', 'durable'];
 /** What a call that is not a request object counts under, in the per-method figures. */
 const NOT_A_REQUEST = '(invalid request)';
+/**
+ * The figures of calls to a method nobody serves (a caller names any method: one entry each
+ * would let it grow the host, and its STATS answer past what the server carries).
+ */
+const NOT_FOUND = '(method not found)';
+/** Most methods with figures of their own; the calls of further ones count under MORE. */
+const MAX_METHODS = 256;
+const MORE = '(more methods)';
 const PROTOCOL = 'io.nats.micro.v1';
 
 /** The calls in a request text, by method, as the host counts them; never throws. */
@@ -412,12 +420,14 @@ class Host {
     const byPosition = errors !== null && errors.length === methods.length;
     const errorOf = errors === null ? () => null : byPosition ? (i) => errors[i] : errorsById(text, answer);
     for (let i = 0; i < methods.length; i++) {
-      let m = this.#methods.get(methods[i]);
-      if (m === undefined) this.#methods.set(methods[i], (m = new MethodStats()));
+      const error = errorOf(i);
+      let name = error !== null && error.startsWith(`${CODES.MethodNotFound} `) ? NOT_FOUND : methods[i];
+      if (!this.#methods.has(name) && this.#methods.size >= MAX_METHODS) name = MORE;
+      let m = this.#methods.get(name);
+      if (m === undefined) this.#methods.set(name, (m = new MethodStats()));
       m.calls++;
       m.totalMs += ms;
       if (ms > m.maxMs) m.maxMs = ms;
-      const error = errorOf(i);
       if (error !== null) {
         m.errors++;
         this.#errors++;
