@@ -3,7 +3,8 @@
 // examples/nats-permissions.conf, the file the docs show, and its users `host` and `caller`.
 // Everything a caller is documented to do works with the caller's permissions, and what it must
 // not do fails: subscribe to requests, publish on the jobs' and results' internals, forge a
-// job's outcome (also through a host, which may publish there) or cancel another caller's call.
+// job's outcome (also through a host, which may publish there, or through JetStream's answers,
+// which are no outcome) or cancel another caller's call.
 // __test__/nats-trust.test.js shows the host's own defences on a server without permissions.
 
 const path = require('node:path');
@@ -154,6 +155,11 @@ maybe('corepool/nats with the documented permissions (examples/nats-permissions.
     const consumer = { stream_name: 'corepool-results', config: { name: 'forger', deliver_subject: `corepool.results.${key('perm-victim')}`, filter_subject: 'corepool.results.>', ack_policy: 'none' } };
     const created = JSON.parse((await attackerNc.request('$JS.API.CONSUMER.CREATE.corepool-results.forger.corepool.results.>', JSON.stringify(consumer))).string());
     expect(created.error?.description).toMatch(/cycle/);
+    // Through JetStream's answers: a question a caller may ask, with the victim's results as
+    // its reply subject, has the server store its answer there; that answer is no outcome.
+    attackerNc.publish('$JS.API.INFO', '', { reply: `corepool.results.${key('perm-victim')}` });
+    attackerNc.publish('$JS.API.STREAM.MSG.GET.corepool-results', JSON.stringify({ seq: 1 }), { reply: `corepool.results.${key('perm-victim')}` });
+    attackerNc.publish('$JS.API.INFO', '', { reply: `corepool.dead.${key('perm-victim')}` });
     await attackerNc.flush();
     await hostNc.flush(); // the host has heard what the attacker sent
     expect(seen).toEqual(internals.map((subject) => `publish ${subject}`));
