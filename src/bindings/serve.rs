@@ -23,7 +23,7 @@
 //! type). The native side never dereferences those views.
 
 use super::contract::JSON_MIN_VALUES;
-use super::convert::{self, from_js::MAX_VALUES, Converted, FromJs};
+use super::convert::{self, from_js::MAX_VALUES, Converted, FromJs, List};
 use super::tsfn::{self, Tsfn};
 use super::RawValue;
 use crate::pool::{Params, Pool, Server, Wake};
@@ -456,15 +456,11 @@ impl NativeServer {
     /// The serving thread's hot functions over this server, `[complete, rest, take]`
     /// (`serve::hot`): lib/serve.js calls them for every job.
     #[napi(catch_unwind)]
-    pub fn hot(&self, env: Env) -> Result<RawValue> {
-        let fail = |why: String| Error::new(Status::GenericFailure, why);
+    pub fn hot(&self, env: Env) -> Result<List<RawValue>> {
         // SAFETY: a Node-API callback on this env's JS thread; the functions are its values.
-        unsafe {
-            let made = hot::functions(env.raw(), &self.ctx).map_err(|why| fail(why.into()))?;
-            convert::array_of(env.raw(), &made)
-                .map(RawValue)
-                .map_err(fail)
-        }
+        let made = unsafe { hot::functions(env.raw(), &self.ctx) };
+        made.map(|fs| fs.into_iter().map(RawValue).collect())
+            .map_err(|why| Error::new(Status::GenericFailure, why))
     }
 
     /// The handler of job `token` returned a value lib/clone.js wrote as the `parts` of a
@@ -643,25 +639,14 @@ impl NativeServer {
 
     /// Of these jobs waiting for views, those whose caller's environment is gone.
     #[napi(catch_unwind)]
-    pub fn orphaned(&self, env: Env, tokens: Vec<f64>) -> Result<RawValue> {
+    pub fn orphaned(&self, tokens: Vec<f64>) -> List<f64> {
         let tokens: Vec<u64> = tokens.into_iter().map(token).collect();
-        let raw = env.raw();
-        let orphans: Vec<sys::napi_value> = self
-            .ctx
+        self.ctx
             .pool
             .orphaned(&self.ctx.server, &tokens)
             .into_iter()
-            .map(|t| {
-                let mut v = ptr::null_mut();
-                // SAFETY: a Node-API callback on this env's JS thread; `v` is a live local.
-                unsafe { sys::napi_create_double(raw, t as f64, &mut v) };
-                v
-            })
-            .collect();
-        // SAFETY: as above; the numbers are values of this env.
-        unsafe { convert::array_of(raw, &orphans) }
-            .map(RawValue)
-            .map_err(|why| Error::new(Status::GenericFailure, why))
+            .map(|t| t as f64)
+            .collect()
     }
 
     /// Stops getting new calls; queued and running ones still finish here. False if already

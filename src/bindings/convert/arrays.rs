@@ -155,7 +155,7 @@ impl<T> FromIterator<T> for List<T> {
     }
 }
 
-impl<T: napi::bindgen_prelude::TypeName> napi::bindgen_prelude::TypeName for List<T> {
+impl<T> napi::bindgen_prelude::TypeName for List<T> {
     fn type_name() -> &'static str {
         "Array"
     }
