@@ -89,21 +89,8 @@ impl FromJs {
                     GET_PROTOTYPE_OF => &[c"Object", c"getPrototypeOf"],
                     _ => &[c"String", c"prototype", c"valueOf"],
                 };
-                at_try!(
-                    env,
-                    path,
-                    sys::napi_get_global(env, &mut value),
-                    "finding a builtin"
-                );
-                for name in names {
-                    let holder = value;
-                    at_try!(
-                        env,
-                        path,
-                        sys::napi_get_named_property(env, holder, name.as_ptr(), &mut value),
-                        "finding a builtin"
-                    );
-                }
+                // SAFETY: as for this function.
+                value = unsafe { builtin(env, names, path) }?;
             }
             // Object.prototype is recognised by `is_object_prototype` and remembered there.
             _ => return Ok(ptr::null_mut()),
@@ -185,4 +172,33 @@ impl FromJs {
         }
         Ok(plain)
     }
+}
+
+/// The value at `names` from the global object (`["Array", "isArray"]`: `Array.isArray`), read
+/// as it is now.
+///
+/// # Safety
+/// Must run on the live `env`'s JS thread.
+pub(super) unsafe fn builtin(
+    env: sys::napi_env,
+    names: &[&std::ffi::CStr],
+    path: &str,
+) -> Converted<sys::napi_value> {
+    let mut value = ptr::null_mut();
+    at_try!(
+        env,
+        path,
+        sys::napi_get_global(env, &mut value),
+        "finding a builtin"
+    );
+    for name in names {
+        let holder = value;
+        at_try!(
+            env,
+            path,
+            sys::napi_get_named_property(env, holder, name.as_ptr(), &mut value),
+            "finding a builtin"
+        );
+    }
+    Ok(value)
 }

@@ -5,7 +5,7 @@
 //! `Object.getPrototypeOf` see it.
 
 use super::arrays::{typed_array, ArrayKind};
-use super::known::{GET_PROTOTYPE_OF, IS_ARRAY, LENGTH, STRING_VALUE_OF, TO_JSON};
+use super::known::{builtin, GET_PROTOTYPE_OF, IS_ARRAY, LENGTH, STRING_VALUE_OF, TO_JSON};
 use super::{
     constructor_name, name_at, own_names, prototype_of, type_of, FromJs, FIRST_RESERVE, MAX_VALUES,
 };
@@ -267,35 +267,11 @@ impl FromJs {
         path: &str,
     ) -> Converted<bool> {
         let env = self.env;
-        let mut global = ptr::null_mut();
-        at_try!(
-            env,
-            path,
-            sys::napi_get_global(env, &mut global),
-            "finding a builtin"
-        );
         for holder in [c"Object", c"Array"] {
-            let mut constructor = ptr::null_mut();
-            let mut prototype = ptr::null_mut();
+            // SAFETY: caller contract.
+            let prototype = unsafe { builtin(env, &[holder, c"prototype"], path) }?;
             let mut held = ptr::null_mut();
             let mut same = false;
-            at_try!(
-                env,
-                path,
-                sys::napi_get_named_property(env, global, holder.as_ptr(), &mut constructor),
-                "finding a builtin"
-            );
-            at_try!(
-                env,
-                path,
-                sys::napi_get_named_property(
-                    env,
-                    constructor,
-                    c"prototype".as_ptr(),
-                    &mut prototype
-                ),
-                "finding a builtin"
-            );
             at_try!(
                 env,
                 path,
