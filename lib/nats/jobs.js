@@ -176,14 +176,8 @@ function overLimit(nc, text, headers) {
  */
 const MAX_SCAN = 64;
 
-/** The parsed message `m` if it is an outcome of job `id` (`{ id, result }` or `{ id, error }`, plus what a host adds), else null. */
-function outcomeOf(m, id) {
-  let o;
-  try {
-    o = m.json();
-  } catch {
-    return null;
-  }
+/** `o`, a message's JSON, if it is an outcome of job `id` (`{ id, result }` or `{ id, error }`, plus what a host adds), else null. */
+function outcomeOf(o, id) {
   if (o === null || typeof o !== 'object' || Array.isArray(o) || o.id !== id) return null;
   const result = Object.hasOwn(o, 'result');
   if (result === Object.hasOwn(o, 'error')) return null;
@@ -205,13 +199,13 @@ async function findOutcome(jsm, n, id) {
   const subject = resultSubject(n, id);
   const last = await jsm.streams.getMessage(n.resultStream, { last_by_subj: subject });
   if (last === null) return { outcome: null, last: 0 };
-  const outcome = outcomeOf(last, id);
+  const outcome = outcomeOf(parsed(last), id);
   if (outcome !== null) return { outcome, last: last.seq };
   let seq = 1;
   for (let read = 0; read < MAX_SCAN; read++) {
     const m = await jsm.streams.getMessage(n.resultStream, { seq, next_by_subj: subject });
     if (m === null || m.seq >= last.seq) return { outcome: null, last: last.seq };
-    const found = outcomeOf(m, id);
+    const found = outcomeOf(parsed(m), id);
     if (found !== null) return { outcome: found, last: last.seq };
     seq = m.seq + 1;
   }
@@ -659,7 +653,7 @@ class JobClient {
     try {
       if (why === null) {
         for await (const m of messages) {
-          const outcome = outcomeOf(m, id);
+          const outcome = outcomeOf(parsed(m), id);
           if (outcome !== null) return settled(outcome);
         }
       }
@@ -676,8 +670,9 @@ class JobClient {
    */
   results() {
     return this.#follow(`${this.#n.results}.*`, 'results()', (m) => {
-      const id = parsed(m)?.id;
-      return typeof id === 'string' && jobIdProblem(id) === null && m.subject === resultSubject(this.#n, id) ? outcomeOf(m, id) : null;
+      const o = parsed(m);
+      const id = o?.id;
+      return typeof id === 'string' && jobIdProblem(id) === null && m.subject === resultSubject(this.#n, id) ? outcomeOf(o, id) : null;
     });
   }
 
