@@ -466,6 +466,39 @@ maybe('corepool/nats durable jobs', () => {
     await remote.close();
   });
 
+  test("a job squatting an id's message id, taken while that id's job runs on the same host, waits for it and leaves its outcome alone", async () => {
+    // The squatter's delivery stored its InvalidRequest outcome ("not run") under the id while
+    // the id's own job was running; that job's outcome was then refused: it ran, and its caller
+    // was told it had not.
+    const { jetstream } = require('@nats-io/jetstream');
+    const { headers } = require('@nats-io/transport-node');
+    const served = new Pool({ threads: 1 });
+    let runs = 0;
+    let release;
+    const gate = new Promise((r) => (release = r));
+    served.serve({ held: async () => (++runs, await gate, 'done') }, { concurrency: Infinity });
+    const remote = new RemotePool(nc, { name: 'squatrun' });
+    const host = await serve(served, nc, { name: 'squatrun', durable: true });
+    await remote.outcome('x'); // makes the streams
+    // The id's job published by hand, without a message id (as after the duplicate window).
+    await jetstream(nc).publish('squatrun.jobs', JSON.stringify({ id: 'paid', method: 'held', params: [] }));
+    while (runs === 0) await new Promise((r) => setTimeout(r, 10));
+    const h = headers();
+    h.set('Nats-Msg-Id', Buffer.from('paid', 'utf8').toString('base64url'));
+    await jetstream(nc).publish('squatrun.jobs', JSON.stringify({ id: 'intruder', method: 'held', params: [] }), { headers: h });
+    while (host.stats().data.jobs.running < 2) await new Promise((r) => setTimeout(r, 10));
+    release();
+    expect(await remote.waitFor('paid', { timeout: 10_000 })).toBe('done');
+    while (host.stats().data.jobs.running > 0) await new Promise((r) => setTimeout(r, 10));
+    expect(await remote.outcome('paid')).toMatchObject({ id: 'paid', result: 'done' });
+    expect(await remote.outcome('intruder')).toBeNull();
+    expect(runs).toBe(1);
+    expect(host.stats().data.jobs).toMatchObject({ done: 1, dead: 1, duplicates: 0 });
+    await host.close();
+    await remote.close();
+    await served.close();
+  });
+
   test('a copy of a job taken while the job runs on the same host waits for it, then is acknowledged unrun', async () => {
     const { jetstream } = require('@nats-io/jetstream');
     const served = new Pool({ threads: 1 });

@@ -27,8 +27,9 @@
 //   no stored outcome. A message that is not a job is dead-lettered with the reason and
 //   acknowledged at once (its outcome too is that error, when its id is valid); a job whose id
 //   has an outcome already (run before, submitted again after JetStream's duplicate window,
-//   or forged) is acknowledged without running. A host holds one delivery of an id at a time:
-//   a copy taken while the job runs waits for it, then finds its outcome. (Copies checked on two
+//   or forged) is acknowledged without running. A host holds one delivery of an id at a time
+//   (a job of that id, or a message carrying its key that may store an outcome under it): a
+//   copy taken while the job runs waits for it, then finds its outcome. (Copies checked on two
 //   hosts before either stored the outcome may both run; the outcome is still recorded once.)
 // - Every message a host publishes fits the server's max payload: an outcome too big is
 //   replaced by an InternalError outcome that names the limit (the job ran; it is not run
@@ -38,7 +39,7 @@ const crypto = require('node:crypto');
 const { RpcError, CODES, describe, errorText } = require('../errors.js');
 const { jetstreamClient, natsClient } = require('./peer.js');
 const { toJson, errorOf } = require('./wire.js');
-const { knownOptions, wholeOption, timeoutOption, jobIdProblem, jobKey, resultSubject, deadSubject, unreadableSubject } = require('./names.js');
+const { knownOptions, wholeOption, timeoutOption, jobIdProblem, jobKey, idOfKey, resultSubject, deadSubject, unreadableSubject } = require('./names.js');
 const { after, every, sleep } = require('../timer.js');
 const { activeTraceContext, setTraceHeaders, withTraceHeaders } = require('../trace-context.js');
 const { jobChannel, CallContext, traced } = require('../channels.js');
@@ -340,40 +341,43 @@ class JobWorker {
     // Not run; the id whose key it carries gets an outcome saying so (as a job submitted under
     // it would have).
     const claimed = m.headers?.get(jetstreamClient().PubHeaders.MsgIdHdr) ?? '';
-    if (claimed !== '' && claimed !== jobKey(job.id)) {
-      await this.#squatted(m, job, claimed, deliveries);
+    const squatting = claimed !== '' && claimed !== jobKey(job.id);
+    // The id whose outcome this delivery may store: its job's, or the one whose key it carries.
+    const id = squatting ? idOfKey(claimed) : job.id;
+    const work = squatting ? () => this.#squatted(m, job, claimed, id, deliveries) : () => this.#runJob(m, job, refusal, deliveries);
+    if (id === null) {
+      await work();
       return;
     }
-    // One delivery of an id at a time in this host: a copy taken while the job runs waits for
-    // it (kept alive meanwhile), then finds its outcome stored.
-    const before = this.#byId.get(job.id);
+    // One delivery of an id at a time in this host, whether it runs the id's job or stores an
+    // outcome under it: a copy taken while the job runs waits for it (kept alive meanwhile),
+    // then finds its outcome stored.
+    const before = this.#byId.get(id);
     const beat = every(Math.max(50, this.#o.ackWait / 3), () => m.working());
     const mine = (async () => {
       if (before !== undefined) await before;
-      return this.#runJob(m, job, refusal, deliveries);
+      return work();
     })();
     const settledMine = mine.then(
       () => {},
       () => {},
     );
-    this.#byId.set(job.id, settledMine);
+    this.#byId.set(id, settledMine);
     try {
       await mine;
     } finally {
       beat.clear();
-      if (this.#byId.get(job.id) === settledMine) this.#byId.delete(job.id);
+      if (this.#byId.get(id) === settledMine) this.#byId.delete(id);
     }
   }
 
   /**
    * Delivery `m` holds `job` but carries message id `claimed`, another id's key: dead-lettered
-   * under `job`'s id and acknowledged, not run; the id `claimed` is the key of (if any) gets an
-   * InvalidRequest outcome unless it has one.
+   * under `job`'s id and acknowledged, not run; `theirs`, the id `claimed` is the key of (null:
+   * none), gets an InvalidRequest outcome unless it has one.
    */
-  async #squatted(m, job, claimed, deliveries) {
+  async #squatted(m, job, claimed, theirs, deliveries) {
     const error = new RpcError(CODES.InvalidRequest, '').toJSON();
-    const id = Buffer.from(claimed, 'base64url').toString('utf8');
-    const theirs = jobIdProblem(id) === null && jobKey(id) === claimed ? id : null;
     error.message = `a message on the jobs subject was published with the message id of ${theirs === null ? `no job (${JSON.stringify(claimed.slice(0, 64))})` : `job ${JSON.stringify(theirs)}`} but holds job ${JSON.stringify(job.id)}: not run`;
     if (theirs !== null) {
       const { outcome, last } = await findOutcome(this.#jsm, this.#n, theirs);

@@ -79,6 +79,12 @@ function jobKey(id) {
   return Buffer.from(id, 'utf8').toString('base64url');
 }
 
+/** The job id whose key is `key`, or null if `key` is no job id's key. */
+function idOfKey(key) {
+  const id = Buffer.from(key, 'base64url').toString('utf8');
+  return jobIdProblem(id) === null && jobKey(id) === key ? id : null;
+}
+
 /** The results subject of one job id. */
 function resultSubject(n, id) {
   return `${n.results}.${jobKey(id)}`;
@@ -141,4 +147,4 @@ function checkConnection(nc, who) {
   }
 }
 
-module.exports = { SUBJECT, names, jobIdProblem, jobKey, resultSubject, deadSubject, unreadableSubject, serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS };
+module.exports = { SUBJECT, names, jobIdProblem, jobKey, idOfKey, resultSubject, deadSubject, unreadableSubject, serviceOptions, knownOptions, wholeOption, timeoutOption, checkConnection, STATUS_HEADER, CANCEL_HEADER, BUSY, WORKING, HEARTBEAT_MS };
