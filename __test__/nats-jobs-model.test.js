@@ -1,15 +1,20 @@
 'use strict';
 // corepool/nats durable jobs against a model (fast-check commands), on a real nats-server with
 // hosts in child processes: jobs submitted, submitted again, forged (the same job published by
-// hand, as after JetStream's duplicate window), hosts killed with SIGKILL and started, the
-// server restarted. After each run, with a host up again:
-// - every job id has exactly one outcome (its result, or ServerGone once its hosts died on it
-//   maxDeliver times), and its results subject holds one message;
+// hand, as after JetStream's duplicate window), another job published under an id's message id
+// (squatting it), JetStream's answers to an outsider's questions published on an id's results
+// and dead-letter subjects (the outsider names the reply subject), hosts killed with SIGKILL and
+// started, the server restarted. After each run, with a host up again:
+// - every job id has exactly one outcome (its result; ServerGone once its hosts died on it
+//   maxDeliver times; InvalidRequest naming the squatter, only for a squatted id), and its
+//   results subject holds exactly one outcome; messages that are no outcome only where an
+//   outsider had answers published; the squatters' ids have no outcome and never ran;
 // - no job is run after its outcome was stored: each time a host decides to run a job (calls
 //   its pool, just after it checked for an outcome), logged in a file, is before the outcome's
-//   timestamp in the stream. (Two deliveries of one id checked on two hosts before either
-//   stored its outcome may both run: at-least-once; their outcome is still recorded once. On
-//   one host, the second waits for the first: nats-jobs.test.js.)
+//   timestamp in the stream if that host stored it; on another host, its check that found no
+//   outcome is. (Two deliveries of one id checked on two hosts before either stored its
+//   outcome may both run: at-least-once; their outcome is still recorded once. On one host,
+//   the second waits for the first, squatted or not: nats-jobs.test.js.)
 // - every call settled: each submit as the model says (duplicate when its id was submitted
 //   before), each waitFor started at submit time, across kills and restarts, with the outcome.
 // A few runs by default; COREPOOL_MODEL_RUNS=n for more, COREPOOL_MODEL_SEED to replay a seed
@@ -19,7 +24,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const fc = require('fast-check');
-const { connect } = require('@nats-io/transport-node');
+const { connect, headers } = require('@nats-io/transport-node');
 const { RpcError } = require('../index.js');
 const { RemotePool } = require('../lib/nats.js');
 const { startNats, natsServerPath } = require('./helpers/nats/server.js');
@@ -30,6 +35,8 @@ const maybe = natsServerPath() === null ? describe.skip : describe;
 const RUNS = Number(process.env.COREPOOL_MODEL_RUNS ?? 3);
 const SEED = Number(process.env.COREPOOL_MODEL_SEED ?? (Date.now() ^ (Math.random() * 2 ** 31)) | 0);
 const IDS = ['j0', 'j1', 'j2'];
+/** Ids of the jobs a squatter publishes: never submitted, so any run or outcome of them is wrong. */
+const SQUATTERS = ['x0', 'x1'];
 const HOSTS = 2;
 const ACK_WAIT = 1000;
 const MAX_DELIVER = 5;
@@ -42,6 +49,11 @@ function streamMs(timestamp) {
   const m = /^(.+T\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/.exec(timestamp);
   if (m === null) throw new Error(`unexpected timestamp ${timestamp}`);
   return Date.parse(`${m[1]}Z`) + Number(`0.${m[2] ?? '0'}`) * 1000;
+}
+
+/** Job id `id`'s message id and subject token (as submit() makes it). */
+function key(id) {
+  return Buffer.from(id, 'utf8').toString('base64url');
 }
 
 /** Waits until JetStream answers for stream `name` (after a server restart). */
@@ -61,6 +73,7 @@ async function jetstreamReady(nc, name) {
 
 async function startHost(real, i) {
   real.hosts[i] = await childHost(server.url, { name: real.name, label: `h${i}`, threads: 1, runLog: real.log, durable: { ackWait: ACK_WAIT, maxDeliver: MAX_DELIVER, retryDelay: 10 } });
+  real.pids.set(real.hosts[i].id, String(real.hosts[i].child.pid));
 }
 
 function killHost(real, i) {
@@ -84,7 +97,9 @@ class Submit {
     expect(id).toBe(this.id);
     // Submitted before: dropped (an outcome, or JetStream's duplicate window). Only forged: the
     // outcome may or may not be stored yet. Neither: stored.
-    if (model.submitted.has(this.id)) expect(duplicate).toBe(true);
+    // Squatted: JetStream drops the submit as a duplicate of the squatter's message, or the
+    // id's outcome is stored already.
+    if (model.submitted.has(this.id) || model.squatted.has(this.id)) expect(duplicate).toBe(true);
     else if (!model.forged.has(this.id)) expect(duplicate).toBe(false);
     model.submitted.add(this.id);
     real.wait(this.id);
@@ -110,6 +125,51 @@ class Forge {
   }
   toString() {
     return `forge(${this.id}, ${this.ms} ms)`;
+  }
+}
+
+class Squat {
+  constructor(id, other, ms) {
+    this.id = id;
+    this.other = other;
+    this.ms = ms;
+  }
+  check() {
+    return true;
+  }
+  async run(model, real) {
+    // Job `other`, published with the message id submit() gives job `id`: JetStream then drops
+    // id's own submit as a duplicate (or drops this, when id was submitted first).
+    const h = headers();
+    h.set('Nats-Msg-Id', key(this.id));
+    await real.js.publish(`${real.name}.jobs`, JSON.stringify({ id: this.other, method: 'ran', params: [this.other, this.ms] }), { headers: h });
+    model.squatted.add(this.id);
+    real.wait(this.id);
+  }
+  toString() {
+    return `squat(${this.id} by ${this.other}, ${this.ms} ms)`;
+  }
+}
+
+class ForgeAnswer {
+  constructor(id, ask) {
+    this.id = id;
+    this.ask = ask;
+  }
+  check() {
+    return true;
+  }
+  async run(model, real) {
+    // An outsider asks JetStream something and names id's results and dead-letter subjects as
+    // the reply: the server's answers land there, in the results stream. 'get' asks for the
+    // last message of another id's results subject (an outcome, when it has one).
+    const [subject, body] = this.ask === 'info' ? ['$JS.API.INFO', ''] : [`$JS.API.STREAM.MSG.GET.${real.name}-results`, JSON.stringify({ last_by_subj: `${real.name}.results.${key(IDS[0])}` })];
+    for (const place of ['results', 'dead']) real.nc.publish(subject, body, { reply: `${real.name}.${place}.${key(this.id)}` });
+    await real.nc.flush();
+    model.answered.add(this.id);
+  }
+  toString() {
+    return `forgeAnswer(${this.id}, ${this.ask})`;
   }
 }
 
@@ -167,6 +227,8 @@ const commands = fc.commands(
     job.map(([id, ms]) => new Submit(id, ms)),
     job.map(([id, ms]) => new Forge(id, ms)),
     job.map(([id, ms]) => new Forge(id, ms)),
+    fc.tuple(fc.constantFrom(...IDS), fc.constantFrom(...SQUATTERS), fc.integer({ min: 0, max: 40 })).map(([id, other, ms]) => new Squat(id, other, ms)),
+    fc.tuple(fc.constantFrom(...IDS), fc.constantFrom('info', 'get')).map(([id, ask]) => new ForgeAnswer(id, ask)),
     fc.integer({ min: 0, max: HOSTS - 1 }).map((i) => new KillHost(i)),
     fc.integer({ min: 0, max: HOSTS - 1 }).map((i) => new StartHost(i)),
     fc.constant(new RestartServer()),
@@ -186,6 +248,7 @@ async function modelRun(cmds) {
     jsm: await jetstreamManager(nc),
     remote: new RemotePool(nc, { name }),
     hosts: new Array(HOSTS).fill(null),
+    pids: new Map(), // host id → its process id, as the run log names it
     log: path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-model-')), 'runs'),
     waits: new Map(),
     restarts: 0,
@@ -207,40 +270,74 @@ async function modelRun(cmds) {
     },
   };
   fs.writeFileSync(real.log, '');
-  const model = { submitted: new Set(), forged: new Set(), up: new Array(HOSTS).fill(false) };
+  const model = { submitted: new Set(), forged: new Set(), squatted: new Set(), answered: new Set(), up: new Array(HOSTS).fill(false) };
   try {
     await startHost(real, 0);
     model.up[0] = true;
     await fc.asyncModelRun(() => ({ model, real }), cmds);
     if (!model.up.includes(true)) await startHost(real, 0);
     // Every call settles, with the job's one outcome.
-    const expected = new Set([...model.submitted, ...model.forged]);
+    const expected = new Set([...model.submitted, ...model.forged, ...model.squatted]);
     expect([...real.waits.keys()].sort()).toEqual([...expected].sort());
     for (const [id, settled] of real.waits) {
       const s = await settled;
       const outcome = await real.remote.outcome(id);
-      // Its result, or ServerGone once its hosts died on it maxDeliver times.
-      const wanted = outcome?.error === undefined ? { id, result: id } : { id, code: C.ServerGone, deliveries: MAX_DELIVER + 1 };
+      // Its result; ServerGone once its hosts died on it maxDeliver times; InvalidRequest when
+      // a squatter's message came before any job of its own.
+      const code = outcome?.error?.code;
+      const wanted =
+        code === undefined
+          ? { id, result: id }
+          : code === C.InvalidRequest && model.squatted.has(id)
+            ? { id, code, message: expect.stringMatching(new RegExp(`^a message on the jobs subject was published with the message id of job "${id}" but holds job "x[01]": not run$`)), deliveries: expect.any(Number) }
+            : { id, code: C.ServerGone, message: expect.any(String), deliveries: MAX_DELIVER + 1 };
       expect(s.error === undefined ? { id, result: s.result } : { id, code: s.error.code, message: s.error.message, deliveries: outcome?.deliveries }).toEqual(wanted);
-      expect({ id, ...(outcome?.error === undefined ? { result: outcome?.result } : { code: outcome.error.code, deliveries: outcome.deliveries }) }).toEqual(wanted);
+      expect({ id, ...(outcome?.error === undefined ? { result: outcome?.result } : { code: outcome.error.code, message: outcome.error.message, deliveries: outcome.deliveries }) }).toEqual(wanted);
     }
-    // Exactly one message on each id's results subject, and none on any other.
+    for (const id of [...SQUATTERS, ...[...model.answered].filter((i) => !expected.has(i))]) expect({ id, outcome: await real.remote.outcome(id) }).toEqual({ id, outcome: null });
+    // Each id's results subject holds exactly one outcome, and no other subject holds any;
+    // messages that are no outcome only on the subjects of ids an outsider had answers sent to.
     const info = await real.jsm.streams.info(`${name}-results`, { subjects_filter: `${name}.results.>` });
-    const subjects = info.state.subjects ?? {};
-    expect(Object.values(subjects).every((n) => n === 1)).toBe(true);
-    expect(Object.keys(subjects).length).toBe(expected.size);
-    // No run started after its job's outcome was stored.
-    const stored = new Map();
-    for (const id of expected) {
-      const m = await real.jsm.streams.getMessage(`${name}-results`, { last_by_subj: `${name}.results.${Buffer.from(id).toString('base64url')}` });
-      stored.set(id, streamMs(m.timestamp));
+    const held = {};
+    const stored = new Map(); // id → when its outcome was stored
+    const storer = new Map(); // id → the pid of the host that stored it
+    for (const subject of Object.keys(info.state.subjects ?? {})) {
+      const id = Buffer.from(subject.slice(`${name}.results.`.length), 'base64url').toString('utf8');
+      held[id] = { outcomes: 0, others: 0 };
+      for (let seq = 1; ; ) {
+        const m = await real.jsm.streams.getMessage(`${name}-results`, { seq, next_by_subj: subject });
+        if (m === null) break;
+        const o = JSON.parse(m.string());
+        const isOutcome = o !== null && typeof o === 'object' && o.id === id && 'result' in o !== 'error' in o;
+        held[id][isOutcome ? 'outcomes' : 'others']++;
+        if (isOutcome) stored.set(id, streamMs(m.timestamp));
+        if (isOutcome) storer.set(id, real.pids.get(o.host));
+        seq = m.seq + 1;
+      }
     }
+    const heldWanted = {};
+    for (const id of new Set([...expected, ...model.answered])) {
+      heldWanted[id] = { outcomes: expected.has(id) ? 1 : 0, others: model.answered.has(id) ? expect.any(Number) : 0 };
+      if (!(id in held)) held[id] = { outcomes: 0, others: 0 };
+    }
+    expect(held).toEqual(heldWanted);
+    // No run started after its job's outcome was stored.
     const lines = fs
       .readFileSync(real.log, 'utf8')
       .split('\n')
       .filter(Boolean)
       .map((line) => line.split(' '));
-    const late = lines.filter(([what, id, , at]) => what === 'call' && (!stored.has(id) || Number(at) > stored.get(id)));
+    // On the host that stored it, no call after the store (a host takes one delivery of an id
+    // at a time, whether it runs the id's job or stores an outcome under the id). On another
+    // host, the check that found no outcome before the call came before the store
+    // (at-least-once: two hosts may both find none; the outcome is still stored once).
+    const late = lines.filter(([what, id, , ms, pid], at) => {
+      if (what !== 'call') return false;
+      if (!stored.has(id)) return true;
+      if (pid === storer.get(id)) return Number(ms) > stored.get(id);
+      const check = lines.slice(0, at).findLast(([w, i, , , p]) => w === 'check' && i === id && p === pid);
+      return check === undefined || Number(check[3]) > stored.get(id);
+    });
     // On failure: every line and the outcome of the ids concerned.
     const seen = late.map(([, id]) => ({ id, stored: stored.get(id), lines: lines.filter(([, i]) => i === id).map((l) => l.join(' ')) }));
     expect(seen.length === 0 ? [] : { late, seen }).toEqual([]);
@@ -291,7 +388,7 @@ maybe('corepool/nats durable jobs against a model', () => {
     await nc.close();
   }, 30000);
 
-  test(`submit, resubmit, forge, host kill and start, server restart: one outcome per id, no run after it, every call settles (${RUNS} runs)`, async () => {
+  test(`submit, resubmit, forge, squat, forged answers, host kill and start, server restart: one outcome per id, no run after it, every call settles (${RUNS} runs)`, async () => {
     console.log(`nats-jobs model: seed ${SEED}, ${RUNS} runs (COREPOOL_MODEL_SEED=${SEED} COREPOOL_MODEL_RUNS=${RUNS} to replay)`);
     await fc.assert(fc.asyncProperty(commands, modelRun), { numRuns: RUNS, seed: SEED, endOnFailure: true });
   }, 60000 + RUNS * 30000);

@@ -3,9 +3,11 @@
 // argv[3] a JSON object of serve() options plus `label`, `threads` and `runLog`. It serves
 // `whoami` (its label and pid) beside the native commands and, with `runLog` (a file path),
 // `ran(key, ms)`, which waits ms and returns key. Then it appends lines "<what> <key> <label>
-// <Date.now()>" to that file (synchronously, so a line survives a SIGKILL right after): `call`
-// when its job worker decides to run a job of `ran` (it calls the pool), `run` when the call
-// starts. It prints "ready" once
+// <Date.now()> <pid>" to that file (synchronously, so a line survives a SIGKILL right after):
+// `check` when it asks JetStream for the last message of a job's results subject (as its job
+// worker does before it runs a job, to find an outcome; <key> is then the job id), `call` when
+// its job worker decides to run a job of `ran` (it calls the pool), `run` when the call starts.
+// It prints "ready" once
 // subscribed, and stops on SIGTERM. It also exits when its stdin ends, that is when the test
 // process that started it is gone: a host that outlived its test (whose connection retries
 // forever) would keep jest from exiting.
@@ -22,7 +24,16 @@ async function main() {
   const handlers = { whoami: () => ({ label, pid: process.pid }) };
   let served = pool;
   if (runLog !== undefined) {
-    const log = (what, key) => fs.appendFileSync(runLog, `${what} ${key} ${label} ${Date.now()}\n`);
+    const log = (what, key) => fs.appendFileSync(runLog, `${what} ${key} ${label} ${Date.now()} ${process.pid}\n`);
+    const request = nc.request.bind(nc);
+    nc.request = (subject, data, opts) => {
+      if (subject.includes('.STREAM.MSG.GET.')) {
+        const asked = JSON.parse(Buffer.from(data).toString() || '{}').last_by_subj;
+        const key = /^[^.]+\.results\.([^.]+)$/.exec(asked ?? '')?.[1];
+        if (key !== undefined) log('check', Buffer.from(key, 'base64url').toString('utf8'));
+      }
+      return request(subject, data, opts);
+    };
     handlers.ran = async (key, ms) => {
       log('run', key);
       await new Promise((r) => setTimeout(r, ms));
