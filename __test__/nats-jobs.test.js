@@ -325,7 +325,8 @@ maybe('corepool/nats durable jobs', () => {
     // The same when the results stream's own max_msg_size is what refuses it.
     const { jetstreamManager } = require('@nats-io/jetstream');
     const jsm = await jetstreamManager(nc);
-    await jsm.streams.add({ name: 'small-results', subjects: ['small.results.*', 'small.dead.*'], storage: 'file', max_msg_size: 2000 });
+    // (A results stream made by hand allows rollup headers, which hosts store outcomes with.)
+    await jsm.streams.add({ name: 'small-results', subjects: ['small.results.*', 'small.dead.*'], storage: 'file', max_msg_size: 2000, allow_rollup_hdrs: true });
     const small = new RemotePool(nc, { name: 'small' });
     const smallHost = await serve(served, nc, { name: 'small', durable: { ackWait: 300, maxDeliver: 3 } });
     await small.submit('big', [5000], { id: 'five' });
@@ -442,6 +443,63 @@ maybe('corepool/nats durable jobs', () => {
     await host.close();
     await remote.close();
     await attacker.close();
+  });
+
+  test("any number of JetStream's answers on a job's results subject, before it is submitted or while it runs, never cost it its outcome", async () => {
+    // Past 64 such messages the outcome could not be looked for: a job that had run could not
+    // store its outcome, stayed unacknowledged and was delivered again for ever (never
+    // dead-lettered), and waitFor and outcome() failed or waited.
+    const key = (id) => Buffer.from(id, 'utf8').toString('base64url');
+    const attacker = await connect({ servers: server.url });
+    const served = new Pool({ threads: 1 });
+    let runs = 0;
+    let release;
+    const gate = new Promise((r) => (release = r));
+    served.serve({ held: async (x) => (++runs, await gate, x) }, { concurrency: Infinity });
+    const remote = new RemotePool(nc, { name: 'flood' });
+    const host = await serve(served, nc, { name: 'flood', durable: true });
+    await remote.outcome('x'); // makes the streams
+    const { jetstreamManager } = require('@nats-io/jetstream');
+    const jsm = await jetstreamManager(nc);
+    const flood = async (id, count) => {
+      for (let i = 0; i < count; i++) attacker.publish('$JS.API.INFO', '', { reply: `flood.results.${key(id)}` });
+      await attacker.flush();
+      const subject = `flood.results.${key(id)}`;
+      while (((await jsm.streams.info('flood-results', { subjects_filter: subject })).state.subjects?.[subject] ?? 0) < count) await new Promise((r) => setTimeout(r, 10));
+    };
+    await flood('early', 100);
+    expect(await remote.outcome('early')).toBeNull();
+    expect(await remote.submit('held', ['e'], { id: 'early' })).toEqual({ id: 'early', duplicate: false });
+    expect(await remote.submit('held', ['l'], { id: 'late' })).toEqual({ id: 'late', duplicate: false });
+    while (runs < 2) await new Promise((r) => setTimeout(r, 10));
+    const waiting = remote.waitFor('late', { timeout: 20_000 });
+    await flood('late', 100);
+    release();
+    expect(await remote.waitFor('early', { timeout: 20_000 })).toBe('e');
+    expect(await waiting).toBe('l');
+    for (const [id, result] of [['early', 'e'], ['late', 'l']]) expect(await remote.outcome(id)).toMatchObject({ id, result, method: 'held' });
+    while (host.stats().data.jobs.running > 0) await new Promise((r) => setTimeout(r, 10));
+    expect(runs).toBe(2);
+    expect(host.stats().data.jobs).toMatchObject({ done: 2, failed: 0, duplicates: 0 });
+    // Again after: the outcome stays, the id is a duplicate, and more answers change nothing.
+    await flood('late', 200);
+    expect(await remote.submit('held', ['again'], { id: 'late' })).toEqual({ id: 'late', duplicate: true });
+    expect(await remote.outcome('late')).toMatchObject({ id: 'late', result: 'l' });
+    await host.close();
+    await remote.close();
+    await attacker.close();
+    await served.close();
+  });
+
+  test('a host refuses to serve on a results stream that does not allow rollup headers, saying so', async () => {
+    const { jetstreamManager } = require('@nats-io/jetstream');
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: 'old-results', subjects: ['old.results.*', 'old.dead.*'], storage: 'file' });
+    await expect(serve(pool, nc, { name: 'old', durable: true })).rejects.toMatchObject({ code: C.InternalError, message: expect.stringMatching(/stream old-results does not allow rollup headers.*--allow-rollup/) });
+    // A client reads it all the same.
+    const remote = new RemotePool(nc, { name: 'old' });
+    expect(await remote.outcome('x')).toBeNull();
+    await remote.close();
   });
 
   test("a job published under another id's message id is not run; that id gets an outcome saying so, never a silent drop", async () => {

@@ -9,9 +9,11 @@
 //   at-least-once.
 // - An outcome is stored at most once per job id: it is published on the job's own results
 //   subject with "expected last subject sequence" of the last message found there while no
-//   outcome was, so a second run's outcome is refused by the stream. (A server's answer can be
-//   published there by anyone who may ask JetStream something: such messages are no outcome,
-//   and hosts and readers pass over them, findOutcome.) With the at-least-once delivery, every
+//   outcome was, so a second run's outcome is refused by the stream, and as a rollup, so that
+//   JetStream removes whatever the subject held before it. (A server's answer can be published
+//   there by anyone who may ask JetStream something: such messages are no outcome.) An outcome,
+//   when there is one, is therefore the subject's first message, found in two reads however
+//   many others were published there (findOutcome). With the at-least-once delivery, every
 //   job's outcome is recorded exactly once.
 // - A host holds at most `inFlight` jobs; while one runs longer than a third of `ackWait`, the
 //   host tells JetStream it is still working on it (inProgress), so a long job is not handed to
@@ -85,7 +87,12 @@ async function ensureStreams(nc, n, consumer) {
   const { jetstreamManager } = jetstreamClient();
   const jsm = await jetstreamManager(nc);
   await addStream(jsm, { name: n.jobStream, subjects: [n.jobs], retention: 'workqueue', storage: 'file' });
-  await addStream(jsm, { name: n.resultStream, subjects: [`${n.results}.*`, `${n.dead}.*`], storage: 'file' });
+  const results = await addStream(jsm, { name: n.resultStream, subjects: [`${n.results}.*`, `${n.dead}.*`], storage: 'file', allow_rollup_hdrs: true });
+  // Hosts store outcomes as rollups (findOutcome): a stream made without them would refuse
+  // every outcome.
+  if (consumer !== undefined && results.config.allow_rollup_hdrs !== true) {
+    throw new RpcError(CODES.InternalError, `corepool/nats: stream ${n.resultStream} does not allow rollup headers, which hosts store outcomes with: allow them (nats stream edit ${n.resultStream} --allow-rollup) or remove the stream`);
+  }
   if (consumer !== undefined) {
     try {
       await jsm.consumers.info(n.jobStream, n.consumer);
@@ -103,15 +110,16 @@ async function ensureStreams(nc, n, consumer) {
   return jsm;
 }
 
+/** Adds stream `config.name` unless it exists; resolves its info. */
 async function addStream(jsm, config) {
   try {
-    await jsm.streams.info(config.name);
+    return await jsm.streams.info(config.name);
   } catch {
     try {
-      await jsm.streams.add(config);
+      return await jsm.streams.add(config);
     } catch (e) {
       // Another host or client added it meanwhile.
-      await jsm.streams.info(config.name).catch(() => {
+      return jsm.streams.info(config.name).catch(() => {
         throw e;
       });
     }
@@ -170,13 +178,6 @@ function overLimit(nc, text, headers) {
   return bytes <= max ? null : `of ${bytes} bytes (with its headers) exceeds the NATS server's max payload of ${max} bytes`;
 }
 
-/**
- * Messages of one job's results subject read at most in search of its outcome. (Anyone who may
- * ask JetStream anything names the reply subject of the question, so a server's answers can be
- * published on a results subject: they are not outcomes, and are passed over.)
- */
-const MAX_SCAN = 64;
-
 /** `o`, a message's JSON, if it is an outcome of job `id` (`{ id, result }` or `{ id, error }`, plus what a host adds), else null. */
 function outcomeOf(o, id) {
   if (o === null || typeof o !== 'object' || Array.isArray(o) || o.id !== id) return null;
@@ -191,26 +192,27 @@ function isDeadLetter(d) {
 }
 
 /**
- * Job `id`'s stored outcome (parsed), or null, and `last`: the sequence of its results
- * subject's last message (0: none), which a host storing the outcome expects there. The
- * outcome is the subject's first outcome: hosts store one only where the subject holds none.
- * Rejects for a subject holding more than MAX_SCAN messages that are not outcomes.
+ * What `pick` finds in a message of `subject` in the results stream (`pick` of its parsed JSON:
+ * null for what it is not), or null, and `last`: the sequence of the subject's last message (0:
+ * none), which a host storing there expects. Hosts store an outcome or a dead letter only where
+ * the subject holds none, as a rollup (JetStream removes the subject's earlier messages): it is
+ * the subject's first message, whatever else anyone published there after it. The last is read
+ * first, then the first: one stored after the last was read comes after it, and a store
+ * expecting that last is refused.
  */
-async function findOutcome(jsm, n, id) {
-  const subject = resultSubject(n, id);
+async function findOn(jsm, n, subject, pick) {
   const last = await jsm.streams.getMessage(n.resultStream, { last_by_subj: subject });
-  if (last === null) return { outcome: null, last: 0 };
-  const outcome = outcomeOf(parsed(last), id);
-  if (outcome !== null) return { outcome, last: last.seq };
-  let seq = 1;
-  for (let read = 0; read < MAX_SCAN; read++) {
-    const m = await jsm.streams.getMessage(n.resultStream, { seq, next_by_subj: subject });
-    if (m === null || m.seq >= last.seq) return { outcome: null, last: last.seq };
-    const found = outcomeOf(parsed(m), id);
-    if (found !== null) return { outcome: found, last: last.seq };
-    seq = m.seq + 1;
-  }
-  throw new RpcError(CODES.InternalError, `the results subject of job ${JSON.stringify(id)} holds more than ${MAX_SCAN} messages that are not outcomes (published there by someone else)`);
+  if (last === null) return { found: null, last: 0 };
+  const found = pick(parsed(last));
+  if (found !== null) return { found, last: last.seq };
+  const first = await jsm.streams.getMessage(n.resultStream, { seq: 1, next_by_subj: subject });
+  return { found: first === null ? null : pick(parsed(first)), last: last.seq };
+}
+
+/** Job `id`'s stored outcome (parsed), or null, and `last` (findOn). */
+async function findOutcome(jsm, n, id) {
+  const { found, last } = await findOn(jsm, n, resultSubject(n, id), (o) => outcomeOf(o, id));
+  return { outcome: found, last };
 }
 
 /** Throws InvalidRequest if `id` is not a job id (jobIdProblem), naming `who`. */
@@ -381,7 +383,7 @@ class JobWorker {
     error.message = `a message on the jobs subject was published with the message id of ${theirs === null ? `no job (${JSON.stringify(claimed.slice(0, 64))})` : `job ${JSON.stringify(theirs)}`} but holds job ${JSON.stringify(job.id)}: not run`;
     if (theirs !== null) {
       const { outcome, last } = await findOutcome(this.#jsm, this.#n, theirs);
-      if (outcome === null) await this.#storeFitting(resultSubject(this.#n, theirs), [outcomeText(theirs, false, error, { method: null, host: this.#host, deliveries })], last);
+      if (outcome === null) await this.#storeOutcome(theirs, [outcomeText(theirs, false, error, { method: null, host: this.#host, deliveries })], last);
     }
     const letter = { job: { id: job.id, method: methodProblem(job.method) === null ? job.method : null, params: null }, error, deliveries, host: this.#host };
     await this.#storeFitting(unreadableSubject(this.#n, m.string()), [JSON.stringify(letter)]);
@@ -447,19 +449,7 @@ class JobWorker {
       text = outcomeText(job.id, false, value, extra);
     }
     const tooBig = (why) => ({ code: CODES.InternalError, message: `the job ran, but its outcome ${why}: it cannot be stored` });
-    const subject = resultSubject(this.#n, job.id);
-    const texts = [text, (why) => outcomeText(job.id, false, tooBig(why), extra)];
-    let attempt = await this.#storeFitting(subject, texts, last);
-    // Refused: the subject holds a newer message. Another run's outcome (a duplicate), or
-    // something else published there meanwhile: then stored after it.
-    for (let tries = 1; attempt.duplicate; tries++) {
-      const now = await findOutcome(this.#jsm, this.#n, job.id);
-      if (now.outcome !== null) break;
-      // (Rejecting leaves the job unacknowledged: it comes again.)
-      if (tries === 4) throw new RpcError(CODES.Unavailable, `the outcome of job ${JSON.stringify(job.id)} could not be stored: its results subject keeps receiving other messages`);
-      attempt = await this.#storeFitting(subject, texts, now.last);
-    }
-    const { stored, duplicate, why } = attempt;
+    const { stored, duplicate, why } = await this.#storeOutcome(job.id, [text, (why) => outcomeText(job.id, false, tooBig(why), extra)], last);
     if (why !== null) {
       ok = false;
       dead = true;
@@ -471,11 +461,11 @@ class JobWorker {
       // Too big with its params: without them; too big even so (a huge error message): with
       // the error that says so.
       const bare = { id: job.id, method: extra.method, params: null };
-      // After whatever else was published on the subject (see MAX_SCAN); once per id.
+      // Once per id, as outcomes are (findOn).
       const deadAt = deadSubject(this.#n, job.id);
-      const before = await this.#jsm.streams.getMessage(this.#n.resultStream, { last_by_subj: deadAt });
-      if (before === null || !isDeadLetter(parsed(before))) {
-        await this.#storeFitting(deadAt, [letter(job, error), letter(bare, error), (why) => letter(bare, { code: CODES.InternalError, message: `the dead letter ${why}` })], before?.seq ?? 0);
+      const before = await findOn(this.#jsm, this.#n, deadAt, (d) => (isDeadLetter(d) ? d : null));
+      if (before.found === null) {
+        await this.#storeFitting(deadAt, [letter(job, error), letter(bare, error), (why) => letter(bare, { code: CODES.InternalError, message: `the dead letter ${why}` })], before.last, true);
       }
       this.#dead++;
     }
@@ -489,19 +479,44 @@ class JobWorker {
   }
 
   /**
+   * Stores job `id`'s outcome (storeFitting's `texts`), found missing where its results
+   * subject's last message was `last`, as a rollup (findOutcome). Refused because the subject
+   * holds a newer message: another run's outcome (then `duplicate`), or something else
+   * published there meanwhile (then stored after it). Resolves as storeFitting.
+   */
+  async #storeOutcome(id, texts, last) {
+    const subject = resultSubject(this.#n, id);
+    let attempt = await this.#storeFitting(subject, texts, last, true);
+    for (let tries = 1; attempt.duplicate; tries++) {
+      const now = await findOutcome(this.#jsm, this.#n, id);
+      if (now.outcome !== null) break;
+      // Each try has lost a race with a message published between a read and a store: a
+      // subject under a steady flood. (Rejecting leaves the job unacknowledged: it comes
+      // again; the outcome of a squatted id is stored when another squatter or its job does.)
+      if (tries === 16) throw new RpcError(CODES.Unavailable, `the outcome of job ${JSON.stringify(id)} could not be stored: its results subject keeps receiving other messages`);
+      await sleep(Math.min(2 ** tries, 250));
+      attempt = await this.#storeFitting(subject, texts, now.last, true);
+    }
+    return attempt;
+  }
+
+  /**
    * Publishes the first of `texts` that fits on `subject` (a text, or a function of why the one
-   * before did not fit), where the subject's last message is `last` (0: it holds none).
+   * before did not fit), where the subject's last message is `last` (0: it holds none); with
+   * `rollup`, JetStream then removes the subject's earlier messages, if any.
    * Resolves `{ stored, duplicate, why }`: duplicate if the subject holds a later message,
    * neither if none fits, why null if the first text fitted.
    * Rejects when the connection fails: the job stays unacknowledged and comes again.
    */
-  async #storeFitting(subject, texts, last = 0) {
-    const { PubHeaders } = jetstreamClient();
+  async #storeFitting(subject, texts, last = 0, rollup = false) {
+    const { PubHeaders, JsHeaders } = jetstreamClient();
     let why = null;
     for (const t of texts) {
       const text = typeof t === 'function' ? t(why) : t;
       const headers = natsClient().headers();
       headers.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(last));
+      // (Nothing to remove on an empty subject, and a rollup costs the server a purge.)
+      if (rollup && last !== 0) headers.set(JsHeaders.RollupHdr, JsHeaders.RollupValueSubject);
       const over = overLimit(this.#nc, text, headers);
       if (over !== null) {
         why = over;
