@@ -291,6 +291,47 @@ maybe('corepool/nats request/reply', () => {
     expect(methods['(method not found)'].errors).toBe(methods['(method not found)'].calls);
   });
 
+  test("notifications and invalid requests cannot grow a host's figures either; a name gets an entry once an answer shows it is served", async () => {
+    // (Only a MethodNotFound answer sent a call to the shared entry: a notification of a made-up
+    // name gets no answer, and a call whose params are not an array gets InvalidRequest before
+    // any method is looked up, so each such name was kept, 200 kB of it, and six were enough to
+    // make the STATS answer too big to send. A '__proto__' entry replaced the prototype of
+    // the figures instead of showing.)
+    const served = new Pool({ threads: 1 });
+    const longServed = `served${'y'.repeat(300)}`;
+    served.serve({ [longServed]: () => 'long' });
+    const h = await serve(served, nc, { name: 'figures' });
+    const long = (i) => `nobody-${i}-${'x'.repeat(200_000)}`;
+    const request = (o) => nc.request('figures', JSON.stringify({ jsonrpc: '2.0', ...o }), { timeout: 10_000 }).then((m) => JSON.parse(m.string()));
+    expect((await request({ method: long(0), params: 5, id: 1 })).error.code).toBe(C.InvalidRequest);
+    for (let i = 1; i < 7; i++) nc.publish('figures', JSON.stringify({ jsonrpc: '2.0', method: long(i), params: [] }));
+    nc.publish('figures', JSON.stringify({ jsonrpc: '2.0', method: '__proto__', params: [] }));
+    // A notification of a method nobody has answered yet, then one after.
+    nc.publish('figures', JSON.stringify({ jsonrpc: '2.0', method: 'echo', params: [1] }));
+    await nc.flush();
+    while (h.stats().data.messages < 9) await new Promise((r) => setTimeout(r, 10));
+    expect((await request({ method: 'echo', params: [2], id: 2 })).result).toBe(2);
+    nc.publish('figures', JSON.stringify({ jsonrpc: '2.0', method: 'echo', params: [3] }));
+    await nc.flush();
+    while (h.stats().data.messages < 11) await new Promise((r) => setTimeout(r, 10));
+    // A served name past 256 characters counts under '(more methods)'; an error naming a long
+    // method is cut in last_error.
+    expect((await request({ method: longServed, params: [], id: 3 })).result).toBe('long');
+    expect((await request({ method: long(7), params: [], id: 4 })).error.code).toBe(C.MethodNotFound);
+    const methods = h.stats().data.methods;
+    expect(Object.keys(methods).sort()).toEqual(['(invalid request)', '(method not found)', '(more methods)', '(notifications)', 'echo']);
+    expect(Object.getPrototypeOf(methods)).toBe(Object.prototype);
+    expect([methods['(invalid request)'].calls, methods['(notifications)'].calls, methods.echo.calls, methods['(more methods)'].calls, methods['(method not found)'].calls]).toEqual([1, 8, 2, 1, 1]);
+    expect(h.stats().last_error.length).toBeLessThanOrEqual(1025);
+    // And STATS answers.
+    const client = new RemotePool(nc, { name: 'figures' });
+    const [stats] = await client.stats();
+    expect(stats.endpoints[0].data.methods).toEqual(JSON.parse(JSON.stringify(methods)));
+    await client.close();
+    await h.close();
+    await served.close();
+  });
+
   test('concurrency bounds the calls a host holds; a busy host sends work to another', async () => {
     const nc2 = await connectTo(server.url);
     const pool2 = new Pool({ threads: 2 });

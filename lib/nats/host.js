@@ -44,32 +44,44 @@ const { serviceOptions, knownOptions, wholeOption, checkConnection, STATUS_HEADE
 
 const VERSION = require('../../package.json').version;
 const HOST_OPTIONS = ['name', 'subject', 'queue', 'concurrency', 'description', 'metadata', 'durable'];
-/** What a call that is not a request object counts under, in the per-method figures. */
+// Per-method figures: a caller names any method, so a name gets an entry of its own only once
+// an answer shows a method of that name is served (one entry per name sent would let a caller
+// grow the host, and its STATS answer past what the server carries). The others count under:
+/** A call that is not a request object, or that was answered InvalidRequest or ParseError. */
 const NOT_A_REQUEST = '(invalid request)';
-/**
- * The figures of calls to a method nobody serves (a caller names any method: one entry each
- * would let it grow the host, and its STATS answer past what the server carries).
- */
+/** A call answered MethodNotFound. */
 const NOT_FOUND = '(method not found)';
-/** Most methods with figures of their own; the calls of further ones count under MORE. */
+/** A notification (no answer) of a name without an entry. */
+const NOTIFIED = '(notifications)';
+/**
+ * Most methods with figures of their own, and the longest name that gets some (UTF-16 units);
+ * the calls of further or longer ones count under MORE. (With the STATS answer's last_error
+ * cut to MAX_ERROR, the answer stays far under any server's max payload.)
+ */
 const MAX_METHODS = 256;
+const MAX_NAME = 256;
 const MORE = '(more methods)';
+const MAX_ERROR = 1024;
 const PROTOCOL = 'io.nats.micro.v1';
 
-/** The calls in a request text, by method, as the host counts them; never throws. */
+/**
+ * The calls in a request text, as the host counts them: each one's method, or NOT_A_REQUEST,
+ * and whether it is a notification (no id: it gets no answer); never throws.
+ */
 function callsIn(text) {
   let request;
   try {
     request = JSON.parse(text);
   } catch {
-    return [NOT_A_REQUEST];
+    return [{ method: NOT_A_REQUEST, notification: false }];
   }
-  if (!Array.isArray(request)) return [methodOf(request)];
-  return request.length === 0 ? [NOT_A_REQUEST] : request.map(methodOf);
+  if (!Array.isArray(request)) return [callOf(request)];
+  return request.length === 0 ? [{ method: NOT_A_REQUEST, notification: false }] : request.map(callOf);
 }
 
-function methodOf(r) {
-  return r !== null && typeof r === 'object' && typeof r.method === 'string' ? r.method : NOT_A_REQUEST;
+function callOf(r) {
+  if (r === null || typeof r !== 'object' || typeof r.method !== 'string') return { method: NOT_A_REQUEST, notification: false };
+  return { method: r.method, notification: !Object.hasOwn(r, 'id') };
 }
 
 /** The error messages of an answer, by position of the request they answer (null: a result). */
@@ -286,7 +298,8 @@ class Host {
   stats() {
     const methods = {};
     for (const [name, m] of this.#methods) {
-      methods[name] = { calls: m.calls, errors: m.errors, averageMs: m.calls ? m.totalMs / m.calls : 0, maxMs: m.maxMs };
+      // Defined: a method may be named __proto__.
+      Object.defineProperty(methods, name, { value: { calls: m.calls, errors: m.errors, averageMs: m.calls ? m.totalMs / m.calls : 0, maxMs: m.maxMs }, enumerable: true, writable: true, configurable: true });
     }
     const ns = Math.round(this.#processingMs * 1e6);
     return {
@@ -421,8 +434,12 @@ class Host {
     const errorOf = errors === null ? () => null : byPosition ? (i) => errors[i] : errorsById(text, answer);
     for (let i = 0; i < methods.length; i++) {
       const error = errorOf(i);
-      let name = error !== null && error.startsWith(`${CODES.MethodNotFound} `) ? NOT_FOUND : methods[i];
-      if (!this.#methods.has(name) && this.#methods.size >= MAX_METHODS) name = MORE;
+      const code = error === null ? null : Number(error.slice(0, error.indexOf(' ')));
+      let name = methods[i].method;
+      if (code === CODES.MethodNotFound) name = NOT_FOUND;
+      else if (code === CODES.InvalidRequest || code === CODES.ParseError) name = NOT_A_REQUEST;
+      else if (methods[i].notification && !this.#methods.has(name)) name = NOTIFIED;
+      if (!this.#methods.has(name) && (this.#methods.size >= MAX_METHODS || name.length > MAX_NAME)) name = MORE;
       let m = this.#methods.get(name);
       if (m === undefined) this.#methods.set(name, (m = new MethodStats()));
       m.calls++;
@@ -431,7 +448,7 @@ class Host {
       if (error !== null) {
         m.errors++;
         this.#errors++;
-        this.#lastError = error;
+        this.#lastError = error.length > MAX_ERROR ? `${error.slice(0, MAX_ERROR)}…` : error;
       }
     }
   }
