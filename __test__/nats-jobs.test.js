@@ -22,6 +22,15 @@ let nc;
 let pool;
 
 /** The first `n` outcomes of `remote.results()` that `keep` accepts. */
+/**
+ * A host's job figures once it holds no job: it counts a job after its outcome is stored (when
+ * waitFor settles), once it has also dead-lettered and acknowledged it.
+ */
+async function jobsOf(host) {
+  while (host.stats().data.jobs.running > 0) await new Promise((r) => setTimeout(r, 10));
+  return host.stats().data.jobs;
+}
+
 async function collect(remote, n, keep = () => true) {
   const out = [];
   if (n === 0) return out;
@@ -60,7 +69,7 @@ maybe('corepool/nats durable jobs', () => {
     expect(await remote.waitFor(id)).toBe('any id');
     const all = await collect(remote, 2);
     expect(all.map((r) => r.id).sort()).toEqual([id, 'f20'].sort());
-    expect(host.stats().data.jobs).toMatchObject({ done: 2, duplicates: 0 });
+    expect(await jobsOf(host)).toMatchObject({ done: 2, duplicates: 0 });
     await host.close();
     await remote.close();
   });
@@ -79,7 +88,7 @@ maybe('corepool/nats durable jobs', () => {
       await Promise.all(ok.map(({ id }) => remote.waitFor(id)));
       await expect(remote.waitFor(bad.id)).rejects.toMatchObject({ code: C.MethodNotFound });
       expect((await remote.submit('fibonacci', [5], { id: ok[0].id })).duplicate).toBe(true);
-      const jobs = host.stats().data.jobs;
+      const jobs = await jobsOf(host);
       expect(jobs).toMatchObject({ done: 3, failed: 1 });
 
       const gauge = (await registry.getMetricsAsJSON()).find((m) => m.name === 'corepool_nats_jobs');
@@ -196,7 +205,7 @@ maybe('corepool/nats durable jobs', () => {
       ['missing', C.MethodNotFound],
       ['retried', C.InternalError],
     ]);
-    expect(host.stats().data.jobs).toMatchObject({ retried: 2, dead: 3, failed: 3 });
+    expect(await jobsOf(host)).toMatchObject({ retried: 2, dead: 3, failed: 3 });
     await host.close();
     await remote.close();
   });
@@ -209,7 +218,7 @@ maybe('corepool/nats durable jobs', () => {
     expect(await remote.waitFor('long')).toBe(1200);
     expect((await remote.outcome('long')).deliveries).toBe(1);
     await collect(remote, 7);
-    expect(host.stats().data.jobs).toMatchObject({ done: 7, retried: 0, duplicates: 0, peakRunning: 2 });
+    expect(await jobsOf(host)).toMatchObject({ done: 7, retried: 0, duplicates: 0, peakRunning: 2 });
     await host.close();
     await remote.close();
   }, 15000);
@@ -269,7 +278,7 @@ maybe('corepool/nats durable jobs', () => {
     // Still connected, never dropped, and still serving.
     expect(await remote.call('echo', ['still here'])).toBe('still here');
     expect(events.filter((t) => t === 'disconnect' || t === 'error')).toEqual([]);
-    expect(host.stats().data.jobs).toMatchObject({ dead: forged.length, done: 0 });
+    expect(await jobsOf(host)).toMatchObject({ dead: forged.length, done: 0 });
     await host.close();
     await remote.close();
     await own.close();
@@ -319,7 +328,7 @@ maybe('corepool/nats durable jobs', () => {
     expect(dead.get('big')).toMatchObject({ job: { id: 'big', method: 'big', params: [max + 10] }, error: { code: C.InternalError }, deliveries: 1 });
     expect(dead.get('fat')).toMatchObject({ job: { id: 'fat', method: 'nope', params: null }, error: { code: C.MethodNotFound }, deliveries: 1 });
     expect(runs).toBe(1);
-    expect(host.stats().data.jobs).toMatchObject({ failed: 2, dead: 2, retried: 0 });
+    expect(await jobsOf(host)).toMatchObject({ failed: 2, dead: 2, retried: 0 });
     await host.close();
     await remote.close();
     // The same when the results stream's own max_msg_size is what refuses it.
@@ -352,7 +361,7 @@ maybe('corepool/nats durable jobs', () => {
       const { jetstream, jetstreamManager } = require('@nats-io/jetstream');
       await jetstream(own).publish('tiny.jobs', JSON.stringify({ id: '€'.repeat(256), method: '€'.repeat(256), params: [] }));
       while (host.stats().data.jobs.failed === 0) await new Promise((r) => setTimeout(r, 20));
-      expect(host.stats().data.jobs).toMatchObject({ failed: 1, duplicates: 0, done: 0 });
+      expect(await jobsOf(host)).toMatchObject({ failed: 1, duplicates: 0, done: 0 });
       const jsm = await jetstreamManager(own);
       for (;;) {
         const info = await jsm.consumers.info('tiny-jobs', 'tiny-hosts');
@@ -389,7 +398,7 @@ maybe('corepool/nats durable jobs', () => {
     while (host.stats().data.jobs.duplicates === 0) await new Promise((r) => setTimeout(r, 20));
     expect(runs).toBe(1);
     expect(await remote.outcome('once')).toMatchObject({ result: 1, deliveries: 1 });
-    expect(host.stats().data.jobs).toMatchObject({ done: 1, duplicates: 1 });
+    expect(await jobsOf(host)).toMatchObject({ done: 1, duplicates: 1 });
     expect((await jsm.streams.info('once-jobs')).state.messages).toBe(0);
     await host.close();
     await remote.close();
@@ -439,7 +448,7 @@ maybe('corepool/nats durable jobs', () => {
       expect(letter).toMatchObject({ job: { id: 'dead', method: 'nope' }, error: { code: C.MethodNotFound } });
       break;
     }
-    expect(host.stats().data.jobs).toMatchObject({ done: 2, duplicates: 0 });
+    expect(await jobsOf(host)).toMatchObject({ done: 2, duplicates: 0 });
     await host.close();
     await remote.close();
     await attacker.close();
@@ -480,7 +489,7 @@ maybe('corepool/nats durable jobs', () => {
     for (const [id, result] of [['early', 'e'], ['late', 'l']]) expect(await remote.outcome(id)).toMatchObject({ id, result, method: 'held' });
     while (host.stats().data.jobs.running > 0) await new Promise((r) => setTimeout(r, 10));
     expect(runs).toBe(2);
-    expect(host.stats().data.jobs).toMatchObject({ done: 2, failed: 0, duplicates: 0 });
+    expect(await jobsOf(host)).toMatchObject({ done: 2, failed: 0, duplicates: 0 });
     // Again after: the outcome stays, the id is a duplicate, and more answers change nothing.
     await flood('late', 200);
     expect(await remote.submit('held', ['again'], { id: 'late' })).toEqual({ id: 'late', duplicate: true });
@@ -519,7 +528,7 @@ maybe('corepool/nats durable jobs', () => {
     const e = await remote.waitFor('payroll', { timeout: 10_000 }).catch((x) => x);
     expect([e.code, e.message]).toEqual([C.InvalidRequest, expect.stringMatching(/published with the message id of job "payroll" but holds job "other"/)]);
     expect(await remote.outcome('other')).toBeNull();
-    expect(host.stats().data.jobs).toMatchObject({ done: 0, dead: 1 });
+    expect(await jobsOf(host)).toMatchObject({ done: 0, dead: 1 });
     await host.close();
     await remote.close();
   });
@@ -551,7 +560,7 @@ maybe('corepool/nats durable jobs', () => {
     expect(await remote.outcome('paid')).toMatchObject({ id: 'paid', result: 'done' });
     expect(await remote.outcome('intruder')).toBeNull();
     expect(runs).toBe(1);
-    expect(host.stats().data.jobs).toMatchObject({ done: 1, dead: 1, duplicates: 0 });
+    expect(await jobsOf(host)).toMatchObject({ done: 1, dead: 1, duplicates: 0 });
     await host.close();
     await remote.close();
     await served.close();
@@ -575,7 +584,7 @@ maybe('corepool/nats durable jobs', () => {
     expect(await remote.waitFor('copied')).toBe(1);
     while (host.stats().data.jobs.running > 0) await new Promise((r) => setTimeout(r, 10));
     expect(runs).toBe(1);
-    expect(host.stats().data.jobs).toMatchObject({ done: 1, duplicates: 1 });
+    expect(await jobsOf(host)).toMatchObject({ done: 1, duplicates: 1 });
     await host.close();
     await remote.close();
     await served.close();
