@@ -31,8 +31,9 @@ pub(super) unsafe fn functions(
         let data = Arc::into_raw(ctx.clone()) as *mut c_void;
         // SAFETY: caller contract. `data` is a leaked Arc<ServerCtx> that the finalizer added
         // next reclaims exactly once, when the function is collected (or the env torn down);
-        // until then the callback may borrow it. If the function cannot be made, no finalizer
-        // will run, so the Arc is reclaimed here.
+        // until then the callback may borrow it. If the function cannot be made, or its
+        // finalizer cannot be added, no finalizer will run, so the Arc is reclaimed here: the
+        // function is then never handed to JavaScript (Err), so nothing can call it.
         unsafe {
             let status = sys::napi_create_function(
                 env,
@@ -46,7 +47,7 @@ pub(super) unsafe fn functions(
                 drop(Arc::from_raw(data as *const ServerCtx));
                 return Err("corepool: could not create a serving function");
             }
-            sys::napi_add_finalizer(
+            let status = sys::napi_add_finalizer(
                 env,
                 *slot,
                 data,
@@ -54,6 +55,10 @@ pub(super) unsafe fn functions(
                 ptr::null_mut(),
                 ptr::null_mut(),
             );
+            if status != sys::Status::napi_ok {
+                drop(Arc::from_raw(data as *const ServerCtx));
+                return Err("corepool: could not create a serving function");
+            }
         }
     }
     Ok(out)
