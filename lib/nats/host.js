@@ -64,6 +64,9 @@ const MORE = '(more methods)';
 const MAX_ERROR = 1024;
 const PROTOCOL = 'io.nats.micro.v1';
 
+/** What callsIn gives for what is no request object. */
+const NOT_A_CALL = Object.freeze({ method: NOT_A_REQUEST, notification: false });
+
 /**
  * The calls in a request text, as the host counts them: each one's method, or NOT_A_REQUEST,
  * and whether it is a notification (no id: it gets no answer); never throws.
@@ -73,18 +76,23 @@ function callsIn(text) {
   try {
     request = JSON.parse(text);
   } catch {
-    return [{ method: NOT_A_REQUEST, notification: false }];
+    return [NOT_A_CALL];
   }
   if (!Array.isArray(request)) return [callOf(request)];
-  return request.length === 0 ? [{ method: NOT_A_REQUEST, notification: false }] : request.map(callOf);
+  return request.length === 0 ? [NOT_A_CALL] : request.map(callOf);
 }
 
 function callOf(r) {
-  if (r === null || typeof r !== 'object' || typeof r.method !== 'string') return { method: NOT_A_REQUEST, notification: false };
+  if (r === null || typeof r !== 'object' || typeof r.method !== 'string') return NOT_A_CALL;
   return { method: r.method, notification: !Object.hasOwn(r, 'id') };
 }
 
-/** The error messages of an answer, by position of the request they answer (null: a result). */
+/** The error of one answer object `r`: `{ code, text }` (text: "<code> <message>"), or null. */
+function errorOfAnswer(r) {
+  return r !== null && typeof r === 'object' && r.error ? { code: Number(r.error.code), text: `${r.error.code} ${r.error.message}` } : null;
+}
+
+/** The errors of an answer (errorOfAnswer), by position of the request they answer (null: a result). */
 function errorsIn(answer) {
   // Most answers carry no error: only those that mention one are read.
   if (!answer.includes('"error"')) return null;
@@ -95,7 +103,7 @@ function errorsIn(answer) {
     return null;
   }
   const list = Array.isArray(v) ? v : [v];
-  return list.map((r) => (r !== null && typeof r === 'object' && r.error ? `${r.error.code} ${r.error.message}` : null));
+  return list.map(errorOfAnswer);
 }
 
 /** A message in hand, with a reply subject: told "working" every HEARTBEAT_MS, and cancellable. */
@@ -434,7 +442,7 @@ class Host {
     const errorOf = errors === null ? () => null : byPosition ? (i) => errors[i] : errorsById(text, answer);
     for (let i = 0; i < methods.length; i++) {
       const error = errorOf(i);
-      const code = error === null ? null : Number(error.slice(0, error.indexOf(' ')));
+      const code = error?.code;
       let name = methods[i].method;
       if (code === CODES.MethodNotFound) name = NOT_FOUND;
       else if (code === CODES.InvalidRequest || code === CODES.ParseError) name = NOT_A_REQUEST;
@@ -448,7 +456,7 @@ class Host {
       if (error !== null) {
         m.errors++;
         this.#errors++;
-        this.#lastError = error.length > MAX_ERROR ? `${error.slice(0, MAX_ERROR)}…` : error;
+        this.#lastError = error.text.length > MAX_ERROR ? `${error.text.slice(0, MAX_ERROR)}…` : error.text;
       }
     }
   }
@@ -481,13 +489,14 @@ class Host {
   }
 }
 
-/** By request position: the error message of the answer with that request's id, or null. */
+/** By request position: the error (errorOfAnswer) of the answer with that request's id, or null. */
 function errorsById(text, answer) {
   const requests = JSON.parse(text);
   const answers = JSON.parse(answer);
   const byId = new Map();
   for (const a of Array.isArray(answers) ? answers : [answers]) {
-    if (a !== null && typeof a === 'object' && a.error) byId.set(JSON.stringify(a.id ?? null), `${a.error.code} ${a.error.message}`);
+    const error = errorOfAnswer(a);
+    if (error !== null) byId.set(JSON.stringify(a.id ?? null), error);
   }
   const list = Array.isArray(requests) ? requests : [requests];
   return (i) => {
