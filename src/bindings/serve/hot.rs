@@ -35,27 +35,24 @@ pub(super) unsafe fn functions(
         // finalizer cannot be added, no finalizer will run, so the Arc is reclaimed here: the
         // function is then never handed to JavaScript (Err), so nothing can call it.
         unsafe {
-            let status = sys::napi_create_function(
+            // (The finalizer is added only to a function that was made.)
+            let made = sys::napi_create_function(
                 env,
                 name.as_ptr(),
                 name.count_bytes() as isize,
                 Some(callback),
                 data,
                 slot,
-            );
-            if status != sys::Status::napi_ok {
-                drop(Arc::from_raw(data as *const ServerCtx));
-                return Err("corepool: could not create a serving function");
-            }
-            let status = sys::napi_add_finalizer(
-                env,
-                *slot,
-                data,
-                Some(drop_ctx),
-                ptr::null_mut(),
-                ptr::null_mut(),
-            );
-            if status != sys::Status::napi_ok {
+            ) == sys::Status::napi_ok
+                && sys::napi_add_finalizer(
+                    env,
+                    *slot,
+                    data,
+                    Some(drop_ctx),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                ) == sys::Status::napi_ok;
+            if !made {
                 drop(Arc::from_raw(data as *const ServerCtx));
                 return Err("corepool: could not create a serving function");
             }
