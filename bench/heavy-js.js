@@ -16,7 +16,8 @@
 //     callers (calls per second), 2 threads each.
 //  3. Values only structured clone carries, corepool/piscina against Piscina from 64 callers:
 //     a 1 KB object with Dates and a Map, a 100 KB Uint8Array moved there and back
-//     (`Piscina.move`), a Map of 1,000 entries, each echoed by the task. A contestant that
+//     (`Piscina.move`), a Map of 1,000 entries (the same one each call), and that Map with 50
+//     keys more that no call had before, each echoed by the task. A contestant that
 //     refuses the value (corepool's RpcError InvalidParams) is recorded as "not supported" for
 //     it; any other failure fails the run.
 //
@@ -189,6 +190,7 @@ function values() {
     notes: Array.from({ length: 8 }, (_, i) => `note ${i}: ${'x'.repeat(40)}`),
   };
   const map = new Map(Array.from({ length: 1000 }, (_, i) => [`key-${i}`, i]));
+  let calls = 0;
   return [
     {
       label: '1 KB object with Dates and a Map',
@@ -196,6 +198,18 @@ function values() {
       check: (r) => r.updated instanceof Date && r.updated.getTime() === record.updated.getTime() && r.tags instanceof Map && r.tags.size === 12,
     },
     { label: 'Map of 1,000 entries', value: () => map, check: (r) => r instanceof Map && r.size === 1000 && r.get('key-999') === 999 },
+    // The same, with keys no call had before (the first 50 new each time): no key strings to
+    // reuse (lib/flat.js keeps those of the last Maps).
+    {
+      label: 'Map of 1,000 entries, new keys each call',
+      value: () => {
+        const fresh = new Map(map);
+        const n = ++calls;
+        for (let i = 0; i < 50; i++) fresh.set(`new-${n}-${i}`, i);
+        return fresh;
+      },
+      check: (r) => r instanceof Map && r.size === 1050 && r.get('key-999') === 999,
+    },
   ];
 }
 
@@ -205,10 +219,11 @@ const BYTES = 100 * 1024;
 async function valueLoops(pool, move, loop) {
   const out = [];
   for (const v of values()) {
-    const first = await probe(() => pool.run(v.value()));
+    const sent = v.value();
+    const first = await probe(() => pool.run(sent));
     if (first === NOT_SUPPORTED) out.push({ label: v.label, fn: null });
     else {
-      if (!isDeepStrictEqual(first, v.value())) throw new Error(`${v.label}: came back changed`);
+      if (!isDeepStrictEqual(first, sent)) throw new Error(`${v.label}: came back changed`);
       out.push({ label: v.label, fn: () => closedLoop(() => pool.run(v.value()), { ...loop, check: (_, r) => v.check(r) }) });
     }
   }

@@ -37,6 +37,7 @@ const v8 = require('node:v8');
 const { types } = require('node:util');
 const { RpcError, CODES } = require('./errors.js');
 const { contract } = require('./native.js');
+const { flatBytes, isFlat, readFlat } = require('./flat.js');
 
 /** Whether this runtime has node:v8's Serializer class (Node, Deno), or only v8.serialize (Bun). */
 const SERIALIZER = (() => {
@@ -88,6 +89,10 @@ const SHARED = Symbol('shared memory');
  */
 function serialize(value, list, where, copied = false) {
   const moved = movedBuffers(list);
+  if (moved.length === 0) {
+    const flat = flatBytes(value);
+    if (flat !== null) return [flat];
+  }
   if (!SERIALIZER) return serializeWhole(value, moved, where, copied);
   const s = new v8.Serializer();
   s._getDataCloneError = uncloneable;
@@ -294,6 +299,7 @@ function pushItem(item) {
  * it does not read back.
  */
 function deserialize(message) {
+  if (Buffer.isBuffer(message) && isFlat(message)) return readFlat(message);
   if (!SERIALIZER) return v8.deserialize(Buffer.isBuffer(message) ? message : message.bytes);
   if (Buffer.isBuffer(message)) {
     const d = new v8.Deserializer(message);
