@@ -332,6 +332,34 @@ describe('run()', () => {
     expect((await ours.run(1, { name: 'custom' }).catch((x) => x)).code).toBe('E_CUSTOM');
   });
 
+  test('a CommonJS task file compiled from `export default` (TypeScript, Babel: `__esModule`) runs its default, as under Piscina', async () => {
+    const filename = fixture('ts-default.js');
+    const real = make(RealPiscina, { filename, minThreads: 1, maxThreads: 1 });
+    const ours = pool({ filename, minThreads: 1, maxThreads: 1 });
+    expect([await ours.run(21), await ours.run(4, { name: 'default' })]).toEqual([await real.run(21), await real.run(4, { name: 'default' })]);
+    expect(await real.run(4)).toBe(8);
+  });
+
+  test("an error's own fields named as what corepool says of a task stay its fields: they neither choose the rejection nor the run time", async () => {
+    const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const e = await ours.run(1, { name: 'forgedFields' }).then(
+      (v) => ({ resolved: v }),
+      (x) => x,
+    );
+    expect(e).toBeInstanceOf(Error);
+    expect([e.message, e.code, e.thrownValue, e.thrown, e.ms, Object.getPrototypeOf(e) === Error.prototype, Object.getOwnPropertyDescriptor(e, '__proto__')?.value]).toEqual([
+      'real',
+      'E_REAL',
+      true,
+      'forged',
+      99_999,
+      true,
+      'a field',
+    ]);
+    // The run time recorded is the task's, not its error's `ms` field (99,999 ms).
+    expect([ours.runTime.max < 99_999, ours.completed]).toEqual([true, 1]);
+  });
+
   test('a thenable result is awaited (its `then` read once) and a `then` getter that throws rejects, as under Piscina, whether the file was loaded or not', async () => {
     const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
     const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });

@@ -52,8 +52,11 @@ async function load(filename, name) {
   const ns = await import(pathToFileURL(filename).href);
   let handler = await ns[name];
   const main = ns.default;
-  if (typeof handler !== 'function' && name !== 'default' && main !== null && (typeof main === 'object' || typeof main === 'function')) {
-    handler = await main[name];
+  if (typeof handler !== 'function' && main !== null && (typeof main === 'object' || typeof main === 'function')) {
+    // A named export of CommonJS; or its `default` when it says it stands for an ES module
+    // (`__esModule`, what TypeScript and Babel write for `export default`), as Piscina reads it.
+    if (name !== 'default') handler = await main[name];
+    else if (main.__esModule) handler = await main.default;
   }
   if (typeof handler !== 'function') throw new Error(`No handler function exported from ${filename}`);
   return handler;
@@ -75,7 +78,11 @@ function handlerFor(filename, name) {
 // As Piscina's worker, the default task file is loaded when the worker starts.
 if (typeof own.filename === 'string') handlerFor(own.filename, own.name).catch(() => {});
 
-/** A thrown value → what can cross: name, message, stack and own primitive fields. */
+/**
+ * A thrown value → what can cross: name, message, stack, and its own primitive fields under
+ * `own`, apart from what corepool says of the task (`ms`, `thrownValue`, `thrown`), so that no
+ * field of the error can stand for those.
+ */
 function errorOut(e, ms) {
   const out = new Error();
   const fields = { ms };
@@ -84,10 +91,14 @@ function errorOut(e, ms) {
       fields.name = typeof e.name === 'string' ? e.name : 'Error';
       out.message = typeof e.message === 'string' ? e.message : String(e);
       if (typeof e.stack === 'string') fields.stack = e.stack;
+      const own = {};
       for (const key of Object.keys(e)) {
         const v = e[key];
-        if (key !== 'name' && key !== 'message' && key !== 'stack' && (v === null || ['string', 'number', 'boolean'].includes(typeof v))) fields[key] = v;
+        if (key !== 'name' && key !== 'message' && key !== 'stack' && (v === null || ['string', 'number', 'boolean'].includes(typeof v))) {
+          Object.defineProperty(own, key, { value: v, enumerable: true, writable: true, configurable: true });
+        }
       }
+      fields.own = own;
     } else {
       fields.name = 'Error';
       fields.thrownValue = true; // a thrown string, number...: the pool rejects with it as it is

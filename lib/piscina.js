@@ -676,7 +676,7 @@ function summary(h) {
   };
 }
 
-/** A task's thrown error, made again on this thread (name, message, stack, primitive fields). */
+/** A task's thrown error, made again on this thread (name, message, stack, its own primitive fields). */
 function taskError(e) {
   const d = e.data;
   if (d === null || typeof d !== 'object' || d[KEY] !== true) return e;
@@ -685,9 +685,9 @@ function taskError(e) {
   const err = new Ctor(e.message);
   if (err.name !== d.name) Object.defineProperty(err, 'name', { value: d.name, writable: true, configurable: true, enumerable: false });
   if (typeof d.stack === 'string') err.stack = d.stack;
-  for (const [key, value] of Object.entries(d)) {
-    if (!['name', 'message', 'stack', 'ms', 'thrown', 'thrownValue', KEY].includes(key)) err[key] = value;
-  }
+  // (Its own fields as they were: defined, so that a `__proto__` field stays a field.)
+  const own = d.own !== null && typeof d.own === 'object' ? d.own : {};
+  for (const [key, value] of Object.entries(own)) Object.defineProperty(err, key, { value, enumerable: true, writable: true, configurable: true });
   return err;
 }
 
