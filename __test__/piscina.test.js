@@ -340,6 +340,30 @@ describe('run()', () => {
     expect(await real.run(4)).toBe(8);
   });
 
+  test('a thrown object, a rejection with one, and an Error with a cause reject as under Piscina: as structured clone carries them', async () => {
+    const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const rejection = (p) => p.then((v) => ({ resolved: v }), (e) => e);
+    for (const name of ['throwObject', 'rejectObject']) {
+      const [mine, theirs] = [await rejection(ours.run(1, { name })), await rejection(real.run(1, { name }))];
+      // (isDeepStrictEqual: both came through structured clone, so their prototypes are alike.)
+      expect([name, types.isNativeError(mine), require('node:util').isDeepStrictEqual(mine, theirs)]).toEqual([name, false, true]);
+    }
+    const mine = await rejection(ours.run(1, { name: 'throwWithCause' }));
+    const theirs = await rejection(real.run(1, { name: 'throwWithCause' }));
+    const described = (e) => [e.name, e.message, types.isNativeError(e.cause), e.cause?.name, e.cause?.message];
+    expect(described(mine)).toEqual(described(theirs));
+    expect(described(mine)).toEqual(['Error', 'outer', true, 'TypeError', 'inner']);
+  });
+
+  test('an Error with a field whose getter throws keeps the rest; a thrown value structured clone cannot carry is named', async () => {
+    const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const e = await ours.run(1, { name: 'throwWithBadGetter' }).catch((x) => x);
+    expect([e instanceof RangeError, e.message, e.kept, 'code' in e]).toEqual([true, 'still this', 'yes', false]);
+    const f = await ours.run(1, { name: 'throwFunction' }).catch((x) => x);
+    expect([f.name, f.message]).toEqual(['DataCloneError', 'the value the task threw is a function, which structured clone cannot carry']);
+  });
+
   test("an error's own fields named as what corepool says of a task stay its fields: they neither choose the rejection nor the run time", async () => {
     const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const e = await ours.run(1, { name: 'forgedFields' }).then(

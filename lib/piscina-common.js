@@ -1,6 +1,7 @@
 'use strict';
 // What lib/piscina.js (the pool's thread) and lib/piscina-worker.js (its workers) share: the
-// key of the workers' settings, the mark of a Piscina worker thread, and Piscina's symbols.
+// key of the workers' settings, the mark of a Piscina worker thread, the mark of a task that
+// threw, and Piscina's symbols.
 
 /** The key, in the workers' workerData envelope, of corepool/piscina's own settings. */
 const KEY = '__corepoolPiscina';
@@ -10,6 +11,8 @@ const WORKER_MARK = Symbol.for('corepool.piscina.worker');
 const kTransferable = Symbol.for('Piscina.transferable');
 const kValue = Symbol.for('Piscina.valueOf');
 const kQueueOptions = Symbol.for('Piscina.queueOptions');
+/** The third item of a task's outcome (`[ms, thrown, THROWN]`) when the task threw. */
+const THROWN = 1;
 /** Marks what Piscina.move() returned. */
 const kMovable = Symbol.for('corepool.piscina.movable');
 
@@ -23,4 +26,4 @@ function isMoved(value) {
   return isTransferable(value) && value[kMovable] === true;
 }
 
-module.exports = { KEY, RESULT: KEY, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved };
+module.exports = { KEY, THROWN, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved };

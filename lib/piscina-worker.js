@@ -22,7 +22,7 @@ const { performance } = require('node:perf_hooks');
 const fs = require('node:fs');
 const { types } = require('node:util');
 const os = require('node:os');
-const { KEY, WORKER_MARK, RESULT, isMoved, kValue, kTransferable } = require('./piscina-common.js');
+const { KEY, WORKER_MARK, THROWN, isMoved, kValue, kTransferable } = require('./piscina-common.js');
 const { transfer } = require('./clone.js');
 const { adopt } = require('./thenable.js');
 
@@ -79,39 +79,48 @@ function handlerFor(filename, name) {
 if (typeof own.filename === 'string') handlerFor(own.filename, own.name).catch(() => {});
 
 /**
- * A thrown value → what can cross: name, message, stack, and its own primitive fields under
- * `own`, apart from what corepool says of the task (`ms`, `thrownValue`, `thrown`), so that no
- * field of the error can stand for those.
+ * The outcome of a task that threw `e`: `[ms, thrown, THROWN]`, which crosses as a result
+ * does (structured clone), so the pool can reject with what was thrown. An Error (a native
+ * one, a class extending Error too) as `{ error: { name, message, stack, cause?, own } }`
+ * (`own`: its other own enumerable fields of primitive values), so that its class and fields
+ * are made again on the pool's thread; anything else as `{ value }`, as structured clone
+ * carries it (an object with its own fields, a Date, undefined…). Each part of the error is
+ * read once; a part whose getter throws is left out. Nothing the error holds can be taken
+ * for corepool's own items: they are the array's, the error one object inside it.
  */
-function errorOut(e, ms) {
-  const out = new Error();
-  const fields = { ms };
-  try {
-    if (e !== null && typeof e === 'object') {
-      fields.name = typeof e.name === 'string' ? e.name : 'Error';
-      out.message = typeof e.message === 'string' ? e.message : String(e);
-      if (typeof e.stack === 'string') fields.stack = e.stack;
-      const own = {};
-      for (const key of Object.keys(e)) {
-        const v = e[key];
-        if (key !== 'name' && key !== 'message' && key !== 'stack' && (v === null || ['string', 'number', 'boolean'].includes(typeof v))) {
-          Object.defineProperty(own, key, { value: v, enumerable: true, writable: true, configurable: true });
-        }
-      }
-      fields.own = own;
-    } else {
-      fields.name = 'Error';
-      fields.thrownValue = true; // a thrown string, number...: the pool rejects with it as it is
-      // (undefined cannot cross as a field: it crosses as no field, as an undefined result does.)
-      if (e !== undefined) fields.thrown = e;
-      out.message = String(e);
-    }
-  } catch {
-    out.message = 'an exception that cannot be described';
+function thrownOut(e, started) {
+  const ms = performance.now() - started;
+  if (!types.isNativeError(e)) return [ms, { value: e }, THROWN];
+  const error = {};
+  const name = safely(() => e.name);
+  error.name = typeof name === 'string' ? name : 'Error';
+  const message = safely(() => e.message);
+  error.message = typeof message === 'string' ? message : '';
+  const stack = safely(() => e.stack);
+  if (typeof stack === 'string') error.stack = stack;
+  if (safely(() => Object.hasOwn(e, 'cause'))) {
+    const cause = safely(() => ({ cause: e.cause }));
+    if (cause !== undefined) error.cause = cause.cause;
   }
-  fields[RESULT] = true; // tells the pool this error is a task's (lib/piscina.js)
-  for (const [k, v] of Object.entries(fields)) Object.defineProperty(out, k, { value: v, enumerable: true });
-  return out;
+  const own = {};
+  for (const key of safely(() => Object.keys(e)) ?? []) {
+    if (key === 'name' || key === 'message' || key === 'stack' || key === 'cause') continue;
+    const v = safely(() => ({ v: e[key] }))?.v;
+    if (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') {
+      Object.defineProperty(own, key, { value: v, enumerable: true, writable: true, configurable: true });
+    }
+  }
+  error.own = own;
+  return [ms, { error }, THROWN];
+}
+
+/** `f()`, or undefined when it throws. */
+function safely(f) {
+  try {
+    return f();
+  } catch {
+    return undefined;
+  }
 }
 
 /** The handler of the last task run here, and its file and name: most tasks run the same one. */
@@ -147,7 +156,7 @@ async function loadAndRun(filename, name, task, started) {
   try {
     handler = await handlerFor(filename, name);
   } catch (e) {
-    throw errorOut(e, performance.now() - started);
+    return thrownOut(e, started);
   }
   return run(handler, task, started);
 }
@@ -160,7 +169,7 @@ function run(handler, task, started) {
     const adopted = adopt(result);
     return adopted === null ? outcome(result, started) : settled(adopted, started);
   } catch (e) {
-    throw errorOut(e, performance.now() - started);
+    return thrownOut(e, started);
   }
 }
 
@@ -168,7 +177,7 @@ async function settled(pending, started) {
   try {
     return outcome(await pending, started);
   } catch (e) {
-    throw errorOut(e, performance.now() - started);
+    return thrownOut(e, started);
   }
 }
 

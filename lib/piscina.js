@@ -16,7 +16,7 @@ const { Pool, RpcError } = require('../index.js');
 const { kCancellableCall, kCancel, kWithdraw, kWorkers, kWorkerHooks } = require('./pool.js');
 const { after } = require('./timer.js');
 const { version } = require('../package.json');
-const { KEY, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved } = require('./piscina-common.js');
+const { KEY, THROWN, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved } = require('./piscina-common.js');
 
 const CODES = RpcError.codes;
 const WORKER = path.join(__dirname, 'piscina-worker.js');
@@ -359,6 +359,7 @@ class Piscina extends EventEmitter {
       (out) => {
         done();
         this.#record(submitted, out[0]);
+        if (out.length > 2 && out[2] === THROWN) throw thrownBack(out[1]);
         return out.length > 1 ? out[1] : undefined;
       },
       (e) => {
@@ -458,14 +459,17 @@ class Piscina extends EventEmitter {
         return this.#options.maxQueue === 0 ? Errors.NoTaskQueueAvailable() : Errors.TaskQueueAtLimit();
       case CODES.PoolClosed:
         return this.#destroyed ? Errors.ThreadTermination() : new AbortError('queue is being terminated');
-      case CODES.CommandFailed:
-        return taskError(e);
       case CODES.InvalidParams:
         // The task is the call's fourth param, or its first when it travels alone (params[0]
-        // is otherwise the file's name, which always crosses); a result, the second item of
-        // the worker's answer.
+        // is otherwise the file's name, which always crosses); a result or what the task
+        // threw, the second item of the worker's answer.
         if (e.name === 'DataCloneError') {
-          const yours = (where) => where.replace(/^params\[[03]\]/, 'task').replace(/^result\[1\]/, 'result');
+          const yours = (where) =>
+            where
+              .replace(/^params\[[03]\]/, 'task')
+              .replace(/^result\[1\]\.value/, 'the value the task threw')
+              .replace(/^result\[1\]\.error\.cause/, "the cause of the error the task threw")
+              .replace(/^result\[1\]/, 'result');
           e.message = yours(e.message);
           if (typeof e.data?.path === 'string') e.data.path = yours(e.data.path);
         }
@@ -676,18 +680,20 @@ function summary(h) {
   };
 }
 
-/** A task's thrown error, made again on this thread (name, message, stack, its own primitive fields). */
-function taskError(e) {
-  const d = e.data;
-  if (d === null || typeof d !== 'object' || d[KEY] !== true) return e;
-  if (d.thrownValue === true) return Object.hasOwn(d, 'thrown') ? d.thrown : undefined;
+/**
+ * What a task threw, from what its worker sent (lib/piscina-worker.js, thrownOut): the value
+ * itself, or an Error made again on this thread: its class when it is a standard one, `name`,
+ * `message`, the worker's `stack`, `cause` as structured clone carried it, its own fields.
+ */
+function thrownBack(thrown) {
+  if (Object.hasOwn(thrown, 'value')) return thrown.value;
+  const d = thrown.error;
   const Ctor = Object.hasOwn(STANDARD_ERRORS, d.name) ? STANDARD_ERRORS[d.name] : Error;
-  const err = new Ctor(e.message);
+  const err = Object.hasOwn(d, 'cause') ? new Ctor(d.message, { cause: d.cause }) : new Ctor(d.message);
   if (err.name !== d.name) Object.defineProperty(err, 'name', { value: d.name, writable: true, configurable: true, enumerable: false });
   if (typeof d.stack === 'string') err.stack = d.stack;
   // (Its own fields as they were: defined, so that a `__proto__` field stays a field.)
-  const own = d.own !== null && typeof d.own === 'object' ? d.own : {};
-  for (const [key, value] of Object.entries(own)) Object.defineProperty(err, key, { value, enumerable: true, writable: true, configurable: true });
+  for (const [key, value] of Object.entries(d.own)) Object.defineProperty(err, key, { value, enumerable: true, writable: true, configurable: true });
   return err;
 }
 
