@@ -364,6 +364,20 @@ describe('run()', () => {
     expect([f.name, f.message]).toEqual(['DataCloneError', 'the value the task threw is a function, which structured clone cannot carry']);
   });
 
+  test('a task file only a require hook can load (`execArgv: [\'-r\', hook]`) is required, as under Piscina; one whose code threw is not run again', async () => {
+    const options = { filename: fixture('hooked.task'), execArgv: ['-r', fixture('hook.js')], minThreads: 1, maxThreads: 1 };
+    const real = make(RealPiscina, options);
+    const ours = pool(options);
+    expect(await ours.run(1)).toBe(await real.run(1));
+    expect(await ours.run(41)).toBe(42);
+    // Its first run throws a SyntaxError from its own code: the task that loaded it rejects
+    // with it, and it ran once (a require after the failed import would have run it again).
+    // (Named by the task, not the pool: a pool's own file is loaded as its worker starts.)
+    const once = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, env: {} });
+    const first = await once.run(null, { filename: fixture('runs-once.js'), name: 'runs' }).catch((e) => e);
+    expect([first.name, await once.run('COREPOOL_RUNS', { name: 'env' })]).toEqual(['SyntaxError', '1']);
+  });
+
   test("an error's own fields named as what corepool says of a task stay its fields: they neither choose the rejection nor the run time", async () => {
     const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const e = await ours.run(1, { name: 'forgedFields' }).then(

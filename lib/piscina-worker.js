@@ -47,9 +47,23 @@ const handlers = new Map();
 /** filename + '\0' + name → the handler, once loaded: a task for it runs without waiting. */
 const loaded = new Map();
 
-/** Piscina's worker's lookup: the module's export `name`, awaited (a module may export a Promise of its function). */
+/**
+ * Piscina's worker's lookup: the module's export `name`, awaited (a module may export a
+ * Promise of its function). The file is imported; one that `import()` cannot take by its
+ * name (an extension only a require hook knows, `execArgv: ['-r', 'ts-node/register']`) is
+ * `require`d, as Piscina, which requires first, would load it. (Requiring first would load an
+ * ES module through `require`, with Node 22's warning about it, and a file whose code threw
+ * once could be run a second time by the import after it, as Piscina does.)
+ */
 async function load(filename, name) {
-  const ns = await import(pathToFileURL(filename).href);
+  let ns;
+  try {
+    ns = await import(pathToFileURL(filename).href);
+  } catch (e) {
+    if (!REQUIRE_INSTEAD.has(safely(() => e.code))) throw e;
+    // (Its named exports are read from `default` below, as a CommonJS file's are.)
+    ns = { default: require(filename) };
+  }
   let handler = await ns[name];
   const main = ns.default;
   if (typeof handler !== 'function' && main !== null && (typeof main === 'object' || typeof main === 'function')) {
@@ -61,6 +75,9 @@ async function load(filename, name) {
   if (typeof handler !== 'function') throw new Error(`No handler function exported from ${filename}`);
   return handler;
 }
+
+/** What import() throws for a file it will not take by its name, before any of it runs: such a file is required. */
+const REQUIRE_INSTEAD = new Set(['ERR_UNKNOWN_FILE_EXTENSION', 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX', 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING']);
 
 function handlerFor(filename, name) {
   const key = `${filename}\0${name}`;
