@@ -53,6 +53,16 @@ async function submitAll(count, call) {
   if (wrong > 0) throw new Error(`${wrong} of ${count} results were not ${FACTORIAL_OF}!`);
 }
 
+/**
+ * `destroying` (a pool's destroy()), or the moment this process's event loop empties once all
+ * tasks are done: on a loaded machine poolifier 5.3.2's destroy() now and then never settles
+ * although its threads are gone (6 runs of 20 with three busy loops beside), and the process
+ * would end there without its figures. Its tasks were all done and checked before.
+ */
+function destroyed(destroying) {
+  return Promise.race([destroying, new Promise((resolve) => process.once('beforeExit', resolve))]);
+}
+
 /** Each contestant of part 1, as it runs in its own process: (count) => Promise, done when all `count` tasks are. */
 const contestants = {
   async floor(count) {
@@ -92,7 +102,7 @@ const contestants = {
     const { FixedThreadPool } = require('poolifier');
     const pool = new FixedThreadPool(THREADS, path.join(PEERS, 'factorial-poolifier.js'));
     await submitAll(count, (n) => pool.execute(n));
-    await pool.destroy();
+    await destroyed(pool.destroy());
   },
   async tinypool(count) {
     const { Tinypool } = require('tinypool');
@@ -130,6 +140,7 @@ function wholeRun(name, count) {
     p.on('close', (code, signal) => {
       const s = (performance.now() - t0) / 1000;
       if (code !== 0) return reject(new Error(`${name}: its process exited with ${code ?? signal}`));
+      if (out.trim() === '') return reject(new Error(`${name}: its process ended without its figures (its event loop emptied before its pool was done)`));
       const cpu = JSON.parse(out.trim().split('\n').pop()).cpuUs / 1e6;
       if (!cpuSeconds.has(name)) cpuSeconds.set(name, []);
       cpuSeconds.get(name).push(cpu);
