@@ -199,6 +199,28 @@ describe('options', () => {
     expect(caught(Piscina)).toEqual(real);
   });
 
+  test('NaN options (`Number(process.env.UNSET)`), maxThreads Infinity and env null make a pool that runs, as Piscina\'s does', async () => {
+    const cases = [
+      { maxThreads: Number(process.env.COREPOOL_UNSET_OPTION) },
+      { minThreads: NaN },
+      { idleTimeout: NaN },
+      { maxQueue: NaN },
+      { maxQueue: 'auto', maxThreads: NaN },
+      { concurrentTasksPerWorker: NaN },
+      { maxThreads: Infinity },
+      { env: null },
+    ];
+    const keys = ['minThreads', 'maxThreads', 'idleTimeout', 'maxQueue', 'concurrentTasksPerWorker'];
+    const pick = (o) => Object.fromEntries(keys.map((k) => [k, o[k]]));
+    for (const c of cases) {
+      const options = { filename: fixture('add.js'), ...c };
+      const real = make(RealPiscina, options);
+      const ours = pool(options);
+      const runs = (p) => Promise.all([1, 2, 3, 4].map((a) => p.run({ a, b: 1 })));
+      expect([c, await runs(ours), pick(ours.options)]).toEqual([c, await runs(real), pick(real.options)]);
+    }
+  });
+
   test('the resolved options are the ones Piscina resolves', async () => {
     const cases = [{}, { minThreads: 3 }, { maxThreads: 1 }, { minThreads: 2, maxThreads: 4, maxQueue: 'auto' }, { name: 'add', idleTimeout: 50, closeTimeout: 100, concurrentTasksPerWorker: 2, recordTiming: false }];
     const keys = ['filename', 'name', 'minThreads', 'maxThreads', 'idleTimeout', 'maxQueue', 'concurrentTasksPerWorker', 'atomics', 'niceIncrement', 'trackUnmanagedFds', 'closeTimeout', 'recordTiming', 'stricterFIFO', 'workerHistogram'];

@@ -13,6 +13,7 @@ const { fileURLToPath } = require('node:url');
 const { performance, createHistogram } = require('node:perf_hooks');
 const { isMainThread, SHARE_ENV } = require('node:worker_threads');
 const { Pool, RpcError } = require('../index.js');
+const { contract } = require('./native.js');
 const { kCancellableCall, kCancel, kWithdraw, kWorkers, kWorkerHooks } = require('./pool.js');
 const { after } = require('./timer.js');
 const { version } = require('../package.json');
@@ -185,7 +186,7 @@ function validate(opts) {
   if (opts.env === SHARE_ENV) {
     throw new TypeError('corepool/piscina: options.env cannot be SHARE_ENV: give an object (each worker gets its own copy)');
   }
-  if (opts.env !== undefined && (opts.env === null || typeof opts.env !== 'object')) {
+  if (opts.env != null && typeof opts.env !== 'object') {
     throw new TypeError('corepool/piscina: options.env must be an object');
   }
   if (opts.useAtomics !== undefined && typeof opts.useAtomics !== 'boolean') {
@@ -261,9 +262,16 @@ class Piscina extends EventEmitter {
       this.#waitTime = createHistogram();
     }
     // corepool counts whole workers and tasks; Piscina takes fractions (2 cores → maxThreads 3).
-    const maxThreads = Math.max(1, Math.ceil(o.maxThreads));
-    const minThreads = Math.min(maxThreads, Math.max(1, Math.ceil(o.minThreads)));
-    const concurrency = o.concurrentTasksPerWorker === Infinity ? Infinity : Math.ceil(o.concurrentTasksPerWorker);
+    // Piscina's checks let NaN through (`Number(process.env.UNSET)`), and its pool then runs
+    // as if NaN workers or tasks per worker were 1, an idle timeout of NaN 0, a maxQueue of NaN
+    // no limit: so do these. `maxThreads: Infinity` (a worker per task waiting, for Piscina)
+    // is as many as corepool starts.
+    const given = (v, ifNaN) => (Number.isNaN(v) ? ifNaN : v);
+    const maxThreads = Math.min(contract.maxThreads, Math.max(1, Math.ceil(given(o.maxThreads, 1))));
+    const minThreads = Math.min(maxThreads, Math.max(1, Math.ceil(given(o.minThreads, 1))));
+    const perWorker = given(o.concurrentTasksPerWorker, 1);
+    const concurrency = perWorker === Infinity ? Infinity : Math.ceil(perWorker);
+    const maxQueue = given(o.maxQueue, Infinity);
     this.#maxCapacity = maxThreads * concurrency;
     if (typeof o.filename === 'string') this.#ownFile = this.#resolve(o.filename);
     this.#ownName = o.name;
@@ -271,11 +279,11 @@ class Piscina extends EventEmitter {
       filename: WORKER,
       minThreads,
       maxThreads,
-      idleTimeout: o.idleTimeout,
+      idleTimeout: given(o.idleTimeout, 0),
       concurrency,
-      maxQueue: o.maxQueue === Infinity ? Infinity : Math.ceil(o.maxQueue),
+      maxQueue: maxQueue === Infinity ? Infinity : Math.ceil(maxQueue),
       resourceLimits: o.resourceLimits,
-      env: o.env,
+      env: o.env ?? undefined,
       argv: o.argv,
       execArgv: o.execArgv,
       workerData: {
