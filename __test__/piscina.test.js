@@ -641,6 +641,27 @@ describe('close() and destroy()', () => {
     expect(piscina.completed).toBe(2);
   });
 
+  test('once destroy() or close() has finished, run() starts workers again, as Piscina\'s does; each can end the pool again', async () => {
+    const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const story = async (p) => {
+      const seen = [await p.run(1, { name: 'echo' })];
+      await p.destroy();
+      seen.push(await p.run(2, { name: 'echo' }), p.threads.length);
+      await p.close();
+      seen.push(await p.run(3, { name: 'echo' }));
+      const closing = p.close();
+      seen.push(await p.run(4, { name: 'echo' }).catch((e) => `${e.name}: ${e.cause}`));
+      await closing;
+      seen.push(await p.run(5, { name: 'echo' }), p.completed);
+      await p.destroy();
+      return seen;
+    };
+    const mine = await story(ours);
+    expect(mine).toEqual(await story(real));
+    expect(mine).toEqual([1, 2, 1, 3, 'AbortError: queue is being terminated', 5, 4]);
+  });
+
   test('close({ force: true }) rejects the tasks not started (AbortError, "pool is closed") and lets the running one finish', async () => {
     const g = gate();
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
@@ -702,19 +723,29 @@ describe('close() and destroy()', () => {
     g.release();
   });
 
-  test('Symbol.dispose starts close()', async () => {
-    const piscina = pool({ filename: fixture('add.js'), minThreads: 1, maxThreads: 1 });
-    const closed = once(piscina, 'close');
-    piscina[Symbol.dispose]();
-    await closed;
-    await expect(piscina.run({ a: 1, b: 1 })).rejects.toMatchObject({ name: 'AbortError' });
+  test('Symbol.dispose starts close(): a run meanwhile is refused, one after starts workers again, as under Piscina', async () => {
+    const story = async (piscina) => {
+      const closed = once(piscina, 'close');
+      piscina[Symbol.dispose]();
+      const meanwhile = await piscina.run({ a: 1, b: 1 }).catch((e) => e.name);
+      await closed;
+      return [meanwhile, await piscina.run({ a: 1, b: 2 })];
+    };
+    const mine = await story(pool({ filename: fixture('add.js'), minThreads: 1, maxThreads: 1 }));
+    expect(mine).toEqual(await story(make(RealPiscina, { filename: fixture('add.js'), minThreads: 1, maxThreads: 1 })));
+    expect(mine).toEqual(['AbortError', 3]);
   });
 
-  test('Symbol.asyncDispose closes the pool', async () => {
-    const piscina = pool({ filename: fixture('add.js'), minThreads: 1, maxThreads: 1 });
-    expect(await piscina.run({ a: 1, b: 1 })).toBe(2);
-    await piscina[Symbol.asyncDispose]();
-    await expect(piscina.run({ a: 1, b: 1 })).rejects.toMatchObject({ name: 'AbortError' });
+  test('Symbol.asyncDispose closes the pool: its workers stop, and a run after starts them again, as under Piscina', async () => {
+    const story = async (piscina) => {
+      const seen = [await piscina.run({ a: 1, b: 1 })];
+      await piscina[Symbol.asyncDispose]();
+      seen.push(piscina.threads.length, await piscina.run({ a: 1, b: 2 }));
+      return seen;
+    };
+    const mine = await story(pool({ filename: fixture('add.js'), minThreads: 1, maxThreads: 1 }));
+    expect(mine).toEqual(await story(make(RealPiscina, { filename: fixture('add.js'), minThreads: 1, maxThreads: 1 })));
+    expect(mine).toEqual([2, 0, 3]);
   });
 });
 

@@ -233,6 +233,10 @@ class Piscina extends EventEmitter {
   #maxCapacity;
   #closing = null;
   #destroyed = false;
+  /** destroy() (or close()) has finished: the next run() starts the workers again, as Piscina's. */
+  #ended = false;
+  /** What the corepool Pool under this one is made with (again after an end). */
+  #poolOptions;
   #runTime = null;
   #waitTime = null;
   #histogram = null;
@@ -275,7 +279,7 @@ class Piscina extends EventEmitter {
     this.#maxCapacity = maxThreads * concurrency;
     if (typeof o.filename === 'string') this.#ownFile = this.#resolve(o.filename);
     this.#ownName = o.name;
-    this.#pool = new Pool({
+    this.#poolOptions = {
       filename: WORKER,
       minThreads,
       maxThreads,
@@ -295,7 +299,8 @@ class Piscina extends EventEmitter {
         message: (m) => this.emit('message', m),
         exit: (thread, code, error, running) => this.#workerExited(thread, code, error, running),
       },
-    });
+    };
+    this.#pool = new Pool(this.#poolOptions);
   }
 
   /**
@@ -317,6 +322,7 @@ class Piscina extends EventEmitter {
     name = name ?? this.#options.name;
     if (typeof filename !== 'string') return Promise.reject(Errors.FilenameNotProvided());
     filename = this.#resolve(filename);
+    if (this.#ended) this.#reopen();
     if (this.#closing !== null || this.#destroyed) return Promise.reject(new AbortError('queue is being terminated'));
     if (signal?.aborted) return Promise.reject(new AbortError(signal.reason));
 
@@ -548,6 +554,7 @@ class Piscina extends EventEmitter {
     } finally {
       timer.clear();
       await this.destroy();
+      this.#ended = true;
       this.emit('close');
     }
   }
@@ -562,6 +569,20 @@ class Piscina extends EventEmitter {
       handle.gone = Errors.ThreadTermination();
       handle.wake();
     }
+    // (A close() ends once its 'close' is emitted, after this.)
+    if (this.#closing === null) this.#ended = true;
+  }
+
+  /**
+   * After destroy() or close() has finished, a run() starts new workers, as Piscina's pool
+   * does: a new corepool Pool of the same options, the pool's counts and histograms going on.
+   */
+  #reopen() {
+    this.#ended = false;
+    this.#destroyed = false;
+    this.#closing = null;
+    this.#deaths.clear();
+    this.#pool = new Pool(this.#poolOptions);
   }
 
   [Symbol.asyncDispose]() {
