@@ -85,6 +85,25 @@ describe('a pool of JavaScript workers from a task file', () => {
     await pool.close();
   });
 
+  test('maxQueue counts the workers the pool may still start as threads: with maxQueue 0, calls beyond the running worker make more start, up to maxThreads', async () => {
+    const gate = new Int32Array(new SharedArrayBuffer(4));
+    const pool = new Pool({ filename: task('gate.js'), minThreads: 1, maxThreads: 3, maxQueue: 0, workerData: { gate } });
+    await pool.exec('slow', 0); // one worker ready
+    const calls = [1, 2, 3, 4].map((x) => outcome(pool.exec('gate', x)));
+    const fourth = await calls[3];
+    // Three run at once, so on three workers (each blocks its worker until the gate opens).
+    // (Before, the second and third were refused, and no worker was started for them.)
+    while (pool.stats().servers.filter((s) => s.running > 0).length < 3) {
+      if ((await Promise.race([calls[1], calls[2], new Promise((resolve) => setTimeout(resolve, 10, null))])) !== null) break;
+    }
+    const runningAtOnce = pool.stats().servers.filter((s) => s.running > 0).length;
+    Atomics.store(gate, 0, 1);
+    Atomics.notify(gate, 0);
+    const results = await Promise.all(calls.slice(0, 3));
+    expect([results.map((r) => r.value ?? r.code), fourth.code, runningAtOnce]).toEqual([[1, 2, 3], C.QueueFull, 3]);
+    await pool.close();
+  });
+
   test('ES modules: named exports, and the default export through run() as in Piscina', async () => {
     const pool = new Pool({ filename: task('esm.mjs'), threads: 1 });
     expect(await pool.exec('double', 21)).toBe(42);

@@ -263,6 +263,27 @@ describe('options', () => {
     }
   });
 
+  test('maxQueue with room to grow: a burst on a warm pool is taken as Piscina takes it (its running workers, those it may start, then maxQueue), and all run', async () => {
+    for (const options of [
+      { minThreads: 1, maxThreads: 3, maxQueue: 2 },
+      { minThreads: 1, maxThreads: 3, maxQueue: 5 },
+      { minThreads: 1, maxThreads: 3, maxQueue: 'auto' },
+      { minThreads: 1, maxThreads: 2, maxQueue: 0 },
+    ]) {
+      const burst = async (p) => {
+        await p.run(0, { name: 'echo' }); // warm: one worker ready
+        const g = gate();
+        const runs = Array.from({ length: 15 }, () => outcome(p.run(g.view, { name: 'hold' })));
+        await g.started(1);
+        g.release();
+        const settled = await Promise.all(runs);
+        return settled.filter((r) => r.value === 'released').length;
+      };
+      const mine = await burst(pool({ filename: TASKS, ...options }));
+      expect([options, mine]).toEqual([options, await burst(make(RealPiscina, { filename: TASKS, ...options }))]);
+    }
+  });
+
   test('concurrentTasksPerWorker is corepool concurrency: two tasks share one worker', async () => {
     const g = gate();
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });

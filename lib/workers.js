@@ -88,8 +88,10 @@ class TaskWorkers {
     this.#onError = onError;
     this.#hooks = hooks;
     nativePool.expect(undefined);
-    // maxQueue counts the calls that wait for a thread: the workers being started count as
-    // threads, so that calls made before they are ready are not counted as queued.
+    // maxQueue counts the calls that wait for a thread: the workers being started, and those
+    // the pool may still start (up to maxThreads), count as threads, so that calls made before
+    // they are ready are not counted as queued, and a call beyond the running workers makes
+    // one start rather than being refused (as Piscina counts its workers starting).
     nativePool.planServed(this.#planned());
     this.#constructing = true;
     this.#start();
@@ -333,9 +335,9 @@ class TaskWorkers {
     return error;
   }
 
-  /** Calls the workers run at once, once minThreads serve. */
+  /** Calls the workers run at once, once as many serve as the pool may start. */
   #planned() {
-    return this.#options.minThreads * this.#options.concurrency;
+    return this.#options.maxThreads * this.#options.concurrency;
   }
 
   /**

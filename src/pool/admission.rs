@@ -8,7 +8,7 @@
 //! - served methods: `served_admitted − served_capacity`, where the capacity is the sum of the
 //!   open servers' `concurrency` (each server runs that many calls at once) or, while a pool
 //!   of JavaScript workers starts or replaces a worker, the capacity it plans for
-//!   ([`Admission::plan_served`]: minThreads × concurrency), whichever is more.
+//!   ([`Admission::plan_served`]: maxThreads × concurrency, the workers it may start), whichever is more.
 //!
 //! So with 2 threads (native, or JavaScript workers of concurrency 1) and `maxQueue: 3`,
 //! exactly 5 calls are accepted while every thread is busy, and the 6th is refused; native
@@ -167,7 +167,7 @@ impl Admission {
             .fetch_sub(server_capacity(concurrency), Ordering::AcqRel);
     }
 
-    /// A pool of JavaScript workers plans servers that run `calls` calls at once (minThreads ×
+    /// A pool of JavaScript workers plans servers that run `calls` calls at once (maxThreads ×
     /// concurrency; `usize::MAX`: unbounded): until they are open, admission counts with it.
     pub(crate) fn plan_served(&self, calls: usize) {
         self.planned_capacity

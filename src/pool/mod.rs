@@ -528,7 +528,7 @@ impl Pool {
     }
 
     /// The servers this pool expects (see [`Pool::expect`]) will run `calls` calls at once
-    /// (a pool of JavaScript workers: minThreads × concurrency; `usize::MAX`: no bound). Until
+    /// (a pool of JavaScript workers: maxThreads × concurrency; `usize::MAX`: no bound). Until
     /// that many are open, `maxQueue` counts with it: calls made while the workers start wait
     /// for them as they would for running workers, not in the queue.
     pub fn plan_served(&self, calls: usize) {

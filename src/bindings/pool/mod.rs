@@ -194,7 +194,7 @@ impl NativePool {
         self.pool.expect(methods);
     }
 
-    /// The expected servers will run `calls` calls at once (minThreads × concurrency of a pool
+    /// The expected servers will run `calls` calls at once (maxThreads × concurrency of a pool
     /// of JavaScript workers; Infinity: no bound): `maxQueue` counts with it until they are up.
     #[napi(catch_unwind)]
     pub fn plan_served(&self, calls: f64) {
