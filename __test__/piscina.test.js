@@ -284,6 +284,21 @@ describe('options', () => {
     }
   });
 
+  test('completed counts the tasks the pool took, not one its full queue refused, as Piscina\'s', async () => {
+    const story = async (p) => {
+      const g = gate();
+      const runs = [p.run(g.view, { name: 'hold' }), p.run(1, { name: 'echo' }), p.run(2, { name: 'echo' })].map(outcome);
+      await g.started(1);
+      g.release();
+      const settled = await Promise.all(runs);
+      return [settled.map((r) => r.value ?? r.error.message), p.completed];
+    };
+    const options = { filename: TASKS, minThreads: 1, maxThreads: 1, maxQueue: 1 };
+    const mine = await story(pool(options));
+    expect(mine).toEqual(await story(make(RealPiscina, options)));
+    expect(mine).toEqual([['released', 1, 'Task queue is at limit'], 2]);
+  });
+
   test('concurrentTasksPerWorker is corepool concurrency: two tasks share one worker', async () => {
     const g = gate();
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });

@@ -361,11 +361,12 @@ class Piscina extends EventEmitter {
         forgetSignal = () => signal.removeListener('abort', onAbort);
       }
     }
-    const done = () => {
+    // (`completed` counts what Piscina counts: every task it took, not one its full queue refused.)
+    const done = (taken = true) => {
       if (forgetSignal !== null) forgetSignal();
       this.#tasks.delete(handle);
       this.#inflight--;
-      this.#completed++;
+      if (taken) this.#completed++;
       SETTLED.then(this.#drainCheck);
     };
     SETTLED.then(this.#drainCheck);
@@ -385,7 +386,7 @@ class Piscina extends EventEmitter {
             throw gone;
           });
         }
-        done();
+        done(!(e instanceof RpcError && e.code === CODES.QueueFull));
         if (typeof e?.data?.ms === 'number') this.#record(submitted, e.data.ms);
         throw this.#translate(e, handle.reason);
       },
