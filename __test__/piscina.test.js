@@ -601,6 +601,14 @@ describe('run()', () => {
     expect(await piscina.run(Piscina.move({ plain: true }), { name: 'echo' })).toEqual({ plain: true });
   });
 
+  test("Piscina's own move() (a file not switched yet) moves as corepool/piscina's does, in a task file and in run()", async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    expect(await piscina.run(undefined, { name: 'movedByPiscina' })).toEqual(new Uint8Array([6, 7, 8]));
+    const bytes = new Uint8Array([9, 10]);
+    expect(await piscina.run(RealPiscina.move(bytes), { name: 'echo' })).toEqual(new Uint8Array([9, 10]));
+    expect(bytes.byteLength).toBe(0); // moved: detached here
+  });
+
   test('a Date round-trips through run() as a Date, as with Piscina', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });

@@ -21,9 +21,15 @@ function isTransferable(value) {
   return value !== null && typeof value === 'object' && kTransferable in value && kValue in value;
 }
 
-/** What Piscina.move() returned (Piscina's `isMovable`). */
+/**
+ * What Piscina.move() returned (Piscina's `isMovable`): corepool/piscina's, or Piscina's own
+ * (a task file that still calls `require('piscina').move()`), which marks it with a symbol of
+ * its own, not registered, known here by its description.
+ */
 function isMoved(value) {
-  return isTransferable(value) && value[kMovable] === true;
+  if (!isTransferable(value)) return false;
+  if (value[kMovable] === true) return true;
+  return Object.getOwnPropertySymbols(value).some((s) => s.description === 'Piscina.kMovable' && value[s] === true);
 }
 
 module.exports = { KEY, THROWN, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved };
