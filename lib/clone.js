@@ -299,7 +299,7 @@ function pushItem(item) {
  * it does not read back.
  */
 function deserialize(message) {
-  if (Buffer.isBuffer(message) && isFlat(message)) return readFlat(message);
+  if (isFlat(message)) return readFlat(message);
   if (!SERIALIZER) return v8.deserialize(Buffer.isBuffer(message) ? message : message.bytes);
   if (Buffer.isBuffer(message)) {
     const d = new v8.Deserializer(message);

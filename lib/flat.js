@@ -40,12 +40,33 @@ const MAX_ITEMS = 4;
 const HEAD = 8;
 const ITEM = 16;
 
+/** Keys texts longer than this go to V8 (a string can hold some 2^29 characters at most). */
+const MAX_TEXT = 64 * 1024 * 1024;
+
+// What this module calls, as it was when it loaded: code that replaces a method of Map,
+// String, Buffer, a typed array, DataView, Array or Object later does not run here (V8's
+// serializer runs none).
 const uncurry = (f) => Function.prototype.call.bind(f);
 const mapSize = uncurry(Object.getOwnPropertyDescriptor(Map.prototype, 'size').get);
 const mapForEach = uncurry(Map.prototype.forEach);
 const mapSet = uncurry(Map.prototype.set);
 const stringSlice = uncurry(String.prototype.slice);
+const bufferToString = uncurry(Buffer.prototype.toString);
+const bufferWrite = uncurry(Buffer.prototype.write);
+const bytesSet = uncurry(Uint8Array.prototype.set);
+const typedSlice = uncurry(Uint32Array.prototype.slice);
+const { byteLength, alloc, compare, isBuffer } = Buffer;
+const getUint16 = uncurry(DataView.prototype.getUint16);
+const getUint32 = uncurry(DataView.prototype.getUint32);
+const getFloat64 = uncurry(DataView.prototype.getFloat64);
+const setUint16 = uncurry(DataView.prototype.setUint16);
+const setUint32 = uncurry(DataView.prototype.setUint32);
+const setFloat64 = uncurry(DataView.prototype.setFloat64);
+const { isArray } = Array;
+const { getOwnPropertyDescriptor, getOwnPropertyNames, getPrototypeOf } = Object;
+const ArrayPrototype = Array.prototype;
 const MapOfRealm = Map;
+const BufferFrom = Buffer.from;
 
 const align8 = (n) => (n + 7) & ~7;
 
@@ -54,14 +75,16 @@ function flatMap(map) {
   if (!types.isMap(map)) return null;
   const n = mapSize(map);
   if (n < MIN_ENTRIES) return null;
-  const walk = { text: '', i: 0, at: 0, plain: true, like: likeKeys(n), keys: new Array(n), values: new Float64Array(n), lengths: new Uint32Array(n) };
+  const walk = { text: '', i: 0, at: 0, plain: true, like: likeKeys(n), values: new Float64Array(n), lengths: new Uint32Array(n) };
   mapForEach(map, collect, walk);
   if (!walk.plain || walk.i !== n) return null;
   if (walk.like !== null) return { n, text: walk.like.text, values: walk.values, lengths: walk.like.lengths };
   const text = walk.text;
   // ASCII only: each character then takes one byte in UTF-8, and latin1 writes it as it is.
-  if (Buffer.byteLength(text, 'utf8') !== text.length) return null;
-  remember(text, walk.lengths, walk.keys);
+  if (byteLength(text, 'utf8') !== text.length) return null;
+  // (The keys kept are cut from the text, not the Map's own: one of those may hold on to a
+  // much longer string it was cut from.)
+  remember(text, walk.lengths, cut(text, walk.lengths));
   return { n, text, values: walk.values, lengths: walk.lengths };
 }
 
@@ -69,12 +92,11 @@ function flatMap(map) {
 function collect(value, key) {
   if (!this.plain) return;
   const i = this.i;
-  if (typeof key !== 'string' || typeof value !== 'number' || i === this.keys.length) {
+  if (typeof key !== 'string' || typeof value !== 'number' || i === this.values.length) {
     this.plain = false;
     return;
   }
   this.values[i] = value;
-  this.keys[i] = key;
   this.lengths[i] = key.length;
   this.i = i + 1;
   const like = this.like;
@@ -87,37 +109,43 @@ function collect(value, key) {
     this.text = stringSlice(like.text, 0, this.at);
     this.like = null;
   }
+  if (this.text.length + key.length > MAX_TEXT) {
+    this.plain = false;
+    return;
+  }
   this.text += key;
 }
 
 /** The items of `value` if it can be written flat: [array?, items (a number or flat parts)], else null. */
 function flatItems(value) {
   if (value === null || typeof value !== 'object') return null;
-  if (!Array.isArray(value)) {
+  if (!isArray(value)) {
     const map = flatMap(value);
     return map === null ? null : [false, [map]];
   }
-  // (Array.isArray is true for a Proxy of an array: its traps must not run here.)
-  if (types.isProxy(value) || Object.getPrototypeOf(value) !== Array.prototype) return null;
+  // (isArray is true for a Proxy of an array: its traps must not run here.)
+  if (types.isProxy(value) || getPrototypeOf(value) !== ArrayPrototype) return null;
   const length = value.length;
   if (length === 0 || length > MAX_ITEMS) return null;
-  const own = Object.getOwnPropertyNames(value);
+  const own = getOwnPropertyNames(value);
   if (own.length !== length + 1) return null; // the indexes and `length`: no holes, no other keys
-  const items = [];
-  let maps = 0;
+  const items = new Array(length);
+  const maps = [];
   for (let i = 0; i < length; i++) {
-    const d = Object.getOwnPropertyDescriptor(value, i);
+    const d = getOwnPropertyDescriptor(value, i);
     if (d === undefined || !('value' in d) || !d.enumerable) return null;
     const item = d.value;
-    if (typeof item === 'number') items.push(item);
+    if (typeof item === 'number') items[i] = item;
     else {
+      // A Map reached twice arrives as one Map reached twice: V8's serializer keeps that.
+      if (maps.includes(item)) return null;
       const map = flatMap(item);
       if (map === null) return null;
-      items.push(map);
-      maps++;
+      items[i] = map;
+      maps[maps.length] = item;
     }
   }
-  return maps === 0 ? null : [true, items];
+  return maps.length === 0 ? null : [true, items];
 }
 
 /** The flat bytes of `value`, or null when it is not of the shapes written flat. */
@@ -126,26 +154,27 @@ function flatBytes(value) {
   if (found === null) return null;
   const [array, items] = found;
   let size = HEAD + ITEM * items.length;
-  for (const item of items) if (typeof item !== 'number') size += align8(item.n * 12 + item.text.length);
-  const bytes = Buffer.alloc(size);
+  for (let i = 0; i < items.length; i++) if (typeof items[i] !== 'number') size += align8(items[i].n * 12 + items[i].text.length);
+  const bytes = alloc(size);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   bytes[0] = TAG;
   bytes[1] = array ? 1 : 0;
-  bytes.writeUInt16LE(items.length, 2);
+  setUint16(view, 2, items.length, true);
   let at = HEAD + ITEM * items.length;
   for (let i = 0; i < items.length; i++) {
     const item = items[i];
     const head = HEAD + ITEM * i;
     if (typeof item === 'number') {
-      bytes.writeUInt32LE(NUMBER, head);
-      bytes.writeDoubleLE(item, head + 8);
+      setUint32(view, head, NUMBER, true);
+      setFloat64(view, head + 8, item, true);
       continue;
     }
-    bytes.writeUInt32LE(MAP, head);
-    bytes.writeUInt32LE(item.n, head + 4);
-    bytes.writeUInt32LE(item.text.length, head + 8);
-    bytes.set(bytesOf(item.values), at);
-    bytes.set(bytesOf(item.lengths), at + item.n * 8);
-    bytes.write(item.text, at + item.n * 12, item.text.length, 'latin1');
+    setUint32(view, head, MAP, true);
+    setUint32(view, head + 4, item.n, true);
+    setUint32(view, head + 8, item.text.length, true);
+    bytesSet(bytes, bytesOf(item.values), at);
+    bytesSet(bytes, bytesOf(item.lengths), at + item.n * 8);
+    bufferWrite(bytes, item.text, at + item.n * 12, item.text.length, 'latin1');
     at += align8(item.n * 12 + item.text.length);
   }
   return bytes;
@@ -174,15 +203,8 @@ function likeKeys(n) {
   return null;
 }
 
-/** A Map's keys from their text and lengths (read from a message): the known ones when they are the same. */
-function keysOf(text, lengths) {
-  for (let k = 0; k < known.length; k++) {
-    const entry = known[k];
-    if (entry.text === text && entry.lengths.length === lengths.length && Buffer.compare(bytesOf(entry.lengths), bytesOf(lengths)) === 0) {
-      if (k !== 0) known.unshift(...known.splice(k, 1));
-      return entry.keys;
-    }
-  }
+/** The keys `text` holds, of `lengths`. Throws when they run past it. */
+function cut(text, lengths) {
   const n = lengths.length;
   const keys = new Array(n);
   let from = 0;
@@ -192,41 +214,59 @@ function keysOf(text, lengths) {
     keys[e] = stringSlice(text, from, to);
     from = to;
   }
+  return keys;
+}
+
+/** A Map's keys from their text and lengths (read from a message): the known ones when they are the same. */
+function keysOf(text, lengths) {
+  for (let k = 0; k < known.length; k++) {
+    const entry = known[k];
+    if (entry.text === text && entry.lengths.length === lengths.length && compare(bytesOf(entry.lengths), bytesOf(lengths)) === 0) {
+      if (k !== 0) {
+        known.splice(k, 1);
+        known.unshift(entry);
+      }
+      return entry.keys;
+    }
+  }
+  const keys = cut(text, lengths);
   // (The lengths are copied: those given lie in the message.)
-  remember(text, lengths.slice(), keys);
+  remember(text, typedSlice(lengths), keys);
   return keys;
 }
 
 const bytesOf = (typed) => new Uint8Array(typed.buffer, typed.byteOffset, typed.byteLength);
 
-/** Whether `bytes`, a message's bytes, are flat ones. */
-function isFlat(bytes) {
-  return bytes.length > 0 && bytes[0] === TAG;
+/** Whether `message`, a message's bytes, are flat ones. */
+function isFlat(message) {
+  return isBuffer(message) && message.length > 0 && message[0] === TAG;
 }
 
 /** The value of flat bytes. Throws when they do not read back. */
 function readFlat(bytes) {
   // Typed arrays over the bytes need their offset aligned: a copy when it is not.
-  if (bytes.byteOffset % 8 !== 0) bytes = Buffer.from(new Uint8Array(bytes));
-  const count = bytes.readUInt16LE(2);
+  if (bytes.byteOffset % 8 !== 0) bytes = BufferFrom(new Uint8Array(bytes));
+  if (bytes.length < HEAD) throw new RangeError('flat message cut short');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  const count = getUint16(view, 2, true);
   if (bytes.length < HEAD + ITEM * count) throw new RangeError('flat message cut short');
   const items = new Array(count);
   let at = HEAD + ITEM * count;
   for (let i = 0; i < count; i++) {
     const head = HEAD + ITEM * i;
-    const kind = bytes.readUInt32LE(head);
+    const kind = getUint32(view, head, true);
     if (kind === NUMBER) {
-      items[i] = bytes.readDoubleLE(head + 8);
+      items[i] = getFloat64(view, head + 8, true);
       continue;
     }
     if (kind !== MAP) throw new RangeError(`flat message: unknown item kind ${kind}`);
-    const n = bytes.readUInt32LE(head + 4);
-    const keyBytes = bytes.readUInt32LE(head + 8);
+    const n = getUint32(view, head + 4, true);
+    const keyBytes = getUint32(view, head + 8, true);
     const end = at + n * 12 + keyBytes;
     if (end > bytes.length) throw new RangeError('flat message cut short');
     const values = new Float64Array(bytes.buffer, bytes.byteOffset + at, n);
     const lengths = new Uint32Array(bytes.buffer, bytes.byteOffset + at + n * 8, n);
-    const keys = keysOf(bytes.toString('latin1', at + n * 12, end), lengths);
+    const keys = keysOf(bufferToString(bytes, 'latin1', at + n * 12, end), lengths);
     const map = new MapOfRealm();
     for (let e = 0; e < n; e++) mapSet(map, keys[e], values[e]);
     items[i] = map;
