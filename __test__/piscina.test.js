@@ -418,6 +418,10 @@ describe('run()', () => {
     const ours = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const e = await ours.run(1, { name: 'throwWithBadGetter' }).catch((x) => x);
     expect([e instanceof RangeError, e.message, e.kept, 'code' in e]).toEqual([true, 'still this', 'yes', false]);
+    const real = make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const message = async (p) => (await p.run(1, { name: 'throwNumberMessage' }).catch((x) => x)).message;
+    expect(await message(ours)).toBe(await message(real));
+    expect(await message(ours)).toBe('42');
     const f = await ours.run(1, { name: 'throwFunction' }).catch((x) => x);
     expect([f.name, f.message]).toEqual(['DataCloneError', 'the value the task threw is a function, which structured clone cannot carry']);
   });
@@ -428,6 +432,13 @@ describe('run()', () => {
     const ours = pool(options);
     expect(await ours.run(1)).toBe(await real.run(1));
     expect(await ours.run(41)).toBe(42);
+    // Without the hook, such a file is refused with import()'s error, as Piscina 5.3.2 gives
+    // it when its pool answers at all (a pool made before another may never settle the run),
+    // not the SyntaxError require met in it, which is its cause.
+    const e = await pool({ filename: fixture('typed.task'), minThreads: 1, maxThreads: 1 })
+      .run(1)
+      .catch((x) => x);
+    expect([e.code, e.cause?.name]).toEqual(['ERR_UNKNOWN_FILE_EXTENSION', 'SyntaxError']);
     // Its first run throws a SyntaxError from its own code: the task that loaded it rejects
     // with it, and it ran once (a require after the failed import would have run it again).
     // (Named by the task, not the pool: a pool's own file is loaded as its worker starts.)
@@ -704,6 +715,28 @@ describe('close() and destroy()', () => {
     const mine = await story(ours);
     expect(mine).toEqual(await story(real));
     expect(mine).toEqual([1, 2, 1, 3, 'AbortError: queue is being terminated', 5, 4]);
+  });
+
+  test('a run() while a second destroy() or a close() after a destroy() is under way is refused as under Piscina, and starts no workers', async () => {
+    const story = async (p) => {
+      const seen = [await p.run(1, { name: 'echo' })];
+      await p.destroy();
+      const destroying = p.destroy();
+      seen.push(await p.run(2, { name: 'echo' }).catch((e) => `${e.name}: ${e.cause}`));
+      await destroying;
+      seen.push(await p.run(3, { name: 'echo' }));
+      await p.destroy();
+      const closing = p.close();
+      seen.push(await p.run(4, { name: 'echo' }).catch((e) => `${e.name}: ${e.message}`));
+      await closing;
+      seen.push(p.threads.length, await p.run(5, { name: 'echo' }));
+      await p.destroy();
+      seen.push(p.threads.length);
+      return seen;
+    };
+    const mine = await story(pool({ filename: TASKS, minThreads: 1, maxThreads: 1 }));
+    expect(mine).toEqual(await story(make(RealPiscina, { filename: TASKS, minThreads: 1, maxThreads: 1 })));
+    expect(mine).toEqual([1, 'AbortError: queue is being terminated', 3, 'AbortError: The task has been aborted', 0, 5, 0]);
   });
 
   test('close({ force: true }) rejects the tasks not started (AbortError, "pool is closed") and lets the running one finish', async () => {

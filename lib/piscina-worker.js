@@ -60,9 +60,15 @@ async function load(filename, name) {
   try {
     ns = await import(pathToFileURL(filename).href);
   } catch (e) {
-    if (!REQUIRE_INSTEAD.has(safely(() => e.code))) throw e;
+    if (!refusedByName(e, filename)) throw e;
     // (Its named exports are read from `default` below, as a CommonJS file's are.)
-    ns = { default: require(filename) };
+    try {
+      ns = { default: require(filename) };
+    } catch (required) {
+      // Not a file a hook loads either: import()'s error, as Piscina gives it, with require's.
+      if (!Object.hasOwn(e, 'cause')) Object.defineProperty(e, 'cause', { value: required, writable: true, configurable: true });
+      throw e;
+    }
   }
   let handler = await ns[name];
   const main = ns.default;
@@ -76,8 +82,17 @@ async function load(filename, name) {
   return handler;
 }
 
-/** What import() throws for a file it will not take by its name, before any of it runs: such a file is required. */
-const REQUIRE_INSTEAD = new Set(['ERR_UNKNOWN_FILE_EXTENSION', 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX', 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING']);
+/**
+ * Whether import() refused the task file itself by its name (its extension; TypeScript it
+ * will not strip), before any of it ran: such a file is required. The same error about a
+ * file the task file loads is the task file's own load error: it ran, and is not run again.
+ */
+function refusedByName(e, filename) {
+  const code = safely(() => e.code);
+  if (code !== 'ERR_UNKNOWN_FILE_EXTENSION' && code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX' && code !== 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING') return false;
+  const message = safely(() => e.message);
+  return typeof message === 'string' && message.includes(filename);
+}
 
 function handlerFor(filename, name) {
   const key = `${filename}\0${name}`;
@@ -111,8 +126,9 @@ function thrownOut(e, started) {
   const error = {};
   const name = safely(() => e.name);
   error.name = typeof name === 'string' ? name : 'Error';
+  // (A message that is no string is made one, as V8 writes an error's message.)
   const message = safely(() => e.message);
-  error.message = typeof message === 'string' ? message : '';
+  error.message = typeof message === 'string' ? message : message === undefined ? '' : (safely(() => String(message)) ?? '');
   const stack = safely(() => e.stack);
   if (typeof stack === 'string') error.stack = stack;
   if (safely(() => Object.hasOwn(e, 'cause'))) {

@@ -235,6 +235,8 @@ class Piscina extends EventEmitter {
   #destroyed = false;
   /** destroy() (or close()) has finished: the next run() starts the workers again, as Piscina's. */
   #ended = false;
+  /** destroy()s and close()s under way: a run() meanwhile is refused, and makes no pool. */
+  #ending = 0;
   /** What the corepool Pool under this one is made with (again after an end). */
   #poolOptions;
   #runTime = null;
@@ -322,7 +324,7 @@ class Piscina extends EventEmitter {
     name = name ?? this.#options.name;
     if (typeof filename !== 'string') return Promise.reject(Errors.FilenameNotProvided());
     filename = this.#resolve(filename);
-    if (this.#ended) this.#reopen();
+    if (this.#ended && this.#ending === 0) this.#reopen();
     if (this.#closing !== null || this.#destroyed) return Promise.reject(new AbortError('queue is being terminated'));
     if (signal?.aborted) return Promise.reject(new AbortError(signal.reason));
 
@@ -543,6 +545,7 @@ class Piscina extends EventEmitter {
   }
 
   async #close(force) {
+    this.#ending++;
     if (force) for (const handle of [...this.#tasks]) this.#withdraw(handle);
     let timer;
     const timedOut = new Promise((resolve) => {
@@ -555,23 +558,27 @@ class Piscina extends EventEmitter {
     } finally {
       timer.clear();
       await this.destroy();
-      this.#ended = true;
+      this.#ended = --this.#ending === 0;
       this.emit('close');
     }
   }
 
   /** Rejects the tasks in hand (Error 'Terminating worker thread') and stops the workers. */
   async destroy() {
+    this.#ending++;
     this.#destroyed = true;
-    await this.#pool.destroy();
-    // A task still waiting to hear how its worker died hears it now.
-    for (const handle of this.#tasks) {
-      if (handle.wake === null || handle.gone !== undefined) continue;
-      handle.gone = Errors.ThreadTermination();
-      handle.wake();
+    try {
+      await this.#pool.destroy();
+      // A task still waiting to hear how its worker died hears it now.
+      for (const handle of this.#tasks) {
+        if (handle.wake === null || handle.gone !== undefined) continue;
+        handle.gone = Errors.ThreadTermination();
+        handle.wake();
+      }
+    } finally {
+      // (The last of the destroy()s and close()s under way ends the pool.)
+      this.#ended = --this.#ending === 0;
     }
-    // (A close() ends once its 'close' is emitted, after this.)
-    if (this.#closing === null) this.#ended = true;
   }
 
   /**
