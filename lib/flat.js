@@ -83,8 +83,8 @@ function flatMap(map) {
   // ASCII only: each character then takes one byte in UTF-8, and latin1 writes it as it is.
   if (byteLength(text, 'utf8') !== text.length) return null;
   // (The keys kept are cut from the text, not the Map's own: one of those may hold on to a
-  // much longer string it was cut from.)
-  remember(text, walk.lengths, cut(text, walk.lengths));
+  // much longer string it was cut from. They are cut when first needed.)
+  remember(text, walk.lengths, null);
   return { n, text, values: walk.values, lengths: walk.lengths };
 }
 
@@ -182,7 +182,7 @@ function flatBytes(value) {
 
 /**
  * The keys of the Maps written or read last on this thread, most recent first: `{ text,
- * lengths, keys }`. Maps of the same keys are the common case (a call made again and again, a
+ * lengths, keys }` (`keys` null until needed). Maps of the same keys are the common case (a call made again and again, a
  * Map sent back): read, their keys are the strings made the first time, whose hashes V8 keeps
  * (rebuilding such a Map costs a third); written, their text is the one made the first time.
  */
@@ -199,7 +199,12 @@ function remember(text, lengths, keys) {
 
 /** The known keys of `n` entries most recently used, or null: a Map being written may have those. */
 function likeKeys(n) {
-  for (let k = 0; k < known.length; k++) if (known[k].keys.length === n) return known[k];
+  for (let k = 0; k < known.length; k++) {
+    const entry = known[k];
+    if (entry.lengths.length !== n) continue;
+    entry.keys ??= cut(entry.text, entry.lengths);
+    return entry;
+  }
   return null;
 }
 
@@ -226,6 +231,7 @@ function keysOf(text, lengths) {
         known.splice(k, 1);
         known.unshift(entry);
       }
+      entry.keys ??= cut(entry.text, entry.lengths);
       return entry.keys;
     }
   }
