@@ -233,9 +233,11 @@ class Piscina extends EventEmitter {
   #maxCapacity;
   #closing = null;
   #destroyed = false;
-  /** destroy() (or close()) has finished: the next run() starts the workers again, as Piscina's. */
-  #ended = false;
-  /** destroy()s and close()s under way: a run() meanwhile is refused, and makes no pool. */
+  /**
+   * destroy()s and close()s under way: a run() meanwhile is refused, and makes no pool. Once
+   * none is and the pool was destroyed (close() destroys it too), the next run() starts the
+   * workers again, as Piscina's.
+   */
   #ending = 0;
   /** What the corepool Pool under this one is made with (again after an end). */
   #poolOptions;
@@ -324,7 +326,7 @@ class Piscina extends EventEmitter {
     name = name ?? this.#options.name;
     if (typeof filename !== 'string') return Promise.reject(Errors.FilenameNotProvided());
     filename = this.#resolve(filename);
-    if (this.#ended && this.#ending === 0) this.#reopen();
+    if (this.#destroyed && this.#ending === 0) this.#reopen();
     if (this.#closing !== null || this.#destroyed) return Promise.reject(new AbortError('queue is being terminated'));
     if (signal?.aborted) return Promise.reject(new AbortError(signal.reason));
 
@@ -558,7 +560,7 @@ class Piscina extends EventEmitter {
     } finally {
       timer.clear();
       await this.destroy();
-      this.#ended = --this.#ending === 0;
+      this.#ending--;
       this.emit('close');
     }
   }
@@ -576,8 +578,7 @@ class Piscina extends EventEmitter {
         handle.wake();
       }
     } finally {
-      // (The last of the destroy()s and close()s under way ends the pool.)
-      this.#ended = --this.#ending === 0;
+      this.#ending--;
     }
   }
 
@@ -586,7 +587,6 @@ class Piscina extends EventEmitter {
    * does: a new corepool Pool of the same options, the pool's counts and histograms going on.
    */
   #reopen() {
-    this.#ended = false;
     this.#destroyed = false;
     this.#closing = null;
     this.#deaths.clear();
