@@ -66,4 +66,13 @@ function errorText(e) {
   }
 }
 
-module.exports = { RpcError, CODES, invalidParams, rejected, fromNative, describe, errorText };
+/** `f()`, or `fallback` when it throws (reading a part of a thrown value, a getter, a trap). */
+function safely(f, fallback = undefined) {
+  try {
+    return f();
+  } catch {
+    return fallback;
+  }
+}
+
+module.exports = { RpcError, CODES, invalidParams, rejected, fromNative, describe, errorText, safely };

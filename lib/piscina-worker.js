@@ -24,6 +24,7 @@ const { types } = require('node:util');
 const os = require('node:os');
 const { KEY, WORKER_MARK, THROWN, isMoved, kValue, kTransferable } = require('./piscina-common.js');
 const { transfer } = require('./clone.js');
+const { safely } = require('./errors.js');
 const { adopt } = require('./thenable.js');
 
 const envelope = workerThreads.workerData;
@@ -145,15 +146,6 @@ function thrownOut(e, started) {
   }
   error.own = own;
   return [ms, { error }, THROWN];
-}
-
-/** `f()`, or undefined when it throws. */
-function safely(f) {
-  try {
-    return f();
-  } catch {
-    return undefined;
-  }
 }
 
 /** The handler of the last task run here, and its file and name: most tasks run the same one. */

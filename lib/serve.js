@@ -6,7 +6,7 @@
 const { threadId } = require('node:worker_threads');
 const { performance } = require('node:perf_hooks'); // the global is a getter on every use
 const { contract } = require('./native.js');
-const { errorText } = require('./errors.js');
+const { errorText, safely } = require('./errors.js');
 const { after } = require('./timer.js');
 const views = require('./views.js');
 const { serialize, deserialize, needsClone, DataCloneError, Transfer, SHARED, SHARED_RESULT } = require('./clone.js');
@@ -433,10 +433,11 @@ class Server {
    * place. (Shared memory, which postMessage shares, is refused where the result is read.)
    */
   #completeCloned(token, value, list, refused, post = 0) {
-    // A Map of strings to numbers is read back faster flat than posted (lib/flat.js).
-    const flat = list === undefined ? flatBytes(value) : null;
-    if (flat !== null) return this.#native.completeCloned(token, [flat]);
     if (post !== 0 && this.#results !== null && list === undefined && this.#native.live(token)) {
+      // A Map of strings to numbers is read back faster flat than posted (lib/flat.js; the
+      // bytes' way below, serialize, writes it flat itself).
+      const flat = flatBytes(value);
+      if (flat !== null) return this.#native.completeCloned(token, [flat]);
       let sent = true;
       try {
         this.#results.postMessage(value);
@@ -536,14 +537,6 @@ function define(object, key, value) {
   Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
-/** `f()`, or `fallback` when it throws. */
-function safely(f, fallback) {
-  try {
-    return f();
-  } catch {
-    return fallback;
-  }
-}
 
 /** A serve() option of corepool's own (symbol keys are not options): Server's `fullErrors`. */
 const kFullErrors = Symbol('fullErrors');
