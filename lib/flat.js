@@ -51,6 +51,7 @@ const mapSize = uncurry(Object.getOwnPropertyDescriptor(Map.prototype, 'size').g
 const mapForEach = uncurry(Map.prototype.forEach);
 const mapSet = uncurry(Map.prototype.set);
 const stringSlice = uncurry(String.prototype.slice);
+const startsWith = uncurry(String.prototype.startsWith);
 const bufferToString = uncurry(Buffer.prototype.toString);
 const bufferWrite = uncurry(Buffer.prototype.write);
 const bytesSet = uncurry(Uint8Array.prototype.set);
@@ -83,7 +84,7 @@ function flatMap(map) {
   // ASCII only: each character then takes one byte in UTF-8, and latin1 writes it as it is.
   if (byteLength(text, 'utf8') !== text.length) return null;
   // (The keys kept are cut from the text, not the Map's own: one of those may hold on to a
-  // much longer string it was cut from. They are cut when first needed.)
+  // much longer string it was cut from. They are cut when a Map of them is first read.)
   remember(text, walk.lengths, null);
   return { n, text, values: walk.values, lengths: walk.lengths };
 }
@@ -101,7 +102,9 @@ function collect(value, key) {
   this.i = i + 1;
   const like = this.like;
   if (like !== null) {
-    if (like.keys[i] === key) {
+    // (The same string, or one of the same characters: compared where the known text has it,
+    // without cutting the known keys out of it.)
+    if ((like.keys !== null && like.keys[i] === key) || (like.lengths[i] === key.length && startsWith(like.text, key, this.at))) {
       this.at += key.length;
       return;
     }
@@ -182,9 +185,10 @@ function flatBytes(value) {
 
 /**
  * The keys of the Maps written or read last on this thread, most recent first: `{ text,
- * lengths, keys }` (`keys` null until needed). Maps of the same keys are the common case (a call made again and again, a
- * Map sent back): read, their keys are the strings made the first time, whose hashes V8 keeps
- * (rebuilding such a Map costs a third); written, their text is the one made the first time.
+ * lengths, keys }` (`keys` null until a Map of them is read). Maps of the same keys are the
+ * common case (a call made again and again, a Map sent back): read, their keys are the strings
+ * made the first time, whose hashes V8 keeps (rebuilding such a Map costs a third); written,
+ * their text is the one made the first time.
  */
 const known = [];
 const KNOWN = 4;
@@ -199,12 +203,7 @@ function remember(text, lengths, keys) {
 
 /** The known keys of `n` entries most recently used, or null: a Map being written may have those. */
 function likeKeys(n) {
-  for (let k = 0; k < known.length; k++) {
-    const entry = known[k];
-    if (entry.lengths.length !== n) continue;
-    entry.keys ??= cut(entry.text, entry.lengths);
-    return entry;
-  }
+  for (let k = 0; k < known.length; k++) if (known[k].lengths.length === n) return known[k];
   return null;
 }
 
