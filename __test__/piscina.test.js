@@ -605,6 +605,50 @@ describe('run()', () => {
     expect(await piscina.run(7, { name: 'echo' })).toBe(7);
   });
 
+  test('aborting a running task terminates its worker, as Piscina does: a task that never returns frees its thread', async () => {
+    const record = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+      const g = gate();
+      try {
+        const ac = new AbortController();
+        const spinning = outcome(p.run(g.view, { name: 'spin', signal: ac.signal }));
+        await g.started();
+        // Queued behind the task that never yields, on the pool's one thread.
+        const queued = p.run(7, { name: 'echo' });
+        const [first] = p.threads;
+        const exited = once(first, 'exit');
+        ac.abort('enough');
+        const aborted = await spinning;
+        await exited;
+        // The queued task and the next one run on a new worker: the spinning one is gone.
+        const next = await p.run(null, { name: 'workerInfo' });
+        return [aborted.error?.name, aborted.error?.message, await queued, next.threadId !== first.threadId, p.threads.includes(first)];
+      } finally {
+        g.release();
+      }
+    };
+    const ours = await record(Piscina);
+    expect(ours).toEqual(['AbortError', 'The task has been aborted', 7, true, false]);
+    expect(ours).toEqual(await record(RealPiscina));
+  }, 60_000);
+
+  test('aborting a running task beside others on its worker (concurrentTasksPerWorker) loses none of them: that worker goes on', async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });
+    const g = gate();
+    const beside = piscina.run(g.view, { name: 'holdAsync' });
+    await g.started(1);
+    const ac = new AbortController();
+    const held = piscina.run(g.view, { name: 'hold', signal: ac.signal });
+    await g.started(2);
+    const [worker] = piscina.threads;
+    ac.abort();
+    await expect(held).rejects.toMatchObject({ name: 'AbortError' });
+    g.release();
+    expect(await beside).toBe('released');
+    expect(await piscina.run(3, { name: 'echo' })).toBe(3);
+    expect(piscina.threads).toEqual([worker]);
+  });
+
   test("Piscina.move(): a moved task and a moved result arrive as their values (a Uint8Array's bytes)", async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     expect(await piscina.run(undefined, { name: 'moved' })).toEqual(new Uint8Array([1, 2, 3]));

@@ -14,7 +14,7 @@ const { performance, createHistogram } = require('node:perf_hooks');
 const { isMainThread, SHARE_ENV } = require('node:worker_threads');
 const { Pool, RpcError } = require('../index.js');
 const { contract } = require('./native.js');
-const { kCancellableCall, kCancel, kWithdraw, kWorkers, kWorkerHooks } = require('./pool.js');
+const { kCancellableCall, kCancel, kWithdraw, kTerminate, kWorkers, kWorkerHooks } = require('./pool.js');
 const { after } = require('./timer.js');
 const { version } = require('../package.json');
 const { KEY, THROWN, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved } = require('./piscina-common.js');
@@ -301,7 +301,7 @@ class Piscina extends EventEmitter {
       // What a task posts on parentPort is the pool's 'message'; a worker that dies settles its own tasks.
       [kWorkerHooks]: {
         message: (m) => this.emit('message', m),
-        exit: (thread, code, error, running) => this.#workerExited(thread, code, error, running),
+        exit: (thread, code, error, running, terminated) => this.#workerExited(thread, code, error, running, terminated),
       },
     };
     this.#pool = new Pool(this.#poolOptions);
@@ -416,13 +416,14 @@ class Piscina extends EventEmitter {
 
   /**
    * A worker that served exited: its unfinished tasks reject with the uncaught exception that
-   * ended it, else with Piscina's `worker exited with code: N`. An exception that ended a
-   * worker running no task is the pool's 'error', as with Piscina (no listener: thrown, as an
-   * EventEmitter does). `running`: how many of its tasks its departure rejected (the native
-   * side knows by now, whenever their rejections come in).
+   * ended it, else with Piscina's `worker exited with code: N`, or `Terminating worker thread`
+   * when the pool ended it (`terminated`: a running task of it was aborted) or was destroyed.
+   * An exception that ended a worker running no task is the pool's 'error', as with Piscina (no
+   * listener: thrown, as an EventEmitter does). `running`: how many of its tasks its departure
+   * rejected (the native side knows by now, whenever their rejections come in).
    */
-  #workerExited(thread, code, error, running) {
-    const gone = this.#destroyed ? Errors.ThreadTermination() : (error ?? new Error(`worker exited with code: ${code}`));
+  #workerExited(thread, code, error, running, terminated) {
+    const gone = this.#destroyed || terminated ? Errors.ThreadTermination() : (error ?? new Error(`worker exited with code: ${code}`));
     this.#deaths.set(thread, gone);
     // Thread ids are never reused; the last few exits are plenty for the rejections on their way.
     if (this.#deaths.size > 64) this.#deaths.delete(this.#deaths.keys().next().value);
@@ -446,11 +447,18 @@ class Piscina extends EventEmitter {
     return resolved;
   }
 
-  /** Cancels a task's call, the first reason given being the one its AbortError tells. */
+  /**
+   * Cancels a task's call, the first reason given being the one its AbortError tells. A task
+   * already running rejects at once and its worker is terminated, as Piscina terminates it (a
+   * task that never returns does not keep its thread; a new worker takes its place), unless
+   * the worker runs other tasks still awaited (concurrentTasksPerWorker > 1), which Piscina
+   * never places beside a task with a signal: then it goes on, as they do.
+   */
   #cancel(handle, reason) {
     if (handle.reason !== undefined) return;
     handle.reason = reason;
-    this.#pool[kCancel](handle.id);
+    const thread = this.#pool[kCancel](handle.id, true);
+    if (thread !== undefined) this.#pool[kTerminate](thread);
   }
 
   /** close({ force: true }) for one task: cancels it only if it has not started. */

@@ -31,6 +31,7 @@ const handleCancellable = Symbol('handleCancellable');
 const kCancellableCall = Symbol('cancellableCall');
 const kCancel = Symbol('cancel');
 const kWithdraw = Symbol('withdraw');
+const kTerminate = Symbol('terminate');
 const kWorkers = Symbol('workers');
 
 /** This thread's handle on Pool.shared(), until it is closed. */
@@ -403,9 +404,19 @@ class Pool extends EventEmitter {
     return this.#submit(method, params, undefined, undefined, onProgress, contract.callFlags.cancellable, handle, transfer);
   }
 
-  /** Cancels call `id` as its AbortSignal would (a call no longer in flight is passed over). */
-  [kCancel](id) {
-    this.#native.cancel(id);
+  /**
+   * Cancels call `id` as its AbortSignal would (a call no longer in flight is passed over).
+   * `endThread`: a running task's worker is to end too (corepool/piscina, as Piscina ends it):
+   * if it has no other task to answer, it takes no new one and its `threadId` is returned, to
+   * terminate it with [kTerminate]; otherwise undefined.
+   */
+  [kCancel](id, endThread = false) {
+    return this.#native.cancel(id, endThread) ?? undefined;
+  }
+
+  /** Terminates the task-file worker of `threadId` `thread` (see TaskWorkers#terminate). */
+  [kTerminate](thread) {
+    this.#workers?.terminate(thread);
   }
 
   /** Cancels call `id` only if it has not started: true if it was withdrawn (it rejects with Aborted). */
@@ -541,4 +552,4 @@ function attach(id) {
   return around(Object.freeze({}), native.NativePool.attach(channel, id));
 }
 
-module.exports = { Pool, attach, handleCancellable, kWorkerExits, kCancellableCall, kCancel, kWithdraw, kWorkers, kWorkerHooks };
+module.exports = { Pool, attach, handleCancellable, kWorkerExits, kCancellableCall, kCancel, kWithdraw, kTerminate, kWorkers, kWorkerHooks };

@@ -79,8 +79,9 @@ class TaskWorkers {
    * @param onError (RpcError) => void: loading gave up with this error
    * @param hooks what corepool/piscina hears of the workers, or null: `message(m)`, a message a
    *   worker posted that is not the pool's own (an object with a `corepool` key); `exit(threadId,
-   *   code, error)`, a worker that was serving exited (`error`: the uncaught exception that
-   *   ended it, or null)
+   *   code, error, running, terminated)`, a worker that was serving exited (`error`: the uncaught
+   *   exception that ended it, or null; `running`: how many of its calls its departure failed;
+   *   `terminated`: ended by terminate())
    */
   constructor(nativePool, options, onError, hooks = null) {
     this.#native = nativePool;
@@ -182,6 +183,20 @@ class TaskWorkers {
     this.#closing = true;
   }
 
+  /**
+   * Terminates the worker of `threadId` `thread` now (corepool/piscina: a running task was
+   * aborted, and Piscina ends its worker), once its server has departed (it answers no call
+   * any more, lib/pool.js kCancel): a new worker starts as for one that crashed.
+   */
+  terminate(thread) {
+    for (const [worker, state] of this.#workers) {
+      if (state.thread !== thread || state.terminated) continue;
+      state.terminated = true;
+      worker.terminate();
+      return;
+    }
+  }
+
   /** Stops every worker (the pool has no call left for them, or was destroyed). */
   async stop() {
     this.#stopping = true;
@@ -252,7 +267,7 @@ class TaskWorkers {
       return;
     }
     if (results !== null) keepResults(worker.threadId, results);
-    const state = { ready: false, retiring: false, thread: worker.threadId, idleSince: Date.now(), completed: 0, error: null, failure: null };
+    const state = { ready: false, retiring: false, terminated: false, thread: worker.threadId, idleSince: Date.now(), completed: 0, error: null, failure: null };
     this.#workers.set(worker, state);
     worker.on('message', (m) => {
       if (m === null || typeof m !== 'object' || !('corepool' in m)) {
@@ -285,13 +300,13 @@ class TaskWorkers {
       // Everything it posted is in the port by now; its calls may settle later.
       if (results !== null) closeResults(state.thread);
       if (!this.#stopping) {
-        if (state.ready && !state.retiring) this.exits++;
+        if (state.ready && !state.retiring && !state.terminated) this.exits++;
         if (!state.ready) this.#loadFailed(state.failure ?? { why: state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename) });
         else if (this.#gaveUp) this.#failWaiting();
         this.#start();
       }
       // Last: what the hook does (an 'error' event without a listener throws) leaves the pool's own bookkeeping done.
-      if (state.ready) this.#hooks?.exit(state.thread, code, state.error, this.#native.abandonedBy(state.thread));
+      if (state.ready) this.#hooks?.exit(state.thread, code, state.error, this.#native.abandonedBy(state.thread), state.terminated);
     });
     // After the listeners: adding a 'message' listener refs the worker's port again.
     worker.unref();

@@ -67,6 +67,25 @@ pub(crate) trait Runner: Send + Sync {
     /// Ends running job `token` now (RUNNING → DONE) if it still runs, and tells its handler to
     /// stop. `Some`: this call ended it, and the caller settles it.
     fn stop(&self, token: u64) -> Option<Stopped>;
+    /// The id of the JavaScript thread it runs jobs on (`threadId`).
+    fn thread(&self) -> u64;
+    /// Its own id among the pool's runners.
+    fn id(&self) -> u64;
+}
+
+/// What a cancel did (`Pool::cancel_call`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancelled {
+    /// Taken out of the queue or the wait list unrun: the canceller settles the call.
+    Withdrawn,
+    /// A running served call, ended and settled now; its handler runs on JavaScript thread
+    /// `thread` (its `threadId`) and is told to stop. `ended`: the canceller asked to end that
+    /// thread, and its server has departed (no call of it is left to answer, none comes): the
+    /// thread may be terminated without losing a call.
+    Stopped { thread: u64, ended: bool },
+    /// Asked to stop: a running native call (it settles through its worker), or one that had
+    /// already finished or been stopped.
+    Asked,
 }
 
 /// A running served job that a stop ended: what settling it takes.

@@ -44,7 +44,7 @@ pub mod strategy;
 pub mod timeout;
 mod worker;
 
-pub use job::{Control, Params};
+pub use job::{Cancelled, Control, Params};
 pub use lifecycle::closed_error;
 pub use options::{OnFull, Options, MAX_NICE_INCREMENT, MAX_THREADS};
 pub use origin::{Deliver, Origin, Ran};
@@ -468,7 +468,22 @@ impl Pool {
     /// A running call of a JavaScript-served method settles at once (the handler is told to
     /// stop, see `server.rs`), also returning `false`.
     pub fn cancel(&self, control: &Control, reason: CancelReason) -> bool {
-        self.scheduler.cancel(control, reason)
+        self.cancel_call(control, reason, false) == Cancelled::Withdrawn
+    }
+
+    /// [`Pool::cancel`], saying what it did: withdrawn (the caller settles the call), a
+    /// running served call stopped (settled, its handler told) on JavaScript thread `thread`,
+    /// or a call asked to stop (a native one, or one that had finished or was stopped before).
+    /// `end_thread`: a stopped call's server departs as well, if it has no other call to
+    /// answer (`ended`), so that its thread can be terminated (as Piscina ends the worker of
+    /// an aborted task) without losing a call.
+    pub fn cancel_call(
+        &self,
+        control: &Control,
+        reason: CancelReason,
+        end_thread: bool,
+    ) -> Cancelled {
+        self.scheduler.cancel(control, reason, end_thread)
     }
 
     /// Cancels a call only if it has not started: a queued or waiting call is removed and this

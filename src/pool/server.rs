@@ -478,6 +478,13 @@ impl Server {
         lock(&self.running).keys().copied().collect()
     }
 
+    /// Whether a running job's caller still awaits its outcome from this server's handler
+    /// (a job stopped or timed out was settled already). Exact under the `drain` lock, which
+    /// every take holds.
+    pub(crate) fn runs_awaited(&self) -> bool {
+        lock(&self.running).values().any(|run| run.reply.is_some())
+    }
+
     /// Begins a drain cycle for the serving thread (see `Pool::take`): takes the `drain` lock,
     /// marks the thread as bound to look again (`wake_pending`), and takes up to
     /// `concurrency − running` live jobs off the queue (with the tombstones met on the way)
@@ -709,6 +716,12 @@ impl Server {
 impl Runner for Server {
     fn stop(&self, token: u64) -> Option<Stopped> {
         self.stop_running(token, true)
+    }
+    fn thread(&self) -> u64 {
+        self.thread
+    }
+    fn id(&self) -> u64 {
+        self.id
     }
 }
 

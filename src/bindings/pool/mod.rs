@@ -24,7 +24,7 @@ use super::publish::publish;
 use super::serve::{self, NativeServer};
 use super::RawValue;
 use crate::commands;
-use crate::pool::{closed_error, Caller, Options, Origin, Pool};
+use crate::pool::{closed_error, Caller, Cancelled, Options, Origin, Pool};
 use crate::rpc::{envelope, json, CancelReason, ErrorCode, RpcError, Value};
 use arguments::{call_timeout, cannot_keep, read_method, string_arg};
 use call::Hot;
@@ -238,9 +238,12 @@ impl NativePool {
     }
 
     /// Stops call `id` (its AbortSignal fired): a queued call settles now, a running one as
-    /// soon as its command checks.
+    /// soon as its command checks, or now if a JavaScript thread runs it. `end_thread`: that
+    /// thread's server departs too if it has no other call to answer, and the thread's id (its
+    /// `threadId`) is returned, for the caller to terminate it (corepool/piscina ends the
+    /// worker of an aborted task, as Piscina does); otherwise undefined.
     #[napi(catch_unwind)]
-    pub fn cancel(&self, id: f64) {
+    pub fn cancel(&self, id: f64, end_thread: Option<bool>) -> Option<f64> {
         let id = id as u64;
         let control = self
             .channel
@@ -248,13 +251,22 @@ impl NativePool {
             .cancellable
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
-        if let Some(control) = control {
-            if self.pool.cancel(&control, CancelReason::Aborted) {
+            .remove(&id)?;
+        match self
+            .pool
+            .cancel_call(&control, CancelReason::Aborted, end_thread == Some(true))
+        {
+            Cancelled::Withdrawn => {
                 self.channel
                     .channel()
                     .fail(id, CancelReason::Aborted.error());
+                None
             }
+            Cancelled::Stopped {
+                thread,
+                ended: true,
+            } => Some(thread as f64),
+            Cancelled::Stopped { .. } | Cancelled::Asked => None,
         }
     }
 
@@ -304,7 +316,7 @@ impl NativePool {
     #[napi(catch_unwind)]
     pub fn cancel_many(&self, ids: Float64Array) {
         for &id in ids.iter() {
-            self.cancel(id);
+            self.cancel(id, None);
         }
     }
 

@@ -23,7 +23,9 @@
 mod served;
 
 use super::admission::{Admission, Kind};
-use super::job::{Control, Job, JobCore, NativeJob, Params, Progress, Reply, ServedJob};
+use super::job::{
+    Cancelled, Control, Job, JobCore, NativeJob, Params, Progress, Reply, Runner, ServedJob,
+};
 use super::lifecycle::{closed_error, destroyed_error, Lifecycle};
 use super::options::Options;
 use super::origin::{Origin, Ran};
@@ -331,15 +333,26 @@ impl Scheduler {
         }
     }
 
-    /// Asks a call to stop (see `Pool::cancel`): true when it was withdrawn from WAITING or
-    /// QUEUED and the caller must settle it.
-    pub(crate) fn cancel(&self, control: &Control, reason: CancelReason) -> bool {
+    /// Asks a call to stop (see `Pool::cancel_call`): what the cancel did. `end_thread`: a
+    /// running served call's server departs too when it has nothing left to answer.
+    pub(crate) fn cancel(
+        &self,
+        control: &Control,
+        reason: CancelReason,
+        end_thread: bool,
+    ) -> Cancelled {
         control.set_reason(reason);
         if self.withdraw(control) {
-            return true;
+            return Cancelled::Withdrawn;
         }
-        self.cancel_running(control);
-        false
+        let Some(runner) = self.cancel_running(control) else {
+            return Cancelled::Asked;
+        };
+        let ended = end_thread && self.depart_if_done(runner.id());
+        Cancelled::Stopped {
+            thread: runner.thread(),
+            ended,
+        }
     }
 
     /// Cancels a call only if it has not started (see `Pool::withdraw`): true when it was
@@ -375,15 +388,15 @@ impl Scheduler {
         false
     }
 
-    /// A canceller found a served job RUNNING: settle it and tell its handler. (A running
-    /// native job sees the cancel reason through `Context::check`.)
-    fn cancel_running(&self, control: &Control) {
-        if let Some((runner, token)) = control.runner() {
-            if let Some(stopped) = runner.stop(token) {
-                self.counters.add_failed();
-                stopped.settle();
-            }
-        }
+    /// A canceller found a served job RUNNING: settle it and tell its handler; its runner if
+    /// this canceller ended it. (A running native job sees the cancel reason through
+    /// `Context::check`.)
+    fn cancel_running(&self, control: &Control) -> Option<Arc<dyn Runner>> {
+        let (runner, token) = control.runner()?;
+        let stopped = runner.stop(token)?;
+        self.counters.add_failed();
+        stopped.settle();
+        Some(runner)
     }
 
     pub(crate) fn close(&self) {

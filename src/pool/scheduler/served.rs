@@ -188,6 +188,27 @@ impl Scheduler {
     /// servers of their method, its running ones settle with ServerGone. Idempotent.
     pub(crate) fn depart(&self, server: &Arc<Server>) {
         let _drain = server.lock_drain();
+        self.depart_drained(server);
+    }
+
+    /// Server `id` departs now, as if its thread were gone, if none of its running jobs is
+    /// still awaited by a caller (see `Cancelled::Stopped`): its queued jobs go to other
+    /// servers, and it gets no new one. False if it runs jobs still awaited, or is not here.
+    pub(crate) fn depart_if_done(&self, id: u64) -> bool {
+        let Some(server) = self.servers.all().into_iter().find(|s| s.id() == id) else {
+            return false;
+        };
+        // Held from the look to the departure: no take starts a job in between.
+        let _drain = server.lock_drain();
+        if server.runs_awaited() {
+            return false;
+        }
+        self.depart_drained(&server);
+        true
+    }
+
+    /// `depart`, the server's `drain` lock held.
+    fn depart_drained(&self, server: &Arc<Server>) {
         self.unserve(server);
         let queued = server.depart_queue();
         self.servers.forget(server);

@@ -35,6 +35,94 @@ fn cancelling_a_queued_served_call_withdraws_it_and_a_running_one_settles_at_onc
 }
 
 #[test]
+fn a_cancel_that_stops_a_running_served_call_says_which_thread_ran_it() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve(&p, &["m"], 7);
+    let queued = p.call(&o, 1, "m", vec![], None).unwrap();
+    assert_eq!(
+        p.cancel_call(&queued, CancelReason::Aborted, true),
+        Cancelled::Withdrawn
+    );
+    let running = p.call(&o, 2, "m", vec![], None).unwrap();
+    let token = p.take(&server).jobs[0].token;
+    // Its server's thread (7 here); not asked to end it: the server stays.
+    assert_eq!(
+        p.cancel_call(&running, CancelReason::Aborted, false),
+        Cancelled::Stopped {
+            thread: 7,
+            ended: false
+        }
+    );
+    assert_eq!(recv(&rx).0, 2);
+    // Stopped already: a second cancel stops nothing, and names no thread.
+    assert_eq!(
+        p.cancel_call(&running, CancelReason::Aborted, true),
+        Cancelled::Asked
+    );
+    p.complete(&server, token, Ok(Value::Null));
+    // Finished: nothing to stop either.
+    let done = p.call(&o, 3, "m", vec![], None).unwrap();
+    let token = p.take(&server).jobs[0].token;
+    p.complete(&server, token, Ok(Value::Null));
+    assert_eq!(recv(&rx).0, 3);
+    assert_eq!(
+        p.cancel_call(&done, CancelReason::Aborted, true),
+        Cancelled::Asked
+    );
+    assert_eq!(p.stats().servers.len(), 1, "still serving");
+}
+
+#[test]
+fn ending_the_thread_of_a_stopped_call_departs_its_server_only_when_it_answers_nobody_else() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    // As a task-file pool: calls wait for a server of the file's methods while none serves.
+    p.expect(Some(vec!["m".into()]));
+    let (o, _, rx) = origin();
+    let (busy, _b1) = serve_at_once(&p, &["m"], 5, 2);
+    // Two calls run on server 5; the first is stopped: the second is still awaited there.
+    let first = p.call(&o, 1, "m", vec![], None).unwrap();
+    let second = p.call(&o, 2, "m", vec![], None).unwrap();
+    let tokens: Vec<u64> = p.take(&busy).jobs.iter().map(|j| j.token).collect();
+    assert_eq!(tokens.len(), 2);
+    assert_eq!(
+        p.cancel_call(&first, CancelReason::Aborted, true),
+        Cancelled::Stopped {
+            thread: 5,
+            ended: false
+        }
+    );
+    assert_eq!(recv(&rx).0, 1);
+    // A call queued behind them: with the second stopped too, server 5 has nobody to answer
+    // and departs; the queued call moves to the server that comes next, and runs there.
+    let third = p.call(&o, 3, "m", vec![], None).unwrap();
+    assert_eq!(
+        p.cancel_call(&second, CancelReason::Aborted, true),
+        Cancelled::Stopped {
+            thread: 5,
+            ended: true
+        }
+    );
+    assert_eq!(recv(&rx).0, 2);
+    assert!(p.stats().servers.is_empty(), "server 5 departed");
+    // Its handlers returning late changes nothing.
+    for token in tokens {
+        p.complete(&busy, token, Ok(Value::Null));
+    }
+    let (next, _b2) = serve(&p, &["m"], 6);
+    let jobs = p.take(&next).jobs;
+    assert_eq!(jobs.len(), 1, "the queued call was not lost");
+    p.complete(&next, jobs[0].token, Ok(Value::from(3.0)));
+    let (id, outcome) = recv(&rx);
+    assert_eq!((id, outcome.is_ok()), (3, true));
+    drop(third);
+    assert!(
+        rx.recv_timeout(Duration::from_millis(50)).is_err(),
+        "settled twice"
+    );
+}
+
+#[test]
 fn timeouts_settle_at_the_stop_or_when_a_late_handler_returns() {
     let p = pool(Strategy::RoundRobin, usize::MAX);
     let (o, _, rx) = origin();
