@@ -452,6 +452,15 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     expect(d.getTime()).toBe(0);
   });
 
+  test("a result whose getter throws names the getter's place and error, also beside a Date (which it did not before)", async () => {
+    const said = "result.bad: reading it threw RangeError: getter says no";
+    for (const name of ['getterResult', 'getterAfterDate']) {
+      const e = await rejection(pool.exec(name), RpcError);
+      expect([name, e.code, e.message]).toEqual([name, C.InvalidParams, said]);
+    }
+    expect(await pool.exec('echo', 5)).toBe(5);
+  });
+
   test('an Error inside a result is a cloned Error: name, message, stack and cause', async () => {
     const { e } = await pool.exec('error');
     const expected = structuredClone((() => new TypeError('inside', { cause: new Error('deeper') }))());

@@ -605,6 +605,17 @@ describe('run()', () => {
     expect(await piscina.run(7, { name: 'echo' })).toBe(7);
   });
 
+  test("a result whose getter throws rejects with the getter's error, as Piscina's (also beside a Date)", async () => {
+    const record = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+      return [await outcome(p.run(null, { name: 'getterResult' })), await outcome(p.run(null, { name: 'getterAfterDate' })), await p.run(3, { name: 'echo' })];
+    };
+    const ours = await record(Piscina);
+    const rejected = { error: { name: 'RangeError', message: 'getter says no', ctor: 'RangeError' } };
+    expect(ours).toEqual([rejected, rejected, 3]);
+    expect(ours).toEqual(await record(RealPiscina));
+  });
+
   test('aborting a running task terminates its worker, as Piscina does: a task that never returns frees its thread', async () => {
     const record = async (Ctor) => {
       const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });

@@ -122,6 +122,7 @@ function serialize(value, list, where, copied = false) {
  */
 function serializeWhole(value, moved, where, copied) {
   const culprit = firstUncloneable(value, where);
+  if (culprit?.threw !== undefined) throw culprit.threw;
   if (culprit !== null && culprit.shared) throw SHARED;
   let bytes;
   try {
@@ -143,6 +144,7 @@ function refused(e, value, list, where, copied) {
   if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
   if (!(e instanceof Uncloneable) && !(types.isNativeError(e) && / could not be cloned\.$/.test(e.message)) && !isDomCloneError(e)) throw e;
   const culprit = firstUncloneable(value, where);
+  if (culprit?.threw !== undefined) throw culprit.threw;
   if (culprit === null) throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
   if (culprit.shared) throw SHARED;
   // A Proxy or an arguments object crosses as what it stands for (docs/values.md), as it did
@@ -316,8 +318,9 @@ function deserialize(message) {
 /**
  * The place of the first value inside `root` that structured clone refuses, depth first in
  * the serializer's order, and what it is; null when none is found. Reads what the serializer
- * read (own enumerable string keys, Map and Set entries): a getter that throws here threw
- * there first.
+ * read (own enumerable string keys, Map and Set entries). A getter or Proxy trap that throws
+ * on the way ends the search: `{ path, threw }`, the place whose reading threw and what it
+ * threw (the serializer's own read threw first, mostly the same).
  */
 function firstUncloneable(root, where) {
   const seen = new Set();
@@ -341,24 +344,59 @@ function firstUncloneable(root, where) {
     // (What the serializer writes of these is their value alone, never their own properties.)
     if (types.isDate(v) || types.isRegExp(v) || types.isBoxedPrimitive(v) || types.isAnyArrayBuffer(v)) continue;
     const children = [];
-    if (types.isMap(v)) {
-      let i = 0;
-      for (const [key, item] of v) {
-        children.push([key, `${path}.keys()[${i}]`], [item, `${path}.get(${keyText(key, i)})`]);
-        i++;
-      }
-    } else if (types.isSet(v)) {
-      let i = 0;
-      for (const item of v) children.push([item, `${path}.values()[${i++}]`]);
-    } else {
-      if (types.isNativeError(v)) {
+    let at = path; // where a read that throws is
+    try {
+      if (types.isMap(v)) {
+        let i = 0;
+        for (const [key, item] of v) {
+          children.push([key, `${path}.keys()[${i}]`], [item, `${path}.get(${keyText(key, i)})`]);
+          i++;
+        }
+      } else if (types.isSet(v)) {
+        let i = 0;
+        for (const item of v) children.push([item, `${path}.values()[${i++}]`]);
+      } else if (types.isNativeError(v)) {
         // (Of an Error, the serializer writes its name, message, stack and cause.)
-        if (Object.hasOwn(v, 'cause')) children.push([v.cause, `${path}.cause`]);
-      } else for (const key of Object.keys(v)) children.push([v[key], `${path}${property(key)}`]);
+        at = `${path}.cause`;
+        if (Object.hasOwn(v, 'cause')) children.push([v.cause, at]);
+      } else {
+        for (const key of Object.keys(v)) {
+          at = `${path}${property(key)}`;
+          children.push([v[key], at]);
+          at = path;
+        }
+      }
+    } catch (e) {
+      return { path: at, threw: e };
     }
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
   }
   return null;
+}
+
+/**
+ * Why `value` (named `where`) could not be written when writing it threw `e`, a getter's or a
+ * Proxy trap's exception: `<place>: reading it threw <e>`, the words of the native conversion
+ * for the same. The place is looked for again (its getter read once more).
+ */
+function unreadable(value, where, e) {
+  let place = where;
+  try {
+    const culprit = firstUncloneable(value, where);
+    if (culprit?.threw !== undefined) place = culprit.path;
+  } catch {
+    // (Cannot be looked through: the value's own name stands for the place.)
+  }
+  return `${place}: reading it threw ${describeThrown(e)}`;
+}
+
+/** A thrown value as the native side describes one: an Error's `name: message`, else its text. */
+function describeThrown(e) {
+  try {
+    return String(e);
+  } catch {
+    return 'an exception that cannot be described';
+  }
 }
 
 /**
@@ -498,4 +536,4 @@ function describeKind(v) {
   return typeof name === 'string' && name !== '' ? `a ${name}` : 'an object';
 }
 
-module.exports = { serialize, deserialize, needsClone, holdsShared, DataCloneError, Transfer, transfer, SHARED, SHARED_RESULT, SERIALIZER };
+module.exports = { serialize, deserialize, needsClone, holdsShared, unreadable, DataCloneError, Transfer, transfer, SHARED, SHARED_RESULT, SERIALIZER };

@@ -25,6 +25,7 @@ const os = require('node:os');
 const { KEY, WORKER_MARK, THROWN, isMoved, kValue, kTransferable } = require('./piscina-common.js');
 const { transfer } = require('./clone.js');
 const { safely } = require('./errors.js');
+const { kUnreadable } = require('./serve.js');
 const { adopt } = require('./thenable.js');
 
 const envelope = workerThreads.workerData;
@@ -122,7 +123,11 @@ if (typeof own.filename === 'string') handlerFor(own.filename, own.name).catch((
  * for corepool's own items: they are the array's, the error one object inside it.
  */
 function thrownOut(e, started) {
-  const ms = performance.now() - started;
+  return thrownAfter(e, performance.now() - started);
+}
+
+/** thrownOut for a task that ran `ms`. */
+function thrownAfter(e, ms) {
   if (!types.isNativeError(e)) return [ms, { value: e }, THROWN];
   const error = {};
   const name = safely(() => e.name);
@@ -147,6 +152,13 @@ function thrownOut(e, started) {
   error.own = own;
   return [ms, { error }, THROWN];
 }
+
+/**
+ * A task's outcome `[ms, result]` that could not be sent because a getter or a Proxy trap in
+ * the result threw `e` (lib/serve.js): the task rejects with `e`, as Piscina's worker, whose
+ * postMessage of the result threw it, rejects the task with it.
+ */
+exports[kUnreadable] = (outcome, e) => thrownAfter(e, Array.isArray(outcome) && typeof outcome[0] === 'number' ? outcome[0] : 0);
 
 /** The handler of the last task run here, and its file and name: most tasks run the same one. */
 let last = { filename: null, name: null, handler: undefined };

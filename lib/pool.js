@@ -14,7 +14,7 @@ const { wireParams, released, lastRefused, lastTooMany } = require('./params.js'
 const { serialize, SHARED, DataCloneError } = require('./clone.js');
 const { map } = require('./map.js');
 const { finishRender, renderFailed, prepareRenderParams } = require('./render.js');
-const { Server, kFullErrors, kResults } = require('./serve.js');
+const { Server, kFullErrors, kResults, kUnreadable } = require('./serve.js');
 const { TaskWorkers, kWorkerHooks } = require('./workers.js');
 const views = require('./views.js');
 const { callChannel, renderChannel, CallContext, traced } = require('./channels.js');
@@ -320,7 +320,7 @@ class Pool extends EventEmitter {
       }
     }
     views.open(); // before registering: views sent to this thread must find the channel open
-    const server = new Server(this.#native, handlers, names, concurrency, options?.[kFullErrors] === true, options?.[kResults]);
+    const server = new Server(this.#native, handlers, names, concurrency, options?.[kFullErrors] === true, options?.[kResults], options?.[kUnreadable]);
     // A private pool's servers can get no call once it is closed: they stop with it (a shared
     // pool's serve the rest of the process).
     if (!this.#native.isShared) this.#servers.push(server);

@@ -9,7 +9,7 @@ const { contract } = require('./native.js');
 const { errorText, safely } = require('./errors.js');
 const { after } = require('./timer.js');
 const views = require('./views.js');
-const { serialize, deserialize, needsClone, DataCloneError, Transfer, SHARED, SHARED_RESULT } = require('./clone.js');
+const { serialize, deserialize, needsClone, unreadable, DataCloneError, Transfer, SHARED, SHARED_RESULT } = require('./clone.js');
 const { flatBytes } = require('./flat.js');
 const { withServerSpan } = require('./trace-context.js');
 const { adopt } = require('./thenable.js');
@@ -119,16 +119,21 @@ class Server {
 
   #fullErrors;
   #results = null; // the MessagePort results to one environment's calls are posted on (lib/posted.js)
+  #unreadable;
 
   /**
    * `fullErrors`: a thrown error's data carries its stack and causes too (a task file's worker).
    * `results`: `{ port, origin }`, a task file's worker's port to its pool's thread and that
    * environment's origin number (lib/posted.js); its calls' results that must travel as
-   * structured clone are posted there.
+   * structured clone are posted there. `unreadable`: `(result, thrown) => outcome`, what a
+   * result goes as when a getter or Proxy trap in it threw while it was written (corepool/
+   * piscina's worker: the task's rejection with it, as Piscina's postMessage gives); null: the
+   * call fails with InvalidParams naming the place.
    */
-  constructor(nativePool, handlers, names, concurrency, fullErrors = false, results = null) {
+  constructor(nativePool, handlers, names, concurrency, fullErrors = false, results = null, unreadable = null) {
     this.#handlers = handlers;
     this.#fullErrors = fullErrors;
+    this.#unreadable = typeof unreadable === 'function' ? unreadable : null;
     this.#table = new Map(names.map((n) => [n, handlers[n]]));
     try {
       this.#native = nativePool.serve(names, threadId, concurrency, (batch) => this.#drain(batch));
@@ -431,8 +436,9 @@ class Server {
    * moved), the value is posted on #results instead, then the call's id (lib/posted.js), while
    * the call still waits for it; what postMessage refuses goes the bytes' way, which names the
    * place. (Shared memory, which postMessage shares, is refused where the result is read.)
+   * `replaced`: `value` is what #unreadable made of a result that could not be written.
    */
-  #completeCloned(token, value, list, refused, post = 0) {
+  #completeCloned(token, value, list, refused, post = 0, replaced = false) {
     if (post !== 0 && this.#results !== null && list === undefined && this.#native.live(token)) {
       // A Map of strings to numbers is read back faster flat than posted (lib/flat.js; the
       // bytes' way below, serialize, writes it flat itself).
@@ -455,7 +461,13 @@ class Server {
     } catch (e) {
       if (e instanceof DataCloneError) return this.#native.refuse(token, e.message, true);
       if (e === SHARED) return this.#native.refuse(token, SHARED_RESULT, true);
-      if (refused !== undefined) return this.#native.refuse(token, refused, false);
+      // A getter or a Proxy trap of the value threw `e`.
+      if (this.#unreadable !== null && !replaced) {
+        const outcome = safely(() => ({ value: this.#unreadable(value, e) }));
+        if (outcome !== undefined) return this.#completeCloned(token, outcome.value, undefined, undefined, post, true);
+      }
+      // (Not `refused`: the native conversion may have stopped earlier, at something else.)
+      if (refused !== undefined) return this.#native.refuse(token, unreadable(value, 'result', e), false);
       const [message, data] = errorParts(e, this.#fullErrors ? MAX_CAUSES : 0);
       return this.#native.fail(token, message, data);
     }
@@ -541,5 +553,6 @@ function define(object, key, value) {
 /** A serve() option of corepool's own (symbol keys are not options): Server's `fullErrors`. */
 const kFullErrors = Symbol('fullErrors');
 const kResults = Symbol('results');
+const kUnreadable = Symbol('unreadable');
 
-module.exports = { Server, kFullErrors, kResults };
+module.exports = { Server, kFullErrors, kResults, kUnreadable };
