@@ -605,6 +605,19 @@ describe('run()', () => {
     expect(await piscina.run(7, { name: 'echo' })).toBe(7);
   });
 
+  test('a result holding shared memory shares it, as Piscina’s: what the worker writes there later is seen here', async () => {
+    const record = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+      const { view, when } = await p.run(null, { name: 'sharedOut' });
+      const written = await p.run(42, { name: 'writeShared' });
+      const plain = await p.run(null, { name: 'sharedPlain' });
+      return [types.isSharedArrayBuffer(view.buffer), types.isDate(when), written, Atomics.load(view, 0), types.isSharedArrayBuffer(plain.buffer)];
+    };
+    const ours = await record(Piscina);
+    expect(ours).toEqual([true, true, 'written', 42, true]);
+    expect(ours).toEqual(await record(RealPiscina));
+  });
+
   test("a result whose getter throws rejects with the getter's error, as Piscina's (also beside a Date)", async () => {
     const record = async (Ctor) => {
       const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });

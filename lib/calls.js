@@ -33,6 +33,9 @@ const kStarted = Symbol('started');
 const kSettled = Symbol('settled');
 /** What a call's owner may define: (RpcError) => the error its call rejects with. */
 const kExplain = Symbol('explain');
+/** What a call's owner may define: true when its results may hold shared memory, shared as
+ *  `postMessage` shares it (corepool/piscina's, as Piscina's); otherwise such a result is refused. */
+const kSharesMemory = Symbol('sharesMemory');
 
 class Call {
   constructor(resolve, reject, owner) {
@@ -195,7 +198,7 @@ function settle(...batch) {
       // A structured-clone result its worker posted on this thread's port (lib/posted.js).
       let value;
       try {
-        value = posted.take(batch[i], batch[i + 2], isTracked);
+        value = posted.take(batch[i], batch[i + 2], isTracked, call.owner[kSharesMemory] === true);
       } catch (e) {
         call.reject(e instanceof DataCloneError ? e : new RpcError(CODES.InternalError, `corepool: the result could not be read: ${errorText(e)}`));
         continue;
@@ -295,4 +298,4 @@ function closeResults(thread) {
   posted.closeBox(thread, isTracked);
 }
 
-module.exports = { start, startMany, kStarted, kSettled, kExplain, channel, openResults, keepResults, closeResults };
+module.exports = { start, startMany, kStarted, kSettled, kExplain, kSharesMemory, channel, openResults, keepResults, closeResults };

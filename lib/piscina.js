@@ -298,8 +298,10 @@ class Piscina extends EventEmitter {
         [KEY]: { filename: this.#ownFile, name: this.#ownName, niceIncrement: o.niceIncrement },
         user: o.workerData,
       },
-      // What a task posts on parentPort is the pool's 'message'; a worker that dies settles its own tasks.
+      // What a task posts on parentPort is the pool's 'message'; a worker that dies settles its
+      // own tasks. Results share the shared memory they hold, as Piscina's (lib/calls.js).
       [kWorkerHooks]: {
+        sharesMemory: true,
         message: (m) => this.emit('message', m),
         exit: (thread, code, error, running, terminated) => this.#workerExited(thread, code, error, running, terminated),
       },

@@ -9,12 +9,12 @@ const { native, contract } = require('./native.js');
 const { CODES, rejected, describe, errorText } = require('./errors.js');
 const { validateOptions, nativeOptions } = require('./options.js');
 const { callOptions } = require('./call-options.js');
-const { start, kStarted, kSettled, kExplain, channel } = require('./calls.js');
+const { start, kStarted, kSettled, kExplain, kSharesMemory, channel } = require('./calls.js');
 const { wireParams, released, lastRefused, lastTooMany } = require('./params.js');
 const { serialize, SHARED, DataCloneError } = require('./clone.js');
 const { map } = require('./map.js');
 const { finishRender, renderFailed, prepareRenderParams } = require('./render.js');
-const { Server, kFullErrors, kResults, kUnreadable } = require('./serve.js');
+const { Server, kFullErrors, kResults, kUnreadable, kShares } = require('./serve.js');
 const { TaskWorkers, kWorkerHooks } = require('./workers.js');
 const views = require('./views.js');
 const { callChannel, renderChannel, CallContext, traced } = require('./channels.js');
@@ -51,6 +51,7 @@ class Pool extends EventEmitter {
   #notifying = false;
   #servers = [];
   #workers = null;
+  #sharesMemory = false;
   #isShared = false;
 
   /**
@@ -73,7 +74,16 @@ class Pool extends EventEmitter {
     this.#native = new native.NativePool(channel, nativeOptions(o));
     this.#call = this.#native.caller();
     // corepool/piscina's hooks (lib/workers.js): a module-private key, no user's option.
-    if (o.filename !== undefined) this.#workers = new TaskWorkers(this.#native, o, this.#loadFailed, options[kWorkerHooks] ?? null);
+    if (o.filename !== undefined) {
+      const hooks = options[kWorkerHooks] ?? null;
+      this.#workers = new TaskWorkers(this.#native, o, this.#loadFailed, hooks);
+      this.#sharesMemory = hooks?.sharesMemory === true;
+    }
+  }
+
+  /** Its results may hold shared memory (lib/calls.js): corepool/piscina's pool, as Piscina's. */
+  get [kSharesMemory]() {
+    return this.#sharesMemory;
   }
 
   /** A task-file pool's live Worker objects (corepool/piscina's `threads`); [] for others. */
@@ -320,7 +330,9 @@ class Pool extends EventEmitter {
       }
     }
     views.open(); // before registering: views sent to this thread must find the channel open
-    const server = new Server(this.#native, handlers, names, concurrency, options?.[kFullErrors] === true, options?.[kResults], options?.[kUnreadable]);
+    // (A task file's worker's own settings, lib/task-worker.js: module-private keys, no user's option.)
+    const own = { fullErrors: options?.[kFullErrors], results: options?.[kResults], unreadable: options?.[kUnreadable], shares: options?.[kShares] };
+    const server = new Server(this.#native, handlers, names, concurrency, own);
     // A private pool's servers can get no call once it is closed: they stop with it (a shared
     // pool's serve the rest of the process).
     if (!this.#native.isShared) this.#servers.push(server);

@@ -23,7 +23,7 @@
 // otherwise meanwhile (timed out, aborted) is dropped when it is read, and every port is read
 // out every 2^20 calls (`sweep`), so none lies there until a call id comes back (2^26 calls).
 // Shared memory, which postMessage shares, is refused here (`holdsShared`): the caller never
-// sees it.
+// sees it; except by a pool whose results share it as Piscina's do (corepool/piscina).
 
 const { MessageChannel, receiveMessageOnPort } = require('node:worker_threads');
 const { DataCloneError, holdsShared, SERIALIZER, SHARED_RESULT } = require('./clone.js');
@@ -125,11 +125,12 @@ function readAll(box, call, tracked) {
 
 /**
  * The result worker `thread` posted for call `call`, which settled with code `resultPosted`.
- * Throws what reading it threw, a DataCloneError for shared memory, or an Error when it is not
- * there (a serving thread's bug, not the caller's). `tracked(id)`: whether call `id` of this
- * environment still waits for its outcome.
+ * Throws what reading it threw, a DataCloneError for shared memory (unless `shares`: the
+ * caller's pool shares it, as `postMessage` does), or an Error when it is not there (a serving
+ * thread's bug, not the caller's). `tracked(id)`: whether call `id` of this environment still
+ * waits for its outcome.
  */
-function take(call, thread, tracked) {
+function take(call, thread, tracked, shares = false) {
   // The port first, even when `early` has the call's id: a result for an earlier call of the
   // same id (it comes back after 2^26 calls, lib/calls.js) could only be in `early` if it was
   // read while that call waited; this call's own result, still in the port, replaces it.
@@ -140,7 +141,7 @@ function take(call, thread, tracked) {
   early.delete(call);
   if (early.size >= purgeAt) purge(tracked);
   if (value instanceof Unread) throw value.error;
-  if (value !== null && typeof value === 'object' && holdsShared(value)) throw new DataCloneError(SHARED_RESULT);
+  if (!shares && value !== null && typeof value === 'object' && holdsShared(value)) throw new DataCloneError(SHARED_RESULT);
   return value;
 }
 

@@ -120,20 +120,24 @@ class Server {
   #fullErrors;
   #results = null; // the MessagePort results to one environment's calls are posted on (lib/posted.js)
   #unreadable;
+  #shares;
 
   /**
-   * `fullErrors`: a thrown error's data carries its stack and causes too (a task file's worker).
-   * `results`: `{ port, origin }`, a task file's worker's port to its pool's thread and that
-   * environment's origin number (lib/posted.js); its calls' results that must travel as
-   * structured clone are posted there. `unreadable`: `(result, thrown) => outcome`, what a
-   * result goes as when a getter or Proxy trap in it threw while it was written (corepool/
-   * piscina's worker: the task's rejection with it, as Piscina's postMessage gives); null: the
-   * call fails with InvalidParams naming the place.
+   * What a task file's worker asks of its server (all off for `serve()`): `fullErrors`, a thrown
+   * error's data carries its stack and causes too. `results`: `{ port, origin }`, the worker's
+   * port to its pool's thread and that environment's origin number (lib/posted.js); its calls'
+   * results that must travel as structured clone are posted there. `unreadable`: `(result,
+   * thrown) => outcome`, what a result goes as when a getter or Proxy trap in it threw while it
+   * was written (corepool/piscina's worker: the task's rejection with it, as Piscina's
+   * `postMessage` gives); null: the call fails with InvalidParams naming the place. `shares`: a
+   * result holding shared memory is posted, sharing it as `postMessage` does (corepool/piscina's,
+   * as Piscina's), instead of being refused.
    */
-  constructor(nativePool, handlers, names, concurrency, fullErrors = false, results = null, unreadable = null) {
+  constructor(nativePool, handlers, names, concurrency, { fullErrors = false, results = null, unreadable = null, shares = false } = {}) {
     this.#handlers = handlers;
-    this.#fullErrors = fullErrors;
+    this.#fullErrors = fullErrors === true;
     this.#unreadable = typeof unreadable === 'function' ? unreadable : null;
+    this.#shares = shares === true;
     this.#table = new Map(names.map((n) => [n, handlers[n]]));
     try {
       this.#native = nativePool.serve(names, threadId, concurrency, (batch) => this.#drain(batch));
@@ -406,7 +410,7 @@ class Server {
         if (value instanceof Transfer) more = this.#completeCloned(token, value.value, value.list);
         else if (value !== null && typeof value === 'object' && clonesBetter(value)) more = this.#completeCloned(token, value, undefined, undefined, run.post);
         else {
-          more = this.#complete(token, value, true);
+          more = this.#complete(token, value, true, this.#shares);
           // Refused as plain data (`more` says why): the caller is JavaScript, so it goes as
           // structured clone.
           if (typeof more === 'string') more = this.#completeCloned(token, value, undefined, more, run.post);
@@ -554,5 +558,6 @@ function define(object, key, value) {
 const kFullErrors = Symbol('fullErrors');
 const kResults = Symbol('results');
 const kUnreadable = Symbol('unreadable');
+const kShares = Symbol('shares');
 
-module.exports = { Server, kFullErrors, kResults, kUnreadable };
+module.exports = { Server, kFullErrors, kResults, kUnreadable, kShares };

@@ -9,7 +9,7 @@ const { syncBuiltinESMExports } = require('node:module');
 const { pathToFileURL } = require('node:url');
 const { attach } = require('./pool.js');
 const { loadFailure, noFunction } = require('./load-error.js');
-const { kFullErrors, kResults, kUnreadable } = require('./serve.js');
+const { kFullErrors, kResults, kUnreadable, kShares } = require('./serve.js');
 const { PISCINA_WORKER } = require('./task-error.js');
 
 const { __corepool: own, user } = workerThreads.workerData;
@@ -61,9 +61,10 @@ function methodsOf(namespace) {
   const full = own.filename !== PISCINA_WORKER;
   // Results to the pool's own thread go by its port (lib/posted.js).
   // corepool/piscina's worker says what a result that cannot be written goes as (a rejection
-  // with what its getter threw, as Piscina's).
+  // with what its getter threw, as Piscina's), and its results share shared memory, as
+  // Piscina's postMessage does.
   const unreadable = full ? undefined : namespace.default?.[kUnreadable];
-  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency, [kFullErrors]: full, [kResults]: own.results, [kUnreadable]: unreadable });
+  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency, [kFullErrors]: full, [kResults]: own.results, [kUnreadable]: unreadable, [kShares]: !full });
   port.on('message', (m) => {
     // The pool retires this worker: new calls go elsewhere, the ones it has finish here.
     if (m !== null && typeof m === 'object' && m.corepool === 'retire') {

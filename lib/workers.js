@@ -77,7 +77,8 @@ class TaskWorkers {
    * @param nativePool the pool's native handle
    * @param options its resolved options
    * @param onError (RpcError) => void: loading gave up with this error
-   * @param hooks what corepool/piscina hears of the workers, or null: `message(m)`, a message a
+   * @param hooks what corepool/piscina hears of the workers, or null (its `sharesMemory` is the
+   *   Pool's, lib/pool.js): `message(m)`, a message a
    *   worker posted that is not the pool's own (an object with a `corepool` key); `exit(threadId,
    *   code, error, running, terminated)`, a worker that was serving exited (`error`: the uncaught
    *   exception that ended it, or null; `running`: how many of its calls its departure failed;

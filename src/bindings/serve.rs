@@ -335,12 +335,19 @@ fn token(t: f64) -> u64 {
     t as u64
 }
 
+/// Why a handler's result holding a view over shared memory is refused.
+const SHARED_IN_RESULT: &str =
+    "the handler's result holds a typed array over a SharedArrayBuffer: results are \
+                                copied, so write into a view the caller passed instead";
+
 /// The handler of job `token` returned `value`: Ok(true) when jobs wait and a handler slot is
 /// free (call `take()`). With `cloneable` (lib/serve.js), a value the conversion refuses (a
 /// Date, a Map, a cycle, a function…) settles nothing and is `Err(why)`: the caller is
 /// JavaScript, so lib/serve.js sends it as structured-clone bytes (`completeCloned`), or refuses
 /// it (`refuse`) with the place of what structured clone cannot carry either, or with this
-/// answer when reading it threw.
+/// answer when reading it threw. With `shares` too (corepool/piscina's workers, whose results
+/// share shared memory as Piscina's `postMessage` does), a value holding a view over shared
+/// memory is such a value.
 ///
 /// # Safety
 /// On `env`'s JS thread, inside a Node-API callback, `value` a value of that env.
@@ -350,16 +357,17 @@ unsafe fn complete_with(
     token: f64,
     value: sys::napi_value,
     cloneable: bool,
+    shares: bool,
 ) -> std::result::Result<bool, String> {
     let mut from = FromJs::new(env);
     from.refuse_undefined = cloneable;
     let mut path = String::from("result");
     // SAFETY: caller contract.
     let outcome = match unsafe { from.value(value, 0, &mut path) } {
-        Ok(_) if !from.views.is_empty() => Err(RpcError::invalid_params(
-            "the handler's result holds a typed array over a SharedArrayBuffer: results are \
-             copied, so write into a view the caller passed instead",
-        )),
+        Ok(_) if !from.views.is_empty() && cloneable && shares => {
+            return Err(SHARED_IN_RESULT.to_owned())
+        }
+        Ok(_) if !from.views.is_empty() => Err(RpcError::invalid_params(SHARED_IN_RESULT)),
         Ok(v) => Ok(v),
         // SAFETY: caller contract. Its thread is being terminated: the job stays running, and
         // the server's departure settles it with ServerGone.

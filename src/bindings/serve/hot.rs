@@ -114,23 +114,29 @@ unsafe fn boolean(env: sys::napi_env, v: sys::napi_value) -> bool {
     b
 }
 
-/// `complete(token, value, cloneable)`: see [`complete_with`]. Answers a boolean (jobs wait
-/// and a handler slot is free: call `take()`) or, with `cloneable`, why the value is refused as
-/// plain data (a string).
+/// `complete(token, value, cloneable, shares)`: see [`complete_with`]. Answers a boolean (jobs
+/// wait and a handler slot is free: call `take()`) or, with `cloneable`, why the value is refused
+/// as plain data (a string).
 unsafe extern "C" fn complete(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
     // SAFETY: a Node-API callback of a function made by `functions`.
     unsafe {
-        guarded::<3>(
+        guarded::<4>(
             env,
             info,
             c"corepool: internal error in complete()",
             |argv, ctx| {
-                let [token, value, cloneable] = argv;
-                let answer =
-                    complete_with(ctx, env, number(env, token), value, boolean(env, cloneable));
+                let [token, value, cloneable, shares] = argv;
+                let answer = complete_with(
+                    ctx,
+                    env,
+                    number(env, token),
+                    value,
+                    boolean(env, cloneable),
+                    boolean(env, shares),
+                );
                 let mut out = ptr::null_mut();
                 match answer {
                     Ok(more) => sys::napi_get_boolean(env, more, &mut out),
