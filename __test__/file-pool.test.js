@@ -459,6 +459,12 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
       expect([name, e.code, e.message]).toEqual([name, C.InvalidParams, said]);
     }
     expect(await pool.exec('echo', 5)).toBe(5);
+    // The first read's throw is the one told (each read of this getter throws a new error).
+    const counted = await rejection(pool.exec('getterCounting'), RpcError);
+    expect(counted.message).toBe('result.bad: reading it threw RangeError: read #1');
+    // A thrown object is described as the native side describes it.
+    const object = await rejection(pool.exec('getterThrowsObject'), RpcError);
+    expect(object.message).toBe('result.bad: reading it threw an object');
   });
 
   test('an Error inside a result is a cloned Error: name, message, stack and cause', async () => {

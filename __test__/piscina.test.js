@@ -605,6 +605,23 @@ describe('run()', () => {
     expect(await piscina.run(7, { name: 'echo' })).toBe(7);
   });
 
+  test('a result whose getter throws is read once, as Piscina’s postMessage reads it: the task rejects with that first throw', async () => {
+    const record = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+      const rejected = await outcome(p.run(null, { name: 'getterCounting' }));
+      return [rejected, await p.run(null, { name: 'getterReads' })];
+    };
+    const ours = await record(Piscina);
+    expect(ours).toEqual([{ error: { name: 'RangeError', message: 'read #1', ctor: 'RangeError' } }, 1]);
+    // (Piscina's worker that threw there is replaced: its count is a new module's.)
+    expect(ours[0]).toEqual((await record(RealPiscina))[0]);
+  });
+
+  test('a result holding shared memory and a function is refused for the function, not for the memory it may share', async () => {
+    const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    await expect(piscina.run(null, { name: 'sharedAndFunction' })).rejects.toMatchObject({ name: 'DataCloneError', message: 'result.f is a function, which structured clone cannot carry' });
+  });
+
   test('a result holding shared memory shares it, as Piscina’s: what the worker writes there later is seen here', async () => {
     const record = async (Ctor) => {
       const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });
@@ -655,6 +672,29 @@ describe('run()', () => {
     expect(ours).toEqual(['AbortError', 'The task has been aborted', 7, true, false]);
     expect(ours).toEqual(await record(RealPiscina));
   }, 60_000);
+
+  test('a task aborted while the pool’s file still loads rejects, and the load goes on in the same worker (the task had not started)', async () => {
+    // (Piscina 5.3 hands the task to the loading worker and terminates it on the abort, so the
+    // load starts over in a new one: a file slower to load than the tasks' timeouts never
+    // gets through. This worker says it is ready once the file has loaded: the task waits.)
+    const gate = new Int32Array(new SharedArrayBuffer(8));
+    const piscina = pool({ filename: fixture('slow-load.mjs'), minThreads: 1, maxThreads: 1, workerData: { gate } });
+    const [first] = piscina.threads;
+    const ac = new AbortController();
+    const early = outcome(piscina.run(1, { signal: ac.signal }));
+    while (Atomics.load(gate, 1) === 0) await Atomics.waitAsync(gate, 1, 0).value;
+    // A worker ready before its file loaded takes the task meanwhile (it waits for the load
+    // there); this one does not: the task stays queued. (The turns only give a worker that
+    // would take it the time to: no outcome depends on how many there are.)
+    for (let turns = 0; turns < 10_000 && piscina.queueSize > 0; turns++) await new Promise(setImmediate);
+    const queued = piscina.queueSize;
+    ac.abort('too slow');
+    const aborted = await early;
+    Atomics.store(gate, 0, 1);
+    Atomics.notify(gate, 0);
+    const later = await piscina.run(2);
+    expect([queued, aborted.error?.name, later.doubled, later.threadId === first.threadId, Atomics.load(gate, 1)]).toEqual([1, 'AbortError', 4, true, 1]);
+  });
 
   test('aborting a running task beside others on its worker (concurrentTasksPerWorker) loses none of them: that worker goes on', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });

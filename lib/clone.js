@@ -36,7 +36,7 @@
 const v8 = require('node:v8');
 const { types } = require('node:util');
 const { RpcError, CODES } = require('./errors.js');
-const { contract } = require('./native.js');
+const { native, contract } = require('./native.js');
 const { flatBytes, isFlat, readFlat } = require('./flat.js');
 
 /** Whether this runtime has node:v8's Serializer class (Node, Deno), or only v8.serialize (Bun). */
@@ -87,7 +87,7 @@ const SHARED = Symbol('shared memory');
  * names the value in errors ('params', 'result'). Throws a DataCloneError naming what cannot be
  * carried, SHARED when that is only shared memory, or what a getter or Proxy trap threw.
  */
-function serialize(value, list, where, copied = false) {
+function serialize(value, list, where, copied = false, shares = false) {
   const moved = movedBuffers(list);
   if (moved.length === 0) {
     const flat = flatBytes(value);
@@ -107,7 +107,7 @@ function serialize(value, list, where, copied = false) {
   try {
     s.writeValue(value);
   } catch (e) {
-    return refused(e, value, list, where, copied);
+    return refused(e, value, list, where, copied, shares);
   }
   // The native side copies the moved buffers and detaches them once the message is whole.
   return numbered.length === moved.length ? [s.releaseBuffer(), ...moved] : [s.releaseBuffer(), ...numbered, ...moved.filter((b) => b.resizable)];
@@ -136,21 +136,30 @@ function serializeWhole(value, moved, where, copied) {
 }
 
 /** What `serialize` does when the serializer threw `e`: a retry with stand-ins, or the error to throw. */
-function refused(e, value, list, where, copied) {
+function refused(e, value, list, where, copied, shares = false) {
   // V8's own refusal (shared memory is refused without asking _getDataCloneError), or else
   // what a getter or a Proxy trap threw, which the caller gets as it is.
   // (Tested by its kind, not instanceof: V8 makes its errors in the process's main realm.)
   // V8's serializer recurses: a value nested deeper than the stack allows overflows it.
   if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
-  if (!(e instanceof Uncloneable) && !(types.isNativeError(e) && / could not be cloned\.$/.test(e.message)) && !isDomCloneError(e)) throw e;
-  const culprit = firstUncloneable(value, where);
+  if (!isWriteRefusal(e)) throw e;
+  // (Where shared memory goes shared, what else is refused is named first.)
+  const culprit = firstUncloneable(value, where, shares) ?? (shares ? firstUncloneable(value, where) : null);
   if (culprit?.threw !== undefined) throw culprit.threw;
   if (culprit === null) throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
   if (culprit.shared) throw SHARED;
   // A Proxy or an arguments object crosses as what it stands for (docs/values.md), as it did
   // value by value: the value is copied with those made plain, and the copy is written.
-  if (culprit.standsFor && !copied) return serialize(standIns(value, where), list, where, true);
+  if (culprit.standsFor && !copied) return serialize(standIns(value, where), list, where, true, shares);
   throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
+}
+
+/**
+ * Whether `e`, thrown while a value was written (`postMessage`, a serializer), is structured
+ * clone's refusal of the value or of its depth, rather than what a getter or trap of it threw.
+ */
+function isWriteRefusal(e) {
+  return e instanceof Uncloneable || isStackOverflow(e) || isDomCloneError(e) || (types.isNativeError(e) && / could not be cloned\.$/.test(e.message));
 }
 
 /** The DOMException a runtime's `v8.serialize` throws for what it cannot clone (Bun's). */
@@ -320,9 +329,10 @@ function deserialize(message) {
  * the serializer's order, and what it is; null when none is found. Reads what the serializer
  * read (own enumerable string keys, Map and Set entries). A getter or Proxy trap that throws
  * on the way ends the search: `{ path, threw }`, the place whose reading threw and what it
- * threw (the serializer's own read threw first, mostly the same).
+ * threw (the serializer's own read threw first, mostly the same). `shares`: shared memory
+ * is no culprit (the value goes where it is shared).
  */
-function firstUncloneable(root, where) {
+function firstUncloneable(root, where, shares = false) {
   const seen = new Set();
   const stack = [[root, where]];
   while (stack.length > 0) {
@@ -333,9 +343,12 @@ function firstUncloneable(root, where) {
     seen.add(v);
     if (types.isProxy(v)) return { path, what: 'is a Proxy', standsFor: true };
     if (types.isArgumentsObject(v)) return { path, what: 'is an arguments object', standsFor: true };
-    if (types.isSharedArrayBuffer(v)) return { path, what: 'is a SharedArrayBuffer', shared: true };
+    if (types.isSharedArrayBuffer(v)) {
+      if (shares) continue;
+      return { path, what: 'is a SharedArrayBuffer', shared: true };
+    }
     if (ArrayBuffer.isView(v)) {
-      if (types.isSharedArrayBuffer(v.buffer)) return { path, what: 'is a view over a SharedArrayBuffer', shared: true };
+      if (types.isSharedArrayBuffer(v.buffer) && !shares) return { path, what: 'is a view over a SharedArrayBuffer', shared: true };
       continue;
     }
     if (types.isWeakMap(v) || types.isWeakSet(v) || types.isPromise(v) || v instanceof WeakRef) {
@@ -387,16 +400,7 @@ function unreadable(value, where, e) {
   } catch {
     // (Cannot be looked through: the value's own name stands for the place.)
   }
-  return `${place}: reading it threw ${describeThrown(e)}`;
-}
-
-/** A thrown value as the native side describes one: an Error's `name: message`, else its text. */
-function describeThrown(e) {
-  try {
-    return String(e);
-  } catch {
-    return 'an exception that cannot be described';
-  }
+  return `${place}: reading it threw ${native.describeThrown(e)}`;
 }
 
 /**
@@ -536,4 +540,4 @@ function describeKind(v) {
   return typeof name === 'string' && name !== '' ? `a ${name}` : 'an object';
 }
 
-module.exports = { serialize, deserialize, needsClone, holdsShared, unreadable, DataCloneError, Transfer, transfer, SHARED, SHARED_RESULT, SERIALIZER };
+module.exports = { serialize, deserialize, needsClone, holdsShared, unreadable, isWriteRefusal, DataCloneError, Transfer, transfer, SHARED, SHARED_RESULT, SERIALIZER };

@@ -13,6 +13,9 @@ const kValue = Symbol.for('Piscina.valueOf');
 const kQueueOptions = Symbol.for('Piscina.queueOptions');
 /** The third item of a task's outcome (`[ms, thrown, THROWN]`) when the task threw. */
 const THROWN = 1;
+/** lib/piscina-worker.js's export of a Promise settled once the pool's own task file has
+ *  loaded (or failed to): the worker says it is ready then, as Piscina's worker does. */
+const kLoaded = Symbol('loaded');
 /** Marks what Piscina.move() returned. */
 const kMovable = Symbol.for('corepool.piscina.movable');
 
@@ -32,4 +35,4 @@ function isMoved(value) {
   return Object.getOwnPropertySymbols(value).some((s) => s.description === 'Piscina.kMovable' && value[s] === true);
 }
 
-module.exports = { KEY, THROWN, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved };
+module.exports = { KEY, THROWN, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, kLoaded, isTransferable, isMoved };

@@ -22,7 +22,7 @@ const { performance } = require('node:perf_hooks');
 const fs = require('node:fs');
 const { types } = require('node:util');
 const os = require('node:os');
-const { KEY, WORKER_MARK, THROWN, isMoved, kValue, kTransferable } = require('./piscina-common.js');
+const { KEY, WORKER_MARK, THROWN, isMoved, kValue, kTransferable, kLoaded } = require('./piscina-common.js');
 const { transfer } = require('./clone.js');
 const { safely } = require('./errors.js');
 const { kUnreadable } = require('./serve.js');
@@ -109,8 +109,10 @@ function handlerFor(filename, name) {
   return h;
 }
 
-// As Piscina's worker, the default task file is loaded when the worker starts.
-if (typeof own.filename === 'string') handlerFor(own.filename, own.name).catch(() => {});
+// As Piscina's worker, the default task file is loaded when the worker starts, and the worker
+// is ready once that is done (lib/task-worker.js waits for it): a task aborted while its file
+// loads would otherwise end the worker (lib/piscina.js), and the load would start over.
+exports[kLoaded] = typeof own.filename === 'string' ? handlerFor(own.filename, own.name).then(() => {}, () => {}) : Promise.resolve();
 
 /**
  * The outcome of a task that threw `e`: `[ms, thrown, THROWN]`, which crosses as a result

@@ -9,7 +9,7 @@ const { contract } = require('./native.js');
 const { errorText, safely } = require('./errors.js');
 const { after } = require('./timer.js');
 const views = require('./views.js');
-const { serialize, deserialize, needsClone, unreadable, DataCloneError, Transfer, SHARED, SHARED_RESULT } = require('./clone.js');
+const { serialize, deserialize, needsClone, unreadable, isWriteRefusal, DataCloneError, Transfer, SHARED, SHARED_RESULT } = require('./clone.js');
 const { flatBytes } = require('./flat.js');
 const { withServerSpan } = require('./trace-context.js');
 const { adopt } = require('./thenable.js');
@@ -407,8 +407,10 @@ class Server {
     let more = false;
     try {
       if (ok) {
+        const clone = value instanceof Transfer || value === null || typeof value !== 'object' ? false : cloneCheck(value);
         if (value instanceof Transfer) more = this.#completeCloned(token, value.value, value.list);
-        else if (value !== null && typeof value === 'object' && clonesBetter(value)) more = this.#completeCloned(token, value, undefined, undefined, run.post);
+        else if (clone instanceof Unreadable) more = this.#unreadableResult(token, value, clone.thrown, run.post, false);
+        else if (clone) more = this.#completeCloned(token, value, undefined, undefined, run.post);
         else {
           more = this.#complete(token, value, true, this.#shares);
           // Refused as plain data (`more` says why): the caller is JavaScript, so it goes as
@@ -451,7 +453,10 @@ class Server {
       let sent = true;
       try {
         this.#results.postMessage(value);
-      } catch {
+      } catch (e) {
+        // What a getter or a Proxy trap threw is the result's fault, known now; what structured
+        // clone refuses goes the bytes' way, which names the place.
+        if (!isWriteRefusal(e)) return this.#unreadableResult(token, value, e, post, replaced);
         sent = false;
       }
       if (sent) {
@@ -461,21 +466,31 @@ class Server {
     }
     let bytes;
     try {
-      bytes = serialize(value, list, 'result');
+      bytes = serialize(value, list, 'result', false, this.#shares);
     } catch (e) {
       if (e instanceof DataCloneError) return this.#native.refuse(token, e.message, true);
       if (e === SHARED) return this.#native.refuse(token, SHARED_RESULT, true);
-      // A getter or a Proxy trap of the value threw `e`.
-      if (this.#unreadable !== null && !replaced) {
-        const outcome = safely(() => ({ value: this.#unreadable(value, e) }));
-        if (outcome !== undefined) return this.#completeCloned(token, outcome.value, undefined, undefined, post, true);
-      }
-      // (Not `refused`: the native conversion may have stopped earlier, at something else.)
-      if (refused !== undefined) return this.#native.refuse(token, unreadable(value, 'result', e), false);
+      // A getter or a Proxy trap of the value threw `e`. (Not `refused`'s words: the native
+      // conversion may have stopped earlier, at something else.)
+      if (refused !== undefined || (this.#unreadable !== null && !replaced)) return this.#unreadableResult(token, value, e, post, replaced);
       const [message, data] = errorParts(e, this.#fullErrors ? MAX_CAUSES : 0);
       return this.#native.fail(token, message, data);
     }
     return this.#native.completeCloned(token, bytes);
+  }
+
+  /**
+   * Completes job `token`, whose result `value` could not be read: a getter or a Proxy trap in it
+   * threw `thrown` (the first such throw seen). The server's #unreadable says what it goes as
+   * instead (`replaced`: `value` is already that); else the call fails with InvalidParams naming
+   * the place.
+   */
+  #unreadableResult(token, value, thrown, post, replaced) {
+    if (this.#unreadable !== null && !replaced) {
+      const outcome = safely(() => ({ value: this.#unreadable(value, thrown) }));
+      if (outcome !== undefined) return this.#completeCloned(token, outcome.value, undefined, undefined, post, true);
+    }
+    return this.#native.refuse(token, unreadable(value, 'result', thrown), false);
   }
 
   #checkIdle() {
@@ -488,15 +503,23 @@ class Server {
   }
 }
 
+/** What reading a result threw (cloneCheck). */
+class Unreadable {
+  constructor(thrown) {
+    this.thrown = thrown;
+  }
+}
+
 /**
- * Whether a handler's object result goes as structured clone (lib/clone.js's needsClone); when
- * reading it throws, the native conversion reads it and names the place.
+ * Whether a handler's object result goes as structured clone (lib/clone.js's needsClone), or
+ * an Unreadable when reading it threw (a getter, a Proxy trap): its first read's throw is the
+ * one the call tells of.
  */
-function clonesBetter(value) {
+function cloneCheck(value) {
   try {
     return needsClone(value);
-  } catch {
-    return false;
+  } catch (e) {
+    return new Unreadable(e);
   }
 }
 

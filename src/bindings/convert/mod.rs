@@ -514,3 +514,13 @@ unsafe fn read_units<T>(
     unsafe { buf.set_len(written) };
     Ok(buf)
 }
+
+/// `describeThrown(e)`: how the native side describes a thrown value in its messages
+/// ([`describe_thrown`]), for JavaScript's messages about the same throws (lib/clone.js), so that
+/// both say it alike.
+#[napi_derive::napi(js_name = "describeThrown", catch_unwind)]
+pub fn describe_thrown_js(env: napi::Env, e: napi::Unknown) -> String {
+    use napi::JsValue;
+    // SAFETY: a Node-API callback on `env`'s JS thread, with `e` one of its values.
+    unsafe { describe_thrown(env.raw(), e.raw()) }
+}
