@@ -673,6 +673,40 @@ describe('run()', () => {
     expect(ours).toEqual(await record(RealPiscina));
   }, 60_000);
 
+  test('completed counts an aborted task that had started, not one its abort took out of the queue, as Piscina', async () => {
+    const record = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+      const g = gate();
+      const held = p.run(g.view, { name: 'hold' });
+      await g.started();
+      const queued = new AbortController();
+      const waiting = outcome(p.run(1, { name: 'echo', signal: queued.signal }));
+      queued.abort();
+      const counts = [(await waiting).error?.name];
+      g.release();
+      await held;
+      counts.push(p.completed);
+      const running = new AbortController();
+      const g2 = gate();
+      try {
+        const spinning = outcome(p.run(g2.view, { name: 'spin', signal: running.signal }));
+        await g2.started();
+        const [first] = p.threads;
+        const exited = once(first, 'exit');
+        running.abort();
+        counts.push((await spinning).error?.name);
+        await exited;
+        counts.push(p.completed);
+      } finally {
+        g2.release();
+      }
+      return counts;
+    };
+    const ours = await record(Piscina);
+    expect(ours).toEqual(['AbortError', 1, 'AbortError', 2]);
+    expect(ours).toEqual(await record(RealPiscina));
+  }, 60_000);
+
   test('a task aborted while the pool’s file still loads rejects, and the load goes on in the same worker (the task had not started)', async () => {
     // (Piscina 5.3 hands the task to the loading worker and terminates it on the abort, so the
     // load starts over in a new one: a file slower to load than the tasks' timeouts never

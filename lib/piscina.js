@@ -338,7 +338,8 @@ class Piscina extends EventEmitter {
     // `thread`: the worker that ran it, once its death said so (ServerGone's data); `gone`:
     // the error that worker died of. Nothing is sent when a task starts (close({ force: true })
     // withdraws only the tasks not started, natively).
-    const handle = { id: 0, reason: undefined, thread: undefined, gone: undefined, wake: null };
+    // `unrun`: its abort withdrew it before it started (Piscina does not count it as completed).
+    const handle = { id: 0, reason: undefined, thread: undefined, gone: undefined, wake: null, unrun: false };
     this.#tasks.add(handle);
     // What transferList and Piscina.move() name is moved (detached here), as postMessage does.
     let transfer = transferList === undefined ? undefined : transferList.map(transferred);
@@ -392,7 +393,7 @@ class Piscina extends EventEmitter {
             throw gone;
           });
         }
-        done(!(e instanceof RpcError && e.code === CODES.QueueFull));
+        done(!(e instanceof RpcError && e.code === CODES.QueueFull) && !handle.unrun);
         if (typeof e?.data?.ms === 'number') this.#record(submitted, e.data.ms);
         throw this.#translate(e, handle.reason);
       },
@@ -459,6 +460,10 @@ class Piscina extends EventEmitter {
   #cancel(handle, reason) {
     if (handle.reason !== undefined) return;
     handle.reason = reason;
+    if (this.#pool[kWithdraw](handle.id)) {
+      handle.unrun = true;
+      return;
+    }
     const thread = this.#pool[kCancel](handle.id, true);
     if (thread !== undefined) this.#pool[kTerminate](thread);
   }
