@@ -730,6 +730,26 @@ describe('run()', () => {
     expect([queued, aborted.error?.name, later.doubled, later.threadId === first.threadId, Atomics.load(gate, 1)]).toEqual([1, 'AbortError', 4, true, 1]);
   });
 
+  test("a task file whose load ends its worker is named in the error, not corepool/piscina's own worker file", async () => {
+    const file = fixture('async-crash.mjs');
+    const piscina = pool({ filename: file, minThreads: 1, maxThreads: 1 });
+    piscina.on('error', () => {});
+    const e = await piscina.run(1).catch((error) => error);
+    expect([e.message.includes(file), e.message.includes('async boom'), e.message.includes('piscina-worker')]).toEqual([true, true, false]);
+  });
+
+  test('a burst of tasks starts the workers it needs while a slow task file loads in the first, as Piscina', async () => {
+    const gate = new Int32Array(new SharedArrayBuffer(8));
+    const piscina = pool({ filename: fixture('slow-load.mjs'), minThreads: 1, maxThreads: 3, workerData: { gate } });
+    const tasks = [1, 2, 3].map((x) => piscina.run(x));
+    // (Word 1 counts the loads begun: one per worker. No clock: jest's timeout is the bound.)
+    for (let begun = Atomics.load(gate, 1); begun < 3; begun = Atomics.load(gate, 1)) await Atomics.waitAsync(gate, 1, begun).value;
+    expect(piscina.threads.length).toBe(3);
+    Atomics.store(gate, 0, 1);
+    Atomics.notify(gate, 0);
+    expect((await Promise.all(tasks)).map((r) => r.doubled)).toEqual([2, 4, 6]);
+  });
+
   test('aborting a running task beside others on its worker (concurrentTasksPerWorker) loses none of them: that worker goes on', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });
     const g = gate();
@@ -1041,6 +1061,23 @@ describe('events', () => {
       `);
     const ours = await run(require.resolve('../lib/piscina.js'));
     expect(ours.result).toEqual({ results: [1, 2, 3], uncaught: ['listener failed'] });
+    expect(ours.result).toEqual((await run(require.resolve('piscina'))).result);
+  });
+
+  test('a task whose worker dies while nothing else keeps the process alive still rejects, as under Piscina (it was lost, the process ending)', async () => {
+    const run = (module) =>
+      child(`
+        const P = require(${JSON.stringify(module)});
+        const Ctor = P.Piscina ?? P;
+        const p = new Ctor({ filename: ${JSON.stringify(TASKS)}, minThreads: 1, maxThreads: 1 });
+        p.on('error', () => {});
+        const said = await p.run(null, { name: 'exitWhileWaiting' }).then(() => 'resolved', (e) => e.message);
+        const next = await p.run(4, { name: 'echo' });
+        await p.destroy();
+        out({ said, next });
+      `);
+    const ours = await run(require.resolve('../lib/piscina.js'));
+    expect(ours.result).toEqual({ said: 'worker exited with code: 5', next: 4 });
     expect(ours.result).toEqual((await run(require.resolve('piscina'))).result);
   });
 

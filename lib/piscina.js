@@ -15,7 +15,7 @@ const { isMainThread, SHARE_ENV } = require('node:worker_threads');
 const { Pool, RpcError } = require('../index.js');
 const { contract } = require('./native.js');
 const { kCancellableCall, kCancel, kWithdraw, kTerminate, kWorkers, kWorkerHooks } = require('./pool.js');
-const { after } = require('./timer.js');
+const { after, keepAlive } = require('./timer.js');
 const { version } = require('../package.json');
 const { KEY, THROWN, WORKER_MARK, kTransferable, kValue, kQueueOptions, kMovable, isTransferable, isMoved } = require('./piscina-common.js');
 
@@ -302,6 +302,8 @@ class Piscina extends EventEmitter {
       // own tasks. Results share the shared memory they hold, as Piscina's (lib/calls.js).
       [kWorkerHooks]: {
         sharesMemory: true,
+        // A worker that cannot load names the pool's task file, not corepool/piscina's own.
+        filename: this.#ownFile ?? undefined,
         message: (m) => this.emit('message', m),
         exit: (thread, code, error, running, terminated) => this.#workerExited(thread, code, error, running, terminated),
       },
@@ -412,8 +414,13 @@ class Piscina extends EventEmitter {
       // Its exit is too old to be remembered (see #workerExited): no more is known of it.
       return Promise.resolve(new Error('worker exited'));
     }
+    // The process stays alive until it is known (the worker is unref'd, its call settled).
     return new Promise((resolve) => {
-      handle.wake = () => resolve(handle.gone);
+      const alive = keepAlive();
+      handle.wake = () => {
+        alive.clear();
+        resolve(handle.gone);
+      };
     });
   }
 

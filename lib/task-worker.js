@@ -44,19 +44,23 @@ function methodsOf(namespace) {
 (async () => {
   const port = workerThreads.parentPort;
   let namespace;
-  // The worker stays alive while its file loads (a load waiting on what holds no handle, such
-  // as Atomics.waitAsync in a top-level await, would otherwise let its thread end).
-  const alive = keepAlive();
   try {
     namespace = await import(pathToFileURL(own.filename).href);
-    // corepool/piscina's worker is ready once the pool's own task file has loaded, as Piscina's.
-    if (own.filename === PISCINA_WORKER) await namespace.default?.[kLoaded];
   } catch (e) {
     // The pool hears where the file went wrong (the 'error' event that follows is not read).
     port.postMessage({ corepool: 'failed', ...loadFailure(e, own.filename) });
     throw e;
-  } finally {
-    alive.clear();
+  }
+  // corepool/piscina's worker is ready once the pool's own task file has loaded (or failed
+  // to), as Piscina's; it stays alive meanwhile (a load waiting on what holds no handle would
+  // otherwise let its thread end).
+  if (own.filename === PISCINA_WORKER) {
+    const alive = keepAlive();
+    try {
+      await namespace.default?.[kLoaded];
+    } finally {
+      alive.clear();
+    }
   }
   const handlers = methodsOf(namespace);
   const methods = Object.keys(handlers);

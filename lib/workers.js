@@ -78,7 +78,7 @@ class TaskWorkers {
    * @param options its resolved options
    * @param onError (RpcError) => void: loading gave up with this error
    * @param hooks what corepool/piscina hears of the workers, or null (its `sharesMemory` is the
-   *   Pool's, lib/pool.js): `message(m)`, a message a
+   *   Pool's, lib/pool.js; its `filename`, the task file load errors name): `message(m)`, a message a
    *   worker posted that is not the pool's own (an object with a `corepool` key); `exit(threadId,
    *   code, error, running, terminated)`, a worker that was serving exited (`error`: the uncaught
    *   exception that ended it, or null; `running`: how many of its calls its departure failed;
@@ -208,18 +208,14 @@ class TaskWorkers {
   }
 
   /**
-   * Starts the workers the pool needs now, as the respawn policy allows: up to minThreads (one
-   * at a time after a failed load), or one more while calls wait for one and none is starting.
-   * After a failed load, not before its backoff has passed; after giving up, not at all (a
-   * call's admission ends that).
+   * Starts the workers the pool needs now, as the respawn policy allows (#wanted): up to
+   * minThreads, or more while calls wait for them; one at a time after a failed load, and not
+   * before its backoff has passed; after giving up, not at all (a call's admission ends that).
    */
   #start() {
     if (this.#stopping || this.#gaveUp || this.#retryTimer !== null) return;
-    const o = this.#options;
-    const loading = this.#count((s) => !s.ready);
-    if (this.#failedLoads > 0 && loading > 0) return;
-    const wanted = this.size < o.minThreads || (loading === 0 && this.size < o.maxThreads && waitingCalls(this.#native.stats()) > 0);
-    if (!wanted) return;
+    if (this.#failedLoads > 0 && this.#count((s) => !s.ready) > 0) return;
+    if (!this.#wanted()) return;
     const wait = this.#lastFailure + backoff(this.#failedLoads) - performance.now();
     if (wait > 0) {
       // Calls waiting for the worker keep the process alive, and so does ready().
@@ -230,7 +226,21 @@ class TaskWorkers {
       return;
     }
     this.#spawn();
-    while (this.#failedLoads === 0 && this.size < o.minThreads) this.#spawn();
+    while (this.#failedLoads === 0 && this.#wanted()) this.#spawn();
+  }
+
+  /**
+   * Whether one more worker is wanted: fewer than minThreads, or fewer than maxThreads while
+   * more calls wait for a worker than the workers starting will take (a slow file loading in
+   * one of them does not hold up the others, as Piscina starts them all for a burst).
+   */
+  #wanted() {
+    const o = this.#options;
+    if (this.size < o.minThreads) return true;
+    if (this.size >= o.maxThreads) return false;
+    const waiting = waitingCalls(this.#native.stats());
+    const loading = this.#count((s) => !s.ready);
+    return loading === 0 ? waiting > 0 : waiting > loading * o.concurrency;
   }
 
   #spawn() {
@@ -302,7 +312,7 @@ class TaskWorkers {
       if (results !== null) closeResults(state.thread);
       if (!this.#stopping) {
         if (state.ready && !state.retiring && !state.terminated) this.exits++;
-        if (!state.ready) this.#loadFailed(state.failure ?? { why: state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, o.filename) });
+        if (!state.ready) this.#loadFailed(state.failure ?? { why: state.error === null ? `its worker exited with code ${code} before it was ready` : loadErrorText(state.error, this.#hooks?.filename ?? o.filename) });
         else if (this.#gaveUp) this.#failWaiting();
         this.#start();
       }
@@ -320,8 +330,8 @@ class TaskWorkers {
   #loadFailed({ why, data }) {
     this.#failedLoads++;
     this.#lastFailure = performance.now();
-    this.#loadError = `corepool: the task file ${this.#options.filename} could not be loaded: ${why}`;
-    this.#loadData = data ?? { file: this.#options.filename };
+    this.#loadError = `corepool: the task file ${this.#hooks?.filename ?? this.#options.filename} could not be loaded: ${why}`;
+    this.#loadData = data ?? { file: this.#hooks?.filename ?? this.#options.filename };
     if (this.#failedLoads < RESPAWN.maxFailedLoads || this.#gaveUp) return;
     this.#gaveUp = true;
     this.#failWaiting();
