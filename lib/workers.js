@@ -103,8 +103,13 @@ class TaskWorkers {
     }
   }
 
-  /** Resolves once minThreads workers serve; rejects with the load error if the pool gave up loading. */
+  /**
+   * Resolves once minThreads workers serve; rejects with the load error if the pool gives up
+   * loading. After it gave up, ready() makes it load the file once more, as a call does (a
+   * fixed file recovers).
+   */
   ready() {
+    if (this.#gaveUp) this.admit();
     return new Promise((resolve, reject) => {
       this.#readyWaiters.push({ resolve, reject });
       this.#tellReady();
