@@ -9,7 +9,7 @@ use crate::pool::Origin;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 struct Due {
     at: Instant,
@@ -158,10 +158,24 @@ fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
-/// `at` in nanoseconds since [`epoch`], at least 1 (0 is [`NONE`]).
+/// Where [`epoch`] is on the scale of [`since_epoch`]: instants before it (made before the
+/// first was asked for) stay below it, in order.
+const BIAS: u64 = 1 << 62;
+
+/// `at` in nanoseconds from [`epoch`], shifted by [`BIAS`] so that an instant before the epoch
+/// keeps its order too (it used to count as the epoch itself); never 0 ([`NONE`]).
 fn since_epoch(at: Instant) -> u64 {
-    let nanos = at.saturating_duration_since(epoch()).as_nanos();
-    u64::try_from(nanos).unwrap_or(u64::MAX).max(1)
+    let e = epoch();
+    let nanos = |d: Duration| {
+        u64::try_from(d.as_nanos())
+            .unwrap_or(u64::MAX)
+            .min(BIAS - 1)
+    };
+    if at >= e {
+        BIAS + nanos(at - e)
+    } else {
+        BIAS - nanos(e - at)
+    }
 }
 
 /// Inserts `item` into `queue`, which is in order of `key`, after every entry whose key is not
@@ -198,6 +212,22 @@ mod tests {
         assert_eq!(p.join_or_take(ms(1)), Hold::Mine);
         assert_eq!(p.join_or_take(ms(4)), Hold::Joined);
         assert_eq!(p.join_or_take(ms(0)), Hold::Now);
+    }
+
+    #[test]
+    fn instants_before_the_epoch_keep_their_order() {
+        // The epoch is the first instant asked for; an outcome's time may have been taken
+        // before that (the race test below met it: every time before the epoch counted as the
+        // epoch, and outcomes that may wait less joined a later wake).
+        let e = super::epoch();
+        let before = |n: u64| {
+            e.checked_sub(Duration::from_millis(n))
+                .expect("an instant 3 ms before the epoch")
+        };
+        let [a, b, c, d] =
+            [before(3), before(1), e, e + Duration::from_millis(1)].map(super::since_epoch);
+        assert!(a < b && b < c && c < d, "{a} {b} {c} {d}");
+        assert!(a > 0, "never NONE");
     }
 
     #[test]
