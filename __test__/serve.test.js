@@ -284,8 +284,8 @@ describe('a serving worker lingers for the next call', () => {
 describe('a serving thread flooded with queued calls', () => {
   test('its own timers, immediates and port messages run between calls, not after the flood', async () => {
     // One worker, one call at a time: `arm`, then FLOOD calls of 200 µs queued behind it (far
-    // more than the thread serves before its event loop gets a turn).
-    const FLOOD = 500;
+    // more than the thread serves before its event loop gets a turn: 50 ms, ~250 such calls).
+    const FLOOD = 1000;
     const pool = new Pool({ filename: path.join(__dirname, 'fixtures', 'tasks', 'loop-turns.js'), threads: 1 });
     try {
       await pool.ready();
