@@ -447,6 +447,50 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     LIMIT_MS,
   );
 
+  test(
+    'random structured-clone values holding shared memory: the task gets a copy made when the call is made, the memory shared',
+    async () => {
+      const v8 = require('node:v8');
+      const { describeShared, sharedViews } = require('./helpers/shared-tree.js');
+      const sharedLeaf = fc.oneof(
+        fc.integer({ min: 1, max: 8 }).map((n) => new Uint8Array(new SharedArrayBuffer(n))),
+        fc.integer({ min: 1, max: 3 }).map((n) => new Int32Array(new SharedArrayBuffer(4 * n))),
+        fc.integer({ min: 0, max: 8 }).map((n) => new SharedArrayBuffer(n)),
+      );
+      // A value of the random kind above with shared memory in it, somewhere.
+      const holding = fc.tuple(value, fc.array(sharedLeaf, { minLength: 1, maxLength: 3 }), fc.boolean()).map(([v, leaves, twice]) => {
+        v.leaves = twice ? [...leaves, leaves[0]] : leaves;
+        v.map = new Map([['shared', leaves[leaves.length - 1]]]);
+        return v;
+      });
+      await check(
+        fc.asyncProperty(holding, async (v) => {
+          const views = [...sharedViews(v)];
+          const before = views.map((view) => new Uint8Array(view.buffer, view.byteOffset, 1)[0]);
+          const expected = describeShared(structuredClone(v));
+          const answer = pool.exec('touchShared', v);
+          // Changed after the call was made: the task has its copy already.
+          v.changedAfter = true;
+          const back = await answer;
+          // Compared as V8 writes them (shapes, values, which objects are one), whatever realm
+          // each copy was made in.
+          expect(v8.serialize(back).equals(v8.serialize(expected))).toBe(true);
+          expect(views.map((view) => new Uint8Array(view.buffer, view.byteOffset, 1)[0])).toEqual(before.map((b) => (b + 1) & 0xff));
+        }),
+        50,
+      );
+    },
+    LIMIT_MS,
+  );
+
+  test('params holding shared memory beside a Date: a function among them is refused by name, moving buffers beside them is refused', async () => {
+    const view = new Int32Array(new SharedArrayBuffer(4));
+    await expect(pool.exec('echo', { view, when: new Date(0), f() {} })).rejects.toMatchObject({ name: 'DataCloneError', message: expect.stringContaining('f is a function') });
+    const moved = new ArrayBuffer(4);
+    await expect(pool.call('echo', [{ view, when: new Date(0), moved }], { transfer: [moved] })).rejects.toMatchObject({ name: 'DataCloneError', message: 'params hold shared memory, which travels only in calls that move no ArrayBuffer' });
+    expect(moved.byteLength).toBe(4);
+  });
+
   test('a task returning a Date resolves with a Date (it was refused before)', async () => {
     // (util.types, not instanceof: jest runs this file in a realm of its own.)
     const d = await pool.exec('date');

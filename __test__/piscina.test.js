@@ -635,6 +635,46 @@ describe('run()', () => {
     expect(ours).toEqual(await record(RealPiscina));
   });
 
+  test('a task holding shared memory beside a Date and a Map shares the memory, as Piscina’s', async () => {
+    const record = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });
+      const view = new Int32Array(new SharedArrayBuffer(4));
+      const got = await p.run({ view, when: new Date(0), seen: new Map([['a', 1]]), n: 7, also: view }, { name: 'sharedIn' });
+      return [got, Atomics.load(view, 0)];
+    };
+    const ours = await record(Piscina);
+    expect(ours).toEqual([['[object SharedArrayBuffer]', 0, ['a'], true, 7], 7]);
+    expect(ours).toEqual(await record(RealPiscina));
+  });
+
+  test('such a task is copied when run() is called: changes to the object afterwards do not reach it (Piscina copies when a worker takes it)', async () => {
+    const p = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
+    const g = gate();
+    // The one worker is held: the tasks below wait in the queue, and the one object they are
+    // made from changes after each run().
+    const held = p.run(g.view, { name: 'hold' });
+    await g.started();
+    const views = [];
+    const task = { view: null, when: new Date(0), seen: new Map([['a', 1]]), n: 0, also: null };
+    const runs = [];
+    for (let n = 1; n <= 5; n++) {
+      const view = new Int32Array(new SharedArrayBuffer(4));
+      views.push(view);
+      Object.assign(task, { view, n, also: view });
+      task.seen.set(`k${n}`, n);
+      runs.push(p.run(task, { name: 'sharedIn' }));
+    }
+    task.n = 99;
+    task.seen.clear();
+    g.release();
+    await held;
+    const got = await Promise.all(runs);
+    expect(views.map((v) => Atomics.load(v, 0))).toEqual([1, 2, 3, 4, 5]);
+    expect(got.map((r) => r[4])).toEqual([1, 2, 3, 4, 5]);
+    expect(got.map((r) => r[2].length)).toEqual([2, 3, 4, 5, 6]);
+    expect(got.every((r) => r[0] === '[object SharedArrayBuffer]' && r[1] === 0 && r[3] === true)).toBe(true);
+  });
+
   test("a result whose getter throws rejects with the getter's error, as Piscina's (also beside a Date)", async () => {
     const record = async (Ctor) => {
       const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1 });

@@ -415,6 +415,58 @@ describe('views placed by another thread are resent on request', () => {
     await pool.close();
   });
 
+  test('params holding shared memory beside a Date, on the caller\'s own thread: a copy made at the call, the memory shared', async () => {
+    const pool = new Pool({ threads: 1, maxQueue: 0, onFull: 'wait' });
+    let open;
+    const gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    const server = pool.serve({
+      gate: () => gate,
+      bumpDated(task, delta) {
+        Atomics.add(task.view, 0, delta);
+        task.when.setTime(-1); // its own copy
+        task.mine = true;
+        return [Atomics.load(task.view, 0), task.seen.get('k')];
+      },
+    }, { concurrency: 2 });
+    const task = { view: new Int32Array(new SharedArrayBuffer(4)), when: new Date(5), seen: new Map([['k', 1]]) };
+    try {
+      const now = await pool.exec('bumpDated', task, 2);
+      expect(now).toEqual([2, 1]);
+      expect([task.when.getTime(), 'mine' in task]).toEqual([5, false]);
+      // Admitted later by whichever thread frees a slot: nobody announced it, its caller posts it on request.
+      const held = [pool.exec('gate'), pool.exec('gate')];
+      const later = pool.exec('bumpDated', task, 3);
+      task.seen.set('k', 2); // after the call: not seen by it
+      expect(pool.stats().waiting).toBe(1);
+      open();
+      await Promise.all(held);
+      expect(await later).toEqual([5, 1]);
+      expect(task.when.getTime()).toBe(5);
+    } finally {
+      open();
+      await server.close();
+      await pool.close();
+    }
+  });
+
+  test('calls moved off a terminated worker get their posted params (shared memory beside a Date) from the caller', async () => {
+    const pool = Pool.shared();
+    const first = await startWorker();
+    const flags = new Int32Array(new SharedArrayBuffer(8));
+    const holding = pool.call('hold', [flags]); // occupies its only handler slot
+    await changed(flags, 0, 0);
+    const view = new Int32Array(new SharedArrayBuffer(4 * 4));
+    const bumps = Array.from({ length: 5 }, (_, i) => pool.exec('bumpDated', { view, when: new Date(i) }, 1)); // queued there
+    const second = await startWorker();
+    await first.terminate(); // its queued calls move to `second`, unannounced
+    expect(await codeOf(holding)).toBe(ServerGone);
+    expect(await Promise.all(bumps)).toEqual([[0, 0], [4, 1], [8, 2], [12, 3], [16, 4]]);
+    expect([...view]).toEqual([5, 5, 5, 5]);
+    await second.terminate();
+  });
+
   test('calls moved off a terminated worker get their views from the caller', async () => {
     const pool = Pool.shared();
     const first = await startWorker();

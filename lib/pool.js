@@ -11,7 +11,7 @@ const { validateOptions, nativeOptions } = require('./options.js');
 const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, kExplain, kSharesMemory, channel } = require('./calls.js');
 const { wireParams, released, lastRefused, lastTooMany } = require('./params.js');
-const { serialize, SHARED, DataCloneError } = require('./clone.js');
+const { serialize, needsClone, isWriteRefusal, SHARED, DataCloneError } = require('./clone.js');
 const { map } = require('./map.js');
 const { finishRender, renderFailed, prepareRenderParams } = require('./render.js');
 const { Server, kFullErrors, kResults, kUnreadable, kShares } = require('./serve.js');
@@ -24,6 +24,7 @@ const { startCallSpan, endCallSpan } = require('./trace-context.js');
 const kWorkerExits = Symbol('workerExits');
 
 const CLONED = contract.callFlags.cloned;
+const POSTED = contract.callFlags.posted;
 
 /** The key of Pool's cancellable handle() (see there). */
 const handleCancellable = Symbol('handleCancellable');
@@ -468,17 +469,24 @@ class Pool extends EventEmitter {
       // twice, which it copies, or more values than plain params may hold), for a method
       // served by JavaScript, cross as structured clone does (lib/clone.js); so do the params
       // of a call that moves ArrayBuffers. Those holding shared memory go on value by value
-      // (shared views travel by reference there).
+      // (shared views travel by reference there) when the rest is plain data; beside values
+      // only structured clone carries (a Date, a Map…), a copy made now, as postMessage would
+      // copy them, is posted to the serving thread, sharing the memory (contract CALL_POSTED).
       const clone = tooMany !== null || transfer !== undefined || lastRefused();
       // (pool.render's calls, extraFlags, are the native renderer's: never cloned.)
       if (clone && !functions && this.#servedByJs(method)) {
         try {
-          const bytes = serialize(params, transfer, 'params');
+          const bytes = serialize(params, transfer, 'params', false, true);
           if (tape !== undefined) released();
           [sent, flags, tape, text] = [bytes, CLONED, undefined, undefined];
         } catch (e) {
           if (e !== SHARED) throw e;
-          if (transfer !== undefined || tooMany !== null) throw new DataCloneError('params hold shared memory, which travels only in plain calls that move no ArrayBuffer');
+          if (transfer !== undefined) throw new DataCloneError('params hold shared memory, which travels only in calls that move no ArrayBuffer');
+          const copy = tooMany !== null || needsClone(params) ? postedCopy(params) : undefined;
+          if (copy !== undefined) {
+            if (tape !== undefined) released();
+            [sent, flags, tape, text] = [copy, POSTED, undefined, undefined];
+          } else if (tooMany !== null) throw tooMany;
         }
       } else if (tooMany !== null) throw tooMany;
     } catch (e) {
@@ -551,6 +559,22 @@ class Pool extends EventEmitter {
 
 /** Array.isArray, except that a revoked Proxy (on which it throws) counts as one param, which
  *  the params' conversion then refuses with its own error. */
+/**
+ * The copy of params holding shared memory that a JavaScript-served call posts (contract
+ * CALL_POSTED): `structuredClone`'s, which shares the memory; undefined when it refuses them
+ * (a Proxy, which structured clone does not read through): those go on value by value, as
+ * they did before such params were posted.
+ */
+function postedCopy(params) {
+  try {
+    return structuredClone(params);
+  } catch (e) {
+    // (By name: the DOMException may come from another realm than this code's.)
+    if (e?.name === 'DataCloneError' || isWriteRefusal(e)) return undefined;
+    throw e;
+  }
+}
+
 function isArray(v) {
   try {
     return Array.isArray(v);

@@ -55,6 +55,13 @@ Pool.shared().serve({
     for (let i = 0; i < view.length; i++) before += Atomics.add(view, i, delta);
     return before;
   },
+  // As bump, for params holding a Date beside the view (they are posted whole): returns the
+  // sum it saw before and the Date's time.
+  bumpDated({ view, when }, delta) {
+    let before = 0;
+    for (let i = 0; i < view.length; i++) before += Atomics.add(view, i, delta);
+    return [before, when.getTime()];
+  },
   // Sets flags[0] = 1 when started; waits until the call's signal aborts, then records the
   // reason's name code in flags[1] (1 AbortError, 2 TimeoutError) and wakes the caller.
   // A result whose conversion takes a while (`keys` properties); flags[0] = 1 just before it

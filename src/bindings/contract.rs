@@ -51,6 +51,13 @@ pub(crate) const CALL_CLONED: u32 = 256;
 /// subscriber has its context, lib/channels.js): when a thread runs it, a [`RAN`] entry with
 /// that thread and the job's queue wait and run time comes before its settlement.
 pub(crate) const CALL_TIMED: u32 = 512;
+/// `flags` bit of the hot call function: `params` is the whole params array, for a method served
+/// by JavaScript, to be posted to the serving thread as `postMessage` clones it (shared memory
+/// shared): it holds shared memory beside values only structured clone carries, which neither
+/// V8's bytes (no shared memory) nor the native conversion (no Date, Map…) can carry. It
+/// travels as a job's views do (`Params::Posted`): kept by the caller until the call settles,
+/// published to the serving thread the job is placed on (lib/views.js).
+pub(crate) const CALL_POSTED: u32 = 1024;
 /// How the render helper `write` (lib/render.js) makes a tag's text of a value: `'' + value`;
 /// `String(value)`, which the addon then escapes as HTML; `'' + escape(value)`.
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
@@ -134,6 +141,7 @@ pub struct CallFlags {
     pub traced: u32,
     pub cloned: u32,
     pub timed: u32,
+    pub posted: u32,
 }
 
 /// The tags of a packed-params tape (`rpc::packed`).
@@ -283,6 +291,7 @@ pub fn contract() -> Contract {
             traced: CALL_TRACED,
             cloned: CALL_CLONED,
             timed: CALL_TIMED,
+            posted: CALL_POSTED,
         },
         packed_tags: PackedTags {
             null: packed::NULL.into(),

@@ -54,12 +54,20 @@ impl Wake for Waker {
     }
 }
 
+/// What a job with views waits for on its serving thread (see [`NativeServer::params`]).
+enum Waiting {
+    /// The views: its params, whose views the serving thread's own replace.
+    Views(Vec<Value>),
+    /// Its params themselves, which its caller posts whole (`Params::Posted`).
+    Posted,
+}
+
 /// What the threadsafe function's callback and the cleanup hook need.
 struct ServerCtx {
     pool: Arc<Pool>,
     server: Arc<Server>,
     /// Params of jobs with views, kept until the serving thread has the views.
-    waiting: Mutex<HashMap<u64, Vec<Value>>>,
+    waiting: Mutex<HashMap<u64, Waiting>>,
     /// The origin ([`crate::pool::Origin::id`]) whose own calls this thread may answer by
     /// that environment's message port (`NativeServer::post_to`); 0: none.
     posts_to: AtomicU64,
@@ -247,7 +255,14 @@ unsafe fn batch_to_js(
                         ctx.waiting
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
-                            .insert(job.token, values);
+                            .insert(job.token, Waiting::Views(values));
+                        undefined
+                    }
+                    Params::Posted => {
+                        ctx.waiting
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(job.token, Waiting::Posted);
                         undefined
                     }
                     Params::Values(values) => convert::to_js(env, &Value::Array(values))?,
@@ -423,7 +438,28 @@ impl NativeServer {
         let mut out = ptr::null_mut();
         let mut waiting = self.ctx.waiting.lock().unwrap_or_else(|e| e.into_inner());
         let params = match waiting.get(&token) {
-            Some(params) if resolved(&Value::Array(params.clone()), &mine) => {
+            Some(Waiting::Posted) => {
+                // The params themselves, the one item published (lib/views.js): an array.
+                let mut first = ptr::null_mut();
+                let mut is_params = false;
+                if is_array {
+                    // SAFETY: a Node-API callback on this env's JS thread; `views` is an array of
+                    // this env (an index past its end reads undefined).
+                    unsafe { sys::napi_get_element(raw, views.raw(), 0, &mut first) };
+                    // SAFETY: as above; `first` is a value of this env.
+                    unsafe { sys::napi_is_array(raw, first, &mut is_params) };
+                }
+                if !is_params {
+                    // SAFETY: a Node-API callback on this env's JS thread; `out` is a live local.
+                    unsafe { sys::napi_get_null(raw, &mut out) };
+                    // SAFETY: `out` is a value of this env created in this callback scope.
+                    return Ok(unsafe { Unknown::from_raw_unchecked(raw, out) });
+                }
+                waiting.remove(&token);
+                // SAFETY: `first` is a value of this env created in this callback scope.
+                return Ok(unsafe { Unknown::from_raw_unchecked(raw, first) });
+            }
+            Some(Waiting::Views(params)) if resolved(&Value::Array(params.clone()), &mine) => {
                 let params = Value::Array(params.clone());
                 waiting.remove(&token);
                 params

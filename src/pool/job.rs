@@ -246,6 +246,11 @@ pub enum Params {
     /// The whole params array as structured-clone bytes (lib/clone.js), for a method served
     /// by JavaScript: only a serving thread's JavaScript reads them.
     Cloned(crate::rpc::value::Cloned),
+    /// The params are not here: they hold shared memory beside values only structured clone
+    /// carries, and their caller posts them to the serving thread the job is placed on, as it
+    /// posts a job's views (`bindings::contract::CALL_POSTED`). A job with such params counts
+    /// as one with views; only a serving thread's JavaScript reads them.
+    Posted,
 }
 
 impl Params {
@@ -254,7 +259,7 @@ impl Params {
         match self {
             Params::Values(v) => Ok(v),
             Params::Packed(packed) => packed.into_unpacked().map_err(RpcError::invalid_params),
-            Params::Cloned(_) => Err(RpcError::invalid_params(CLONED_TO_NATIVE)),
+            Params::Cloned(_) | Params::Posted => Err(RpcError::invalid_params(CLONED_TO_NATIVE)),
         }
     }
 }

@@ -718,6 +718,21 @@ fn cloned_params_are_invalid_for_a_native_command_and_the_pool_keeps_serving() {
 }
 
 #[test]
+fn posted_params_are_invalid_for_a_native_command_and_the_pool_keeps_serving() {
+    // Params its caller posts to a serving thread (shared memory beside structured-clone
+    // values) never reach a native command: refused as cloned ones are.
+    let p = pool(1, Strategy::RoundRobin);
+    let (o, _, rx) = origin();
+    p.call(&o, 1, "echo", Params::Posted, None);
+    let (id, outcome) = recv(&rx);
+    let e = outcome.unwrap_err();
+    assert_eq!((id, e.code), (1, ErrorCode::InvalidParams));
+    assert_eq!(e.message, job::CLONED_TO_NATIVE);
+    p.call(&o, 2, "echo", vec![Value::Number(2.0)], None);
+    assert_eq!(recv(&rx), (2, Ok(Value::Number(2.0))));
+}
+
+#[test]
 fn a_cloned_result_reaches_a_plain_call_as_it_is_and_a_json_rpc_answer_as_invalid_params() {
     let (o, _, rx) = origin();
     let bytes = Value::Cloned(vec![1, 2, 3].into());

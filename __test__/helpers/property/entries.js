@@ -441,7 +441,10 @@ function servedExpectation(d) {
   const s = spec(d);
   const old = expectation(s, { nesting: 1 });
   // Shared memory: the old rules; a getter that throws as the params are read (structured clone
-  // is tried first) rejects with its own error (docs/values.md).
+  // is tried first) rejects with its own error (docs/values.md). (Beside values that are not
+  // plain data, params holding shared memory are posted to the handler as a structuredClone
+  // copy, no longer refused value by value; but the echo of them holds the shared memory, which
+  // a result cannot: InvalidParams all the same.)
   // (A Proxy read, as structured clone is tried, before the shared memory is found may throw its
   // trap's error first: docs/values.md.)
   if (s.mayViews || holdsShared(d)) {

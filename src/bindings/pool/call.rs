@@ -15,7 +15,8 @@ use crate::bindings::callback_args;
 use crate::bindings::channel::Inbox;
 use crate::bindings::contract::{
     CALL_CANCELLABLE, CALL_CLONED, CALL_FIRST_LATIN1, CALL_FUNCTIONS, CALL_PACKED,
-    CALL_PACKED_AFTER_STRING, CALL_PACKED_LATIN1, CALL_PROGRESS, CALL_TIMED, CALL_TRACED,
+    CALL_PACKED_AFTER_STRING, CALL_PACKED_LATIN1, CALL_POSTED, CALL_PROGRESS, CALL_TIMED,
+    CALL_TRACED,
 };
 use crate::bindings::convert::from_js::FUNCTIONS_ONLY_RENDER;
 use crate::bindings::convert::{self, FromJs};
@@ -111,6 +112,9 @@ struct Flags {
     /// `params` is the parts of a structured-clone message (lib/clone.js), for a method served
     /// by JavaScript (not with `packed`).
     cloned: bool,
+    /// `params` is posted to the serving thread (`contract::CALL_POSTED`; not with `packed`
+    /// or `cloned`).
+    posted: bool,
     /// The 8th argument is the caller's trace context (`contract::CALL_TRACED`).
     traced: bool,
     /// The call is observed: how it ran comes before its settlement (`contract::CALL_TIMED`).
@@ -131,6 +135,7 @@ impl Flags {
             watches_progress: bits & CALL_PROGRESS != 0,
             may_hold_functions: bits & CALL_FUNCTIONS != 0,
             cloned: bits & CALL_CLONED != 0 && bits & CALL_PACKED == 0,
+            posted: bits & CALL_POSTED != 0 && bits & (CALL_PACKED | CALL_CLONED) == 0,
             traced: bits & CALL_TRACED != 0,
             timed: bits & CALL_TIMED != 0,
             packed: (bits & CALL_PACKED != 0).then(|| Packing {
@@ -148,6 +153,9 @@ enum ParamsArg {
     /// The parts of a structured-clone message (lib/clone.js): copied here, the moved
     /// ArrayBuffers detached (`convert::cloned`).
     Cloned(sys::napi_value),
+    /// The params array itself, posted to the serving thread as a job's views are
+    /// (`contract::CALL_POSTED`).
+    Posted(sys::napi_value),
     /// Packed params (`rpc::packed`): the text, the tape, and the first param when it crossed
     /// on its own.
     Packed {
@@ -189,6 +197,7 @@ impl CallArgs {
         let flags = Flags::from_bits(bits);
         let params = match flags.packed {
             None if flags.cloned => ParamsArg::Cloned(params),
+            None if flags.posted => ParamsArg::Posted(params),
             None => ParamsArg::Values(params),
             Some(Packing { text: units, first }) => ParamsArg::Packed {
                 text: (if first.is_some() { text } else { params }, units),
@@ -242,6 +251,11 @@ unsafe fn read_params(
             let frame = unsafe { convert::cloned::frame_from_js(env, parts, "the cloned params") }
                 .map_err(RpcError::invalid_params)?;
             return Ok(Params::Cloned(frame));
+        }
+        ParamsArg::Posted(array) => {
+            // The array is kept and published as the call's one view (see `hot_call`).
+            from.views.push(array);
+            return Ok(Params::Posted);
         }
         ParamsArg::Packed { text, tape, first } => (text, tape, first),
     };
@@ -444,6 +458,7 @@ mod tests {
                 timed: false,
                 packed: None,
                 cloned: false,
+                posted: false,
             }
         );
         let all = CALL_CANCELLABLE
@@ -468,11 +483,16 @@ mod tests {
                     first: Some(Units::OneByte),
                 }),
                 cloned: false,
+                posted: false,
             }
         );
         // Cloned bytes are the params array as a whole: never packed as well.
         assert!(Flags::from_bits(CALL_CLONED).cloned);
         assert!(!Flags::from_bits(CALL_CLONED | CALL_PACKED).cloned);
+        // Posted params are the params array itself: never packed or cloned as well.
+        assert!(Flags::from_bits(CALL_POSTED).posted);
+        assert!(!Flags::from_bits(CALL_POSTED | CALL_PACKED).posted);
+        assert!(!Flags::from_bits(CALL_POSTED | CALL_CLONED).posted);
         // Packing bits mean nothing without `packed`.
         assert_eq!(
             Flags::from_bits(CALL_PACKED_LATIN1 | CALL_FIRST_LATIN1).packed,

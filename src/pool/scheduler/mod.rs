@@ -132,6 +132,7 @@ impl Scheduler {
                 let token = self.servers.next_token();
                 let views = match &params {
                     Params::Values(values) => values.iter().any(Value::has_view),
+                    Params::Posted => true,
                     Params::Packed(_) | Params::Cloned(_) => false,
                 };
                 Err((token, views))
@@ -539,7 +540,9 @@ impl Scheduler {
                 Params::Values(values) => command.run(values, &ctx),
                 Params::Packed(packed) => command.run_packed(packed, &ctx),
                 // Only JavaScript reads them (lib/pool.js sends them to served methods only).
-                Params::Cloned(_) => Err(RpcError::invalid_params(super::job::CLONED_TO_NATIVE)),
+                Params::Cloned(_) | Params::Posted => {
+                    Err(RpcError::invalid_params(super::job::CLONED_TO_NATIVE))
+                }
             }?;
             match ctx.stop_reason() {
                 // It finished, but after it was told to stop: the stop is the answer.
