@@ -483,6 +483,40 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     LIMIT_MS,
   );
 
+  test(
+    'map: random structured-clone inputs reach the task as structuredClone gives them, each on its own call',
+    async () => {
+      const v8 = require('node:v8');
+      await check(
+        fc.asyncProperty(fc.array(fc.oneof(value, fc.integer(), fc.constant(undefined)), { minLength: 1, maxLength: 5 }), async (inputs) => {
+          // (A task that returns nothing resolves with null for corepool's own calls: docs/values.md.)
+          const expected = inputs.map((v) => (v === undefined ? null : structuredClone(v)));
+          const back = await pool.map('echo', inputs);
+          // Compared as V8 writes them (shapes, values, which objects are one), whatever realm
+          // each copy was made in.
+          expect(back.length).toBe(inputs.length);
+          back.forEach((b, i) => expect([i, v8.serialize(b).equals(v8.serialize(expected[i]))]).toEqual([i, true]));
+        }),
+        50,
+      );
+    },
+    LIMIT_MS,
+  );
+
+  test('map: an input holding shared memory beside a Date shares it; an input that cannot cross fails alone, named as an item', async () => {
+    const view = new Int32Array(new SharedArrayBuffer(4));
+    const got = await pool.map('touchShared', [{ view, when: new Date(3) }, { view, plain: 1 }, 7]);
+    expect(got.map((g) => [g.view, g.when?.getTime?.(), g.plain])).toEqual([[{ shared: 4 }, 3, undefined], [{ shared: 4 }, undefined, 1], [undefined, undefined, undefined]]);
+    expect(Atomics.load(view, 0)).toBe(2);
+    const all = await pool.map('echo', [1, { f() {} }, new Map([[1, 2]])], { settle: 'all' });
+    expect(all[0]).toEqual({ status: 'fulfilled', value: 1 });
+    expect(all[1].status).toBe('rejected');
+    expect([all[1].reason.name, all[1].reason.message, all[1].reason.data]).toEqual(['DataCloneError', 'item.f is a function, which structured clone cannot carry', { name: 'DataCloneError', path: 'item.f' }]);
+    expect(util.types.isMap(all[2].value) && all[2].value.get(1)).toBe(2);
+    await expect(pool.map('echo', [1, { f() {} }])).rejects.toMatchObject({ name: 'DataCloneError' });
+    expect(await pool.exec('echo', 9)).toBe(9);
+  });
+
   test('params holding shared memory beside a Date: a function among them is refused by name, moving buffers beside them is refused', async () => {
     const view = new Int32Array(new SharedArrayBuffer(4));
     await expect(pool.exec('echo', { view, when: new Date(0), f() {} })).rejects.toMatchObject({ name: 'DataCloneError', message: expect.stringContaining('f is a function') });

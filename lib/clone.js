@@ -155,6 +155,22 @@ function refused(e, value, list, where, copied, shares = false) {
 }
 
 /**
+ * The copy of params holding shared memory that a JavaScript-served call posts to its serving
+ * thread (contract CALL_POSTED): `structuredClone`'s, which shares the memory; undefined when
+ * it refuses them (a Proxy, which structured clone does not read through): those go on value by
+ * value, as they did before such params were posted. What a getter throws is thrown.
+ */
+function postedCopy(params) {
+  try {
+    return structuredClone(params);
+  } catch (e) {
+    // (By name too: the DOMException may come from another realm than this code's.)
+    if (e?.name === 'DataCloneError' || isWriteRefusal(e)) return undefined;
+    throw e;
+  }
+}
+
+/**
  * Whether `e`, thrown while a value was written (`postMessage`, a serializer), is structured
  * clone's refusal of the value or of its depth, rather than what a getter or trap of it threw.
  */
@@ -540,4 +556,4 @@ function describeKind(v) {
   return typeof name === 'string' && name !== '' ? `a ${name}` : 'an object';
 }
 
-module.exports = { serialize, deserialize, needsClone, holdsShared, unreadable, isWriteRefusal, DataCloneError, Transfer, transfer, SHARED, SHARED_RESULT, SERIALIZER };
+module.exports = { serialize, deserialize, needsClone, postedCopy, holdsShared, unreadable, isWriteRefusal, DataCloneError, Transfer, transfer, SHARED, SHARED_RESULT, SERIALIZER };

@@ -14,6 +14,8 @@
 const { RpcError, CODES, rejected, describe, errorText } = require('./errors.js');
 const { performance } = require('node:perf_hooks');
 const { startMany, kStarted, kSettled } = require('./calls.js');
+const { contract } = require('./native.js');
+const { serialize, needsClone, postedCopy, SHARED, DataCloneError } = require('./clone.js');
 const { callOptions } = require('./call-options.js');
 const { startCallSpan, endCallSpan } = require('./trace-context.js');
 
@@ -31,6 +33,9 @@ const CHUNK_MS = 2;
 const CHUNKS_PER_THREAD = 2;
 /** Inputs in flight at most, by default. */
 const CONCURRENCY = 8192;
+/** How an input crosses to a JavaScript-served method when it is not as it is (see #prepare). */
+const CLONED = contract.callFlags.cloned;
+const POSTED = contract.callFlags.posted;
 
 /** One input's call (a served method's), tracked as a call of the pool. */
 class Item {
@@ -105,6 +110,12 @@ class MapRun {
   #accepted = false;
   /** The trace context every call of a served method carries: the map's span's (lib/trace-context.js), or undefined. */
   #trace;
+  /** `method` is served in JavaScript (not a native command): its inputs may cross as structured clone. */
+  #served;
+  /** What is sent for each input, where some input does not cross as it is (else null: the inputs). */
+  #wire = null;
+  /** How each input crosses (0: as it is; CLONED, POSTED), once some input does not; else null. */
+  #kinds = null;
 
   constructor(owner, nativePool, method, inputs, o, trace) {
     this.#trace = trace;
@@ -121,6 +132,7 @@ class MapRun {
     this.#results = new Array(inputs.length);
     // A native command's inputs go in chunks (0: one call each).
     this.#chunkSize = nativePool.runsNatively(method) ? 1 : 0;
+    this.#served = this.#chunkSize === 0;
     this.#chunksInFlight = CHUNKS_PER_THREAD * Math.max(nativePool.threads, 1);
     this.#chunkCap = this.#chunksInFlight;
     // Calls are cancellable (a native control kept per call) only when something may cancel
@@ -197,19 +209,87 @@ class MapRun {
 
   /** One call per input (a served method's, or a chunk's inputs again one by one). */
   #sendItems(from, n, indexes) {
-    const items = new Array(n);
-    for (let i = 0; i < n; i++) items[i] = new Item(this, indexes === undefined ? from + i : indexes[i]);
-    if (indexes === undefined) this.#next += n;
-    this.#inflightInputs += n;
-    for (const item of items) this.#inflight.add(item);
-    if (indexes === undefined) {
-      startMany(this.owner, items, (ids) => this.#native.callMany(ids, this.#method, this.#inputs, from, this.#timeout, this.#cancellable, this.#accepted, this.#trace));
-    } else {
-      // Inputs taken out of order (a chunk that failed as a whole): one crossing each.
-      for (const item of items) {
-        startMany(this.owner, [item], (ids) => this.#native.callMany(ids, this.#method, this.#inputs, item.index, this.#timeout, this.#cancellable, this.#accepted, this.#trace));
+    if (indexes === undefined && this.#served) {
+      // Each input made ready to cross first: one that cannot is its own failure, and the
+      // inputs around it go as usual.
+      const failures = [];
+      for (let i = from; i < from + n; i++) {
+        const e = this.#prepare(i);
+        if (e !== undefined) failures.push([i, e]);
+      }
+      if (failures.length > 0) {
+        this.#next += n;
+        let start = from;
+        for (const [i] of failures) {
+          if (i > start) this.#sendRange(start, i - start, undefined);
+          start = i + 1;
+        }
+        if (start < from + n) this.#sendRange(start, from + n - start, undefined);
+        for (const [i, e] of failures) {
+          if (this.#over) return;
+          this.#record(i, false, e);
+        }
+        return;
       }
     }
+    if (indexes === undefined) this.#next += n;
+    this.#sendRange(from, n, indexes);
+  }
+
+  /** Sends inputs `from..from + n` (or those of `indexes`), one call each. */
+  #sendRange(from, n, indexes) {
+    const items = new Array(n);
+    for (let i = 0; i < n; i++) items[i] = new Item(this, indexes === undefined ? from + i : indexes[i]);
+    this.#inflightInputs += n;
+    for (const item of items) this.#inflight.add(item);
+    const wire = this.#wire ?? this.#inputs;
+    const kinds = this.#kinds ?? undefined;
+    if (indexes === undefined) {
+      startMany(this.owner, items, (ids) => this.#native.callMany(ids, this.#method, wire, from, this.#timeout, this.#cancellable, this.#accepted, this.#trace, kinds));
+    } else {
+      // Inputs taken out of order (a chunk that failed as a whole, or again once the pool had
+      // room): one crossing each.
+      for (const item of items) {
+        startMany(this.owner, [item], (ids) => this.#native.callMany(ids, this.#method, wire, item.index, this.#timeout, this.#cancellable, this.#accepted, this.#trace, kinds));
+      }
+    }
+  }
+
+  /**
+   * Input `i` of a JavaScript-served method made ready to cross as a call's params do
+   * (lib/pool.js): plain data as it is (shared views by reference); anything else as
+   * structured clone, or, holding shared memory, as a copy posted with it shared. Returns the
+   * error the input fails with if it cannot cross (a DataCloneError naming the place, what a
+   * getter threw), else undefined.
+   */
+  #prepare(i) {
+    const v = this.#inputs[i];
+    if (v !== undefined && (v === null || typeof v !== 'object')) return undefined;
+    let wire;
+    let kind;
+    try {
+      if (v !== undefined && !needsClone(v)) return undefined;
+      try {
+        wire = serialize([v], undefined, 'item', false, true);
+        kind = CLONED;
+      } catch (e) {
+        if (e !== SHARED) throw e;
+        wire = postedCopy([v]);
+        if (wire === undefined) return undefined; // value by value, as before
+        kind = POSTED;
+      }
+    } catch (e) {
+      // The place as the item's own (the params array around it is this code's).
+      if (e instanceof DataCloneError && e.message.startsWith('item[0]')) return new DataCloneError(`item${e.message.slice(7)}`, e.data?.path?.replace(/^item\[0\]/, 'item'));
+      return e;
+    }
+    if (this.#kinds === null) {
+      this.#kinds = new Uint32Array(this.#inputs.length);
+      this.#wire = this.#inputs.slice();
+    }
+    this.#kinds[i] = kind;
+    this.#wire[i] = wire;
+    return undefined;
   }
 
   /** A chunk's calls all ran: `{ results, errors: [[index, code, message, data?], …] }`. */

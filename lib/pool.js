@@ -11,7 +11,7 @@ const { validateOptions, nativeOptions } = require('./options.js');
 const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, kExplain, kSharesMemory, channel } = require('./calls.js');
 const { wireParams, released, lastRefused, lastTooMany } = require('./params.js');
-const { serialize, needsClone, isWriteRefusal, SHARED, DataCloneError } = require('./clone.js');
+const { serialize, needsClone, postedCopy, SHARED, DataCloneError } = require('./clone.js');
 const { map } = require('./map.js');
 const { finishRender, renderFailed, prepareRenderParams } = require('./render.js');
 const { Server, kFullErrors, kResults, kUnreadable, kShares } = require('./serve.js');
@@ -559,22 +559,6 @@ class Pool extends EventEmitter {
 
 /** Array.isArray, except that a revoked Proxy (on which it throws) counts as one param, which
  *  the params' conversion then refuses with its own error. */
-/**
- * The copy of params holding shared memory that a JavaScript-served call posts (contract
- * CALL_POSTED): `structuredClone`'s, which shares the memory; undefined when it refuses them
- * (a Proxy, which structured clone does not read through): those go on value by value, as
- * they did before such params were posted.
- */
-function postedCopy(params) {
-  try {
-    return structuredClone(params);
-  } catch (e) {
-    // (By name: the DOMException may come from another realm than this code's.)
-    if (e?.name === 'DataCloneError' || isWriteRefusal(e)) return undefined;
-    throw e;
-  }
-}
-
 function isArray(v) {
   try {
     return Array.isArray(v);

@@ -23,8 +23,9 @@ use super::convert::{self, FromJs, List};
 use super::publish::publish;
 use super::serve::{self, NativeServer};
 use super::RawValue;
+use crate::bindings::contract::{CALL_CLONED, CALL_POSTED};
 use crate::commands;
-use crate::pool::{closed_error, Caller, Cancelled, Options, Origin, Pool};
+use crate::pool::{closed_error, Caller, Cancelled, Options, Origin, Params, Pool};
 use crate::rpc::{envelope, json, CancelReason, ErrorCode, RpcError, Value};
 use arguments::{call_timeout, cannot_keep, read_method, string_arg};
 use call::Hot;
@@ -325,7 +326,11 @@ impl NativePool {
     /// per item. Each call settles through the channel on its own, as `exec`'s do; with
     /// `cancellable`, each can be cancelled by id. `continuing`: the calls continue a map
     /// accepted before `close()`, which still takes them (see `pool::Caller`). `trace`: the
-    /// caller's trace context, which every call carries (`pool::Caller::trace`).
+    /// caller's trace context, which every call carries (`pool::Caller::trace`). `kinds`, when
+    /// given, says how `items[k]` crosses, as the hot call's flags do: `contract::CALL_CLONED`,
+    /// the parts of a structured-clone message of its params array (lib/clone.js);
+    /// `contract::CALL_POSTED`, its params array posted to the serving thread; anything else,
+    /// the one param itself, converted here.
     #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn call_many(
@@ -339,6 +344,7 @@ impl NativePool {
         cancellable: bool,
         continuing: bool,
         trace: Option<String>,
+        kinds: Option<Uint32Array>,
     ) {
         let trace: Option<Arc<str>> = trace.map(Arc::from);
         let raw = env.raw();
@@ -372,8 +378,27 @@ impl NativePool {
                 continue;
             }
             let mut from_js = FromJs::new(raw);
-            // SAFETY: a Node-API callback on this env's JS thread; `item` is a value of this env.
-            let params = match unsafe { from_js.params_of_one(item) } {
+            let kind = kinds
+                .as_ref()
+                .and_then(|k| k.get((from as usize).checked_add(i)?).copied());
+            let params = match kind {
+                Some(CALL_CLONED) => {
+                    // SAFETY: a Node-API callback on this env's JS thread; `item` is a value of
+                    // this env.
+                    unsafe { convert::cloned::frame_from_js(raw, item, "the cloned params") }
+                        .map(Params::Cloned)
+                        .map_err(RpcError::invalid_params)
+                }
+                Some(CALL_POSTED) => {
+                    // Kept and published as the call's one view, as the hot call does.
+                    from_js.views.push(item);
+                    Ok(Params::Posted)
+                }
+                // SAFETY: a Node-API callback on this env's JS thread; `item` is a value of this
+                // env.
+                _ => unsafe { from_js.params_of_one(item) }.map(Params::Values),
+            };
+            let params = match params {
                 Ok(params) => params,
                 Err(e) => {
                     ch.fail(id, e);
