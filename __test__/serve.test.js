@@ -467,6 +467,34 @@ describe('views placed by another thread are resent on request', () => {
     await second.terminate();
   });
 
+  test('two pools serving on one thread: each call gets its own params and views (job tokens are unique in the process)', async () => {
+    const pools = [new Pool({ threads: 1 }), new Pool({ threads: 1 })];
+    const servers = pools.map((pool, k) =>
+      pool.serve({
+        who: (task) => `${k} got ${task.from}`,
+        bump: (view, by) => Atomics.add(view, 0, by),
+      }),
+    );
+    try {
+      const view = new Int32Array(new SharedArrayBuffer(4));
+      const calls = [];
+      for (let i = 0; i < 20; i++) {
+        for (let k = 0; k < 2; k++) {
+          calls.push(pools[k].exec('who', { view, when: new Date(i), from: k })); // posted
+          calls.push(pools[k].exec('bump', view, k + 1)); // a plain view
+        }
+      }
+      // (A hang guard, not a bound on speed: a call given no params of its own never settles.)
+      const got = await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 20000, 'hung').unref())]);
+      expect(got).not.toBe('hung');
+      expect(got.filter((x) => typeof x === 'string')).toEqual(Array.from({ length: 20 }, () => ['0 got 0', '1 got 1']).flat());
+      expect(Atomics.load(view, 0)).toBe(60);
+    } finally {
+      await Promise.all(servers.map((s) => s.close()));
+      await Promise.all(pools.map((p) => p.close()));
+    }
+  });
+
   test('calls moved off a terminated worker get their views from the caller', async () => {
     const pool = Pool.shared();
     const first = await startWorker();

@@ -33,10 +33,12 @@ struct Table {
     all: Vec<Arc<Server>>,
 }
 
-/// Every server of a pool, and the tokens that name served jobs to them.
+/// The next served job's token, for every pool of the process (see [`Servers::next_token`]).
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// Every server of a pool.
 pub(crate) struct Servers {
     table: RwLock<Table>,
-    next_token: AtomicU64,
     /// Methods that servers of this pool will serve although none may be up now (a pool of
     /// JavaScript workers started from a file), and the jobs that wait for one.
     expected: Mutex<Expected>,
@@ -94,7 +96,6 @@ impl Default for Servers {
     fn default() -> Self {
         Servers {
             table: RwLock::new(Table::default()),
-            next_token: AtomicU64::new(1),
             expected: Mutex::new(Expected::default()),
             departures: Mutex::new(VecDeque::new()),
         }
@@ -178,9 +179,10 @@ impl Servers {
         Hold::Held
     }
 
-    /// A new job's token: unique in the process.
+    /// A new job's token: unique in the process, whatever pool makes it (a thread that serves
+    /// two pools keys the views and params it is sent by token alone: lib/views.js).
     pub(crate) fn next_token(&self) -> u64 {
-        self.next_token.fetch_add(1, Ordering::Relaxed)
+        NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Enters an open server in the table under each of its methods, and hands back the
