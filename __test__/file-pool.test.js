@@ -517,12 +517,19 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     expect(await pool.exec('echo', 9)).toBe(9);
   });
 
-  test('params holding shared memory beside a Date: a function among them is refused by name, moving buffers beside them is refused', async () => {
+  test('params holding shared memory beside a Date: a function among them is refused by name, moving buffers beside them is refused, a Proxy crosses as what it stands for', async () => {
     const view = new Int32Array(new SharedArrayBuffer(4));
     await expect(pool.exec('echo', { view, when: new Date(0), f() {} })).rejects.toMatchObject({ name: 'DataCloneError', message: expect.stringContaining('f is a function') });
     const moved = new ArrayBuffer(4);
     await expect(pool.call('echo', [{ view, when: new Date(0), moved }], { transfer: [moved] })).rejects.toMatchObject({ name: 'DataCloneError', message: 'params hold shared memory, which travels only in calls that move no ArrayBuffer' });
     expect(moved.byteLength).toBe(4);
+    // A Proxy among them crosses as what it stands for (as without shared memory); a value
+    // nested too deep is named so, not the Date beside it.
+    const proxied = await pool.exec('touchShared', { view, when: new Date(2), p: new Proxy({ a: 1 }, {}) });
+    expect([proxied.view, proxied.when.getTime(), proxied.p]).toEqual([{ shared: 4 }, 2, { a: 1 }]);
+    let deep = {};
+    for (let i = 0; i < 20000; i++) deep = { d: deep };
+    await expect(pool.exec('echo', { view, when: new Date(0), deep })).rejects.toMatchObject({ name: 'DataCloneError', message: 'params is nested too deep for structured clone to write: send it flatter' });
   });
 
   test('a task returning a Date resolves with a Date (it was refused before)', async () => {

@@ -80,14 +80,20 @@ function transfer(value, list) {
 
 /** Thrown by `serialize` when the only obstacle is a SharedArrayBuffer: the call may go value by value. */
 const SHARED = Symbol('shared memory');
+/** Serializer#_getSharedArrayBufferId of `serialize(…, sharedFirst)`: no id, SHARED at once. */
+const meetShared = () => {
+  throw SHARED;
+};
 
 /**
  * The parts of the structured-clone message of `value` (V8's bytes, then the ArrayBuffers of
  * `list`, which it moves: the native side detaches them once copied). `where`
  * names the value in errors ('params', 'result'). Throws a DataCloneError naming what cannot be
- * carried, SHARED when that is only shared memory, or what a getter or Proxy trap threw.
+ * carried, SHARED when that is only shared memory, or what a getter or Proxy trap threw. With
+ * `sharedFirst`, SHARED as soon as shared memory is met, unwalked: the caller copies the value
+ * another way (postedCopy), which names anything else that cannot be carried.
  */
-function serialize(value, list, where, copied = false, shares = false) {
+function serialize(value, list, where, copied = false, shares = false, sharedFirst = false) {
   const moved = movedBuffers(list);
   if (moved.length === 0) {
     const flat = flatBytes(value);
@@ -96,6 +102,7 @@ function serialize(value, list, where, copied = false, shares = false) {
   if (!SERIALIZER) return serializeWhole(value, moved, where, copied);
   const s = new v8.Serializer();
   s._getDataCloneError = uncloneable;
+  if (sharedFirst) s._getSharedArrayBufferId = meetShared;
   s.writeHeader();
   // A resizable buffer is written inside V8's bytes, as structuredClone moves it (resizable,
   // its maximum kept, views over it whole): the receiver's external buffers are fixed-length,
@@ -107,6 +114,7 @@ function serialize(value, list, where, copied = false, shares = false) {
   try {
     s.writeValue(value);
   } catch (e) {
+    if (e === SHARED) throw e;
     return refused(e, value, list, where, copied, shares);
   }
   // The native side copies the moved buffers and detaches them once the message is whole.
@@ -155,19 +163,27 @@ function refused(e, value, list, where, copied, shares = false) {
 }
 
 /**
- * The copy of params holding shared memory that a JavaScript-served call posts to its serving
- * thread (contract CALL_POSTED): `structuredClone`'s, which shares the memory; undefined when
- * it refuses them (a Proxy, which structured clone does not read through): those go on value by
- * value, as they did before such params were posted. What a getter throws is thrown.
+ * The copy of `value` (params holding shared memory) that a JavaScript-served call posts to its
+ * serving thread (contract CALL_POSTED): `structuredClone`'s, which shares the memory. A Proxy or
+ * an arguments object in it crosses as what it stands for, as in `serialize`. Throws a
+ * DataCloneError naming what cannot be carried (`where` names the value), or what a getter or a
+ * trap threw. The value is walked only when `structuredClone` refuses it.
  */
-function postedCopy(params) {
+function postedCopy(value, where, copied = false) {
+  let e;
   try {
-    return structuredClone(params);
-  } catch (e) {
-    // (By name too: the DOMException may come from another realm than this code's.)
-    if (e?.name === 'DataCloneError' || isWriteRefusal(e)) return undefined;
-    throw e;
+    return structuredClone(value);
+  } catch (thrown) {
+    e = thrown;
   }
+  if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
+  // (By name too: the DOMException may come from another realm than this code's.)
+  if (e?.name !== 'DataCloneError' && !isWriteRefusal(e)) throw e;
+  const culprit = firstUncloneable(value, where, true);
+  if (culprit?.threw !== undefined) throw culprit.threw;
+  if (culprit !== null && culprit.standsFor && !copied) return postedCopy(standIns(value, where), where, true);
+  if (culprit !== null && !culprit.shared) throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
+  throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
 }
 
 /**

@@ -270,12 +270,11 @@ class MapRun {
     try {
       if (v !== undefined && !needsClone(v)) return undefined;
       try {
-        wire = serialize([v], undefined, 'item', false, true);
+        wire = serialize([v], undefined, 'item', false, true, true);
         kind = CLONED;
       } catch (e) {
         if (e !== SHARED) throw e;
-        wire = postedCopy([v]);
-        if (wire === undefined) return undefined; // value by value, as before
+        wire = postedCopy([v], 'item');
         kind = POSTED;
       }
     } catch (e) {

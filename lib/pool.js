@@ -476,17 +476,17 @@ class Pool extends EventEmitter {
       // (pool.render's calls, extraFlags, are the native renderer's: never cloned.)
       if (clone && !functions && this.#servedByJs(method)) {
         try {
-          const bytes = serialize(params, transfer, 'params', false, true);
+          const bytes = serialize(params, transfer, 'params', false, true, true);
           if (tape !== undefined) released();
           [sent, flags, tape, text] = [bytes, CLONED, undefined, undefined];
         } catch (e) {
           if (e !== SHARED) throw e;
           if (transfer !== undefined) throw new DataCloneError('params hold shared memory, which travels only in calls that move no ArrayBuffer');
-          const copy = tooMany !== null || needsClone(params) ? postedCopy(params) : undefined;
-          if (copy !== undefined) {
+          if (tooMany !== null || needsClone(params)) {
+            const copy = postedCopy(params, 'params');
             if (tape !== undefined) released();
             [sent, flags, tape, text] = [copy, POSTED, undefined, undefined];
-          } else if (tooMany !== null) throw tooMany;
+          }
         }
       } else if (tooMany !== null) throw tooMany;
     } catch (e) {
