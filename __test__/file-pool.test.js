@@ -517,6 +517,35 @@ describe('structured-clone values in task-file pools (issue 30 §2)', () => {
     expect(await pool.exec('echo', 9)).toBe(9);
   });
 
+  test('map: a function or a symbol input is refused as structured clone refuses it; what was sent for an input is let go once it settles', async () => {
+    const all = await pool.map('echo', [() => 1, Symbol('s'), 3], { settle: 'all' });
+    expect(all.map((r) => (r.status === 'fulfilled' ? r.value : [r.reason.name, r.reason.message]))).toEqual([
+      ['DataCloneError', 'item is a function, which structured clone cannot carry'],
+      ['DataCloneError', 'item is a symbol, which structured clone cannot carry'],
+      3,
+    ]);
+    // 300 inputs of 512 KB each, sent as structured clone: kept until the map's end, their
+    // bytes would grow the process's external memory by 150 MB.
+    const r = await child(
+      `const pool = new Pool({ filename: ${JSON.stringify(VALUES)}, threads: 1 });
+       const inputs = Array.from({ length: 300 }, (_, i) => ({ when: new Date(i), data: new Float64Array(65536) }));
+       let before = 0;
+       let grownMb = 0;
+       const got = await pool.map('whenOf', inputs, {
+         concurrency: 2,
+         onProgress(done) {
+           if (done === 20) { globalThis.gc(); before = process.memoryUsage().external; }
+           if (done === 280) { globalThis.gc(); grownMb = (process.memoryUsage().external - before) / 2 ** 20; }
+         },
+       });
+       await pool.close();
+       out({ right: got.every((g, i) => g === i), flat: grownMb < 60 });`,
+      { args: ['--expose-gc'] },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.result).toEqual({ right: true, flat: true });
+  }, 60_000);
+
   test('params holding shared memory beside a Date: a function among them is refused by name, moving buffers beside them is refused, a Proxy crosses as what it stands for', async () => {
     const view = new Int32Array(new SharedArrayBuffer(4));
     await expect(pool.exec('echo', { view, when: new Date(0), f() {} })).rejects.toMatchObject({ name: 'DataCloneError', message: expect.stringContaining('f is a function') });

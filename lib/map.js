@@ -264,11 +264,12 @@ class MapRun {
    */
   #prepare(i) {
     const v = this.#inputs[i];
-    if (v !== undefined && (v === null || typeof v !== 'object')) return undefined;
+    // (A function or a symbol goes the clone's way too, to be refused in its words.)
+    if (v === null || (v !== undefined && typeof v !== 'object' && typeof v !== 'function' && typeof v !== 'symbol')) return undefined;
     let wire;
     let kind;
     try {
-      if (v !== undefined && !needsClone(v)) return undefined;
+      if (v !== undefined && typeof v === 'object' && !needsClone(v)) return undefined;
       try {
         wire = serialize([v], undefined, 'item', false, true, true);
         kind = CLONED;
@@ -330,6 +331,8 @@ class MapRun {
     this.#inflightInputs--;
     if (this.#over) return;
     if (!ok && value.code === CODES.QueueFull && this.#noRoom({ indexes: [item.index] })) return;
+    // What was sent for it goes (its bytes or copy), unless it is to be sent again (above).
+    if (this.#wire !== null) this.#wire[item.index] = undefined;
     this.#roomGrows();
     this.#record(item.index, ok, value);
   }
