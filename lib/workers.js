@@ -142,9 +142,11 @@ class TaskWorkers {
     return this.#count((s) => !s.retiring);
   }
 
-  /** The live Worker objects (starting, serving or retiring). */
+  /** The live Worker objects (starting, serving or retiring), but one being terminated (Piscina drops it at once). */
   list() {
-    return [...this.#workers.keys()];
+    const live = [];
+    for (const [worker, state] of this.#workers) if (!state.terminated) live.push(worker);
+    return live;
   }
 
   /** Workers that serve new calls. */
