@@ -149,7 +149,7 @@ function refused(e, value, list, where, copied, shares = false) {
   // what a getter or a Proxy trap threw, which the caller gets as it is.
   // (Tested by its kind, not instanceof: V8 makes its errors in the process's main realm.)
   // V8's serializer recurses: a value nested deeper than the stack allows overflows it.
-  if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
+  if (isStackOverflow(e)) throw tooDeep(where);
   if (!isWriteRefusal(e)) throw e;
   // (Where shared memory goes shared, what else is refused is named first.)
   const culprit = firstUncloneable(value, where, shares) ?? (shares ? firstUncloneable(value, where) : null);
@@ -159,7 +159,7 @@ function refused(e, value, list, where, copied, shares = false) {
   // A Proxy or an arguments object crosses as what it stands for (docs/values.md), as it did
   // value by value: the value is copied with those made plain, and the copy is written.
   if (culprit.standsFor && !copied) return serialize(standIns(value, where), list, where, true, shares);
-  throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
+  throw cannotCarry(culprit);
 }
 
 /**
@@ -176,14 +176,46 @@ function postedCopy(value, where, copied = false) {
   } catch (thrown) {
     e = thrown;
   }
-  if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
+  if (isStackOverflow(e)) throw tooDeep(where);
   // (By name too: the DOMException may come from another realm than this code's.)
   if (e?.name !== 'DataCloneError' && !isWriteRefusal(e)) throw e;
   const culprit = firstUncloneable(value, where, true);
   if (culprit?.threw !== undefined) throw culprit.threw;
   if (culprit !== null && culprit.standsFor && !copied) return postedCopy(standIns(value, where), where, true);
-  if (culprit !== null && !culprit.shared) throw new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
+  if (culprit !== null && !culprit.shared) throw cannotCarry(culprit);
   throw new DataCloneError(`${where} cannot be cloned: ${e.message}`);
+}
+
+/** The refusal of a value nested deeper than structured clone can write (`where` names it). */
+function tooDeep(where) {
+  return new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
+}
+
+/** The refusal of what `firstUncloneable` found. */
+function cannotCarry(culprit) {
+  return new DataCloneError(`${culprit.path} ${culprit.what}, which structured clone cannot carry`, culprit.path);
+}
+
+const CLONED = contract.callFlags.cloned;
+const POSTED = contract.callFlags.posted;
+
+/**
+ * How params of a call to a method served in JavaScript cross when they are not plain data:
+ * `[CLONED, parts]`, the structured-clone message of `params` (moving the ArrayBuffers of
+ * `list`), or, as they hold shared memory, `[POSTED, copy]` (postedCopy; refused with a moved
+ * ArrayBuffer); the contract's call flags. With `plainBeside`, params whose shared memory sits
+ * beside plain data only give null: they go value by value, views by reference. `where` names
+ * them in errors.
+ */
+function clonedParams(params, list, where, plainBeside) {
+  try {
+    return [CLONED, serialize(params, list, where, false, true, true)];
+  } catch (e) {
+    if (e !== SHARED) throw e;
+  }
+  if (list !== undefined) throw new DataCloneError(`${where} hold shared memory, which travels only in calls that move no ArrayBuffer`);
+  if (plainBeside && !needsClone(params)) return null;
+  return [POSTED, postedCopy(params, where)];
 }
 
 /**
@@ -547,7 +579,7 @@ function standIns(root, where) {
   try {
     return copy(root);
   } catch (e) {
-    if (isStackOverflow(e)) throw new DataCloneError(`${where} is nested too deep for structured clone to write: send it flatter`);
+    if (isStackOverflow(e)) throw tooDeep(where);
     throw e;
   }
 }
@@ -572,4 +604,4 @@ function describeKind(v) {
   return typeof name === 'string' && name !== '' ? `a ${name}` : 'an object';
 }
 
-module.exports = { serialize, deserialize, needsClone, postedCopy, holdsShared, unreadable, isWriteRefusal, DataCloneError, Transfer, transfer, SHARED, SHARED_RESULT, SERIALIZER };
+module.exports = { serialize, deserialize, clonedParams, needsClone, holdsShared, unreadable, isWriteRefusal, DataCloneError, Transfer, transfer, SHARED, SHARED_RESULT, SERIALIZER };

@@ -14,8 +14,7 @@
 const { RpcError, CODES, rejected, describe, errorText } = require('./errors.js');
 const { performance } = require('node:perf_hooks');
 const { startMany, kStarted, kSettled } = require('./calls.js');
-const { contract } = require('./native.js');
-const { serialize, needsClone, postedCopy, SHARED, DataCloneError } = require('./clone.js');
+const { clonedParams, needsClone, DataCloneError } = require('./clone.js');
 const { callOptions } = require('./call-options.js');
 const { startCallSpan, endCallSpan } = require('./trace-context.js');
 
@@ -33,9 +32,6 @@ const CHUNK_MS = 2;
 const CHUNKS_PER_THREAD = 2;
 /** Inputs in flight at most, by default. */
 const CONCURRENCY = 8192;
-/** How an input crosses to a JavaScript-served method when it is not as it is (see #prepare). */
-const CLONED = contract.callFlags.cloned;
-const POSTED = contract.callFlags.posted;
 
 /** One input's call (a served method's), tracked as a call of the pool. */
 class Item {
@@ -114,7 +110,7 @@ class MapRun {
   #served;
   /** What is sent for each input, where some input does not cross as it is (else null: the inputs). */
   #wire = null;
-  /** How each input crosses (0: as it is; CLONED, POSTED), once some input does not; else null. */
+  /** How each input crosses (0: as it is; else the contract's call flag, lib/clone.js clonedParams), once some input does not; else null. */
   #kinds = null;
 
   constructor(owner, nativePool, method, inputs, o, trace) {
@@ -266,18 +262,11 @@ class MapRun {
     const v = this.#inputs[i];
     // (A function or a symbol goes the clone's way too, to be refused in its words.)
     if (v === null || (v !== undefined && typeof v !== 'object' && typeof v !== 'function' && typeof v !== 'symbol')) return undefined;
-    let wire;
     let kind;
+    let wire;
     try {
       if (v !== undefined && typeof v === 'object' && !needsClone(v)) return undefined;
-      try {
-        wire = serialize([v], undefined, 'item', false, true, true);
-        kind = CLONED;
-      } catch (e) {
-        if (e !== SHARED) throw e;
-        wire = postedCopy([v], 'item');
-        kind = POSTED;
-      }
+      [kind, wire] = clonedParams([v], undefined, 'item', false);
     } catch (e) {
       // The place as the item's own (the params array around it is this code's).
       if (e instanceof DataCloneError && e.message.startsWith('item[0]')) return new DataCloneError(`item${e.message.slice(7)}`, e.data?.path?.replace(/^item\[0\]/, 'item'));

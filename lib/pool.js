@@ -11,7 +11,7 @@ const { validateOptions, nativeOptions } = require('./options.js');
 const { callOptions } = require('./call-options.js');
 const { start, kStarted, kSettled, kExplain, kSharesMemory, channel } = require('./calls.js');
 const { wireParams, released, lastRefused, lastTooMany } = require('./params.js');
-const { serialize, needsClone, postedCopy, SHARED, DataCloneError } = require('./clone.js');
+const { clonedParams } = require('./clone.js');
 const { map } = require('./map.js');
 const { finishRender, renderFailed, prepareRenderParams } = require('./render.js');
 const { Server, kFullErrors, kResults, kUnreadable, kShares } = require('./serve.js');
@@ -23,8 +23,6 @@ const { startCallSpan, endCallSpan } = require('./trace-context.js');
 /** The key of a pool's count of task-file workers that exited while serving (corepool/metrics). */
 const kWorkerExits = Symbol('workerExits');
 
-const CLONED = contract.callFlags.cloned;
-const POSTED = contract.callFlags.posted;
 
 /** The key of Pool's cancellable handle() (see there). */
 const handleCancellable = Symbol('handleCancellable');
@@ -475,18 +473,10 @@ class Pool extends EventEmitter {
       const clone = tooMany !== null || transfer !== undefined || lastRefused();
       // (pool.render's calls, extraFlags, are the native renderer's: never cloned.)
       if (clone && !functions && this.#servedByJs(method)) {
-        try {
-          const bytes = serialize(params, transfer, 'params', false, true, true);
+        const crossing = clonedParams(params, transfer, 'params', tooMany === null);
+        if (crossing !== null) {
           if (tape !== undefined) released();
-          [sent, flags, tape, text] = [bytes, CLONED, undefined, undefined];
-        } catch (e) {
-          if (e !== SHARED) throw e;
-          if (transfer !== undefined) throw new DataCloneError('params hold shared memory, which travels only in calls that move no ArrayBuffer');
-          if (tooMany !== null || needsClone(params)) {
-            const copy = postedCopy(params, 'params');
-            if (tape !== undefined) released();
-            [sent, flags, tape, text] = [copy, POSTED, undefined, undefined];
-          }
+          [flags, sent, tape, text] = [crossing[0], crossing[1], undefined, undefined];
         }
       } else if (tooMany !== null) throw tooMany;
     } catch (e) {
