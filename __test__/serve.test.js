@@ -26,6 +26,15 @@ async function codeOf(promise) {
   return 'resolved';
 }
 
+/** A promise and the function that resolves it. */
+function opener() {
+  let open;
+  const promise = new Promise((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
 /** Waits (without blocking the event loop) until view[i] is no longer `value`. */
 async function changed(view, i, value) {
   const r = Atomics.waitAsync(view, i, value, 10_000);
@@ -392,10 +401,7 @@ describe('views placed by another thread are resent on request', () => {
     // 1 server running 2 calls at once, maxQueue 0: two calls fit, the third waits and is
     // admitted by whichever thread frees a slot, so nobody announced its views to the server.
     const pool = new Pool({ threads: 1, maxQueue: 0, onFull: 'wait' });
-    let open;
-    const gate = new Promise((resolve) => {
-      open = resolve;
-    });
+    const { promise: gate, open } = opener();
     const server = pool.serve({
       gate: () => gate,
       bump(view, delta) {
@@ -417,10 +423,7 @@ describe('views placed by another thread are resent on request', () => {
 
   test('params holding shared memory beside a Date, on the caller\'s own thread: a copy made at the call, the memory shared', async () => {
     const pool = new Pool({ threads: 1, maxQueue: 0, onFull: 'wait' });
-    let open;
-    const gate = new Promise((resolve) => {
-      open = resolve;
-    });
+    const { promise: gate, open } = opener();
     const server = pool.serve({
       gate: () => gate,
       bumpDated(task, delta) {
@@ -451,22 +454,6 @@ describe('views placed by another thread are resent on request', () => {
     }
   });
 
-  test('calls moved off a terminated worker get their posted params (shared memory beside a Date) from the caller', async () => {
-    const pool = Pool.shared();
-    const first = await startWorker();
-    const flags = new Int32Array(new SharedArrayBuffer(8));
-    const holding = pool.call('hold', [flags]); // occupies its only handler slot
-    await changed(flags, 0, 0);
-    const view = new Int32Array(new SharedArrayBuffer(4 * 4));
-    const bumps = Array.from({ length: 5 }, (_, i) => pool.exec('bumpDated', { view, when: new Date(i) }, 1)); // queued there
-    const second = await startWorker();
-    await first.terminate(); // its queued calls move to `second`, unannounced
-    expect(await codeOf(holding)).toBe(ServerGone);
-    expect(await Promise.all(bumps)).toEqual([[0, 0], [4, 1], [8, 2], [12, 3], [16, 4]]);
-    expect([...view]).toEqual([5, 5, 5, 5]);
-    await second.terminate();
-  });
-
   test('two pools serving on one thread: each call gets its own params and views (job tokens are unique in the process)', async () => {
     const pools = [new Pool({ threads: 1 }), new Pool({ threads: 1 })];
     const servers = pools.map((pool, k) =>
@@ -495,18 +482,22 @@ describe('views placed by another thread are resent on request', () => {
     }
   });
 
-  test('calls moved off a terminated worker get their views from the caller', async () => {
+  test.each([
+    ['their views', (pool, view) => pool.exec('bump', view, 1), [0, 4, 8, 12, 16]],
+    // (The view beside a Date: the params are posted.)
+    ['their posted params (shared memory beside a Date)', (pool, view, i) => pool.exec('bumpDated', { view, when: new Date(i) }, 1), [[0, 0], [4, 1], [8, 2], [12, 3], [16, 4]]],
+  ])('calls moved off a terminated worker get %s from the caller', async (_, bump, answers) => {
     const pool = Pool.shared();
     const first = await startWorker();
     const flags = new Int32Array(new SharedArrayBuffer(8));
     const holding = pool.call('hold', [flags]); // occupies its only handler slot
     await changed(flags, 0, 0);
     const view = new Int32Array(new SharedArrayBuffer(4 * 4));
-    const bumps = Array.from({ length: 5 }, () => pool.exec('bump', view, 1)); // queued there
+    const bumps = Array.from({ length: 5 }, (_, i) => bump(pool, view, i)); // queued there
     const second = await startWorker();
     await first.terminate(); // its queued calls move to `second`, unannounced
     expect(await codeOf(holding)).toBe(ServerGone);
-    expect(await Promise.all(bumps)).toEqual([0, 4, 8, 12, 16]);
+    expect(await Promise.all(bumps)).toEqual(answers);
     expect([...view]).toEqual([5, 5, 5, 5]);
     await second.terminate();
   });

@@ -705,31 +705,23 @@ fn after_close_only_a_call_that_continues_an_accepted_one_is_admitted_until_dest
 }
 
 #[test]
-fn cloned_params_are_invalid_for_a_native_command_and_the_pool_keeps_serving() {
+fn cloned_or_posted_params_are_invalid_for_a_native_command_and_the_pool_keeps_serving() {
+    // Structured-clone bytes, and params their caller posts to a serving thread (shared memory
+    // beside structured-clone values), never reach a native command.
     let p = pool(1, Strategy::RoundRobin);
     let (o, _, rx) = origin();
-    p.call(&o, 1, "echo", Params::Cloned(vec![0xff, 0x0f].into()), None);
-    let (id, outcome) = recv(&rx);
-    let e = outcome.unwrap_err();
-    assert_eq!((id, e.code), (1, ErrorCode::InvalidParams));
-    assert_eq!(e.message, job::CLONED_TO_NATIVE);
-    p.call(&o, 2, "echo", vec![Value::Number(2.0)], None);
-    assert_eq!(recv(&rx), (2, Ok(Value::Number(2.0))));
-}
-
-#[test]
-fn posted_params_are_invalid_for_a_native_command_and_the_pool_keeps_serving() {
-    // Params its caller posts to a serving thread (shared memory beside structured-clone
-    // values) never reach a native command: refused as cloned ones are.
-    let p = pool(1, Strategy::RoundRobin);
-    let (o, _, rx) = origin();
-    p.call(&o, 1, "echo", Params::Posted, None);
-    let (id, outcome) = recv(&rx);
-    let e = outcome.unwrap_err();
-    assert_eq!((id, e.code), (1, ErrorCode::InvalidParams));
-    assert_eq!(e.message, job::CLONED_TO_NATIVE);
-    p.call(&o, 2, "echo", vec![Value::Number(2.0)], None);
-    assert_eq!(recv(&rx), (2, Ok(Value::Number(2.0))));
+    for (id, params) in [
+        (1, Params::Cloned(vec![0xff, 0x0f].into())),
+        (3, Params::Posted),
+    ] {
+        p.call(&o, id, "echo", params, None);
+        let (got, outcome) = recv(&rx);
+        let e = outcome.unwrap_err();
+        assert_eq!((got, e.code), (id, ErrorCode::InvalidParams));
+        assert_eq!(e.message, job::CLONED_TO_NATIVE);
+        p.call(&o, id + 1, "echo", vec![Value::Number(2.0)], None);
+        assert_eq!(recv(&rx), (id + 1, Ok(Value::Number(2.0))));
+    }
 }
 
 #[test]
