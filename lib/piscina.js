@@ -358,7 +358,9 @@ class Piscina extends EventEmitter {
     const params = own ? (task === undefined ? [] : [task]) : task === undefined ? [filename, name, 0] : [filename, name, 1, task];
     const submitted = performance.now();
     this.#inflight++;
-    const call = this.#pool[kCancellableCall]('piscina', params, handle, undefined, transfer);
+    // A task with a signal runs alone on its worker, as Piscina runs it: aborting it ends that
+    // worker, and no task beside it is lost.
+    const call = this.#pool[kCancellableCall]('piscina', params, handle, undefined, transfer, signal != null);
     let forgetSignal = null;
     if (signal != null) {
       const onAbort = () => this.#cancel(handle, { user: signal.reason });
@@ -460,9 +462,9 @@ class Piscina extends EventEmitter {
   /**
    * Cancels a task's call, the first reason given being the one its AbortError tells. A task
    * already running rejects at once and its worker is terminated, as Piscina terminates it (a
-   * task that never returns does not keep its thread; a new worker takes its place), unless
-   * the worker runs other tasks still awaited (concurrentTasksPerWorker > 1), which Piscina
-   * never places beside a task with a signal: then it goes on, as they do.
+   * task that never returns does not keep its thread; a new worker takes its place). A task
+   * with a signal runs alone on its worker, so no other task is lost with it; should one run
+   * there all the same (the native side checks), the worker goes on instead.
    */
   #cancel(handle, reason) {
     if (handle.reason !== undefined) return;

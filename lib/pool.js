@@ -409,10 +409,13 @@ class Pool extends EventEmitter {
    * corepool/piscina merges each task's own signal and close({ force }) into one cancellation,
    * and an AbortController of its own per task (an EventTarget, a listener added and removed)
    * cost more on the calling thread than the rest of a tiny task's call (lib/piscina.js).
-   * `handle.id` is the call's id from the moment it is in flight.
+   * `handle.id` is the call's id from the moment it is in flight. `alone`: a method served by
+   * JavaScript runs alone on its serving thread (nothing beside it, as Piscina runs a task that
+   * has a signal), so that ending that thread loses no other call.
    */
-  [kCancellableCall](method, params, handle, onProgress, transfer) {
-    return this.#submit(method, params, undefined, undefined, onProgress, contract.callFlags.cancellable, handle, transfer);
+  [kCancellableCall](method, params, handle, onProgress, transfer, alone = false) {
+    const flags = contract.callFlags.cancellable | (alone ? contract.callFlags.alone : 0);
+    return this.#submit(method, params, undefined, undefined, onProgress, flags, handle, transfer);
   }
 
   /**

@@ -58,6 +58,11 @@ pub(crate) const CALL_TIMED: u32 = 512;
 /// travels as a job's views do (`Params::Posted`): kept by the caller until the call settles,
 /// published to the serving thread the job is placed on (lib/views.js).
 pub(crate) const CALL_POSTED: u32 = 1024;
+/// `flags` bit of the hot call function: a method served by JavaScript runs alone on its serving
+/// thread: it starts only once no other handler runs there, and none starts beside it until it
+/// is done (`pool::server`, a server with `concurrency` above 1). corepool/piscina's tasks
+/// with a `signal`, as Piscina runs them: aborting one ends its worker, and nothing else is lost.
+pub(crate) const CALL_ALONE: u32 = 2048;
 /// How the render helper `write` (lib/render.js) makes a tag's text of a value: `'' + value`;
 /// `String(value)`, which the addon then escapes as HTML; `'' + escape(value)`.
 pub(crate) const RENDER_WRITE_RAW: u32 = 0;
@@ -142,6 +147,7 @@ pub struct CallFlags {
     pub cloned: u32,
     pub timed: u32,
     pub posted: u32,
+    pub alone: u32,
 }
 
 /// The tags of a packed-params tape (`rpc::packed`).
@@ -292,6 +298,7 @@ pub fn contract() -> Contract {
             cloned: CALL_CLONED,
             timed: CALL_TIMED,
             posted: CALL_POSTED,
+            alone: CALL_ALONE,
         },
         packed_tags: PackedTags {
             null: packed::NULL.into(),

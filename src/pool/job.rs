@@ -320,6 +320,8 @@ pub(crate) struct ServedJob {
     pub(crate) announced: bool,
     /// The caller's trace context, for the serving thread ([`crate::pool::Caller::trace`]).
     pub(crate) trace: Option<Arc<str>>,
+    /// It runs alone on its server ([`crate::pool::Caller::alone`]).
+    pub(crate) alone: bool,
 }
 
 /// A job of either kind: what the `onFull: 'wait'` list holds until the job is admitted.

@@ -76,6 +76,10 @@ pub struct Caller<'a> {
     /// The call is observed: the thread that runs it reports that thread and the job's queue
     /// wait and run time to its origin before its outcome ([`Deliver::ran`]).
     pub timed: bool,
+    /// A JavaScript-served call runs alone on its server: it starts once no other handler
+    /// runs there, and none starts beside it until it is done (`server.rs`); native commands
+    /// ignore it.
+    pub alone: bool,
 }
 
 /// The requests of one [`Pool::handle_cancellable`] call, by place (a batch's indices; 0 for a
@@ -171,6 +175,7 @@ impl Pool {
             caller.announce,
             caller.continuing,
             caller.trace,
+            caller.alone,
         )
     }
 
@@ -376,6 +381,7 @@ impl Pool {
             None,
             false,
             trace.cloned(),
+            false,
         )
     }
 
@@ -458,6 +464,7 @@ impl Pool {
                 None,
                 false,
                 None,
+                false,
             );
         }
     }

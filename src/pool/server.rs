@@ -14,7 +14,9 @@
 //!   until the server drains them, as on native workers. A drain hands over at most
 //!   `concurrency − running` jobs: the rest stay queued, where the strategy sees them as load,
 //!   a canceller withdraws them and a departure moves them to other servers. The serving thread
-//!   drains again as its handlers finish (`Pool::complete` says when there is more).
+//!   drains again as its handlers finish (`Pool::complete` says when there is more). A job that
+//!   runs alone (`ServedJob::alone`) is handed over only when no other job runs, and nothing
+//!   after it until it is done (`alone_running`); the jobs behind it wait in order.
 //! - `stops`: tokens of running jobs whose handler must be told to stop (abort, destroy).
 //! - `forgotten`: tokens whose SharedArrayBuffer views the server was sent but will never run
 //!   (the job was cancelled or taken away), so the serving thread can drop them.
@@ -135,6 +137,8 @@ pub(crate) struct Running {
     /// What a Timeout names: the method and its limit.
     method: Arc<str>,
     limit: Duration,
+    /// It runs alone on its server ([`ServedJob::alone`]).
+    alone: bool,
 }
 
 impl Running {
@@ -220,6 +224,10 @@ pub struct Server {
     queued: AtomicUsize,
     /// Entries in `running`.
     running_len: AtomicUsize,
+    /// A job that runs alone ([`ServedJob::alone`]) is in `running`: no other job is taken
+    /// until it is done. Set and cleared with its entry, before `running_len` counts it in and
+    /// after it counts it out.
+    alone_running: AtomicBool,
     completed: AtomicU64,
     busy_ns: AtomicU64,
     departed: AtomicBool,
@@ -306,6 +314,7 @@ impl Server {
             drain: Mutex::new(()),
             queued: AtomicUsize::new(0),
             running_len: AtomicUsize::new(0),
+            alone_running: AtomicBool::new(false),
             completed: AtomicU64::new(0),
             busy_ns: AtomicU64::new(0),
             departed: AtomicBool::new(false),
@@ -488,24 +497,33 @@ impl Server {
     /// Begins a drain cycle for the serving thread (see `Pool::take`): takes the `drain` lock,
     /// marks the thread as bound to look again (`wake_pending`), and takes up to
     /// `concurrency − running` live jobs off the queue (with the tombstones met on the way)
-    /// and the pending notices.
+    /// and the pending notices. A job that runs alone is taken only when no other job runs or
+    /// is taken (then it is the only one), and stops the take where it waits: the queue's
+    /// order holds.
     pub(crate) fn begin_take(&self) -> Take<'_> {
         let drain = lock(&self.drain);
-        let room = self
-            .concurrency
-            .saturating_sub(self.running_len.load(Ordering::Acquire));
+        let running = self.running_len.load(Ordering::Acquire);
+        let room = self.room(running);
         let mut inner = lock(&self.inner);
         self.wake_pending.store(true, Ordering::Relaxed);
         let mut taken = Vec::new();
         let mut live = 0;
         while live < room {
-            let Some(job) = inner.queue.pop_front() else {
+            let Some(front) = inner.queue.front() else {
                 break;
             };
-            if job.core.control.is_queued() {
+            let queued = front.core.control.is_queued();
+            let alone = queued && front.alone;
+            if alone && (running > 0 || live > 0) {
+                break;
+            }
+            taken.extend(inner.queue.pop_front());
+            if queued {
                 live += 1;
             }
-            taken.push(job);
+            if alone {
+                break;
+            }
         }
         let stops = std::mem::take(&mut inner.stops);
         let forgotten = std::mem::take(&mut inner.forgotten);
@@ -534,6 +552,7 @@ impl Server {
         (submitted, started): (Instant, Instant),
         deadline: Option<Instant>,
         (method, limit): (Arc<str>, Duration),
+        alone: bool,
     ) -> Option<Params> {
         lock(&self.running).insert(
             token,
@@ -546,6 +565,7 @@ impl Server {
                 deadline,
                 method,
                 limit,
+                alone,
             },
         );
         let runner: Weak<Server> = Arc::downgrade(self);
@@ -554,6 +574,9 @@ impl Server {
             lock(&self.running).remove(&token);
             return None;
         };
+        if alone {
+            self.alone_running.store(true, Ordering::Release);
+        }
         self.running_len.fetch_add(1, Ordering::AcqRel);
         Some(params)
     }
@@ -563,6 +586,9 @@ impl Server {
     pub(crate) fn finish_running(&self, token: u64) -> Option<Running> {
         let run = lock(&self.running).remove(&token)?;
         self.running_len.fetch_sub(1, Ordering::AcqRel);
+        if run.alone {
+            self.alone_running.store(false, Ordering::Release);
+        }
         self.completed.fetch_add(1, Ordering::Relaxed);
         let busy = run.started.elapsed();
         self.busy_ns
@@ -580,9 +606,30 @@ impl Server {
     }
 
     /// True when the serving thread should take again: jobs wait and a handler slot is free.
+    /// (A job that runs alone and waits for the others to finish may make it say so once too
+    /// often: that take finds nothing, and [`Server::rest`] lets the thread sleep.)
     pub(crate) fn more_to_take(&self) -> bool {
         self.queued.load(Ordering::Acquire) > 0
-            && self.running_len.load(Ordering::Acquire) < self.concurrency
+            && self.room(self.running_len.load(Ordering::Acquire)) > 0
+    }
+
+    /// Handler slots free with `running` jobs running: none while a job runs alone.
+    fn room(&self, running: usize) -> usize {
+        if self.alone_running.load(Ordering::Acquire) {
+            0
+        } else {
+            self.concurrency.saturating_sub(running)
+        }
+    }
+
+    /// Whether a take now would hand over a job (or a tombstone to drop): a slot is free and
+    /// the queue's first entry may start (one that runs alone waits for an empty server).
+    fn can_take(&self, inner: &Inner) -> bool {
+        let running = self.running_len.load(Ordering::Acquire);
+        self.room(running) > 0
+            && inner.queue.front().is_some_and(|front| {
+                running == 0 || !front.alone || !front.core.control.is_queued()
+            })
     }
 
     /// Departure: the serving thread is gone. No stop or forget notice will be sent again, and
@@ -604,6 +651,7 @@ impl Server {
     pub(crate) fn depart_running(&self) -> Vec<Running> {
         let running: Vec<Running> = lock(&self.running).drain().map(|(_, r)| r).collect();
         self.running_len.fetch_sub(running.len(), Ordering::AcqRel);
+        self.alone_running.store(false, Ordering::Release);
         running
     }
 
@@ -652,11 +700,7 @@ impl Server {
         let until = polling.then(|| Instant::now() + IDLE_SPIN);
         loop {
             let inner = lock(&self.inner);
-            let room = self.running_len.load(Ordering::Acquire) < self.concurrency;
-            if (room && !inner.queue.is_empty())
-                || !inner.stops.is_empty()
-                || !inner.forgotten.is_empty()
-            {
+            if self.can_take(&inner) || !inner.stops.is_empty() || !inner.forgotten.is_empty() {
                 return Rest::Work;
             }
             if !inner.accepting || until.is_none_or(|t| Instant::now() >= t) {

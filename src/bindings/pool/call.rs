@@ -14,7 +14,7 @@ use super::arguments::{call_timeout, cannot_keep, method_str};
 use crate::bindings::callback_args;
 use crate::bindings::channel::Inbox;
 use crate::bindings::contract::{
-    CALL_CANCELLABLE, CALL_CLONED, CALL_FIRST_LATIN1, CALL_FUNCTIONS, CALL_PACKED,
+    CALL_ALONE, CALL_CANCELLABLE, CALL_CLONED, CALL_FIRST_LATIN1, CALL_FUNCTIONS, CALL_PACKED,
     CALL_PACKED_AFTER_STRING, CALL_PACKED_LATIN1, CALL_POSTED, CALL_PROGRESS, CALL_TIMED,
     CALL_TRACED,
 };
@@ -119,6 +119,8 @@ struct Flags {
     traced: bool,
     /// The call is observed: how it ran comes before its settlement (`contract::CALL_TIMED`).
     timed: bool,
+    /// A JavaScript-served call runs alone on its serving thread (`contract::CALL_ALONE`).
+    alone: bool,
 }
 
 impl Flags {
@@ -138,6 +140,7 @@ impl Flags {
             posted: bits & CALL_POSTED != 0 && bits & (CALL_PACKED | CALL_CLONED) == 0,
             traced: bits & CALL_TRACED != 0,
             timed: bits & CALL_TIMED != 0,
+            alone: bits & CALL_ALONE != 0,
             packed: (bits & CALL_PACKED != 0).then(|| Packing {
                 text: units(CALL_PACKED_LATIN1),
                 first: (bits & CALL_PACKED_AFTER_STRING != 0).then(|| units(CALL_FIRST_LATIN1)),
@@ -361,6 +364,7 @@ unsafe extern "C" fn hot_call(
                     continuing: false,
                     trace,
                     timed: args.flags.timed,
+                    alone: args.flags.alone,
                 };
                 hot.pool
                     .call_as(&hot.origin, args.id, m, params, timeout, caller)
@@ -456,6 +460,7 @@ mod tests {
                 may_hold_functions: false,
                 traced: false,
                 timed: false,
+                alone: false,
                 packed: None,
                 cloned: false,
                 posted: false,
@@ -469,7 +474,8 @@ mod tests {
             | CALL_PACKED_AFTER_STRING
             | CALL_FIRST_LATIN1
             | CALL_TRACED
-            | CALL_TIMED;
+            | CALL_TIMED
+            | CALL_ALONE;
         assert_eq!(
             Flags::from_bits(all),
             Flags {
@@ -478,6 +484,7 @@ mod tests {
                 may_hold_functions: true,
                 traced: true,
                 timed: true,
+                alone: true,
                 packed: Some(Packing {
                     text: Units::OneByte,
                     first: Some(Units::OneByte),

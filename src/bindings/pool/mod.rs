@@ -419,6 +419,7 @@ impl NativePool {
                 continuing,
                 trace: trace.clone(),
                 timed: false,
+                alone: false,
             };
             let control =
                 self.pool

@@ -96,7 +96,8 @@ impl Scheduler {
 
     /// Runs `method` with `params`; the outcome goes to `reply`. `timeout`: `None` uses the
     /// pool's default, a zero duration means no limit. `pinned`: a broadcast's job for that
-    /// worker. Returns the job's control when it was accepted.
+    /// worker. `alone`: a served job that runs alone on its server ([`Caller::alone`]).
+    /// Returns the job's control when it was accepted.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn submit(
         &self,
@@ -109,6 +110,7 @@ impl Scheduler {
         announce: Option<Announce>,
         continuing: bool,
         trace: Option<Arc<str>>,
+        alone: bool,
     ) -> Option<Arc<Control>> {
         if !self.lifecycle.admits(continuing) {
             reply.finish(Err(closed_error()), origin);
@@ -176,6 +178,7 @@ impl Scheduler {
                 views,
                 announced: false,
                 trace,
+                alone,
             }),
         };
         self.enqueue(job, announce)

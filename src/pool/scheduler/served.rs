@@ -268,6 +268,7 @@ impl Scheduler {
                 token,
                 views,
                 trace,
+                alone,
                 ..
             } = job;
             let deadline = timeout::deadline(now, timeout);
@@ -282,6 +283,7 @@ impl Scheduler {
                 (submitted, now),
                 deadline,
                 named,
+                alone,
             ) else {
                 continue;
             };

@@ -293,3 +293,114 @@ fn a_server_runs_at_most_concurrency_calls_and_the_rest_stay_queued() {
     }
     assert_eq!(server.busy(), 0);
 }
+
+/// The params of the jobs a take hands over, as numbers.
+fn taken(jobs: &[Served]) -> Vec<f64> {
+    jobs.iter()
+        .map(|j| match values(j.params.clone()).first() {
+            Some(Value::Number(n)) => *n,
+            other => panic!("not a number: {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_job_that_runs_alone_waits_for_an_empty_server_and_nothing_starts_beside_it() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve_at_once(&p, &["m"], 1, 3);
+    let alone = || Caller {
+        alone: true,
+        ..Caller::default()
+    };
+    // 0 runs; 1 runs alone; 2 is an ordinary call behind it.
+    p.call(&o, 0, "m", vec![Value::Number(0.0)], None);
+    let first = p.take(&server).jobs;
+    assert_eq!(taken(&first), [0.0]);
+    p.call_as(&o, 1, "m", vec![Value::Number(1.0)], None, alone());
+    p.call(&o, 2, "m", vec![Value::Number(2.0)], None);
+    assert!(
+        p.take(&server).jobs.is_empty(),
+        "the alone job waits for 0, and 2 waits behind it (the queue's order holds)"
+    );
+    assert_eq!(
+        p.rest(&server, true, false),
+        Rest::Idle,
+        "nothing to take: the thread sleeps"
+    );
+    assert!(p.complete(&server, first[0].token, Ok(Value::Null)));
+    let second = p.take(&server).jobs;
+    assert_eq!(
+        taken(&second),
+        [1.0],
+        "it runs alone, although two slots are free"
+    );
+    p.call(&o, 3, "m", vec![Value::Number(3.0)], None);
+    assert!(p.take(&server).jobs.is_empty(), "nothing starts beside it");
+    assert_eq!(p.rest(&server, true, false), Rest::Idle);
+    assert!(p.complete(&server, second[0].token, Ok(Value::Null)));
+    let third = p.take(&server).jobs;
+    assert_eq!(
+        taken(&third),
+        [2.0, 3.0],
+        "then the others, as many as the slots"
+    );
+    // Taken with others queued before it: the take stops at it.
+    p.call(&o, 4, "m", vec![Value::Number(4.0)], None);
+    for t in &third {
+        p.complete(&server, t.token, Ok(Value::Null));
+    }
+    p.call_as(&o, 5, "m", vec![Value::Number(5.0)], None, alone());
+    p.call(&o, 6, "m", vec![Value::Number(6.0)], None);
+    let fourth = p.take(&server).jobs;
+    assert_eq!(
+        taken(&fourth),
+        [4.0],
+        "4 is taken, the alone job stops the take"
+    );
+    p.complete(&server, fourth[0].token, Ok(Value::Null));
+    let fifth = p.take(&server).jobs;
+    assert_eq!(taken(&fifth), [5.0]);
+    p.complete(&server, fifth[0].token, Ok(Value::Null));
+    assert_eq!(taken(&p.take(&server).jobs), [6.0]);
+    let mut settled: Vec<u64> = (0..6).map(|_| recv(&rx).0).collect();
+    settled.sort_unstable();
+    assert_eq!(settled, [0, 1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn a_cancelled_job_that_would_run_alone_holds_nothing_up() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (server, _bell) = serve_at_once(&p, &["m"], 1, 2);
+    p.call(&o, 0, "m", vec![Value::Number(0.0)], None);
+    let first = p.take(&server).jobs;
+    let control = p
+        .call_as(
+            &o,
+            1,
+            "m",
+            vec![Value::Number(1.0)],
+            None,
+            Caller {
+                alone: true,
+                ..Caller::default()
+            },
+        )
+        .unwrap();
+    p.call(&o, 2, "m", vec![Value::Number(2.0)], None);
+    assert!(p.take(&server).jobs.is_empty());
+    assert!(p.cancel(&control, CancelReason::Aborted), "withdrawn unrun");
+    assert_eq!(
+        p.rest(&server, true, false),
+        Rest::Work,
+        "its tombstone no longer waits"
+    );
+    let second = p.take(&server).jobs;
+    assert_eq!(taken(&second), [2.0], "2 runs beside 0");
+    p.complete(&server, first[0].token, Ok(Value::Null));
+    p.complete(&server, second[0].token, Ok(Value::Null));
+    let mut settled = [recv(&rx).0, recv(&rx).0];
+    settled.sort_unstable();
+    assert_eq!(settled, [0, 2]);
+}
