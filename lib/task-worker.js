@@ -74,10 +74,10 @@ function methodsOf(namespace) {
   const full = own.filename !== PISCINA_WORKER;
   // Results to the pool's own thread go by its port (lib/posted.js).
   // corepool/piscina's worker says what a result that cannot be written goes as (a rejection
-  // with what its getter threw, as Piscina's), and its results share shared memory, as
-  // Piscina's postMessage does.
+  // with what its getter threw, as Piscina's). Results share the shared memory they hold when
+  // the pool says so (corepool/piscina's, as Piscina's postMessage does: lib/workers.js).
   const unreadable = full ? undefined : namespace.default?.[kUnreadable];
-  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency, [kFullErrors]: full, [kResults]: own.results, [kUnreadable]: unreadable, [kShares]: !full });
+  const server = attach(own.pool).serve(handlers, { concurrency: own.concurrency, [kFullErrors]: full, [kResults]: own.results, [kUnreadable]: unreadable, [kShares]: own.shares === true });
   port.on('message', (m) => {
     // The pool retires this worker: new calls go elsewhere, the ones it has finish here.
     if (m !== null && typeof m === 'object' && m.corepool === 'retire') {

@@ -263,6 +263,8 @@ class TaskWorkers {
             filename: o.filename,
             concurrency: o.concurrency,
             results: results === null ? null : { port: results.there, origin: results.origin },
+            // Its results share the shared memory they hold (the hooks' sharesMemory).
+            shares: this.#hooks?.sharesMemory === true,
           },
           user: o.workerData,
         },
