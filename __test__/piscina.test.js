@@ -847,6 +847,46 @@ describe('run()', () => {
     expect(ours).toEqual(await story(RealPiscina));
   });
 
+  test('concurrentTasksPerWorker: tasks go past a task with a signal that waits for its worker, as under Piscina', async () => {
+    const story = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });
+      const g = gate();
+      const seen = [];
+      const first = p.run(g.view, { name: 'holdAsync' }).then((v) => seen.push(`first ${v}`));
+      await g.started(1);
+      const waiting = p.run('s', { name: 'echo', signal: new AbortController().signal }).then((v) => seen.push(`signalled ${v}`));
+      seen.push(`past it: ${await p.run('z', { name: 'echo' })}`); // while the first still holds
+      g.release();
+      await Promise.all([first, waiting]);
+      return seen;
+    };
+    const ours = await story(Piscina);
+    expect(ours).toEqual(['past it: z', 'first released', 'signalled s']);
+    expect(ours).toEqual(await story(RealPiscina));
+  });
+
+  test('maxThreads 2: a task with a signal waiting on a busy worker runs on the other once that one is free, as under Piscina', async () => {
+    const story = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 2, maxThreads: 2, concurrentTasksPerWorker: 2 });
+      const long = gate();
+      const short = gate();
+      const seen = [];
+      // One worker holds one long task, the other two short ones (where each goes is the pool's choice).
+      const held = [p.run(long.view, { name: 'holdAsync' }), p.run(short.view, { name: 'holdAsync' }), p.run(short.view, { name: 'holdAsync' })];
+      await long.started(1);
+      await short.started(2);
+      const signalled = p.run('s', { name: 'echo', signal: new AbortController().signal });
+      short.release();
+      seen.push(`signalled: ${await signalled}`); // while the long one still holds its worker
+      long.release();
+      seen.push(...(await Promise.all(held)));
+      return seen;
+    };
+    const ours = await story(Piscina);
+    expect(ours).toEqual(['signalled: s', 'released', 'released', 'released']);
+    expect(ours).toEqual(await story(RealPiscina));
+  });
+
   test("Piscina.move(): a moved task and a moved result arrive as their values (a Uint8Array's bytes)", async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     expect(await piscina.run(undefined, { name: 'moved' })).toEqual(new Uint8Array([1, 2, 3]));

@@ -587,8 +587,15 @@ impl Pool {
 
     /// The serving thread ends a drain cycle: see [`Rest`] and `Server::rest` for what each
     /// answer asks of it.
+    /// A server with nothing to do takes a job that runs alone and waits on another server
+    /// behind running jobs (it wakes for it), as Piscina gives such a task to the first worker
+    /// that is free.
     pub fn rest(&self, server: &Server, budget_left: bool, may_poll: bool) -> Rest {
-        server.rest(budget_left, may_poll)
+        let rest = server.rest(budget_left, may_poll);
+        if rest == Rest::Idle && server.busy() == 0 {
+            self.scheduler.take_waiting_alone(server);
+        }
+        rest
     }
 
     /// Drains `server`'s queue for its JavaScript thread: up to `concurrency − running` live

@@ -16,7 +16,9 @@
 //!   a canceller withdraws them and a departure moves them to other servers. The serving thread
 //!   drains again as its handlers finish (`Pool::complete` says when there is more). A job that
 //!   runs alone (`ServedJob::alone`) is handed over only when no other job runs, and nothing
-//!   after it until it is done (`alone_running`); the jobs behind it wait in order.
+//!   after it until it is done (`alone_running`); while it waits, the jobs behind it go past
+//!   it, other jobs are placed elsewhere if they can be (`placement_load`), and a server with
+//!   nothing to do takes it (`Pool::rest`).
 //! - `stops`: tokens of running jobs whose handler must be told to stop (abort, destroy).
 //! - `forgotten`: tokens whose SharedArrayBuffer views the server was sent but will never run
 //!   (the job was cancelled or taken away), so the serving thread can drop them.
@@ -205,6 +207,9 @@ impl Running {
 struct Inner {
     accepting: bool,
     queue: VecDeque<ServedJob>,
+    /// Entries of `queue` that run alone ([`ServedJob::alone`]), tombstones included; mirrored
+    /// in [`Server::alone_queued`] for the strategy.
+    alone_queued: usize,
     stops: Vec<u64>,
     forgotten: Vec<u64>,
 }
@@ -228,6 +233,8 @@ pub struct Server {
     /// until it is done. Set and cleared with its entry, before `running_len` counts it in and
     /// after it counts it out.
     alone_running: AtomicBool,
+    /// `Inner::alone_queued`, readable without the lock (a hint for the strategy).
+    alone_queued: AtomicUsize,
     completed: AtomicU64,
     busy_ns: AtomicU64,
     departed: AtomicBool,
@@ -307,6 +314,7 @@ impl Server {
             inner: Mutex::new(Inner {
                 accepting: true,
                 queue: VecDeque::new(),
+                alone_queued: 0,
                 stops: Vec::new(),
                 forgotten: Vec::new(),
             }),
@@ -315,6 +323,7 @@ impl Server {
             queued: AtomicUsize::new(0),
             running_len: AtomicUsize::new(0),
             alone_running: AtomicBool::new(false),
+            alone_queued: AtomicUsize::new(0),
             completed: AtomicU64::new(0),
             busy_ns: AtomicU64::new(0),
             departed: AtomicBool::new(false),
@@ -397,6 +406,9 @@ impl Server {
             }
         }
         self.queued.fetch_add(1, Ordering::AcqRel);
+        if job.alone {
+            self.count_alone(&mut inner, 1, 0);
+        }
         inner.queue.push_back(job);
         self.wake_locked(&mut inner);
         Push::Queued
@@ -498,8 +510,8 @@ impl Server {
     /// marks the thread as bound to look again (`wake_pending`), and takes up to
     /// `concurrency − running` live jobs off the queue (with the tombstones met on the way)
     /// and the pending notices. A job that runs alone is taken only when no other job runs or
-    /// is taken (then it is the only one), and stops the take where it waits: the queue's
-    /// order holds.
+    /// is taken, and then it is the only one; until then it keeps its place and the jobs behind
+    /// it go past it (as Piscina's tasks go past one that waits for an idle worker).
     pub(crate) fn begin_take(&self) -> Take<'_> {
         let drain = lock(&self.drain);
         let running = self.running_len.load(Ordering::Acquire);
@@ -508,22 +520,29 @@ impl Server {
         self.wake_pending.store(true, Ordering::Relaxed);
         let mut taken = Vec::new();
         let mut live = 0;
-        while live < room {
-            let Some(front) = inner.queue.front() else {
+        let mut at = 0; // entries before `at` are alone jobs that wait
+        while live < room && at < inner.queue.len() {
+            if Self::waits_alone(&inner.queue[at], running + live) {
+                at += 1;
+                if inner.queue.len() - at <= inner.alone_queued.saturating_sub(at) {
+                    break; // only alone jobs are left
+                }
+                continue;
+            }
+            let Some(job) = inner.queue.remove(at) else {
                 break;
             };
-            let queued = front.core.control.is_queued();
-            let alone = queued && front.alone;
-            if alone && (running > 0 || live > 0) {
-                break;
+            if job.alone {
+                self.count_alone(&mut inner, 0, 1);
             }
-            taken.extend(inner.queue.pop_front());
-            if queued {
+            if job.core.control.is_queued() {
                 live += 1;
+                if job.alone {
+                    taken.push(job);
+                    break;
+                }
             }
-            if alone {
-                break;
-            }
+            taken.push(job);
         }
         let stops = std::mem::take(&mut inner.stops);
         let forgotten = std::mem::take(&mut inner.forgotten);
@@ -623,13 +642,77 @@ impl Server {
     }
 
     /// Whether a take now would hand over a job (or a tombstone to drop): a slot is free and
-    /// the queue's first entry may start (one that runs alone waits for an empty server).
+    /// some entry may start (one that runs alone waits for an empty server; the others go
+    /// past it).
     fn can_take(&self, inner: &Inner) -> bool {
         let running = self.running_len.load(Ordering::Acquire);
-        self.room(running) > 0
-            && inner.queue.front().is_some_and(|front| {
-                running == 0 || !front.alone || !front.core.control.is_queued()
-            })
+        if self.room(running) == 0 || inner.queue.is_empty() {
+            return false;
+        }
+        // With only alone entries queued, they wait (a tombstone among them is dropped once
+        // nothing runs).
+        running == 0 || inner.queue.len() > inner.alone_queued
+    }
+
+    /// Whether queued entry `job` is an alone job that cannot start beside `others` jobs.
+    fn waits_alone(job: &ServedJob, others: usize) -> bool {
+        job.alone && others > 0 && job.core.control.is_queued()
+    }
+
+    /// Gives up a job that runs alone and waits here behind running jobs, for a server with
+    /// nothing to do (`serves`: whether that server serves a method). The serving thread is
+    /// told to forget the views it was sent for it; the job goes unannounced.
+    pub(crate) fn give_up_waiting_alone(&self, serves: impl Fn(&str) -> bool) -> Option<ServedJob> {
+        if self.alone_queued.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let mut inner = lock(&self.inner);
+        let running = self.running_len.load(Ordering::Acquire);
+        let at = inner
+            .queue
+            .iter()
+            .position(|job| Self::waits_alone(job, running) && serves(&job.method))?;
+        let mut job = inner.queue.remove(at)?;
+        self.count_alone(&mut inner, 0, 1);
+        self.queued.fetch_sub(1, Ordering::AcqRel);
+        if job.announced {
+            job.announced = false;
+            if !self.departed.load(Ordering::Acquire) {
+                inner.forgotten.push(job.token);
+                self.wake_locked(&mut inner);
+            }
+        }
+        Some(job)
+    }
+
+    /// Whether this server serves `method`.
+    pub(crate) fn serves(&self, method: &str) -> bool {
+        self.methods.iter().any(|m| m == method)
+    }
+
+    /// Counts alone entries into (`add`) and out of (`sub`) the queue.
+    fn count_alone(&self, inner: &mut Inner, add: usize, sub: usize) {
+        inner.alone_queued = inner.alone_queued + add - sub;
+        self.alone_queued
+            .store(inner.alone_queued, Ordering::Relaxed);
+    }
+
+    /// The load the strategy weighs for placing a job (`alone`: one that runs alone): a server
+    /// that runs an alone job, or has one waiting, looks full to other jobs (they would wait
+    /// behind it, or keep it waiting); an alone job looks for a server with nothing to do.
+    pub(crate) fn placement_load(&self, alone: bool) -> usize {
+        let load = self.load();
+        let busy = if alone {
+            load > 0
+        } else {
+            self.alone_running.load(Ordering::Relaxed)
+                || self.alone_queued.load(Ordering::Relaxed) > 0
+        };
+        if busy {
+            load.saturating_add(self.concurrency)
+        } else {
+            load
+        }
     }
 
     /// Departure: the serving thread is gone. No stop or forget notice will be sent again, and
@@ -641,6 +724,8 @@ impl Server {
             self.departed.store(true, Ordering::Release);
             inner.stops.clear();
             inner.forgotten.clear();
+            let alone = inner.alone_queued;
+            self.count_alone(&mut inner, 0, alone);
             inner.queue.drain(..).collect()
         };
         self.queued.fetch_sub(queued.len(), Ordering::AcqRel);
@@ -664,6 +749,8 @@ impl Server {
     /// told to forget the views it was sent for them.
     pub(crate) fn drain_queue(&self) -> Vec<ServedJob> {
         let mut inner = lock(&self.inner);
+        let alone = inner.alone_queued;
+        self.count_alone(&mut inner, 0, alone);
         let jobs: Vec<ServedJob> = inner.queue.drain(..).collect();
         self.queued.fetch_sub(jobs.len(), Ordering::AcqRel);
         let forgotten: Vec<u64> = jobs

@@ -259,6 +259,16 @@ impl Servers {
             .map_or(0, |(_, calls)| *calls)
     }
 
+    /// A job that runs alone and waits on another server behind running jobs, for `idle`,
+    /// which has nothing to do (see `Server::give_up_waiting_alone`).
+    pub(crate) fn waiting_alone_for(&self, idle: &Server) -> Option<ServedJob> {
+        self.read()
+            .all
+            .iter()
+            .filter(|other| other.id() != idle.id())
+            .find_map(|other| other.give_up_waiting_alone(|method| idle.serves(method)))
+    }
+
     /// Every server not yet departed.
     pub(crate) fn all(&self) -> Vec<Arc<Server>> {
         self.read().all.clone()
@@ -288,8 +298,9 @@ impl Servers {
                     return Err(job);
                 };
                 let n = entry.list.len();
+                let alone = job.alone;
                 let i = strategy.pick(n, &entry.next, |i| {
-                    (entry.list[i].load(), entry.list[i].asleep())
+                    (entry.list[i].placement_load(alone), entry.list[i].asleep())
                 });
                 entry.list[i].clone()
             };

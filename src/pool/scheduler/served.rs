@@ -7,7 +7,7 @@ use super::Scheduler;
 use crate::pool::admission::Kind;
 use crate::pool::job::{JobCore, ServedJob};
 use crate::pool::lifecycle::destroyed_error;
-use crate::pool::server::{Announce, Batch, Running, ServeError, Served, Server, Wake};
+use crate::pool::server::{Announce, Batch, Push, Running, ServeError, Served, Server, Wake};
 use crate::pool::servers::Hold;
 use crate::pool::stats::ServerStats;
 use crate::pool::timeout;
@@ -311,6 +311,18 @@ impl Scheduler {
             });
         }
         take.finish(jobs)
+    }
+
+    /// Moves a job that runs alone and waits on another server onto `idle` (see
+    /// [`crate::pool::Pool::rest`]); if `idle` no longer takes jobs, it is placed anew.
+    pub(crate) fn take_waiting_alone(&self, idle: &Server) {
+        let Some(job) = self.servers.waiting_alone_for(idle) else {
+            return;
+        };
+        match idle.push(job, &mut None, &self.lifecycle) {
+            Push::Queued => {}
+            Push::Closed(job) | Push::Destroyed(job) => self.place_served(job, None),
+        }
     }
 
     /// Removes a running job's record: its slot and the server's load are given back.

@@ -319,88 +319,159 @@ fn a_job_that_runs_alone_waits_for_an_empty_server_and_nothing_starts_beside_it(
     assert_eq!(taken(&first), [0.0]);
     p.call_as(&o, 1, "m", vec![Value::Number(1.0)], None, alone());
     p.call(&o, 2, "m", vec![Value::Number(2.0)], None);
-    assert!(
-        p.take(&server).jobs.is_empty(),
-        "the alone job waits for 0, and 2 waits behind it (the queue's order holds)"
-    );
+    let beside = p.take(&server).jobs;
+    assert_eq!(taken(&beside), [2.0], "1 waits for 0; 2 goes past it");
     assert_eq!(
         p.rest(&server, true, false),
         Rest::Idle,
-        "nothing to take: the thread sleeps"
+        "only the alone job waits: the thread sleeps"
     );
     assert!(p.complete(&server, first[0].token, Ok(Value::Null)));
+    assert!(p.take(&server).jobs.is_empty(), "it still waits for 2");
+    assert!(p.complete(&server, beside[0].token, Ok(Value::Null)));
     let second = p.take(&server).jobs;
     assert_eq!(
         taken(&second),
         [1.0],
-        "it runs alone, although two slots are free"
+        "it runs alone, although three slots are free"
     );
     p.call(&o, 3, "m", vec![Value::Number(3.0)], None);
     assert!(p.take(&server).jobs.is_empty(), "nothing starts beside it");
     assert_eq!(p.rest(&server, true, false), Rest::Idle);
     assert!(p.complete(&server, second[0].token, Ok(Value::Null)));
     let third = p.take(&server).jobs;
-    assert_eq!(
-        taken(&third),
-        [2.0, 3.0],
-        "then the others, as many as the slots"
-    );
-    // Taken with others queued before it: the take stops at it.
+    assert_eq!(taken(&third), [3.0]);
+    p.complete(&server, third[0].token, Ok(Value::Null));
+    // With nothing running: an ordinary call first, then the alone job waits for it, and the
+    // call behind the alone job goes past it.
     p.call(&o, 4, "m", vec![Value::Number(4.0)], None);
-    for t in &third {
-        p.complete(&server, t.token, Ok(Value::Null));
-    }
     p.call_as(&o, 5, "m", vec![Value::Number(5.0)], None, alone());
     p.call(&o, 6, "m", vec![Value::Number(6.0)], None);
     let fourth = p.take(&server).jobs;
-    assert_eq!(
-        taken(&fourth),
-        [4.0],
-        "4 is taken, the alone job stops the take"
-    );
-    p.complete(&server, fourth[0].token, Ok(Value::Null));
+    assert_eq!(taken(&fourth), [4.0, 6.0]);
+    for t in &fourth {
+        p.complete(&server, t.token, Ok(Value::Null));
+    }
     let fifth = p.take(&server).jobs;
     assert_eq!(taken(&fifth), [5.0]);
     p.complete(&server, fifth[0].token, Ok(Value::Null));
-    assert_eq!(taken(&p.take(&server).jobs), [6.0]);
-    let mut settled: Vec<u64> = (0..6).map(|_| recv(&rx).0).collect();
+    let mut settled: Vec<u64> = (0..7).map(|_| recv(&rx).0).collect();
     settled.sort_unstable();
-    assert_eq!(settled, [0, 1, 2, 3, 4, 5]);
+    assert_eq!(settled, [0, 1, 2, 3, 4, 5, 6]);
 }
 
 #[test]
-fn a_cancelled_job_that_would_run_alone_holds_nothing_up() {
+fn jobs_that_run_alone_go_to_an_idle_server_and_other_jobs_keep_away_from_them() {
+    let p = pool(Strategy::LeastBusy, usize::MAX);
+    let (o, _, rx) = origin();
+    let (a, _bell_a) = serve_at_once(&p, &["m"], 1, 2);
+    let (b, _bell_b) = serve_at_once(&p, &["m"], 2, 2);
+    let alone = || Caller {
+        alone: true,
+        ..Caller::default()
+    };
+    p.call(&o, 0, "m", vec![Value::Number(0.0)], None);
+    let (busy, idle) = if a.busy() > 0 { (&a, &b) } else { (&b, &a) };
+    let first = p.take(busy).jobs;
+    p.call_as(&o, 1, "m", vec![Value::Number(1.0)], None, alone());
+    let second = p.take(idle).jobs;
+    assert_eq!(taken(&second), [1.0], "the idle server takes it");
+    // The server running it alone looks full: ordinary calls go to the other, 2 then 3 (busier
+    // than the alone server's count alone says).
+    p.call(&o, 2, "m", vec![Value::Number(2.0)], None);
+    p.call(&o, 3, "m", vec![Value::Number(3.0)], None);
+    assert_eq!(taken(&p.take(busy).jobs), [2.0]);
+    assert!(p.take(idle).jobs.is_empty());
+    assert_eq!(idle.busy(), 1, "only its alone job");
+    p.complete(idle, second[0].token, Ok(Value::Null));
+    p.complete(busy, first[0].token, Ok(Value::Null));
+    let rest = [recv(&rx).0, recv(&rx).0];
+    assert!(rest.contains(&0) && rest.contains(&1));
+}
+
+#[test]
+fn a_cancelled_job_that_would_run_alone_is_dropped_and_leaves_no_trace() {
     let p = pool(Strategy::RoundRobin, usize::MAX);
     let (o, _, rx) = origin();
     let (server, _bell) = serve_at_once(&p, &["m"], 1, 2);
+    let alone = || Caller {
+        alone: true,
+        ..Caller::default()
+    };
     p.call(&o, 0, "m", vec![Value::Number(0.0)], None);
     let first = p.take(&server).jobs;
     let control = p
-        .call_as(
-            &o,
-            1,
-            "m",
-            vec![Value::Number(1.0)],
-            None,
-            Caller {
-                alone: true,
-                ..Caller::default()
-            },
-        )
+        .call_as(&o, 1, "m", vec![Value::Number(1.0)], None, alone())
         .unwrap();
-    p.call(&o, 2, "m", vec![Value::Number(2.0)], None);
-    assert!(p.take(&server).jobs.is_empty());
+    p.call_as(&o, 2, "m", vec![Value::Number(2.0)], None, alone());
     assert!(p.cancel(&control, CancelReason::Aborted), "withdrawn unrun");
+    assert!(p.take(&server).jobs.is_empty());
     assert_eq!(
-        p.rest(&server, true, false),
-        Rest::Work,
-        "its tombstone no longer waits"
+        server.placement_load(false),
+        server.busy() + 2,
+        "looks full to other jobs"
     );
+    assert!(p.complete(&server, first[0].token, Ok(Value::Null)));
     let second = p.take(&server).jobs;
-    assert_eq!(taken(&second), [2.0], "2 runs beside 0");
-    p.complete(&server, first[0].token, Ok(Value::Null));
+    assert_eq!(taken(&second), [2.0], "1 is dropped, 2 runs alone");
     p.complete(&server, second[0].token, Ok(Value::Null));
+    assert_eq!((server.busy(), server.placement_load(false)), (0, 0));
     let mut settled = [recv(&rx).0, recv(&rx).0];
     settled.sort_unstable();
     assert_eq!(settled, [0, 2]);
+}
+
+#[test]
+fn a_server_with_nothing_to_do_takes_a_job_that_waits_to_run_alone_elsewhere() {
+    let p = pool(Strategy::LeastBusy, usize::MAX);
+    let (o, _, rx) = origin();
+    let (a, bell_a) = serve_at_once(&p, &["m"], 1, 2);
+    let (b, bell_b) = serve_at_once(&p, &["m"], 2, 2);
+    // a runs 0; b runs 1 and 2 (the strategy balances: a third call goes where one runs).
+    for i in 0..3 {
+        p.call(&o, i, "m", vec![Value::Number(i as f64)], None);
+    }
+    let (one, two, two_bell) = if a.busy() == 1 {
+        (&a, &b, &bell_b)
+    } else {
+        (&b, &a, &bell_a)
+    };
+    let first = p.take(one).jobs;
+    let second = p.take(two).jobs;
+    assert_eq!((first.len(), second.len()), (1, 2));
+    p.call_as(
+        &o,
+        3,
+        "m",
+        vec![Value::Number(3.0)],
+        None,
+        Caller {
+            alone: true,
+            ..Caller::default()
+        },
+    );
+    assert_eq!(
+        one.busy(),
+        2,
+        "placed on the less busy server, where it waits"
+    );
+    assert!(p.take(one).jobs.is_empty());
+    let wakes = two_bell.wakes.load(Ordering::Relaxed);
+    for job in &second {
+        p.complete(two, job.token, Ok(Value::Null));
+    }
+    assert!(p.take(two).jobs.is_empty());
+    assert_eq!(p.rest(two, true, false), Rest::Idle);
+    assert_eq!((one.busy(), two.busy()), (1, 1), "the idle server took it");
+    assert!(
+        two_bell.wakes.load(Ordering::Relaxed) > wakes,
+        "and was woken for it"
+    );
+    let third = p.take(two).jobs;
+    assert_eq!(taken(&third), [3.0]);
+    p.complete(two, third[0].token, Ok(Value::Null));
+    p.complete(one, first[0].token, Ok(Value::Null));
+    let mut settled: Vec<u64> = (0..4).map(|_| recv(&rx).0).collect();
+    settled.sort_unstable();
+    assert_eq!(settled, [0, 1, 2, 3]);
 }
