@@ -289,6 +289,15 @@ impl Take<'_> {
     }
 }
 
+/// Alone entries queued on any server of the process (see `Inner::alone_queued`): while there
+/// are none, a resting server does not look for one to take (`Pool::rest`).
+static ALONE_QUEUED: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether a job that runs alone may be queued on some server (a hint).
+pub(crate) fn alone_queued_anywhere() -> bool {
+    ALONE_QUEUED.load(Ordering::Relaxed) > 0
+}
+
 /// A mutex's guard; a poisoned lock is taken as it is (no code panics while holding one of
 /// these, and a job's settlement must never be lost to a poisoned lock).
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -695,6 +704,8 @@ impl Server {
         inner.alone_queued = inner.alone_queued + add - sub;
         self.alone_queued
             .store(inner.alone_queued, Ordering::Relaxed);
+        ALONE_QUEUED.fetch_add(add, Ordering::Relaxed);
+        ALONE_QUEUED.fetch_sub(sub, Ordering::Relaxed);
     }
 
     /// The load the strategy weighs for placing a job (`alone`: one that runs alone): a server
