@@ -799,10 +799,18 @@ describe('run()', () => {
   const GRACE_MS = 300;
   /** Whether a second hold task starts within the grace period (word 1 passes 1). */
   const secondStarts = async (g) => (await Atomics.waitAsync(g.view, 1, 1, GRACE_MS).value) !== 'timed-out' || Atomics.load(g.view, 1) > 1;
+  /** A pool of one worker with two task slots, of corepool/piscina or of Piscina. */
+  const twoSlots = (Ctor) => make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });
+  /** `story(Ctor)` tells `expected` under corepool/piscina, and the same under Piscina. */
+  async function asUnderPiscina(story, expected) {
+    const ours = await story(Piscina);
+    expect(ours).toEqual(expected);
+    expect(ours).toEqual(await story(RealPiscina));
+  }
 
   test('concurrentTasksPerWorker: a task with a signal waits for its worker to be free, as under Piscina', async () => {
     const story = async (Ctor) => {
-      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });
+      const p = twoSlots(Ctor);
       const g = gate();
       const seen = [];
       const beside = p.run(g.view, { name: 'holdAsync' }).then((v) => seen.push(`beside ${v}`));
@@ -815,14 +823,12 @@ describe('run()', () => {
       seen.push(`starts ${Atomics.load(g.view, 1)}`);
       return seen;
     };
-    const ours = await story(Piscina);
-    expect(ours).toEqual(['started beside it: false', 'beside released', 'held released', 'starts 2']);
-    expect(ours).toEqual(await story(RealPiscina));
+    await asUnderPiscina(story, ['started beside it: false', 'beside released', 'held released', 'starts 2']);
   });
 
   test('concurrentTasksPerWorker: nothing starts beside a task with a signal; aborting it ends its worker and loses no task, as under Piscina', async () => {
     const story = async (Ctor) => {
-      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });
+      const p = twoSlots(Ctor);
       const g = gate();
       const seen = [];
       const ac = new AbortController();
@@ -842,14 +848,12 @@ describe('run()', () => {
       await beside;
       return seen;
     };
-    const ours = await story(Piscina);
-    expect(ours).toEqual(['started beside it: false', 'held AbortError', 'same worker: false', 'beside released']);
-    expect(ours).toEqual(await story(RealPiscina));
+    await asUnderPiscina(story, ['started beside it: false', 'held AbortError', 'same worker: false', 'beside released']);
   });
 
   test('concurrentTasksPerWorker: tasks go past a task with a signal that waits for its worker, as under Piscina', async () => {
     const story = async (Ctor) => {
-      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 2 });
+      const p = twoSlots(Ctor);
       const g = gate();
       const seen = [];
       const first = p.run(g.view, { name: 'holdAsync' }).then((v) => seen.push(`first ${v}`));
@@ -860,9 +864,7 @@ describe('run()', () => {
       await Promise.all([first, waiting]);
       return seen;
     };
-    const ours = await story(Piscina);
-    expect(ours).toEqual(['past it: z', 'first released', 'signalled s']);
-    expect(ours).toEqual(await story(RealPiscina));
+    await asUnderPiscina(story, ['past it: z', 'first released', 'signalled s']);
   });
 
   test('maxThreads 2: a task with a signal waiting on a busy worker runs on the other once that one is free, as under Piscina', async () => {
@@ -882,9 +884,7 @@ describe('run()', () => {
       seen.push(...(await Promise.all(held)));
       return seen;
     };
-    const ours = await story(Piscina);
-    expect(ours).toEqual(['signalled: s', 'released', 'released', 'released']);
-    expect(ours).toEqual(await story(RealPiscina));
+    await asUnderPiscina(story, ['signalled: s', 'released', 'released', 'released']);
   });
 
   test("Piscina.move(): a moved task and a moved result arrive as their values (a Uint8Array's bytes)", async () => {

@@ -294,6 +294,14 @@ fn a_server_runs_at_most_concurrency_calls_and_the_rest_stay_queued() {
     assert_eq!(server.busy(), 0);
 }
 
+/// A caller whose served call runs alone on its server.
+fn alone() -> Caller<'static> {
+    Caller {
+        alone: true,
+        ..Caller::default()
+    }
+}
+
 /// The params of the jobs a take hands over, as numbers.
 fn taken(jobs: &[Served]) -> Vec<f64> {
     jobs.iter()
@@ -309,10 +317,6 @@ fn a_job_that_runs_alone_waits_for_an_empty_server_and_nothing_starts_beside_it(
     let p = pool(Strategy::RoundRobin, usize::MAX);
     let (o, _, rx) = origin();
     let (server, _bell) = serve_at_once(&p, &["m"], 1, 3);
-    let alone = || Caller {
-        alone: true,
-        ..Caller::default()
-    };
     // 0 runs; 1 runs alone; 2 is an ordinary call behind it.
     p.call(&o, 0, "m", vec![Value::Number(0.0)], None);
     let first = p.take(&server).jobs;
@@ -366,10 +370,6 @@ fn jobs_that_run_alone_go_to_an_idle_server_and_other_jobs_keep_away_from_them()
     let (o, _, rx) = origin();
     let (a, _bell_a) = serve_at_once(&p, &["m"], 1, 2);
     let (b, _bell_b) = serve_at_once(&p, &["m"], 2, 2);
-    let alone = || Caller {
-        alone: true,
-        ..Caller::default()
-    };
     p.call(&o, 0, "m", vec![Value::Number(0.0)], None);
     let (busy, idle) = if a.busy() > 0 { (&a, &b) } else { (&b, &a) };
     let first = p.take(busy).jobs;
@@ -394,10 +394,6 @@ fn a_cancelled_job_that_would_run_alone_is_dropped_and_leaves_no_trace() {
     let p = pool(Strategy::RoundRobin, usize::MAX);
     let (o, _, rx) = origin();
     let (server, _bell) = serve_at_once(&p, &["m"], 1, 2);
-    let alone = || Caller {
-        alone: true,
-        ..Caller::default()
-    };
     p.call(&o, 0, "m", vec![Value::Number(0.0)], None);
     let first = p.take(&server).jobs;
     let control = p
@@ -439,17 +435,7 @@ fn a_server_with_nothing_to_do_takes_a_job_that_waits_to_run_alone_elsewhere() {
     let first = p.take(one).jobs;
     let second = p.take(two).jobs;
     assert_eq!((first.len(), second.len()), (1, 2));
-    p.call_as(
-        &o,
-        3,
-        "m",
-        vec![Value::Number(3.0)],
-        None,
-        Caller {
-            alone: true,
-            ..Caller::default()
-        },
-    );
+    p.call_as(&o, 3, "m", vec![Value::Number(3.0)], None, alone());
     assert_eq!(
         one.busy(),
         2,
