@@ -592,7 +592,7 @@ impl Pool {
     /// that is free.
     pub fn rest(&self, server: &Server, budget_left: bool, may_poll: bool) -> Rest {
         let rest = server.rest(budget_left, may_poll);
-        if rest == Rest::Idle && server::alone_queued_anywhere() && server.busy() == 0 {
+        if rest == Rest::Idle {
             self.scheduler.take_waiting_alone(server);
         }
         rest

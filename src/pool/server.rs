@@ -708,18 +708,21 @@ impl Server {
         ALONE_QUEUED.fetch_sub(sub, Ordering::Relaxed);
     }
 
-    /// The load the strategy weighs for placing a job (`alone`: one that runs alone): a server
-    /// that runs an alone job, or has one waiting, looks full to other jobs (they would wait
-    /// behind it, or keep it waiting); an alone job looks for a server with nothing to do.
+    /// The load the strategy weighs for placing a job (`alone`: one that runs alone). To other
+    /// jobs, a server running an alone job looks full (they would wait for it), and alone jobs
+    /// waiting there do not count (they hold no slot: other jobs go past them); an alone job
+    /// looks for a server with nothing to do.
     pub(crate) fn placement_load(&self, alone: bool) -> usize {
         let load = self.load();
-        let busy = if alone {
-            load > 0
-        } else {
-            self.alone_running.load(Ordering::Relaxed)
-                || self.alone_queued.load(Ordering::Relaxed) > 0
-        };
-        if busy {
+        if alone {
+            return if load > 0 {
+                load.saturating_add(self.concurrency)
+            } else {
+                0
+            };
+        }
+        let load = load.saturating_sub(self.alone_queued.load(Ordering::Relaxed));
+        if self.alone_running.load(Ordering::Relaxed) {
             load.saturating_add(self.concurrency)
         } else {
             load

@@ -7,11 +7,14 @@ use super::Scheduler;
 use crate::pool::admission::Kind;
 use crate::pool::job::{JobCore, ServedJob};
 use crate::pool::lifecycle::destroyed_error;
-use crate::pool::server::{Announce, Batch, Push, Running, ServeError, Served, Server, Wake};
+use crate::pool::server::{
+    alone_queued_anywhere, Announce, Batch, Push, Running, ServeError, Served, Server, Wake,
+};
 use crate::pool::servers::Hold;
 use crate::pool::stats::ServerStats;
 use crate::pool::timeout;
 use crate::rpc::{CancelReason, Outcome, RpcError};
+use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -113,12 +116,16 @@ impl Scheduler {
     /// job settles with MethodNotFound (PoolClosed once the pool is destroyed).
     pub(super) fn place_served(&self, job: ServedJob, mut announce: Option<Announce>) {
         let strategy = self.options.strategy;
+        let alone = job.alone;
         let mut job = job;
         let job = loop {
             let Err(unplaced) = self
                 .servers
                 .place(job, announce.take(), strategy, &self.lifecycle)
             else {
+                if alone {
+                    self.place_alone();
+                }
                 return;
             };
             if self.lifecycle.is_destroyed() {
@@ -313,15 +320,44 @@ impl Scheduler {
         take.finish(jobs)
     }
 
-    /// Moves a job that runs alone and waits on another server onto `idle` (see
-    /// [`crate::pool::Pool::rest`]); if `idle` no longer takes jobs, it is placed anew.
-    pub(crate) fn take_waiting_alone(&self, idle: &Server) {
+    /// A server with nothing to do (its last call finished, or its serving thread rests) takes
+    /// a job that runs alone and waits on another server behind running jobs, as Piscina gives
+    /// such a task to the first worker that is free; true if it took one (it is woken for it).
+    /// If `idle` no longer takes jobs, the job is placed anew.
+    ///
+    /// With the check in [`Scheduler::place_alone`] it is a handshake: a server that falls idle
+    /// reads whether alone jobs wait after its load has dropped to zero, and the caller that
+    /// queues one where it must wait looks for an idle server after counting it in, each past
+    /// a SeqCst fence, so at least one of the two sees the other.
+    pub(crate) fn take_waiting_alone(&self, idle: &Server) -> bool {
+        if idle.busy() != 0 {
+            return false;
+        }
+        fence(Ordering::SeqCst);
+        if !alone_queued_anywhere() {
+            return false;
+        }
         let Some(job) = self.servers.waiting_alone_for(idle) else {
-            return;
+            return false;
         };
         match idle.push(job, &mut None, &self.lifecycle) {
-            Push::Queued => {}
-            Push::Closed(job) | Push::Destroyed(job) => self.place_served(job, None),
+            Push::Queued => true,
+            Push::Closed(job) | Push::Destroyed(job) => {
+                self.place_served(job, None);
+                false
+            }
+        }
+    }
+
+    /// After a job that runs alone was queued: if it waits behind running jobs while another
+    /// server has nothing to do (it fell idle after the job's server was picked), that server
+    /// takes it (see [`Scheduler::take_waiting_alone`]).
+    fn place_alone(&self) {
+        fence(Ordering::SeqCst);
+        for server in self.servers.all() {
+            if server.busy() == 0 && self.take_waiting_alone(&server) {
+                return;
+            }
         }
     }
 
@@ -341,7 +377,7 @@ impl Scheduler {
                 run.complete(outcome, &self.counters, server.thread())
             });
         }
-        server.more_to_take()
+        server.more_to_take() || self.take_waiting_alone(server)
     }
 
     /// The serving thread stops job `token` (its timeout fired): the call settles now with

@@ -404,8 +404,8 @@ fn a_cancelled_job_that_would_run_alone_is_dropped_and_leaves_no_trace() {
     assert!(p.take(&server).jobs.is_empty());
     assert_eq!(
         server.placement_load(false),
-        server.busy() + 2,
-        "looks full to other jobs"
+        1,
+        "to other jobs only the running call counts: the alone ones hold no slot"
     );
     assert!(p.complete(&server, first[0].token, Ok(Value::Null)));
     let second = p.take(&server).jobs;
@@ -421,17 +421,13 @@ fn a_cancelled_job_that_would_run_alone_is_dropped_and_leaves_no_trace() {
 fn a_server_with_nothing_to_do_takes_a_job_that_waits_to_run_alone_elsewhere() {
     let p = pool(Strategy::LeastBusy, usize::MAX);
     let (o, _, rx) = origin();
-    let (a, bell_a) = serve_at_once(&p, &["m"], 1, 2);
-    let (b, bell_b) = serve_at_once(&p, &["m"], 2, 2);
+    let (a, _bell_a) = serve_at_once(&p, &["m"], 1, 2);
+    let (b, _bell_b) = serve_at_once(&p, &["m"], 2, 2);
     // a runs 0; b runs 1 and 2 (the strategy balances: a third call goes where one runs).
     for i in 0..3 {
         p.call(&o, i, "m", vec![Value::Number(i as f64)], None);
     }
-    let (one, two, two_bell) = if a.busy() == 1 {
-        (&a, &b, &bell_b)
-    } else {
-        (&b, &a, &bell_a)
-    };
+    let (one, two) = if a.busy() == 1 { (&a, &b) } else { (&b, &a) };
     let first = p.take(one).jobs;
     let second = p.take(two).jobs;
     assert_eq!((first.len(), second.len()), (1, 2));
@@ -442,17 +438,12 @@ fn a_server_with_nothing_to_do_takes_a_job_that_waits_to_run_alone_elsewhere() {
         "placed on the less busy server, where it waits"
     );
     assert!(p.take(one).jobs.is_empty());
-    let wakes = two_bell.wakes.load(Ordering::Relaxed);
-    for job in &second {
-        p.complete(two, job.token, Ok(Value::Null));
-    }
-    assert!(p.take(two).jobs.is_empty());
-    assert_eq!(p.rest(two, true, false), Rest::Idle);
-    assert_eq!((one.busy(), two.busy()), (1, 1), "the idle server took it");
+    assert!(!p.complete(two, second[0].token, Ok(Value::Null)));
     assert!(
-        two_bell.wakes.load(Ordering::Relaxed) > wakes,
-        "and was woken for it"
+        p.complete(two, second[1].token, Ok(Value::Null)),
+        "its last call done, the server takes it: there is more to take"
     );
+    assert_eq!((one.busy(), two.busy()), (1, 1), "the idle server took it");
     let third = p.take(two).jobs;
     assert_eq!(taken(&third), [3.0]);
     p.complete(two, third[0].token, Ok(Value::Null));
@@ -460,4 +451,43 @@ fn a_server_with_nothing_to_do_takes_a_job_that_waits_to_run_alone_elsewhere() {
     let mut settled: Vec<u64> = (0..4).map(|_| recv(&rx).0).collect();
     settled.sort_unstable();
     assert_eq!(settled, [0, 1, 2, 3]);
+}
+
+#[test]
+fn alone_jobs_waiting_on_a_server_do_not_keep_other_jobs_from_its_free_slots() {
+    let p = pool(Strategy::LeastBusy, usize::MAX);
+    let (o, _, rx) = origin();
+    let (a, _bell_a) = serve_at_once(&p, &["m"], 1, 2);
+    let (b, _bell_b) = serve_at_once(&p, &["m"], 2, 2);
+    // One call runs on each; an alone job then waits on one of them.
+    p.call(&o, 0, "m", vec![Value::Number(0.0)], None);
+    p.call(&o, 1, "m", vec![Value::Number(1.0)], None);
+    let mut running: Vec<Served> = p.take(&a).jobs;
+    running.extend(p.take(&b).jobs);
+    assert_eq!((a.busy(), b.busy()), (1, 1));
+    p.call_as(&o, 2, "m", vec![Value::Number(2.0)], None, alone());
+    // Two ordinary calls: one for each server's free slot, whichever the alone job waits on.
+    p.call(&o, 3, "m", vec![Value::Number(3.0)], None);
+    p.call(&o, 4, "m", vec![Value::Number(4.0)], None);
+    for server in [&a, &b] {
+        let jobs = p.take(server).jobs;
+        assert_eq!(jobs.len(), 1, "each server's free slot is used");
+        running.extend(jobs);
+    }
+    let mut done = 0;
+    while let Some(job) = running.pop() {
+        let server = if a.busy() > 0 && p.is_live(&a, job.token) {
+            &a
+        } else {
+            &b
+        };
+        if p.complete(server, job.token, Ok(Value::Null)) {
+            running.extend(p.take(server).jobs);
+        }
+        done += 1;
+    }
+    assert_eq!(done, 5);
+    let mut settled: Vec<u64> = (0..5).map(|_| recv(&rx).0).collect();
+    settled.sort_unstable();
+    assert_eq!(settled, [0, 1, 2, 3, 4]);
 }
