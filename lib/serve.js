@@ -1,7 +1,7 @@
 'use strict';
 // Serving methods implemented in JavaScript from this thread (Pool#serve): the Server, the drain
 // cycles that run its jobs (scheduling and wake-ups are native: src/bindings/serve.rs and
-// src/pool/server.rs), and what a handler's outcome becomes.
+// src/pool/server/), and what a handler's outcome becomes.
 
 const { threadId } = require('node:worker_threads');
 const { performance } = require('node:perf_hooks'); // the global is a getter on every use

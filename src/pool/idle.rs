@@ -1,6 +1,6 @@
 //! How an idle thread of the pool waits for work before it sleeps: a native worker between
 //! jobs (`worker.rs`), and a JavaScript thread serving methods at the end of a drain cycle
-//! (`server.rs`). Both poll their queue for [`IDLE_SPIN`], one [`idle_pause`] per round, and
+//! (`server/`). Both poll their queue for [`IDLE_SPIN`], one [`idle_pause`] per round, and
 //! only then go to sleep behind their own wake-up handshake.
 
 use std::thread;

@@ -17,7 +17,7 @@
 //! then) is the only one that ever touches them. So a cancelled call lets go of its params at
 //! once, although its tombstone stays in a queue until a worker or server pops it.
 //!
-//! A job for a JavaScript-served method (see `server.rs`) follows the same states; there the
+//! A job for a JavaScript-served method (see `server/`) follows the same states; there the
 //! RUNNING → DONE step is a compare-exchange too ([`Control::try_finish`]), because three
 //! parties may race for it: the serving thread completing the handler, a stop (abort, timeout,
 //! destroy) that settles at once, and the serving thread's departure.
@@ -61,7 +61,7 @@ pub struct Control {
 // memory are Send by `SharedView`'s contract).
 unsafe impl Sync for Control {}
 
-/// What runs a served job once it is RUNNING (its server, see `server.rs`). A canceller that
+/// What runs a served job once it is RUNNING (its server, see `server/`). A canceller that
 /// finds the job RUNNING asks it to stop. A trait, so that jobs need not know the servers.
 pub(crate) trait Runner: Send + Sync {
     /// Ends running job `token` now (RUNNING → DONE) if it still runs, and tells its handler to
@@ -307,14 +307,14 @@ pub(crate) struct NativeJob {
     pub(crate) pinned: Option<usize>,
 }
 
-/// A job of a method implemented in JavaScript, on a server's queue (see `server.rs`).
+/// A job of a method implemented in JavaScript, on a server's queue (see `server/`).
 pub(crate) struct ServedJob {
     pub(crate) core: JobCore,
     pub(crate) method: Arc<str>,
     /// A process-wide unique number naming the job to its server.
     pub(crate) token: u64,
     /// The params hold views into SharedArrayBuffers, which the serving thread needs as JS
-    /// objects of its own (see `server.rs`).
+    /// objects of its own (see `server/`).
     pub(crate) views: bool,
     /// The caller sent the views to the server the job was placed on.
     pub(crate) announced: bool,

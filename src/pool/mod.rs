@@ -11,7 +11,7 @@
 //!   outcome goes;
 //! - `admission.rs`: the `maxQueue` bound and the `onFull: 'wait'` list;
 //! - `worker.rs`: native worker threads, their queues, sleep/wake and retirement;
-//! - `server.rs`: JavaScript threads serving methods, their queues and drain cycles;
+//! - `server/`: JavaScript threads serving methods, their queues and drain cycles;
 //! - `servers.rs`: the method table over the servers, job tokens, expected methods;
 //! - `origin.rs`: the handshake that makes a caller's environment safe to tear down;
 //! - `lifecycle.rs`, `options.rs`, `stats.rs`, `strategy.rs`, `timeout.rs`, `idle.rs`: flags,
@@ -65,7 +65,7 @@ pub struct Caller<'a> {
     /// a JavaScript handler's `ctx.progress(value)` reach its origin ([`Deliver::progress`]).
     pub watches_progress: bool,
     /// When a JavaScript-served call with views is placed on a server from this thread,
-    /// `announce(server_tag, token)` runs just before the push (see `server.rs`).
+    /// `announce(server_tag, token)` runs just before the push (see `server/`).
     pub announce: Option<Announce<'a>>,
     /// The call continues one accepted before `close()` (a `map`'s later inputs): admitted
     /// after `close()`, not after `destroy()`.
@@ -77,7 +77,7 @@ pub struct Caller<'a> {
     /// wait and run time to its origin before its outcome ([`Deliver::ran`]).
     pub timed: bool,
     /// A JavaScript-served call runs alone on its server: it starts once no other handler
-    /// runs there, and none starts beside it until it is done (`server.rs`); native commands
+    /// runs there, and none starts beside it until it is done (`server/`); native commands
     /// ignore it.
     pub alone: bool,
 }
@@ -473,7 +473,7 @@ impl Pool {
     /// `true`: the caller must then settle it (the job will never run). A running call is
     /// asked to stop cooperatively and settles through its worker; this returns `false`.
     /// A running call of a JavaScript-served method settles at once (the handler is told to
-    /// stop, see `server.rs`), also returning `false`.
+    /// stop, see `server/`), also returning `false`.
     pub fn cancel(&self, control: &Control, reason: CancelReason) -> bool {
         self.cancel_call(control, reason, false) == Cancelled::Withdrawn
     }

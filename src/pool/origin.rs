@@ -65,7 +65,7 @@ pub trait Deliver: Send + Sync {
     fn deliver(&self, call: u64, outcome: Outcome);
 
     /// Asks the environment to send call `call`'s SharedArrayBuffer views again, to the
-    /// serving environment `to`, for the served job `token` (see `server.rs`). The default
+    /// serving environment `to`, for the served job `token` (see `server/`). The default
     /// ignores the request; the job then waits until its caller is gone or it is stopped.
     fn resend(&self, call: u64, to: u64, token: u64) {
         let _ = (call, to, token);

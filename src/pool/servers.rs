@@ -1,4 +1,4 @@
-//! `Servers`: every JavaScript server of a pool, by method (one server is `server.rs`). It
+//! `Servers`: every JavaScript server of a pool, by method (one server is `server/`). It
 //! keeps the method table (the open servers of each method, and every server not yet departed,
 //! for stats), the tokens that name served jobs to their servers, and the methods the pool
 //! expects servers for (a pool of JavaScript workers started from a file) with the jobs that

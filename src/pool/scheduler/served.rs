@@ -1,4 +1,4 @@
-//! The scheduler's steps for jobs served by JavaScript threads (see `server.rs` for one
+//! The scheduler's steps for jobs served by JavaScript threads (see `server/` for one
 //! server, `servers.rs` for the method table): making a thread a server, placing a served job,
 //! the drain cycle's `take`, completion and stops, `destroy`'s share, and a server's departure.
 //! `README.md` §6 states the protocol and its invariants (V1–V3).

@@ -60,13 +60,16 @@
 use super::idle::{idle_pause, IDLE_SPIN};
 use super::job::{Control, Params, Reply, Runner, ServedJob, Stopped};
 use super::lifecycle::Lifecycle;
-use super::origin::{Origin, Ran};
-use super::stats::{Counters, ServerStats};
-use crate::rpc::{CancelReason, ErrorCode, Map, Outcome, RpcError, Value};
+use super::origin::Origin;
+use super::stats::ServerStats;
+use crate::rpc::{CancelReason, RpcError, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
+
+mod running;
+pub(crate) use running::Running;
 
 /// Wakes a server's JavaScript thread so that it drains its queue (the bindings call a
 /// threadsafe function). Called under the server's lock, at most once per drain cycle (see
@@ -125,84 +128,6 @@ pub enum ServeError {
 /// A caller's hook that sends a job's views to the chosen server before the push:
 /// `announce(server_tag, token)`.
 pub type Announce<'a> = &'a mut dyn FnMut(u64, u64);
-
-/// A running job's remains: what settling it needs.
-pub(crate) struct Running {
-    control: Arc<Control>,
-    origin: Arc<Origin>,
-    /// Taken by whoever wins RUNNING → DONE.
-    reply: Option<Reply>,
-    /// When the job was submitted (an observed call is told its queue wait).
-    submitted: Instant,
-    started: Instant,
-    deadline: Option<Instant>,
-    /// What a Timeout names: the method and its limit.
-    method: Arc<str>,
-    limit: Duration,
-    /// It runs alone on its server ([`ServedJob::alone`]).
-    alone: bool,
-}
-
-impl Running {
-    /// The error of this call stopped for `reason`: a Timeout names the method and its limit.
-    fn stop_error(&self, reason: CancelReason) -> RpcError {
-        match reason {
-            CancelReason::Timeout => RpcError::timed_out(&self.method, self.limit),
-            other => other.error(),
-        }
-    }
-
-    /// The handler finished with `outcome`: settles the call unless a stop or the server's
-    /// departure got there first. A handler that returns after its deadline or after a stop
-    /// was asked gets the stop as its answer, as native commands do.
-    /// `thread`: the serving thread's id, for an observed call.
-    pub(crate) fn complete(&mut self, outcome: Outcome, counters: &Counters, thread: u64) {
-        let run = self.started.elapsed();
-        counters.record_run(run);
-        if !self.control.try_finish() {
-            return; // a stop settled it
-        }
-        let outcome = match self.control.reason() {
-            Some(reason) => Err(self.stop_error(reason)),
-            None => match self.deadline {
-                Some(d) if Instant::now() >= d => Err(self.stop_error(CancelReason::Timeout)),
-                _ => outcome,
-            },
-        };
-        counters.record(&outcome);
-        if let Some(reply) = self.reply.take() {
-            let ran = Ran {
-                thread,
-                wait: self.started.saturating_duration_since(self.submitted),
-                run,
-            };
-            reply.finish_ran(outcome, &self.origin, ran);
-        }
-    }
-
-    /// Its server (JavaScript thread `thread`) departed before the handler finished: settles
-    /// the call with ServerGone, its data `{ thread }` saying which thread ran it, unless a stop
-    /// got there first. True if it settled the call.
-    pub(crate) fn abandon(mut self, counters: &Counters, thread: u64) -> bool {
-        if self.control.try_finish() {
-            if let Some(reply) = self.reply.take() {
-                let e = RpcError::new(
-                    ErrorCode::ServerGone,
-                    "The JavaScript thread serving the call exited before it finished: retry only if \
-                     the call is safe to run twice",
-                )
-                .with_data(Value::Object(Map::from_iter([(
-                    "thread".to_owned(),
-                    Value::Number(thread as f64),
-                )])));
-                counters.add_failed();
-                reply.finish(Err(e), &self.origin);
-                return true;
-            }
-        }
-        false
-    }
-}
 
 struct Inner {
     accepting: bool,
