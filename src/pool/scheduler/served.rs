@@ -14,7 +14,6 @@ use crate::pool::servers::Hold;
 use crate::pool::stats::ServerStats;
 use crate::pool::timeout;
 use crate::rpc::{CancelReason, Outcome, RpcError};
-use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -327,14 +326,11 @@ impl Scheduler {
     ///
     /// With the check in [`Scheduler::place_alone`] it is a handshake: a server that falls idle
     /// reads whether alone jobs wait after its load has dropped to zero, and the caller that
-    /// queues one where it must wait looks for an idle server after counting it in, each past
-    /// a SeqCst fence, so at least one of the two sees the other.
+    /// queues one where it must wait looks for an idle server after counting it in, all four
+    /// steps SeqCst, so at least one of the two sees the other (and the idle side pays no
+    /// fence: on x86 a SeqCst load is a plain one).
     pub(crate) fn take_waiting_alone(&self, idle: &Server) -> bool {
-        if idle.busy() != 0 {
-            return false;
-        }
-        fence(Ordering::SeqCst);
-        if !alone_queued_anywhere() {
+        if idle.busy() != 0 || !alone_queued_anywhere() {
             return false;
         }
         let Some(job) = self.servers.waiting_alone_for(idle) else {
@@ -353,9 +349,8 @@ impl Scheduler {
     /// server has nothing to do (it fell idle after the job's server was picked), that server
     /// takes it (see [`Scheduler::take_waiting_alone`]).
     fn place_alone(&self) {
-        fence(Ordering::SeqCst);
         for server in self.servers.all() {
-            if server.busy() == 0 && self.take_waiting_alone(&server) {
+            if server.busy_now() == 0 && self.take_waiting_alone(&server) {
                 return;
             }
         }

@@ -218,9 +218,10 @@ impl Take<'_> {
 /// are none, a resting server does not look for one to take (`Pool::rest`).
 static ALONE_QUEUED: AtomicUsize = AtomicUsize::new(0);
 
-/// Whether a job that runs alone may be queued on some server (a hint).
+/// Whether a job that runs alone may be queued on some server (SeqCst: see
+/// `Scheduler::take_waiting_alone`).
 pub(crate) fn alone_queued_anywhere() -> bool {
-    ALONE_QUEUED.load(Ordering::Relaxed) > 0
+    ALONE_QUEUED.load(Ordering::SeqCst) > 0
 }
 
 /// A mutex's guard; a poisoned lock is taken as it is (no code panics while holding one of
@@ -300,6 +301,12 @@ impl Server {
     /// Jobs in the queue or running; zero means a closed server has nothing left to do.
     pub fn busy(&self) -> usize {
         self.load()
+    }
+
+    /// `busy`, read SeqCst: the caller's side of the alone-job handshake
+    /// (`Scheduler::place_alone`).
+    pub(crate) fn busy_now(&self) -> usize {
+        self.queued.load(Ordering::SeqCst) + self.running_len.load(Ordering::SeqCst)
     }
 
     /// Wakes the serving thread unless a wake-up is already pending.
@@ -538,7 +545,8 @@ impl Server {
     /// gives back its slot. `None`: unknown token (departure took it).
     pub(crate) fn finish_running(&self, token: u64) -> Option<Running> {
         let run = lock(&self.running).remove(&token)?;
-        self.running_len.fetch_sub(1, Ordering::AcqRel);
+        // SeqCst: the idle side of the alone-job handshake (`Scheduler::take_waiting_alone`).
+        self.running_len.fetch_sub(1, Ordering::SeqCst);
         if run.alone {
             self.alone_running.store(false, Ordering::Release);
         }
@@ -629,8 +637,8 @@ impl Server {
         inner.alone_queued = inner.alone_queued + add - sub;
         self.alone_queued
             .store(inner.alone_queued, Ordering::Relaxed);
-        ALONE_QUEUED.fetch_add(add, Ordering::Relaxed);
-        ALONE_QUEUED.fetch_sub(sub, Ordering::Relaxed);
+        ALONE_QUEUED.fetch_add(add, Ordering::SeqCst);
+        ALONE_QUEUED.fetch_sub(sub, Ordering::SeqCst);
     }
 
     /// The load the strategy weighs for placing a job (`alone`: one that runs alone). To other
