@@ -29,34 +29,46 @@ const BACKLOG: usize = 4;
 pub const LONG_CALL: Duration = Duration::from_micros(100);
 
 thread_local! {
-    /// While this thread delivers an outcome behind a backlog, the calls queued (see [`behind`]).
-    static BEHIND: Cell<usize> = const { Cell::new(0) };
+    /// While this thread delivers an outcome behind a backlog, the calls queued, and per thread
+    /// of the pool (see [`behind`]).
+    static BEHIND: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
 }
 
 /// Runs `deliver` (a job's outcome on its way to its origin) telling the origin's sink whether
 /// it comes behind a backlog, and how deep: `queued` calls wait in the job's pool, and its calls
 /// are `long` ([`LONG_CALL`]: the job ran that long, or its serving thread's calls average that
-/// long).
+/// long); the pool has `threads` threads (or servers) to run them.
 /// Then the threads are busy whatever the caller does next, so the sink may gather outcomes
 /// before waking the caller's thread (`bindings::channel`) instead of preempting a busy
 /// thread once per call. Short jobs never count: their caller's thread has about as much to do
 /// per call as the pool's (reading the outcome, making the next call) and is then likely the
 /// one the calls wait for; a wake put off would leave it idle.
-pub(crate) fn behind<R>(queued: usize, long: bool, deliver: impl FnOnce() -> R) -> R {
+pub(crate) fn behind<R>(
+    queued: usize,
+    threads: usize,
+    long: bool,
+    deliver: impl FnOnce() -> R,
+) -> R {
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {
-            BEHIND.with(|b| b.set(0));
+            BEHIND.with(|b| b.set((0, 0)));
         }
     }
-    BEHIND.with(|b| b.set(if long && queued >= BACKLOG { queued } else { 0 }));
+    let backlog = if long && queued >= BACKLOG {
+        (queued, queued / threads.max(1))
+    } else {
+        (0, 0)
+    };
+    BEHIND.with(|b| b.set(backlog));
     let _reset = Reset;
     deliver()
 }
 
-/// The calls queued behind the outcome this thread delivers now, if they make a backlog (see
-/// [`behind`]); 0 if not. A hint: a sink that ignores it loses nothing.
-pub fn backlog() -> usize {
+/// The calls queued behind the outcome this thread delivers now if they make a backlog, and
+/// how many that is per thread of the pool (see [`behind`]); `(0, 0)` if not. A hint: a sink
+/// that ignores it loses nothing.
+pub fn backlog() -> (usize, usize) {
     BEHIND.with(Cell::get)
 }
 

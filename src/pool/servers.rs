@@ -45,6 +45,8 @@ pub(crate) struct Servers {
     /// The latest departures that settled running calls with ServerGone: `(thread, calls)`,
     /// oldest first, at most [`REMEMBERED_DEPARTURES`].
     departures: Mutex<VecDeque<(u64, usize)>>,
+    /// Servers in `table.all`, readable without the lock.
+    open: AtomicUsize,
 }
 
 /// Departures remembered for [`Servers::abandoned_by`]: a serving thread's exit is heard of on
@@ -98,6 +100,7 @@ impl Default for Servers {
             table: RwLock::new(Table::default()),
             expected: Mutex::new(Expected::default()),
             departures: Mutex::new(VecDeque::new()),
+            open: AtomicUsize::new(0),
         }
     }
 }
@@ -199,6 +202,7 @@ impl Servers {
                     .push(server.clone());
             }
             table.all.push(server.clone());
+            self.open.store(table.all.len(), Ordering::Relaxed);
         }
         let mut expected = lock(&self.expected);
         if expected.pending.is_empty() {
@@ -230,7 +234,14 @@ impl Servers {
 
     /// Forgets a departed server altogether.
     pub(crate) fn forget(&self, server: &Server) {
-        self.write().all.retain(|x| x.id() != server.id());
+        let mut table = self.write();
+        table.all.retain(|x| x.id() != server.id());
+        self.open.store(table.all.len(), Ordering::Relaxed);
+    }
+
+    /// How many servers the pool has (departed ones out), as of late.
+    pub(crate) fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
     }
 
     /// Remembers that the departure of JavaScript thread `thread` settled `calls` running calls

@@ -570,7 +570,7 @@ impl Scheduler {
             run: elapsed,
         };
         let long = elapsed >= crate::pool::origin::LONG_CALL;
-        crate::pool::origin::behind(self.counters.queued(), long, || {
+        crate::pool::origin::behind(self.counters.queued(), self.workers.len(), long, || {
             reply.finish_ran(outcome, &origin, ran)
         });
         origin.leave();

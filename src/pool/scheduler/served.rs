@@ -368,7 +368,8 @@ impl Scheduler {
     pub(crate) fn complete(&self, server: &Server, token: u64, outcome: Outcome) -> bool {
         // `None`: unknown token, already settled by departure.
         if let Some(mut run) = self.finish_running(server, token) {
-            crate::pool::origin::behind(self.counters.queued(), server.long_calls(), || {
+            let (queued, servers) = (self.counters.queued(), self.servers.open());
+            crate::pool::origin::behind(queued, servers, server.long_calls(), || {
                 run.complete(outcome, &self.counters, server.thread())
             });
         }
