@@ -633,6 +633,6 @@ mod tests {
         );
         assert_eq!(hold_for((usize::MAX, usize::MAX)), deepest);
         assert!(HOLD < DEEP_HOLD && DEEP_HOLD < DEEPEST_HOLD);
-        assert!(HOLD_AT_MOST < DEEP_HOLD_AT_MOST && DEEP_HOLD_AT_MOST < DEEPEST_HOLD_AT_MOST);
+        const { assert!(HOLD_AT_MOST < DEEP_HOLD_AT_MOST && DEEP_HOLD_AT_MOST < DEEPEST_HOLD_AT_MOST) };
     }
 }
