@@ -210,7 +210,7 @@ impl Servers {
         }
         let mut now = Vec::new();
         for job in std::mem::take(&mut expected.pending) {
-            if server.methods().iter().any(|m| **m == *job.method) {
+            if server.serves(&job.method) {
                 now.push(job);
             } else {
                 expected.pending.push_back(job);

@@ -350,7 +350,7 @@ impl Scheduler {
     /// takes it (see [`Scheduler::take_waiting_alone`]).
     fn place_alone(&self) {
         for server in self.servers.all() {
-            if server.busy_now() == 0 && self.take_waiting_alone(&server) {
+            if server.busy() == 0 && self.take_waiting_alone(&server) {
                 return;
             }
         }

@@ -132,9 +132,6 @@ pub type Announce<'a> = &'a mut dyn FnMut(u64, u64);
 struct Inner {
     accepting: bool,
     queue: VecDeque<ServedJob>,
-    /// Entries of `queue` that run alone ([`ServedJob::alone`]), tombstones included; mirrored
-    /// in [`Server::alone_queued`] for the strategy.
-    alone_queued: usize,
     stops: Vec<u64>,
     forgotten: Vec<u64>,
 }
@@ -158,7 +155,9 @@ pub struct Server {
     /// until it is done. Set and cleared with its entry, before `running_len` counts it in and
     /// after it counts it out.
     alone_running: AtomicBool,
-    /// `Inner::alone_queued`, readable without the lock (a hint for the strategy).
+    /// Entries of `queue` that run alone ([`ServedJob::alone`]), tombstones included. Changed
+    /// only under `inner`'s lock, so exact when read under it; a hint for the strategy
+    /// otherwise.
     alone_queued: AtomicUsize,
     completed: AtomicU64,
     busy_ns: AtomicU64,
@@ -214,7 +213,7 @@ impl Take<'_> {
     }
 }
 
-/// Alone entries queued on any server of the process (see `Inner::alone_queued`): while there
+/// Alone entries queued on any server of the process (see `Server::alone_queued`): while there
 /// are none, a resting server does not look for one to take (`Pool::rest`).
 static ALONE_QUEUED: AtomicUsize = AtomicUsize::new(0);
 
@@ -249,7 +248,6 @@ impl Server {
             inner: Mutex::new(Inner {
                 accepting: true,
                 queue: VecDeque::new(),
-                alone_queued: 0,
                 stops: Vec::new(),
                 forgotten: Vec::new(),
             }),
@@ -293,20 +291,15 @@ impl Server {
         &self.methods
     }
 
-    /// Queued + running: what `leastbusy` compares.
+    /// Queued + running: what `leastbusy` compares. SeqCst: the caller's side of the alone-job
+    /// handshake reads it (`Scheduler::place_alone`; a plain load on x86).
     pub(crate) fn load(&self) -> usize {
-        self.queued.load(Ordering::Relaxed) + self.running_len.load(Ordering::Relaxed)
+        self.queued.load(Ordering::SeqCst) + self.running_len.load(Ordering::SeqCst)
     }
 
     /// Jobs in the queue or running; zero means a closed server has nothing left to do.
     pub fn busy(&self) -> usize {
         self.load()
-    }
-
-    /// `busy`, read SeqCst: the caller's side of the alone-job handshake
-    /// (`Scheduler::place_alone`).
-    pub(crate) fn busy_now(&self) -> usize {
-        self.queued.load(Ordering::SeqCst) + self.running_len.load(Ordering::SeqCst)
     }
 
     /// Wakes the serving thread unless a wake-up is already pending.
@@ -465,7 +458,7 @@ impl Server {
         while live < room && at < inner.queue.len() {
             if Self::waits_alone(&inner.queue[at], running + live) {
                 at += 1;
-                if inner.queue.len() - at <= inner.alone_queued.saturating_sub(at) {
+                if inner.queue.len() - at <= self.alone_in(&inner).saturating_sub(at) {
                     break; // only alone jobs are left
                 }
                 continue;
@@ -593,7 +586,7 @@ impl Server {
         }
         // With only alone entries queued, they wait (a tombstone among them is dropped once
         // nothing runs).
-        running == 0 || inner.queue.len() > inner.alone_queued
+        running == 0 || inner.queue.len() > self.alone_in(inner)
     }
 
     /// Whether queued entry `job` is an alone job that cannot start beside `others` jobs.
@@ -617,13 +610,8 @@ impl Server {
         let mut job = inner.queue.remove(at)?;
         self.count_alone(&mut inner, 0, 1);
         self.queued.fetch_sub(1, Ordering::AcqRel);
-        if job.announced {
-            job.announced = false;
-            if !self.departed.load(Ordering::Acquire) {
-                inner.forgotten.push(job.token);
-                self.wake_locked(&mut inner);
-            }
-        }
+        self.forget_announced(&mut inner, std::iter::once(&job));
+        job.announced = false;
         Some(job)
     }
 
@@ -632,13 +620,21 @@ impl Server {
         self.methods.iter().any(|m| m == method)
     }
 
-    /// Counts alone entries into (`add`) and out of (`sub`) the queue.
-    fn count_alone(&self, inner: &mut Inner, add: usize, sub: usize) {
-        inner.alone_queued = inner.alone_queued + add - sub;
-        self.alone_queued
-            .store(inner.alone_queued, Ordering::Relaxed);
-        ALONE_QUEUED.fetch_add(add, Ordering::SeqCst);
-        ALONE_QUEUED.fetch_sub(sub, Ordering::SeqCst);
+    /// Alone entries in the queue, read under its lock (exact then).
+    fn alone_in(&self, _locked: &Inner) -> usize {
+        self.alone_queued.load(Ordering::Relaxed)
+    }
+
+    /// Counts alone entries into (`add`) and out of (`sub`) the queue, under its lock.
+    fn count_alone(&self, _locked: &mut Inner, add: usize, sub: usize) {
+        if add > 0 {
+            self.alone_queued.fetch_add(add, Ordering::Relaxed);
+            ALONE_QUEUED.fetch_add(add, Ordering::SeqCst);
+        }
+        if sub > 0 {
+            self.alone_queued.fetch_sub(sub, Ordering::Relaxed);
+            ALONE_QUEUED.fetch_sub(sub, Ordering::SeqCst);
+        }
     }
 
     /// The load the strategy weighs for placing a job (`alone`: one that runs alone). To other
@@ -671,7 +667,7 @@ impl Server {
             self.departed.store(true, Ordering::Release);
             inner.stops.clear();
             inner.forgotten.clear();
-            let alone = inner.alone_queued;
+            let alone = self.alone_in(&inner);
             self.count_alone(&mut inner, 0, alone);
             inner.queue.drain(..).collect()
         };
@@ -696,20 +692,27 @@ impl Server {
     /// told to forget the views it was sent for them.
     pub(crate) fn drain_queue(&self) -> Vec<ServedJob> {
         let mut inner = lock(&self.inner);
-        let alone = inner.alone_queued;
+        let alone = self.alone_in(&inner);
         self.count_alone(&mut inner, 0, alone);
         let jobs: Vec<ServedJob> = inner.queue.drain(..).collect();
         self.queued.fetch_sub(jobs.len(), Ordering::AcqRel);
-        let forgotten: Vec<u64> = jobs
-            .iter()
-            .filter(|j| j.announced)
-            .map(|j| j.token)
-            .collect();
-        if !forgotten.is_empty() && !self.departed.load(Ordering::Acquire) {
-            inner.forgotten.extend(forgotten);
-            self.wake_locked(&mut inner);
-        }
+        self.forget_announced(&mut inner, jobs.iter());
         jobs
+    }
+
+    /// Jobs taken out of the queue that will not run here: the serving thread is told to drop
+    /// the views it was sent for the announced ones (unless it is gone).
+    fn forget_announced<'j>(&self, inner: &mut Inner, jobs: impl Iterator<Item = &'j ServedJob>) {
+        if self.departed.load(Ordering::Acquire) {
+            return;
+        }
+        let before = inner.forgotten.len();
+        inner
+            .forgotten
+            .extend(jobs.filter(|j| j.announced).map(|j| j.token));
+        if inner.forgotten.len() > before {
+            self.wake_locked(inner);
+        }
     }
 
     /// The serving thread ends a drain cycle. `Work`: there is something it can take (a job
