@@ -322,7 +322,9 @@ impl Scheduler {
     /// A server with nothing to do (its last call finished, or its serving thread rests) takes
     /// a job that runs alone and waits on another server behind running jobs, as Piscina gives
     /// such a task to the first worker that is free; true if it took one (it is woken for it).
-    /// If `idle` no longer takes jobs, the job is placed anew.
+    /// A closed server (a worker retiring, not yet departed) takes none; if `idle` closes
+    /// meanwhile, the job is placed anew (and a server that closes stays closed, so that does
+    /// not go on: each round needs another server to close between its check and its push).
     ///
     /// With the check in [`Scheduler::place_alone`] it is a handshake: a server that falls idle
     /// reads whether alone jobs wait after its load has dropped to zero, and the caller that
@@ -330,7 +332,7 @@ impl Scheduler {
     /// steps SeqCst, so at least one of the two sees the other (and the idle side pays no
     /// fence: on x86 a SeqCst load is a plain one).
     pub(crate) fn take_waiting_alone(&self, idle: &Server) -> bool {
-        if idle.busy() != 0 || !alone_queued_anywhere() {
+        if idle.busy() != 0 || !alone_queued_anywhere() || !idle.accepting() {
             return false;
         }
         let Some(job) = self.servers.waiting_alone_for(idle) else {

@@ -491,3 +491,33 @@ fn alone_jobs_waiting_on_a_server_do_not_keep_other_jobs_from_its_free_slots() {
     settled.sort_unstable();
     assert_eq!(settled, [0, 1, 2, 3, 4]);
 }
+
+#[test]
+fn a_closed_server_with_nothing_to_do_leaves_a_job_that_waits_to_run_alone_where_it_is() {
+    // Found by the model (alone_model.rs): a server closed but not yet departed (a worker
+    // retired for idleness) took such a job, could not queue it, and placed it back where it
+    // waited, which made it take the job again: until the stack overflowed.
+    let p = pool(Strategy::LeastBusy, usize::MAX);
+    let (o, _, rx) = origin();
+    let (a, _bell_a) = serve_at_once(&p, &["m"], 1, 2);
+    let (b, _bell_b) = serve_at_once(&p, &["m"], 2, 2);
+    assert!(p.unserve(&b));
+    p.call(&o, 0, "m", vec![Value::Number(0.0)], None);
+    let first = p.take(&a).jobs;
+    p.call_as(&o, 1, "m", vec![Value::Number(1.0)], None, alone());
+    assert_eq!((a.busy(), b.busy()), (2, 0), "it waits on the open server");
+    assert_eq!(p.rest(&b, true, false), Rest::Idle);
+    assert_eq!(
+        b.busy(),
+        0,
+        "the closed server's rest does not take it either"
+    );
+    assert!(p.take(&a).jobs.is_empty());
+    assert!(p.complete(&a, first[0].token, Ok(Value::Null)));
+    let second = p.take(&a).jobs;
+    assert_eq!(taken(&second), [1.0]);
+    p.complete(&a, second[0].token, Ok(Value::Null));
+    let mut settled = [recv(&rx).0, recv(&rx).0];
+    settled.sort_unstable();
+    assert_eq!(settled, [0, 1]);
+}

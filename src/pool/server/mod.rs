@@ -359,6 +359,11 @@ impl Server {
         true
     }
 
+    /// Whether this server still takes new jobs: not closed, not departed.
+    pub(crate) fn accepting(&self) -> bool {
+        lock(&self.inner).accepting
+    }
+
     /// Tells the serving thread to stop a running handler.
     fn notify_stop(&self, token: u64) {
         let mut inner = lock(&self.inner);
@@ -780,7 +785,7 @@ impl Server {
     }
 
     pub(super) fn stats(&self) -> ServerStats {
-        let open = lock(&self.inner).accepting;
+        let open = self.accepting();
         ServerStats {
             id: self.id,
             thread: self.thread,
