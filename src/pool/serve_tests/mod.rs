@@ -3,6 +3,7 @@
 //! are grouped by feature in the files beside it.
 
 mod admission;
+mod alone_model;
 mod departure;
 mod drain;
 mod expected;
