@@ -1,8 +1,10 @@
 //! A model-based property test of jobs that run alone (`ServedJob::alone`, corepool/piscina's
 //! tasks with a signal) mixed with ordinary ones: random calls, drain cycles, completions,
 //! cancels (an alone call's cancel ends its thread, as corepool/piscina's abort does), timeouts
-//! that fire on the serving thread, servers that join, close and depart, over one to three
-//! servers of concurrency one to three, with each placement strategy.
+//! that fire on the serving thread, servers that join, close and depart, the pool's close and
+//! destroy, over one to three servers of concurrency one to three, with each placement
+//! strategy, `maxQueue` (none, or 0 to 3, rejecting or waiting) and, as in a pool of
+//! JavaScript workers, expected servers (calls wait for one while none serves).
 //!
 //! The stand-in serving threads keep the serving protocol exactly: a server runs a drain cycle
 //! (takes until `rest` says idle) only when its bell rang, or when a completion said there is
@@ -21,12 +23,12 @@
 use super::*;
 use crate::pool::{Cancelled, Strategy as Placement};
 use proptest::collection::vec;
-use proptest::prelude::{any, prop_oneof, proptest, ProptestConfig};
+use proptest::prelude::{any, prop_oneof, proptest, Just, ProptestConfig};
 use proptest::strategy::Strategy as Generate;
 use std::collections::HashSet;
 use std::sync::mpsc::TryRecvError;
 
-const CASES: u32 = 256;
+const CASES: u32 = 1024;
 /// At most this many servers serve at once.
 const MAX_SERVERS: usize = 3;
 
@@ -49,6 +51,41 @@ enum Step {
     Depart(usize),
     /// A new server of this concurrency joins, if fewer than MAX_SERVERS serve.
     Serve(usize),
+    /// The pool closes: later calls are refused, the accepted ones still run.
+    ClosePool,
+    /// The pool is destroyed: what waits settles with PoolClosed, what runs is stopped.
+    Destroy,
+}
+
+/// The pool's options and kind.
+#[derive(Clone, Debug)]
+struct Config {
+    strategy: Placement,
+    max_queue: usize,
+    on_full: OnFull,
+    /// A pool of JavaScript workers: it expects servers of "m" (calls wait for one when none
+    /// serves, as calls wait for workers that start) and plans for MAX_SERVERS × 3 calls.
+    expects: bool,
+    concurrencies: Vec<usize>,
+}
+
+fn config() -> impl Generate<Value = Config> {
+    (
+        proptest::sample::select(Placement::ALL.to_vec()),
+        prop_oneof![1 => Just(usize::MAX), 2 => 0usize..4],
+        any::<bool>(),
+        any::<bool>(),
+        vec(1usize..=3, 1..=MAX_SERVERS),
+    )
+        .prop_map(
+            |(strategy, max_queue, wait, expects, concurrencies)| Config {
+                strategy,
+                max_queue,
+                on_full: if wait { OnFull::Wait } else { OnFull::Reject },
+                expects,
+                concurrencies,
+            },
+        )
 }
 
 fn step() -> impl Generate<Value = Step> {
@@ -61,6 +98,8 @@ fn step() -> impl Generate<Value = Step> {
         1 => any::<usize>().prop_map(Step::Close),
         1 => any::<usize>().prop_map(Step::Depart),
         1 => (1usize..=3).prop_map(Step::Serve),
+        1 => Just(Step::ClosePool),
+        1 => Just(Step::Destroy),
     ]
 }
 
@@ -88,13 +127,28 @@ struct Model {
     settled: HashMap<u64, usize>,
     /// Calls whose cancel withdrew them (their caller settles them).
     withdrawn: HashSet<u64>,
+    expects: bool,
+    destroyed: bool,
 }
 
 impl Model {
-    fn new(strategy: Placement, concurrencies: &[usize]) -> Model {
+    fn new(config: &Config) -> Model {
         let (o, _, rx) = origin();
+        let options = Options {
+            threads: 1,
+            strategy: config.strategy,
+            max_queue: config.max_queue,
+            on_full: config.on_full,
+            ..Options::default()
+        };
+        let p = Arc::new(started(options));
+        if config.expects {
+            p.expect(Some(vec!["m".to_string()]));
+            p.plan_served(MAX_SERVERS * 3);
+        }
         let mut m = Model {
-            p: pool(strategy, usize::MAX),
+            p,
+            expects: config.expects,
             o,
             rx,
             stands: Vec::new(),
@@ -102,8 +156,9 @@ impl Model {
             calls: Vec::new(),
             settled: HashMap::new(),
             withdrawn: HashSet::new(),
+            destroyed: false,
         };
-        for &c in concurrencies {
+        for &c in &config.concurrencies {
             m.serve(c);
         }
         m
@@ -129,6 +184,11 @@ impl Model {
 
     fn is_settled(&self, id: u64) -> bool {
         self.settled.get(&id).copied().unwrap_or(0) > 0 || self.withdrawn.contains(&id)
+    }
+
+    fn unsettled(&mut self) -> bool {
+        self.collect();
+        (0..self.calls.len() as u64).any(|id| !self.is_settled(id))
     }
 
     fn is_alone(&self, id: u64) -> bool {
@@ -316,6 +376,11 @@ impl Model {
             }
             Step::Depart(s) if !self.stands.is_empty() => self.depart(s % self.stands.len()),
             Step::Serve(c) => self.serve(c),
+            Step::ClosePool => self.p.close(),
+            Step::Destroy => {
+                self.p.destroy();
+                self.destroyed = true;
+            }
             _ => {}
         }
         self.retire();
@@ -335,6 +400,17 @@ impl Model {
             let before = self.stands.len();
             self.retire();
             moved |= self.stands.len() != before;
+            // A pool of workers starts one while calls wait for it (and it is not destroyed).
+            if !moved
+                && self.expects
+                && !self.destroyed
+                && self.stands.iter().all(|st| st.closing)
+                && self.unsettled()
+                && self.stands.len() < MAX_SERVERS
+            {
+                self.serve(1);
+                moved = true;
+            }
             if !moved {
                 break;
             }
@@ -356,10 +432,6 @@ impl Model {
     }
 }
 
-fn placement() -> impl Generate<Value = Placement> {
-    proptest::sample::select(Placement::ALL.to_vec())
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: if std::env::var_os("PROPTEST_CASES").is_some() { ProptestConfig::default().cases } else { CASES },
@@ -368,11 +440,10 @@ proptest! {
 
     #[test]
     fn alone_and_ordinary_jobs_settle_once_and_alone_ones_never_run_beside_another(
-        strategy in placement(),
-        concurrencies in vec(1usize..=3, 1..=MAX_SERVERS),
+        config in config(),
         steps in vec(step(), 1..120),
     ) {
-        let mut m = Model::new(strategy, &concurrencies);
+        let mut m = Model::new(&config);
         for s in &steps {
             m.apply(s);
         }
