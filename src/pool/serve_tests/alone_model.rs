@@ -450,3 +450,124 @@ proptest! {
         m.finish();
     }
 }
+
+/// A stand-in serving thread that holds its jobs: each round it takes what it may, checks that
+/// a job that runs alone has nothing beside it, and returns one job it holds, picked at random;
+/// it sleeps once it holds nothing and `rest` says idle. Returns the calls it ran.
+fn holding_server(
+    p: Arc<Pool>,
+    server: Arc<Server>,
+    bell: Arc<Bell>,
+    stop: Arc<AtomicBool>,
+    alone: Arc<Vec<bool>>,
+) -> std::thread::JoinHandle<Vec<u64>> {
+    std::thread::spawn(move || {
+        let mut seed = server.tag().wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut running: Vec<(u64, u64)> = Vec::new();
+        let mut ran = Vec::new();
+        while bell.wait(&stop) {
+            loop {
+                for job in p.take(&server).jobs {
+                    let Some(Value::Number(n)) = values(job.params).first().cloned() else {
+                        panic!("a job without its call's number");
+                    };
+                    running.push((job.token, n as u64));
+                }
+                assert!(running.len() <= server.concurrency());
+                if running.len() > 1 {
+                    for &(_, id) in &running {
+                        assert!(
+                            !alone[id as usize],
+                            "call {id} runs alone beside {running:?}"
+                        );
+                    }
+                }
+                if !running.is_empty() {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let (token, id) = running.swap_remove(seed as usize % running.len());
+                    p.complete(&server, token, Ok(Value::Number(id as f64)));
+                    ran.push(id);
+                    continue;
+                }
+                if p.rest(&server, true, true) == Rest::Idle {
+                    break;
+                }
+            }
+        }
+        ran
+    })
+}
+
+#[test]
+fn under_real_threads_alone_jobs_never_run_beside_another_and_every_call_settles_once() {
+    // The model above is one thread; here three serving threads race the calling one (and the
+    // alone-job handshake between a caller and a server falling idle is real). A quarter of
+    // the calls run alone; one alone call in three is cancelled right after it is made.
+    let n = 20_000u64;
+    let alone: Arc<Vec<bool>> = Arc::new((0..n).map(|i| i % 4 == 1).collect());
+    let p = pool(Placement::LeastBusy, usize::MAX);
+    let (o, _, rx) = origin();
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (1..=3)
+        .map(|tag| {
+            let (server, bell) = serve_at_once(&p, &["m"], tag, 3);
+            holding_server(p.clone(), server, bell, stop.clone(), alone.clone())
+        })
+        .collect();
+    let mut withdrawn = HashSet::new();
+    let mut cancelled = HashSet::new();
+    for id in 0..n {
+        let caller = Caller {
+            alone: alone[id as usize],
+            ..Caller::default()
+        };
+        let control = p
+            .call_as(&o, id, "m", vec![Value::Number(id as f64)], None, caller)
+            .expect("accepted");
+        if alone[id as usize] && id % 3 == 0 {
+            cancelled.insert(id);
+            if p.cancel_call(&control, CancelReason::Aborted, false) == Cancelled::Withdrawn {
+                withdrawn.insert(id);
+            }
+        }
+    }
+    let mut outcomes: HashMap<u64, Outcome> = HashMap::new();
+    for _ in 0..n as usize - withdrawn.len() {
+        let (id, outcome) = recv(&rx);
+        assert!(!withdrawn.contains(&id), "withdrawn call {id} settled");
+        assert!(
+            outcomes.insert(id, outcome).is_none(),
+            "call {id} settled twice"
+        );
+    }
+    assert!(rx.recv_timeout(Duration::from_millis(20)).is_err());
+    stop.store(true, Ordering::Release);
+    let mut ran = HashSet::new();
+    for t in threads {
+        for id in t.join().unwrap() {
+            assert!(ran.insert(id), "call {id} ran twice");
+        }
+    }
+    for (id, outcome) in &outcomes {
+        match outcome {
+            Ok(v) => {
+                assert_eq!(*v, Value::Number(*id as f64));
+                assert!(ran.contains(id), "call {id} has a result but never ran");
+            }
+            // Cancelled on its way (a stop asked while it was handed from one server to
+            // another, or while it ran): it may not have run.
+            Err(e) => {
+                assert_eq!(e.code, ErrorCode::Aborted);
+                assert!(
+                    cancelled.contains(id),
+                    "call {id} failed without a cancel: {e:?}"
+                );
+            }
+        }
+    }
+    assert!(ran.is_disjoint(&withdrawn), "a withdrawn call ran");
+    let st = p.stats();
+    assert_eq!((st.queued, st.running), (0, 0));
+}
