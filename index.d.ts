@@ -404,7 +404,7 @@ export declare class Pool extends EventEmitter {
   [Symbol.asyncDispose](): Promise<void>;
   on(event: 'drain', listener: () => void): this;
   once(event: 'drain', listener: () => void): this;
-  /** A task-file pool gave up loading its file (after several failed loads in a row): the
+  /** A task-file pool gave up loading its file (a load failed while no worker served): the
    *  InternalError its waiting calls and ready() got; its `data` is `{ file, line, column }`
    *  (the place in the user's code), or `{ file }` when there is none to tell.
    *  Emitted only while listened to. */

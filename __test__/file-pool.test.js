@@ -7,7 +7,6 @@ const os = require('node:os');
 const { spawn } = require('node:child_process');
 const util = require('node:util');
 const { Pool, RpcError } = require('..');
-const { RESPAWN } = require('../lib/workers.js');
 const { outcome, rejection } = require('./helpers/rejection.js');
 const { settles } = require('./helpers/order.js');
 const { child } = require('./helpers/child.js');
@@ -165,7 +164,24 @@ describe('a pool of JavaScript workers from a task file', () => {
     }
   }, 30_000);
 
-  test('a file broken after the start: reloads back off, stop after RESPAWN.maxFailedLoads, fail the waiting calls and ready() with the load error; a fixed file recovers, by ready() too', async () => {
+  test('a file broken from the start fails the waiting calls after one load per starting worker, not after retries (the exit code of a worker that exits while loading too)', async () => {
+    // It used to retry RESPAWN.maxFailedLoads times, 50 ms doubling, before failing the calls
+    // (~1 s on this machine), where Piscina rejects them at once: the retries failed alike.
+    for (const threads of [1, 3]) {
+      const loads = new Int32Array(new SharedArrayBuffer(8)); // [good loads, broken loads]
+      const pool = new Pool({ filename: task('lifecycle-broken.js'), threads, workerData: { loads } });
+      const outcomes = await settles(Promise.all([1, 2, 3, 4].map((i) => outcome(pool.exec('echo', i)))));
+      for (const o of outcomes) expect(o).toMatchObject({ code: C.InternalError, message: expect.stringMatching(/the lifecycle task file is broken/) });
+      expect(Atomics.load(loads, 1)).toBe(threads);
+      await pool.close();
+    }
+    const exits = new Pool({ filename: task('exits-at-load.js'), threads: 2 });
+    const o = await settles(outcome(exits.exec('anything')));
+    expect([o.code, o.message]).toEqual([C.InternalError, `corepool: the task file ${task('exits-at-load.js')} could not be loaded: its worker exited with code 3 before it was ready`]);
+    await exits.close();
+  });
+
+  test('a file broken after the start: the replacement of a crashed worker fails to load, and with no worker serving the pool gives up at once, failing the waiting calls and ready() with the load error; later loads back off; a fixed file recovers, by ready() too', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corepool-tasks-'));
     const file = path.join(dir, 'tasks.js');
     fs.copyFileSync(task('lifecycle.js'), file);
@@ -185,21 +201,25 @@ describe('a pool of JavaScript workers from a task file', () => {
       expect(w.code).toBe(C.InternalError);
       expect(w.message).toContain(file);
       expect(w.message).toMatch(/the lifecycle task file is broken/);
-      expect(Atomics.load(loads, 1)).toBe(RESPAWN.maxFailedLoads); // not hundreds a second
+      expect(Atomics.load(loads, 1)).toBe(1); // one load: nothing serves, so no retries
       expect(errors.map((e) => [e.code, e.message])).toEqual([[C.InternalError, w.message]]);
       // ready() after the give-up loads the file again (one load), as a call does, and gets its outcome.
       const r = await settles(outcome(pool.ready()));
       expect([r.code, r.message]).toEqual([C.InternalError, w.message]);
-      expect(Atomics.load(loads, 1)).toBe(RESPAWN.maxFailedLoads + 1);
+      expect(Atomics.load(loads, 1)).toBe(2);
       // So does a call.
       expect(await settles(outcome(pool.exec('echo', 3)))).toMatchObject({ code: C.InternalError, message: w.message });
-      expect(Atomics.load(loads, 1)).toBe(RESPAWN.maxFailedLoads + 2);
+      expect(Atomics.load(loads, 1)).toBe(3);
+      // Calls in a loop load it at most once each, each load no sooner than a backoff after the
+      // last (50 ms doubling to 1 s; RESPAWN): never hundreds a second.
+      for (let i = 0; i < 3; i++) expect(await settles(outcome(pool.exec('echo', i)))).toMatchObject({ code: C.InternalError });
+      expect(Atomics.load(loads, 1)).toBe(6);
       // The file is fixed: ready() loads it; the pool is whole again and serves.
       fs.copyFileSync(task('lifecycle.js'), file);
       await settles(pool.ready());
       expect(await settles(pool.exec('echo', 4))).toBe(4);
       expect(Atomics.load(loads, 0)).toBe(2);
-      expect(errors.length).toBe(3);
+      expect(errors.length).toBe(6); // one per give-up
       await settles(pool.close());
     } finally {
       await pool.destroy();

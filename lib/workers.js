@@ -10,12 +10,16 @@
 // - Failed loads (a worker that errs or exits before it is ready: the file throws, does not
 //   parse, exports nothing) follow one respawn policy, RESPAWN, kept in `#start`: after k
 //   failed loads in a row the next load waits min(firstDelayMs · 2^(k-1), maxDelayMs), and
-//   one worker loads at a time. After maxFailedLoads in a row the pool gives up: the calls
-//   waiting for a worker (when none serves) and ready() fail with the load error, which is
-//   also emitted as the pool's 'error' (when it has listeners), and nothing is loaded until a
-//   call comes: that call makes the pool load the file once more (as the delays allow) and
-//   waits for the outcome. A load that succeeds ends the failures. A call's timeout counts
-//   from when it starts running, so it is the give-up that settles a call no worker can take.
+//   one worker loads at a time. The pool gives up at once when a load fails while no worker
+//   serves and none is still loading (as Piscina rejects a task whose worker could not
+//   start, the calls waiting learn of it now, not after retries that would fail alike), and
+//   after maxFailedLoads in a row of loads made to grow a pool whose other workers serve.
+//   Giving up: the calls waiting for a worker (when none serves) and ready() fail with the
+//   load error, which is also emitted as the pool's 'error' (when it has listeners), and
+//   nothing is loaded until a call comes: that call makes the pool load the file once more
+//   (as the delays allow) and waits for the outcome. A load that succeeds ends the failures.
+//   A call's timeout counts from when it starts running, so it is the give-up that settles a
+//   call no worker can take.
 // - minThreads..maxThreads: one more worker starts when calls are waiting (none is free for
 //   them) and no other is starting; a worker above minThreads that served nothing for
 //   idleTimeout ms is stopped. Every call of the pool, whatever its way in (exec, call, run,
@@ -334,14 +338,18 @@ class TaskWorkers {
 
   /**
    * A worker could not load the file: `why` (text), `data` (where: `{ file, line?, column? }`;
-   * lib/load-error.js). After maxFailedLoads in a row, the pool gives up.
+   * lib/load-error.js). The pool gives up now if no worker serves and none is still loading
+   * (the calls waiting would wait for nothing but more of the same), else after
+   * maxFailedLoads in a row.
    */
   #loadFailed({ why, data }) {
     this.#failedLoads++;
     this.#lastFailure = performance.now();
     this.#loadError = `corepool: the task file ${this.#hooks?.filename ?? this.#options.filename} could not be loaded: ${why}`;
     this.#loadData = data ?? { file: this.#hooks?.filename ?? this.#options.filename };
-    if (this.#failedLoads < RESPAWN.maxFailedLoads || this.#gaveUp) return;
+    if (this.#gaveUp) return;
+    const alone = this.#serving() === 0 && this.#count((s) => !s.ready) === 0;
+    if (!alone && this.#failedLoads < RESPAWN.maxFailedLoads) return;
     this.#gaveUp = true;
     this.#failWaiting();
     this.#tellReady();
