@@ -1253,6 +1253,28 @@ describe('properties', () => {
     expect([piscina.completed, piscina.queueSize]).toEqual([3, 0]);
   });
 
+  test('queueSize right after run() leaves out the tasks a worker with a free slot is about to take, as Piscina’s does (side by side)', async () => {
+    // It counted every task placed on a worker that had not taken it yet: 1 2 3 4 5 6 where
+    // Piscina says 0 0 0 0 1 2 (2 workers × 2 task slots).
+    const sizes = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 2, maxThreads: 2, concurrentTasksPerWorker: 2 });
+      await Promise.all([p.run(1, { name: 'echo' }), p.run(2, { name: 'echo' })]);
+      await until(() => p.threads.length === 2 && p.idleThreads === 2);
+      const seen = [];
+      const tasks = [];
+      for (let i = 0; i < 6; i++) {
+        tasks.push(p.run({ ms: 50, value: i }, { name: 'wait' }));
+        seen.push(p.queueSize);
+      }
+      expect(await Promise.all(tasks)).toEqual([0, 1, 2, 3, 4, 5]);
+      seen.push(p.queueSize);
+      return seen;
+    };
+    const real = await sizes(RealPiscina);
+    expect(real).toEqual([0, 0, 0, 0, 1, 2, 0]);
+    expect(await sizes(Piscina)).toEqual(real);
+  });
+
   test('threads are the live Worker objects, as Piscina’s: the one that runs a task, and its replacement after it exits', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const { threadId } = await piscina.run(undefined, { name: 'workerInfo' });

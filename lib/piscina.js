@@ -231,6 +231,8 @@ class Piscina extends EventEmitter {
   #inflight = 0;
   #needsDrain = false;
   #maxCapacity;
+  /** concurrentTasksPerWorker: task slots per worker. */
+  #perWorker;
   #closing = null;
   #destroyed = false;
   /**
@@ -281,6 +283,7 @@ class Piscina extends EventEmitter {
     const concurrency = perWorker === Infinity ? Infinity : Math.ceil(perWorker);
     const maxQueue = given(o.maxQueue, Infinity);
     this.#maxCapacity = maxThreads * concurrency;
+    this.#perWorker = concurrency;
     if (typeof o.filename === 'string') this.#ownFile = this.#resolve(o.filename);
     this.#ownName = o.name;
     this.#poolOptions = {
@@ -642,10 +645,15 @@ class Piscina extends EventEmitter {
     return this.#pool.stats().servers.filter((s) => s.open && s.running === 0).length;
   }
 
-  /** Tasks accepted that no worker runs yet. */
+  /**
+   * Tasks accepted that no worker runs yet, as Piscina counts them: not those a worker with a
+   * free task slot is about to take (Piscina hands such a task to the worker at once).
+   */
   get queueSize() {
     const s = this.#pool.stats();
-    return Math.max(0, Math.min(this.#inflight, s.queued + s.waiting));
+    let taking = 0;
+    for (const server of s.servers) if (server.open) taking += Math.min(server.queued, Math.max(0, this.#perWorker - server.running));
+    return Math.max(0, Math.min(this.#inflight, s.queued + s.waiting - taking));
   }
 
   get completed() {
