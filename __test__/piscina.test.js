@@ -12,6 +12,7 @@ const { spawnSync } = require('node:child_process');
 const { SHARE_ENV, Worker } = require('node:worker_threads');
 const RealPiscina = require('piscina');
 const { child } = require('./helpers/child.js');
+const { unlessHung } = require('./helpers/order.js');
 const Piscina = require('../lib/piscina.js');
 
 const fixture = (name) => path.join(__dirname, 'fixtures', 'piscina', name);
@@ -885,6 +886,27 @@ describe('run()', () => {
       return seen;
     };
     await asUnderPiscina(story, ['signalled: s', 'released', 'released', 'released']);
+  });
+
+  test('maxThreads 2: tasks sent while a task with a signal runs (until aborted) on one worker all run on the other, as under Piscina', async () => {
+    // The busier worker looked as full as the one running the task with a signal, so on a tie
+    // a task went behind it and waited until it was aborted (found by a hostile review; one
+    // never aborted held it for ever). Eight tasks: on the old code some went there.
+    const story = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 2, maxThreads: 2 });
+      await Promise.all([p.run(0, { name: 'echo' }), p.run(0, { name: 'echo' })]);
+      await until(() => p.idleThreads === 2);
+      const endless = gate();
+      const ac = new AbortController();
+      const signalled = p.run(endless.view, { name: 'holdAsync', signal: ac.signal }).catch((e) => e.name);
+      await endless.started(1);
+      const others = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => p.run(i, { name: 'echo' }));
+      const seen = [`others: ${await unlessHung(Promise.all(others), 'the tasks sent while the one with a signal runs')}`];
+      ac.abort();
+      seen.push(`signalled: ${await signalled}`);
+      return seen;
+    };
+    await asUnderPiscina(story, ['others: 1,2,3,4,5,6,7,8', 'signalled: AbortError']);
   });
 
   test("Piscina.move(): a moved task and a moved result arrive as their values (a Uint8Array's bytes)", async () => {

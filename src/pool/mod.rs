@@ -587,13 +587,13 @@ impl Pool {
 
     /// The serving thread ends a drain cycle: see [`Rest`] and `Server::rest` for what each
     /// answer asks of it.
-    /// A server with nothing to do takes a job that runs alone and waits on another server
-    /// behind running jobs (it wakes for it), as Piscina gives such a task to the first worker
-    /// that is free.
+    /// A server with nothing to do takes jobs held up on another server (it wakes for them): a
+    /// job that runs alone and waits there behind running jobs, or the jobs queued behind one
+    /// that runs alone there, as Piscina gives such tasks to the first worker that is free.
     pub fn rest(&self, server: &Server, budget_left: bool, may_poll: bool) -> Rest {
         let rest = server.rest(budget_left, may_poll);
         if rest == Rest::Idle {
-            self.scheduler.take_waiting_alone(server);
+            self.scheduler.take_stuck(server);
         }
         rest
     }

@@ -270,14 +270,19 @@ impl Servers {
             .map_or(0, |(_, calls)| *calls)
     }
 
-    /// A job that runs alone and waits on another server behind running jobs, for `idle`,
-    /// which has nothing to do (see `Server::give_up_waiting_alone`).
-    pub(crate) fn waiting_alone_for(&self, idle: &Server) -> Option<ServedJob> {
-        self.read()
-            .all
-            .iter()
-            .filter(|other| other.id() != idle.id())
-            .find_map(|other| other.give_up_waiting_alone(|method| idle.serves(method)))
+    /// Jobs held up on another server (see `Server::give_up_stuck`), for `idle`, which has
+    /// nothing to do: those of the first server that has some.
+    pub(crate) fn stuck_for(&self, idle: &Server) -> Vec<ServedJob> {
+        for other in self.read().all.iter() {
+            if other.id() == idle.id() {
+                continue;
+            }
+            let given = other.give_up_stuck(|method| idle.serves(method), idle.concurrency());
+            if !given.is_empty() {
+                return given;
+            }
+        }
+        Vec::new()
     }
 
     /// Every server not yet departed.

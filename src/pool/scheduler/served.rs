@@ -8,7 +8,8 @@ use crate::pool::admission::Kind;
 use crate::pool::job::{JobCore, ServedJob};
 use crate::pool::lifecycle::destroyed_error;
 use crate::pool::server::{
-    alone_queued_anywhere, Announce, Batch, Push, Running, ServeError, Served, Server, Wake,
+    alone_running_anywhere, stuck_anywhere, Announce, Batch, Push, Running, ServeError, Served,
+    Server, Wake,
 };
 use crate::pool::servers::Hold;
 use crate::pool::stats::ServerStats;
@@ -62,6 +63,9 @@ impl Scheduler {
                 }
             }
         }
+        // Jobs held up on another server (behind a job running alone there): it has nothing to
+        // do, so it takes them (see `take_stuck`).
+        self.take_stuck(&server);
         // Its capacity is room for calls waiting to be admitted, too.
         if self.admission.has_waiting() {
             self.admit_waiting();
@@ -122,8 +126,8 @@ impl Scheduler {
                 .servers
                 .place(job, announce.take(), strategy, &self.lifecycle)
             else {
-                if alone {
-                    self.place_alone();
+                if alone || alone_running_anywhere() {
+                    self.rescue_stuck();
                 }
                 return;
             };
@@ -316,44 +320,52 @@ impl Scheduler {
                 trace,
             });
         }
-        take.finish(jobs)
+        let batch = take.finish(jobs);
+        // An alone job started with jobs queued behind it, or jobs started with an alone job
+        // queued behind them: a server with nothing to do takes those (after the take, its
+        // drain lock released).
+        if server.holds_up() {
+            self.rescue_stuck();
+        }
+        batch
     }
 
     /// A server with nothing to do (its last call finished, or its serving thread rests) takes
-    /// a job that runs alone and waits on another server behind running jobs, as Piscina gives
-    /// such a task to the first worker that is free; true if it took one (it is woken for it).
-    /// A closed server (a worker retiring, not yet departed) takes none; if `idle` closes
-    /// meanwhile, the job is placed anew (and a server that closes stays closed, so that does
-    /// not go on: each round needs another server to close between its check and its push).
+    /// jobs held up on another server (`Server::give_up_stuck`): a job that runs alone and
+    /// waits there behind running jobs, or the jobs queued behind one that runs alone there,
+    /// as Piscina gives such tasks to the first worker that is free; true if it took some (it
+    /// is woken for them). A closed server (a worker retiring, not yet departed) takes none; if
+    /// `idle` closes meanwhile, the jobs are placed anew (and a server that closes stays
+    /// closed, so that does not go on: each round needs another server to close between its
+    /// check and its push).
     ///
-    /// With the check in [`Scheduler::place_alone`] it is a handshake: a server that falls idle
-    /// reads whether alone jobs wait after its load has dropped to zero, and the caller that
-    /// queues one where it must wait looks for an idle server after counting it in, all four
-    /// steps SeqCst, so at least one of the two sees the other (and the idle side pays no
-    /// fence: on x86 a SeqCst load is a plain one).
-    pub(crate) fn take_waiting_alone(&self, idle: &Server) -> bool {
-        if idle.busy() != 0 || !alone_queued_anywhere() || !idle.accepting() {
+    /// With [`Scheduler::rescue_stuck`] it is a handshake: a server that falls idle reads
+    /// whether jobs may be held up (`stuck_anywhere`) after its load has dropped to zero, and
+    /// the side that holds jobs up (a caller queuing an alone job where it must wait, or any
+    /// job while an alone job runs somewhere; a serving thread starting an alone job with jobs
+    /// queued behind it) looks for an idle server after counting itself in, all four steps
+    /// SeqCst, so at least one of the two sees the other (and the idle side pays no fence: on
+    /// x86 a SeqCst load is a plain one).
+    pub(crate) fn take_stuck(&self, idle: &Server) -> bool {
+        if idle.busy() != 0 || !stuck_anywhere() || !idle.accepting() {
             return false;
         }
-        let Some(job) = self.servers.waiting_alone_for(idle) else {
-            return false;
-        };
-        match idle.push(job, &mut None, &self.lifecycle) {
-            Push::Queued => true,
-            Push::Closed(job) | Push::Destroyed(job) => {
-                self.place_served(job, None);
-                false
+        let mut took = false;
+        for job in self.servers.stuck_for(idle) {
+            match idle.push(job, &mut None, &self.lifecycle) {
+                Push::Queued => took = true,
+                Push::Closed(job) | Push::Destroyed(job) => self.place_served(job, None),
             }
         }
+        took
     }
 
-    /// After a job that runs alone was queued: if it waits behind running jobs while another
-    /// server has nothing to do (it fell idle after the job's server was picked), that server
-    /// takes it (see [`Scheduler::take_waiting_alone`]).
-    fn place_alone(&self) {
+    /// Jobs may be held up (see [`Scheduler::take_stuck`]): each server with nothing to do
+    /// takes some.
+    fn rescue_stuck(&self) {
         for server in self.servers.all() {
-            if server.busy() == 0 && self.take_waiting_alone(&server) {
-                return;
+            if server.busy() == 0 {
+                self.take_stuck(&server);
             }
         }
     }
@@ -375,7 +387,7 @@ impl Scheduler {
                 run.complete(outcome, &self.counters, server.thread())
             });
         }
-        server.more_to_take() || self.take_waiting_alone(server)
+        server.more_to_take() || self.take_stuck(server)
     }
 
     /// The serving thread stops job `token` (its timeout fired): the call settles now with

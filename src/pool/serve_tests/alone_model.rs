@@ -385,6 +385,37 @@ impl Model {
         }
         self.retire();
         self.collect();
+        self.check_nothing_held_up();
+    }
+
+    /// While an open server has nothing to do, no other server holds jobs up: none that waits
+    /// there to run alone behind running jobs, none queued behind a job running alone there.
+    fn check_nothing_held_up(&self) {
+        let idle = self
+            .stands
+            .iter()
+            .find(|st| st.server.busy() == 0 && st.server.accepting());
+        let Some(idle) = idle else { return };
+        for other in &self.stands {
+            if other.tag == idle.tag {
+                continue;
+            }
+            let (live, alone) = other.server.live_queued();
+            let held = if other.server.runs_alone() {
+                live
+            } else if other.running.is_empty() {
+                0
+            } else {
+                alone
+            };
+            assert_eq!(
+                held, 0,
+                "server {} holds {held} jobs up (live queued {live}, alone {alone}, runs alone: {}) while server {} has nothing to do",
+                other.tag,
+                other.server.runs_alone(),
+                idle.tag
+            );
+        }
     }
 
     /// Every handler returns and every server drains as woken, until nothing moves.

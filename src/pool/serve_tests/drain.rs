@@ -521,3 +521,75 @@ fn a_closed_server_with_nothing_to_do_leaves_a_job_that_waits_to_run_alone_where
     settled.sort_unstable();
     assert_eq!(settled, [0, 1]);
 }
+
+#[test]
+fn a_server_about_to_run_a_job_alone_looks_full_to_other_jobs() {
+    // An alone job queued on a server that runs nothing starts next, alone: another job placed
+    // there waits for it. It looked empty (the alone job did not count), so on a tie an ordinary
+    // job landed behind it while the other server sat idle (found by a hostile review).
+    for round in 0..20 {
+        let p = pool(Strategy::LeastBusy, usize::MAX);
+        let (o, _, rx) = origin();
+        let (a, _bell_a) = serve_at_once(&p, &["m"], 1, 2);
+        let (b, _bell_b) = serve_at_once(&p, &["m"], 2, 2);
+        p.call_as(&o, 0, "m", vec![Value::Number(0.0)], None, alone());
+        let (with_alone, other) = if a.busy() == 1 { (&a, &b) } else { (&b, &a) };
+        p.call(&o, 1, "m", vec![Value::Number(1.0)], None);
+        assert_eq!(
+            (with_alone.busy(), other.busy()),
+            (1, 1),
+            "round {round}: the ordinary job went behind the alone one"
+        );
+        for server in [with_alone, other] {
+            for job in p.take(server).jobs {
+                p.complete(server, job.token, Ok(Value::Null));
+            }
+        }
+        let mut settled = [recv(&rx).0, recv(&rx).0];
+        settled.sort_unstable();
+        assert_eq!(settled, [0, 1]);
+    }
+}
+
+#[test]
+fn a_server_with_nothing_to_do_takes_the_jobs_queued_behind_a_job_running_alone_elsewhere() {
+    // Every server busy, jobs queued behind an alone job on one; the other frees up: it takes
+    // them, as Piscina gives them to the first worker that is free. They used to wait until
+    // the alone job ended, which may be never (a task that runs until aborted).
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (a, _bell_a) = serve_at_once(&p, &["m"], 1, 1);
+    let (b, _bell_b) = serve_at_once(&p, &["m"], 2, 1);
+    // Round robin: 0 → a, 1 → b, 2 (alone) → a, 3 → b, 4 → a.
+    p.call(&o, 0, "m", vec![Value::Number(0.0)], None);
+    p.call(&o, 1, "m", vec![Value::Number(1.0)], None);
+    let x = p.take(&a).jobs;
+    let y = p.take(&b).jobs;
+    assert_eq!((taken(&x), taken(&y)), (vec![0.0], vec![1.0]));
+    p.call_as(&o, 2, "m", vec![Value::Number(2.0)], None, alone());
+    p.call(&o, 3, "m", vec![Value::Number(3.0)], None);
+    p.call(&o, 4, "m", vec![Value::Number(4.0)], None);
+    assert_eq!((a.busy(), b.busy()), (3, 2));
+    assert!(p.complete(&a, x[0].token, Ok(Value::Null)));
+    let runs_alone = p.take(&a).jobs;
+    assert_eq!(
+        taken(&runs_alone),
+        [2.0],
+        "it runs alone; 4 waits behind it"
+    );
+    assert!(p.complete(&b, y[0].token, Ok(Value::Null)));
+    let third = p.take(&b).jobs;
+    assert_eq!(taken(&third), [3.0]);
+    assert!(
+        p.complete(&b, third[0].token, Ok(Value::Null)),
+        "b has nothing to do: it takes 4 from behind the alone job"
+    );
+    let fourth = p.take(&b).jobs;
+    assert_eq!(taken(&fourth), [4.0]);
+    assert_eq!(a.busy(), 1, "only the alone job is left on a");
+    p.complete(&b, fourth[0].token, Ok(Value::Null));
+    p.complete(&a, runs_alone[0].token, Ok(Value::Null));
+    let mut settled: Vec<u64> = (0..5).map(|_| recv(&rx).0).collect();
+    settled.sort_unstable();
+    assert_eq!(settled, [0, 1, 2, 3, 4]);
+}

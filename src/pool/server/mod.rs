@@ -217,10 +217,20 @@ impl Take<'_> {
 /// are none, a resting server does not look for one to take (`Pool::rest`).
 static ALONE_QUEUED: AtomicUsize = AtomicUsize::new(0);
 
-/// Whether a job that runs alone may be queued on some server (SeqCst: see
-/// `Scheduler::take_waiting_alone`).
-pub(crate) fn alone_queued_anywhere() -> bool {
-    ALONE_QUEUED.load(Ordering::SeqCst) > 0
+/// Servers of the process running a job alone (see `Server::alone_running`): while there are
+/// none, no job is held up behind one, and a resting server does not look for one to take.
+static ALONE_RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether some server may hold jobs a server with nothing to do should take: an alone job
+/// waiting behind running jobs, or jobs queued behind a job that runs alone (SeqCst: see
+/// `Scheduler::take_stuck`).
+pub(crate) fn stuck_anywhere() -> bool {
+    ALONE_QUEUED.load(Ordering::SeqCst) > 0 || ALONE_RUNNING.load(Ordering::SeqCst) > 0
+}
+
+/// Whether some server runs a job alone (SeqCst: see `Scheduler::take_stuck`).
+pub(crate) fn alone_running_anywhere() -> bool {
+    ALONE_RUNNING.load(Ordering::SeqCst) > 0
 }
 
 /// A mutex's guard; a poisoned lock is taken as it is (no code panics while holding one of
@@ -292,7 +302,7 @@ impl Server {
     }
 
     /// Queued + running: what `leastbusy` compares. SeqCst: the caller's side of the alone-job
-    /// handshake reads it (`Scheduler::place_alone`; a plain load on x86).
+    /// handshake reads it (`Scheduler::rescue_stuck`; a plain load on x86).
     pub(crate) fn load(&self) -> usize {
         self.queued.load(Ordering::SeqCst) + self.running_len.load(Ordering::SeqCst)
     }
@@ -533,9 +543,11 @@ impl Server {
             return None;
         };
         if alone {
-            self.alone_running.store(true, Ordering::Release);
+            self.set_alone_running(true);
         }
-        self.running_len.fetch_add(1, Ordering::AcqRel);
+        // SeqCst: a side of the handshake when an alone job waits behind it
+        // (`Scheduler::take_stuck`).
+        self.running_len.fetch_add(1, Ordering::SeqCst);
         Some(params)
     }
 
@@ -543,10 +555,10 @@ impl Server {
     /// gives back its slot. `None`: unknown token (departure took it).
     pub(crate) fn finish_running(&self, token: u64) -> Option<Running> {
         let run = lock(&self.running).remove(&token)?;
-        // SeqCst: the idle side of the alone-job handshake (`Scheduler::take_waiting_alone`).
+        // SeqCst: the idle side of the alone-job handshake (`Scheduler::take_stuck`).
         self.running_len.fetch_sub(1, Ordering::SeqCst);
         if run.alone {
-            self.alone_running.store(false, Ordering::Release);
+            self.set_alone_running(false);
         }
         self.completed.fetch_add(1, Ordering::Relaxed);
         let busy = run.started.elapsed();
@@ -599,25 +611,57 @@ impl Server {
         job.alone && others > 0 && job.core.control.is_queued()
     }
 
-    /// Gives up a job that runs alone and waits here behind running jobs, for a server with
-    /// nothing to do (`serves`: whether that server serves a method). The serving thread is
-    /// told to forget the views it was sent for it; the job goes unannounced.
-    pub(crate) fn give_up_waiting_alone(&self, serves: impl Fn(&str) -> bool) -> Option<ServedJob> {
-        if self.alone_queued.load(Ordering::Relaxed) == 0 {
-            return None;
+    /// Gives up jobs held up here, for a server with nothing to do that has `room` handler
+    /// slots (`serves`: whether it serves a method): while a job runs alone here, the queued
+    /// jobs that do not run alone (up to `room`, in order), or if there are none the first one
+    /// that does; otherwise an alone job that waits behind running jobs. The serving thread is
+    /// told to forget the views it was sent for them; they go unannounced.
+    pub(crate) fn give_up_stuck(
+        &self,
+        serves: impl Fn(&str) -> bool,
+        room: usize,
+    ) -> Vec<ServedJob> {
+        if !self.runs_alone() && self.alone_queued.load(Ordering::Relaxed) == 0 {
+            return Vec::new();
         }
         let mut inner = lock(&self.inner);
-        let running = self.running_len.load(Ordering::Acquire);
-        let at = inner
-            .queue
-            .iter()
-            .position(|job| Self::waits_alone(job, running) && serves(&job.method))?;
-        let mut job = inner.queue.remove(at)?;
-        self.count_alone(&mut inner, 0, 1);
-        self.queued.fetch_sub(1, Ordering::AcqRel);
-        self.forget_announced(&mut inner, std::iter::once(&job));
-        job.announced = false;
-        Some(job)
+        let mut given = Vec::new();
+        let movable = |job: &ServedJob| job.core.control.is_queued() && serves(&job.method);
+        if self.runs_alone() {
+            let mut at = 0;
+            while at < inner.queue.len() && given.len() < room {
+                if !inner.queue[at].alone && movable(&inner.queue[at]) {
+                    given.extend(inner.queue.remove(at));
+                } else {
+                    at += 1;
+                }
+            }
+            if given.is_empty() {
+                if let Some(at) = inner.queue.iter().position(|job| job.alone && movable(job)) {
+                    given.extend(inner.queue.remove(at));
+                }
+            }
+        } else {
+            let running = self.running_len.load(Ordering::Acquire);
+            if let Some(at) = inner
+                .queue
+                .iter()
+                .position(|job| Self::waits_alone(job, running) && movable(job))
+            {
+                given.extend(inner.queue.remove(at));
+            }
+        }
+        if given.is_empty() {
+            return given;
+        }
+        let alone = given.iter().filter(|job| job.alone).count();
+        self.count_alone(&mut inner, 0, alone);
+        self.queued.fetch_sub(given.len(), Ordering::AcqRel);
+        self.forget_announced(&mut inner, given.iter());
+        for job in &mut given {
+            job.announced = false;
+        }
+        given
     }
 
     /// Whether this server serves `method`.
@@ -643,9 +687,10 @@ impl Server {
     }
 
     /// The load the strategy weighs for placing a job (`alone`: one that runs alone). To other
-    /// jobs, a server running an alone job looks full (they would wait for it), and alone jobs
-    /// waiting there do not count (they hold no slot: other jobs go past them); an alone job
-    /// looks for a server with nothing to do.
+    /// jobs, a server running an alone job, or about to (one is queued and nothing runs),
+    /// looks full (they would wait for it), and alone jobs waiting there do not count (they
+    /// hold no slot: other jobs go past them); an alone job looks for a server with nothing to
+    /// do.
     pub(crate) fn placement_load(&self, alone: bool) -> usize {
         let load = self.load();
         if alone {
@@ -655,8 +700,10 @@ impl Server {
                 0
             };
         }
-        let load = load.saturating_sub(self.alone_queued.load(Ordering::Relaxed));
-        if self.alone_running.load(Ordering::Relaxed) {
+        let alone_queued = self.alone_queued.load(Ordering::Relaxed);
+        let load = load.saturating_sub(alone_queued);
+        let starting_alone = alone_queued > 0 && self.running_len.load(Ordering::Relaxed) == 0;
+        if starting_alone || self.alone_running.load(Ordering::Relaxed) {
             load.saturating_add(self.concurrency)
         } else {
             load
@@ -684,8 +731,46 @@ impl Server {
     pub(crate) fn depart_running(&self) -> Vec<Running> {
         let running: Vec<Running> = lock(&self.running).drain().map(|(_, r)| r).collect();
         self.running_len.fetch_sub(running.len(), Ordering::AcqRel);
-        self.alone_running.store(false, Ordering::Release);
+        self.set_alone_running(false);
         running
+    }
+
+    /// Sets `alone_running`, counting the change in the process-wide `ALONE_RUNNING` (SeqCst:
+    /// the running side of the handshake, `Scheduler::take_stuck`).
+    fn set_alone_running(&self, on: bool) {
+        if self.alone_running.swap(on, Ordering::SeqCst) != on {
+            if on {
+                ALONE_RUNNING.fetch_add(1, Ordering::SeqCst);
+            } else {
+                ALONE_RUNNING.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Whether a job runs alone here now.
+    pub(crate) fn runs_alone(&self) -> bool {
+        self.alone_running.load(Ordering::Acquire)
+    }
+
+    /// Whether this server may hold jobs up (see [`Server::give_up_stuck`]): jobs queued behind
+    /// a job running alone, or an alone job queued behind running jobs.
+    pub(crate) fn holds_up(&self) -> bool {
+        self.queued.load(Ordering::Acquire) > 0
+            && (self.runs_alone()
+                || (self.alone_queued.load(Ordering::Relaxed) > 0
+                    && self.running_len.load(Ordering::Acquire) > 0))
+    }
+
+    /// Live jobs queued here (no tombstones), and how many of them run alone (tests).
+    #[cfg(test)]
+    pub(crate) fn live_queued(&self) -> (usize, usize) {
+        let inner = lock(&self.inner);
+        let live = inner
+            .queue
+            .iter()
+            .filter(|job| job.core.control.is_queued());
+        let alone = live.clone().filter(|job| job.alone).count();
+        (live.count(), alone)
     }
 
     /// The lock held through a whole `Pool::take` and a whole `Pool::depart`.
