@@ -290,6 +290,17 @@ impl Servers {
         self.read().all.clone()
     }
 
+    /// The servers not yet departed that have nothing to do (`busy() == 0`, SeqCst: see
+    /// `Scheduler::take_stuck`); usually none, and then nothing is allocated.
+    pub(crate) fn idle(&self) -> Vec<Arc<Server>> {
+        self.read()
+            .all
+            .iter()
+            .filter(|server| server.busy() == 0)
+            .cloned()
+            .collect()
+    }
+
     /// Places a QUEUED served job on a server of its method picked by `strategy`, announcing
     /// its views when `announce` is given. `Err` hands the job back when no server took it:
     /// none serves the method any more, or the pool is destroyed. (Handed back by value:

@@ -363,10 +363,8 @@ impl Scheduler {
     /// Jobs may be held up (see [`Scheduler::take_stuck`]): each server with nothing to do
     /// takes some.
     fn rescue_stuck(&self) {
-        for server in self.servers.all() {
-            if server.busy() == 0 {
-                self.take_stuck(&server);
-            }
+        for server in self.servers.idle() {
+            self.take_stuck(&server);
         }
     }
 
