@@ -2,7 +2,7 @@
 // Pool#serve(): methods implemented in JavaScript, served by worker_threads and the main
 // thread, scheduled by the native pool.
 const path = require('node:path');
-const { Worker, threadId } = require('node:worker_threads');
+const { BroadcastChannel, Worker, threadId } = require('node:worker_threads');
 const { Pool, RpcError } = require('../index.js');
 const { child, clean } = require('./helpers/child.js');
 
@@ -392,6 +392,25 @@ describe('a synchronous handler that blocks its thread', () => {
       release(timedView);
       release(abortedView);
       await worker.terminate();
+    }
+  });
+});
+
+describe('views sent for a job that went elsewhere', () => {
+  test('forget() also drops views posted before it that were not dispatched yet (they were kept for good)', async () => {
+    // Found by a hostile review: a job with views moved from a busy server to a free one left
+    // the views it was first sent in the busy server's table, holding their memory.
+    const views = require('../lib/views.js');
+    views.open();
+    const sender = new BroadcastChannel(views.CHANNEL_NAME);
+    try {
+      const token = 2 ** 52 + 7; // no job of this process has it
+      sender.postMessage({ to: threadId, token, views: [new Int32Array(new SharedArrayBuffer(4))] });
+      views.forget(token);
+      for (let i = 0; i < 3; i++) await new Promise(setImmediate); // any message still due is dispatched
+      expect(views.takeReceived(token)).toBeUndefined();
+    } finally {
+      sender.close();
     }
   });
 });

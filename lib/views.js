@@ -76,8 +76,13 @@ function takeReceived(token) {
   return views;
 }
 
-/** Views announced for job `token` will never be used (the job went elsewhere or stopped). */
+/**
+ * Views announced for job `token` will never be used (the job went elsewhere or stopped). They
+ * were posted before the notice was given, but may not have been dispatched yet: the messages
+ * already posted are pulled first, or they would be stored after this and kept for good.
+ */
 function forget(token) {
+  drain();
   received.delete(token);
 }
 
@@ -117,4 +122,4 @@ function checkOrphans() {
   }
 }
 
-module.exports = { open, takeReceived, forget, awaitResend, stopAwaiting };
+module.exports = { CHANNEL_NAME, open, takeReceived, forget, awaitResend, stopAwaiting };

@@ -270,35 +270,50 @@ impl Servers {
             .map_or(0, |(_, calls)| *calls)
     }
 
-    /// Jobs held up on another server (see `Server::give_up_stuck`), for `idle`, which has
-    /// nothing to do: those of the first server that has some.
-    pub(crate) fn stuck_for(&self, idle: &Server) -> Vec<ServedJob> {
+    /// Jobs held up on other servers (see `Server::give_up_stuck`), for `taker`, which has
+    /// `room` free handler slots (`empty`: it runs and holds nothing): up to `room` jobs that
+    /// do not run alone, or one that does.
+    pub(crate) fn stuck_for(&self, taker: &Server, room: usize, empty: bool) -> Vec<ServedJob> {
+        let mut taken: Vec<ServedJob> = Vec::new();
         for other in self.read().all.iter() {
-            if other.id() == idle.id() {
+            if taken.len() >= room {
+                break;
+            }
+            if other.id() == taker.id() {
                 continue;
             }
-            let given = other.give_up_stuck(|method| idle.serves(method), idle.concurrency());
-            if !given.is_empty() {
-                return given;
+            let given = other.give_up_stuck(
+                |method| taker.serves(method),
+                room - taken.len(),
+                empty && taken.is_empty(),
+            );
+            if given.first().is_some_and(|job| job.alone) {
+                return given; // an alone job goes by itself (only to an empty server)
             }
+            taken.extend(given);
         }
-        Vec::new()
+        taken
+    }
+
+    /// Whether some server holds jobs up (`Server::holds_up`; atomics only, no server lock).
+    pub(crate) fn any_holds_up(&self) -> bool {
+        self.read().all.iter().any(|server| server.holds_up())
+    }
+
+    /// The servers not yet departed with a free handler slot for jobs that do not run alone
+    /// (see `Server::placement_load`).
+    pub(crate) fn with_room(&self) -> Vec<Arc<Server>> {
+        self.read()
+            .all
+            .iter()
+            .filter(|server| server.placement_load(false) < server.concurrency())
+            .cloned()
+            .collect()
     }
 
     /// Every server not yet departed.
     pub(crate) fn all(&self) -> Vec<Arc<Server>> {
         self.read().all.clone()
-    }
-
-    /// The servers not yet departed that have nothing to do (`busy() == 0`, SeqCst: see
-    /// `Scheduler::take_stuck`); usually none, and then nothing is allocated.
-    pub(crate) fn idle(&self) -> Vec<Arc<Server>> {
-        self.read()
-            .all
-            .iter()
-            .filter(|server| server.busy() == 0)
-            .cloned()
-            .collect()
     }
 
     /// Places a QUEUED served job on a server of its method picked by `strategy`, announcing

@@ -330,29 +330,39 @@ impl Scheduler {
         batch
     }
 
-    /// A server with nothing to do (its last call finished, or its serving thread rests) takes
-    /// jobs held up on another server (`Server::give_up_stuck`): a job that runs alone and
-    /// waits there behind running jobs, or the jobs queued behind one that runs alone there,
-    /// as Piscina gives such tasks to the first worker that is free; true if it took some (it
-    /// is woken for them). A closed server (a worker retiring, not yet departed) takes none; if
-    /// `idle` closes meanwhile, the jobs are placed anew (and a server that closes stays
-    /// closed, so that does not go on: each round needs another server to close between its
-    /// check and its push).
+    /// A server with a free handler slot (one of its calls finished, its serving thread
+    /// rests, it just opened) takes jobs held up on another server (`Server::give_up_stuck`),
+    /// as Piscina gives such tasks to the first worker that is free: the jobs queued behind one
+    /// that runs alone there, as many as it has free slots; and, if it has nothing to do, a job
+    /// that runs alone and waits there behind running jobs (or, with no other job held up, one
+    /// queued behind a job running alone). True if it took some (it is woken for them). A
+    /// closed server (a worker retiring, not yet departed) takes none; if `taker` closes
+    /// meanwhile, the jobs are placed anew (and a server that closes stays closed, so that
+    /// does not go on: each round needs another server to close between its check and its
+    /// push).
     ///
-    /// With [`Scheduler::rescue_stuck`] it is a handshake: a server that falls idle reads
-    /// whether jobs may be held up (`stuck_anywhere`) after its load has dropped to zero, and
-    /// the side that holds jobs up (a caller queuing an alone job where it must wait, or any
-    /// job while an alone job runs somewhere; a serving thread starting an alone job with jobs
-    /// queued behind it) looks for an idle server after counting itself in, all four steps
-    /// SeqCst, so at least one of the two sees the other (and the idle side pays no fence: on
-    /// x86 a SeqCst load is a plain one).
-    pub(crate) fn take_stuck(&self, idle: &Server) -> bool {
-        if idle.busy() != 0 || !stuck_anywhere() || !idle.accepting() {
+    /// With [`Scheduler::rescue_stuck`] it is a handshake: a server whose load drops reads
+    /// whether jobs may be held up (`stuck_anywhere`) after its load went down, and the side
+    /// that holds jobs up (a caller queuing an alone job where it must wait, or any job while
+    /// an alone job runs somewhere; a serving thread whose take started an alone job with jobs
+    /// queued behind it, or jobs with an alone job queued behind them) looks for servers with
+    /// room after counting itself in. The loads and counts are written by locked
+    /// read-modify-writes and read SeqCst, so at least one of the two sees the other (and the
+    /// taker pays no fence: on x86 a SeqCst load is a plain one).
+    pub(crate) fn take_stuck(&self, taker: &Server) -> bool {
+        if !stuck_anywhere() || !taker.accepting() {
+            return false;
+        }
+        let empty = taker.busy() == 0;
+        let room = taker
+            .concurrency()
+            .saturating_sub(taker.placement_load(false));
+        if room == 0 {
             return false;
         }
         let mut took = false;
-        for job in self.servers.stuck_for(idle) {
-            match idle.push(job, &mut None, &self.lifecycle) {
+        for job in self.servers.stuck_for(taker, room, empty) {
+            match taker.push(job, &mut None, &self.lifecycle) {
                 Push::Queued => took = true,
                 Push::Closed(job) | Push::Destroyed(job) => self.place_served(job, None),
             }
@@ -360,10 +370,13 @@ impl Scheduler {
         took
     }
 
-    /// Jobs may be held up (see [`Scheduler::take_stuck`]): each server with nothing to do
-    /// takes some.
+    /// Jobs may be held up (see [`Scheduler::take_stuck`]): if some server holds jobs up,
+    /// each server with a free slot takes some.
     fn rescue_stuck(&self) {
-        for server in self.servers.idle() {
+        if !self.servers.any_holds_up() {
+            return;
+        }
+        for server in self.servers.with_room() {
             self.take_stuck(&server);
         }
     }
@@ -385,7 +398,8 @@ impl Scheduler {
                 run.complete(outcome, &self.counters, server.thread())
             });
         }
-        server.more_to_take() || self.take_stuck(server)
+        // A slot is free: jobs held up elsewhere may take it too.
+        server.more_to_take() | self.take_stuck(server)
     }
 
     /// The serving thread stops job `token` (its timeout fired): the call settles now with

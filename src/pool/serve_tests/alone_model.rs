@@ -388,33 +388,45 @@ impl Model {
         self.check_nothing_held_up();
     }
 
-    /// While an open server has nothing to do, no other server holds jobs up: none that waits
-    /// there to run alone behind running jobs, none queued behind a job running alone there.
+    /// While an open server has a free slot, no other server holds jobs up behind a job that
+    /// runs alone there; while one has nothing to do, no alone job waits behind running jobs
+    /// on another either.
     fn check_nothing_held_up(&self) {
-        let idle = self
-            .stands
-            .iter()
-            .find(|st| st.server.busy() == 0 && st.server.accepting());
-        let Some(idle) = idle else { return };
-        for other in &self.stands {
-            if other.tag == idle.tag {
+        for taker in &self.stands {
+            let server = &taker.server;
+            if !server.accepting() {
                 continue;
             }
-            let (live, alone) = other.server.live_queued();
-            let held = if other.server.runs_alone() {
-                live
-            } else if other.running.is_empty() {
-                0
-            } else {
-                alone
-            };
-            assert_eq!(
-                held, 0,
-                "server {} holds {held} jobs up (live queued {live}, alone {alone}, runs alone: {}) while server {} has nothing to do",
-                other.tag,
-                other.server.runs_alone(),
-                idle.tag
-            );
+            let empty = server.busy() == 0;
+            let room = server.placement_load(false) < server.concurrency();
+            if !room {
+                continue;
+            }
+            for other in &self.stands {
+                if other.tag == taker.tag {
+                    continue;
+                }
+                let (live, alone) = other.server.live_queued();
+                let held = if other.server.runs_alone() {
+                    if empty {
+                        live
+                    } else {
+                        live - alone
+                    }
+                } else if empty && !other.running.is_empty() {
+                    alone
+                } else {
+                    0
+                };
+                assert_eq!(
+                    held, 0,
+                    "server {} holds {held} jobs up (live queued {live}, alone {alone}, runs alone: {}) while server {} has {}",
+                    other.tag,
+                    other.server.runs_alone(),
+                    taker.tag,
+                    if empty { "nothing to do" } else { "a free slot" }
+                );
+            }
         }
     }
 

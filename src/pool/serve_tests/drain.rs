@@ -593,3 +593,39 @@ fn a_server_with_nothing_to_do_takes_the_jobs_queued_behind_a_job_running_alone_
     settled.sort_unstable();
     assert_eq!(settled, [0, 1, 2, 3, 4]);
 }
+
+#[test]
+fn a_server_with_a_free_slot_takes_the_jobs_queued_behind_a_job_running_alone_elsewhere() {
+    // Only a server with nothing to do took them: one that kept a long call running and had a
+    // slot free left them waiting as long as the alone job ran (found by a hostile review).
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (a, _bell_a) = serve_at_once(&p, &["m"], 1, 1);
+    let (b, _bell_b) = serve_at_once(&p, &["m"], 2, 2);
+    // Round robin: 0 → a, 1 → b, 2 (alone) → a, 3 → b, 4 → a.
+    p.call(&o, 0, "m", vec![Value::Number(0.0)], None);
+    p.call(&o, 1, "m", vec![Value::Number(1.0)], None);
+    let x = p.take(&a).jobs;
+    let long = p.take(&b).jobs;
+    p.call_as(&o, 2, "m", vec![Value::Number(2.0)], None, alone());
+    assert!(p.complete(&a, x[0].token, Ok(Value::Null)));
+    let runs_alone = p.take(&a).jobs;
+    assert_eq!(taken(&runs_alone), [2.0]);
+    p.call(&o, 3, "m", vec![Value::Number(3.0)], None);
+    let third = p.take(&b).jobs;
+    assert_eq!(taken(&third), [3.0], "b is full now: 1 and 3 run");
+    p.call(&o, 4, "m", vec![Value::Number(4.0)], None);
+    assert_eq!(a.busy(), 2, "4 waits behind the alone job");
+    assert!(
+        p.complete(&b, third[0].token, Ok(Value::Null)),
+        "b has a slot free (1 still runs): it takes 4"
+    );
+    let fourth = p.take(&b).jobs;
+    assert_eq!(taken(&fourth), [4.0]);
+    for (server, job) in [(&b, &fourth[0]), (&b, &long[0]), (&a, &runs_alone[0])] {
+        p.complete(server, job.token, Ok(Value::Null));
+    }
+    let mut settled: Vec<u64> = (0..5).map(|_| recv(&rx).0).collect();
+    settled.sort_unstable();
+    assert_eq!(settled, [0, 1, 2, 3, 4]);
+}

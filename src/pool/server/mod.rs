@@ -349,7 +349,9 @@ impl Server {
                 job.announced = true;
             }
         }
-        self.queued.fetch_add(1, Ordering::AcqRel);
+        // SeqCst: the holding side of the handshake when this job is held up here
+        // (`Scheduler::take_stuck`).
+        self.queued.fetch_add(1, Ordering::SeqCst);
         if job.alone {
             self.count_alone(&mut inner, 1, 0);
         }
@@ -611,17 +613,19 @@ impl Server {
         job.alone && others > 0 && job.core.control.is_queued()
     }
 
-    /// Gives up jobs held up here, for a server with nothing to do that has `room` handler
-    /// slots (`serves`: whether it serves a method): while a job runs alone here, the queued
-    /// jobs that do not run alone (up to `room`, in order), or if there are none the first one
-    /// that does; otherwise an alone job that waits behind running jobs. The serving thread is
-    /// told to forget the views it was sent for them; they go unannounced.
+    /// Gives up jobs held up here, for a server with `room` free handler slots (`serves`:
+    /// whether it serves a method; `empty`: it runs and holds nothing, so it may take an alone
+    /// job): while a job runs alone here, the queued jobs that do not run alone (up to `room`,
+    /// in order), or if there are none and `empty`, the first one that does; otherwise, if
+    /// `empty`, an alone job that waits behind running jobs. The serving thread is told to
+    /// forget the views it was sent for them; they go unannounced.
     pub(crate) fn give_up_stuck(
         &self,
         serves: impl Fn(&str) -> bool,
         room: usize,
+        empty: bool,
     ) -> Vec<ServedJob> {
-        if !self.runs_alone() && self.alone_queued.load(Ordering::Relaxed) == 0 {
+        if room == 0 || !self.holds_up() {
             return Vec::new();
         }
         let mut inner = lock(&self.inner);
@@ -636,12 +640,12 @@ impl Server {
                     at += 1;
                 }
             }
-            if given.is_empty() {
+            if given.is_empty() && empty {
                 if let Some(at) = inner.queue.iter().position(|job| job.alone && movable(job)) {
                     given.extend(inner.queue.remove(at));
                 }
             }
-        } else {
+        } else if empty {
             let running = self.running_len.load(Ordering::Acquire);
             if let Some(at) = inner
                 .queue
@@ -754,11 +758,12 @@ impl Server {
 
     /// Whether this server may hold jobs up (see [`Server::give_up_stuck`]): jobs queued behind
     /// a job running alone, or an alone job queued behind running jobs.
+    /// SeqCst reads: the taking side of the handshake (`Scheduler::take_stuck`).
     pub(crate) fn holds_up(&self) -> bool {
-        self.queued.load(Ordering::Acquire) > 0
-            && (self.runs_alone()
+        self.queued.load(Ordering::SeqCst) > 0
+            && (self.alone_running.load(Ordering::SeqCst)
                 || (self.alone_queued.load(Ordering::Relaxed) > 0
-                    && self.running_len.load(Ordering::Acquire) > 0))
+                    && self.running_len.load(Ordering::SeqCst) > 0))
     }
 
     /// Live jobs queued here (no tombstones), and how many of them run alone (tests).
