@@ -52,6 +52,25 @@ describe('the mailbox', () => {
     expect(posted.take(4, b.thread, all)).toBe('four');
   });
 
+  test('a result read while its worker is between its two messages (the value posted, its id not yet) is kept for its id', () => {
+    // Found by the heavy-js benchmark: a sweep, or a take whose own result was read ahead,
+    // reads a port to its end while a worker posts; it read the value, found no id after it
+    // and dropped the value, so its call later failed with "not on the port".
+    const a = open();
+    a.there.postMessage('two'); // the worker is between its two messages
+    posted.sweep(all);
+    a.there.postMessage(2);
+    expect(posted.take(2, a.thread, all)).toBe('two');
+    // The same through a take whose own result was read ahead (it reads the port to its end).
+    a.post(3, 'three');
+    a.post(4, 'four');
+    expect(posted.take(4, a.thread, all)).toBe('four'); // reads 3's result ahead
+    a.there.postMessage('five');
+    expect(posted.take(3, a.thread, all)).toBe('three');
+    a.there.postMessage(5);
+    expect(posted.take(5, a.thread, all)).toBe('five');
+  });
+
   test('a result that cannot be read here fails its own call only, wherever it is read', () => {
     // Nested deeper than this thread's stack lets V8 read back (it could be written).
     let deep = { end: 1 };

@@ -18,7 +18,9 @@
 // nested too deep for this thread's stack, say, fails its own call only), and the call is
 // completed with code `resultPosted` and the worker's thread id (src/bindings/contract.rs).
 // So the messages are in that port's queue before the call settles here, and `take` reads
-// them synchronously (`receiveMessageOnPort`): no event, no wait, no order to guess. A worker
+// them synchronously (`receiveMessageOnPort`): no event, no wait, no order to guess. (A port
+// read to its end, by a sweep or for a call whose result was read ahead, may meet a worker
+// between its two messages: the value waits in `halves` for its id.) A worker
 // posts only while the call still waits (`NativeServer.live`); a result whose call was settled
 // otherwise meanwhile (timed out, aborted) is dropped when it is read, and every port is read
 // out every 2^20 calls (`sweep`), so none lies there until a call id comes back (2^26 calls).
@@ -32,6 +34,11 @@ const { DataCloneError, holdsShared, SERIALIZER, SHARED_RESULT } = require('./cl
 const boxes = new Map();
 /** Results read off a port ahead of their call's settlement: call id → value (or Unread). */
 const early = new Map();
+/**
+ * By port: a value read while its worker was between its two messages (the value posted, the
+ * call's id not yet): it is paired with the next message read there, the id.
+ */
+const halves = new Map();
 
 /** A posted result that could not be read here: its call rejects with `error`. */
 class Unread {
@@ -81,6 +88,7 @@ function closeBox(thread, tracked) {
   try {
     readAll(box, undefined, tracked);
   } finally {
+    halves.delete(box); // its worker died between its two messages: that call fails otherwise
     box.close();
     purge(tracked);
   }
@@ -99,22 +107,33 @@ function sweep(tracked) {
  */
 function readAll(box, call, tracked) {
   for (;;) {
-    let m;
     let value;
-    try {
-      m = receiveMessageOnPort(box);
-      if (m === undefined) return false;
-      value = m.message;
-    } catch (e) {
-      // (The message is gone from the queue: its call's id comes next.)
-      value = new Unread(e);
+    if (halves.has(box)) {
+      value = halves.get(box);
+      halves.delete(box);
+    } else {
+      try {
+        const m = receiveMessageOnPort(box);
+        if (m === undefined) return false;
+        value = m.message;
+      } catch (e) {
+        // (The message is gone from the queue: its call's id comes next.)
+        value = new Unread(e);
+      }
     }
-    let id;
+    let next;
     try {
-      id = receiveMessageOnPort(box)?.message;
+      next = receiveMessageOnPort(box);
     } catch {
-      id = undefined;
+      return false;
     }
+    if (next === undefined) {
+      // Its worker is between its two messages (this port is read to its end while workers
+      // post): the value waits here for its id.
+      halves.set(box, value);
+      return false;
+    }
+    const id = next.message;
     // Only corepool's workers post here, each result then its call's id.
     if (typeof id !== 'number') return false;
     if (id !== call && !tracked(id)) continue;
@@ -153,7 +172,7 @@ function purge(tracked) {
 
 /** How many ports are open and results read ahead, for tests and diagnostics. */
 function stats() {
-  return { ports: boxes.size, early: early.size };
+  return { ports: boxes.size, early: early.size, halves: halves.size };
 }
 
 module.exports = { openBox, keepBox, closeBox, sweep, take, stats };
