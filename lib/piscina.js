@@ -231,8 +231,6 @@ class Piscina extends EventEmitter {
   #inflight = 0;
   #needsDrain = false;
   #maxCapacity;
-  /** concurrentTasksPerWorker: task slots per worker. */
-  #perWorker;
   #closing = null;
   #destroyed = false;
   /**
@@ -283,7 +281,6 @@ class Piscina extends EventEmitter {
     const concurrency = perWorker === Infinity ? Infinity : Math.ceil(perWorker);
     const maxQueue = given(o.maxQueue, Infinity);
     this.#maxCapacity = maxThreads * concurrency;
-    this.#perWorker = concurrency;
     if (typeof o.filename === 'string') this.#ownFile = this.#resolve(o.filename);
     this.#ownName = o.name;
     this.#poolOptions = {
@@ -652,7 +649,8 @@ class Piscina extends EventEmitter {
   get queueSize() {
     const s = this.#pool.stats();
     let taking = 0;
-    for (const server of s.servers) if (server.open) taking += Math.min(server.queued, Math.max(0, this.#perWorker - server.running));
+    const perWorker = this.#poolOptions.concurrency;
+    for (const server of s.servers) if (server.open) taking += Math.min(server.queued, Math.max(0, perWorker - server.running));
     return Math.max(0, Math.min(this.#inflight, s.queued + s.waiting - taking));
   }
 

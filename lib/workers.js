@@ -348,8 +348,8 @@ class TaskWorkers {
     this.#loadError = `corepool: the task file ${this.#hooks?.filename ?? this.#options.filename} could not be loaded: ${why}`;
     this.#loadData = data ?? { file: this.#hooks?.filename ?? this.#options.filename };
     if (this.#gaveUp) return;
-    const alone = this.#serving() === 0 && this.#count((s) => !s.ready) === 0;
-    if (!alone && this.#failedLoads < RESPAWN.maxFailedLoads) return;
+    const noneLeft = this.#serving() === 0 && this.#count((s) => !s.ready) === 0;
+    if (!noneLeft && this.#failedLoads < RESPAWN.maxFailedLoads) return;
     this.#gaveUp = true;
     this.#failWaiting();
     this.#tellReady();

@@ -587,9 +587,10 @@ impl Pool {
 
     /// The serving thread ends a drain cycle: see [`Rest`] and `Server::rest` for what each
     /// answer asks of it.
-    /// A server with nothing to do takes jobs held up on another server (it wakes for them): a
-    /// job that runs alone and waits there behind running jobs, or the jobs queued behind one
-    /// that runs alone there, as Piscina gives such tasks to the first worker that is free.
+    /// A resting server with a free slot takes jobs held up on another server (it wakes for
+    /// them): the jobs queued behind one that runs alone there, and, if it has nothing to do, a
+    /// job that runs alone and waits there behind running jobs, as Piscina gives such tasks to
+    /// the first worker that is free (`Scheduler::take_stuck`).
     pub fn rest(&self, server: &Server, budget_left: bool, may_poll: bool) -> Rest {
         let rest = server.rest(budget_left, may_poll);
         if rest == Rest::Idle {

@@ -8,8 +8,7 @@ use crate::pool::admission::Kind;
 use crate::pool::job::{JobCore, ServedJob};
 use crate::pool::lifecycle::destroyed_error;
 use crate::pool::server::{
-    alone_running_anywhere, stuck_anywhere, Announce, Batch, Push, Running, ServeError, Served,
-    Server, Wake,
+    stuck_anywhere, Announce, Batch, Push, Running, ServeError, Served, Server, Wake,
 };
 use crate::pool::servers::Hold;
 use crate::pool::stats::ServerStats;
@@ -119,14 +118,15 @@ impl Scheduler {
     /// job settles with MethodNotFound (PoolClosed once the pool is destroyed).
     pub(super) fn place_served(&self, job: ServedJob, mut announce: Option<Announce>) {
         let strategy = self.options.strategy;
-        let alone = job.alone;
         let mut job = job;
         let job = loop {
             let Err(unplaced) = self
                 .servers
                 .place(job, announce.take(), strategy, &self.lifecycle)
             else {
-                if alone || alone_running_anywhere() {
+                // It may wait behind running jobs, or behind a job running alone (the same
+                // test a server with room makes: `take_stuck`).
+                if stuck_anywhere() {
                     self.rescue_stuck();
                 }
                 return;

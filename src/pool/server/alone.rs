@@ -21,11 +21,6 @@ pub(crate) fn stuck_anywhere() -> bool {
     ALONE_QUEUED.load(Ordering::SeqCst) > 0 || ALONE_RUNNING.load(Ordering::SeqCst) > 0
 }
 
-/// Whether some server runs a job alone (SeqCst: see `Scheduler::take_stuck`).
-pub(crate) fn alone_running_anywhere() -> bool {
-    ALONE_RUNNING.load(Ordering::SeqCst) > 0
-}
-
 impl Server {
     /// Whether queued entry `job` is an alone job that cannot start beside `others` jobs.
     pub(super) fn waits_alone(job: &ServedJob, others: usize) -> bool {

@@ -18,7 +18,8 @@
 //!   runs alone (`ServedJob::alone`) is handed over only when no other job runs, and nothing
 //!   after it until it is done (`alone_running`); while it waits, the jobs behind it go past
 //!   it, other jobs are placed elsewhere if they can be (`placement_load`), and a server with
-//!   nothing to do takes it (`Pool::rest`).
+//!   nothing to do takes it; jobs queued behind it once it runs go to a server with a free
+//!   slot (`alone.rs`, `Scheduler::take_stuck`).
 //! - `stops`: tokens of running jobs whose handler must be told to stop (abort, destroy).
 //! - `forgotten`: tokens whose SharedArrayBuffer views the server was sent but will never run
 //!   (the job was cancelled or taken away), so the serving thread can drop them.
@@ -70,7 +71,7 @@ use std::time::{Duration, Instant};
 
 mod alone;
 mod running;
-pub(crate) use alone::{alone_running_anywhere, stuck_anywhere};
+pub(crate) use alone::stuck_anywhere;
 pub(crate) use running::Running;
 
 /// Wakes a server's JavaScript thread so that it drains its queue (the bindings call a
