@@ -14,6 +14,21 @@ const jestArgs = process.argv.slice(2);
 let passed = 0;
 let failed = 0;
 const summary = [];
+/** Each failed jest test, with the start of its message. */
+const failures = [];
+
+/** The start of `text` (its first non-empty lines, up to the stack), without terminal colours. */
+function messageStart(text) {
+  // eslint-disable-next-line no-control-regex
+  const lines = String(text ?? '').replace(/\x1b\[[0-9;]*m/g, '').split('\n').map((l) => l.trim());
+  const head = [];
+  for (const line of lines) {
+    if (line.startsWith('at ') || head.length === 8) break;
+    if (line) head.push(line);
+  }
+  const joined = head.join(' | ');
+  return joined.length > 500 ? `${joined.slice(0, 500)}…` : joined;
+}
 
 function step(name, cmd, args, count) {
   console.log(`\n=== ${name}: ${cmd} ${args.join(' ')}`);
@@ -59,8 +74,16 @@ function jest(name, node) {
     try {
       const j = JSON.parse(fs.readFileSync(out, 'utf8'));
       // A suite that fails to run has no test results: count it as a failure.
-      const broken = j.testResults.filter((s) => s.status === 'failed' && s.assertionResults.length === 0).length;
-      return { passed: j.numPassedTests, failed: j.numFailedTests + broken };
+      const broken = j.testResults.filter((s) => s.status === 'failed' && s.assertionResults.length === 0);
+      // Named again in the summary, so that the end of a long log says what failed.
+      for (const suite of j.testResults) {
+        const file = path.relative(root, suite.name);
+        if (broken.includes(suite)) failures.push(`${name}: ${file}: ${messageStart(suite.message)}`);
+        for (const t of suite.assertionResults) {
+          if (t.status === 'failed') failures.push(`${name}: ${file} › ${t.fullName}: ${messageStart(t.failureMessages?.[0])}`);
+        }
+      }
+      return { passed: j.numPassedTests, failed: j.numFailedTests + broken.length };
     } catch {
       return { passed: 0, failed: 1 };
     }
@@ -96,5 +119,9 @@ if (built) {
 
 console.log('\n=== summary');
 for (const line of summary) console.log(line);
+if (failures.length > 0) {
+  console.log('failed:');
+  for (const line of failures) console.log(`  ${line}`);
+}
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);
