@@ -1297,6 +1297,28 @@ describe('properties', () => {
     expect(await sizes(Piscina)).toEqual(real);
   });
 
+  test('queueSize never counts a task a worker is taking as waiting (20 rounds on one pool)', async () => {
+    // It read 0 0 1 0 1 2 now and then: a worker's queue and running counts were read in the
+    // middle of its take, and the pool-wide count at another moment than the workers'.
+    const p = pool({ filename: TASKS, minThreads: 2, maxThreads: 2, concurrentTasksPerWorker: 2 });
+    await Promise.all([p.run(1, { name: 'echo' }), p.run(2, { name: 'echo' })]);
+    await until(() => p.threads.length === 2 && p.idleThreads === 2);
+    const rounds = [];
+    for (let round = 0; round < 20; round++) {
+      const seen = [];
+      const tasks = [];
+      for (let i = 0; i < 6; i++) {
+        tasks.push(p.run({ ms: 20, value: i }, { name: 'wait' }));
+        seen.push(p.queueSize);
+      }
+      expect(await Promise.all(tasks)).toEqual([0, 1, 2, 3, 4, 5]);
+      await until(() => p.idleThreads === 2);
+      seen.push(p.queueSize);
+      rounds.push(seen.join(' '));
+    }
+    expect(rounds).toEqual(Array(20).fill('0 0 0 0 1 2 0'));
+  });
+
   test('threads are the live Worker objects, as Piscina’s: the one that runs a task, and its replacement after it exits', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const { threadId } = await piscina.run(undefined, { name: 'workerInfo' });

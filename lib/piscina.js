@@ -645,13 +645,26 @@ class Piscina extends EventEmitter {
   /**
    * Tasks accepted that no worker runs yet, as Piscina counts them: not those a worker with a
    * free task slot is about to take (Piscina hands such a task to the worker at once).
+   *
+   * Counted worker by worker: each worker's `queued` and `running` are read together, between
+   * its takes. The pool-wide `queued` is read at another moment (a task a worker was taking
+   * then was counted as waiting), so it only bounds the count; it alone counts when no worker
+   * is open, every task then waiting for one. A worker's `queued` counts aborted tasks it has
+   * not dropped yet; the bound leaves them out.
    */
   get queueSize() {
     const s = this.#pool.stats();
-    let taking = 0;
     const perWorker = this.#poolOptions.concurrency;
-    for (const server of s.servers) if (server.open) taking += Math.min(server.queued, Math.max(0, perWorker - server.running));
-    return Math.max(0, Math.min(this.#inflight, s.queued + s.waiting - taking));
+    let behind = 0;
+    let open = false;
+    for (const server of s.servers) {
+      if (!server.open) behind += server.queued;
+      else {
+        open = true;
+        behind += Math.max(0, server.queued - Math.max(0, perWorker - server.running));
+      }
+    }
+    return Math.max(0, Math.min(this.#inflight, s.queued + s.waiting, (open ? behind : s.queued) + s.waiting));
   }
 
   get completed() {

@@ -354,8 +354,10 @@ impl Servers {
         }
     }
 
-    /// Counters of every server not yet departed.
+    /// Counters of every server not yet departed. Each server's are read under its `drain`
+    /// lock, which `Pool::depart` holds while it takes the table's: so not under the table's.
     pub(crate) fn stats(&self) -> Vec<ServerStats> {
-        self.read().all.iter().map(|sv| sv.stats()).collect()
+        let all = self.read().all.clone();
+        all.iter().map(|sv| sv.stats()).collect()
     }
 }

@@ -629,3 +629,59 @@ fn a_server_with_a_free_slot_takes_the_jobs_queued_behind_a_job_running_alone_el
     settled.sort_unstable();
     assert_eq!(settled, [0, 1, 2, 3, 4]);
 }
+
+/// A server's `queued` and `running` are read between its takes, never inside one. A take
+/// counts a job out of the queue before it counts it running: a read in between missed the job
+/// (corepool/piscina's `queueSize` then counted a task a free slot was taking as waiting).
+#[test]
+fn a_servers_counters_are_never_read_in_the_middle_of_a_take() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (n, rounds) = (500u64, 20);
+    let server = p
+        .serve(
+            vec!["m".into()],
+            1,
+            1,
+            n as usize,
+            Arc::new(Bell::default()),
+        )
+        .unwrap();
+    let mut torn = Vec::new();
+    for round in 0..rounds {
+        for i in 0..n {
+            p.call(&o, round * n + i, "m", vec![Value::Null], None);
+        }
+        let go = Arc::new(std::sync::Barrier::new(2));
+        let taker = {
+            let (p, server, go) = (p.clone(), server.clone(), go.clone());
+            std::thread::spawn(move || {
+                go.wait();
+                p.take(&server).jobs
+            })
+        };
+        go.wait();
+        // Every job is queued or running on it until one completes, and none does in a round.
+        loop {
+            let s = &p.stats().servers[0];
+            if s.queued + s.running != n as usize {
+                torn.push((round, s.queued, s.running));
+            }
+            if s.running == n as usize {
+                break;
+            }
+        }
+        let jobs = taker.join().unwrap();
+        assert_eq!(jobs.len(), n as usize);
+        for job in jobs {
+            p.complete(&server, job.token, Ok(Value::Null));
+        }
+        for _ in 0..n {
+            recv(&rx).1.unwrap();
+        }
+    }
+    assert!(
+        torn.is_empty(),
+        "read in the middle of a take (round, queued, running): {torn:?}"
+    );
+}

@@ -717,15 +717,25 @@ impl Server {
             .collect()
     }
 
+    /// Its counters. `queued` and `running` are read under the `drain` lock: a take counts a
+    /// job out of the queue before it counts it running, and a read between the two would miss
+    /// the job. (A completion and a push change one of them each, outside the lock.)
     pub(super) fn stats(&self) -> ServerStats {
         let open = self.accepting();
+        let (queued, running) = {
+            let _drain = lock(&self.drain);
+            (
+                self.queued.load(Ordering::Relaxed),
+                self.running_len.load(Ordering::Relaxed),
+            )
+        };
         ServerStats {
             id: self.id,
             thread: self.thread,
             methods: self.methods.clone(),
             open,
-            queued: self.queued.load(Ordering::Relaxed),
-            running: self.running_len.load(Ordering::Relaxed),
+            queued,
+            running,
             completed: self.completed.load(Ordering::Relaxed),
             busy_ms: self.busy_ns.load(Ordering::Relaxed) as f64 / 1e6,
         }
