@@ -685,3 +685,57 @@ fn a_servers_counters_are_never_read_in_the_middle_of_a_take() {
         "read in the middle of a take (round, queued, running): {torn:?}"
     );
 }
+
+/// A job a server is taking still counts in its load (what placement compares) until it
+/// counts as running: a take counted it out of the queue first, and a call placed in between
+/// saw that server one job lighter (corepool/piscina put a third task on a worker with two
+/// while the other had one).
+#[test]
+fn a_job_being_taken_still_counts_in_its_servers_load() {
+    let p = pool(Strategy::RoundRobin, usize::MAX);
+    let (o, _, rx) = origin();
+    let (n, rounds) = (500u64, 20);
+    let server = p
+        .serve(
+            vec!["m".into()],
+            1,
+            1,
+            n as usize,
+            Arc::new(Bell::default()),
+        )
+        .unwrap();
+    let mut light = Vec::new();
+    for round in 0..rounds {
+        for i in 0..n {
+            p.call(&o, round * n + i, "m", vec![Value::Null], None);
+        }
+        let go = Arc::new(std::sync::Barrier::new(2));
+        let taker = {
+            let (p, server, go) = (p.clone(), server.clone(), go.clone());
+            std::thread::spawn(move || {
+                go.wait();
+                p.take(&server).jobs
+            })
+        };
+        go.wait();
+        while server.running_count() < n as usize {
+            let load = server.load();
+            if load < n as usize {
+                light.push((round, load));
+            }
+        }
+        let jobs = taker.join().unwrap();
+        for job in jobs {
+            p.complete(&server, job.token, Ok(Value::Null));
+        }
+        for _ in 0..n {
+            recv(&rx).1.unwrap();
+        }
+    }
+    assert!(
+        light.is_empty(),
+        "{} loads read below {n} during a take, the first (round, load): {:?}",
+        light.len(),
+        light.first()
+    );
+}

@@ -180,9 +180,16 @@ pub struct Server {
 
 /// One drain of a server's queue ([`Server::begin_take`]): the jobs taken off it, the notices
 /// for the serving thread, and the server's `drain` lock, held until the drain is over.
+///
+/// A job taken stays counted in the server's `queued` until the next one is asked for (or the
+/// take ends), by when the caller has started it ([`Server::start`] counts it running) or
+/// dropped it: so `queued + running` (the load placement compares) never misses it, it may only
+/// count it twice for that moment.
 pub(crate) struct Take<'a> {
     server: &'a Server,
     taken: std::vec::IntoIter<ServedJob>,
+    /// The last job handed out is still counted in `queued`.
+    counted: bool,
     stops: Vec<u64>,
     forgotten: Vec<u64>,
     _drain: MutexGuard<'a, ()>,
@@ -194,11 +201,19 @@ impl Take<'_> {
         self.taken.len()
     }
 
-    /// The next job taken off the queue, counted out of the server's queue.
+    /// The next job taken off the queue. The one before it is counted out of the queue now.
     pub(crate) fn next_job(&mut self) -> Option<ServedJob> {
+        self.count_out();
         let job = self.taken.next()?;
-        self.server.queued.fetch_sub(1, Ordering::AcqRel);
+        self.counted = true;
         Some(job)
+    }
+
+    /// Counts the last job handed out of the server's queue (it was started or dropped).
+    fn count_out(&mut self) {
+        if std::mem::take(&mut self.counted) {
+            self.server.queued.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// The serving thread may drop the views it was sent for job `token`.
@@ -207,11 +222,23 @@ impl Take<'_> {
     }
 
     /// Ends the drain (its lock is let go) with `jobs` to hand over.
-    pub(crate) fn finish(self, jobs: Vec<Served>) -> Batch {
+    pub(crate) fn finish(mut self, jobs: Vec<Served>) -> Batch {
+        self.count_out();
         Batch {
             jobs,
-            stops: self.stops,
-            forgotten: self.forgotten,
+            stops: std::mem::take(&mut self.stops),
+            forgotten: std::mem::take(&mut self.forgotten),
+        }
+    }
+}
+
+impl Drop for Take<'_> {
+    /// The jobs not handed out leave the count too: they left the queue.
+    fn drop(&mut self) {
+        self.count_out();
+        let left = self.taken.len();
+        if left > 0 {
+            self.server.queued.fetch_sub(left, Ordering::SeqCst);
         }
     }
 }
@@ -288,6 +315,12 @@ impl Server {
     /// handshake reads it (`Scheduler::rescue_stuck`; a plain load on x86).
     pub(crate) fn load(&self) -> usize {
         self.queued.load(Ordering::SeqCst) + self.running_len.load(Ordering::SeqCst)
+    }
+
+    /// Jobs running now, read without waiting for a take to end (tests).
+    #[cfg(test)]
+    pub(crate) fn running_count(&self) -> usize {
+        self.running_len.load(Ordering::SeqCst)
     }
 
     /// Jobs in the queue or running; zero means a closed server has nothing left to do.
@@ -484,6 +517,7 @@ impl Server {
         Take {
             server: self,
             taken: taken.into_iter(),
+            counted: false,
             stops,
             forgotten,
             _drain: drain,
