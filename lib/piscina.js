@@ -646,9 +646,9 @@ class Piscina extends EventEmitter {
    * Tasks accepted that no worker runs yet, as Piscina counts them: not those a worker with a
    * free task slot is about to take (Piscina hands such a task to the worker at once).
    *
-   * Counted worker by worker: each worker's `queued` and `running` are read together, between
-   * its takes. The pool-wide `queued` is read at another moment (a task a worker was taking
-   * then was counted as waiting), so it only bounds the count; it alone counts when no worker
+   * Counted worker by worker: each worker's `queued` and `running` are read together (a task
+   * it is taking counts in one of them). The pool-wide `queued` is read at another moment (a
+   * task a worker was taking then was counted as waiting), so it only bounds the count; it alone counts when no worker
    * is open, every task then waiting for one. A worker's `queued` counts aborted tasks it has
    * not dropped yet; the bound leaves them out.
    */

@@ -354,10 +354,8 @@ impl Servers {
         }
     }
 
-    /// Counters of every server not yet departed. Each server's are read under its `drain`
-    /// lock, which `Pool::depart` holds while it takes the table's: so not under the table's.
+    /// Counters of every server not yet departed.
     pub(crate) fn stats(&self) -> Vec<ServerStats> {
-        let all = self.read().all.clone();
-        all.iter().map(|sv| sv.stats()).collect()
+        self.read().all.iter().map(|sv| sv.stats()).collect()
     }
 }

@@ -285,7 +285,7 @@ impl Scheduler {
             let watched = reply.watched().is_some();
             let own_call = reply.own_call().map(|call| (origin.id(), call));
             let named = (method.clone(), timeout.unwrap_or_default());
-            let Some(params) = server.start(
+            let Some(params) = take.start(
                 token,
                 &control,
                 origin,

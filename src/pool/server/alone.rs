@@ -2,7 +2,7 @@
 //! running (per server and process-wide), what placement weighs, and which held-up jobs a
 //! server gives up to another with room (see the module doc and src/pool/README.md §6).
 
-use super::{lock, Inner, Server};
+use super::{lock, Inner, Server, QUEUED};
 use crate::pool::job::ServedJob;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -60,7 +60,7 @@ impl Server {
                 }
             }
         } else if empty {
-            let running = self.running_len.load(Ordering::Acquire);
+            let running = self.running();
             if let Some(at) = inner
                 .queue
                 .iter()
@@ -74,7 +74,7 @@ impl Server {
         }
         let alone = given.iter().filter(|job| job.alone).count();
         self.count_alone(&mut inner, 0, alone);
-        self.queued.fetch_sub(given.len(), Ordering::AcqRel);
+        self.sub_counts(QUEUED, given.len());
         self.forget_announced(&mut inner, given.iter());
         for job in &mut given {
             job.announced = false;
@@ -115,7 +115,7 @@ impl Server {
         }
         let alone_queued = self.alone_queued.load(Ordering::Relaxed);
         let load = load.saturating_sub(alone_queued);
-        let starting_alone = alone_queued > 0 && self.running_len.load(Ordering::Relaxed) == 0;
+        let starting_alone = alone_queued > 0 && self.running() == 0;
         if starting_alone || self.alone_running.load(Ordering::Relaxed) {
             load.saturating_add(self.concurrency)
         } else {
@@ -144,10 +144,10 @@ impl Server {
     /// a job running alone, or an alone job queued behind running jobs.
     /// SeqCst reads: the taking side of the handshake (`Scheduler::take_stuck`).
     pub(crate) fn holds_up(&self) -> bool {
-        self.queued.load(Ordering::SeqCst) > 0
+        let (queued, running) = self.counts();
+        queued > 0
             && (self.alone_running.load(Ordering::SeqCst)
-                || (self.alone_queued.load(Ordering::Relaxed) > 0
-                    && self.running_len.load(Ordering::SeqCst) > 0))
+                || (self.alone_queued.load(Ordering::Relaxed) > 0 && running > 0))
     }
 
     /// Live jobs queued here (no tombstones), and how many of them run alone (tests).

@@ -150,12 +150,13 @@ pub struct Server {
     running: Mutex<HashMap<u64, Running>>,
     /// Held through a whole `Pool::take` and a whole `Pool::depart` (see the module doc).
     drain: Mutex<()>,
-    /// Entries in `queue` (tombstones included until drained).
-    queued: AtomicUsize,
-    /// Entries in `running`.
-    running_len: AtomicUsize,
+    /// Entries in `queue` (tombstones included until drained), times [`QUEUED`], plus entries
+    /// in `running`, times [`RUNNING`]: one word, so that a job taken moves from one count to
+    /// the other in one step, and a reader (placement weighing the load, `stats()`) never
+    /// sees it in neither or both. See [`Server::counts`].
+    counts: AtomicU64,
     /// A job that runs alone ([`ServedJob::alone`]) is in `running`: no other job is taken
-    /// until it is done. Set and cleared with its entry, before `running_len` counts it in and
+    /// until it is done. Set and cleared with its entry, before `counts` counts it running and
     /// after it counts it out.
     alone_running: AtomicBool,
     /// Entries of `queue` that run alone ([`ServedJob::alone`]), tombstones included. Changed
@@ -181,15 +182,14 @@ pub struct Server {
 /// One drain of a server's queue ([`Server::begin_take`]): the jobs taken off it, the notices
 /// for the serving thread, and the server's `drain` lock, held until the drain is over.
 ///
-/// A job taken stays counted in the server's `queued` until the next one is asked for (or the
-/// take ends), by when the caller has started it ([`Server::start`] counts it running) or
-/// dropped it: so `queued + running` (the load placement compares) never misses it, it may only
-/// count it twice for that moment.
+/// A job handed out ([`Take::next_job`]) still counts as queued on the server: starting it
+/// ([`Take::start`]) counts it running in the same step; one not started (a tombstone, a job
+/// withdrawn first) is counted out when the next is asked for or the take ends.
 pub(crate) struct Take<'a> {
-    server: &'a Server,
+    server: &'a Arc<Server>,
     taken: std::vec::IntoIter<ServedJob>,
-    /// The last job handed out is still counted in `queued`.
-    counted: bool,
+    /// The last job handed out was not started: it still counts as queued.
+    handed: bool,
     stops: Vec<u64>,
     forgotten: Vec<u64>,
     _drain: MutexGuard<'a, ()>,
@@ -201,19 +201,40 @@ impl Take<'_> {
         self.taken.len()
     }
 
-    /// The next job taken off the queue. The one before it is counted out of the queue now.
+    /// The next job taken off the queue (see the type's doc for how it is counted).
     pub(crate) fn next_job(&mut self) -> Option<ServedJob> {
         self.count_out();
         let job = self.taken.next()?;
-        self.counted = true;
+        self.handed = true;
         Some(job)
     }
 
-    /// Counts the last job handed out of the server's queue (it was started or dropped).
+    /// The last job handed out was not started: it leaves the server's count.
     fn count_out(&mut self) {
-        if std::mem::take(&mut self.counted) {
-            self.server.queued.fetch_sub(1, Ordering::SeqCst);
+        if std::mem::take(&mut self.handed) {
+            self.server.sub_counts(QUEUED, 1);
         }
+    }
+
+    /// Starts the job last handed out (see [`Server::start`]); it then counts as running.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start(
+        &mut self,
+        token: u64,
+        control: &Arc<Control>,
+        origin: Arc<Origin>,
+        reply: Reply,
+        times: (Instant, Instant),
+        deadline: Option<Instant>,
+        named: (Arc<str>, Duration),
+        alone: bool,
+    ) -> Option<Params> {
+        debug_assert!(self.handed, "start follows next_job");
+        let params = self
+            .server
+            .start(token, control, origin, reply, times, deadline, named, alone)?;
+        self.handed = false;
+        Some(params)
     }
 
     /// The serving thread may drop the views it was sent for job `token`.
@@ -223,7 +244,6 @@ impl Take<'_> {
 
     /// Ends the drain (its lock is let go) with `jobs` to hand over.
     pub(crate) fn finish(mut self, jobs: Vec<Served>) -> Batch {
-        self.count_out();
         Batch {
             jobs,
             stops: std::mem::take(&mut self.stops),
@@ -233,15 +253,19 @@ impl Take<'_> {
 }
 
 impl Drop for Take<'_> {
-    /// The jobs not handed out leave the count too: they left the queue.
+    /// A job handed out and not started, and the jobs never handed out, leave the count: they
+    /// left the queue.
     fn drop(&mut self) {
         self.count_out();
         let left = self.taken.len();
-        if left > 0 {
-            self.server.queued.fetch_sub(left, Ordering::SeqCst);
-        }
+        self.server.sub_counts(QUEUED, left);
     }
 }
+
+/// One queued job in [`Server::counts`].
+const QUEUED: u64 = 1 << 32;
+/// One running job in [`Server::counts`].
+const RUNNING: u64 = 1;
 
 /// A mutex's guard; a poisoned lock is taken as it is (no code panics while holding one of
 /// these, and a job's settlement must never be lost to a poisoned lock).
@@ -273,8 +297,7 @@ impl Server {
             }),
             running: Mutex::new(HashMap::new()),
             drain: Mutex::new(()),
-            queued: AtomicUsize::new(0),
-            running_len: AtomicUsize::new(0),
+            counts: AtomicU64::new(0),
             alone_running: AtomicBool::new(false),
             alone_queued: AtomicUsize::new(0),
             completed: AtomicU64::new(0),
@@ -311,16 +334,36 @@ impl Server {
         &self.methods
     }
 
-    /// Queued + running: what `leastbusy` compares. SeqCst: the caller's side of the alone-job
-    /// handshake reads it (`Scheduler::rescue_stuck`; a plain load on x86).
-    pub(crate) fn load(&self) -> usize {
-        self.queued.load(Ordering::SeqCst) + self.running_len.load(Ordering::SeqCst)
+    /// Jobs queued here (tombstones included until drained) and running, read together.
+    /// SeqCst: both sides of the alone-job handshake read and change them
+    /// (`Scheduler::take_stuck`, `Scheduler::rescue_stuck`; a plain load on x86).
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let c = self.counts.load(Ordering::SeqCst);
+        ((c / QUEUED) as usize, (c % QUEUED) as usize)
     }
 
-    /// Jobs running now, read without waiting for a take to end (tests).
-    #[cfg(test)]
-    pub(crate) fn running_count(&self) -> usize {
-        self.running_len.load(Ordering::SeqCst)
+    /// Jobs running here (see [`Server::counts`]).
+    pub(crate) fn running(&self) -> usize {
+        self.counts().1
+    }
+
+    /// Adds one job of `one` ([`QUEUED`] or [`RUNNING`]) to the counts.
+    fn add_counts(&self, one: u64) {
+        self.counts.fetch_add(one, Ordering::SeqCst);
+    }
+
+    /// Takes `n` jobs of `one` ([`QUEUED`] or [`RUNNING`]) out of the counts, which hold them
+    /// (so neither half borrows from the other).
+    fn sub_counts(&self, one: u64, n: usize) {
+        if n > 0 {
+            self.counts.fetch_sub(one * n as u64, Ordering::SeqCst);
+        }
+    }
+
+    /// Queued + running: what `leastbusy` compares (see [`Server::counts`]).
+    pub(crate) fn load(&self) -> usize {
+        let (queued, running) = self.counts();
+        queued + running
     }
 
     /// Jobs in the queue or running; zero means a closed server has nothing left to do.
@@ -367,7 +410,7 @@ impl Server {
         }
         // SeqCst: the holding side of the handshake when this job is held up here
         // (`Scheduler::take_stuck`).
-        self.queued.fetch_add(1, Ordering::SeqCst);
+        self.add_counts(QUEUED);
         if job.alone {
             self.count_alone(&mut inner, 1, 0);
         }
@@ -479,9 +522,9 @@ impl Server {
     /// and the pending notices. A job that runs alone is taken only when no other job runs or
     /// is taken, and then it is the only one; until then it keeps its place and the jobs behind
     /// it go past it (as Piscina's tasks go past one that waits for an idle worker).
-    pub(crate) fn begin_take(&self) -> Take<'_> {
+    pub(crate) fn begin_take(self: &Arc<Self>) -> Take<'_> {
         let drain = lock(&self.drain);
-        let running = self.running_len.load(Ordering::Acquire);
+        let running = self.running();
         let room = self.room(running);
         let mut inner = lock(&self.inner);
         self.wake_pending.store(true, Ordering::Relaxed);
@@ -517,7 +560,7 @@ impl Server {
         Take {
             server: self,
             taken: taken.into_iter(),
-            counted: false,
+            handed: false,
             stops,
             forgotten,
             _drain: drain,
@@ -530,7 +573,7 @@ impl Server {
     /// nothing is recorded.
     /// `method` and `limit` are what a Timeout of the job names.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn start(
+    fn start(
         self: &Arc<Self>,
         token: u64,
         control: &Arc<Control>,
@@ -564,9 +607,10 @@ impl Server {
         if alone {
             self.set_alone_running(true);
         }
-        // SeqCst: a side of the handshake when an alone job waits behind it
-        // (`Scheduler::take_stuck`).
-        self.running_len.fetch_add(1, Ordering::SeqCst);
+        // Queued to running in one step (see `counts`). SeqCst: a side of the handshake when an
+        // alone job waits behind it (`Scheduler::take_stuck`).
+        self.counts
+            .fetch_add(RUNNING.wrapping_sub(QUEUED), Ordering::SeqCst);
         Some(params)
     }
 
@@ -575,7 +619,7 @@ impl Server {
     pub(crate) fn finish_running(&self, token: u64) -> Option<Running> {
         let run = lock(&self.running).remove(&token)?;
         // SeqCst: the idle side of the alone-job handshake (`Scheduler::take_stuck`).
-        self.running_len.fetch_sub(1, Ordering::SeqCst);
+        self.sub_counts(RUNNING, 1);
         if run.alone {
             self.set_alone_running(false);
         }
@@ -599,8 +643,8 @@ impl Server {
     /// (A job that runs alone and waits for the others to finish may make it say so once too
     /// often: that take finds nothing, and [`Server::rest`] lets the thread sleep.)
     pub(crate) fn more_to_take(&self) -> bool {
-        self.queued.load(Ordering::Acquire) > 0
-            && self.room(self.running_len.load(Ordering::Acquire)) > 0
+        let (queued, running) = self.counts();
+        queued > 0 && self.room(running) > 0
     }
 
     /// Handler slots free with `running` jobs running: none while a job runs alone.
@@ -616,7 +660,7 @@ impl Server {
     /// some entry may start (one that runs alone waits for an empty server; the others go
     /// past it).
     fn can_take(&self, inner: &Inner) -> bool {
-        let running = self.running_len.load(Ordering::Acquire);
+        let running = self.running();
         if self.room(running) == 0 || inner.queue.is_empty() {
             return false;
         }
@@ -643,14 +687,14 @@ impl Server {
             self.count_alone(&mut inner, 0, alone);
             inner.queue.drain(..).collect()
         };
-        self.queued.fetch_sub(queued.len(), Ordering::AcqRel);
+        self.sub_counts(QUEUED, queued.len());
         queued
     }
 
     /// Departure: every running job's record, for the caller to settle and release.
     pub(crate) fn depart_running(&self) -> Vec<Running> {
         let running: Vec<Running> = lock(&self.running).drain().map(|(_, r)| r).collect();
-        self.running_len.fetch_sub(running.len(), Ordering::AcqRel);
+        self.sub_counts(RUNNING, running.len());
         self.set_alone_running(false);
         running
     }
@@ -667,7 +711,7 @@ impl Server {
         let alone = self.alone_in(&inner);
         self.count_alone(&mut inner, 0, alone);
         let jobs: Vec<ServedJob> = inner.queue.drain(..).collect();
-        self.queued.fetch_sub(jobs.len(), Ordering::AcqRel);
+        self.sub_counts(QUEUED, jobs.len());
         self.forget_announced(&mut inner, jobs.iter());
         jobs
     }
@@ -705,7 +749,7 @@ impl Server {
             self.wake_pending.store(true, Ordering::Relaxed);
             return Rest::Later;
         }
-        let polling = may_poll && self.running_len.load(Ordering::Acquire) == 0;
+        let polling = may_poll && self.running() == 0;
         let until = polling.then(|| Instant::now() + IDLE_SPIN);
         loop {
             let inner = lock(&self.inner);
@@ -751,18 +795,10 @@ impl Server {
             .collect()
     }
 
-    /// Its counters. `queued` and `running` are read under the `drain` lock: a take counts a
-    /// job out of the queue before it counts it running, and a read between the two would miss
-    /// the job. (A completion and a push change one of them each, outside the lock.)
+    /// Its counters (`queued` and `running` read together: see [`Server::counts`]).
     pub(super) fn stats(&self) -> ServerStats {
         let open = self.accepting();
-        let (queued, running) = {
-            let _drain = lock(&self.drain);
-            (
-                self.queued.load(Ordering::Relaxed),
-                self.running_len.load(Ordering::Relaxed),
-            )
-        };
+        let (queued, running) = self.counts();
         ServerStats {
             id: self.id,
             thread: self.thread,
