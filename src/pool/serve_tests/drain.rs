@@ -630,27 +630,17 @@ fn a_server_with_a_free_slot_takes_the_jobs_queued_behind_a_job_running_alone_el
     assert_eq!(settled, [0, 1, 2, 3, 4]);
 }
 
-/// A server's `queued` and `running` are read between its takes, never inside one. A take
-/// counts a job out of the queue before it counts it running: a read in between missed the job
-/// (corepool/piscina's `queueSize` then counted a task a free slot was taking as waiting).
-#[test]
-fn a_servers_counters_are_never_read_in_the_middle_of_a_take() {
+/// Queues `n` jobs on a server of that concurrency, `rounds` times, and while a thread takes
+/// them calls `look(pool, server)` over and over until it returns true (the take is over).
+/// Every job is queued or running on the server throughout: none completes in a round.
+fn look_during_takes(n: usize, rounds: usize, mut look: impl FnMut(&Pool, &Server) -> bool) {
     let p = pool(Strategy::RoundRobin, usize::MAX);
     let (o, _, rx) = origin();
-    let (n, rounds) = (500u64, 20);
-    let server = p
-        .serve(
-            vec!["m".into()],
-            1,
-            1,
-            n as usize,
-            Arc::new(Bell::default()),
-        )
-        .unwrap();
-    let mut torn = Vec::new();
+    let bell = Arc::new(Bell::default());
+    let server = p.serve(vec!["m".into()], 1, 1, n, bell).unwrap();
     for round in 0..rounds {
         for i in 0..n {
-            p.call(&o, round * n + i, "m", vec![Value::Null], None);
+            p.call(&o, (round * n + i) as u64, "m", vec![Value::Null], None);
         }
         let go = Arc::new(std::sync::Barrier::new(2));
         let taker = {
@@ -661,18 +651,9 @@ fn a_servers_counters_are_never_read_in_the_middle_of_a_take() {
             })
         };
         go.wait();
-        // Every job is queued or running on it until one completes, and none does in a round.
-        loop {
-            let s = &p.stats().servers[0];
-            if s.queued + s.running != n as usize {
-                torn.push((round, s.queued, s.running));
-            }
-            if s.running == n as usize {
-                break;
-            }
-        }
+        while !look(&p, &server) {}
         let jobs = taker.join().unwrap();
-        assert_eq!(jobs.len(), n as usize);
+        assert_eq!(jobs.len(), n);
         for job in jobs {
             p.complete(&server, job.token, Ok(Value::Null));
         }
@@ -680,9 +661,27 @@ fn a_servers_counters_are_never_read_in_the_middle_of_a_take() {
             recv(&rx).1.unwrap();
         }
     }
+}
+
+/// `stats()` reads a server's `queued` and `running` together. A take counted a job out of the
+/// queue before it counted it running, and a read in between missed the job
+/// (corepool/piscina's `queueSize` then counted a task a free slot was taking as waiting).
+#[test]
+fn stats_never_read_a_server_in_the_middle_of_a_take() {
+    let n = 500;
+    let mut torn = Vec::new();
+    look_during_takes(n, 20, |p, _| {
+        let s = &p.stats().servers[0];
+        if s.queued + s.running != n {
+            torn.push((s.queued, s.running));
+        }
+        s.running == n
+    });
     assert!(
         torn.is_empty(),
-        "read in the middle of a take (round, queued, running): {torn:?}"
+        "{} reads in the middle of a take, the first (queued, running): {:?}",
+        torn.len(),
+        torn.first()
     );
 }
 
@@ -693,49 +692,18 @@ fn a_servers_counters_are_never_read_in_the_middle_of_a_take() {
 /// same way, onto the other server.
 #[test]
 fn a_job_being_taken_counts_once_in_its_servers_load() {
-    let p = pool(Strategy::RoundRobin, usize::MAX);
-    let (o, _, rx) = origin();
-    let (n, rounds) = (500u64, 20);
-    let server = p
-        .serve(
-            vec!["m".into()],
-            1,
-            1,
-            n as usize,
-            Arc::new(Bell::default()),
-        )
-        .unwrap();
+    let n = 500;
     let mut off = Vec::new();
-    for round in 0..rounds {
-        for i in 0..n {
-            p.call(&o, round * n + i, "m", vec![Value::Null], None);
+    look_during_takes(n, 20, |_, server| {
+        let load = server.load();
+        if load != n {
+            off.push(load);
         }
-        let go = Arc::new(std::sync::Barrier::new(2));
-        let taker = {
-            let (p, server, go) = (p.clone(), server.clone(), go.clone());
-            std::thread::spawn(move || {
-                go.wait();
-                p.take(&server).jobs
-            })
-        };
-        go.wait();
-        while server.running() < n as usize {
-            let load = server.load();
-            if load != n as usize {
-                off.push((round, load));
-            }
-        }
-        let jobs = taker.join().unwrap();
-        for job in jobs {
-            p.complete(&server, job.token, Ok(Value::Null));
-        }
-        for _ in 0..n {
-            recv(&rx).1.unwrap();
-        }
-    }
+        server.running() == n
+    });
     assert!(
         off.is_empty(),
-        "{} loads read other than {n} during a take, the first (round, load): {:?}",
+        "{} loads read other than {n} during a take, the first: {:?}",
         off.len(),
         off.first()
     );
