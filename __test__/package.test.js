@@ -11,7 +11,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFile, execFileSync, spawn } = require('node:child_process');
 const { loadAddon } = require('../lib/native.js');
-const { platformTriple, GLIBC_BASELINE } = require('../lib/platform.js');
+const { platformTriple, hostPlatform, lddLibc, GLIBC_BASELINE } = require('../lib/platform.js');
 const { stage, publish, platforms } = require('../scripts/packages.js');
 
 const root = path.join(__dirname, '..');
@@ -317,6 +317,15 @@ test('platform triples follow the napi-rs names', () => {
   expect(platformTriple({ platform: 'linux', arch: 'arm64', glibc: false })).toBe('linux-arm64-musl');
   expect(platformTriple({ platform: 'darwin', arch: 'arm64' })).toBe('darwin-arm64');
   expect(platformTriple({ platform: 'win32', arch: 'x64' })).toBe('win32-x64-msvc');
+});
+
+test("the C library is read from ldd's text where it names one, and agrees with Node's report", () => {
+  expect(lddLibc('#!/bin/bash\n# This file is part of the GNU C Library.\n')).toBe(true);
+  expect(lddLibc('#!/bin/sh\nexec /lib/ld-musl-x86_64.so.1 --list "$@"\n')).toBe(false);
+  expect(lddLibc('#!/bin/sh\necho "not a C library we know"\n')).toBe(null);
+  // On this machine the quick answer is the report's (the report is what it replaces).
+  const reported = process.platform === 'linux' && Boolean(process.report.getReport().header.glibcVersionRuntime);
+  expect(hostPlatform().glibc).toBe(reported);
 });
 
 test("the README's Rust version for building from source is Cargo.toml's rust-version", () => {

@@ -2,11 +2,39 @@
 // The napi-rs name of a platform (linux-x64-gnu, linux-arm64-musl, darwin-arm64,
 // win32-x64-msvc…): the suffix of the addon's file name and of its per-platform package.
 
+const fs = require('node:fs');
+
+/**
+ * Which C library `ldd`'s text (`/usr/bin/ldd`, a script on both) belongs to: true for glibc,
+ * false for musl, null when it says neither.
+ */
+function lddLibc(text) {
+  if (text.includes('musl')) return false;
+  if (text.includes('GNU C Library') || text.includes('glibc')) return true;
+  return null;
+}
+
+/**
+ * Whether this Linux runs on glibc. `ldd` tells at the cost of one small file read; Node's
+ * report (some milliseconds, in every thread that loads the addon) only where it does not (a
+ * system without `ldd`, a distroless image).
+ */
+function linuxGlibc() {
+  let text = null;
+  try {
+    text = fs.readFileSync('/usr/bin/ldd', 'latin1');
+  } catch {
+    // no ldd: ask the report
+  }
+  const told = text === null ? null : lddLibc(text);
+  return told ?? Boolean(process.report?.getReport?.().header?.glibcVersionRuntime);
+}
+
 /** The facts about this process's platform that its triple is made of. */
 function hostPlatform() {
   const { platform, arch } = process;
-  // Only Linux has two C libraries to tell apart; a report is costly, so ask nowhere else.
-  const glibc = platform === 'linux' && Boolean(process.report?.getReport?.().header?.glibcVersionRuntime);
+  // Only Linux has two C libraries to tell apart.
+  const glibc = platform === 'linux' && linuxGlibc();
   return { platform, arch, glibc };
 }
 
@@ -36,4 +64,4 @@ const RUST_TARGETS = {
  */
 const GLIBC_BASELINE = '2.17';
 
-module.exports = { platformTriple, RUST_TARGETS, GLIBC_BASELINE };
+module.exports = { platformTriple, hostPlatform, lddLibc, RUST_TARGETS, GLIBC_BASELINE };
