@@ -7,7 +7,6 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
 const { pathToFileURL, fileURLToPath } = require('node:url');
 const { errorText } = require('./errors.js');
 
@@ -130,6 +129,8 @@ function stackPlace(error) {
 /** Where `node --check` finds a syntax error in `filename`, or null (none there: it is in a module it imports). */
 function checkedPlace(filename) {
   try {
+    // Required here: only a file that fails to load needs it, and every worker loads this module.
+    const { spawnSync } = require('node:child_process');
     const r = spawnSync(process.execPath, ['--check', filename], { encoding: 'utf8', timeout: 10_000, env: process.env });
     return r.status === 0 ? null : arrowPlace(r.stderr ?? '');
   } catch {
