@@ -15,9 +15,11 @@ function lddLibc(text) {
 }
 
 /**
- * Whether this Linux runs on glibc. `ldd` tells at the cost of one small file read; Node's
- * report (some milliseconds, in every thread that loads the addon) only where it does not (a
- * system without `ldd`, a distroless image).
+ * Whether this process runs on glibc. `ldd` names the system's C library at the cost of one
+ * small file read, and where it names glibc that is the answer. Elsewhere Node's report (some
+ * milliseconds, in every thread that loads the addon) says what this process runs on: a musl
+ * system can run a glibc-built Node beside a compatibility layer, and a system without `ldd`
+ * (a distroless image) says nothing.
  */
 function linuxGlibc() {
   let text = null;
@@ -26,8 +28,8 @@ function linuxGlibc() {
   } catch {
     // no ldd: ask the report
   }
-  const told = text === null ? null : lddLibc(text);
-  return told ?? Boolean(process.report?.getReport?.().header?.glibcVersionRuntime);
+  if (text !== null && lddLibc(text) === true) return true;
+  return Boolean(process.report?.getReport?.().header?.glibcVersionRuntime);
 }
 
 /** The facts about this process's platform that its triple is made of. */
