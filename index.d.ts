@@ -173,6 +173,8 @@ export interface ServerStats {
   /** False once `close()`d: it finishes what it has but gets no new calls. */
   open: boolean;
   queued: number;
+  /** Of `queued`, the calls that wait for a free handler slot (the rest its thread is about to take). */
+  waiting: number;
   running: number;
   completed: number;
   busyMs: number;

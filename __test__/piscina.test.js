@@ -1319,6 +1319,27 @@ describe('properties', () => {
     expect(rounds).toEqual(Array(20).fill('0 0 0 0 1 2 0'));
   });
 
+  test('queueSize counts the tasks waiting while a task with a signal runs alone on its worker, as Piscina’s does (side by side)', async () => {
+    // A worker running a task with a signal takes nothing beside it, though it has free task
+    // slots: queueSize read 0 where Piscina reads 2.
+    const sizes = async (Ctor) => {
+      const p = make(Ctor, { filename: TASKS, minThreads: 1, maxThreads: 1, concurrentTasksPerWorker: 4 });
+      await p.run(1, { name: 'echo' });
+      await until(() => p.threads.length === 1 && p.idleThreads === 1);
+      const ac = new AbortController();
+      const alone = p.run({ ms: 200, value: 'alone' }, { name: 'wait', signal: ac.signal });
+      await until(() => p.idleThreads === 0);
+      const others = [p.run({ ms: 1, value: 1 }, { name: 'wait' }), p.run({ ms: 1, value: 2 }, { name: 'wait' })];
+      const seen = [p.queueSize];
+      expect(await Promise.all([alone, ...others])).toEqual(['alone', 1, 2]);
+      seen.push(p.queueSize);
+      return seen;
+    };
+    const real = await sizes(RealPiscina);
+    expect(real).toEqual([2, 0]);
+    expect(await sizes(Piscina)).toEqual(real);
+  });
+
   test('threads are the live Worker objects, as Piscina’s: the one that runs a task, and its replacement after it exits', async () => {
     const piscina = pool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const { threadId } = await piscina.run(undefined, { name: 'workerInfo' });

@@ -644,25 +644,21 @@ class Piscina extends EventEmitter {
 
   /**
    * Tasks accepted that no worker runs yet, as Piscina counts them: not those a worker with a
-   * free task slot is about to take (Piscina hands such a task to the worker at once).
+   * free task slot is about to take (Piscina hands such a task to the worker at once), but those
+   * a worker running a task with a signal holds (it takes nothing beside it).
    *
-   * Counted worker by worker: each worker's `queued` and `running` are read together (a task
-   * it is taking counts in one of them). The pool-wide `queued` is read at another moment (a
-   * task a worker was taking then was counted as waiting), so it only bounds the count; it alone counts when no worker
-   * is open, every task then waiting for one. A worker's `queued` counts aborted tasks it has
-   * not dropped yet; the bound leaves them out.
+   * Counted worker by worker (each worker's `waiting` is read whole). The pool-wide `queued` is
+   * read at another moment, so it only bounds the count (it leaves out aborted tasks a worker
+   * has not dropped yet); it alone counts when no worker is open, every task then waiting for
+   * one.
    */
   get queueSize() {
     const s = this.#pool.stats();
-    const perWorker = this.#poolOptions.concurrency;
     let behind = 0;
     let open = false;
     for (const server of s.servers) {
-      if (!server.open) behind += server.queued;
-      else {
-        open = true;
-        behind += Math.max(0, server.queued - Math.max(0, perWorker - server.running));
-      }
+      open ||= server.open;
+      behind += server.waiting;
     }
     return Math.max(0, Math.min(this.#inflight, s.queued + s.waiting, (open ? behind : s.queued) + s.waiting));
   }

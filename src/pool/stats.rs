@@ -50,6 +50,9 @@ pub struct ServerStats {
     /// False once closed: it finishes what it has but gets nothing new.
     pub open: bool,
     pub queued: usize,
+    /// Of `queued`, the calls that wait for a handler slot: the rest its thread takes at its
+    /// next look ([`crate::pool::Server`]'s take rules).
+    pub waiting: usize,
     pub running: usize,
     pub completed: u64,
     pub busy_ms: f64,

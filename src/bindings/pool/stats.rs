@@ -23,6 +23,9 @@ pub struct ServerInfo {
     /// False once `close()`d: it finishes what it has but gets no new calls.
     pub open: bool,
     pub queued: u32,
+    /// Of `queued`, the calls that wait for a free handler slot (the rest its thread is about
+    /// to take).
+    pub waiting: u32,
     pub running: u32,
     pub completed: f64,
     pub busy_ms: f64,
@@ -92,6 +95,7 @@ impl From<Stats> for StatsInfo {
                     methods: sv.methods.into(),
                     open: sv.open,
                     queued: sv.queued as u32,
+                    waiting: sv.waiting as u32,
                     running: sv.running as u32,
                     completed: sv.completed as f64,
                     busy_ms: sv.busy_ms,

@@ -269,10 +269,13 @@ fn a_server_runs_at_most_concurrency_calls_and_the_rest_stay_queued() {
     for i in 0..5 {
         p.call(&o, i, "m", vec![Value::Number(i as f64)], None);
     }
+    let s = &p.stats().servers[0];
+    assert_eq!((s.queued, s.waiting), (5, 3), "2 are about to be taken");
     let first = p.take(&server).jobs;
     assert_eq!(first.len(), 2);
     assert!(p.take(&server).jobs.is_empty(), "no free handler slot");
-    assert_eq!(p.stats().servers[0].queued, 3);
+    let s = &p.stats().servers[0];
+    assert_eq!((s.queued, s.waiting), (3, 3));
     // Departure now would move the 3 queued calls; finishing one frees a slot instead.
     assert!(p.complete(&server, first[0].token, Ok(Value::Null)));
     let next = p.take(&server).jobs;
@@ -323,6 +326,12 @@ fn a_job_that_runs_alone_waits_for_an_empty_server_and_nothing_starts_beside_it(
     assert_eq!(taken(&first), [0.0]);
     p.call_as(&o, 1, "m", vec![Value::Number(1.0)], None, alone());
     p.call(&o, 2, "m", vec![Value::Number(2.0)], None);
+    let s = &p.stats().servers[0];
+    assert_eq!(
+        (s.queued, s.waiting),
+        (2, 1),
+        "2 is about to be taken; 1 waits for 0"
+    );
     let beside = p.take(&server).jobs;
     assert_eq!(taken(&beside), [2.0], "1 waits for 0; 2 goes past it");
     assert_eq!(
@@ -340,6 +349,12 @@ fn a_job_that_runs_alone_waits_for_an_empty_server_and_nothing_starts_beside_it(
         "it runs alone, although three slots are free"
     );
     p.call(&o, 3, "m", vec![Value::Number(3.0)], None);
+    let s = &p.stats().servers[0];
+    assert_eq!(
+        (s.queued, s.waiting),
+        (1, 1),
+        "3 waits: free slots, but 1 runs alone"
+    );
     assert!(p.take(&server).jobs.is_empty(), "nothing starts beside it");
     assert_eq!(p.rest(&server, true, false), Rest::Idle);
     assert!(p.complete(&server, second[0].token, Ok(Value::Null)));

@@ -795,16 +795,35 @@ impl Server {
             .collect()
     }
 
+    /// Of `queued` entries with `running` jobs running, how many a take now would start, by
+    /// [`Server::begin_take`]'s rules: none while a job runs alone; else the entries that do
+    /// not run alone, up to the free slots; an alone entry only on an empty server, by itself.
+    /// (A hint: which entries are tombstones, and where the alone ones stand, is not looked at.)
+    fn takes_next(&self, queued: usize, running: usize) -> usize {
+        if self.runs_alone() {
+            return 0;
+        }
+        let alone = self.alone_queued.load(Ordering::Relaxed).min(queued);
+        let others = (queued - alone).min(self.room(running));
+        if others == 0 && running == 0 && alone > 0 {
+            1
+        } else {
+            others
+        }
+    }
+
     /// Its counters (`queued` and `running` read together: see [`Server::counts`]).
     pub(super) fn stats(&self) -> ServerStats {
         let open = self.accepting();
         let (queued, running) = self.counts();
+        let waiting = queued - self.takes_next(queued, running);
         ServerStats {
             id: self.id,
             thread: self.thread,
             methods: self.methods.clone(),
             open,
             queued,
+            waiting,
             running,
             completed: self.completed.load(Ordering::Relaxed),
             busy_ms: self.busy_ns.load(Ordering::Relaxed) as f64 / 1e6,
